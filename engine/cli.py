@@ -1,0 +1,176 @@
+"""Command line: `babelscore run | validate | demo | convert | report | make-tiny-models`."""
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from pathlib import Path
+
+from engine.errors import BabelscoreError
+
+logger = logging.getLogger("engine.cli")
+DEMO_CONFIG = Path(__file__).resolve().parent.parent / "configs" / "demo.yaml"
+
+
+def _setup_logging(verbose: bool) -> None:
+    logging.basicConfig(
+        level=logging.DEBUG if verbose else logging.INFO,
+        format="%(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    for noisy in ("httpx", "urllib3", "filelock", "numba", "matplotlib", "PIL"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from engine.config import load_config
+    from engine.report.summary import language_summary
+    from engine.runner import execute_run, read_scores
+
+    config = load_config(args.config)
+    summary = execute_run(config, args.out, resume=args.resume, executor_name=args.executor, ray_address=args.ray_address)
+    counts = summary.counts
+    print(f"run complete: {summary.run_dir}")
+    print(
+        f"input rows {counts.get('input_rows')}, valid {counts.get('valid_rows')}, rejected {counts.get('rejected_rows')}"
+        + (f" (see {summary.run_dir}/rejected.parquet)" if counts.get("rejected_rows") else "")
+    )
+    if "score" in config.stages:
+        print(f"score rows {counts.get('score_rows')}\n")
+        print(language_summary(read_scores(summary.run_dir)))
+    if "calibrate" in config.stages:
+        _print_kappa(summary.run_dir)
+    report = Path(summary.run_dir) / "report" / "index.html"
+    if report.exists():
+        print(f"\nreport: open {report.resolve()}")
+    return 0
+
+
+def _print_kappa(run_dir: str) -> None:
+    import pyarrow.parquet as pq
+
+    from engine.calibrate.stage import kappa_summary
+
+    path = Path(run_dir) / "calibration.parquet"
+    if path.exists():
+        print("\nagreement with expert labels (quadratic kappa):")
+        print(kappa_summary(pq.read_table(path)))
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from engine.data.reader import iter_raw_rows
+    from engine.data.validate import SampleValidator
+
+    validator = SampleValidator(require_prediction=not args.allow_missing_prediction)
+    shown = 0
+    for raw in iter_raw_rows(args.input):
+        _, rejection = validator.check(raw)
+        if rejection is not None and shown < args.show:
+            print(f"row {rejection['row_index']} ({rejection['sample_id']}): {rejection['reason']}")
+            shown += 1
+    total = validator.valid + validator.rejected
+    print(f"{args.input}: {total} rows, {validator.valid} valid, {validator.rejected} rejected")
+    for reason, count in validator.reasons.most_common():
+        print(f"  {count:6d}  {reason}")
+    return 0 if validator.valid and not validator.rejected else (1 if validator.valid == 0 else 2)
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from engine.demo import prepare_demo_models
+
+    prepare_demo_models(Path(args.models))
+    args.config = str(DEMO_CONFIG)
+    out = Path(args.out)
+    if (out / "manifest.json").exists() and not args.resume:
+        import shutil
+
+        logger.info("removing the previous demo run in %s", out)
+        shutil.rmtree(out)
+    return cmd_run(args)
+
+
+def cmd_convert(args: argparse.Namespace) -> int:
+    from engine.data.convert import convert_public_tables
+
+    from engine.io.atomic import write_parquet_atomic
+
+    table = convert_public_tables(args.inputs, languages=args.language)
+    write_parquet_atomic(args.out, table)
+    print(f"wrote {table.num_rows} samples to {args.out}")
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from engine.report.build import write_report
+
+    path = write_report(args.run)
+    print(f"report: open {Path(path).resolve()}")
+    return 0
+
+
+def cmd_make_tiny_models(args: argparse.Namespace) -> int:
+    from engine.demo import prepare_demo_models
+
+    for name, path in prepare_demo_models(Path(args.dir)).items():
+        print(f"{name}: {path}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="babelscore", description=__doc__)
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def add_run_options(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--out", required=True, help="run directory (created; must be new unless --resume)")
+        p.add_argument("--resume", action="store_true", help="continue an interrupted run in --out: committed parts are kept")
+        p.add_argument("--executor", choices=["local", "ray"], default="local", help="where parts run (default: local)")
+        p.add_argument("--ray-address", default=None, help="address of an existing Ray cluster (default: start a local one)")
+
+    run = sub.add_parser("run", help="run a config")
+    run.add_argument("config", help="YAML run config")
+    add_run_options(run)
+    run.set_defaults(func=cmd_run)
+
+    demo = sub.add_parser("demo", help="run the embedded demo (configs/demo.yaml) offline")
+    add_run_options(demo)
+    demo.add_argument("--models", default=".cache/demo-models", help="where the demo's tiny models are built")
+    demo.set_defaults(func=cmd_demo)
+
+    validate = sub.add_parser("validate", help="report bad rows of an input table without running")
+    validate.add_argument("input", help="Parquet or JSONL sample table")
+    validate.add_argument("--show", type=int, default=20, help="how many rejected rows to list")
+    validate.add_argument("--allow-missing-prediction", action="store_true", help="rows may lack predictions (a generate stage will add them)")
+    validate.set_defaults(func=cmd_validate)
+
+    convert = sub.add_parser("convert", help="convert the study's public per-language tables to the input schema")
+    convert.add_argument("inputs", nargs="+", help="Parquet/JSONL files in the public wide layout")
+    convert.add_argument("--language", action="append", help="language code per input file, in order (default: from the file name)")
+    convert.add_argument("--out", required=True, help="output Parquet file")
+    convert.set_defaults(func=cmd_convert)
+
+    report = sub.add_parser("report", help="write RUN/report/index.html")
+    report.add_argument("run", help="run directory")
+    report.set_defaults(func=cmd_report)
+
+    tiny = sub.add_parser("make-tiny-models", help="build the tiny random models the demo uses")
+    tiny.add_argument("dir")
+    tiny.set_defaults(func=cmd_make_tiny_models)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    _setup_logging(args.verbose)
+    try:
+        return args.func(args)
+    except BabelscoreError as exc:
+        logger.error("%s", exc)
+        return 2
+    except KeyboardInterrupt:
+        logger.error("interrupted; rerun with --resume to continue (committed parts are kept)")
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

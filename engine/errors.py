@@ -1,0 +1,33 @@
+"""Project exception types. Every message says what went wrong and what to do."""
+
+
+class BabelscoreError(Exception):
+    """Base class for all errors babelscore raises on purpose."""
+
+
+class ConfigError(BabelscoreError):
+    """A run config is malformed: unknown key, bad value, missing file."""
+
+
+class InputError(BabelscoreError):
+    """The input sample table cannot be used (unreadable, or no valid row at all)."""
+
+
+class RunDirectoryError(BabelscoreError):
+    """The run directory belongs to another config or is in an unexpected state."""
+
+
+class StageError(BabelscoreError):
+    """A pipeline stage cannot run: a column it needs is missing, or a part failed."""
+
+    def __init__(self, stage: str, message: str):
+        super().__init__(f"stage '{stage}': {message}")
+        self.stage = stage
+
+
+class ModelLoadError(BabelscoreError):
+    """A model or tokenizer could not be loaded from its configured location."""
+
+
+class PartFailedError(BabelscoreError):
+    """A part kept failing after its retries; the run is marked failed."""

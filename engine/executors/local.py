@@ -1,0 +1,51 @@
+"""In-process executor: parts run one after another in this process (CPU or one GPU)."""
+from __future__ import annotations
+
+import logging
+import traceback
+from typing import Any, Sequence
+
+from engine.config import RunConfig
+from engine.executors.base import CommitFn, FailFn
+from engine.pipeline import PartTask, execute_part
+from engine.progress import progress_bar
+
+logger = logging.getLogger(__name__)
+
+
+class LocalExecutor:
+    name = "local"
+
+    def __init__(self, max_attempts: int = 1):
+        self.max_attempts = max_attempts
+
+    def run_parts(
+        self,
+        run_root: str,
+        config: RunConfig,
+        parts: Sequence[PartTask],
+        stage_info: dict[str, Any],
+        commit: CommitFn,
+        fail: FailFn,
+        rows_per_part: Sequence[int],
+    ) -> None:
+        if not parts:
+            return
+        with progress_bar(parts[0].stage, sum(rows_per_part[p.index] for p in parts)) as bar:
+            for part in parts:
+                for attempt in range(1, self.max_attempts + 1):
+                    try:
+                        table = execute_part(run_root, config, part, stage_info)
+                    except Exception as exc:  # a whole-part failure: recorded, the other parts go on
+                        logger.debug("part %s failed:\n%s", part.key, traceback.format_exc())
+                        if attempt == self.max_attempts:
+                            fail(part, f"{type(exc).__name__}: {exc}", attempt)
+                        continue
+                    commit(part, table)
+                    break
+                bar.update(rows_per_part[part.index])
+
+    def close(self) -> None:
+        from engine.pipeline import release_scorers
+
+        release_scorers()

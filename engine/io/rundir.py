@@ -1,0 +1,140 @@
+"""The run directory (DESIGN.md, "Run directory") and its manifest, owned by the driver.
+
+Exactly-once: each part is written to a temp file, renamed into place when complete, and
+then recorded in `manifest.json` (itself replaced atomically). A part whose file exists but
+is not recorded (crash between rename and manifest update) is simply redone on resume and
+overwrites its own file, so there is never a duplicate and never a partial file.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import time
+from pathlib import Path
+from typing import Any, Iterable
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from engine.errors import RunDirectoryError
+from engine.io.atomic import remove_stale_temps, write_json_atomic, write_parquet_atomic
+
+logger = logging.getLogger(__name__)
+
+MANIFEST = "manifest.json"
+MANIFEST_FORMAT = 1
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+class RunDirectory:
+    """A run's folder. Only the driver process creates one and changes its manifest."""
+
+    def __init__(self, root: str | Path, manifest: dict[str, Any]):
+        self.root = Path(root)
+        self.manifest = manifest
+
+    # ----- opening -------------------------------------------------------------------------
+    @classmethod
+    def open_for_run(
+        cls, root: str | Path, config_dict: dict[str, Any], config_hash: str, extra: dict[str, Any], resume: bool
+    ) -> "RunDirectory":
+        """Create a new run directory, or reopen one for `--resume` after checking its hash."""
+        root = Path(root)
+        manifest_path = root / MANIFEST
+        if manifest_path.exists():
+            manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+            old_hash = manifest.get("config_hash")
+            if old_hash != config_hash:
+                raise RunDirectoryError(
+                    f"{root} holds a run of another config or input (hash {old_hash}, this one {config_hash}); "
+                    "a changed config never writes into an old run directory: choose a new --out"
+                )
+            if not resume:
+                status = manifest.get("status")
+                raise RunDirectoryError(
+                    f"{root} already holds this run (status {status}); pass --resume to continue it, "
+                    "or choose a new --out"
+                )
+            removed = remove_stale_temps(root)
+            if removed:
+                logger.info("removed %d temp file(s) left by an interrupted run", removed)
+            run = cls(root, manifest)
+            run.manifest["status"] = "running"
+            run.manifest["resumed"] = run.manifest.get("resumed", 0) + 1
+            run.save()
+            return run
+        if root.exists() and any(root.iterdir()):
+            raise RunDirectoryError(f"{root} exists, is not empty and has no {MANIFEST}: choose an empty or new --out")
+        root.mkdir(parents=True, exist_ok=True)
+        manifest = {
+            "format": MANIFEST_FORMAT,
+            "config": config_dict,
+            "config_hash": config_hash,
+            "status": "running",
+            "created": _now(),
+            "updated": _now(),
+            "parts": {},
+            "failed_parts": {},
+            "stages": {},
+            "counts": {},
+            "signatures": {},
+            **extra,
+        }
+        run = cls(root, manifest)
+        run.save()
+        return run
+
+    @classmethod
+    def open_existing(cls, root: str | Path) -> "RunDirectory":
+        manifest_path = Path(root) / MANIFEST
+        if not manifest_path.exists():
+            raise RunDirectoryError(f"{root} is not a babelscore run directory (no {MANIFEST})")
+        return cls(root, json.loads(manifest_path.read_text(encoding="utf-8")))
+
+    # ----- manifest ------------------------------------------------------------------------
+    def save(self) -> None:
+        self.manifest["updated"] = _now()
+        write_json_atomic(self.root / MANIFEST, self.manifest)
+
+    def path(self, relative: str) -> Path:
+        return self.root / relative
+
+    def is_done(self, part_key: str) -> bool:
+        return part_key in self.manifest["parts"]
+
+    def stage_done(self, stage: str) -> bool:
+        return bool(self.manifest["stages"].get(stage, {}).get("done"))
+
+    def mark_stage(self, stage: str, **info: Any) -> None:
+        self.manifest["stages"][stage] = {"done": True, "at": _now(), **info}
+        self.save()
+
+    def commit_part(self, part_key: str, relative: str, table: pa.Table, schema: pa.Schema, info: dict[str, Any] | None = None) -> None:
+        """Write a part's table atomically, then record it; the record is the commit point."""
+        write_parquet_atomic(self.root / relative, table, schema)
+        self.manifest["parts"][part_key] = {"file": relative, "rows": table.num_rows, "at": _now(), **(info or {})}
+        self.manifest["failed_parts"].pop(part_key, None)
+        self.save()
+
+    def record_failed_part(self, part_key: str, error: str, attempts: int) -> None:
+        self.manifest["failed_parts"][part_key] = {"error": error, "attempts": attempts, "at": _now()}
+        self.save()
+
+    def part_files(self, prefix: str) -> list[Path]:
+        """Committed part files whose key starts with `prefix`, in key order."""
+        return [self.root / info["file"] for key, info in sorted(self.manifest["parts"].items()) if key.startswith(prefix)]
+
+    def read_parts(self, prefix: str, schema: pa.Schema, columns: Iterable[str] | None = None) -> pa.Table:
+        files = self.part_files(prefix)
+        cols = list(columns) if columns is not None else None
+        if not files:
+            empty = schema if cols is None else pa.schema([schema.field(c) for c in cols])
+            return empty.empty_table()
+        return pa.concat_tables([pq.read_table(f, columns=cols, schema=schema) for f in files])
+
+    def finish(self, status: str) -> None:
+        self.manifest["status"] = status
+        self.save()

@@ -1,0 +1,291 @@
+"""Loading a transformers encoder (or decoder-only LM) once, tokenising, and batched forward passes.
+
+This module owns everything about running the model: which class to load (encoders, the
+encoder half of encoder-decoders, T5 encoders, decoder-only hidden states), dtype, device,
+attention implementation, layer truncation (bert_score's trick: drop the layers above the
+one used), the model's special tokens around a window, token-budget batching sorted by
+length, and halving the batch on CUDA out-of-memory. It knows nothing about spans or scores.
+"""
+from __future__ import annotations
+
+import importlib.util
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Sequence
+
+from engine.errors import ModelLoadError
+from engine.models import resolve_model_path
+
+if TYPE_CHECKING:
+    import torch
+
+logger = logging.getLogger(__name__)
+
+# Model types whose byte-level BPE tokenizer bert_score calls with add_prefix_space=True.
+PREFIX_SPACE_MODEL_TYPES = {"roberta", "gpt2", "longformer", "bart", "mbart", "camembert", "xlm-roberta-xl", "gpt_neo", "gpt_neox", "codegen"}
+# Where the stack of transformer layers lives, per architecture family (first match wins).
+_LAYER_PATHS = ("encoder.layer", "encoder.block", "encoder.layers", "block", "layers", "layer", "transformer.layer", "transformer.h", "h")
+_UNBOUNDED_MAX_LENGTH = 1_000_000
+
+
+@dataclass(frozen=True)
+class Tokenized:
+    """A text's own tokens (no special tokens) and their character offsets."""
+
+    ids: tuple[int, ...]
+    offsets: tuple[tuple[int, int], ...]
+
+
+def torch_dtype(name: str) -> "torch.dtype":
+    import torch
+
+    return {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[name]
+
+
+def resolve_device(device: str) -> str:
+    if device != "auto":
+        return device
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def planned_attn_implementation(device: str, dtype: str) -> str:
+    """flash_attention_2 on CUDA in half precision when the package is installed, else sdpa."""
+    if device.startswith("cuda") and dtype != "float32" and importlib.util.find_spec("flash_attn") is not None:
+        return "flash_attention_2"
+    return "sdpa"
+
+
+def _get_path(obj: Any, dotted: str) -> Any:
+    for name in dotted.split("."):
+        obj = getattr(obj, name, None)
+        if obj is None:
+            return None
+    return obj
+
+
+def count_layers(model: Any) -> int:
+    """Number of transformer layers of a loaded model (from its config)."""
+    config = model.config
+    for key in ("num_hidden_layers", "num_layers", "n_layer", "n_layers"):
+        value = getattr(config, key, None)
+        if isinstance(value, int):
+            return value
+    raise ModelLoadError(f"cannot tell how many layers model {type(model).__name__} has")
+
+
+def truncate_layers(model: Any, keep: int) -> None:
+    """Drop every layer above `keep` so the last hidden state is layer `keep`'s output (bert_score's way)."""
+    import torch
+
+    n_layers = count_layers(model)
+    if not 0 <= keep <= n_layers:
+        raise ModelLoadError(f"layer {keep} is out of range for {type(model).__name__}: allowed 0..{n_layers}")
+    if hasattr(_get_path(model, "encoder"), "albert_layer_groups"):
+        model.encoder.config.num_hidden_layers = keep
+        return
+    for path in _LAYER_PATHS:
+        layers = _get_path(model, path)
+        if isinstance(layers, torch.nn.ModuleList):
+            parent_path, _, attr = path.rpartition(".")
+            parent = _get_path(model, parent_path) if parent_path else model
+            setattr(parent, attr, torch.nn.ModuleList(list(layers)[:keep]))
+            # Some models (Llama, ...) loop over `layers[: config.num_hidden_layers]`.
+            for key in ("num_hidden_layers", "num_layers", "n_layer"):
+                if isinstance(getattr(model.config, key, None), int):
+                    setattr(model.config, key, keep)
+            return
+    raise ModelLoadError(f"do not know where the layers of {type(model).__name__} are; set all_layers or use another model")
+
+
+def _load_model_class(path: str, config: Any, dtype: "torch.dtype", attn: str) -> Any:
+    import transformers
+
+    kwargs = {"dtype": dtype, "attn_implementation": attn}
+    if getattr(config, "is_encoder_decoder", False):
+        if config.model_type in ("t5", "mt5", "umt5", "longt5"):
+            return transformers.T5EncoderModel.from_pretrained(path, **kwargs)
+        model = transformers.AutoModel.from_pretrained(path, **kwargs)
+        return model.get_encoder()
+    return transformers.AutoModel.from_pretrained(path, **kwargs)
+
+
+class EncoderRuntime:
+    """One loaded model + fast tokenizer, and batched forward passes over token id sequences.
+
+    `layer` given: the model is cut after that layer and each forward returns its output
+    (B, T, D). `layer` None: every hidden state is returned, (B, T, L+1, D), index 0 being
+    the embedding layer.
+    """
+
+    def __init__(
+        self,
+        model_name: str,
+        *,
+        layer: int | None,
+        dtype: str,
+        device: str,
+        add_prefix_space: bool,
+        max_length: int | None,
+    ):
+        import torch
+        import transformers
+
+        self.device = resolve_device(device)
+        self.dtype_name = dtype
+        path = resolve_model_path(model_name)
+        try:
+            config = transformers.AutoConfig.from_pretrained(path)
+            tok_kwargs: dict[str, Any] = {}
+            if add_prefix_space and config.model_type in PREFIX_SPACE_MODEL_TYPES:
+                tok_kwargs["add_prefix_space"] = True
+            self.tokenizer = transformers.AutoTokenizer.from_pretrained(path, **tok_kwargs)
+            attn = planned_attn_implementation(self.device, dtype)
+            try:
+                model = _load_model_class(path, config, torch_dtype(dtype), attn)
+            except (ValueError, ImportError) as exc:  # architecture without sdpa / flash support
+                logger.warning("model %s: attention %s unavailable (%s); using eager", model_name, attn, exc)
+                model = _load_model_class(path, config, torch_dtype(dtype), "eager")
+        except ModelLoadError:
+            raise
+        except Exception as exc:
+            raise ModelLoadError(f"cannot load model {model_name!r} from {path!r}: {exc}") from exc
+        if not self.tokenizer.is_fast:
+            raise ModelLoadError(f"model {model_name!r}: a fast tokenizer (offset mapping) is needed")
+        self.n_layers = count_layers(model)
+        self.all_layers = layer is None
+        if layer is not None:
+            truncate_layers(model, layer)
+        if hasattr(model.config, "use_cache"):
+            model.config.use_cache = False
+        self.model = model.eval().to(self.device)
+        self.attn_implementation = str(getattr(model.config, "_attn_implementation", attn))
+        self.prefix_ids, self.suffix_ids = self._special_layout()
+        self.max_length = max_length or self._model_max_length(config)
+        self.max_content_tokens = self.max_length - len(self.prefix_ids) - len(self.suffix_ids)
+        if self.max_content_tokens < 1:
+            raise ModelLoadError(f"model {model_name!r}: max_length {self.max_length} leaves no room for text")
+        pad = self.tokenizer.pad_token_id
+        self.pad_id = int(pad) if pad is not None else 0
+        self.oom_halvings = 0
+
+    def _model_max_length(self, config: Any) -> int:
+        """The tokenizer's model_max_length (what bert_score truncates at), else the position table."""
+        limit = self.tokenizer.model_max_length
+        if isinstance(limit, int) and 0 < limit < _UNBOUNDED_MAX_LENGTH:
+            return limit
+        positions = getattr(config, "max_position_embeddings", None) or getattr(config, "n_positions", None)
+        if isinstance(positions, int) and positions > 0:
+            # RoBERTa-style position ids start after the padding index.
+            offset = (config.pad_token_id + 1) if config.model_type in ("roberta", "xlm-roberta", "camembert") else 0
+            return positions - offset
+        return 512
+
+    def _special_layout(self) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """The special token ids the tokenizer puts before and after a single text."""
+        probe = "a b c"
+        content = self.tokenizer(probe, add_special_tokens=False)["input_ids"]
+        full = self.tokenizer(probe, add_special_tokens=True)["input_ids"]
+        for start in range(len(full) - len(content) + 1):
+            if full[start:start + len(content)] == content:
+                return tuple(full[:start]), tuple(full[start + len(content):])
+        raise ModelLoadError("cannot locate the text between the tokenizer's special tokens")
+
+    def tokenize(self, texts: Sequence[str]) -> list[Tokenized | Exception]:
+        """Fast-tokenise texts (no special tokens, no truncation) with offsets; failures returned, not raised."""
+        if not texts:
+            return []
+        try:
+            enc = self.tokenizer(list(texts), add_special_tokens=False, return_offsets_mapping=True, verbose=False)
+            return [
+                Tokenized(tuple(ids), tuple((int(a), int(b)) for a, b in offsets))
+                for ids, offsets in zip(enc["input_ids"], enc["offset_mapping"])
+            ]
+        except Exception:  # isolate the text that fails
+            if len(texts) == 1:
+                try:
+                    enc = self.tokenizer(texts[0], add_special_tokens=False, return_offsets_mapping=True, verbose=False)
+                    return [Tokenized(tuple(enc["input_ids"]), tuple((int(a), int(b)) for a, b in enc["offset_mapping"]))]
+                except Exception as exc:
+                    return [exc]
+            half = len(texts) // 2
+            return self.tokenize(texts[:half]) + self.tokenize(texts[half:])
+
+    def forward(
+        self,
+        sequences: Sequence[Sequence[int]],
+        keep: Sequence[Sequence[int]],
+        batch_tokens: int,
+    ) -> tuple[list["torch.Tensor | None"], list[str | None]]:
+        """Run the model over id sequences (special tokens included) and keep some rows of each.
+
+        Sequences are sorted by length and packed into batches of at most `batch_tokens`
+        padded tokens. Returns, per sequence, its kept rows — (K, D), or (K, L+1, D) with all
+        layers — on the model's device in the model's dtype, or None and an error message.
+        """
+        order = sorted(range(len(sequences)), key=lambda i: -len(sequences[i]))
+        out: list[torch.Tensor | None] = [None] * len(sequences)
+        errors: list[str | None] = [None] * len(sequences)
+        pos = 0
+        budget = max(1, batch_tokens)
+        while pos < len(order):
+            longest = max(1, len(sequences[order[pos]]))
+            size = max(1, budget // longest)
+            batch = order[pos:pos + size]
+            budget = self._run_batch(batch, sequences, keep, out, errors, budget)
+            pos += len(batch)
+        return out, errors
+
+    def _run_batch(self, batch, sequences, keep, out, errors, budget) -> int:
+        """Forward one batch; on CUDA OOM halve it (and the budget) and retry; returns the budget to go on with."""
+        import torch
+
+        try:
+            with torch.inference_mode():
+                hidden = self._forward_ids([sequences[i] for i in batch])  # (B, T, D) or (B, T, L+1, D)
+                for row, i in enumerate(batch):
+                    index = torch.as_tensor(list(keep[i]), dtype=torch.long, device=hidden.device)
+                    out[i] = hidden[row].index_select(0, index)
+            return budget
+        except Exception as exc:
+            if _is_oom(exc) and len(batch) > 1:
+                self.oom_halvings += 1
+                logger.warning("out of memory on a batch of %d sequences; halving and retrying", len(batch))
+                if torch.cuda.is_available():
+                    torch.cuda.empty_cache()
+                half = len(batch) // 2
+                budget = max(1, budget // 2)
+                budget = self._run_batch(batch[:half], sequences, keep, out, errors, budget)
+                return self._run_batch(batch[half:], sequences, keep, out, errors, budget)
+            if len(batch) > 1:  # find the sequence that fails
+                half = len(batch) // 2
+                budget = self._run_batch(batch[:half], sequences, keep, out, errors, budget)
+                return self._run_batch(batch[half:], sequences, keep, out, errors, budget)
+            errors[batch[0]] = f"{type(exc).__name__}: {exc}"
+            logger.warning("model forward failed for a sequence of %d tokens: %s", len(sequences[batch[0]]), exc)
+            return budget
+
+    def _forward_ids(self, seqs: Sequence[Sequence[int]]) -> "torch.Tensor":
+        import torch
+
+        width = max(len(s) for s in seqs)
+        ids = torch.full((len(seqs), width), self.pad_id, dtype=torch.long)  # (B, T)
+        mask = torch.zeros((len(seqs), width), dtype=torch.long)  # (B, T)
+        for row, s in enumerate(seqs):
+            ids[row, : len(s)] = torch.as_tensor(list(s), dtype=torch.long)
+            mask[row, : len(s)] = 1
+        result = self.model(
+            input_ids=ids.to(self.device),
+            attention_mask=mask.to(self.device),
+            output_hidden_states=self.all_layers,
+        )
+        if self.all_layers:
+            return torch.stack(result.hidden_states, dim=2)  # (B, T, L+1, D)
+        return result.last_hidden_state  # (B, T, D)
+
+
+def _is_oom(exc: BaseException) -> bool:
+    import torch
+
+    return isinstance(exc, torch.cuda.OutOfMemoryError) or "out of memory" in str(exc).lower()

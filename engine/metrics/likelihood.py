@@ -1,0 +1,517 @@
+"""BARTScore-style likelihood scores (seq2seq) and their GPTScore-style causal-LM twin.
+
+A score is the mean log-probability of the target side's scored tokens given the source
+side (DESIGN.md, "Context-aware neural metrics"):
+
+- `forward`: source = reference side, target = candidate side (BARTScore's precision, ref -> hyp);
+- `reverse`: source = candidate side, target = reference side (recall, hyp -> ref);
+- `avg`: the mean of the two (BARTScore's F).
+
+Which target tokens are averaged depends on the context setting:
+
+- `none` (seq2seq): exactly the BARTScore formula — every target token the tokenizer makes,
+  BOS and EOS included, both sides truncated to `max_length` tokens.
+- `minimal` / `full`: the context tokens are in the encoder input and in the decoder target
+  (the model reads them) but only the tokens of the scored span are averaged; special
+  tokens never are. Span tokens come from the offset mapping (`engine.context.span_token_mask`:
+  a token counts iff it overlaps the span). Texts longer than the window are cut with
+  `engine.context.plan_windows`: the source to one window around its span, the target to
+  as many windows as its span needs, each span token scored once.
+
+Causal LMs (`gptscore`) read one sequence, the prompt format being
+
+    [<tokenizer's leading specials, else BOS/EOS>] source-text  separator  target-text [EOS in `none`]
+
+with source text, separator (default "\\n") and target text tokenized separately and joined,
+and score log p(token | everything before it) over the target's scored tokens; in `none`
+the whole target plus an appended EOS (so an empty prediction still has a score, as with
+BARTScore). When the sequence exceeds the window, the source keeps at least half of it.
+
+An item whose scored span has no token (e.g. an empty prediction in `minimal`) or whose
+forward pass fails gets NaN rows with `error` set; the run goes on.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import logging
+import math
+import re
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, Sequence
+
+from engine.context import candidate_text, plan_windows, reference_text, span_token_mask
+from engine.errors import ModelLoadError
+from engine.items import ScoreItem, ScoreRow
+from engine.models import resolve_model_path
+from engine.params import Params, require
+from engine.signature import format_signature, package_version
+
+if TYPE_CHECKING:  # torch is imported lazily: the CLI imports this module's siblings at start-up
+    import torch
+
+logger = logging.getLogger(__name__)
+
+Direction = Literal["forward", "reverse", "avg"]
+Context = Literal["none", "minimal", "full"]
+_DEVICE_RE = re.compile(r"^(auto|cpu|mps|cuda(:\d+)?)$")
+_FALLBACK_MAX_LENGTH = 1024  # BARTScore's truncation length
+
+
+@dataclasses.dataclass(frozen=True)
+class LikelihoodParams(Params):
+    """Options of a likelihood scorer (one model). `separator` is used by causal LMs only."""
+
+    model: str
+    architecture: Literal["auto", "seq2seq", "causal"] = "auto"
+    directions: tuple[Direction, ...] = ("forward", "reverse", "avg")
+    contexts: tuple[Context, ...] = ("none",)
+    dtype: Literal["float32", "bfloat16", "float16"] = "float32"
+    batch_size: int = 8
+    max_length: int | None = None  # None: the model's window (tokenizer / position embeddings)
+    device: str = "auto"
+    separator: str = "\n"
+
+    def __post_init__(self) -> None:
+        require(isinstance(self.model, str) and self.model.strip() != "", "model", self.model, "a model id or directory")
+        for name, allowed in (("directions", ("forward", "reverse", "avg")), ("contexts", ("none", "minimal", "full"))):
+            value = getattr(self, name)
+            require(
+                isinstance(value, tuple) and len(value) > 0 and len(set(value)) == len(value)
+                and all(v in allowed for v in value),
+                name, value, f"a non-empty list without repeats of {', '.join(allowed)}",
+            )
+        require(self.architecture in ("auto", "seq2seq", "causal"), "architecture", self.architecture, "auto, seq2seq, causal")
+        require(self.dtype in ("float32", "bfloat16", "float16"), "dtype", self.dtype, "float32, bfloat16, float16")
+        require(isinstance(self.batch_size, int) and self.batch_size >= 1, "batch_size", self.batch_size, "an integer >= 1")
+        require(
+            self.max_length is None or (isinstance(self.max_length, int) and self.max_length >= 8),
+            "max_length", self.max_length, "null (the model's window) or an integer >= 8",
+        )
+        require(isinstance(self.device, str) and bool(_DEVICE_RE.match(self.device)), "device", self.device,
+                "auto, cpu, mps, cuda or cuda:N")
+        require(isinstance(self.separator, str), "separator", self.separator, "a string")
+
+
+@dataclasses.dataclass
+class _Job:
+    """One model input: `key` = (item index, context, direction); `scored[j]` says if target token j counts."""
+
+    key: tuple[int, str, str]
+    source: list[int]
+    target: list[int]
+    scored: list[bool]
+
+    @property
+    def length(self) -> int:
+        return len(self.source) + len(self.target)
+
+
+@dataclasses.dataclass
+class _Encoded:
+    """A text's tokens split into the tokenizer's leading specials, content and trailing specials."""
+
+    lead: list[int]
+    content: list[int]
+    offsets: list[tuple[int, int]]  # of `content`
+    trail: list[int]
+
+
+class _EmptySpan(ValueError):
+    """The target's scored span has no token: the item has no score in this setting."""
+
+
+def _sanitise(name: str) -> str:
+    clean = re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-.") or "model"
+    # A model name that had to be changed gets a hash so that e.g. `a/b` and `a-b` stay apart.
+    return clean if clean == name else f"{clean}-{hashlib.sha1(name.encode()).hexdigest()[:8]}"
+
+
+class LikelihoodScorer:
+    """Scores items by conditional log-likelihood under one seq2seq or causal LM, loaded lazily once."""
+
+    kind = "likelihood"
+    Params = LikelihoodParams
+
+    def __init__(self, params: LikelihoodParams):
+        self.params = params
+        self._arch: str | None = None if params.architecture == "auto" else params.architecture
+        self._model: Any = None
+        self._tokenizer: Any = None
+        self._device: Any = None
+        self._max_length: int = 0
+
+    # ----- identity -------------------------------------------------------------------------
+    @property
+    def architecture(self) -> str:
+        """`seq2seq` or `causal`; `auto` is read from the model's config (no weights loaded)."""
+        if self._arch is None:
+            self._arch = _detect_architecture(self.params.model)
+        return self._arch
+
+    @property
+    def metric(self) -> str:
+        return "bartscore" if self.architecture == "seq2seq" else "gptscore"
+
+    @property
+    def task_name(self) -> str:
+        return f"{self.metric}-{_sanitise(self.params.model)}"
+
+    @property
+    def model_key(self) -> str:
+        return f"{self.params.model}|{self.params.dtype}"
+
+    def signatures(self) -> dict[str, str]:
+        p = self.params
+        out = {}
+        for context in p.contexts:
+            fields: dict[str, object] = {
+                "metric": self.metric,
+                "model": p.model,
+                "arch": self.architecture,
+                "ctx": context,
+                "dirs": p.directions,
+                "span": "all-tokens" if context == "none" and self.architecture == "seq2seq" else "overlap",
+                "window": "truncate" if context == "none" and self.architecture == "seq2seq" else "centred",
+                "maxlen": p.max_length if p.max_length is not None else "model",
+            }
+            if self.architecture == "causal":
+                fields["sep"] = p.separator.encode("unicode_escape").decode("ascii")
+            fields.update(
+                tok="fast", dtype=p.dtype,
+                transformers=package_version("transformers"), torch=package_version("torch"),
+            )
+            out[context] = format_signature(fields)
+        return out
+
+    # ----- scoring --------------------------------------------------------------------------
+    def score(self, items: Sequence[ScoreItem]) -> list[ScoreRow]:
+        p = self.params
+        if not items:
+            return []
+        self._load()
+        needed = {d for d in ("forward", "reverse") if d in p.directions or "avg" in p.directions}
+        jobs: list[_Job] = []
+        errors: dict[tuple[int, str, str], str] = {}
+        cache: dict[str, _Encoded] = {}
+        for index, item in enumerate(items):
+            for context in p.contexts:
+                for direction in sorted(needed):
+                    key = (index, context, direction)
+                    try:
+                        jobs.extend(self._plan(key, item, cache))
+                    except Exception as exc:  # one bad item must not stop the others
+                        errors[key] = _describe_error(exc)
+        started = time.perf_counter()
+        totals = self._run(jobs, errors)
+        elapsed = time.perf_counter() - started
+        n_tokens = sum(j.length for j in jobs)
+        logger.info("%s: %d items, %d sequences, %d tokens in %.1fs (%.0f tokens/s)", self.task_name,
+                    len(items), len(jobs), n_tokens, elapsed, n_tokens / max(elapsed, 1e-9))
+        return self._rows(items, totals, errors)
+
+    def _rows(self, items: Sequence[ScoreItem], totals: dict[tuple[int, str, str], list[float]],
+              errors: dict[tuple[int, str, str], str]) -> list[ScoreRow]:
+        def value(key: tuple[int, str, str]) -> tuple[float, str | None]:
+            if key in errors:
+                return math.nan, errors[key]
+            logp_sum, count = totals.get(key, (0.0, 0.0))
+            if count == 0:
+                return math.nan, "no scored token (empty span after tokenization)"
+            return logp_sum / count, None
+
+        signatures = self.signatures()
+        rows = []
+        for index, item in enumerate(items):
+            for context in self.params.contexts:
+                results = {d: value((index, context, d)) for d in ("forward", "reverse") if d in self.params.directions
+                           or "avg" in self.params.directions}
+                for direction in self.params.directions:
+                    if direction == "avg":
+                        (f, f_err), (r, r_err) = results["forward"], results["reverse"]
+                        val, err = (f + r) / 2, f_err or r_err
+                        if err is not None:
+                            val, err = math.nan, f"avg: {err}"
+                    else:
+                        val, err = results[direction]
+                    rows.append(ScoreRow(item.sample_id, item.noise, self.metric, self.params.model, context,
+                                         direction, float(val), signatures[context], err))
+        return rows
+
+    # ----- model ----------------------------------------------------------------------------
+    def _load(self) -> None:
+        if self._model is not None:
+            return
+        import torch
+        from transformers import AutoModelForCausalLM, AutoModelForSeq2SeqLM, AutoTokenizer
+
+        p = self.params
+        path = resolve_model_path(p.model)
+        model_cls = AutoModelForSeq2SeqLM if self.architecture == "seq2seq" else AutoModelForCausalLM
+        try:
+            tokenizer = AutoTokenizer.from_pretrained(path)
+            model = model_cls.from_pretrained(path, **{_dtype_keyword(): getattr(torch, p.dtype)})
+        except Exception as exc:
+            raise ModelLoadError(
+                f"likelihood scorer: cannot load {p.model!r} ({path}) as a {self.architecture} LM: {exc}. "
+                "Check the model id or directory, or set `architecture`."
+            ) from exc
+        if not getattr(tokenizer, "is_fast", False):
+            raise ModelLoadError(
+                f"likelihood scorer: {p.model!r} has no fast tokenizer; scored spans are found from the "
+                "fast tokenizer's offset mapping, so a tokenizer.json is required."
+            )
+        device = ("cuda" if torch.cuda.is_available() else "cpu") if p.device == "auto" else p.device
+        self._device = torch.device(device)
+        self._model = model.eval().to(self._device)
+        self._tokenizer = tokenizer
+        self._max_length = p.max_length or _model_window(tokenizer, model.config)
+        logger.info("loaded %s (%s, %s) on %s, window %d tokens", p.model, self.architecture, p.dtype,
+                    device, self._max_length)
+
+    def _start_ids(self) -> list[int]:
+        tok = self._tokenizer
+        start = tok.bos_token_id if tok.bos_token_id is not None else tok.eos_token_id
+        return [start] if start is not None else []
+
+    def _pad_id(self) -> int:
+        tok = self._tokenizer
+        for candidate in (tok.pad_token_id, tok.eos_token_id, 0):
+            if candidate is not None:
+                return int(candidate)
+        return 0
+
+    # ----- planning: texts -> token sequences and masks ----------------------------------------
+    def _encode(self, text: str, cache: dict[str, _Encoded]) -> _Encoded:
+        if text not in cache:
+            enc = self._tokenizer(text, add_special_tokens=True, return_offsets_mapping=True,
+                                  return_special_tokens_mask=True)
+            ids, offsets, special = enc["input_ids"], enc["offset_mapping"], enc["special_tokens_mask"]
+            lead = 0
+            while lead < len(ids) and special[lead]:
+                lead += 1
+            trail = len(ids)
+            while trail > lead and special[trail - 1]:
+                trail -= 1
+            cache[text] = _Encoded(list(ids[:lead]), list(ids[lead:trail]),
+                                   [tuple(o) for o in offsets[lead:trail]], list(ids[trail:]))
+        return cache[text]
+
+    def _plan(self, key: tuple[int, str, str], item: ScoreItem, cache: dict[str, _Encoded]) -> list[_Job]:
+        _, context, direction = key
+        cand, ref = candidate_text(item, context), reference_text(item, context)  # type: ignore[arg-type]
+        src, tgt = (ref, cand) if direction == "forward" else (cand, ref)
+        if self.architecture == "seq2seq" and context == "none":
+            return [self._plan_bartscore(key, src.text, tgt.text)]
+        src_enc, tgt_enc = self._encode(src.text, cache), self._encode(tgt.text, cache)
+        src_mask = span_token_mask(src_enc.offsets, src.span_start, src.span_end)
+        tgt_mask = span_token_mask(tgt_enc.offsets, tgt.span_start, tgt.span_end)
+        if self.architecture == "causal":
+            return self._plan_causal(key, src_enc, src_mask, tgt_enc, tgt_mask, everything=context == "none")
+        if not any(tgt_mask):
+            raise _EmptySpan(f"{direction}: no token of the target overlaps its scored span (empty prediction?)")
+        budget = self._max_length - len(tgt_enc.lead) - len(tgt_enc.trail)
+        src_budget = self._max_length - len(src_enc.lead) - len(src_enc.trail)
+        if min(budget, src_budget) < 1:
+            raise ValueError(f"max_length {self._max_length} leaves no room besides the special tokens")
+        s_lo, s_hi = _window(src_mask, len(src_enc.content), src_budget)
+        source = src_enc.lead + src_enc.content[s_lo:s_hi] + src_enc.trail
+        t0, t1 = _span_range(tgt_mask)
+        jobs = []
+        for w in plan_windows(len(tgt_enc.content), t0, t1, budget):
+            scored = [tgt_mask[i] and w.score_start <= i < w.score_end for i in range(w.start, w.end)]
+            jobs.append(_Job(key, source, tgt_enc.lead + tgt_enc.content[w.start:w.end] + tgt_enc.trail,
+                             [False] * len(tgt_enc.lead) + scored + [False] * len(tgt_enc.trail)))
+        return jobs
+
+    def _plan_bartscore(self, key: tuple[int, str, str], src: str, tgt: str) -> _Job:
+        """The reference formula: whole texts with the tokenizer's specials, truncated; all target tokens count."""
+        encode = self._tokenizer
+        source = encode(src, max_length=self._max_length, truncation=True)["input_ids"]
+        target = encode(tgt, max_length=self._max_length, truncation=True)["input_ids"]
+        return _Job(key, list(source), list(target), [True] * len(target))
+
+    def _plan_causal(self, key: tuple[int, str, str], src: _Encoded, src_mask: list[bool], tgt: _Encoded,
+                     tgt_mask: list[bool], everything: bool) -> list[_Job]:
+        tok = self._tokenizer
+        lead = src.lead or self._start_ids()
+        separator = list(tok(self.params.separator, add_special_tokens=False)["input_ids"])
+        target, mask = list(tgt.content), list(tgt_mask)
+        if everything:  # `none`: the whole target, and its end, as BARTScore scores EOS
+            target += [tok.eos_token_id] if tok.eos_token_id is not None else []
+            mask = [True] * len(target)
+        if not any(mask):
+            raise _EmptySpan(f"{key[2]}: no token of the target overlaps its scored span (empty prediction?)")
+        budget = self._max_length - len(lead) - len(separator)
+        if budget < 2:
+            raise ValueError(f"max_length {self._max_length} leaves no room besides the prompt's fixed tokens")
+        n_src, n_tgt = len(src.content), len(target)
+        src_budget = n_src if n_src + n_tgt <= budget else min(n_src, max(budget - n_tgt, budget // 2))
+        s_lo, s_hi = _window(src_mask, n_src, src_budget) if src_budget > 0 else (0, 0)
+        prefix = lead + src.content[s_lo:s_hi] + separator
+        if not prefix:
+            raise ValueError("the tokenizer has no BOS/EOS token and the prompt is empty: nothing to condition on")
+        t0, t1 = _span_range(mask)
+        jobs = []
+        for w in plan_windows(n_tgt, t0, t1, budget - (s_hi - s_lo)):
+            scored = [mask[i] and w.score_start <= i < w.score_end for i in range(w.start, w.end)]
+            jobs.append(_Job(key, prefix, target[w.start:w.end], scored))
+        return jobs
+
+    # ----- forward passes --------------------------------------------------------------------
+    def _run(self, jobs: list[_Job], errors: dict[tuple[int, str, str], str]) -> dict[tuple[int, str, str], list[float]]:
+        """Per key, [sum of log p over scored tokens, number of scored tokens]; failing keys go to `errors`."""
+        totals: dict[tuple[int, str, str], list[float]] = {}
+        # Longest first: similar lengths pad little, and an out-of-memory batch shows up at once.
+        order = sorted(jobs, key=lambda j: -j.length)
+        size = self.params.batch_size
+        for start in range(0, len(order), size):
+            batch = order[start:start + size]
+            try:
+                results = self._forward(batch)
+            except Exception as exc:
+                if len(batch) == 1:
+                    errors.setdefault(batch[0].key, _describe_error(exc))
+                    continue
+                logger.warning("likelihood batch of %d failed (%s); retrying its sequences one by one",
+                               len(batch), _describe_error(exc))
+                results = []
+                for job in batch:
+                    try:
+                        results.extend(self._forward([job]))
+                    except Exception as single_exc:
+                        errors.setdefault(job.key, _describe_error(single_exc))
+                        results.append((math.nan, 0.0))
+            for job, (logp_sum, count) in zip(batch, results):
+                total = totals.setdefault(job.key, [0.0, 0.0])
+                total[0] += logp_sum
+                total[1] += count
+        return totals
+
+    def _forward(self, batch: list[_Job]) -> list[tuple[float, float]]:
+        """(sum of scored log p, scored count) per job of `batch`."""
+        import torch
+
+        with torch.inference_mode():
+            if self.architecture == "seq2seq":
+                logp, mask = self._seq2seq_logp(batch)
+            else:
+                logp, mask = self._causal_logp(batch)
+            weights = mask.to(torch.float64)  # (B, T)
+            sums = (logp.to(torch.float64) * weights).sum(dim=1)  # (B,)
+            counts = weights.sum(dim=1)  # (B,)
+        return [(float(s), float(c)) for s, c in zip(sums.cpu().tolist(), counts.cpu().tolist())]
+
+    def _pad(self, rows: list[list[int]], value: int) -> tuple["torch.Tensor", "torch.Tensor"]:
+        """Right-pad `rows` -> ids (B, T) and attention mask (B, T) on the model's device."""
+        import torch
+
+        width = max(1, max(len(r) for r in rows))
+        ids = torch.full((len(rows), width), value, dtype=torch.long)
+        mask = torch.zeros((len(rows), width), dtype=torch.long)
+        for i, row in enumerate(rows):
+            ids[i, : len(row)] = torch.tensor(row, dtype=torch.long)
+            mask[i, : len(row)] = 1
+        return ids.to(self._device), mask.to(self._device)
+
+    def _scored_mask(self, batch: list[_Job], width: int, offsets: list[int]) -> "torch.Tensor":
+        """(B, width) bool: True where job b's scored target token j sits at column offsets[b] + j."""
+        import torch
+
+        mask = torch.zeros((len(batch), width), dtype=torch.bool)
+        for b, job in enumerate(batch):
+            mask[b, offsets[b]: offsets[b] + len(job.scored)] = torch.tensor(job.scored, dtype=torch.bool)
+        return mask.to(self._device)
+
+    def _seq2seq_logp(self, batch: list[_Job]) -> tuple["torch.Tensor", "torch.Tensor"]:
+        """Log p of every target token, (B, T), and the scored mask, (B, T)."""
+        pad = self._pad_id()
+        src_ids, src_mask = self._pad([j.source for j in batch], pad)  # (B, S)
+        labels, _ = self._pad([j.target for j in batch], pad)  # (B, T)
+        # Decoder input = labels shifted right behind the start token, as `model(labels=...)` does.
+        prepare = getattr(self._model, "prepare_decoder_input_ids_from_labels", None)
+        if prepare is not None:
+            logits = self._model(input_ids=src_ids, attention_mask=src_mask,
+                                 decoder_input_ids=prepare(labels=labels)).logits  # (B, T, V)
+        else:
+            logits = self._model(input_ids=src_ids, attention_mask=src_mask, labels=labels).logits  # (B, T, V)
+        return _token_logp(logits, labels), self._scored_mask(batch, labels.shape[1], [0] * len(batch))
+
+    def _causal_logp(self, batch: list[_Job]) -> tuple["torch.Tensor", "torch.Tensor"]:
+        """Log p of every next token, (B, L-1), and the scored mask, (B, L-1)."""
+        ids, attention = self._pad([j.source + j.target for j in batch], self._pad_id())  # (B, L)
+        logits = self._model(input_ids=ids, attention_mask=attention).logits  # (B, L, V)
+        # Column c of the result is token c+1 predicted from tokens 0..c.
+        logp = _token_logp(logits[:, :-1], ids[:, 1:])  # (B, L-1)
+        return logp, self._scored_mask(batch, logp.shape[1], [len(j.source) - 1 for j in batch])
+
+
+def _token_logp(logits: "torch.Tensor", targets: "torch.Tensor") -> "torch.Tensor":
+    """log softmax(logits)[target], (B, T), computed in float32 whatever the model's dtype."""
+    import torch
+
+    logits = logits.float()  # (B, T, V)
+    picked = logits.gather(-1, targets.unsqueeze(-1)).squeeze(-1)  # (B, T)
+    return picked - torch.logsumexp(logits, dim=-1)
+
+
+def _span_range(mask: list[bool]) -> tuple[int, int]:
+    """[first, last + 1) of the True entries (the scored span in token indices)."""
+    first = mask.index(True)
+    last = len(mask) - 1 - mask[::-1].index(True)
+    return first, last + 1
+
+
+def _window(mask: list[bool], n_tokens: int, budget: int) -> tuple[int, int]:
+    """One window of at most `budget` tokens around the span in `mask` (a source: read, not scored)."""
+    if n_tokens <= budget:
+        return 0, n_tokens
+    if not any(mask):  # nothing to centre on: keep the beginning, as truncation would
+        return 0, budget
+    t0, t1 = _span_range(mask)
+    first = plan_windows(n_tokens, t0, t1, budget)[0]
+    return first.start, first.end
+
+
+def _model_window(tokenizer: Any, config: Any) -> int:
+    """The smallest of the tokenizer's and the position embeddings' limits, else BARTScore's 1,024."""
+    limits = [getattr(tokenizer, "model_max_length", None)]
+    limits += [getattr(config, name, None) for name in ("max_position_embeddings", "n_positions", "max_seq_len")]
+    usable = [int(n) for n in limits if isinstance(n, int) and 8 <= n < 1_000_000]
+    return min(usable) if usable else _FALLBACK_MAX_LENGTH
+
+
+def _detect_architecture(model: str) -> str:
+    path = resolve_model_path(model)
+    config_file = Path(path) / "config.json"
+    is_encoder_decoder = None
+    if config_file.is_file():
+        is_encoder_decoder = json.loads(config_file.read_text(encoding="utf-8")).get("is_encoder_decoder")
+    if is_encoder_decoder is None:
+        try:
+            from transformers import AutoConfig
+
+            is_encoder_decoder = AutoConfig.from_pretrained(path).is_encoder_decoder
+        except Exception as exc:
+            raise ModelLoadError(
+                f"likelihood scorer: cannot read the config of {model!r} to tell seq2seq from causal: {exc}. "
+                "Set `architecture: seq2seq` or `architecture: causal`, or check the model id."
+            ) from exc
+    return "seq2seq" if is_encoder_decoder else "causal"
+
+
+def _dtype_keyword() -> str:
+    """`from_pretrained` takes `dtype` since transformers 4.56, `torch_dtype` before."""
+    version = package_version("transformers")
+    try:
+        major, minor = (int(x) for x in version.split(".")[:2])
+    except ValueError:
+        return "dtype"
+    return "dtype" if (major, minor) >= (4, 56) else "torch_dtype"
+
+
+def _describe_error(exc: BaseException) -> str:
+    text = str(exc) if isinstance(exc, _EmptySpan) else f"{type(exc).__name__}: {exc}"
+    return text if len(text) <= 500 else text[:497] + "..."

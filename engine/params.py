@@ -1,0 +1,131 @@
+"""Frozen, validated parameter objects built from YAML mappings.
+
+Every config section and every scorer's options are a frozen dataclass deriving from
+`Params`. `from_mapping` rejects unknown keys, checks each value against the field's type
+(including `Literal[...]` choices), turns lists into tuples, builds nested `Params`, and
+names the offending key, its value and what is allowed in the error.
+"""
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from typing import Any, Literal, Mapping, Union
+
+from engine.errors import ConfigError
+
+
+def _describe(tp: Any) -> str:
+    origin = typing.get_origin(tp)
+    if origin is Literal:
+        return "one of " + ", ".join(repr(a) for a in typing.get_args(tp))
+    if origin in (Union, types.UnionType):
+        return " or ".join(_describe(a) for a in typing.get_args(tp))
+    if origin is tuple:
+        return f"a list of {_describe(typing.get_args(tp)[0])}"
+    if origin is dict:
+        return "a mapping"
+    if tp is type(None):
+        return "null"
+    if isinstance(tp, type) and issubclass(tp, Params):
+        return f"a mapping with keys {sorted(f.name for f in dataclasses.fields(tp))}"
+    return getattr(tp, "__name__", str(tp))
+
+
+def _convert(value: Any, tp: Any, where: str) -> Any:
+    """Return `value` converted to `tp`, or raise ConfigError naming `where`."""
+    origin = typing.get_origin(tp)
+    if tp is Any:
+        return value
+    if origin is Literal:
+        if value in typing.get_args(tp):
+            return value
+    elif origin in (Union, types.UnionType):
+        for option in typing.get_args(tp):
+            try:
+                return _convert(value, option, where)
+            except ConfigError:
+                continue
+    elif origin is tuple:
+        if isinstance(value, (list, tuple)):
+            (item_type, *_rest) = typing.get_args(tp)
+            return tuple(_convert(v, item_type, f"{where}[{i}]") for i, v in enumerate(value))
+    elif origin is dict:
+        if isinstance(value, Mapping):
+            key_type, value_type = typing.get_args(tp)
+            return {
+                _convert(k, key_type, where): _convert(v, value_type, f"{where}.{k}")
+                for k, v in value.items()
+            }
+    elif tp is type(None):
+        if value is None:
+            return None
+    elif isinstance(tp, type) and issubclass(tp, Params):
+        if isinstance(value, tp):
+            return value
+        if isinstance(value, Mapping):
+            return tp.from_mapping(value, where=where)
+    elif tp is float:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+    elif tp is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    elif isinstance(tp, type):
+        if isinstance(value, tp):
+            return value
+    raise ConfigError(f"{where}: got {value!r}; allowed: {_describe(tp)}")
+
+
+@dataclasses.dataclass(frozen=True)
+class Params:
+    """Base of all frozen parameter objects. Subclasses validate ranges in `__post_init__`."""
+
+    @classmethod
+    def from_mapping(cls, mapping: Mapping[str, Any] | None, where: str = "") -> "Params":
+        mapping = dict(mapping or {})
+        hints = typing.get_type_hints(cls)
+        names = [f.name for f in dataclasses.fields(cls) if f.init]
+        unknown = sorted(set(mapping) - set(names))
+        prefix = f"{where}." if where else ""
+        if unknown:
+            raise ConfigError(
+                f"{prefix}{unknown[0]}: unknown key (value {mapping[unknown[0]]!r}); "
+                f"allowed keys here: {sorted(names)}"
+            )
+        kwargs = {k: _convert(v, hints[k], f"{prefix}{k}") for k, v in mapping.items()}
+        try:
+            return cls(**kwargs)
+        except TypeError as exc:  # a required field is missing
+            missing = [
+                f.name
+                for f in dataclasses.fields(cls)
+                if f.init
+                and f.name not in kwargs
+                and f.default is dataclasses.MISSING
+                and f.default_factory is dataclasses.MISSING
+            ]
+            if missing:
+                raise ConfigError(f"{prefix}{missing[0]}: required key is missing") from exc
+            raise ConfigError(f"{where or cls.__name__}: {exc}") from exc
+        except ConfigError as exc:
+            message = str(exc)
+            raise ConfigError(message if message.startswith(prefix) or not prefix else f"{prefix}{message}") from None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain, JSON-ready form (tuples become lists); used for hashing and the manifest."""
+        def plain(v: Any) -> Any:
+            if isinstance(v, Params):
+                return v.to_dict()
+            if isinstance(v, (list, tuple)):
+                return [plain(x) for x in v]
+            if isinstance(v, dict):
+                return {k: plain(x) for k, x in v.items()}
+            return v
+        return {f.name: plain(getattr(self, f.name)) for f in dataclasses.fields(self)}
+
+
+def require(condition: bool, where: str, value: Any, allowed: str) -> None:
+    """Raise the standard ConfigError when a range check in `__post_init__` fails."""
+    if not condition:
+        raise ConfigError(f"{where}: got {value!r}; allowed: {allowed}")
