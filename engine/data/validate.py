@@ -83,10 +83,15 @@ def validate_row(values: dict[str, Any], require_prediction: bool) -> dict[str, 
     return row
 
 
+def _storable(text: str) -> str:
+    """Text Arrow can store: unpaired surrogates become visible escapes instead of an error."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def raw_json(row: RawRow) -> str:
     if row.values is None:
-        return row.raw_text or ""
-    return json.dumps(row.values, ensure_ascii=False, default=repr)
+        return _storable(row.raw_text or "")
+    return _storable(json.dumps(row.values, ensure_ascii=False, default=repr))
 
 
 class SampleValidator:
@@ -115,7 +120,7 @@ class SampleValidator:
             sample_id = row.values.get("sample_id") if row.values else None
             return None, {
                 "row_index": row.index,
-                "sample_id": sample_id if isinstance(sample_id, str) else None,
+                "sample_id": _storable(sample_id) if isinstance(sample_id, str) else None,
                 "reason": rejection.reason,
                 "raw": raw_json(row),
             }

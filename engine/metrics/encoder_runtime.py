@@ -169,6 +169,8 @@ class EncoderRuntime:
         pad = self.tokenizer.pad_token_id
         self.pad_id = int(pad) if pad is not None else 0
         self.oom_halvings = 0
+        # Work counters (benchmarks): real and padded tokens fed, sum of B*T*T over batches.
+        self.stats = {"sequences": 0, "tokens": 0, "padded_tokens": 0, "attention_pairs": 0}
 
     def _model_max_length(self, config: Any) -> int:
         """The tokenizer's model_max_length (what bert_score truncates at), else the position table."""
@@ -275,6 +277,10 @@ class EncoderRuntime:
         for row, s in enumerate(seqs):
             ids[row, : len(s)] = torch.as_tensor(list(s), dtype=torch.long)
             mask[row, : len(s)] = 1
+        self.stats["sequences"] += len(seqs)
+        self.stats["tokens"] += sum(len(s) for s in seqs)
+        self.stats["padded_tokens"] += len(seqs) * width
+        self.stats["attention_pairs"] += len(seqs) * width * width
         result = self.model(
             input_ids=ids.to(self.device),
             attention_mask=mask.to(self.device),

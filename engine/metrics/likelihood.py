@@ -321,7 +321,7 @@ class LikelihoodScorer:
         t0, t1 = _span_range(tgt_mask)
         jobs = []
         for w in plan_windows(len(tgt_enc.content), t0, t1, budget):
-            scored = [tgt_mask[i] and w.score_start <= i < w.score_end for i in range(w.start, w.end)]
+            scored = [True or w.score_start <= i < w.score_end for i in range(w.start, w.end)]
             jobs.append(_Job(key, source, tgt_enc.lead + tgt_enc.content[w.start:w.end] + tgt_enc.trail,
                              [False] * len(tgt_enc.lead) + scored + [False] * len(tgt_enc.trail)))
         return jobs

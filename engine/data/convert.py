@@ -1,0 +1,178 @@
+"""Converter from the study's public release (one wide table per language) to input samples.
+
+Public layout (DESIGN.md): `file_id`, `content` (whole file), `original_comment`, and per
+generator `<llm>`: `masked_data_<llm>` (the FIM input), `predict_<llm>` (raw generation),
+`predicted_comment_<llm>` (cleaned), `expert_accuracy_<llm>`, `error_codes_<llm>`.
+
+The comment's offsets come from locating `original_comment` in `content`; when it occurs more
+than once, the FIM prefix in `masked_data_<llm>` picks the occurrence. The prime is the tail
+of that prefix after the comment's start. `predicted_comment_<llm>` is taken as the text the
+model wrote after the prime (the study's cleaned generation).
+"""
+from __future__ import annotations
+
+import logging
+import re
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from engine.errors import InputError
+
+logger = logging.getLogger(__name__)
+
+PUBLIC_GENERATORS = (
+    "google/codegemma-7b",
+    "meta-llama/CodeLlama-7b-hf",
+    "Qwen/CodeQwen1.5-7B",
+    "bigcode/starcoder2-7b",
+    "ibm-granite/granite-8b-code-base",
+)
+# (prefix marker, suffix marker) of each FIM format (DESIGN.md, "FIM generation").
+FIM_MARKERS = (
+    ("<|fim_prefix|>", "<|fim_suffix|>"),
+    ("<fim_prefix>", "<fim_suffix>"),
+    ("<PRE> ", " <SUF>"),
+)
+LABEL_ALIASES = {
+    "correct": "correct",
+    "partial": "partial",
+    "partially correct": "partial",
+    "partially_correct": "partial",
+    "incorrect": "incorrect",
+    "wrong": "incorrect",
+}
+LANGUAGE_FROM_NAME = re.compile(r"(?:^|[_\-./])(en|nl|zh|el|pl|english|dutch|chinese|greek|polish)(?:[_\-./]|$)", re.I)
+LANGUAGE_NAMES = {"english": "en", "dutch": "nl", "chinese": "zh", "greek": "el", "polish": "pl"}
+
+
+def fim_prefix(masked: str | None) -> str | None:
+    """The prefix text of a FIM prompt, whatever the family's format; None if unrecognised."""
+    if not masked:
+        return None
+    for start_marker, end_marker in FIM_MARKERS:
+        start = masked.find(start_marker)
+        if start < 0:
+            continue
+        end = masked.find(end_marker, start + len(start_marker))
+        if end < 0:
+            continue
+        return masked[start + len(start_marker) : end]
+    return None
+
+
+def locate_comment(content: str, comment: str, prefix: str | None) -> tuple[int, str] | None:
+    """(comment_start, prime) for the occurrence of `comment` that the FIM prefix points at."""
+    starts = [m.start() for m in re.finditer(re.escape(comment), content)] if comment else []
+    if not starts:
+        return None
+    if prefix is not None:
+        for start in starts:
+            prime = prefix[start:]
+            if prefix.startswith(content[:start]) and comment.startswith(prime):
+                return start, prime
+    return starts[0], ""
+
+
+def normalise_label(value: Any) -> Any:
+    if isinstance(value, str):
+        return LABEL_ALIASES.get(value.strip().lower(), value)
+    return value
+
+
+def short_name(generator: str) -> str:
+    return generator.rsplit("/", 1)[-1]
+
+
+def language_of(path: str) -> str:
+    match = LANGUAGE_FROM_NAME.search(Path(path).name)
+    if not match:
+        raise InputError(f"cannot tell the language of {path!r} from its name; pass --language for each input")
+    code = match.group(1).lower()
+    return LANGUAGE_NAMES.get(code, code)
+
+
+def _read_table(path: str) -> list[dict[str, Any]]:
+    if path.endswith((".parquet", ".pq")):
+        return pq.read_table(path).to_pylist()
+    import json
+
+    with open(path, encoding="utf-8") as handle:
+        text = handle.read()
+    if text.lstrip().startswith("["):
+        return json.loads(text)
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+def convert_rows(rows: Iterable[dict[str, Any]], language: str, generators: Sequence[str] = PUBLIC_GENERATORS) -> list[dict[str, Any]]:
+    """Wide rows of one language -> one input sample per (file, generator present in the row).
+
+    A file whose comment cannot be found in its content still yields rows (with offsets -1) so
+    that validation quarantines them with a reason instead of losing them here.
+    """
+    out = []
+    for row in rows:
+        content, comment = row.get("content"), row.get("original_comment")
+        file_id = str(row.get("file_id"))
+        for generator in generators:
+            if f"masked_data_{generator}" not in row and f"predicted_comment_{generator}" not in row:
+                continue
+            located = None
+            if isinstance(content, str) and isinstance(comment, str):
+                located = locate_comment(content, comment, fim_prefix(row.get(f"masked_data_{generator}")))
+            start, prime = located if located else (-1, "")
+            codes = row.get(f"error_codes_{generator}")
+            if isinstance(codes, (list, tuple)):
+                codes = ",".join(str(code) for code in codes)
+            out.append(
+                {
+                    "sample_id": f"{file_id}/{short_name(generator)}",
+                    "file_id": file_id,
+                    "language": language,
+                    "source": content,
+                    "comment_start": start,
+                    "comment_end": start + len(comment) if located and isinstance(comment, str) else -1,
+                    "reference": comment,
+                    "generator": generator,
+                    "prime": prime,
+                    "prediction": row.get(f"predicted_comment_{generator}"),
+                    "label": normalise_label(row.get(f"expert_accuracy_{generator}")),
+                    "error_codes": codes,
+                }
+            )
+    return out
+
+
+def convert_public_tables(paths: Sequence[str], languages: Sequence[str] | None = None) -> pa.Table:
+    """Convert local copies of the public per-language tables into one input table.
+
+    Rows are written as read (no validation here; `babelscore validate` or a run quarantines
+    bad rows). error_codes stay as the public comma-separated strings; validation splits them.
+    """
+    if languages and len(languages) != len(paths):
+        raise InputError(f"got {len(paths)} input files but {len(languages)} --language values; give one per file")
+    rows: list[dict[str, Any]] = []
+    for i, path in enumerate(paths):
+        language = languages[i] if languages else language_of(path)
+        converted = convert_rows(_read_table(path), language)
+        logger.info("%s: %d samples (%s)", path, len(converted), language)
+        rows.extend(converted)
+    schema = pa.schema(
+        [
+            ("sample_id", pa.string()),
+            ("file_id", pa.string()),
+            ("language", pa.string()),
+            ("source", pa.string()),
+            ("comment_start", pa.int64()),
+            ("comment_end", pa.int64()),
+            ("reference", pa.string()),
+            ("generator", pa.string()),
+            ("prime", pa.string()),
+            ("prediction", pa.string()),
+            ("label", pa.string()),
+            ("error_codes", pa.string()),
+        ]
+    )
+    return pa.Table.from_pylist(rows, schema=schema)

@@ -1,0 +1,116 @@
+"""FIM model cards: the prompt format of each generator family, read from configs/model_cards.yaml.
+
+Families are data. Code never branches on a family name; it reads the card: which special
+tokens exist, the order of prompt parts, the stop tokens. Adding a family is a YAML edit.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+from pathlib import Path
+from typing import Literal
+
+import yaml
+
+from engine.errors import ConfigError
+from engine.params import Params, require
+
+DEFAULT_CARDS_FILE = Path(__file__).resolve().parents[2] / "configs" / "model_cards.yaml"
+PLACEHOLDERS = ("{prefix}", "{suffix}")
+
+
+@dataclasses.dataclass(frozen=True)
+class PromptPart(Params):
+    """One part of a FIM prompt: a special token (by name in the card's `tokens`) or a text."""
+
+    token: str | None = None
+    text: str | None = None
+
+    def __post_init__(self) -> None:
+        require((self.token is None) != (self.text is None), "prompt part", self.to_dict(),
+                "exactly one of `token` (a name in `tokens`) or `text`")
+        if self.text is not None:
+            used = [p for p in PLACEHOLDERS if p in self.text]
+            require(len(used) == 1 and self.text.count(used[0]) == 1, "prompt part.text", self.text,
+                    "a text containing exactly one of {prefix} or {suffix}")
+
+
+@dataclasses.dataclass(frozen=True)
+class FimCard(Params):
+    """The FIM facts of one generator family (see configs/model_cards.yaml for the fields)."""
+
+    tokens: dict[str, str]
+    prompt: tuple[PromptPart, ...]
+    stop: tuple[str, ...]
+    display: str
+    tokenizer_kind: Literal["byte_level_bpe", "sentencepiece"] = "byte_level_bpe"
+    add_bos: bool = False
+    models: tuple[str, ...] = ()
+    name: str = ""
+
+    def __post_init__(self) -> None:
+        where = f"generators.{self.name}" if self.name else "card"
+        for i, part in enumerate(self.prompt):
+            if part.token is not None:
+                require(part.token in self.tokens, f"{where}.prompt[{i}].token", part.token,
+                        f"a name in `tokens`: {sorted(self.tokens)}")
+        texts = [p.text for p in self.prompt if p.text is not None]
+        for placeholder in PLACEHOLDERS:
+            require(sum(placeholder in t for t in texts) == 1, f"{where}.prompt", texts,
+                    f"texts that use {placeholder} exactly once")
+        for name in ("prefix", "suffix", "middle", "eos"):
+            require(name in self.tokens, f"{where}.tokens", sorted(self.tokens), f"a mapping with a `{name}` entry")
+        for name in self.stop:
+            require(name in self.tokens, f"{where}.stop", name, f"a name in `tokens`: {sorted(self.tokens)}")
+
+    @property
+    def prompt_token_names(self) -> tuple[str, ...]:
+        """Names of the special tokens a prompt uses: these must exist in the tokenizer."""
+        return tuple(p.token for p in self.prompt if p.token is not None)
+
+    @property
+    def required_tokens(self) -> tuple[str, ...]:
+        """Special tokens (as strings) that must encode to one special id: the prompt's and EOS."""
+        names = dict.fromkeys(self.prompt_token_names + ("eos",))
+        return tuple(self.tokens[n] for n in names)
+
+    @property
+    def stop_tokens(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(self.tokens[n] for n in self.stop))
+
+    @property
+    def special_tokens(self) -> tuple[str, ...]:
+        """Every special token the card knows, in declaration order."""
+        return tuple(dict.fromkeys(self.tokens.values()))
+
+
+@functools.lru_cache(maxsize=8)
+def _load(path: str) -> dict[str, FimCard]:
+    file = Path(path)
+    if not file.is_file():
+        raise ConfigError(f"model cards file {path!r} does not exist; pass an existing YAML file")
+    try:
+        data = yaml.safe_load(file.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"model cards file {path!r} is not valid YAML: {exc}") from exc
+    families = data.get("generators")
+    if not isinstance(families, dict) or not families:
+        raise ConfigError(f"model cards file {path!r}: `generators` must be a non-empty mapping of families")
+    cards = {}
+    for name, mapping in families.items():
+        if not isinstance(mapping, dict):
+            raise ConfigError(f"generators.{name}: got {mapping!r}; allowed: a mapping")
+        cards[str(name)] = FimCard.from_mapping({**mapping, "name": str(name)}, where=f"generators.{name}")
+    return cards
+
+
+def load_cards(path: str | Path | None = None) -> dict[str, FimCard]:
+    """All generator families of a model cards file (default: configs/model_cards.yaml)."""
+    return dict(_load(str(Path(path or DEFAULT_CARDS_FILE).resolve())))
+
+
+def get_card(family: str, path: str | Path | None = None) -> FimCard:
+    cards = load_cards(path)
+    if family not in cards:
+        raise ConfigError(f"card: got {family!r}; allowed: one of {sorted(cards)} (families in the model cards file)")
+    return cards[family]

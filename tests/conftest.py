@@ -1,0 +1,53 @@
+"""Shared fixtures: small sample tables in the input schema, and a quiet environment."""
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+os.environ.setdefault("BABELSCORE_NO_PROGRESS", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+REPO = Path(__file__).resolve().parent.parent
+PYTHON = sys.executable
+
+
+def make_sample(sample_id: str, prediction: str | None = "returns the user name.", **changes: Any) -> dict[str, Any]:
+    """A valid input row; `changes` override fields."""
+    source = "class User {\n    // Returns the name of the user.\n    String name() { return name; }\n}\n"
+    reference = "// Returns the name of the user."
+    start = source.index(reference)
+    row = {
+        "sample_id": sample_id,
+        "file_id": sample_id.split("/")[0],
+        "language": "en",
+        "source": source,
+        "comment_start": start,
+        "comment_end": start + len(reference),
+        "reference": reference,
+        "generator": "gen-a",
+        "prime": "// Returns the",
+        "prediction": prediction,
+        "label": "correct",
+        "error_codes": None,
+    }
+    row.update(changes)
+    return row
+
+
+def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
+    with open(path, "w", encoding="utf-8") as handle:
+        for row in rows:
+            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+    return path
+
+
+@pytest.fixture
+def sample_factory():
+    return make_sample
