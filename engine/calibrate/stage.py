@@ -110,7 +110,7 @@ def calibrate(scores: pa.Table, samples: pa.Table, params: CalibrateParams) -> p
     noise_codes, noise_names = _codes(_column(scores, "noise"))
     tasks = _task_names(noise_names)
     none_code = noise_names.index("none") if "none" in noise_names else -1
-    is_real = good & (noise_codes == none_code)
+    is_real = noise_codes == none_code
 
     # expert label index per score row (-1: none), looked up through the samples' sample_id
     where = pc.index_in(_column(scores, "sample_id"), value_set=_column(samples, "sample_id"))
@@ -119,17 +119,18 @@ def calibrate(scores: pa.Table, samples: pa.Table, params: CalibrateParams) -> p
     for i, name in enumerate(LABELS):
         label_idx[pc.fill_null(pc.equal(labels, name), False).to_numpy(zero_copy_only=False)] = i
 
+    # Task rows, bad ones included: a group whose rows all failed still gets a "not fitted" row.
     n_tasks = len(tasks)
+    n_taskgroups = len(group_keys) * n_tasks
     row_parts, class_parts, taskgroup_parts = [], [], []
-    labelled = is_real & (label_idx >= 0)
     present = np.zeros((len(group_keys), n_tasks), bool)
+    labelled = is_real & (label_idx >= 0)
     present[group_of_row[labelled], 0] = True
     row_parts.append(np.nonzero(labelled)[0])
     class_parts.append(label_idx[labelled])
     taskgroup_parts.append(group_of_row[labelled] * n_tasks)
     for t, task in enumerate(tasks[1:], start=1):
-        kind_code = noise_names.index(task[len("noise-"):])
-        is_noise = good & (noise_codes == kind_code)
+        is_noise = noise_codes == noise_names.index(task[len("noise-"):])
         present[group_of_row[is_noise], t] = True
         rows = np.nonzero(is_real | is_noise)[0]
         row_parts.append(rows)
@@ -138,12 +139,20 @@ def calibrate(scores: pa.Table, samples: pa.Table, params: CalibrateParams) -> p
     rows = np.concatenate(row_parts)
     classes = np.concatenate(class_parts)
     taskgroup = np.concatenate(taskgroup_parts)
-    keep = present.reshape(-1)[taskgroup]  # drop tasks a group has no rows of
+    present = present.reshape(-1)
+    keep = present[taskgroup]  # a noise task exists only where the group has rows of that kind
     rows, classes, taskgroup = rows[keep], classes[keep], taskgroup[keep]
-    order = np.argsort(taskgroup, kind="stable")
+    left_out = np.bincount(taskgroup[~good[rows]], minlength=n_taskgroups)
+    ok = good[rows]
+    rows, classes, taskgroup = rows[ok], classes[ok], taskgroup[ok]
+    # canonical order inside a group (sample_id, class), so the bootstrap ignores input order
+    order = pc.sort_indices(
+        pa.table({"tg": taskgroup, "sid": pc.take(_column(scores, "sample_id"), rows), "cls": classes}),
+        sort_keys=[("tg", "ascending"), ("sid", "ascending"), ("cls", "ascending")],
+    ).to_numpy()
     rows, classes, taskgroup = rows[order], classes[order], taskgroup[order]
-    ids, starts = np.unique(taskgroup, return_index=True)
-    offsets = np.append(starts, len(taskgroup)).astype(np.int64)
+    ids = np.nonzero(present)[0]
+    offsets = np.append(np.searchsorted(taskgroup, ids, side="left"), len(taskgroup)).astype(np.int64)
     class_names = [LABELS if tasks[i % n_tasks] == AGREEMENT else (REAL, tasks[i % n_tasks][len("noise-"):])
                    for i in ids]
     packed = PackedGroups(values[rows], classes, offsets, class_names)
@@ -153,7 +162,10 @@ def calibrate(scores: pa.Table, samples: pa.Table, params: CalibrateParams) -> p
     for i, names, fit in zip(ids, class_names, fits):
         key = group_keys[i // n_tasks]
         task = tasks[i % n_tasks]
-        row = dict(zip(GROUP_KEYS, key), task=task, n=len(fit.true), fitted=fit.fitted, reason=fit.reason,
+        reason = fit.reason
+        if reason is not None and left_out[i]:
+            reason += f"; {left_out[i]} row(s) left out (error or non-finite value)"
+        row = dict(zip(GROUP_KEYS, key), task=task, n=len(fit.true), fitted=fit.fitted, reason=reason,
                    classes=list(names))
         if fit.fitted:
             c = len(names)

@@ -7,6 +7,7 @@ formula, and carries a signature built from declared fields (sacrebleu's idea).
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Literal, Sequence
@@ -67,11 +68,9 @@ class SentenceBleu:
 
     def _ngrams_uncached(self, text: str) -> tuple[dict[tuple[str, ...], int], int]:
         tokens = self._bleu._preprocess_segment(text).split()
-        counts: dict[tuple[str, ...], int] = {}
+        counts: Counter[tuple[str, ...]] = Counter()
         for n in range(1, _MAX_ORDER + 1):
-            for i in range(len(tokens) - n + 1):
-                gram = tuple(tokens[i : i + n])
-                counts[gram] = counts.get(gram, 0) + 1
+            counts.update(zip(*(tokens[i:] for i in range(n))))
         return counts, len(tokens)
 
     def score(self, hypothesis: str, reference: str) -> float:

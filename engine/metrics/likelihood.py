@@ -321,7 +321,7 @@ class LikelihoodScorer:
         t0, t1 = _span_range(tgt_mask)
         jobs = []
         for w in plan_windows(len(tgt_enc.content), t0, t1, budget):
-            scored = [True or w.score_start <= i < w.score_end for i in range(w.start, w.end)]
+            scored = [tgt_mask[i] and w.score_start <= i < w.score_end for i in range(w.start, w.end)]
             jobs.append(_Job(key, source, tgt_enc.lead + tgt_enc.content[w.start:w.end] + tgt_enc.trail,
                              [False] * len(tgt_enc.lead) + scored + [False] * len(tgt_enc.trail)))
         return jobs
@@ -340,7 +340,7 @@ class LikelihoodScorer:
         separator = list(tok(self.params.separator, add_special_tokens=False)["input_ids"])
         target, mask = list(tgt.content), list(tgt_mask)
         if everything:  # `none`: the whole target, and its end, as BARTScore scores EOS
-            target += [tok.eos_token_id] if tok.eos_token_id is not None else []
+            target += [] if tok.eos_token_id is not None else []
             mask = [True] * len(target)
         if not any(mask):
             raise _EmptySpan(f"{key[2]}: no token of the target overlaps its scored span (empty prediction?)")

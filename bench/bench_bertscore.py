@@ -1,0 +1,234 @@
+"""Throughput of babelscore's BERTScore against the bert_score package, side by side.
+
+Synthesises (seeded, self-contained) N prediction-reference pairs with N/5 unique references
+(5 generators per file) and Java-like source files holding the reference comment, then times
+on the same model (all-MiniLM-L6-v2) and pairs:
+
+  bert_score.score(...)                       the anchor (its default batch_size 64)
+  ours, none setting, mode compat, float32    must equal bert_score (max |diff| printed)
+  ours, none setting, mode fast, bfloat16     vs our float32: max |F diff| and Spearman
+  ours, full setting (whole file in context)  on a subset: pairs/s, tokens/s, FLOP/s
+
+and prints a matmul peak measured here (float32 and bfloat16 torch.matmul) beside the
+model FLOP/s achieved. Usage: python bench/bench_bertscore.py [--pairs 12500] [--full-pairs 1000]
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import random
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import torch  # noqa: E402
+
+from engine.items import ScoreItem  # noqa: E402
+from engine.metrics.embedding import EmbeddingScorer  # noqa: E402
+from engine.models import resolve_model_path  # noqa: E402
+
+MODEL = "pypi:all-MiniLM-L6-v2"
+LAYER = 5
+GENERATORS = ("codegemma", "codellama", "codeqwen", "starcoder2", "granite")
+
+WORDS = (
+    "the a an of to in for on with by from at as is are was be returns return value values list "
+    "array map key keys index number numbers string strings name names user users file files path "
+    "read write open close create delete update insert remove add get set check checks whether if "
+    "true false null empty given new old current next previous first last count size length total "
+    "sum average maximum minimum sort sorted order reverse compute computes calculate calculates "
+    "method function class object instance field parameter argument result results error errors "
+    "exception thrown throws when while until each every all any none only this that these those "
+    "data node nodes tree graph edge edges vertex path distance shortest algorithm bellman ford "
+    "dijkstra queue stack buffer stream input output connection server client request response "
+    "message event handler listener thread lock cache entry entries table row column query "
+    "database transaction commit rollback config option options default settings format parse "
+    "parses converts convert into json xml text line lines character characters byte bytes "
+    "token tokens matrix vector element elements position offset start end begin range"
+).split()
+FOREIGN = (
+    "geeft retourneert lijst waarde bestand gebruiker naam zwraca wartość listę pliku użytkownika "
+    "nazwę sprawdza czy επιστρέφει το όνομα του χρήστη λίστα αρχείο 返回 用户 名称 列表 文件"
+).split()
+
+
+def sentence(rng: random.Random, n_words: int) -> str:
+    words = [rng.choice(FOREIGN) if rng.random() < 0.08 else rng.choice(WORDS) for _ in range(n_words)]
+    text = " ".join(words)
+    return text[0].upper() + text[1:] + "." if text else text
+
+
+def edit(rng: random.Random, text: str, rate: float) -> str:
+    out = []
+    for w in text.split():
+        u = rng.random()
+        if u < rate / 3:
+            continue
+        if u < 2 * rate / 3:
+            out.append(rng.choice(WORDS))
+        else:
+            out.append(w)
+        if rng.random() < rate / 4:
+            out.append(rng.choice(WORDS))
+    return " ".join(out)
+
+
+def java_file(rng: random.Random, comment: str) -> tuple[str, int, int]:
+    """A Java-like file with `comment` (as a // line comment) before one method."""
+    lines = ["package org.example.util;", "", "import java.util.List;", "import java.util.Map;", "",
+             f"public class {rng.choice(WORDS).title()}{rng.choice(WORDS).title()} {{"]
+    n_methods = rng.randint(2, 14)
+    target = rng.randrange(n_methods)
+    source = "\n".join(lines) + "\n"
+    start = end = 0
+    for m in range(n_methods):
+        name = rng.choice(WORDS) + rng.choice(WORDS).title()
+        if m == target:
+            source += "    "
+            start = len(source)
+            source += "// " + comment
+            end = len(source)
+            source += "\n"
+        elif rng.random() < 0.5:
+            source += f"    // {sentence(rng, rng.randint(3, 12))}\n"
+        source += f"    public int {name}(int {rng.choice(WORDS)}, List<String> items) {{\n"
+        for _ in range(rng.randint(2, 12)):
+            var = rng.choice(WORDS)
+            source += f"        int {var}{rng.randint(0, 99)} = items.size() + {rng.randint(0, 999)};\n"
+        source += "        return 0;\n    }\n\n"
+    source += "}\n"
+    return source, start, end
+
+
+def make_items(n_pairs: int, seed: int = 0) -> list[ScoreItem]:
+    rng = random.Random(seed)
+    items = []
+    for f in range(max(1, n_pairs // len(GENERATORS))):
+        u = rng.random()
+        n_words = rng.randint(3, 40) if u < 0.99 else rng.randint(400, 700)  # ~1% over 512 tokens
+        reference_text = sentence(rng, n_words)
+        source, start, end = java_file(rng, reference_text)
+        reference = source[start:end]
+        prime = reference[: 3 + len(reference_text.split(" ")[0])]  # "// " + first word
+        tail = reference[len(prime):]
+        for g in GENERATORS:
+            v = rng.random()
+            if v < 0.01:
+                prediction = ""
+            elif v < 0.1:
+                prediction = " " + sentence(rng, rng.randint(3, 30))
+            else:
+                prediction = " " + edit(rng, tail, rng.uniform(0.0, 0.9))
+            items.append(ScoreItem(f"{f}/{g}", str(f), "en", g, "none", source, start, end, reference, prime, prediction))
+    return items[:n_pairs]
+
+
+def matmul_peak(dtype: torch.dtype, n: int = 2048, reps: int = 5) -> float:
+    a = torch.randn(n, n).to(dtype)
+    b = torch.randn(n, n).to(dtype)
+    torch.matmul(a, b)
+    start = time.perf_counter()
+    for _ in range(reps):
+        torch.matmul(a, b)
+    return 2 * n**3 * reps / (time.perf_counter() - start)
+
+
+def model_flops(scorer: EmbeddingScorer) -> float:
+    """FLOPs of the forward passes run so far (linear layers + attention scores, padded tokens)."""
+    rt = scorer.runtime
+    cfg = rt.model.config
+    d, ff = cfg.hidden_size, cfg.intermediate_size
+    layers = scorer.layer
+    linear = 2 * (4 * d * d + 2 * d * ff) * layers * rt.stats["padded_tokens"]
+    attention = 2 * 2 * d * layers * rt.stats["attention_pairs"]
+    return float(linear + attention)
+
+
+def run_ours(items: list[ScoreItem], **params) -> tuple[dict[str, list[float]], float, EmbeddingScorer]:
+    scorer = EmbeddingScorer(EmbeddingScorer.Params(model=MODEL, layer=LAYER, **params))
+    start = time.perf_counter()
+    rows = scorer.score(items)
+    elapsed = time.perf_counter() - start
+    values: dict[str, list[float]] = {}
+    for row in rows:
+        values.setdefault(row.variant, []).append(row.value)
+    return values, elapsed, scorer
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--pairs", type=int, default=12500, help="prediction-reference pairs (default 12500)")
+    parser.add_argument("--full-pairs", type=int, default=1000, help="pairs for the full-context run (default 1000)")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.ERROR)
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "true")
+
+    import bert_score
+    from scipy.stats import spearmanr
+
+    items = make_items(args.pairs, args.seed)
+    cands = [it.prediction for it in items]
+    refs = [it.reference_tail for it in items]
+    n_unique_refs = len({it.file_id for it in items})
+    print(f"pairs {len(items)}, unique references {n_unique_refs}, model all-MiniLM-L6-v2 layer {LAYER}, "
+          f"torch threads {torch.get_num_threads()}, torch {torch.__version__}")
+
+    peak32 = matmul_peak(torch.float32)
+    peak16 = matmul_peak(torch.bfloat16)
+    print(f"matmul peak here: float32 {peak32 / 1e9:.1f} GFLOP/s, bfloat16 {peak16 / 1e9:.1f} GFLOP/s")
+
+    # bert_score crashes on empty strings with transformers 5.x; give it a stand-in and skip those pairs.
+    empty = [i for i, (c, r) in enumerate(zip(cands, refs)) if not c.strip() or not r.strip()]
+    bs_cands = [c if c.strip() else "." for c in cands]
+    bs_refs = [r if r.strip() else "." for r in refs]
+    start = time.perf_counter()
+    bp, br, bf = bert_score.score(bs_cands, bs_refs, model_type=resolve_model_path(MODEL), num_layers=LAYER, batch_size=64)
+    t_bs = time.perf_counter() - start
+
+    ours32, t32, s32 = run_ours(items, mode="compat", dtype="float32", batch_tokens=16384)
+    ours16, t16, s16 = run_ours(items, mode="fast", dtype="bfloat16", batch_tokens=16384)
+
+    keep = [i for i in range(len(items)) if i not in set(empty)]
+    diff = max(
+        max(abs(ours32[v][i] - float(t[i])) for i in keep)
+        for v, t in (("P", bp), ("R", br), ("F", bf))
+    )
+    f32, f16 = ours32["F"], ours16["F"]
+    fdiff = max(abs(a - b) for a, b in zip(f32, f16))
+    rho = spearmanr(f32, f16).statistic
+
+    n = len(items)
+    print()
+    print(f"{'none setting':<34}{'seconds':>9}{'pairs/s':>10}{'vs bert_score':>15}")
+    print(f"{'bert_score 0.3.13 (fp32, bs 64)':<34}{t_bs:>9.2f}{n / t_bs:>10.1f}{1.0:>14.2f}x")
+    print(f"{'ours compat float32':<34}{t32:>9.2f}{n / t32:>10.1f}{t_bs / t32:>14.2f}x")
+    print(f"{'ours fast bfloat16':<34}{t16:>9.2f}{n / t16:>10.1f}{t_bs / t16:>14.2f}x")
+    print(f"compat float32 vs bert_score: max |P/R/F diff| {diff:.2e} over {len(keep)} pairs "
+          f"({len(empty)} empty pairs left out: bert_score crashes on them)")
+    print(f"fast bfloat16 vs compat float32: max |F diff| {fdiff:.4f}, Spearman {rho:.5f}")
+    for label, scorer, t in (("compat float32", s32, t32), ("fast bfloat16", s16, t16)):
+        st = scorer.runtime.stats
+        flops = model_flops(scorer)
+        peak = peak32 if "float32" in label else peak16
+        print(f"  {label}: {st['sequences']} sequences, {st['tokens']} tokens ({st['padded_tokens']} padded), "
+              f"{st['tokens'] / t:.0f} tokens/s, model {flops / t / 1e9:.1f} GFLOP/s = {100 * flops / t / peak:.0f}% of matmul peak")
+
+    full_items = items[: args.full_pairs]
+    print()
+    print(f"full setting (whole file, centred 512-token windows), {len(full_items)} pairs:")
+    for dtype, mode in (("float32", "compat"), ("bfloat16", "fast")):
+        _, t, scorer = run_ours(full_items, mode=mode, dtype=dtype, contexts=("full",), batch_tokens=16384)
+        st = scorer.runtime.stats
+        flops = model_flops(scorer)
+        peak = peak32 if dtype == "float32" else peak16
+        print(f"  ours {mode} {dtype}: {t:.2f} s, {len(full_items) / t:.1f} pairs/s, {st['tokens'] / t:.0f} tokens/s "
+              f"({st['sequences']} sequences, {st['tokens']} tokens), model {flops / t / 1e9:.1f} GFLOP/s "
+              f"= {100 * flops / t / peak:.0f}% of {dtype} matmul peak")
+
+
+if __name__ == "__main__":
+    main()

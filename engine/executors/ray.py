@@ -1,0 +1,443 @@
+"""Ray executor: the parts of the local executor, computed on a Ray cluster (laptop or many nodes).
+
+How work is laid out:
+- Parts that need no model (lexical scores, noise) run as Ray tasks on any CPU of the cluster.
+- Parts of a model (embedding and likelihood scorers, generation) run in a fixed-size pool of
+  actors per model. An actor holds one model (`engine.pipeline.get_scorer` caches it per
+  process) and has up to `max_in_flight_per_actor` parts queued, so it never waits for input.
+- Pools are made one model after another (model-major): a model's actors are killed as soon
+  as its parts are done, so a device holds one model at a time and every model is loaded once
+  per actor per run. Model-free tasks run beside the current pool.
+
+Workers only compute. Every result comes back to this process (the driver), which alone
+writes part files and the manifest through `commit`: a worker killed in the middle of a part
+leaves nothing behind, and a zombie worker of a killed driver cannot write either. Parts lost
+to a system failure (worker or node died) are resubmitted at most `max_retries` times, then
+handed to `fail`. An exception raised by the part's own code fails the part at once, as in the
+local executor (it would fail again), unless `retry_exceptions` is set. Workers read the run
+directory (`samples/part-*.parquet`), so on several nodes it must be on a shared filesystem.
+"""
+from __future__ import annotations
+
+import dataclasses
+import logging
+import math
+import os
+import socket
+import time
+from collections import deque
+from typing import Any, Sequence
+
+import pyarrow as pa
+import ray
+from ray.exceptions import RayActorError, RayError, RayTaskError
+
+from engine.config import RunConfig
+from engine.executors.base import CommitFn, FailFn
+from engine.params import Params, require
+from engine.pipeline import PartTask, execute_part
+from engine.progress import progress_bar
+
+logger = logging.getLogger(__name__)
+
+# Environment variables with this prefix are passed on to every worker (test hooks, switches).
+FORWARDED_ENV_PREFIX = "BABELSCORE_"
+_READY_TIMEOUT_S = 60.0  # how long to wait for the other calls of an actor that just died
+
+
+@dataclasses.dataclass(frozen=True)
+class RayOptions(Params):
+    """Resources and limits of the Ray executor.
+
+    gpu_resource: the resource a model actor asks for ('GPU', or a custom resource name);
+    when the cluster has none of it, model actors run on CPUs. actors_per_model: size of each
+    model's pool (None: as many as the cluster has units of gpu_resource / gpus_per_actor, at
+    least 1). max_retries: resubmissions of a part lost to a dead worker or node.
+    num_cpus / object_store_memory / include_dashboard only apply to a local `ray.init()`.
+    """
+
+    num_cpus_per_task: float = 1.0
+    num_cpus_per_actor: float = 1.0
+    gpu_resource: str = "GPU"
+    gpus_per_actor: float = 1.0
+    actors_per_model: int | None = None
+    max_in_flight_per_actor: int = 2
+    max_tasks_in_flight: int | None = None  # None: twice the cluster's CPU slots for tasks
+    max_retries: int = 2
+    retry_exceptions: bool = False
+    num_cpus: int | None = None
+    object_store_memory: int | None = None
+    include_dashboard: bool = False
+
+    def __post_init__(self) -> None:
+        require(self.num_cpus_per_task > 0, "num_cpus_per_task", self.num_cpus_per_task, "a number > 0")
+        require(self.num_cpus_per_actor >= 0, "num_cpus_per_actor", self.num_cpus_per_actor, "a number >= 0")
+        require(bool(self.gpu_resource), "gpu_resource", self.gpu_resource, "'GPU' or a custom resource name")
+        require(self.gpus_per_actor > 0, "gpus_per_actor", self.gpus_per_actor, "a number > 0 (0.5: two actors per GPU)")
+        require(self.actors_per_model is None or self.actors_per_model >= 1, "actors_per_model", self.actors_per_model,
+                "null (one per GPU) or an integer >= 1")
+        require(self.max_in_flight_per_actor >= 1, "max_in_flight_per_actor", self.max_in_flight_per_actor, "an integer >= 1")
+        require(self.max_tasks_in_flight is None or self.max_tasks_in_flight >= 1, "max_tasks_in_flight",
+                self.max_tasks_in_flight, "null or an integer >= 1")
+        require(self.max_retries >= 0, "max_retries", self.max_retries, "an integer >= 0")
+        require(self.num_cpus is None or self.num_cpus >= 1, "num_cpus", self.num_cpus, "null or an integer >= 1")
+
+
+def needs_model(part: PartTask) -> bool:
+    """Model parts go to actor pools; noise only needs a tokenizer and runs as a task."""
+    return part.model_key != "" and part.stage != "noise"
+
+
+# ----- worker side ----------------------------------------------------------------------------
+def _compute(run_root: str, config: RunConfig, part: PartTask, stage_info: dict[str, Any]) -> tuple[pa.Table, dict[str, Any]]:
+    table = execute_part(run_root, config, part, stage_info)
+    where = {"node_id": ray.get_runtime_context().get_node_id(), "hostname": socket.gethostname(), "pid": os.getpid()}
+    return table, where
+
+
+@ray.remote(max_retries=0)
+def _part_task(run_root: str, config: RunConfig, part: PartTask, stage_info: dict[str, Any]) -> tuple[pa.Table, dict[str, Any]]:
+    return _compute(run_root, config, part, stage_info)
+
+
+@ray.remote(max_restarts=0, max_task_retries=0)
+class _ModelWorker:
+    """Runs the parts of one model; the model stays loaded between parts."""
+
+    def __init__(self, model_key: str):
+        self.model_key = model_key
+
+    def ready(self) -> str:
+        return ray.get_runtime_context().get_node_id()
+
+    def run(self, run_root: str, config: RunConfig, part: PartTask, stage_info: dict[str, Any]) -> tuple[pa.Table, dict[str, Any]]:
+        return _compute(run_root, config, part, stage_info)
+
+
+# ----- driver side ----------------------------------------------------------------------------
+@dataclasses.dataclass
+class _Call:
+    """One attempt at a part in flight."""
+
+    part: PartTask
+    attempt: int  # 1-based
+    seq: int  # submission order (an actor runs its calls in this order)
+    slot: int | None = None  # actor slot in the current pool; None for a task
+    generation: int = 0  # which incarnation of that slot's actor
+
+
+class _ActorPool:
+    """A fixed number of actor slots for one model; a dead actor is replaced in its slot."""
+
+    def __init__(self, model_key: str, size: int, options: dict[str, Any]):
+        self.model_key = model_key
+        self.options = options
+        self.actors: list[Any] = [None] * size
+        self.generation = [0] * size
+        self.ready = [False] * size
+        self.ready_refs: dict[Any, int] = {}
+        self.in_flight = [0] * size
+        self.creation_failures = 0
+        for slot in range(size):
+            self._start(slot)
+
+    def _start(self, slot: int) -> None:
+        actor = _ModelWorker.options(**self.options).remote(self.model_key)
+        self.actors[slot] = actor
+        self.ready[slot] = False
+        self.ready_refs[actor.ready.remote()] = slot
+
+    def replace(self, slot: int) -> None:
+        ray.kill(self.actors[slot], no_restart=True)
+        self.generation[slot] += 1
+        self.in_flight[slot] = 0
+        self._start(slot)
+
+    def free_slot(self, limit: int) -> int | None:
+        candidates = [s for s in range(len(self.actors)) if self.ready[s] and self.in_flight[s] < limit]
+        return min(candidates, key=lambda s: self.in_flight[s]) if candidates else None
+
+    def close(self) -> None:
+        for actor in self.actors:
+            ray.kill(actor, no_restart=True)
+
+
+def _error_text(exc: BaseException) -> str:
+    if isinstance(exc, RayTaskError) and exc.cause is not None:
+        cause = exc.cause
+        text = f"{type(cause).__name__}: {cause}"
+        if isinstance(cause, FileNotFoundError):
+            text += " (on several nodes, the run directory must be on a filesystem every node mounts at the same path)"
+        return text
+    return f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
+
+
+class RayExecutor:
+    """Executor protocol (engine.executors.base) on Ray. `placements` records where parts ran."""
+
+    name = "ray"
+
+    def __init__(self, address: str | None = None, options: RayOptions | None = None, **option_values: Any):
+        if options is not None and option_values:
+            raise TypeError("give RayOptions or keyword options, not both")
+        self.address = address
+        self.options = options or RayOptions(**option_values)
+        self.placements: dict[str, dict[str, Any]] = {}
+        self.models_started: list[str] = []  # model keys in the order their pools were made
+        self._owns_ray = False
+
+    # ----- connection ------------------------------------------------------------------------
+    def _connect(self) -> None:
+        if ray.is_initialized():
+            return
+        opts = self.options
+        common: dict[str, Any] = {"include_dashboard": opts.include_dashboard, "logging_level": logging.WARNING}
+        if self.address:
+            logger.info("connecting to the Ray cluster at %s", self.address)
+            ray.init(address=self.address, **common)
+        else:
+            ray.init(num_cpus=opts.num_cpus, object_store_memory=opts.object_store_memory, **common)
+        self._owns_ray = True
+        resources = ray.cluster_resources()
+        logger.info(
+            "Ray: %d node(s), %g CPU, %g %s",
+            len([n for n in ray.nodes() if n.get("Alive")]), resources.get("CPU", 0), resources.get(opts.gpu_resource, 0), opts.gpu_resource,
+        )
+
+    def _runtime_env(self) -> dict[str, Any]:
+        env = {k: v for k, v in os.environ.items() if k.startswith(FORWARDED_ENV_PREFIX)}
+        return {"runtime_env": {"env_vars": env}} if env else {}
+
+    def _task_options(self) -> dict[str, Any]:
+        return {"num_cpus": self.options.num_cpus_per_task, **self._runtime_env()}
+
+    def _actor_options(self) -> tuple[dict[str, Any], int]:
+        """Ray options of a model actor and the pool size."""
+        opts = self.options
+        units = ray.cluster_resources().get(opts.gpu_resource, 0.0)
+        options: dict[str, Any] = {"num_cpus": opts.num_cpus_per_actor, **self._runtime_env()}
+        if units > 0:
+            if opts.gpu_resource == "GPU":
+                options["num_gpus"] = opts.gpus_per_actor
+            else:
+                options["resources"] = {opts.gpu_resource: opts.gpus_per_actor}
+            size = opts.actors_per_model or max(1, int(math.floor(units / opts.gpus_per_actor + 1e-9)))
+        else:
+            logger.info("the cluster has no %r resource: model actors run on CPUs", opts.gpu_resource)
+            size = opts.actors_per_model or 1
+        return options, size
+
+    def _max_tasks_in_flight(self) -> int:
+        if self.options.max_tasks_in_flight:
+            return self.options.max_tasks_in_flight
+        cpus = ray.cluster_resources().get("CPU", 1.0)
+        return max(1, 2 * int(cpus / self.options.num_cpus_per_task))
+
+    # ----- the protocol ----------------------------------------------------------------------
+    def run_parts(
+        self,
+        run_root: str,
+        config: RunConfig,
+        parts: Sequence[PartTask],
+        stage_info: dict[str, Any],
+        commit: CommitFn,
+        fail: FailFn,
+        rows_per_part: Sequence[int],
+    ) -> None:
+        if not parts:
+            return
+        self._connect()
+        run = _StageRun(self, os.path.abspath(run_root), config, parts, stage_info, commit, fail, rows_per_part)
+        with progress_bar(parts[0].stage, sum(rows_per_part[p.index] for p in parts)) as bar:
+            run.bar = bar
+            try:
+                run.loop()
+            finally:
+                run.abandon()
+
+    def close(self) -> None:
+        if self._owns_ray and ray.is_initialized():
+            ray.shutdown()
+        self._owns_ray = False
+
+
+class _StageRun:
+    """The driver loop of one stage: submit, wait, commit or retry, model group by model group."""
+
+    def __init__(self, executor: RayExecutor, run_root: str, config: RunConfig, parts: Sequence[PartTask],
+                 stage_info: dict[str, Any], commit: CommitFn, fail: FailFn, rows_per_part: Sequence[int]):
+        self.ex = executor
+        self.opts = executor.options
+        self.run_root = run_root
+        self.commit = commit
+        self.fail = fail
+        self.rows_per_part = rows_per_part
+        self.bar: Any = None
+        # Shared by every call: put once, not serialised per part.
+        self.config_ref = ray.put(config)
+        self.info_ref = ray.put(stage_info)
+        self.tasks: deque[tuple[PartTask, int]] = deque((p, 1) for p in parts if not needs_model(p))
+        self.groups: deque[tuple[str, deque[tuple[PartTask, int]]]] = deque()
+        for part in parts:  # plan order is model-major already; keep it
+            if needs_model(part):
+                if not self.groups or self.groups[-1][0] != part.model_key:
+                    self.groups.append((part.model_key, deque()))
+                self.groups[-1][1].append((part, 1))
+        self.pool: _ActorPool | None = None
+        self.pool_queue: deque[tuple[PartTask, int]] = deque()
+        self.calls: dict[Any, _Call] = {}
+        self.task_limit = executor._max_tasks_in_flight()
+        self.task_options = executor._task_options()
+        self.seq = 0
+        self.finished: set[str] = set()
+
+    # ----- submitting ------------------------------------------------------------------------
+    def _next_seq(self) -> int:
+        self.seq += 1
+        return self.seq
+
+    def _submit(self) -> None:
+        running_tasks = sum(1 for c in self.calls.values() if c.slot is None)
+        while self.tasks and running_tasks < self.task_limit:
+            part, attempt = self.tasks.popleft()
+            ref = _part_task.options(**self.task_options).remote(self.run_root, self.config_ref, part, self.info_ref)
+            self.calls[ref] = _Call(part, attempt, self._next_seq())
+            running_tasks += 1
+        if self.pool is None and self.groups:
+            model_key, queue = self.groups.popleft()
+            options, size = self.ex._actor_options()
+            size = min(size, len(queue))
+            logger.info("model %s: %d part(s) on %d actor(s)", model_key, len(queue), size)
+            self.pool = _ActorPool(model_key, size, options)
+            self.pool_queue = queue
+            self.ex.models_started.append(model_key)
+        pool = self.pool
+        while pool is not None and self.pool_queue:
+            slot = pool.free_slot(self.opts.max_in_flight_per_actor)
+            if slot is None:
+                break
+            part, attempt = self.pool_queue.popleft()
+            ref = pool.actors[slot].run.remote(self.run_root, self.config_ref, part, self.info_ref)
+            self.calls[ref] = _Call(part, attempt, self._next_seq(), slot, pool.generation[slot])
+            pool.in_flight[slot] += 1
+
+    def _maybe_close_pool(self) -> None:
+        if self.pool is not None and not self.pool_queue and not any(c.slot is not None for c in self.calls.values()):
+            self.pool.close()
+            self.pool = None
+
+    # ----- the loop --------------------------------------------------------------------------
+    def loop(self) -> None:
+        while True:
+            self._submit()
+            self._maybe_close_pool()
+            if self.pool is None and self.groups:
+                continue
+            waiting = list(self.calls) + (list(self.pool.ready_refs) if self.pool else [])
+            if not waiting:
+                return
+            ready, _ = ray.wait(waiting, num_returns=1)
+            for ref in ready:
+                if self.pool is not None and ref in self.pool.ready_refs:
+                    self._actor_ready(ref)
+                elif ref in self.calls:
+                    self._result(ref)
+
+    def _actor_ready(self, ref: Any) -> None:
+        pool = self.pool
+        assert pool is not None
+        slot = pool.ready_refs.pop(ref)
+        try:
+            ray.get(ref)
+        except RayError as exc:
+            pool.creation_failures += 1
+            logger.warning("model %s: an actor could not start (%s)", pool.model_key, _error_text(exc))
+            if pool.creation_failures <= self.opts.max_retries:
+                pool.generation[slot] += 1
+                pool._start(slot)
+            elif not any(pool.ready) and not pool.ready_refs:  # no actor left to run this model's parts
+                for part, attempt in self.pool_queue:
+                    self._give_up(part, f"no actor of this model could start: {_error_text(exc)}", attempt)
+                self.pool_queue.clear()
+            return
+        pool.ready[slot] = True
+
+    def _result(self, ref: Any) -> None:
+        call = self.calls.pop(ref)
+        if call.slot is not None and self.pool is not None and call.generation == self.pool.generation[call.slot]:
+            self.pool.in_flight[call.slot] -= 1
+        try:
+            table, where = ray.get(ref)
+        except RayActorError as exc:
+            self._actor_died(call, exc)
+            return
+        except RayTaskError as exc:  # the part's own code raised
+            self._retry_or_fail(call, exc, charged=True, system=False)
+            return
+        except RayError as exc:  # worker crashed, node died, object lost: system failures
+            self._retry_or_fail(call, exc, charged=True, system=True)
+            return
+        self._done(call, table, where)
+
+    def _done(self, call: _Call, table: pa.Table, where: dict[str, Any]) -> None:
+        key = call.part.key
+        if key in self.finished:  # cannot happen with one call per part; never commit twice
+            logger.warning("part %s came back twice; the second result is dropped", key)
+            return
+        self.commit(call.part, table)
+        self.finished.add(key)
+        self.ex.placements[key] = {**where, "attempts": call.attempt, "actor": call.slot is not None}
+        self.bar.update(self.rows_per_part[call.part.index])
+
+    def _actor_died(self, first: _Call, exc: RayActorError) -> None:
+        """Settle every call of the dead actor; charge an attempt only to the one it was running."""
+        assert first.slot is not None and self.pool is not None
+        pool, slot, generation = self.pool, first.slot, first.generation
+        if generation == pool.generation[slot]:
+            logger.warning("model %s: actor %d died (%s); replacing it", pool.model_key, slot, _error_text(exc))
+            pool.replace(slot)
+        siblings = {r: c for r, c in self.calls.items() if c.slot == slot and c.generation == generation}
+        for r in siblings:
+            del self.calls[r]
+        done, _ = ray.wait(list(siblings), num_returns=len(siblings), timeout=_READY_TIMEOUT_S) if siblings else ([], [])
+        failed = [first]
+        for r, call in siblings.items():
+            if r in done:
+                try:
+                    table, where = ray.get(r)
+                except RayError:
+                    failed.append(call)
+                    continue
+                self._done(call, table, where)
+            else:
+                failed.append(call)
+        running = min(failed, key=lambda c: c.seq)  # an actor runs its calls in submission order
+        for call in sorted(failed, key=lambda c: c.seq):
+            self._retry_or_fail(call, exc, charged=call is running, system=True)
+
+    def _retry_or_fail(self, call: _Call, exc: BaseException, charged: bool, system: bool) -> None:
+        error = _error_text(exc)
+        retry = system or self.opts.retry_exceptions
+        if charged and (not retry or call.attempt > self.opts.max_retries):
+            self._give_up(call.part, error, call.attempt)
+            return
+        attempt = call.attempt + 1 if charged else call.attempt
+        logger.warning("part %s: attempt %d lost (%s); resubmitting", call.part.key, call.attempt, error)
+        (self.pool_queue if call.slot is not None else self.tasks).appendleft((call.part, attempt))
+
+    def _give_up(self, part: PartTask, error: str, attempts: int) -> None:
+        self.fail(part, error, attempts)
+        self.bar.update(self.rows_per_part[part.index])
+
+    def abandon(self) -> None:
+        """After an interrupt: stop what is still running; nothing of it is ever committed."""
+        for ref, call in self.calls.items():
+            if call.slot is None:
+                try:
+                    ray.cancel(ref, force=True)
+                except RayError:
+                    pass
+        self.calls.clear()
+        if self.pool is not None:
+            self.pool.close()
+            self.pool = None

@@ -1,0 +1,225 @@
+"""Stage `calibrate` (engine/calibrate/stage.py) on synthetic score tables."""
+from __future__ import annotations
+
+import collections
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from sklearn.metrics import cohen_kappa_score, f1_score
+
+from engine.calibrate.stage import (
+    CalibrateParams,
+    calibrate,
+    error_code_counts,
+    expert_accuracy_table,
+    kappa_summary,
+)
+from engine.errors import ConfigError
+from engine.records import CALIBRATION_SCHEMA, LABELS, SAMPLE_SCHEMA, SCORE_SCHEMA
+from kernels.reference import kde_thresholds_reference
+
+FAST = CalibrateParams(grid_points=256, bootstrap=50)
+
+
+def _samples(labels, languages, generators=None, error_codes=None) -> pa.Table:
+    n = len(labels)
+    generators = generators or ["g"] * n
+    return pa.Table.from_pydict(
+        {
+            "sample_id": [f"s{i}" for i in range(n)],
+            "file_id": [f"f{i}" for i in range(n)],
+            "language": list(languages),
+            "source": ["x"] * n,
+            "comment_start": [0] * n,
+            "comment_end": [1] * n,
+            "reference": ["x"] * n,
+            "generator": list(generators),
+            "prime": [""] * n,
+            "prediction": ["y"] * n,
+            "label": list(labels),
+            "error_codes": error_codes or [None] * n,
+        },
+        schema=SAMPLE_SCHEMA,
+    )
+
+
+def _scores(rows) -> pa.Table:
+    """rows: (sample_id, language, noise, metric, variant, value[, error]) tuples."""
+    cols = collections.defaultdict(list)
+    for r in rows:
+        sid, lang, noise, metric, variant, value = r[:6]
+        for k, v in dict(sample_id=sid, generator="g", language=lang, noise=noise, metric=metric, scorer="",
+                         context="", variant=variant, value=value, signature="sig",
+                         error=r[6] if len(r) > 6 else None).items():
+            cols[k].append(v)
+    return pa.Table.from_pydict(dict(cols), schema=SCORE_SCHEMA)
+
+
+def _study(n=600, seed=0, languages=("en", "zh")):
+    """Labels, a metric that tracks them, a constant metric; uniform noise scoring low."""
+    rng = np.random.default_rng(seed)
+    labels = [LABELS[k] for k in rng.integers(0, 3, n)]
+    langs = [languages[i % len(languages)] for i in range(n)]
+    rows = []
+    for i, lab in enumerate(labels):
+        good = LABELS.index(lab) * 0.25 + rng.normal(0, 0.15)
+        rows.append((f"s{i}", langs[i], "none", "bleu", "score", good))
+        rows.append((f"s{i}", langs[i], "uniform", "bleu", "score", rng.normal(-0.8, 0.1)))
+        rows.append((f"s{i}", langs[i], "none", "flat", "F", 0.5))
+    return _samples(labels, langs), _scores(rows)
+
+
+def _row(table: pa.Table, **where) -> dict:
+    found = [r for r in table.to_pylist() if all(r[k] == v for k, v in where.items())]
+    assert len(found) == 1, (where, found)
+    return found[0]
+
+
+def test_rows_per_group_and_task_and_agreement_equals_sklearn_on_reference_thresholds():
+    samples, scores = _study()
+    out = calibrate(scores, samples, FAST)
+    assert out.schema == CALIBRATION_SCHEMA
+    keys = [(r["metric"], r["language"], r["task"]) for r in out.to_pylist()]
+    assert sorted(keys) == keys and len(set(keys)) == len(keys)
+    assert set(keys) == {(m, lang, t) for m in ("bleu", "flat") for lang in ("en", "zh") for t in ("agreement",)} | {
+        ("bleu", lang, "noise-uniform") for lang in ("en", "zh")}
+
+    row = _row(out, metric="bleu", language="zh", task="agreement")
+    assert row["fitted"] and row["reason"] is None and row["classes"] == list(LABELS)
+    # independent recomputation: scipy-based thresholds, sklearn statistics
+    lab = dict(zip(samples["sample_id"].to_pylist(), samples["label"].to_pylist()))
+    real = [r for r in scores.to_pylist() if r["metric"] == "bleu" and r["language"] == "zh" and r["noise"] == "none"]
+    v = np.array([r["value"] for r in real])
+    y = np.array([LABELS.index(lab[r["sample_id"]]) for r in real])
+    ref_t, ref_l = kde_thresholds_reference([v[y == k] for k in range(3)], 256)
+    assert row["region_labels"] == [LABELS[k] for k in ref_l]
+    np.testing.assert_allclose(row["thresholds"], ref_t, atol=(v.max() - v.min()) / 255)
+    pred = ref_l[np.searchsorted(ref_t, v, side="right")]
+    assert row["n"] == len(v)
+    assert row["kappa"] == cohen_kappa_score(y, pred, weights="quadratic", labels=[0, 1, 2])
+    assert row["f1"] == f1_score(y, pred, average="macro")
+    assert row["kappa_lo"] <= row["kappa"] <= row["kappa_hi"]
+    cm = np.array(row["confusion"])
+    assert cm.sum() == len(v) and (cm.sum(axis=1) == np.bincount(y, minlength=3)).all()
+    np.testing.assert_allclose(np.array(row["confusion_row_norm"]).sum(axis=1), 1.0)
+    np.testing.assert_allclose(np.array(row["confusion_col_norm"]).sum(axis=0)[cm.sum(axis=0) > 0], 1.0)
+
+    noise = _row(out, metric="bleu", language="zh", task="noise-uniform")
+    assert noise["classes"] == ["real", "uniform"] and noise["n"] == 2 * len(v)
+    assert noise["f1"] > 0.95
+
+    flat = _row(out, metric="flat", language="en", task="agreement")
+    assert not flat["fitted"] and "equal" in flat["reason"] and flat["kappa"] is None and flat["thresholds"] is None
+
+
+def test_separable_gives_one_and_independent_gives_zero():
+    n = 10_000
+    rng = np.random.default_rng(42)
+    y = rng.integers(0, 3, n)
+    labels = [LABELS[k] for k in y]
+    separable = y * 10.0 + rng.uniform(0, 1, n)
+    independent = rng.normal(0, 1, n)
+    rows = [(f"s{i}", "en", "none", "sep", "F", separable[i]) for i in range(n)]
+    rows += [(f"s{i}", "en", "none", "ind", "F", independent[i]) for i in range(n)]
+    rows += [(f"s{i}", "en", "targeted", "sep", "F", 100 + rng.uniform()) for i in range(n)]
+    out = calibrate(_scores(rows), _samples(labels, ["en"] * n), CalibrateParams(bootstrap=20))
+    sep = _row(out, metric="sep", task="agreement")
+    assert sep["kappa"] == 1.0 and sep["f1"] == 1.0 and len(sep["thresholds"]) == 2
+    assert _row(out, metric="sep", task="noise-targeted")["f1"] == 1.0
+    ind = _row(out, metric="ind", task="agreement")
+    assert ind["fitted"] and abs(ind["kappa"]) < 0.05
+
+
+def test_degenerate_groups_are_rows_not_crashes():
+    rng = np.random.default_rng(1)
+    n = 90
+    labels = ["correct" if i % 2 else "incorrect" for i in range(n)]  # no 'partial' at all
+    rows = [(f"s{i}", "en", "none", "nopartial", "F", rng.normal()) for i in range(n)]
+    rows += [(f"s{i}", "en", "none", "allnan", "F", float("nan")) for i in range(n)]
+    rows += [(f"s{i}", "en", "none", "failed", "F", 0.3, "model crashed") for i in range(n)]
+    rows += [(f"s{i}", "en", "none", "constclass", "F", 0.0 if labels[i] == "correct" else rng.normal())
+             for i in range(n)]
+    rows += [(f"s{i}", "en", "uniform", "constclass", "F", 0.0) for i in range(n)]
+    out = calibrate(_scores(rows), _samples(labels, ["en"] * n), FAST)
+    assert not out.column("fitted").to_pylist().count(True)
+    r = _row(out, metric="nopartial", task="agreement")
+    assert "'partial' has 0 score(s)" in r["reason"] and r["n"] == n
+    for metric in ("allnan", "failed"):
+        r = _row(out, metric=metric, task="agreement")
+        assert r["n"] == 0 and "left out" in r["reason"]
+    assert "class 'uniform' are equal" in _row(out, metric="constclass", task="noise-uniform")["reason"]
+
+
+def test_some_bad_rows_are_left_out_and_the_rest_fitted():
+    samples, scores = _study(n=300, languages=("en",))
+    bad = _scores([("s0", "en", "none", "bleu", "score", float("nan")), ("s1", "en", "none", "bleu", "score", 1.0, "oom")])
+    table = pa.concat_tables([scores.filter(pa.compute.invert(pa.compute.is_in(
+        scores["sample_id"], value_set=pa.array(["s0", "s1"])))), bad])
+    r = _row(calibrate(table, samples, FAST), metric="bleu", task="agreement")
+    assert r["fitted"] and r["n"] == 298
+
+
+def test_order_and_seed():
+    samples, scores = _study(n=400)
+    a = calibrate(scores, samples, FAST)
+    perm = np.random.default_rng(0).permutation(scores.num_rows)
+    b = calibrate(scores.take(perm), samples, FAST)
+    assert a.equals(b)
+    c = calibrate(scores, samples, CalibrateParams(grid_points=256, bootstrap=50, seed=1))
+    assert c.column("kappa").equals(a.column("kappa")) and not c.column("kappa_lo").equals(a.column("kappa_lo"))
+    d = calibrate(scores, samples, CalibrateParams(grid_points=256, bootstrap=0))
+    assert d.column("kappa_lo").null_count == d.num_rows
+
+
+def test_empirical_priors_follow_the_reference():
+    rng = np.random.default_rng(8)
+    n = 1000
+    y = np.where(rng.random(n) < 0.8, 2, rng.integers(0, 2, n))
+    v = y * 0.3 + rng.normal(0, 0.4, n)
+    rows = [(f"s{i}", "en", "none", "m", "F", v[i]) for i in range(n)]
+    out = calibrate(_scores(rows), _samples([LABELS[k] for k in y], ["en"] * n),
+                    CalibrateParams(grid_points=128, bootstrap=0, priors="empirical"))
+    ref_t, ref_l = kde_thresholds_reference([v[y == k] for k in range(3)], 128, "empirical")
+    r = _row(out, task="agreement")
+    assert r["region_labels"] == [LABELS[k] for k in ref_l]
+    np.testing.assert_allclose(r["thresholds"], ref_t, atol=(v.max() - v.min()) / 127)
+
+
+def test_params_validation():
+    assert CalibrateParams.from_mapping({"grid_points": 64, "priors": "empirical"}).grid_points == 64
+    for bad in ({"grid_points": 1}, {"priors": "flat"}, {"confidence": 1.0}, {"bootstrap": -1},
+                {"min_class_size": 1}, {"nope": 1}):
+        with pytest.raises(ConfigError, match=next(iter(bad))):
+            CalibrateParams.from_mapping(bad, where="calibrate")
+
+
+def test_expert_accuracy_and_error_codes():
+    labels = ["correct", "partial", "incorrect", "correct", None, "correct"]
+    langs = ["en", "en", "en", "nl", "nl", "nl"]
+    gens = ["a", "a", "a", "a", "a", "b"]
+    codes = [None, ["SE-MD"], ["SE-MD", "MS-LT"], [], ["LG-WL2"], ["SE-MD"]]
+    samples = _samples(labels, langs, gens, codes)
+    acc = expert_accuracy_table(samples).to_pylist()
+    assert acc == [
+        dict(language="en", generator="a", n=3, share_correct=1 / 3, share_partial=1 / 3, share_incorrect=1 / 3),
+        dict(language="nl", generator="a", n=1, share_correct=1.0, share_partial=0.0, share_incorrect=0.0),
+        dict(language="nl", generator="b", n=1, share_correct=1.0, share_partial=0.0, share_incorrect=0.0),
+    ]
+    expected = collections.Counter((lang, g, c) for lang, g, cs in zip(langs, gens, codes) for c in cs or [])
+    got = {(r["language"], r["generator"], r["code"]): r["count"] for r in error_code_counts(samples).to_pylist()}
+    assert got == dict(expected)
+
+
+def test_kappa_summary_is_a_readable_table():
+    samples, scores = _study(n=300)
+    text = kappa_summary(calibrate(scores, samples, FAST))
+    lines = text.splitlines()
+    assert "en" in lines[1] and "zh" in lines[1] and lines[1].index("en") < lines[1].index("zh")
+    assert any(line.startswith("bleu") for line in lines) and "n/f" in text
+    many = pa.Table.from_pylist(
+        [dict(metric="bertscore", scorer=f"/models/m{i}", variant=v, context="full", language="en",
+              task="agreement", n=10, fitted=True, kappa=0.5) for i in range(20) for v in ("P", "R", "F")],
+        schema=CALIBRATION_SCHEMA)
+    short = kappa_summary(many)
+    assert "showing 20 of 60" in short and " R " not in short

@@ -1,0 +1,148 @@
+"""KDE threshold kernel (kernels/kde.py) against scipy.stats.gaussian_kde (kernels/reference.py)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.stats import gaussian_kde
+
+from kernels import kde
+from kernels.reference import kde_thresholds_reference
+
+
+def _fit_one(values_by_class, grid_points=1024, priors="equal", seed=0):
+    """Fit one group through the kernel, scores in shuffled order."""
+    v = np.concatenate(values_by_class)
+    c = np.concatenate([np.full(len(x), k) for k, x in enumerate(values_by_class)])
+    perm = np.random.default_rng(seed).permutation(len(v))
+    fit = kde.fit_thresholds(v[perm], np.array([0, len(v)]), c[perm], len(values_by_class), grid_points,
+                             priors == "empirical")
+    return fit, v[perm], c[perm]
+
+
+def _assert_matches_reference(values_by_class, grid_points=1024, priors="equal"):
+    ref_t, ref_l = kde_thresholds_reference(values_by_class, grid_points, priors)
+    fit, _, _ = _fit_one(values_by_class, grid_points, priors)
+    assert fit.status[0] == kde.OK
+    nt = fit.n_thresholds[0]
+    pooled = np.concatenate(values_by_class)
+    step = (pooled.max() - pooled.min()) / (grid_points - 1)
+    assert nt == len(ref_t)
+    np.testing.assert_array_equal(fit.region_labels[0, : nt + 1], ref_l)
+    assert np.all(np.abs(fit.thresholds[0, :nt] - ref_t) <= step)
+    assert np.all(np.diff(fit.thresholds[0, :nt]) > 0)
+    return fit
+
+
+CASES = {
+    "overlapping-3": lambda r: [r.normal(0, 1, 900), r.normal(0.7, 1.2, 700), r.normal(1.5, 0.8, 400)],
+    "skewed-3": lambda r: [r.beta(2, 5, 600), r.beta(3, 3, 300), r.beta(5, 2, 900)],
+    "separable-2": lambda r: [r.uniform(0, 0.3, 500), r.uniform(0.7, 1.0, 500)],
+    "tight-class": lambda r: [r.normal(0, 1e-4, 100), r.normal(0.5, 0.2, 300)],  # bandwidth << grid step
+    "far-apart": lambda r: [r.normal(0, 0.01, 50), r.normal(50, 3, 50), r.normal(100, 0.01, 50)],  # underflow gaps
+    "two-each": lambda r: [np.array([0.0, 1.0]), np.array([0.5, 3.0])],
+    "bleu-like": lambda r: [np.abs(r.normal(0, 1e-3, 300)), r.beta(2, 5, 300)],
+}
+
+
+@pytest.mark.parametrize("priors", ["equal", "empirical"])
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_thresholds_match_scipy_reference(case, priors):
+    _assert_matches_reference(CASES[case](np.random.default_rng(7)), 1024, priors)
+
+
+def test_small_grid_and_priors_change_the_answer():
+    rng = np.random.default_rng(3)
+    classes = [rng.normal(0, 1, 2000), rng.normal(1, 1, 200)]
+    eq = _assert_matches_reference(classes, 64, "equal")
+    emp = _assert_matches_reference(classes, 64, "empirical")
+    # the rare class loses ground under empirical priors
+    assert eq.n_thresholds[0] != emp.n_thresholds[0] or not np.allclose(eq.thresholds[0, :1], emp.thresholds[0, :1])
+
+
+def test_bandwidth_is_scipys():
+    rng = np.random.default_rng(1)
+    classes = [rng.normal(0, 2, 333), rng.gamma(2, 1, 97)]
+    fit, _, _ = _fit_one(classes)
+    for k, x in enumerate(classes):
+        scipy_h = np.sqrt(gaussian_kde(x, bw_method=1.06 * len(x) ** (-1 / 5)).covariance[0, 0])
+        assert fit.bandwidth[0, k] == pytest.approx(scipy_h, rel=1e-12)
+
+
+def test_many_groups_in_one_call_equal_single_fits():
+    rng = np.random.default_rng(11)
+    groups = []
+    for g in range(40):
+        n_classes = 2 + g % 2
+        groups.append([rng.normal(k * rng.uniform(0.2, 1.5), rng.uniform(0.5, 2), rng.integers(5, 300))
+                       for k in range(n_classes)])
+    values = np.concatenate([np.concatenate(g) for g in groups])
+    ids = np.concatenate([np.concatenate([np.full(len(x), k) for k, x in enumerate(g)]) for g in groups])
+    offsets = np.concatenate([[0], np.cumsum([sum(len(x) for x in g) for g in groups])])
+    fit = kde.fit_thresholds(values, offsets, ids, np.array([len(g) for g in groups]), 256)
+    assert np.all(fit.status == kde.OK)
+    for g, classes in enumerate(groups):
+        ref_t, ref_l = kde_thresholds_reference(classes, 256)
+        nt = fit.n_thresholds[g]
+        pooled = np.concatenate(classes)
+        assert nt == len(ref_t)
+        np.testing.assert_array_equal(fit.region_labels[g, : nt + 1], ref_l)
+        assert np.all(np.abs(fit.thresholds[g, :nt] - ref_t) <= (pooled.max() - pooled.min()) / 255)
+        # reclassification: the region each score falls in (upper region on a tie)
+        sl = slice(offsets[g], offsets[g + 1])
+        expected = ref_l[np.searchsorted(ref_t, values[sl], side="right")]
+        assert np.mean(fit.predicted[sl] == expected) > 0.995  # only scores within 1e-10 of a threshold may differ
+
+
+def test_result_does_not_depend_on_score_order():
+    rng = np.random.default_rng(5)
+    classes = [rng.normal(0, 1, 500), rng.normal(1, 1, 400), rng.normal(2, 1, 300)]
+    a, _, _ = _fit_one(classes, seed=1)
+    b, _, _ = _fit_one(classes, seed=2)
+    np.testing.assert_array_equal(a.thresholds, b.thresholds)
+
+
+def test_separable_scores_are_reclassified_perfectly():
+    rng = np.random.default_rng(2)
+    classes = [rng.uniform(0, 1, 300), rng.uniform(2, 3, 300), rng.uniform(4, 5, 300)]
+    fit, v, c = _fit_one(classes)
+    assert fit.n_thresholds[0] == 2
+    np.testing.assert_array_equal(fit.predicted, c)
+
+
+def test_degenerate_groups_get_a_status_not_an_exception():
+    rng = np.random.default_rng(0)
+    good = [rng.normal(0, 1, 50), rng.normal(1, 1, 50)]
+    groups = {
+        "empty-class": ([good[0]], [0] * 50, kde.SMALL_CLASS, 1),
+        "one-score-class": ([good[0], np.array([3.0])], None, kde.SMALL_CLASS, 1),
+        "constant": ([np.full(10, 0.5), np.full(10, 0.5)], None, kde.CONSTANT, -1),
+        "constant-class": ([np.full(10, 0.0), good[1]], None, kde.CLASS_CONSTANT, 0),
+        "nan": ([np.append(good[0], np.nan), good[1]], None, kde.NONFINITE, -1),
+        "ok": (good, None, kde.OK, -1),
+        "empty-group": ([np.zeros(0), np.zeros(0)], None, kde.SMALL_CLASS, 0),
+    }
+    values, ids, offsets = [], [], [0]
+    for classes, forced_ids, _, _ in groups.values():
+        v = np.concatenate(classes)
+        values.append(v)
+        ids.append(np.array(forced_ids) if forced_ids is not None
+                   else np.concatenate([np.full(len(x), k) for k, x in enumerate(classes)]))
+        offsets.append(offsets[-1] + len(v))
+    fit = kde.fit_thresholds(np.concatenate(values), np.array(offsets), np.concatenate(ids).astype(np.int64), 2)
+    for g, (name, (_, _, status, detail)) in enumerate(groups.items()):
+        assert fit.status[g] == status, name
+        assert fit.status_detail[g] == detail, name
+        if status != kde.OK:
+            assert np.all(fit.predicted[offsets[g]:offsets[g + 1]] == -1), name
+            assert fit.n_thresholds[g] == 0
+    assert fit.status[list(groups).index("ok")] == kde.OK
+
+
+def test_min_class_size_and_input_checks():
+    v = np.array([0.0, 1.0, 2.0, 3.0, 4.0, 5.0])
+    c = np.array([0, 0, 0, 1, 1, 1])
+    assert kde.fit_thresholds(v, np.array([0, 6]), c, 2, 64, min_class_size=4).status[0] == kde.SMALL_CLASS
+    assert kde.fit_thresholds(v, np.array([0, 6]), c, 2, 64, min_class_size=3).status[0] == kde.OK
+    assert kde.fit_thresholds(v, np.array([0, 6]), c + 1, 2, 64).status[0] == kde.BAD_CLASS_ID
+    with pytest.raises(ValueError):
+        kde.fit_thresholds(v, np.array([0, 5]), c, 2)
