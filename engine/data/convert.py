@@ -30,6 +30,7 @@ PUBLIC_GENERATORS = (
     "bigcode/starcoder2-7b",
     "ibm-granite/granite-8b-code-base",
 )
+GENERATOR_COLUMN_KINDS = ("masked_data", "predict", "predicted_comment", "expert_accuracy", "error_codes")
 # (prefix marker, suffix marker) of each FIM format (DESIGN.md, "FIM generation").
 FIM_MARKERS = (
     ("<|fim_prefix|>", "<|fim_suffix|>"),
@@ -117,8 +118,9 @@ def convert_rows(rows: Iterable[dict[str, Any]], language: str, generators: Sequ
         content, comment = row.get("content"), row.get("original_comment")
         file_id = str(row.get("file_id"))
         for generator in generators:
-            if f"masked_data_{generator}" not in row and f"predicted_comment_{generator}" not in row:
-                continue
+            columns = [f"{kind}_{generator}" for kind in GENERATOR_COLUMN_KINDS]
+            if all(row.get(column) is None for column in columns):
+                continue  # this generator has no output for this file (absent or all-null columns)
             located = None
             if isinstance(content, str) and isinstance(comment, str):
                 located = locate_comment(content, comment, fim_prefix(row.get(f"masked_data_{generator}")))

@@ -340,7 +340,7 @@ class LikelihoodScorer:
         separator = list(tok(self.params.separator, add_special_tokens=False)["input_ids"])
         target, mask = list(tgt.content), list(tgt_mask)
         if everything:  # `none`: the whole target, and its end, as BARTScore scores EOS
-            target += [] if tok.eos_token_id is not None else []
+            target += [tok.eos_token_id] if tok.eos_token_id is not None else []
             mask = [True] * len(target)
         if not any(mask):
             raise _EmptySpan(f"{key[2]}: no token of the target overlaps its scored span (empty prediction?)")
@@ -445,7 +445,7 @@ class LikelihoodScorer:
         logits = self._model(input_ids=ids, attention_mask=attention).logits  # (B, L, V)
         # Column c of the result is token c+1 predicted from tokens 0..c.
         logp = _token_logp(logits[:, :-1], ids[:, 1:])  # (B, L-1)
-        return logp, self._scored_mask(batch, logp.shape[1], [len(j.source) - 1 for j in batch])
+        return logp, self._scored_mask(batch, logp.shape[1], [len(j.source) for j in batch])
 
 
 def _token_logp(logits: "torch.Tensor", targets: "torch.Tensor") -> "torch.Tensor":

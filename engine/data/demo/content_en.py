@@ -278,7 +278,7 @@ public class TokenBucket {
         wrong_identifier="Takes one token if available and returns true; otherwise returns false immediately, "
         "without blocking. Tokens refill continuously at the configured rate, up to lastRefill.",
         missing_detail="Takes one token if available and returns true; otherwise returns false.",
-        wrong_statement="Takes one token, blocking until one becomes available, and then returns true. Tokens are "
+        wrong_statement="Takes one token and blocks until one becomes available, then returns true. Tokens are "
         "refilled in a single batch of capacity tokens once per second.",
         wrong_language="Takes one token als er een beschikbaar is en geeft dan true terug; anders meteen false, "
         "zonder te wachten. Tokens worden continu aangevuld volgens het ingestelde tempo, tot capacity.",

@@ -316,8 +316,8 @@ def meest_voorkomend(tekst: str, n: int = 10) -> list[tuple[str, int]]:
         missing_detail="Alleen letters tellen als woord in _WOORD, zodat cijfers en underscores wegvallen.",
         wrong_statement="Alleen letters tellen als woord in _WOORD; een apostrof splitst het woord, dus auto's "
         "telt als auto en s, en hoofdletters blijven behouden.",
-        wrong_language="Alleen letters tellen, digits and underscores are dropped by _WOORD; an apostrophe inside "
-        "a word is kept, so words like zo'n and auto's stay in one piece.",
+        wrong_language="Alleen letters tellen as word characters in _WOORD, so digits and underscores are dropped; "
+        "an apostrophe inside a word is kept, so words like zo'n and auto's stay in one piece.",
     ),
     DemoFile(
         program="python",
@@ -384,7 +384,7 @@ def schrijf_atomair(pad: Path, inhoud: str) -> None:
         "tijdelijke bestand naast pad; een lezer ziet altijd óf de oude óf de nieuwe versie.",
         wrong_identifier="os.replace is atomair binnen hetzelfde bestandssysteem; daarom staat het tijdelijke "
         "bestand in dezelfde map als bestand. Lezers zien dus de oude of de nieuwe inhoud, nooit een mengsel.",
-        missing_detail="os.replace is atomair; lezers zien dus de oude of de nieuwe inhoud, nooit een mengsel.",
+        missing_detail="os.replace is atomair en lezers zien dus de oude of de nieuwe inhoud, nooit een mengsel.",
         wrong_statement="os.replace is atomair op elk bestandssysteem, ook tussen verschillende schijven; als pad "
         "al bestaat, volgt een FileExistsError.",
         wrong_language="os.replace is atomair only within one file system, which is why the temporary file lives "

@@ -31,6 +31,7 @@ CONTENT = (content_en, content_nl, content_zh, content_el, content_pl)
 LINE_WIDTH = 88  # columns, indentation and comment markers included
 PRIME_WORDS = 3  # the study primed generation with the opener plus the first 3 tokens
 PRIME_CHARS_ZH = 3  # Chinese has no spaces: 3 characters stand in for 3 tokens
+NO_LINE_START = frozenset("，。、；：！？）」』》")  # Chinese typesetting keeps these at the end of a line
 
 # generator slot -> (DemoFile field, label, error codes). The study's taxonomy has no code for
 # "wrong identifier": an identifier taken from elsewhere in the file is a misplaced fact (SE-HA1).
@@ -58,7 +59,7 @@ def _wrap_cjk(text: str, width: int) -> list[str]:
             tokens.append(char)
     lines, current = [], ""
     for token in tokens:
-        if current and _display_width(current + token) > width:
+        if current and _display_width(current + token) > width and token not in NO_LINE_START:
             lines.append(current.rstrip())
             current = "" if token.isspace() else token
         else:

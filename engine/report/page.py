@@ -1,0 +1,117 @@
+"""The report page's template and style: one HTML file, inline CSS, no network.
+
+The inline script runs after load and marks images that failed (`data-broken` on the <img>,
+`data-images-ok` on <body>), so a headless browser can check the page from its DOM.
+"""
+from __future__ import annotations
+
+import math
+
+
+def kappa_style(value: float) -> str:
+    """Inline cell style: a blue tint growing with a value in [0, 1]; negative values vermillion."""
+    if value is None or not math.isfinite(value):
+        return ""
+    if value < 0:
+        alpha = min(1.0, -value) * 0.45 + 0.08
+        return f"background:rgba(213,94,0,{alpha:.2f})"
+    alpha = min(1.0, value) * 0.55 + 0.03
+    colour = "#fff" if alpha > 0.42 else "inherit"
+    return f"background:rgba(0,114,178,{alpha:.2f});color:{colour}"
+
+
+PAGE = """<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>$title</title>
+<style>
+:root { --fg:#1d232b; --muted:#5d6875; --line:#e3e7ec; --bg:#f6f7f9; --card:#fff; --accent:#0072B2; --warn:#D55E00; }
+* { box-sizing: border-box; }
+html { scroll-behavior: smooth; }
+body { margin:0; font:15px/1.5 system-ui, -apple-system, "Segoe UI", Roboto, "Noto Sans", "Helvetica Neue", Arial, sans-serif;
+       color:var(--fg); background:var(--bg); }
+header.top { background:linear-gradient(120deg,#0b3c5d,#0072B2); color:#fff; padding:28px 32px 22px; }
+header.top h1 { margin:0 0 4px; font-size:26px; font-weight:650; letter-spacing:-.01em; }
+header.top .path { opacity:.8; font-size:13px; word-break:break-all; }
+header.top .meta { margin-top:10px; display:flex; flex-wrap:wrap; gap:8px 16px; font-size:13px; align-items:center; }
+header.top code { background:rgba(255,255,255,.15); padding:1px 6px; border-radius:4px; }
+.badge { padding:2px 10px; border-radius:999px; font-weight:600; font-size:12px; text-transform:uppercase; letter-spacing:.04em;
+         background:#fff; color:#0b3c5d; }
+.badge.failed { background:#D55E00; color:#fff; } .badge.running { background:#E69F00; color:#1d232b; }
+.stats { display:grid; grid-template-columns:repeat(auto-fit,minmax(120px,1fr)); gap:10px; margin-top:18px; }
+.stat { background:rgba(255,255,255,.12); border-radius:8px; padding:8px 12px; }
+.stat span { display:block; font-size:11px; text-transform:uppercase; letter-spacing:.05em; opacity:.8; }
+.stat b { font-size:18px; font-weight:600; word-break:break-word; }
+.layout { display:grid; grid-template-columns:230px minmax(0,1fr); gap:28px; max-width:1440px; margin:0 auto; padding:24px 32px 48px; }
+nav.toc { position:sticky; top:16px; align-self:start; background:var(--card); border:1px solid var(--line); border-radius:10px; padding:14px 16px; }
+nav.toc h2 { font-size:12px; text-transform:uppercase; letter-spacing:.06em; color:var(--muted); margin:0 0 8px; }
+nav.toc ol { margin:0; padding-left:18px; } nav.toc li { margin:4px 0; font-size:14px; }
+nav.toc em { color:var(--warn); font-style:normal; font-size:12px; }
+a { color:var(--accent); text-decoration:none; } a:hover { text-decoration:underline; }
+main { min-width:0; }
+section, aside.notice { background:var(--card); border:1px solid var(--line); border-radius:10px; padding:18px 22px; margin-bottom:22px; }
+aside.notice { border-left:5px solid var(--warn); }
+aside.notice h2 { color:var(--warn); }
+h2 { margin:0 0 12px; font-size:20px; font-weight:650; } h3 { margin:22px 0 8px; font-size:16px; font-weight:620; }
+h4 { margin:0 0 4px; font-size:14px; } h4 small { color:var(--muted); font-weight:400; }
+p.note { color:var(--muted); margin:0 0 12px; font-size:14px; }
+p.missing { background:#fff4ec; border:1px solid #f3c7a8; color:#7a3300; padding:8px 12px; border-radius:6px; font-size:14px; }
+figure { margin:14px 0 22px; } figure img { display:block; max-width:100%; height:auto; border-radius:6px; border:1px solid var(--line); }
+figcaption { color:var(--muted); font-size:13px; margin-top:6px; }
+.scroll { overflow-x:auto; }
+table { border-collapse:collapse; font-size:13px; margin:6px 0 12px; }
+th, td { padding:5px 9px; border-bottom:1px solid var(--line); text-align:left; vertical-align:top; }
+thead th { background:#eef1f5; font-weight:600; position:sticky; top:0; }
+table.values td { text-align:right; font-variant-numeric:tabular-nums; white-space:nowrap; }
+table.values td:nth-child(-n+4) { text-align:left; }
+table.values td small, table.values td small { display:block; font-size:10.5px; opacity:.8; }
+table.values td.nf { color:#999; cursor:help; } table.values td.na { color:#bbb; text-align:center; }
+table.counts td { text-align:right; } table.counts td.desc { text-align:left; color:var(--muted); white-space:normal; }
+td.total { font-weight:600; } td.sc { color:var(--muted); }
+table.kv th { color:var(--muted); font-weight:500; white-space:nowrap; }
+code { font:12.5px/1.4 ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; }
+code.sig { word-break:break-all; }
+pre { background:#0f1720; color:#dce3ea; padding:14px; border-radius:8px; overflow:auto; font-size:12.5px; max-height:520px; }
+details { margin:8px 0; border:1px solid var(--line); border-radius:8px; padding:6px 12px; }
+summary { cursor:pointer; font-weight:550; }
+.cmgrid { display:grid; grid-template-columns:repeat(auto-fill,minmax(230px,1fr)); gap:14px; margin-top:10px; }
+.cmpair p { margin:6px 0 2px; font-size:12px; color:var(--muted); }
+table.cm { font-size:12px; margin:0; } table.cm td { text-align:right; min-width:46px; }
+footer { color:var(--muted); font-size:12px; text-align:center; padding:0 0 30px; }
+@media (max-width: 900px) {
+  .layout { grid-template-columns:1fr; padding:16px; }
+  nav.toc { position:static; }
+  header.top { padding:20px 16px; }
+}
+</style>
+</head>
+<body>
+<header class="top">
+  <h1>$name</h1>
+  <div class="path">$path</div>
+  <div class="meta">$meta</div>
+  <div class="stats">$chips</div>
+</header>
+<div class="layout">
+<nav class="toc"><h2>Contents</h2><ol>$toc</ol></nav>
+<main>
+$notice
+$body
+</main>
+</div>
+<footer>$footer</footer>
+<script>
+window.addEventListener("load", function () {
+  var images = document.images, ok = true;
+  for (var i = 0; i < images.length; i++) {
+    if (!images[i].complete || images[i].naturalWidth === 0) { images[i].setAttribute("data-broken", "true"); ok = false; }
+  }
+  document.body.setAttribute("data-images", String(images.length));
+  document.body.setAttribute("data-images-ok", ok ? "true" : "false");
+});
+</script>
+</body>
+</html>
+"""

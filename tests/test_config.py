@@ -1,0 +1,66 @@
+"""Configs: validated before any work, frozen, and hashed."""
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from engine.config import config_from_mapping, config_hash, load_config
+from engine.errors import ConfigError
+
+BASE = {"name": "t", "input": "in.jsonl", "stages": ["score"], "score": {"scorers": [{"kind": "lexical"}]}}
+
+
+def _load(tmp_path, **changes):
+    raw = dict(BASE, **changes)
+    return config_from_mapping(raw, tmp_path)
+
+
+@pytest.mark.parametrize(
+    "changes,message",
+    [
+        ({"colour": "red"}, "colour: unknown top-level key"),
+        ({"part_size": 0}, "part_size: got 0; allowed: a positive integer"),
+        ({"part_size": "10"}, "part_size: got '10'"),
+        ({"stages": ["score", "explode"]}, "stages: got 'explode'; allowed:"),
+        ({"stages": ["score", "noise"]}, "list them in that order"),
+        ({"score": {"scorers": [{"kind": "lexical", "metrics": ["bleu", "chrf"]}]}}, "score.scorers[0].metrics[1]: got 'chrf'; allowed: one of 'bleu', 'rougeL', 'meteor'"),
+        ({"score": {"scorers": [{"kind": "lexical", "spam": 1}]}}, "score.scorers[0].spam: unknown key"),
+        ({"score": {"scorers": [{"kind": "magic"}]}}, "score.scorers: unknown kind 'magic'"),
+        ({"score": {"scorers": []}}, "score.scorers: got []"),
+        ({"input": None}, "input: required key is missing"),
+        ({"input": "builtin:nope"}, "allowed builtin inputs"),
+    ],
+)
+def test_bad_configs_fail_naming_key_value_and_what_is_allowed(tmp_path, changes, message):
+    with pytest.raises(ConfigError) as info:
+        _load(tmp_path, **changes)
+    assert message in str(info.value)
+
+
+def test_config_is_frozen_and_paths_resolve_against_the_config_folder(tmp_path):
+    config = _load(tmp_path)
+    assert config.input == str((tmp_path / "in.jsonl").resolve())
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        config.part_size = 3  # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        config.score.scorers[0].params.span = "whole"  # type: ignore[misc]
+
+
+def test_hash_changes_with_config_and_input_but_not_with_key_order(tmp_path):
+    a = _load(tmp_path)
+    b = config_from_mapping(dict(reversed(list(BASE.items()))), tmp_path)
+    assert config_hash(a, "x") == config_hash(b, "x")
+    assert config_hash(a, "x") != config_hash(a, "y")
+    assert config_hash(a, "x") != config_hash(_load(tmp_path, part_size=7), "x")
+    changed = _load(tmp_path, score={"scorers": [{"kind": "lexical", "span": "whole"}]})
+    assert config_hash(a, "x") != config_hash(changed, "x")
+
+
+def test_yaml_errors_are_config_errors(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text("stages: [score\n")
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        load_config(path)
+    with pytest.raises(ConfigError, match="does not exist"):
+        load_config(tmp_path / "missing.yaml")
