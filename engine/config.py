@@ -102,7 +102,21 @@ class RunConfig:
 TOP_LEVEL_KEYS = {"name", "input", "stages", "seed", "part_size", "score", "report", *STAGE_PARAMS}
 
 
-def _parse_score(raw: Any) -> ScoreSection:
+# Option names whose values are model or tokenizer locations: a value starting with ./ or ../
+# is a path relative to the config file, like `input`.
+PATH_OPTIONS = ("model", "tokenizer", "baseline")
+
+
+def _resolve_relative_paths(options: Mapping[str, Any], base_dir: Path) -> dict[str, Any]:
+    out = dict(options)
+    for key in PATH_OPTIONS:
+        value = out.get(key)
+        if isinstance(value, str) and value.startswith(("./", "../")):
+            out[key] = str((base_dir / value).resolve())
+    return out
+
+
+def _parse_score(raw: Any, base_dir: Path) -> ScoreSection:
     from engine.metrics.base import SCORER_KINDS, scorer_class
 
     if not isinstance(raw, Mapping):
@@ -118,7 +132,7 @@ def _parse_score(raw: Any) -> ScoreSection:
         where = f"score.scorers[{i}]"
         if not isinstance(entry, Mapping) or "kind" not in entry:
             raise ConfigError(f"{where}: got {entry!r}; allowed: a mapping with 'kind' (one of {sorted(SCORER_KINDS)})")
-        options = {k: v for k, v in entry.items() if k != "kind"}
+        options = _resolve_relative_paths({k: v for k, v in entry.items() if k != "kind"}, base_dir)
         cls = scorer_class(entry["kind"])
         specs.append(ScorerSpec(entry["kind"], cls.Params.from_mapping(options, where=where)))
     return ScoreSection(scorers=tuple(specs))
@@ -170,11 +184,14 @@ def config_from_mapping(raw: Mapping[str, Any], base_dir: Path, overrides: Mappi
         input_path = ""
     if "score" in ordered and "score" not in raw:
         raise ConfigError("score: the config lists stage 'score' but has no `score:` section")
-    score = _parse_score(raw["score"]) if "score" in raw else None
+    score = _parse_score(raw["score"], base_dir) if "score" in raw else None
     sections: dict[str, Params] = {}
     for section in STAGE_PARAMS:
         if section in raw:
-            sections[section] = _stage_params_class(section).from_mapping(raw[section], where=section)
+            options = raw[section]
+            if isinstance(options, Mapping):
+                options = _resolve_relative_paths(options, base_dir)
+            sections[section] = _stage_params_class(section).from_mapping(options, where=section)
         elif section in ordered:
             sections[section] = _stage_params_class(section).from_mapping({}, where=section)
     report = ReportParams.from_mapping(raw.get("report") or {}, where="report")

@@ -246,21 +246,18 @@ def _fit_many(
     grid_points: int,
     priors_empirical: bool,
     min_class_size: int,
-    max_thresholds: int,
-) -> tuple:
-    n_groups = group_offsets.shape[0] - 1
-    max_c = 1
-    for g in range(n_groups):
-        max_c = max(max_c, group_classes[g])
-    status = np.zeros(n_groups, np.int64)
-    detail = np.full(n_groups, -1, np.int64)
-    n_thr = np.zeros(n_groups, np.int64)
-    thresholds = np.full((n_groups, max_thresholds), np.nan)
-    region_labels = np.full((n_groups, max_thresholds + 1), -1, np.int64)
-    predicted = np.full(values.shape[0], -1, np.int64)
-    bandwidth = np.full((n_groups, max_c), np.nan)
-    lo_hi = np.full((n_groups, 2), np.nan)
-    for g in prange(n_groups):
+    status: np.ndarray,
+    detail: np.ndarray,
+    n_thr: np.ndarray,
+    thresholds: np.ndarray,
+    region_labels: np.ndarray,
+    predicted: np.ndarray,
+    bandwidth: np.ndarray,
+    lo_hi: np.ndarray,
+) -> None:
+    """Fill the preallocated outputs (shapes as in KdeFit); nothing but the prange loop here,
+    since every array expression in a parallel function costs numba compile time."""
+    for g in prange(group_offsets.shape[0] - 1):
         start = group_offsets[g]
         end = group_offsets[g + 1]
         st, de, nt = _fit_one(
@@ -279,11 +276,6 @@ def _fit_many(
         status[g] = st
         detail[g] = de
         n_thr[g] = nt
-        if st != OK:
-            thresholds[g, :] = np.nan
-            region_labels[g, :] = -1
-            predicted[start:end] = -1
-    return status, detail, n_thr, thresholds, region_labels, predicted, bandwidth, lo_hi
 
 
 def fit_thresholds(
@@ -319,9 +311,23 @@ def fit_thresholds(
         raise ValueError(f"group_classes must have shape ({n_groups},), got {group_classes.shape}")
     if max_thresholds < 1:
         raise ValueError(f"max_thresholds must be >= 1, got {max_thresholds}")
-    out = _fit_many(
+    n_values = values.shape[0]
+    status = np.zeros(n_groups, np.int64)
+    detail = np.full(n_groups, -1, np.int64)
+    n_thr = np.zeros(n_groups, np.int64)
+    thresholds = np.full((n_groups, max_thresholds), np.nan)
+    region_labels = np.full((n_groups, max_thresholds + 1), -1, np.int64)
+    predicted = np.full(n_values, -1, np.int64)
+    bandwidth = np.full((n_groups, max(1, int(group_classes.max(initial=1)))), np.nan)
+    lo_hi = np.full((n_groups, 2), np.nan)
+    _fit_many(
         values, group_offsets, class_ids, group_classes, int(grid_points), bool(priors_empirical),
-        int(min_class_size), int(max_thresholds),
+        int(min_class_size), status, detail, n_thr, thresholds, region_labels, predicted, bandwidth, lo_hi,
     )
-    status, detail, n_thr, thresholds, region_labels, predicted, bandwidth, lo_hi = out
+    # a group that failed half-way may have written partial results: clear them
+    failed = status != OK
+    thresholds[failed] = np.nan
+    region_labels[failed] = -1
+    n_thr[failed] = 0
+    predicted[np.repeat(failed, np.diff(group_offsets))] = -1
     return KdeFit(status, detail, n_thr, thresholds, region_labels, predicted, bandwidth, lo_hi[:, 0], lo_hi[:, 1])

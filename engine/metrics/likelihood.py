@@ -433,7 +433,7 @@ class LikelihoodScorer:
         # Decoder input = labels shifted right behind the start token, as `model(labels=...)` does.
         prepare = getattr(self._model, "prepare_decoder_input_ids_from_labels", None)
         if prepare is not None:
-            logits = self._model(input_ids=src_ids, attention_mask=src_mask,
+            logits = self._model(input_ids=src_ids, attention_mask=None,
                                  decoder_input_ids=prepare(labels=labels)).logits  # (B, T, V)
         else:
             logits = self._model(input_ids=src_ids, attention_mask=src_mask, labels=labels).logits  # (B, T, V)
@@ -445,7 +445,7 @@ class LikelihoodScorer:
         logits = self._model(input_ids=ids, attention_mask=attention).logits  # (B, L, V)
         # Column c of the result is token c+1 predicted from tokens 0..c.
         logp = _token_logp(logits[:, :-1], ids[:, 1:])  # (B, L-1)
-        return logp, self._scored_mask(batch, logp.shape[1], [len(j.source) for j in batch])
+        return logp, self._scored_mask(batch, logp.shape[1], [len(j.source) - 1 for j in batch])
 
 
 def _token_logp(logits: "torch.Tensor", targets: "torch.Tensor") -> "torch.Tensor":
