@@ -139,8 +139,6 @@ def test_exception_in_a_part_fails_it_at_once(ray_session, lexical_case, tmp_pat
     runner.prepare(run, config)
     (tmp_path / "run" / "samples" / "part-00002.parquet").unlink()
     executor = RayExecutor(max_retries=2)
-    with pytest.raises(FileNotFoundError):
-        runner.read_samples(run)  # sanity: the part really is gone
     runner.run_part_stage(run, config, "score", executor)
     failed = run.manifest["failed_parts"]
     assert list(failed) == ["score/lexical/00002"]

@@ -26,6 +26,8 @@ PREFIX_SPACE_MODEL_TYPES = {"roberta", "gpt2", "longformer", "bart", "mbart", "c
 # Where the stack of transformer layers lives, per architecture family (first match wins).
 _LAYER_PATHS = ("encoder.layer", "encoder.block", "encoder.layers", "block", "layers", "layer", "transformer.layer", "transformer.h", "h")
 _UNBOUNDED_MAX_LENGTH = 1_000_000
+# A batch takes sequences down to this fraction of its longest one.
+MIN_FILL = 0.8
 
 
 @dataclass(frozen=True)
@@ -234,7 +236,12 @@ class EncoderRuntime:
         while pos < len(order):
             longest = max(1, len(sequences[order[pos]]))
             size = max(1, budget // longest)
-            batch = order[pos:pos + size]
+            end = pos + 1
+            # Close the batch early where lengths drop below MIN_FILL of the longest: padding
+            # costs as much as real tokens.
+            while end < min(len(order), pos + size) and len(sequences[order[end]]) >= MIN_FILL * longest:
+                end += 1
+            batch = order[pos:end]
             budget = self._run_batch(batch, sequences, keep, out, errors, budget)
             pos += len(batch)
         return out, errors

@@ -433,7 +433,7 @@ class LikelihoodScorer:
         # Decoder input = labels shifted right behind the start token, as `model(labels=...)` does.
         prepare = getattr(self._model, "prepare_decoder_input_ids_from_labels", None)
         if prepare is not None:
-            logits = self._model(input_ids=src_ids, attention_mask=None,
+            logits = self._model(input_ids=src_ids, attention_mask=src_mask,
                                  decoder_input_ids=prepare(labels=labels)).logits  # (B, T, V)
         else:
             logits = self._model(input_ids=src_ids, attention_mask=src_mask, labels=labels).logits  # (B, T, V)

@@ -90,10 +90,14 @@ def render_comment(text: str, style: str, indent: str, language: str) -> str:
     return first + later.join(lines) + closing
 
 
+def _head(text: str, language: str) -> str:
+    """The first 3 words of `text` (3 characters for Chinese): the part of the prime after the opener."""
+    return text[:PRIME_CHARS_ZH] if language == "zh" else " ".join(text.split(" ")[:PRIME_WORDS])
+
+
 def prime_of(text: str, style: str, indent: str, language: str) -> str:
-    """The comment opener plus the first 3 words (3 characters for Chinese) of `text`."""
-    head = text[:PRIME_CHARS_ZH] if language == "zh" else " ".join(text.split(" ")[:PRIME_WORDS])
-    return _openers(style, indent)[0] + head
+    """The comment opener plus the head of `text`."""
+    return _openers(style, indent)[0] + _head(text, language)
 
 
 def _marker_indent(source: str) -> str:
@@ -109,20 +113,20 @@ def file_rows(file_id: str, language: str, demo: DemoFile) -> list[dict[str, Any
     start = demo.source.index(MARKER)
     end = start + len(reference)
     if source[start:end] != reference:
-        raise AssertionError(f"{file_id}: reference is not at the computed offsets")
+        raise ValueError(f"{file_id}: reference is not at the computed offsets")
     prime = prime_of(demo.comment, demo.style, indent, language)
     if not reference.startswith(prime):
-        raise AssertionError(f"{file_id}: reference {reference!r} does not start with prime {prime!r}")
-    head = prime[len(_openers(demo.style, indent)[0]) :]
+        raise ValueError(f"{file_id}: reference {reference!r} does not start with prime {prime!r}")
+    head = _head(demo.comment, language)
     rows = []
     for generator, (field, label, codes) in VARIANTS.items():
         text = getattr(demo, field)
-        own_head = text[:PRIME_CHARS_ZH] if language == "zh" else " ".join(text.split(" ")[:PRIME_WORDS])
-        if own_head != head:
-            raise AssertionError(f"{file_id} {generator}: starts with {own_head!r}, the prime needs {head!r}")
+        # Comparing whole words: "Takes one token," would also pass a startswith test on "Takes one token".
+        if _head(text, language) != head:
+            raise ValueError(f"{file_id} {generator}: starts with {_head(text, language)!r}, the prime needs {head!r}")
         variant = render_comment(text, demo.style, indent, language)
         if not variant.startswith(prime):
-            raise AssertionError(f"{file_id} {generator}: rendered variant does not start with the prime")
+            raise ValueError(f"{file_id} {generator}: rendered variant does not start with the prime")
         rows.append(
             {
                 "sample_id": f"{file_id}/{generator}",

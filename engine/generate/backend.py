@@ -1,0 +1,166 @@
+"""Generation backends behind one interface, and the `transformers` backend.
+
+A backend turns prompts given as token ids into greedy continuations (token ids). It knows
+nothing about FIM or samples: prompts, cleaning and error rows live in the stage. Two kinds:
+`transformers` (here, `generate()`) and `vllm` (engine/generate/vllm_backend.py, the only
+module that imports vllm). Both stop at the first of the given stop ids, and return it.
+
+One backend instance per process: `get_backend` keeps the loaded backend of a spec for the
+life of the process. Freeing a vLLM model in-process is unreliable, so asking for a second
+vLLM model in one process is an error (run each generator in its own process, e.g. with
+`engine.generate.stage.generate_in_subprocess`); a transformers model is replaced.
+"""
+from __future__ import annotations
+
+import gc
+import logging
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol, Sequence
+
+from engine.errors import ModelLoadError, StageError
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class GenerationRequest:
+    """One prompt. `seed` is per request so results do not depend on batching or order."""
+
+    request_id: str
+    prompt_ids: tuple[int, ...]
+    max_new_tokens: int
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class GenerationOutput:
+    request_id: str
+    token_ids: tuple[int, ...]  # generated ids, up to and including the stop id if one came
+    finish_reason: Literal["stop", "length"]
+
+
+@dataclass(frozen=True)
+class BackendSpec:
+    """What a backend loads; equal specs share one loaded backend in a process."""
+
+    kind: Literal["vllm", "transformers"]
+    model: str  # local directory or hub id (already resolved)
+    tokenizer: str
+    dtype: str = "auto"  # auto | float32 | float16 | bfloat16
+    max_model_len: int | None = None
+    seed: int = 0
+    batch_size: int = 8  # transformers: prompts per generate() call
+    tensor_parallel_size: int = 1
+    gpu_memory_utilization: float = 0.9
+    enforce_eager: bool = False
+
+
+class Backend(Protocol):
+    spec: BackendSpec
+
+    @property
+    def max_model_len(self) -> int:
+        """Prompt plus generated tokens must fit in this many positions."""
+
+    def generate(self, requests: Sequence[GenerationRequest], stop_ids: Sequence[int]) -> list[GenerationOutput]:
+        """Greedy continuations, in the order of `requests`."""
+
+
+def cut_at_stop(token_ids: Sequence[int], stop_ids: Sequence[int]) -> tuple[tuple[int, ...], Literal["stop", "length"]]:
+    """Ids up to and including the first stop id, and whether a stop id ended them."""
+    stops = set(stop_ids)
+    for i, token in enumerate(token_ids):
+        if token in stops:
+            return tuple(token_ids[: i + 1]), "stop"
+    return tuple(token_ids), "length"
+
+
+class TransformersBackend:
+    """Greedy `generate()` of a causal LM, prompts left-padded into batches of similar length."""
+
+    def __init__(self, spec: BackendSpec):
+        import torch
+        from transformers import AutoModelForCausalLM
+
+        self.spec = spec
+        self.device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        dtype = "auto" if spec.dtype == "auto" else getattr(torch, spec.dtype)
+        try:
+            self.model = AutoModelForCausalLM.from_pretrained(spec.model, dtype=dtype).to(self.device).eval()
+        except (OSError, ValueError) as exc:
+            raise ModelLoadError(f"cannot load generator {spec.model!r} with transformers: {exc}") from exc
+        config = self.model.config
+        self._window = spec.max_model_len or int(getattr(config, "max_position_embeddings", 0) or 2048)
+        self._pad_id = int(config.pad_token_id if config.pad_token_id is not None else 0)
+
+    @property
+    def max_model_len(self) -> int:
+        return self._window
+
+    def generate(self, requests: Sequence[GenerationRequest], stop_ids: Sequence[int]) -> list[GenerationOutput]:
+        import torch
+        from transformers import GenerationConfig
+
+        outputs: dict[str, GenerationOutput] = {}
+        # Long prompts first: similar lengths share a batch (little padding) and a prompt that
+        # does not fit in memory fails at once rather than at the end.
+        order = sorted(requests, key=lambda r: (-len(r.prompt_ids), r.max_new_tokens, r.request_id))
+        for start in range(0, len(order), self.spec.batch_size):
+            batch = order[start : start + self.spec.batch_size]
+            for limit in sorted({r.max_new_tokens for r in batch}):
+                group = [r for r in batch if r.max_new_tokens == limit]
+                width = max(len(r.prompt_ids) for r in group)
+                ids = torch.full((len(group), width), self._pad_id, dtype=torch.long)  # (B, T)
+                mask = torch.zeros((len(group), width), dtype=torch.long)  # (B, T)
+                for row, request in enumerate(group):
+                    n = len(request.prompt_ids)
+                    ids[row, width - n :] = torch.tensor(request.prompt_ids, dtype=torch.long)
+                    mask[row, width - n :] = 1
+                config = GenerationConfig(
+                    max_new_tokens=limit, do_sample=False, num_beams=1,
+                    eos_token_id=list(stop_ids), pad_token_id=self._pad_id,
+                )
+                torch.manual_seed(group[0].seed)
+                with torch.inference_mode():
+                    out = self.model.generate(
+                        input_ids=ids.to(self.device), attention_mask=mask.to(self.device), generation_config=config
+                    )  # (B, T + new)
+                new = out[:, width:].tolist()
+                for request, tokens in zip(group, new):
+                    kept, reason = cut_at_stop(tokens, stop_ids)
+                    outputs[request.request_id] = GenerationOutput(request.request_id, kept, reason)
+        return [outputs[r.request_id] for r in requests]
+
+    def close(self) -> None:
+        import torch
+
+        del self.model
+        gc.collect()
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+
+
+_LOADED: dict[BackendSpec, Any] = {}
+
+
+def get_backend(spec: BackendSpec) -> Backend:
+    """The process's backend for `spec`, loaded on first use (one model per process)."""
+    if spec in _LOADED:
+        return _LOADED[spec]
+    for other in list(_LOADED):
+        if other.kind == "vllm":
+            raise StageError(
+                "generate",
+                f"this process already holds vLLM model {other.model!r}; vLLM cannot free a model "
+                f"in-process, so load {spec.model!r} in its own process (generate_in_subprocess)",
+            )
+        _LOADED.pop(other).close()
+    logger.info("loading generator %s with the %s backend", spec.model, spec.kind)
+    if spec.kind == "vllm":
+        from engine.generate.vllm_backend import VllmBackend
+
+        backend: Backend = VllmBackend(spec)
+    else:
+        backend = TransformersBackend(spec)
+    _LOADED[spec] = backend
+    return backend

@@ -1,0 +1,221 @@
+"""FIM prompts from samples, and predictions from generated token ids (DESIGN.md, "FIM generation").
+
+A prompt is built as token ids, part by part, following the family's model card: special
+tokens by id, text segments encoded exactly as written. Building ids rather than a string to
+re-tokenize means a FIM marker can never be split or merged with its neighbours, and a
+literal `<fim_middle>` inside a source file stays text (encoded with `split_special_tokens`).
+
+The prime (the start of the reference given to the model) is the comment's opener and its
+layout (`//`, `/**` plus line break, indentation and ` * `), then the first `prime_tokens`
+tokens of the comment's text under the generator's tokenizer, cut at the end offset of the
+last of them. Tokens are counted as the tokenizer returns them for the text alone; tokens
+with an empty character span (a bare sentencepiece "▁" that only marks the dummy prefix)
+are not counted.
+"""
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from engine.errors import BabelscoreError
+from engine.generate.cards import FimCard
+
+logger = logging.getLogger(__name__)
+
+# The opener of a comment in any language the engine meets, then its layout: line breaks,
+# indentation, and the decoration repeated at the start of continuation lines (` * `, `//`, `#`).
+_OPENER = r"(?:/\*+!?|//+!?|#+|--+|;+|%+|[rRbBuUfF]{0,2}(?:\"\"\"|''')|<!--)"
+_LAYOUT = r"(?:[ \t]*(?:\r\n|\r|\n)[ \t]*(?:\*(?!/)|//+!?|#+)?)*[ \t]*"
+_HEAD = re.compile(rf"[ \t]*{_OPENER}{_LAYOUT}|\s*")
+# A character outside the vocabularies of code tokenizers: encoded in front of a text so that
+# a sentencepiece tokenizer's dummy prefix lands on it instead of on the text.
+_SENTINEL = "\u263a"
+
+
+class PromptError(BabelscoreError):
+    """A sample cannot become a prompt; the stage records the reason as an error row."""
+
+
+class FimTokenError(BabelscoreError):
+    """The tokenizer lacks the family's FIM tokens (or they do not encode to one special id)."""
+
+
+@dataclass(frozen=True)
+class FimPrompt:
+    """A FIM prompt for one sample.
+
+    `prefix` is `source[:comment_start] + prime`, `suffix` is `source[comment_end:]`; the prime
+    spans `source[prime_start:prime_end]` (`prime_start == comment_start`).
+    """
+
+    prompt_ids: tuple[int, ...]
+    prime: str
+    prefix: str
+    suffix: str
+    prime_start: int
+    prime_end: int
+    text: str  # the prompt rendered with the card's `display` template (logs and docs)
+
+
+def comment_head(reference: str) -> str:
+    """The opener of a comment and its layout: `"/**\\n     * "` of a Javadoc comment, `"// "`."""
+    match = _HEAD.match(reference)
+    return match.group() if match else ""
+
+
+def _offsets(tokenizer: Any, text: str) -> list[tuple[int, int]]:
+    encoding = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True, split_special_tokens=True)
+    return [tuple(span) for span in encoding["offset_mapping"]]
+
+
+def make_prime(reference: str, tokenizer: Any, n_tokens: int = 3) -> str:
+    """The comment's head plus its first `n_tokens` text tokens (all of them if fewer)."""
+    head = comment_head(reference)
+    body = reference[len(head):]
+    if not body or n_tokens == 0:
+        return head
+    spans = [(s, e) for s, e in _offsets(tokenizer, body) if e > s]
+    if not spans:
+        return head
+    # Byte-level tokens of one multi-byte character share its span, so spans are not
+    # monotonic; the furthest end keeps every counted token whole.
+    cut = max(e for _s, e in spans[:n_tokens])
+    return head + body[:cut]
+
+
+def adds_dummy_prefix(tokenizer: Any) -> bool:
+    """Whether the tokenizer puts an implicit space marker in front of the text it encodes."""
+    ids = tokenizer("a", add_special_tokens=False)["input_ids"]
+    first = tokenizer.convert_ids_to_tokens(ids[:1])
+    return bool(first) and first[0][:1] in ("▁", "Ġ")
+
+
+def encode_exact(tokenizer: Any, text: str, dummy_prefix: bool | None = None) -> list[int]:
+    """Token ids of `text` exactly as written: no special tokens, no implicit leading space.
+
+    Under a sentencepiece-style tokenizer a sentinel character takes the dummy prefix and its
+    tokens are dropped by offset (CodeLlama's `encode_infilling` does the same with "☺").
+    """
+    if not text:
+        return []
+    if dummy_prefix is None:
+        dummy_prefix = adds_dummy_prefix(tokenizer)
+    if not dummy_prefix:
+        return list(tokenizer(text, add_special_tokens=False, split_special_tokens=True)["input_ids"])
+    encoding = tokenizer(
+        _SENTINEL + text, add_special_tokens=False, return_offsets_mapping=True, split_special_tokens=True
+    )
+    cut = len(_SENTINEL)
+    ids = []
+    for token_id, (start, end) in zip(encoding["input_ids"], encoding["offset_mapping"]):
+        if start < cut < end:
+            raise PromptError(f"the tokenizer merges text {text[:20]!r} with the sentinel; cannot encode it exactly")
+        if start >= cut:
+            ids.append(token_id)
+    return ids
+
+
+def fim_token_ids(card: FimCard, tokenizer: Any) -> dict[str, int]:
+    """Name -> id of every token of the card present in the tokenizer as one special token.
+
+    Raises FimTokenError when a token the prompt needs (or EOS) is missing or does not encode
+    to exactly one special token id: such a prompt would silently produce garbage.
+    """
+    # A vocabulary's dedicated marker is an added token; most tokenizers also flag it special.
+    special_ids = set(tokenizer.all_special_ids) | set(getattr(tokenizer, "added_tokens_decoder", {}))
+    found: dict[str, int] = {}
+    problems = []
+    for name, token in card.tokens.items():
+        ids = tokenizer(token, add_special_tokens=False)["input_ids"]
+        if len(ids) == 1 and ids[0] in special_ids:
+            found[name] = ids[0]
+        elif token in card.required_tokens:
+            problems.append(f"{token!r} encodes to {ids} (need exactly one special token id)")
+    if problems:
+        raise FimTokenError(
+            f"the tokenizer lacks the FIM tokens of family {card.name!r}: " + "; ".join(problems)
+            + ". Check that `card` matches the model."
+        )
+    missing_stops = [card.tokens[n] for n in card.stop if n not in found]
+    if missing_stops:
+        logger.debug("family %s: stop tokens absent from the tokenizer, skipped: %s", card.name, missing_stops)
+    return found
+
+
+class FimPromptBuilder:
+    """Builds FIM prompts of one family under one tokenizer (checked once, on construction)."""
+
+    def __init__(self, card: FimCard, tokenizer: Any, prime_tokens: int = 3):
+        self.card = card
+        self.tokenizer = tokenizer
+        self.prime_tokens = prime_tokens
+        self.ids = fim_token_ids(card, tokenizer)
+        self._dummy_prefix = adds_dummy_prefix(tokenizer)
+        self.stop_ids: tuple[int, ...] = tuple(
+            dict.fromkeys([self.ids[n] for n in card.stop if n in self.ids] + [self.ids["eos"]])
+        )
+        self.middle_id = self.ids["middle"]
+        # A stop token written out by ordinary tokens shows up as its text or its decoded form.
+        kw = {"skip_special_tokens": False, "clean_up_tokenization_spaces": False}
+        forms = [card.tokens[name] for name in card.stop]
+        forms += [tokenizer.decode([self.ids[n]], **kw) for n in card.stop if n in self.ids]
+        self._stop_texts = tuple(dict.fromkeys(f for f in forms if f.strip()))
+
+    def build(self, source: str, comment_start: int, comment_end: int) -> FimPrompt:
+        """The prompt for the comment at `source[comment_start:comment_end]`."""
+        if not source:
+            raise PromptError("empty source file")
+        if not 0 <= comment_start <= comment_end <= len(source):
+            raise PromptError(f"comment offsets [{comment_start}, {comment_end}) out of range for a file of {len(source)} characters")
+        prime = make_prime(source[comment_start:comment_end], self.tokenizer, self.prime_tokens)
+        prefix = source[:comment_start] + prime
+        suffix = source[comment_end:]
+        values = {"{prefix}": prefix, "{suffix}": suffix}
+        ids: list[int] = []
+        for part in self.card.prompt:
+            if part.token is not None:
+                ids.append(self.ids[part.token])
+            else:
+                placeholder = "{prefix}" if "{prefix}" in part.text else "{suffix}"
+                text = part.text.replace(placeholder, values[placeholder])
+                ids.extend(encode_exact(self.tokenizer, text, self._dummy_prefix))
+        return FimPrompt(
+            prompt_ids=tuple(ids),
+            prime=prime,
+            prefix=prefix,
+            suffix=suffix,
+            prime_start=comment_start,
+            prime_end=comment_start + len(prime),
+            text=self.card.display.format(prefix=prefix, suffix=suffix),
+        )
+
+    def decode(self, token_ids: Sequence[int]) -> str:
+        """Text of generated ids as a continuation of the prompt.
+
+        Decoded after the middle marker and cut after it, so a sentencepiece decoder keeps the
+        leading space it would drop at the start of a text (" component", not "component").
+        """
+        if not token_ids:
+            return ""
+        kw = {"skip_special_tokens": False, "clean_up_tokenization_spaces": False}
+        anchor = self.tokenizer.decode([self.middle_id], **kw)
+        text = self.tokenizer.decode([self.middle_id, *token_ids], **kw)
+        return text[len(anchor):] if text.startswith(anchor) else self.tokenizer.decode(list(token_ids), **kw)
+
+    def clean(self, token_ids: Sequence[int]) -> tuple[str, str]:
+        """(raw text of all generated ids, cleaned prediction: the text up to the first stop token).
+
+        The stop is found by id first; a stop token spelled out by ordinary tokens is cut too.
+        """
+        ids = list(token_ids)
+        raw = self.decode(ids)
+        stops = set(self.stop_ids)
+        end = next((i for i, t in enumerate(ids) if t in stops), len(ids))
+        cleaned = self.decode(ids[:end])
+        for token in self._stop_texts:
+            at = cleaned.find(token)
+            if at >= 0:
+                cleaned = cleaned[:at]
+        return raw, cleaned
