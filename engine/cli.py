@@ -10,6 +10,7 @@ from engine.errors import BabelscoreError
 
 logger = logging.getLogger("engine.cli")
 DEMO_CONFIG = Path(__file__).resolve().parent.parent / "configs" / "demo.yaml"
+DEMO_MODELS = DEMO_CONFIG.parent.parent / ".cache" / "demo-models"  # where configs/demo.yaml looks
 
 
 def _setup_logging(verbose: bool) -> None:
@@ -53,7 +54,7 @@ def _print_kappa(run_dir: str) -> None:
 
     path = Path(run_dir) / "calibration.parquet"
     if path.exists():
-        print("\nagreement with expert labels (quadratic kappa):")
+        print()
         print(kappa_summary(pq.read_table(path)))
 
 
@@ -78,7 +79,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 def cmd_demo(args: argparse.Namespace) -> int:
     from engine.demo import prepare_demo_models
 
-    prepare_demo_models(Path(args.models))
+    prepare_demo_models(Path(args.models) if args.models else DEMO_MODELS)
     args.config = str(DEMO_CONFIG)
     out = Path(args.out)
     if (out / "manifest.json").exists() and not args.resume:
@@ -134,7 +135,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     demo = sub.add_parser("demo", help="run the embedded demo (configs/demo.yaml) offline")
     add_run_options(demo)
-    demo.add_argument("--models", default=".cache/demo-models", help="where the demo's tiny models are built")
+    demo.add_argument("--models", default=None, help=f"where the demo's tiny models are built (default {DEMO_MODELS})")
     demo.set_defaults(func=cmd_demo)
 
     validate = sub.add_parser("validate", help="report bad rows of an input table without running")

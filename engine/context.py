@@ -79,8 +79,12 @@ def span_token_mask(offsets: Sequence[tuple[int, int]], span_start: int, span_en
     `start < span_end and end > span_start`, and it covers at least one character,
     `end > start`. So a token straddling a span boundary counts (it carries span
     characters), a token that only touches the boundary does not, and zero-width tokens
-    (special tokens, whose offset is `(0, 0)`) never count. An empty span selects nothing.
+    (special tokens, whose offset is `(0, 0)`) never count. An empty span selects nothing,
+    even when it lies inside a token (an empty prediction scores as empty, not as the token
+    it happens to sit in).
     """
+    if span_end <= span_start:
+        return [False] * len(offsets)
     return [start < span_end and end > span_start and end > start for start, end in offsets]
 
 

@@ -170,7 +170,8 @@ def _record_signatures(run: RunDirectory, config: RunConfig) -> None:
     if config.score is None:
         return
     for spec in config.score.scorers:
-        run.manifest["signatures"].update(get_scorer(spec).signatures())
+        scorer = get_scorer(spec)
+        run.manifest["signatures"][scorer.task_name] = scorer.signatures()
     run.save()
 
 
@@ -214,12 +215,14 @@ def execute_run(config: RunConfig, out: str, resume: bool = False, executor_name
         )
     if "calibrate" in config.stages and not run.stage_done("calibrate"):
         calibrate_run(run, config)
+    # The scores are final here; the report is a view of them and can be rewritten any time
+    # (`babelscore report RUN`), so the run is complete before the report is drawn.
+    run.finish("complete")
     if "report" in config.stages:
         from engine.report.build import write_report
 
         write_report(str(run.root))
         run.mark_stage("report")
-    run.finish("complete")
     return RunSummary(str(run.root), "complete", dict(run.manifest["counts"]), {})
 
 

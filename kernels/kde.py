@@ -65,6 +65,34 @@ class KdeFit(NamedTuple):
     grid_hi: np.ndarray
 
 
+@njit(cache=True)
+def _first_at_least(xs: np.ndarray, x: float, stop: int) -> int:
+    """First index i < stop with xs[i] >= x (stop if none); xs ascending. Like searchsorted left."""
+    a = 0
+    b = stop
+    while a < b:
+        mid = (a + b) // 2
+        if xs[mid] < x:
+            a = mid + 1
+        else:
+            b = mid
+    return a
+
+
+@njit(cache=True)
+def _first_above(xs: np.ndarray, x: float, stop: int) -> int:
+    """First index i < stop with xs[i] > x (stop if none); xs ascending. Like searchsorted right."""
+    a = 0
+    b = stop
+    while a < b:
+        mid = (a + b) // 2
+        if xs[mid] <= x:
+            a = mid + 1
+        else:
+            b = mid
+    return a
+
+
 @njit(cache=True, fastmath=True)
 def _block_sums(t: np.ndarray, r: np.ndarray, q: float, out: np.ndarray, count: int, nb: int) -> None:
     """out[k] = sum_i t_i * prod(r_i q^l, l<k) for k < nb: the recurrence walk, vectorised over i.
@@ -84,7 +112,7 @@ def _block_sums(t: np.ndarray, r: np.ndarray, q: float, out: np.ndarray, count: 
 def _exact_log_sum(xs: np.ndarray, g: float, h: float) -> float:
     """log sum_i exp(-((g - x_i) / h)^2 / 2) for sorted xs, walking out from the nearest score."""
     n = xs.shape[0]
-    k = np.searchsorted(xs, g)
+    k = _first_at_least(xs, g, n)
     best = k if k < n else n - 1
     if k > 0 and (k == n or g - xs[k - 1] < xs[k] - g):
         best = k - 1
@@ -123,8 +151,8 @@ def _class_log_density(xs: np.ndarray, h: float, lo: float, step: float, grid: n
         nb = min(nb_max, m - j0)
         first = grid[j0]
         last = grid[j0 + nb - 1]
-        a = np.searchsorted(xs, first - _CUTOFF * h)
-        b = np.searchsorted(xs, last + _CUTOFF * h, side="right")
+        a = _first_at_least(xs, first - _CUTOFF * h, n)
+        b = _first_above(xs, last + _CUTOFF * h, n)
         count = b - a
         if count > 0:
             for i in range(count):
@@ -162,6 +190,8 @@ def _fit_one(
     max_t = thresholds.shape[0]
     if grid_points < 2:
         return BAD_GRID, -1, 0
+    if n_classes < 1:
+        return (BAD_CLASS_ID, classes[0], 0) if n > 0 else (SMALL_CLASS, -1, 0)
     counts = np.zeros(n_classes, np.int64)
     for i in range(n):
         if not np.isfinite(values[i]):
@@ -233,7 +263,7 @@ def _fit_one(
         region_labels[n_t] = b
     for i in range(n):
         # side="right": a score exactly on a threshold goes to the upper region
-        predicted[i] = region_labels[np.searchsorted(thresholds[:n_t], values[i], side="right")]
+        predicted[i] = region_labels[_first_above(thresholds, values[i], n_t)]
     return OK, -1, n_t
 
 

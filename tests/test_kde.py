@@ -144,5 +144,8 @@ def test_min_class_size_and_input_checks():
     assert kde.fit_thresholds(v, np.array([0, 6]), c, 2, 64, min_class_size=4).status[0] == kde.SMALL_CLASS
     assert kde.fit_thresholds(v, np.array([0, 6]), c, 2, 64, min_class_size=3).status[0] == kde.OK
     assert kde.fit_thresholds(v, np.array([0, 6]), c + 1, 2, 64).status[0] == kde.BAD_CLASS_ID
+    assert kde.fit_thresholds(v, np.array([0, 6]), c, 0).status[0] == kde.BAD_CLASS_ID
+    assert kde.fit_thresholds(np.zeros(0), np.array([0, 0]), np.zeros(0, np.int64), 0).status[0] == kde.SMALL_CLASS
+    assert kde.fit_thresholds(v, np.array([0, 6]), c, 2, grid_points=1).status[0] == kde.BAD_GRID
     with pytest.raises(ValueError):
         kde.fit_thresholds(v, np.array([0, 5]), c, 2)

@@ -144,7 +144,7 @@ def test_exception_in_a_part_fails_it_at_once(ray_session, lexical_case, tmp_pat
     assert list(failed) == ["score/lexical/00002"]
     assert failed["score/lexical/00002"]["attempts"] == 1  # a deterministic error is not retried
     assert "FileNotFoundError" in failed["score/lexical/00002"]["error"]
-    assert "shared" in failed["score/lexical/00002"]["error"]
+    assert "filesystem" in failed["score/lexical/00002"]["error"]
     assert len(run.manifest["parts"]) == 7
 
 

@@ -99,6 +99,8 @@ def _calibration(samples: list[dict[str, Any]], parts: dict[str, list[dict[str, 
     out = []
     for (metric, scorer, variant, context, language), rows in sorted(grouped.items()):
         real = [r for r in rows if r["noise"] == "none"]
+        if not real:
+            continue
         tasks = [("agreement", LABELS, np.array([r["value"] for r in real]), np.array([LABELS.index(labels[r["sample_id"]]) for r in real]))] if labels[real[0]["sample_id"]] else []
         for kind in ("uniform", "targeted"):
             fake = [r for r in rows if r["noise"] == kind]
@@ -193,8 +195,10 @@ def check_kappa_cells(html_text: str, calibration: Path) -> int:
     for row in expected:
         cell = by_key[(row["metric"], row["scorer"], row["variant"], row["context"], row["language"])]
         assert cell["data-fitted"] == ("true" if row["fitted"] else "false")
-        if row["fitted"]:
+        if row["fitted"] and row["kappa"] is not None:
             assert float(cell["data-kappa"]) == row["kappa"]
+        elif row["fitted"]:
+            assert cell["data-kappa"] == ""
         else:
             assert cell["data-kappa"] == "" and cell["title"] == row["reason"]
     return len(cells)
@@ -223,6 +227,9 @@ def test_report_writes_page_and_valid_images(full_report: tuple[Path, str]) -> N
     for anchor in ("scores", "noise", "agreement", "context", "confusion", "noise-f1", "experts", "run"):
         assert f'<section id="{anchor}">' in text
     assert "http://" not in text and "https://" not in text
+    assert "metric:bartscore|ctx:minimal" in text  # signatures of the score rows
+    assert "metric:bleu|scorer:none|ctx:n/a|version:0.1.0" in text  # the manifest's
+    assert "3f1c0ffee0dd" in text and pa.__version__ in text  # config hash, versions
 
 
 def test_kappa_and_f1_cells_equal_calibration(full_report: tuple[Path, str]) -> None:
@@ -235,7 +242,7 @@ def test_kappa_and_f1_cells_equal_calibration(full_report: tuple[Path, str]) -> 
     assert len(f1_cells) == len(expected)
     for cell in f1_cells:
         row = expected[(cell["data-metric"], cell["data-scorer"], cell["data-variant"], cell["data-context"], cell["data-language"], cell["data-task"])]
-        assert (float(cell["data-f1"]) == row["f1"]) if row["fitted"] else cell["data-f1"] == ""
+        assert (float(cell["data-f1"]) == row["f1"]) if row["fitted"] and row["f1"] is not None else cell["data-f1"] == ""
 
 
 def test_expert_accuracy_and_error_codes_match_samples(full_report: tuple[Path, str]) -> None:
@@ -247,14 +254,14 @@ def test_expert_accuracy_and_error_codes_match_samples(full_report: tuple[Path, 
         assert int(cell["data-n"]) == len(rows)
         assert float(cell["data-correct"]) == pytest.approx(100 * sum(s["label"] == "correct" for s in rows) / len(rows))
     for cell in parse(text, "data-code").cells:
-        count = sum(cell["data-code"] in (s["error_codes"] or []) for s in samples if s["language"] == cell["data-language"])
+        count = sum((s["error_codes"] or []).count(cell["data-code"]) for s in samples if s["language"] == cell["data-language"])
         assert re.search(rf'data-code="{re.escape(cell["data-code"])}" data-language="{cell["data-language"]}">{count}<', text)
 
 
 def test_run_without_labels_or_noise_says_what_is_missing(tmp_path: Path) -> None:
     from engine.report.build import write_report
 
-    run = build_run_dir(tmp_path / "run", labelled=False, noise=False, calibrate=False)
+    run = build_run_dir(tmp_path / "run", labelled=False, noise=False, calibrate=False, n_files=2)
     text = Path(write_report(str(run))).read_text(encoding="utf-8")
     assert "Missing from this report" in text
     assert "agreement needs expert labels" in text
@@ -271,24 +278,36 @@ def test_run_without_labels_or_noise_says_what_is_missing(tmp_path: Path) -> Non
 def test_labels_without_calibration_explain_the_stage(tmp_path: Path) -> None:
     from engine.report.build import write_report
 
-    run = build_run_dir(tmp_path / "run", calibrate=False, n_files=2)
+    run = build_run_dir(tmp_path / "run", calibrate=False, noise=False, n_files=1)
     text = Path(write_report(str(run))).read_text(encoding="utf-8")
-    assert "stages do not include `calibrate`" in text
+    assert "stages do not include <code>calibrate</code>" in text
     assert '<section id="experts">' in text and "data-correct" in text  # labels alone are enough here
 
 
 def test_failed_build_keeps_previous_report(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from engine.report import build
 
-    run = build_run_dir(tmp_path / "run", n_files=2, report={"image_format": "svg", "max_strip_points": 40})
+    run = build_run_dir(tmp_path / "run", noise=False, n_files=2, report={"image_format": "svg", "max_strip_points": 40})
     first = Path(build.write_report(str(run))).read_text(encoding="utf-8")
     assert ".svg" in first and "Showing a random 40 of" in first
 
     def broken(*args: Any, **kwargs: Any) -> str:
         raise RuntimeError("disk full")
 
-    monkeypatch.setattr(build, "render_page", broken)
+    monkeypatch.setattr(build, "_strip_section", broken)  # fails after the temp folder exists
     with pytest.raises(RuntimeError, match="disk full"):
         build.write_report(str(run))
     assert (run / "report" / "index.html").read_text(encoding="utf-8") == first
     assert not list(run.glob(".report-*"))
+
+
+def test_status_shown_complete_when_only_the_report_is_left() -> None:
+    from engine.report.tables import display_status
+
+    config = {"stages": ["score", "calibrate", "report"]}
+    finishing = {"status": "running", "config": config, "counts": {"score_rows": 10}, "stages": {"calibrate": {"done": True}}}
+    assert display_status(finishing) == "complete"
+    assert display_status({**finishing, "stages": {}}) == "running"  # calibration still to come
+    assert display_status({**finishing, "counts": {}}) == "running"  # parts still being scored
+    assert display_status({**finishing, "failed_parts": {"score/x/00000": {}}}) == "running"
+    assert display_status({**finishing, "status": "failed"}) == "failed"

@@ -9,7 +9,10 @@ Tasks per group (DESIGN.md, "Calibration"):
   tells real predictions from noise (kappa is filled too).
 A task row exists for a group when the group has at least one row of that task's kind (a
 labelled row; a noise row). Score rows with `error` set or a non-finite value are left out
-(counted in the log). All groups of all tasks are fitted in one parallel kernel call.
+(logged, and named in the reason of a group that cannot be fitted). All groups of all tasks are
+fitted in one parallel kernel call. Confidence intervals are percentile bootstraps over the
+group's (expert, predicted) pairs with the thresholds held fixed, seeded per group from
+(seed, group key, task), so they do not depend on row order or on the other groups.
 """
 from __future__ import annotations
 
@@ -164,7 +167,10 @@ def calibrate(scores: pa.Table, samples: pa.Table, params: CalibrateParams) -> p
         task = tasks[i % n_tasks]
         reason = fit.reason
         if reason is not None and left_out[i]:
-            reason += f"; {left_out[i]} row(s) left out (error or non-finite value)"
+            if len(fit.true) == 0:
+                reason = f"no usable scores: all {left_out[i]} row(s) have an error or a non-finite value"
+            else:
+                reason += f"; {left_out[i]} row(s) left out (error or non-finite value)"
         row = dict(zip(GROUP_KEYS, key), task=task, n=len(fit.true), fitted=fit.fitted, reason=reason,
                    classes=list(names))
         if fit.fitted:

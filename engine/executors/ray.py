@@ -43,6 +43,7 @@ logger = logging.getLogger(__name__)
 # Environment variables with this prefix are passed on to every worker (test hooks, switches).
 FORWARDED_ENV_PREFIX = "BABELSCORE_"
 _READY_TIMEOUT_S = 60.0  # how long to wait for the other calls of an actor that just died
+_STATUS_EVERY_S = 300.0  # log what is outstanding when nothing finished for this long
 
 
 @dataclasses.dataclass(frozen=True)
@@ -89,15 +90,28 @@ def needs_model(part: PartTask) -> bool:
 
 
 # ----- worker side ----------------------------------------------------------------------------
-def _compute(run_root: str, config: RunConfig, part: PartTask, stage_info: dict[str, Any]) -> tuple[pa.Table, dict[str, Any]]:
+def _driver_env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if k.startswith(FORWARDED_ENV_PREFIX)}
+
+
+def _apply_env(env: dict[str, str]) -> None:
+    """Mirror the driver's BABELSCORE_* variables in this worker. Sent with each call rather than
+    as a Ray runtime_env, which would start fresh worker processes for every distinct value."""
+    for key in [k for k in os.environ if k.startswith(FORWARDED_ENV_PREFIX) and k not in env]:
+        del os.environ[key]
+    os.environ.update(env)
+
+
+def _compute(run_root: str, config: RunConfig, part: PartTask, stage_info: dict[str, Any], env: dict[str, str]) -> tuple[pa.Table, dict[str, Any]]:
+    _apply_env(env)
     table = execute_part(run_root, config, part, stage_info)
     where = {"node_id": ray.get_runtime_context().get_node_id(), "hostname": socket.gethostname(), "pid": os.getpid()}
     return table, where
 
 
 @ray.remote(max_retries=0)
-def _part_task(run_root: str, config: RunConfig, part: PartTask, stage_info: dict[str, Any]) -> tuple[pa.Table, dict[str, Any]]:
-    return _compute(run_root, config, part, stage_info)
+def _part_task(run_root: str, config: RunConfig, part: PartTask, stage_info: dict[str, Any], env: dict[str, str]) -> tuple[pa.Table, dict[str, Any]]:
+    return _compute(run_root, config, part, stage_info, env)
 
 
 @ray.remote(max_restarts=0, max_task_retries=0)
@@ -110,8 +124,8 @@ class _ModelWorker:
     def ready(self) -> str:
         return ray.get_runtime_context().get_node_id()
 
-    def run(self, run_root: str, config: RunConfig, part: PartTask, stage_info: dict[str, Any]) -> tuple[pa.Table, dict[str, Any]]:
-        return _compute(run_root, config, part, stage_info)
+    def run(self, run_root: str, config: RunConfig, part: PartTask, stage_info: dict[str, Any], env: dict[str, str]) -> tuple[pa.Table, dict[str, Any]]:
+        return _compute(run_root, config, part, stage_info, env)
 
 
 # ----- driver side ----------------------------------------------------------------------------
@@ -191,12 +205,14 @@ class RayExecutor:
         if ray.is_initialized():
             return
         opts = self.options
-        common: dict[str, Any] = {"include_dashboard": opts.include_dashboard, "logging_level": logging.WARNING}
         if self.address:
             logger.info("connecting to the Ray cluster at %s", self.address)
-            ray.init(address=self.address, **common)
-        else:
-            ray.init(num_cpus=opts.num_cpus, object_store_memory=opts.object_store_memory, **common)
+            ray.init(address=self.address, logging_level=logging.WARNING)
+        else:  # a new local instance, or the cluster named by RAY_ADDRESS (set by `ray job submit`)
+            local = {} if os.environ.get("RAY_ADDRESS") else {
+                "num_cpus": opts.num_cpus, "object_store_memory": opts.object_store_memory, "include_dashboard": opts.include_dashboard,
+            }
+            ray.init(logging_level=logging.WARNING, **local)
         self._owns_ray = True
         resources = ray.cluster_resources()
         logger.info(
@@ -204,18 +220,14 @@ class RayExecutor:
             len([n for n in ray.nodes() if n.get("Alive")]), resources.get("CPU", 0), resources.get(opts.gpu_resource, 0), opts.gpu_resource,
         )
 
-    def _runtime_env(self) -> dict[str, Any]:
-        env = {k: v for k, v in os.environ.items() if k.startswith(FORWARDED_ENV_PREFIX)}
-        return {"runtime_env": {"env_vars": env}} if env else {}
-
     def _task_options(self) -> dict[str, Any]:
-        return {"num_cpus": self.options.num_cpus_per_task, **self._runtime_env()}
+        return {"num_cpus": self.options.num_cpus_per_task}
 
     def _actor_options(self) -> tuple[dict[str, Any], int]:
         """Ray options of a model actor and the pool size."""
         opts = self.options
         units = ray.cluster_resources().get(opts.gpu_resource, 0.0)
-        options: dict[str, Any] = {"num_cpus": opts.num_cpus_per_actor, **self._runtime_env()}
+        options: dict[str, Any] = {"num_cpus": opts.num_cpus_per_actor}
         if units > 0:
             if opts.gpu_resource == "GPU":
                 options["num_gpus"] = opts.gpus_per_actor
@@ -277,17 +289,17 @@ class _StageRun:
         self.config_ref = ray.put(config)
         self.info_ref = ray.put(stage_info)
         self.tasks: deque[tuple[PartTask, int]] = deque((p, 1) for p in parts if not needs_model(p))
-        self.groups: deque[tuple[str, deque[tuple[PartTask, int]]]] = deque()
-        for part in parts:  # plan order is model-major already; keep it
+        by_model: dict[str, deque[tuple[PartTask, int]]] = {}
+        for part in parts:  # models in order of first appearance: one pool per model, ever
             if needs_model(part):
-                if not self.groups or self.groups[-1][0] != part.model_key:
-                    self.groups.append((part.model_key, deque()))
-                self.groups[-1][1].append((part, 1))
+                by_model.setdefault(part.model_key, deque()).append((part, 1))
+        self.groups: deque[tuple[str, deque[tuple[PartTask, int]]]] = deque(by_model.items())
         self.pool: _ActorPool | None = None
         self.pool_queue: deque[tuple[PartTask, int]] = deque()
         self.calls: dict[Any, _Call] = {}
         self.task_limit = executor._max_tasks_in_flight()
         self.task_options = executor._task_options()
+        self.env = _driver_env()
         self.seq = 0
         self.finished: set[str] = set()
 
@@ -300,7 +312,7 @@ class _StageRun:
         running_tasks = sum(1 for c in self.calls.values() if c.slot is None)
         while self.tasks and running_tasks < self.task_limit:
             part, attempt = self.tasks.popleft()
-            ref = _part_task.options(**self.task_options).remote(self.run_root, self.config_ref, part, self.info_ref)
+            ref = _part_task.options(**self.task_options).remote(self.run_root, self.config_ref, part, self.info_ref, self.env)
             self.calls[ref] = _Call(part, attempt, self._next_seq())
             running_tasks += 1
         if self.pool is None and self.groups:
@@ -317,7 +329,7 @@ class _StageRun:
             if slot is None:
                 break
             part, attempt = self.pool_queue.popleft()
-            ref = pool.actors[slot].run.remote(self.run_root, self.config_ref, part, self.info_ref)
+            ref = pool.actors[slot].run.remote(self.run_root, self.config_ref, part, self.info_ref, self.env)
             self.calls[ref] = _Call(part, attempt, self._next_seq(), slot, pool.generation[slot])
             pool.in_flight[slot] += 1
 
@@ -336,12 +348,24 @@ class _StageRun:
             waiting = list(self.calls) + (list(self.pool.ready_refs) if self.pool else [])
             if not waiting:
                 return
-            ready, _ = ray.wait(waiting, num_returns=1)
+            ready, _ = ray.wait(waiting, num_returns=1, timeout=_STATUS_EVERY_S)
+            if not ready:
+                self._log_waiting()
             for ref in ready:
                 if self.pool is not None and ref in self.pool.ready_refs:
                     self._actor_ready(ref)
                 elif ref in self.calls:
                     self._result(ref)
+
+    def _log_waiting(self) -> None:
+        """Nothing finished for a while: say what is outstanding (e.g. actors waiting for GPUs)."""
+        pool = self.pool
+        starting = len(pool.ready_refs) if pool else 0
+        logger.warning(
+            "still waiting: %d part(s) running, %d queued%s", len(self.calls), len(self.tasks) + len(self.pool_queue),
+            f"; {starting} actor(s) of model {pool.model_key} not started yet (is enough "
+            f"{self.opts.gpu_resource!r} free in the cluster? `ray status` shows it)" if pool and starting else "",
+        )
 
     def _actor_ready(self, ref: Any) -> None:
         pool = self.pool
@@ -412,7 +436,7 @@ class _StageRun:
             else:
                 failed.append(call)
         running = min(failed, key=lambda c: c.seq)  # an actor runs its calls in submission order
-        for call in sorted(failed, key=lambda c: c.seq):
+        for call in sorted(failed, key=lambda c: c.seq, reverse=True):  # requeued at the front, in order
             self._retry_or_fail(call, exc, charged=call is running, system=True)
 
     def _retry_or_fail(self, call: _Call, exc: BaseException, charged: bool, system: bool) -> None:

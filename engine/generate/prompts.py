@@ -8,9 +8,9 @@ literal `<fim_middle>` inside a source file stays text (encoded with `split_spec
 The prime (the start of the reference given to the model) is the comment's opener and its
 layout (`//`, `/**` plus line break, indentation and ` * `), then the first `prime_tokens`
 tokens of the comment's text under the generator's tokenizer, cut at the end offset of the
-last of them. Tokens are counted as the tokenizer returns them for the text alone; tokens
-with an empty character span (a bare sentencepiece "▁" that only marks the dummy prefix)
-are not counted.
+last of them. Tokens are counted as the tokenizer returns them for the text alone, except a
+bare dummy-prefix marker (a lone sentencepiece "▁" in front of a text that has no space
+there) and tokens with an empty character span: they hold no character of the text.
 """
 from __future__ import annotations
 
@@ -32,6 +32,7 @@ _HEAD = re.compile(rf"[ \t]*{_OPENER}{_LAYOUT}|\s*")
 # A character outside the vocabularies of code tokenizers: encoded in front of a text so that
 # a sentencepiece tokenizer's dummy prefix lands on it instead of on the text.
 _SENTINEL = "\u263a"
+_SPACE_MARKERS = ("▁", "Ġ")  # how sentencepiece / byte-level BPE write an implicit leading space
 
 
 class PromptError(BabelscoreError):
@@ -65,18 +66,18 @@ def comment_head(reference: str) -> str:
     return match.group() if match else ""
 
 
-def _offsets(tokenizer: Any, text: str) -> list[tuple[int, int]]:
-    encoding = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True, split_special_tokens=True)
-    return [tuple(span) for span in encoding["offset_mapping"]]
-
-
 def make_prime(reference: str, tokenizer: Any, n_tokens: int = 3) -> str:
     """The comment's head plus its first `n_tokens` text tokens (all of them if fewer)."""
     head = comment_head(reference)
     body = reference[len(head):]
     if not body or n_tokens == 0:
         return head
-    spans = [(s, e) for s, e in _offsets(tokenizer, body) if e > s]
+    encoding = tokenizer(body, add_special_tokens=False, return_offsets_mapping=True, split_special_tokens=True)
+    spans = [tuple(span) for span in encoding["offset_mapping"]]
+    first = tokenizer.convert_ids_to_tokens(encoding["input_ids"][:1])
+    if first and first[0] in _SPACE_MARKERS and not body[0].isspace():
+        spans = spans[1:]  # a bare dummy-prefix marker: no character of the text
+    spans = [(s, e) for s, e in spans if e > s]
     if not spans:
         return head
     # Byte-level tokens of one multi-byte character share its span, so spans are not
@@ -89,7 +90,7 @@ def adds_dummy_prefix(tokenizer: Any) -> bool:
     """Whether the tokenizer puts an implicit space marker in front of the text it encodes."""
     ids = tokenizer("a", add_special_tokens=False)["input_ids"]
     first = tokenizer.convert_ids_to_tokens(ids[:1])
-    return bool(first) and first[0][:1] in ("▁", "Ġ")
+    return bool(first) and first[0][:1] in _SPACE_MARKERS
 
 
 def encode_exact(tokenizer: Any, text: str, dummy_prefix: bool | None = None) -> list[int]:

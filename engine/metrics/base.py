@@ -6,7 +6,10 @@ A scorer is built once from its validated parameter object (a frozen dataclass w
 """
 from __future__ import annotations
 
+import hashlib
 import importlib
+import json
+import re
 from typing import Any, Mapping, Protocol, Sequence
 
 from engine.errors import ConfigError
@@ -49,3 +52,15 @@ def build_scorer(kind: str, params: Mapping[str, Any], where: str) -> Scorer:
     """Validate `params` with the scorer's own parameter class and build the scorer."""
     cls = scorer_class(kind)
     return cls(cls.Params.from_mapping(params, where=where))
+
+
+def task_name_for(metric: str, model: str, params: Any) -> str:
+    """A stable, filesystem-safe part-name stem for one scorer configuration.
+
+    Readable (metric + the model's last path component) and unique: the digest covers every
+    option that can change a number, so two scorers of one model never share part files.
+    """
+    options = {k: v for k, v in params.to_dict().items() if k != "device"}
+    digest = hashlib.sha256(json.dumps(options, sort_keys=True, default=str).encode()).hexdigest()[:8]
+    short = re.sub(r"[^A-Za-z0-9._-]+", "-", model.rstrip("/").rsplit("/", 1)[-1].split(":")[-1]).strip("-.")
+    return f"{metric}-{short[:40] or 'model'}-{digest}"

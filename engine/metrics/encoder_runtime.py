@@ -21,8 +21,8 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-# Model types whose byte-level BPE tokenizer bert_score calls with add_prefix_space=True.
-PREFIX_SPACE_MODEL_TYPES = {"roberta", "gpt2", "longformer", "bart", "mbart", "camembert", "xlm-roberta-xl", "gpt_neo", "gpt_neox", "codegen"}
+# Tokenizer classes bert_score tokenizes with add_prefix_space=True (its isinstance test).
+PREFIX_SPACE_TOKENIZERS = {"GPT2Tokenizer", "GPT2TokenizerFast", "RobertaTokenizer", "RobertaTokenizerFast"}
 # Where the stack of transformer layers lives, per architecture family (first match wins).
 _LAYER_PATHS = ("encoder.layer", "encoder.block", "encoder.layers", "block", "layers", "layer", "transformer.layer", "transformer.h", "h")
 _UNBOUNDED_MAX_LENGTH = 1_000_000
@@ -139,10 +139,12 @@ class EncoderRuntime:
         path = resolve_model_path(model_name)
         try:
             config = transformers.AutoConfig.from_pretrained(path)
-            tok_kwargs: dict[str, Any] = {}
-            if add_prefix_space and config.model_type in PREFIX_SPACE_MODEL_TYPES:
-                tok_kwargs["add_prefix_space"] = True
-            self.tokenizer = transformers.AutoTokenizer.from_pretrained(path, **tok_kwargs)
+            self.tokenizer = transformers.AutoTokenizer.from_pretrained(path)
+            self.prefix_space = add_prefix_space and _wants_prefix_space(self.tokenizer)
+            if self.prefix_space:
+                # Must be set at load time: transformers 5 ignores it as a call argument (so
+                # bert_score 0.3.13's call-time add_prefix_space=True has no effect there).
+                self.tokenizer = transformers.AutoTokenizer.from_pretrained(path, add_prefix_space=True)
             attn = planned_attn_implementation(self.device, dtype)
             try:
                 model = _load_model_class(path, config, torch_dtype(dtype), attn)
@@ -296,6 +298,10 @@ class EncoderRuntime:
         if self.all_layers:
             return torch.stack(result.hidden_states, dim=2)  # (B, T, L+1, D)
         return result.last_hidden_state  # (B, T, D)
+
+
+def _wants_prefix_space(tokenizer: Any) -> bool:
+    return any(cls.__name__ in PREFIX_SPACE_TOKENIZERS for cls in type(tokenizer).__mro__)
 
 
 def _is_oom(exc: BaseException) -> bool:

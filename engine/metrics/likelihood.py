@@ -33,7 +33,6 @@ forward pass fails gets NaN rows with `error` set; the run goes on.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import logging
 import math
@@ -45,6 +44,7 @@ from typing import TYPE_CHECKING, Any, Literal, Sequence
 from engine.context import candidate_text, plan_windows, reference_text, span_token_mask
 from engine.errors import ModelLoadError
 from engine.items import ScoreItem, ScoreRow
+from engine.metrics.base import task_name_for
 from engine.models import resolve_model_path
 from engine.params import Params, require
 from engine.signature import format_signature, package_version
@@ -123,12 +123,6 @@ class _EmptySpan(ValueError):
     """The target's scored span has no token: the item has no score in this setting."""
 
 
-def _sanitise(name: str) -> str:
-    clean = re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-.") or "model"
-    # A model name that had to be changed gets a hash so that e.g. `a/b` and `a-b` stay apart.
-    return clean if clean == name else f"{clean}-{hashlib.sha1(name.encode()).hexdigest()[:8]}"
-
-
 class LikelihoodScorer:
     """Scores items by conditional log-likelihood under one seq2seq or causal LM, loaded lazily once."""
 
@@ -157,7 +151,7 @@ class LikelihoodScorer:
 
     @property
     def task_name(self) -> str:
-        return f"{self.metric}-{_sanitise(self.params.model)}"
+        return task_name_for(self.metric, self.params.model, self.params)
 
     @property
     def model_key(self) -> str:
@@ -173,7 +167,7 @@ class LikelihoodScorer:
                 "arch": self.architecture,
                 "ctx": context,
                 "dirs": p.directions,
-                "span": "all-tokens" if context == "none" and self.architecture == "seq2seq" else "overlap",
+                "span": "all-tokens" if context == "none" else "overlap",
                 "window": "truncate" if context == "none" and self.architecture == "seq2seq" else "centred",
                 "maxlen": p.max_length if p.max_length is not None else "model",
             }
@@ -192,25 +186,23 @@ class LikelihoodScorer:
         if not items:
             return []
         self._load()
-        needed = {d for d in ("forward", "reverse") if d in p.directions or "avg" in p.directions}
         jobs: list[_Job] = []
         errors: dict[tuple[int, str, str], str] = {}
         cache: dict[str, _Encoded] = {}
         for index, item in enumerate(items):
             for context in p.contexts:
-                for direction in sorted(needed):
+                for direction in self._computed_directions():
                     key = (index, context, direction)
                     try:
                         jobs.extend(self._plan(key, item, cache))
                     except Exception as exc:  # one bad item must not stop the others
                         errors[key] = _describe_error(exc)
-        started = time.perf_counter()
-        totals = self._run(jobs, errors)
-        elapsed = time.perf_counter() - started
-        n_tokens = sum(j.length for j in jobs)
-        logger.info("%s: %d items, %d sequences, %d tokens in %.1fs (%.0f tokens/s)", self.task_name,
-                    len(items), len(jobs), n_tokens, elapsed, n_tokens / max(elapsed, 1e-9))
-        return self._rows(items, totals, errors)
+        return self._rows(items, self._run(jobs, errors), errors)
+
+    def _computed_directions(self) -> list[str]:
+        """forward / reverse, each if asked for itself or for `avg`."""
+        asked = self.params.directions
+        return [d for d in ("forward", "reverse") if d in asked or "avg" in asked]
 
     def _rows(self, items: Sequence[ScoreItem], totals: dict[tuple[int, str, str], list[float]],
               errors: dict[tuple[int, str, str], str]) -> list[ScoreRow]:
@@ -226,8 +218,7 @@ class LikelihoodScorer:
         rows = []
         for index, item in enumerate(items):
             for context in self.params.contexts:
-                results = {d: value((index, context, d)) for d in ("forward", "reverse") if d in self.params.directions
-                           or "avg" in self.params.directions}
+                results = {d: value((index, context, d)) for d in self._computed_directions()}
                 for direction in self.params.directions:
                     if direction == "avg":
                         (f, f_err), (r, r_err) = results["forward"], results["reverse"]
@@ -277,11 +268,9 @@ class LikelihoodScorer:
         return [start] if start is not None else []
 
     def _pad_id(self) -> int:
+        """Any id does (padding is masked or after the scored tokens); the pad token if there is one."""
         tok = self._tokenizer
-        for candidate in (tok.pad_token_id, tok.eos_token_id, 0):
-            if candidate is not None:
-                return int(candidate)
-        return 0
+        return next(int(i) for i in (tok.pad_token_id, tok.eos_token_id, 0) if i is not None)
 
     # ----- planning: texts -> token sequences and masks ----------------------------------------
     def _encode(self, text: str, cache: dict[str, _Encoded]) -> _Encoded:
@@ -367,28 +356,42 @@ class LikelihoodScorer:
         # Longest first: similar lengths pad little, and an out-of-memory batch shows up at once.
         order = sorted(jobs, key=lambda j: -j.length)
         size = self.params.batch_size
+        started = last_log = time.perf_counter()
+        done_tokens, all_tokens = 0, sum(j.length for j in order)
         for start in range(0, len(order), size):
             batch = order[start:start + size]
+            now = time.perf_counter()
+            if now - last_log > 30 and done_tokens:
+                rate = done_tokens / (now - started)
+                logger.info("%s: %d/%d sequences, %.0f tokens/s, about %.0fs left", self.task_name, start,
+                            len(order), rate, (all_tokens - done_tokens) / rate)
+                last_log = now
+            done_tokens += sum(j.length for j in batch)
             try:
                 results = self._forward(batch)
-            except Exception as exc:
-                if len(batch) == 1:
-                    errors.setdefault(batch[0].key, _describe_error(exc))
-                    continue
+            except Exception as exc:  # e.g. out of memory: find the sequence(s) at fault, keep the rest
                 logger.warning("likelihood batch of %d failed (%s); retrying its sequences one by one",
                                len(batch), _describe_error(exc))
-                results = []
-                for job in batch:
-                    try:
-                        results.extend(self._forward([job]))
-                    except Exception as single_exc:
-                        errors.setdefault(job.key, _describe_error(single_exc))
-                        results.append((math.nan, 0.0))
+                results = [self._forward_alone(job, errors) for job in batch]
             for job, (logp_sum, count) in zip(batch, results):
                 total = totals.setdefault(job.key, [0.0, 0.0])
                 total[0] += logp_sum
                 total[1] += count
+        elapsed = time.perf_counter() - started
+        logger.info("%s: %d sequences, %d tokens in %.1fs (%.0f tokens/s)", self.task_name, len(order),
+                    all_tokens, elapsed, all_tokens / max(elapsed, 1e-9))
         return totals
+
+    def _forward_alone(self, job: _Job, errors: dict[tuple[int, str, str], str]) -> tuple[float, float]:
+        import torch
+
+        if self._device.type == "cuda":
+            torch.cuda.empty_cache()  # after an out-of-memory batch
+        try:
+            return self._forward([job])[0]
+        except Exception as exc:
+            errors.setdefault(job.key, _describe_error(exc))
+            return math.nan, 0.0
 
     def _forward(self, batch: list[_Job]) -> list[tuple[float, float]]:
         """(sum of scored log p, scored count) per job of `batch`."""
@@ -449,12 +452,19 @@ class LikelihoodScorer:
 
 
 def _token_logp(logits: "torch.Tensor", targets: "torch.Tensor") -> "torch.Tensor":
-    """log softmax(logits)[target], (B, T), computed in float32 whatever the model's dtype."""
+    """log softmax(logits)[target], (B, T), in float32 whatever the model's dtype.
+
+    Row by row, so the float32 copy is (T, V), not (B, T, V): with mBART-50's 250k
+    vocabulary a whole batch would double the largest tensor of the pass.
+    """
     import torch
 
-    logits = logits.float()  # (B, T, V)
-    picked = logits.gather(-1, targets.unsqueeze(-1)).squeeze(-1)  # (B, T)
-    return picked - torch.logsumexp(logits, dim=-1)
+    rows = []
+    for b in range(logits.shape[0]):
+        row = logits[b].float()  # (T, V)
+        picked = row.gather(-1, targets[b].unsqueeze(-1)).squeeze(-1)  # (T,)
+        rows.append(picked - torch.logsumexp(row, dim=-1))
+    return torch.stack(rows)  # (B, T)
 
 
 def _span_range(mask: list[bool]) -> tuple[int, int]:

@@ -68,7 +68,12 @@ def plan_text(
     the rest silently dropped (only meaningful when the span is the whole text). Otherwise
     the span is scored whole, in overlapping windows if it is longer than `max_content`.
     """
-    mask = span_token_mask(tokens.offsets, span.span_start, span.span_end)
+    if span.span_start == 0 and span.span_end == len(span.text) > 0:
+        # The text is the span: every token counts, including zero-width ones the tokenizer
+        # inserts (the prefix-space `Ġ` of add_prefix_space, which bert_score scores).
+        mask = [True] * len(tokens.ids)
+    else:
+        mask = span_token_mask(tokens.offsets, span.span_start, span.span_end)
     inside = [i for i, m in enumerate(mask) if m]
     n = len(tokens.ids)
     if not inside:

@@ -22,7 +22,10 @@ from pathlib import Path
 from string import Template
 from typing import Any, Callable
 
+import numpy as np
+
 from engine.report import figures
+from engine.report import page
 from engine.report.page import PAGE, kappa_style
 from engine.report.tables import (
     ALL_GENERATORS,
@@ -32,8 +35,10 @@ from engine.report.tables import (
     by_key,
     calibration_keys,
     calibration_languages,
+    cell_states,
     contexts_of,
     describe_error_code,
+    display_status,
     error_code_counts,
     expert_accuracy,
     figure_groups,
@@ -44,6 +49,7 @@ from engine.report.tables import (
     load_run,
     matrix,
     noise_values,
+    order_languages,
     short_scorer,
     strip_row,
 )
@@ -92,14 +98,6 @@ class FigureWriter:
         )
 
 
-def _missing(text: str) -> str:
-    return f'<p class="missing"><strong>Not shown:</strong> {text}</p>'
-
-
-def _note(text: str) -> str:
-    return f'<p class="note">{text}</p>'
-
-
 # ----- sections ---------------------------------------------------------------------------------
 def _labels_reason(data: RunData) -> str | None:
     if data.n_labelled:
@@ -110,12 +108,22 @@ def _labels_reason(data: RunData) -> str | None:
     )
 
 
+def _no_scores_reason(data: RunData) -> str:
+    if "score" not in data.stages:
+        return "the run has no score rows: its stages do not include <code>score</code>"
+    failed = len(data.manifest.get("failed_parts") or {})
+    if failed:
+        return f"the run has no score rows: {failed} part(s) failed (see <a href='#run'>the run section</a>)"
+    return f"the run has no score rows yet (run status: {esc(str(data.manifest.get('status')))})"
+
+
 def _strip_section(data: RunData, fw: FigureWriter, groups: list, agreement: dict) -> Section:
     title = "Scores by expert label"
     if data.scores is None:
-        return Section("scores", title, _missing("this run has no score rows."), "no score rows")
+        why = _no_scores_reason(data)
+        return Section("scores", title, page.missing(why + "."), why)
     parts = [
-        _note(
+        page.note(
             "Each point is one real prediction. Scores are min-max normalised per setting over all languages "
             "(the raw range is under each row name); dashed lines are the KDE classifier's class boundaries "
             "and the background tint is the label of each region."
@@ -125,7 +133,7 @@ def _strip_section(data: RunData, fw: FigureWriter, groups: list, agreement: dic
     reason = _labels_reason(data)
     if reason:
         missing = "points are not coloured by label: " + reason
-        parts.append(_missing(missing + "."))
+        parts.append(page.missing(missing + "."))
     for (metric, scorer), keys in groups[:MAX_FIGURE_GROUPS]:
         rows = [strip_row(data.scores, k, agreement, data.max_strip_points) for k in keys]
         shown, total = sum(r.shown for r in rows), sum(r.total for r in rows)
@@ -140,14 +148,15 @@ def _strip_section(data: RunData, fw: FigureWriter, groups: list, agreement: dic
             )
         )
     if len(groups) > MAX_FIGURE_GROUPS:
-        parts.append(_note(f"{len(groups) - MAX_FIGURE_GROUPS} more metric/scorer pairs are not drawn (limit {MAX_FIGURE_GROUPS}); the tables below list all of them."))
+        parts.append(page.note(f"{len(groups) - MAX_FIGURE_GROUPS} more metric/scorer pairs are not drawn (limit {MAX_FIGURE_GROUPS}); the tables below list all of them."))
     return Section("scores", title, "\n".join(parts), missing)
 
 
 def _noise_section(data: RunData, fw: FigureWriter, groups: list) -> Section:
     title = "Real vs noise"
     if data.scores is None:
-        return Section("noise", title, _missing("this run has no score rows."), "no score rows")
+        why = _no_scores_reason(data)
+        return Section("noise", title, page.missing(why + "."), why)
     if not data.scores.has_noise():
         why = (
             "the run's stages do not include <code>noise</code>"
@@ -155,8 +164,8 @@ def _noise_section(data: RunData, fw: FigureWriter, groups: list) -> Section:
             else "the run has no score rows for noise predictions"
         )
         text = f"real vs noise distributions need noise scores: {why}."
-        return Section("noise", title, _missing(text), text)
-    parts = [_note("Score distributions of the real predictions and of the two synthetic noise predictions (same token length as the reference): uniform tokens from the vocabulary, and tokens drawn from the file's context. A metric that separates them is robust.")]
+        return Section("noise", title, page.missing(text), text)
+    parts = [page.note("Score distributions of the real predictions and of the two synthetic noise predictions (same token length as the reference): uniform tokens from the vocabulary, and tokens drawn from the file's context. A metric that separates them is robust.")]
     for (metric, scorer), keys in groups[:MAX_FIGURE_GROUPS]:
         rows = [(k, noise_values(data.scores, k)) for k in keys]
         name = keys[0].label(with_context=False)
@@ -171,55 +180,6 @@ def _noise_section(data: RunData, fw: FigureWriter, groups: list) -> Section:
     return Section("noise", title, "\n".join(parts))
 
 
-def _cell(row: dict[str, Any] | None, field: str, key: ConfigKey, language: str) -> str:
-    if row is None:
-        return '<td class="na">–</td>'
-    attrs = (
-        f'data-metric="{esc(key.metric)}" data-scorer="{esc(key.scorer)}" data-variant="{esc(key.variant)}" '
-        f'data-context="{esc(key.context)}" data-language="{esc(language)}" data-task="{esc(row["task"])}" '
-        f'data-n="{row["n"]}"'
-    )
-    if not row["fitted"]:
-        reason = row["reason"] or "not fitted"
-        return f'<td class="nf" {attrs} data-fitted="false" data-{field}="" title="{esc(reason)}">n/f</td>'
-    value = row[field]
-    value = math.nan if value is None else float(value)
-    lo, hi = row.get(f"{field}_lo"), row.get(f"{field}_hi")
-    ci = f"<small>{lo:.2f} – {hi:.2f}</small>" if lo is not None and hi is not None and math.isfinite(lo) and math.isfinite(hi) else ""
-    shown = f"{value:.3f}" if math.isfinite(value) else "nan"
-    return (
-        f'<td {attrs} data-fitted="true" data-{field}="{value!r}" style="{kappa_style(value)}" '
-        f'title="n = {row["n"]}">{shown}{ci}</td>'
-    )
-
-
-def _value_table(rows: list[dict[str, Any]], keys: list[ConfigKey], languages: list[str], field: str, css: str) -> str:
-    lookup = by_key(rows)
-    head = "".join(f"<th>{esc(language_name(l))}</th>" for l in languages)
-    body = []
-    for key in keys:
-        cells = "".join(_cell(lookup.get((*key, l)), field, key, l) for l in languages)
-        body.append(
-            f"<tr><th scope=row>{esc(key.metric)}</th><td class=sc>{esc(short_scorer(key.scorer)) or '—'}</td>"
-            f"<td>{esc(key.context) or '—'}</td><td>{esc(key.variant)}</td>{cells}</tr>"
-        )
-    return (
-        f'<div class="scroll"><table class="{css}"><thead><tr><th>metric</th><th>scorer</th><th>context</th>'
-        f'<th>variant</th>{head}</tr></thead><tbody>{"".join(body)}</tbody></table></div>'
-    )
-
-
-def _split_tables(rows: list[dict[str, Any]], head_keys: set, field: str, css: str, other_label: str) -> str:
-    keys = calibration_keys(rows)
-    languages = calibration_languages(rows)
-    main = [k for k in keys if k in head_keys] or keys
-    rest = [k for k in keys if k not in main]
-    out = _value_table(rows, main, languages, field, css)
-    if rest:
-        out += f"<details><summary>{esc(other_label)} ({len(rest)} settings)</summary>{_value_table(rows, rest, languages, field, css)}</details>"
-    return out
-
-
 def _agreement_section(data: RunData, fw: FigureWriter, head_keys: set) -> tuple[Section, Section, Section]:
     titles = ("Agreement with experts (kappa)", "Effect of context on kappa", "Confusion matrices")
     reason = _labels_reason(data) or (data.notes.get("calibration") if data.calibration is None else None)
@@ -227,30 +187,13 @@ def _agreement_section(data: RunData, fw: FigureWriter, head_keys: set) -> tuple
     if reason is None and not rows:
         reason = "calibration.parquet has no agreement rows"
     if reason:
-        return tuple(Section(a, t, _missing(reason + "."), reason) for a, t in zip(("agreement", "context", "confusion"), titles))  # type: ignore[return-value]
+        return tuple(Section(a, t, page.missing(reason + "."), reason) for a, t in zip(("agreement", "context", "confusion"), titles))  # type: ignore[return-value]
     languages = calibration_languages(rows)
     keys = calibration_keys(rows)
     shown_keys = [k for k in keys if k in head_keys] or keys
-    parts = [_note("Quadratically weighted Cohen's kappa between the expert labels and the KDE threshold classifier, per language; n/f = not fitted (hover for the reason). Small numbers are the bootstrap confidence interval.")]
-    for context in contexts_of(shown_keys):
-        ctx_keys = [k for k in shown_keys if k.context == context]
-        m = matrix(rows, ctx_keys, languages, "kappa")
-        if len(ctx_keys) > MAX_HEATMAP_ROWS:
-            order = sorted(range(len(ctx_keys)), key=lambda i: -float(_nanmean(m[i])))[:MAX_HEATMAP_ROWS]
-            ctx_keys, m = [ctx_keys[i] for i in order], m[order]
-        name = f"context: {context}" if context else "no context (lexical metrics)"
-        labels = [k.label(with_context=False) for k in ctx_keys]
-        parts.append(
-            fw.draw(
-                f"kappa-{context or 'lexical'}",
-                f"kappa heatmap {name}",
-                f"Kappa per scorer and language, {esc(name)}.",
-                lambda path, labels=labels, m=m, name=name: figures.heatmap_figure(
-                    path, f"Quadratic kappa — {name}", labels, languages, [("", m)], "kappa", vmin=0.0, vmax=1.0
-                ),
-            )
-        )
-    parts.append("<h3>Kappa table</h3>" + _split_tables(rows, head_keys, "kappa", "values", "Other variants"))
+    parts = [page.note("Quadratically weighted Cohen's kappa between the expert labels and the KDE threshold classifier, per language; n/f = not fitted (hover for the reason). Small numbers are the bootstrap confidence interval.")]
+    parts.append(_kappa_heatmap(fw, rows, shown_keys, languages))
+    parts.append("<h3>Kappa table</h3>" + page.split_tables(rows, head_keys, "kappa", "values", "Other variants"))
     agreement = Section("agreement", titles[0], "\n".join(parts))
 
     base, deltas = kappa_deltas(rows, shown_keys, languages)
@@ -261,67 +204,59 @@ def _agreement_section(data: RunData, fw: FigureWriter, head_keys: set) -> tuple
             "kappa-delta",
             "change in kappa from context none",
             "Change in kappa when the neural metrics see context: <code>minimal</code> (the whole comment) and <code>full</code> (the whole file) against <code>none</code> (the scored spans only). Purple: context helps.",
-            lambda path: figures.heatmap_figure(path, "Δ kappa against context none", labels, languages, panels, "Δ kappa", diverging=True),
+            lambda path: figures.heatmap_figure(
+                path, "Δ kappa against context none", labels, languages, panels, "Δ kappa", diverging=True,
+                nan_text=[np.full(d.shape, "–", dtype=object) for _, d in panels],
+            ),
         )
         context = Section("context", titles[1], body)
     else:
         text = "the change in kappa needs the same metric scored with context <code>none</code> and <code>minimal</code> or <code>full</code>; this run has no such pair (lexical metrics have no context)"
-        context = Section("context", titles[1], _missing(text + "."), text)
+        context = Section("context", titles[1], page.missing(text + "."), text)
 
     best = best_per_language(rows, shown_keys, languages)
     if best:
-        entries = [
-            (
-                f"{language_name(lang)} · {ConfigKey(r['metric'], r['scorer'], r['context'], r['variant']).label()} (κ {r['kappa']:.2f})",
-                list(r["classes"]), r["confusion_row_norm"], r["confusion_col_norm"], r["confusion"],
-            )
-            for lang, r in best
-        ]
-        body = fw.draw(
-            "confusion-best",
-            "confusion matrices of the best setting per language",
-            "Expert label (rows) against the KDE classifier (columns) for the setting with the highest kappa in each language. Row-normalised cells are the recall of each expert class; column-normalised cells the precision of each predicted class; counts in brackets.",
-            lambda path: figures.confusion_figure(path, "Best setting per language", entries),
+        intro = page.note(
+            "Expert label (rows) against the KDE classifier (columns). Row-normalised cells are the recall of each "
+            "expert class, column-normalised cells the precision of each predicted class; counts in brackets. "
+            "First the setting with the highest kappa in each language, then every setting."
         )
-        body += _confusion_details(rows, shown_keys, languages)
+        cards = "".join(page.confusion_card(row, f"{language_name(lang)}", page.key_of(row).label()) for lang, row in best)
+        body = intro + f"<h3>Best setting per language</h3><div class=cmgrid>{cards}</div>" + page.confusion_details(rows, shown_keys, languages)
         confusion = Section("confusion", titles[2], body)
     else:
         text = "no agreement row is fitted, so there is no confusion matrix"
-        confusion = Section("confusion", titles[2], _missing(text + "."), text)
+        confusion = Section("confusion", titles[2], page.missing(text + "."), text)
     return agreement, context, confusion
+
+
+def _kappa_heatmap(fw: FigureWriter, rows: list[dict[str, Any]], keys: list[ConfigKey], languages: list[str]) -> str:
+    """One panel per context setting; lexical metrics (no context) repeat in every panel."""
+    lexical = [k for k in keys if not k.context]
+    contexts = [c for c in contexts_of(keys) if c]
+    neural = sorted({k._replace(context="") for k in keys if k.context})
+    row_keys = lexical + neural
+    if len(row_keys) > MAX_HEATMAP_ROWS:
+        mean = {k: _nanmean(matrix(rows, [k] if k in lexical else [k._replace(context=c) for c in contexts], languages, "kappa").ravel()) for k in row_keys}
+        row_keys = sorted(row_keys, key=lambda k: -mean[k])[:MAX_HEATMAP_ROWS]
+    labels = [k.label(with_context=False) + (" (no context)" if k in lexical and contexts else "") for k in row_keys]
+    panels, states = [], []
+    for context in contexts or [""]:
+        panel_keys = [k if k in lexical else k._replace(context=context) for k in row_keys]
+        panels.append((f"context: {context}" if context else "no context", matrix(rows, panel_keys, languages, "kappa")))
+        states.append(cell_states(rows, panel_keys, languages))
+    caption = "Kappa per scorer and language for each context setting (<code>none</code>: the scored spans only; <code>minimal</code>: the whole comment; <code>full</code>: the whole file). Lexical metrics do not see context and repeat in every panel. n/f: not fitted."
+    return fw.draw(
+        "kappa-heatmap",
+        "kappa heatmap per context setting",
+        caption,
+        lambda path: figures.heatmap_figure(path, "Quadratic kappa", labels, languages, panels, "kappa", vmin=0.0, vmax=1.0, nan_text=states),
+    )
 
 
 def _nanmean(values: Any) -> float:
     finite = [v for v in values if math.isfinite(v)]
     return sum(finite) / len(finite) if finite else -math.inf
-
-
-def _matrix_html(classes: list[str], values: list[list[float]]) -> str:
-    head = "".join(f"<th>{esc(c)}</th>" for c in classes)
-    body = "".join(
-        f"<tr><th>{esc(c)}</th>" + "".join(f'<td style="{kappa_style(v)}">{v:.2f}</td>' if v is not None and math.isfinite(v) else "<td>–</td>" for v in row) + "</tr>"
-        for c, row in zip(classes, values)
-    )
-    return f'<table class="cm"><thead><tr><th>expert \\ KDE</th>{head}</tr></thead><tbody>{body}</tbody></table>'
-
-
-def _confusion_details(rows: list[dict[str, Any]], keys: list[ConfigKey], languages: list[str]) -> str:
-    lookup = by_key(rows)
-    blocks = []
-    for key in keys:
-        cells = []
-        for language in languages:
-            row = lookup.get((*key, language))
-            if row is None or not row["fitted"] or row["confusion_row_norm"] is None:
-                continue
-            cells.append(
-                f'<div class="cmpair"><h4>{esc(language_name(language))} <small>κ {row["kappa"]:.3f}, n = {row["n"]}</small></h4>'
-                f'<p>row-normalised</p>{_matrix_html(row["classes"], row["confusion_row_norm"])}'
-                f'<p>column-normalised</p>{_matrix_html(row["classes"], row["confusion_col_norm"])}</div>'
-            )
-        if cells:
-            blocks.append(f"<details><summary>{esc(key.label())}</summary><div class=cmgrid>{''.join(cells)}</div></details>")
-    return "<h3>Every setting</h3>" + "".join(blocks) if blocks else ""
 
 
 def _noise_f1_section(data: RunData, fw: FigureWriter, head_keys: set) -> Section:
@@ -334,20 +269,22 @@ def _noise_f1_section(data: RunData, fw: FigureWriter, head_keys: set) -> Sectio
             why = "noise F1 needs noise scores: " + ("the run's stages do not include <code>noise</code>" if "noise" not in data.stages else "the run has no noise score rows")
         else:
             why = "calibration.parquet has no noise rows"
-        return Section("noise-f1", title, _missing(why + "."), why)
+        return Section("noise-f1", title, page.missing(why + "."), why)
     languages = calibration_languages(rows)
     keys = [k for k in calibration_keys(rows) if k in head_keys] or calibration_keys(rows)
     keys = keys[:MAX_HEATMAP_ROWS]
     labels = [k.label() for k in keys]
-    panels = [(task.replace("noise-", "") + " noise", matrix([r for r in rows if r["task"] == task], keys, languages, "f1")) for task in NOISE_TASKS]
+    by_task = {task: [r for r in rows if r["task"] == task] for task in NOISE_TASKS}
+    panels = [(task.replace("noise-", "") + " noise", matrix(by_task[task], keys, languages, "f1")) for task in NOISE_TASKS]
+    states = [cell_states(by_task[task], keys, languages) for task in NOISE_TASKS]
     parts = [
-        _note("Macro F1 of a two-class KDE classifier separating real predictions from noise predictions: 1 means the metric always tells them apart, 0.5 is chance."),
-        fw.draw("noise-f1", "noise F1 per scorer", "Noise F1 per setting and language.", lambda path: figures.heatmap_figure(path, "Noise F1 (real vs noise)", labels, languages, panels, "macro F1", vmin=0.5, vmax=1.0)),
+        page.note("Macro F1 of a two-class KDE classifier separating real predictions from noise predictions: 1 means the metric always tells them apart, 0.5 is chance."),
+        fw.draw("noise-f1", "noise F1 per scorer", "Noise F1 per setting and language.", lambda path: figures.heatmap_figure(path, "Noise F1 (real vs noise)", labels, languages, panels, "macro F1", vmin=0.5, vmax=1.0, nan_text=states)),
     ]
     for task in NOISE_TASKS:
         task_rows = [r for r in rows if r["task"] == task]
         if task_rows:
-            parts.append(f"<h3>{esc(task)}</h3>" + _split_tables(task_rows, head_keys, "f1", "values", "Other variants"))
+            parts.append(f"<h3>{esc(task)}</h3>" + page.split_tables(task_rows, head_keys, "f1", "values", "Other variants"))
     return Section("noise-f1", title, "\n".join(parts))
 
 
@@ -356,9 +293,9 @@ def _experts_section(data: RunData, fw: FigureWriter) -> Section:
     reason = _labels_reason(data)
     if reason:
         text = "the expert accuracy table and error-code counts need expert labels: none of the samples has a label"
-        return Section("experts", title, _missing(text + "."), text)
+        return Section("experts", title, page.missing(text + "."), text)
     table = expert_accuracy(data.samples)
-    head = "".join(f"<th>{esc(g)}</th>" for g in table.generators)
+    head = "".join(f'<th title="{esc(g)}">{esc(g.rsplit("/", 1)[-1])}</th>' for g in table.generators)
     body = []
     for language in table.languages:
         cells = []
@@ -383,40 +320,45 @@ def _experts_section(data: RunData, fw: FigureWriter) -> Section:
         body = []
         for code in codes.codes:
             cells = "".join(f'<td data-code="{esc(code)}" data-language="{esc(l)}">{codes.counts.get((code, l), 0)}</td>' for l in codes.languages)
-            body.append(f'<tr><th scope=row><code>{esc(code)}</code></th><td class="desc">{esc(describe_error_code(code))}</td>{cells}<td class="total">{codes.total(code)}</td></tr>')
+            body.append(f'<tr><th scope=row><code>{esc(code)}</code></th><td class="lbl desc">{esc(describe_error_code(code))}</td>{cells}<td class="total">{codes.total(code)}</td></tr>')
         labelled = "".join(f"<td>{codes.labelled.get(l, 0)}</td>" for l in codes.languages)
         parts.append(
-            "<h3>Error codes (samples carrying each code)</h3>"
+            "<h3>Error codes (occurrences per language)</h3>"
             f'<div class="scroll"><table class="values counts"><thead><tr><th>code</th><th>meaning</th>{head}<th>total</th></tr></thead>'
-            f'<tbody>{"".join(body)}</tbody><tfoot><tr><th>labelled samples</th><td></td>{labelled}<td class="total">{sum(codes.labelled.values())}</td></tr></tfoot></table></div>'
+            f'<tbody>{"".join(body)}</tbody><tfoot><tr><th>labelled samples</th><td class=lbl></td>{labelled}<td class="total">{sum(codes.labelled.values())}</td></tr></tfoot></table></div>'
         )
     else:
-        parts.append(_missing("error-code counts: no sample has error codes (column <code>error_codes</code>)."))
+        parts.append(page.missing("error-code counts: no sample has error codes (column <code>error_codes</code>)."))
     return Section("experts", title, "\n".join(parts))
-
-
-def _kv_table(items: list[tuple[str, Any]], css: str = "kv") -> str:
-    rows = "".join(f"<tr><th>{esc(str(k))}</th><td>{esc(str(v))}</td></tr>" for k, v in items)
-    return f'<table class="{css}"><tbody>{rows}</tbody></table>'
 
 
 def _provenance_section(data: RunData) -> Section:
     m = data.manifest
-    parts = ["<h3>Versions</h3>", _kv_table(sorted((m.get("versions") or {}).items()))]
+    parts = ["<h3>Versions</h3>", page.kv_table(sorted((m.get("versions") or {}).items()))]
     signatures = m.get("signatures") or {}
     if signatures:
         rows = "".join(f"<tr><th>{esc(k)}</th><td><code class=sig>{esc(v)}</code></td></tr>" for k, v in sorted(signatures.items()))
-        parts += ["<h3>Metric signatures</h3>", f'<div class="scroll"><table class="kv"><tbody>{rows}</tbody></table></div>']
-    else:
-        parts.append(_missing("metric signatures: the manifest records none (the run has no score stage, or it did not finish)."))
+        parts += ["<h3>Metric signatures (manifest)</h3>", f'<div class="scroll"><table class="kv"><tbody>{rows}</tbody></table></div>']
+    if data.score_signatures:
+        rows = "".join(
+            f"<tr><th>{esc(metric)}</th><td class=sc title='{esc(scorer)}'>{esc(short_scorer(scorer)) or '—'}</td><td>{esc(context) or '—'}</td>"
+            f"<td><code class=sig>{esc(signature)}</code></td></tr>"
+            for metric, scorer, context, signature in data.score_signatures
+        )
+        parts += [
+            "<h3>Signatures in the score rows</h3>",
+            f'<div class="scroll"><table class="kv"><thead><tr><th>metric</th><th>scorer</th><th>context</th><th>signature</th></tr></thead><tbody>{rows}</tbody></table></div>',
+        ]
+    if not signatures and not data.score_signatures:
+        parts.append(page.missing("metric signatures: the run has no score rows and its manifest records none."))
     stages = m.get("stages") or {}
     if stages:
-        parts += ["<h3>Stages</h3>", _kv_table([(k, ", ".join(f"{a}={b}" for a, b in v.items()) if isinstance(v, dict) else v) for k, v in stages.items()])]
+        parts += ["<h3>Stages</h3>", page.kv_table([(k, ", ".join(f"{a}={b}" for a, b in v.items()) if isinstance(v, dict) else v) for k, v in stages.items()])]
     if m.get("failed_parts"):
-        parts += ["<h3>Failed parts</h3>", _kv_table([(k, v.get("error", v)) for k, v in sorted(m["failed_parts"].items())])]
+        parts += ["<h3>Failed parts</h3>", page.kv_table([(k, v.get("error", v)) for k, v in sorted(m["failed_parts"].items())])]
     rejected = (m.get("counts") or {}).get("rejected_by_reason") or {}
     if rejected:
-        parts += ["<h3>Rejected input rows</h3>", _kv_table(sorted(rejected.items(), key=lambda kv: -kv[1]))]
+        parts += ["<h3>Rejected input rows</h3>", page.kv_table(sorted(rejected.items(), key=lambda kv: -kv[1]))]
     parts += ["<h3>Resolved config</h3>", f"<pre>{esc(json.dumps(m.get('config', {}), indent=2, ensure_ascii=False))}</pre>"]
     return Section("run", "Run: config, signatures, versions", "\n".join(parts))
 
@@ -427,7 +369,7 @@ def _header(data: RunData) -> tuple[str, str]:
     config = m.get("config", {})
     counts = m.get("counts") or {}
     scores = data.scores
-    languages = sorted(set(data.samples["language"].to_pylist())) if data.samples.num_rows else []
+    languages = order_languages(set(data.samples["language"].to_pylist())) if data.samples.num_rows else []
     generators = sorted({g for g in data.samples["generator"].to_pylist() if g}) if data.samples.num_rows else []
     stats = [
         ("samples", f"{data.samples.num_rows:,}"),
@@ -440,7 +382,7 @@ def _header(data: RunData) -> tuple[str, str]:
         ("rejected rows", f"{counts.get('rejected_rows', data.rejected_rows):,}"),
     ]
     chips = "".join(f'<div class="stat"><span>{esc(k)}</span><b>{esc(v)}</b></div>' for k, v in stats)
-    status = str(m.get("status", "unknown"))
+    status = display_status(m)
     meta = (
         f'<span class="badge {esc(status)}">{esc(status)}</span> <span>config <code>{esc(str(m.get("config_hash", ""))[:12])}</code></span>'
         f' <span>created {esc(str(m.get("created", "?")))}</span> <span>stages {esc(" → ".join(config.get("stages", [])))}</span>'
@@ -476,11 +418,9 @@ def render_page(data: RunData, sections: list[Section], elapsed_note: str) -> st
 def _build(data: RunData, folder: Path) -> list[Section]:
     fw = FigureWriter(folder, data.image_format)
     agreement_rows = data.calibration_rows("agreement")
-    keys = data.scores.keys() if data.scores else []
-    headline = headline_variants(keys + calibration_keys(data.calibration_rows("agreement")), agreement_rows)
-    head_keys = set(headline_keys(keys, headline))
-    all_cal_keys = calibration_keys([r for t in ("agreement", *NOISE_TASKS) for r in data.calibration_rows(t)])
-    head_keys |= set(headline_keys(all_cal_keys, headline))
+    # settings present in the scores or only in calibration.parquet (scores of another run layout)
+    keys = (data.scores.keys() if data.scores else []) + calibration_keys([r for t in ("agreement", *NOISE_TASKS) for r in data.calibration_rows(t)])
+    head_keys = set(headline_keys(keys, headline_variants(keys, agreement_rows)))
     groups = figure_groups(sorted(k for k in head_keys if data.scores and k in data.scores.groups))
     sections = [_strip_section(data, fw, groups, by_key(agreement_rows)), _noise_section(data, fw, groups)]
     sections += list(_agreement_section(data, fw, head_keys))
@@ -506,8 +446,8 @@ def write_report(run_dir: str) -> str:
     try:
         os.chmod(temp, 0o755)
         sections = _build(data, temp)
-        note = f"generated {time.strftime('%Y-%m-%d %H:%M:%S')} in {time.perf_counter() - start:.1f} s by babelscore report; reads only {root.resolve()}"
-        (temp / "index.html").write_text(render_page(data, sections, note), encoding="utf-8")
+        footer = f"generated {time.strftime('%Y-%m-%d %H:%M:%S')} in {time.perf_counter() - start:.1f} s by babelscore report; reads only {root.resolve()}"
+        (temp / "index.html").write_text(render_page(data, sections, footer), encoding="utf-8")
         final = root / REPORT_DIR
         if final.exists():
             old = root / f"{OLD_PREFIX}{uuid.uuid4().hex[:8]}"

@@ -1,11 +1,18 @@
-"""The report page's template and style: one HTML file, inline CSS, no network.
+"""The report page: its template and style (one HTML file, inline CSS, no network) and the
+HTML fragments sections are made of (tables with machine-checkable cells, notes).
 
 The inline script runs after load and marks images that failed (`data-broken` on the <img>,
 `data-images-ok` on <body>), so a headless browser can check the page from its DOM.
 """
 from __future__ import annotations
 
+import html
 import math
+from typing import Any
+
+from engine.report.tables import ConfigKey, by_key, calibration_keys, calibration_languages, language_name, short_scorer
+
+esc = html.escape
 
 
 def kappa_style(value: float) -> str:
@@ -18,6 +25,113 @@ def kappa_style(value: float) -> str:
     alpha = min(1.0, value) * 0.55 + 0.03
     colour = "#fff" if alpha > 0.42 else "inherit"
     return f"background:rgba(0,114,178,{alpha:.2f});color:{colour}"
+
+
+# ----- HTML fragments ---------------------------------------------------------------------------
+def missing(text: str) -> str:
+    return f'<p class="missing"><strong>Not shown:</strong> {text}</p>'
+
+
+def note(text: str) -> str:
+    return f'<p class="note">{text}</p>'
+
+
+def cell(row: dict[str, Any] | None, field: str, key: ConfigKey, language: str) -> str:
+    if row is None:
+        return '<td class="na">–</td>'
+    attrs = (
+        f'data-metric="{esc(key.metric)}" data-scorer="{esc(key.scorer)}" data-variant="{esc(key.variant)}" '
+        f'data-context="{esc(key.context)}" data-language="{esc(language)}" data-task="{esc(row["task"])}" '
+        f'data-n="{row["n"]}"'
+    )
+    if not row["fitted"]:
+        reason = row["reason"] or "not fitted"
+        return f'<td class="nf" {attrs} data-fitted="false" data-{field}="" title="{esc(reason)}">n/f</td>'
+    value = row[field]
+    if value is None:  # fitted but undefined (e.g. kappa with one predicted class): null in the parquet
+        return f'<td {attrs} data-fitted="true" data-{field}="" title="{field} undefined, n = {row["n"]}">–</td>'
+    value = float(value)
+    lo, hi = row.get(f"{field}_lo"), row.get(f"{field}_hi")
+    ci = f"<small>{lo:.2f} – {hi:.2f}</small>" if lo is not None and hi is not None and math.isfinite(lo) and math.isfinite(hi) else ""
+    shown = f"{value:.3f}" if math.isfinite(value) else "nan"
+    return (
+        f'<td {attrs} data-fitted="true" data-{field}="{value!r}" style="{kappa_style(value)}" '
+        f'title="n = {row["n"]}">{shown}{ci}</td>'
+    )
+
+
+def value_table(rows: list[dict[str, Any]], keys: list[ConfigKey], languages: list[str], field: str, css: str) -> str:
+    lookup = by_key(rows)
+    head = "".join(f"<th>{esc(language_name(l))}</th>" for l in languages)
+    body = []
+    for key in keys:
+        cells = "".join(cell(lookup.get((*key, l)), field, key, l) for l in languages)
+        body.append(
+            f"<tr><th scope=row>{esc(key.metric)}</th><td class=\"lbl sc\" title=\"{esc(key.scorer)}\">{esc(short_scorer(key.scorer)) or '—'}</td>"
+            f"<td class=lbl>{esc(key.context) or '—'}</td><td class=lbl>{esc(key.variant)}</td>{cells}</tr>"
+        )
+    return (
+        f'<div class="scroll"><table class="{css}"><thead><tr><th>metric</th><th>scorer</th><th>context</th>'
+        f'<th>variant</th>{head}</tr></thead><tbody>{"".join(body)}</tbody></table></div>'
+    )
+
+
+def split_tables(rows: list[dict[str, Any]], head_keys: set, field: str, css: str, other_label: str) -> str:
+    keys = calibration_keys(rows)
+    languages = calibration_languages(rows)
+    main = [k for k in keys if k in head_keys] or keys
+    rest = [k for k in keys if k not in main]
+    out = value_table(rows, main, languages, field, css)
+    if rest:
+        out += f"<details><summary>{esc(other_label)} ({len(rest)} settings)</summary>{value_table(rows, rest, languages, field, css)}</details>"
+    return out
+
+
+def key_of(row: dict[str, Any]) -> ConfigKey:
+    return ConfigKey(row["metric"], row["scorer"], row["context"], row["variant"])
+
+
+def matrix_html(classes: list[str], values: list[list[float]], counts: list[list[int]], kind: str) -> str:
+    head = "".join(f"<th>{esc(c)}</th>" for c in classes)
+    body = "".join(
+        f"<tr><th>{esc(c)}</th>"
+        + "".join(
+            f'<td style="{kappa_style(v)}">{v:.2f}<small>({n})</small></td>' if v is not None and math.isfinite(v) else f"<td>–<small>({n})</small></td>"
+            for v, n in zip(row, count_row)
+        )
+        + "</tr>"
+        for c, row, count_row in zip(classes, values, counts)
+    )
+    return f'<table class="cm" data-norm="{kind}"><thead><tr><th class=corner>expert \\ KDE</th>{head}</tr></thead><tbody>{body}</tbody></table>'
+
+
+def confusion_card(row: dict[str, Any], heading: str, sub: str) -> str:
+    classes, counts = list(row["classes"]), row["confusion"]
+    return (
+        f'<div class="cmpair"><h4>{esc(heading)}</h4><p class=sub>{esc(sub)} · κ {row["kappa"]:.3f} · n = {row["n"]}</p>'
+        f'<p>row-normalised (recall)</p>{matrix_html(classes, row["confusion_row_norm"], counts, "row")}'
+        f'<p>column-normalised (precision)</p>{matrix_html(classes, row["confusion_col_norm"], counts, "column")}</div>'
+    )
+
+
+def confusion_details(rows: list[dict[str, Any]], keys: list[ConfigKey], languages: list[str]) -> str:
+    lookup = by_key(rows)
+    blocks = []
+    for key in keys:
+        cards = [
+            confusion_card(row, language_name(language), key.label())
+            for language in languages
+            if (row := lookup.get((*key, language))) is not None and row["fitted"] and row["confusion_row_norm"] is not None
+        ]
+        if cards:
+            blocks.append(f"<details><summary>{esc(key.label())}</summary><div class=cmgrid>{''.join(cards)}</div></details>")
+    return "<h3>Every setting</h3>" + "".join(blocks) if blocks else ""
+
+
+def kv_table(items: list[tuple[str, Any]], css: str = "kv") -> str:
+    rows = "".join(f"<tr><th>{esc(str(k))}</th><td>{esc(str(v))}</td></tr>" for k, v in items)
+    return f'<table class="{css}"><tbody>{rows}</tbody></table>'
+
 
 
 PAGE = """<!doctype html>
@@ -65,7 +179,7 @@ table { border-collapse:collapse; font-size:13px; margin:6px 0 12px; }
 th, td { padding:5px 9px; border-bottom:1px solid var(--line); text-align:left; vertical-align:top; }
 thead th { background:#eef1f5; font-weight:600; position:sticky; top:0; }
 table.values td { text-align:right; font-variant-numeric:tabular-nums; white-space:nowrap; }
-table.values td:nth-child(-n+4) { text-align:left; }
+table.values td.lbl { text-align:left; }
 table.values td small, table.values td small { display:block; font-size:10.5px; opacity:.8; }
 table.values td.nf { color:#999; cursor:help; } table.values td.na { color:#bbb; text-align:center; }
 table.counts td { text-align:right; } table.counts td.desc { text-align:left; color:var(--muted); white-space:normal; }
@@ -77,8 +191,11 @@ pre { background:#0f1720; color:#dce3ea; padding:14px; border-radius:8px; overfl
 details { margin:8px 0; border:1px solid var(--line); border-radius:8px; padding:6px 12px; }
 summary { cursor:pointer; font-weight:550; }
 .cmgrid { display:grid; grid-template-columns:repeat(auto-fill,minmax(230px,1fr)); gap:14px; margin-top:10px; }
-.cmpair p { margin:6px 0 2px; font-size:12px; color:var(--muted); }
-table.cm { font-size:12px; margin:0; } table.cm td { text-align:right; min-width:46px; }
+.cmpair { border:1px solid var(--line); border-radius:8px; padding:10px 12px; }
+.cmpair p { margin:6px 0 2px; font-size:12px; color:var(--muted); } .cmpair p.sub { margin-top:0; }
+table.cm { font-size:12px; margin:0; } table.cm td { text-align:right; min-width:52px; font-variant-numeric:tabular-nums; }
+table.cm td small { display:block; font-size:10px; opacity:.75; } table.cm th { font-weight:500; }
+table.cm th.corner { white-space:nowrap; font-size:11px; color:var(--muted); }
 footer { color:var(--muted); font-size:12px; text-align:center; padding:0 0 30px; }
 @media (max-width: 900px) {
   .layout { grid-template-columns:1fr; padding:16px; }

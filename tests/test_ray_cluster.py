@@ -1,0 +1,123 @@
+"""Ray executor on a two-node cluster (ray.cluster_utils.Cluster) in this machine.
+
+The head node has no accelerator; node A has one unit of a custom resource `gpu_slot` that
+stands in for a GPU. Model parts ask for that resource, so they must run on node A, in an actor
+that is replaced when it is killed; model-free parts may run anywhere. Every part is committed
+exactly once and the output equals the local executor's.
+"""
+from __future__ import annotations
+
+import importlib.util
+import math
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+import pytest
+
+ray = pytest.importorskip("ray")
+from ray.cluster_utils import Cluster  # noqa: E402
+
+import engine.runner as runner  # noqa: E402
+from engine.config import load_config  # noqa: E402
+from engine.executors.ray import RayExecutor  # noqa: E402
+from engine.pipeline import KILL_PART_ENV, PartTask, plan_parts  # noqa: E402
+from engine.records import SCORE_KEY  # noqa: E402
+
+REPO = Path(__file__).resolve().parent.parent
+STORE = 80 * 1024 * 1024
+
+
+def _write_input(path: Path, n: int) -> Path:
+    spec = importlib.util.spec_from_file_location("make_synthetic", REPO / "bench" / "make_synthetic.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.write_synthetic(path, n)
+
+
+def _sorted(table: Any) -> list[dict[str, Any]]:
+    return table.sort_by([(k, "ascending") for k in SCORE_KEY]).to_pylist()
+
+
+def _same(got: list[dict[str, Any]], want: list[dict[str, Any]]) -> bool:
+    if len(got) != len(want):
+        return False
+    for g, w in zip(got, want):
+        gv, wv = g["value"], w["value"]
+        if {k: v for k, v in g.items() if k != "value"} != {k: v for k, v in w.items() if k != "value"}:
+            return False
+        if not ((math.isnan(gv) and math.isnan(wv)) or gv == wv):
+            return False
+    return True
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    cluster = Cluster(
+        initialize_head=True,
+        connect=True,
+        head_node_args={"num_cpus": 1, "object_store_memory": STORE, "include_dashboard": False},
+    )
+    gpu_node = cluster.add_node(num_cpus=1, resources={"gpu_slot": 1}, object_store_memory=STORE)
+    cluster.wait_for_nodes()
+    yield cluster, gpu_node.node_id
+    ray.shutdown()
+    cluster.shutdown()
+
+
+@pytest.fixture(scope="module")
+def case(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Any]:
+    folder = tmp_path_factory.mktemp("cluster")
+    input_path = _write_input(folder / "in.parquet", 30)
+    config = folder / "config.yaml"
+    config.write_text(f"name: cluster\ninput: {input_path}\npart_size: 5\nstages: [score]\nscore:\n  scorers:\n    - kind: lexical\n")
+    runner.execute_run(load_config(config), str(folder / "local"), executor_name="local")
+    return config, runner.read_scores(str(folder / "local"))
+
+
+def test_model_parts_run_on_the_gpu_node_exactly_once(cluster, case, tmp_path, monkeypatch) -> None:
+    ray_cluster, gpu_node_id = cluster
+    config_path, local_scores = case
+    config = load_config(config_path)
+    run = runner.open_run(config, str(tmp_path / "run"), resume=False)
+    runner.prepare(run, config)
+    n_parts = run.manifest["counts"]["parts"]
+    lexical = plan_parts(config, "score", n_parts)
+    # The same lexical work, labelled as a model's: it must take the actor path on node A.
+    model = [PartTask("score", "lexical-gpu", p.index, model_key="fake-model", scorer_index=p.scorer_index) for p in lexical]
+    monkeypatch.setenv(KILL_PART_ENV, "score/lexical-gpu/00001")
+    monkeypatch.setenv(KILL_PART_ENV + "_MARKER", str(tmp_path / "killed"))
+    commits: list[str] = []
+    failures: list[Any] = []
+
+    def commit(part: PartTask, table: Any) -> None:
+        commits.append(part.key)
+        run.commit_part(part.key, part.relative_path, table, part.schema)
+
+    executor = RayExecutor(address=ray_cluster.address, gpu_resource="gpu_slot", max_retries=1)
+    executor.run_parts(str(run.root), config, lexical + model, {}, commit,
+                       lambda part, error, attempts: failures.append((part.key, error)), run.manifest["part_rows"])
+    executor.close()
+
+    assert not failures
+    assert (tmp_path / "killed").exists(), "the fault was not injected"
+    assert sorted(commits) == sorted(p.key for p in lexical + model)  # each exactly once
+    for part in model:
+        placement = executor.placements[part.key]
+        assert placement["actor"] and placement["node_id"] == gpu_node_id, (part.key, placement)
+    assert executor.placements["score/lexical-gpu/00001"]["attempts"] == 2
+    assert all(executor.placements[p.key]["attempts"] == 1 for p in lexical)
+    # Both routes computed the same rows, equal to the local executor's.
+    for prefix in ("score/lexical/", "score/lexical-gpu/"):
+        assert _same(_sorted(run.read_parts(prefix, local_scores.schema)), _sorted(local_scores))
+    assert pq.read_table(tmp_path / "run" / "scores" / "lexical-gpu__part-00001.parquet").num_rows > 0
+
+
+def test_whole_run_on_the_cluster_equals_local(cluster, case, tmp_path, monkeypatch) -> None:
+    ray_cluster, _ = cluster
+    config_path, local_scores = case
+    executor = RayExecutor(address=ray_cluster.address, gpu_resource="gpu_slot")
+    monkeypatch.setattr(runner, "make_executor", lambda name, address=None: executor)
+    runner.execute_run(load_config(config_path), str(tmp_path / "ray"), executor_name="ray")
+    assert _same(_sorted(runner.read_scores(str(tmp_path / "ray"))), _sorted(local_scores))
+    assert len(executor.placements) == 6
