@@ -8,7 +8,9 @@ HAS_CUDA := $(shell nvidia-smi -L >/dev/null 2>&1 && echo yes || echo no)
 DEMO_RUN ?= runs/demo
 PYTEST_ARGS ?=
 
-.PHONY: setup demo test bench lint clean
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: setup browser demo test bench lint clean
 
 setup: $(STAMP)
 
@@ -34,7 +36,12 @@ endif
 demo: setup
 	$(VENV)/bin/babelscore demo --out $(DEMO_RUN)
 
-test: setup
+# Headless Chromium (Debian's package) for tests/test_report_browser.py; skipped when present.
+browser:
+	@command -v chromium >/dev/null 2>&1 || ! command -v apt-get >/dev/null 2>&1 || \
+	  { $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
+
+test: setup browser
 	$(PY) -m pytest -q $(PYTEST_ARGS) tests
 
 bench: setup

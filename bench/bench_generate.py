@@ -19,14 +19,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from engine.generate.cards import get_card  # noqa: E402
-from engine.generate.prompts import FimPromptBuilder  # noqa: E402
-from engine.generate.stage import GenerateParams, load_tokenizer  # noqa: E402
-from engine.generate.worker import run_worker  # noqa: E402
-from engine.testing.tiny_fim import build_tiny_fim_model  # noqa: E402
+from engine.generate.cards import get_card
+from engine.generate.prompts import FimPromptBuilder
+from engine.generate.stage import GenerateParams, load_tokenizer
+from engine.generate.worker import run_worker
+from engine.testing.tiny_fim import build_tiny_fim_model
 
-_WORDS = ("returns the shortest path between two nodes of the graph using the bellman ford algorithm "
-          "geeft de naam van de gebruiker terug zwraca liczbę węzłów 返回图中节点的数量 Επιστρέφει το όνομα").split()
+_WORDS = ["returns", "the", "shortest", "path", "between", "two", "nodes", "of", "the", "graph", "using", "the", "bellman", "ford", "algorithm", "geeft", "de", "naam", "van", "de", "gebruiker", "terug", "zwraca", "liczbę", "węzłów", "返回图中节点的数量", "Επιστρέφει", "το", "όνομα"]
 
 
 def _source(i: int) -> tuple[str, int, int]:

@@ -83,7 +83,7 @@ def child(args: argparse.Namespace) -> None:
     import logging
 
     logging.basicConfig(level=logging.WARNING)
-    import engine.runner as runner
+    from engine import runner
     from engine.config import load_config
 
     sampler = TreeSampler()
@@ -128,7 +128,7 @@ def child(args: argparse.Namespace) -> None:
 def measure(executor: str, workers: int, config: Path, warmup: Path, work: Path) -> dict[str, Any]:
     command = [sys.executable, __file__, "--child", "--executor", executor, "--workers", str(workers),
                "--config", str(config), "--warmup-config", str(warmup), "--work", str(work)]
-    done = subprocess.run(command, capture_output=True, text=True)
+    done = subprocess.run(command, check=False, capture_output=True, text=True)
     lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
     if done.returncode != 0 or not lines:
         raise SystemExit(f"measurement failed ({' '.join(command)}):\n{done.stderr[-4000:]}")

@@ -16,22 +16,19 @@ from __future__ import annotations
 import argparse
 import json
 import random
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 GENERATORS = ("codegemma-7b", "CodeLlama-7b-hf", "CodeQwen1.5-7B", "starcoder2-7b", "granite-8b-code-base")
 LANGUAGES = ("en", "nl", "zh", "el", "pl")
 # Words per language from which comments are drawn; Chinese is joined without spaces.
 WORDS = {
-    "en": "returns the shortest path between two nodes using cache value list empty before sorting read config file "
-          "default key missing compute checksum buffer header store update index user name".split(),
-    "nl": "geeft het kortste pad tussen twee knopen terug met de cache waarde lijst leeg voordat sorteren lees "
-          "configuratie bestand standaard sleutel ontbreekt bereken controlesom buffer kop".split(),
+    "en": ["returns", "the", "shortest", "path", "between", "two", "nodes", "using", "cache", "value", "list", "empty", "before", "sorting", "read", "config", "file", "default", "key", "missing", "compute", "checksum", "buffer", "header", "store", "update", "index", "user", "name"],
+    "nl": ["geeft", "het", "kortste", "pad", "tussen", "twee", "knopen", "terug", "met", "de", "cache", "waarde", "lijst", "leeg", "voordat", "sorteren", "lees", "configuratie", "bestand", "standaard", "sleutel", "ontbreekt", "bereken", "controlesom", "buffer", "kop"],
     "zh": list("返回两个节点之间的最短路径使用缓存值列表为空排序前读取配置文件默认键缺失计算校验和缓冲区头部"),
-    "el": "επιστρέφει τη συντομότερη διαδρομή μεταξύ δύο κόμβων με κρυφή μνήμη τιμή λίστα κενή πριν ταξινόμηση "
-          "διαβάζει αρχείο ρυθμίσεων προεπιλογή κλειδί λείπει υπολογίζει άθροισμα ελέγχου".split(),
-    "pl": "zwraca najkrótszą ścieżkę między dwoma węzłami za pomocą pamięci wartość lista pusta przed sortowaniem "
-          "wczytaj plik konfiguracji domyślny klucz brakuje oblicz sumę kontrolną bufora nagłówek".split(),
+    "el": ["επιστρέφει", "τη", "συντομότερη", "διαδρομή", "μεταξύ", "δύο", "κόμβων", "με", "κρυφή", "μνήμη", "τιμή", "λίστα", "κενή", "πριν", "ταξινόμηση", "διαβάζει", "αρχείο", "ρυθμίσεων", "προεπιλογή", "κλειδί", "λείπει", "υπολογίζει", "άθροισμα", "ελέγχου"],
+    "pl": ["zwraca", "najkrótszą", "ścieżkę", "między", "dwoma", "węzłami", "za", "pomocą", "pamięci", "wartość", "lista", "pusta", "przed", "sortowaniem", "wczytaj", "plik", "konfiguracji", "domyślny", "klucz", "brakuje", "oblicz", "sumę", "kontrolną", "bufora", "nagłówek"],
 }
 ERROR_CODES = ("SE-HA3", "MS-LT", "LG-GR", "SE-MD", "MS-CC")
 LABELS = ("correct", "partial", "incorrect")
@@ -56,7 +53,7 @@ def _source(rng: random.Random, file_no: int, comment: str) -> tuple[str, int, i
 def _perturb(rng: random.Random, language: str, tail: str, strength: float) -> str:
     """Drop, swap or replace a `strength` share of the tail's words (characters for Chinese)."""
     units = list(tail) if language == "zh" else tail.split(" ")
-    for _ in range(int(round(strength * len(units)))):
+    for _ in range(round(strength * len(units))):
         if not units:
             break
         i = rng.randrange(len(units))
@@ -112,8 +109,7 @@ def write_synthetic(out: str | Path, n_samples: int = 12_500, generators: int = 
     rows = iter_samples(n_samples, generators, seed)
     if out.suffix == ".jsonl":
         with open(out, "w", encoding="utf-8") as handle:
-            for row in rows:
-                handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+            handle.writelines(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
         return out
     import pyarrow as pa
     import pyarrow.parquet as pq

@@ -15,21 +15,21 @@ from engine.records import SAMPLE_SCHEMA
 # file is under 10 tokens or inside a string.
 FILES = {
     "java/en/Graph.java": (
-        'public class Graph {\n    // short one\n    String s = "// Returns nothing of interest to anybody at all here";\n'
+        ('public class Graph {\n    // short one\n    String s = "// Returns nothing of interest to anybody at all here";\n'
         "    /**\n     * Returns the connected component of the graph that contains the given node.\n     */\n"
-        "    int component(int node) { return node; }\n}\n",
+        "    int component(int node) { return node; }\n}\n"),
         "/**\n     * Returns the connected component of the graph that contains the given node.\n     */",
         "en",
     ),
     "java/en/Path.java": (
-        "class Path {\n    // Computes the shortest path between two nodes with the bellman ford algorithm.\n"
-        "    int f() { return 0; } // ok\n}\n",
+        ("class Path {\n    // Computes the shortest path between two nodes with the bellman ford algorithm.\n"
+        "    int f() { return 0; } // ok\n}\n"),
         "// Computes the shortest path between two nodes with the bellman ford algorithm.",
         "en",
     ),
     "java/nl/Pad.java": (
-        "class Pad {\r\n    // Berekent het kortste pad tussen twee knopen met het algoritme van Bellman en Ford.\r\n"
-        "    int f() { return 0; }\r\n}\r\n",
+        ("class Pad {\r\n    // Berekent het kortste pad tussen twee knopen met het algoritme van Bellman en Ford.\r\n"
+        "    int f() { return 0; }\r\n}\r\n"),
         "// Berekent het kortste pad tussen twee knopen met het algoritme van Bellman en Ford.",
         "nl",
     ),
@@ -39,14 +39,14 @@ FILES = {
         "zh",
     ),
     "go/el/user.go": (
-        "package user\n\n// Επιστρέφει το πλήρες όνομα του χρήστη, όπως είναι αποθηκευμένο στη βάση δεδομένων.\n"
-        "func Name() string { return \"\" }\n",
+        ("package user\n\n// Επιστρέφει το πλήρες όνομα του χρήστη, όπως είναι αποθηκευμένο στη βάση δεδομένων.\n"
+        "func Name() string { return \"\" }\n"),
         "// Επιστρέφει το πλήρες όνομα του χρήστη, όπως είναι αποθηκευμένο στη βάση δεδομένων.",
         "el",
     ),
     "js/pl/user.js": (
-        "/* Zwraca pełną nazwę użytkownika zapisaną w bazie danych albo pusty napis. */\n"
-        "function name() { return ''; } // x\n",
+        ("/* Zwraca pełną nazwę użytkownika zapisaną w bazie danych albo pusty napis. */\n"
+        "function name() { return ''; } // x\n"),
         "/* Zwraca pełną nazwę użytkownika zapisaną w bazie danych albo pusty napis. */",
         "pl",
     ),
@@ -93,7 +93,7 @@ def test_selection_is_deterministic_and_per_language(source_dir: Path) -> None:
     first = build_samples(params)
     assert first.equals(build_samples(params))
     languages = first.column("language").to_pylist()
-    assert sorted(languages) == sorted(set(v[2] for v in FILES.values()))
+    assert sorted(languages) == sorted({v[2] for v in FILES.values()})
     picked = [r["file_id"] for r in first.to_pylist() if r["language"] == "en"]
     assert picked[0] in ("java/en/Graph.java", "java/en/Path.java")
     picks = {tuple(r["file_id"] for r in build_samples(
@@ -103,7 +103,7 @@ def test_selection_is_deterministic_and_per_language(source_dir: Path) -> None:
 
 
 def test_language_set_and_programming_languages_restrict(source_dir: Path) -> None:
-    params = dict(source_dir=str(source_dir), languages=("nl", "pl"), programming_languages=("java", "javascript"))
+    params = {"source_dir": str(source_dir), "languages": ("nl", "pl"), "programming_languages": ("java", "javascript")}
     # Restricted to nl and pl, the detector calls the English comments Dutch ...
     table = build_samples(BuildParams(**params))
     assert sorted(table.column("file_id").to_pylist()) == [

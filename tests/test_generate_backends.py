@@ -39,8 +39,8 @@ def _samples() -> pa.Table:
     rows = []
     for file_id, source, comment in SOURCES:
         start = source.index(comment)
-        rows.append(dict(sample_id=file_id, file_id=file_id, language="en", source=source, comment_start=start,
-                         comment_end=start + len(comment), reference=comment))
+        rows.append({"sample_id": file_id, "file_id": file_id, "language": "en", "source": source, "comment_start": start,
+                         "comment_end": start + len(comment), "reference": comment})
     return pa.Table.from_pylist(rows, schema=SAMPLE_SCHEMA)
 
 

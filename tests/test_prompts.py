@@ -22,7 +22,13 @@ from transformers import AutoTokenizer, PreTrainedTokenizerFast
 from engine.errors import ConfigError
 from engine.generate.cards import load_cards
 from engine.generate.prompts import (
-    FimPromptBuilder, FimTokenError, PromptError, comment_head, encode_exact, fim_token_ids, make_prime,
+    FimPromptBuilder,
+    FimTokenError,
+    PromptError,
+    comment_head,
+    encode_exact,
+    fim_token_ids,
+    make_prime,
 )
 from engine.generate.stage import GenerateParams, generation_limit
 from engine.records import SAMPLE_SCHEMA
@@ -144,8 +150,8 @@ def _reference_prompt_ids(family: str, tok, prefix: str, suffix: str) -> list[in
         # Meta's infilling_prompt_tokens: [BOS, <PRE>] + encode(pre) + [<SUF>] + encode_infilling(suf) + [<MID>],
         # encode_infilling(s) = encode("☺" + s) without the tokens of "☺".
         t = card.tokens
-        ids = lambda s: tok(s, add_special_tokens=False)["input_ids"]  # noqa: E731
-        one = lambda name: tok.convert_tokens_to_ids(t[name])  # noqa: E731
+        ids = lambda s: tok(s, add_special_tokens=False)["input_ids"]
+        one = lambda name: tok.convert_tokens_to_ids(t[name])
         infill = ids("☺" + suffix)[len(ids("☺")):] if suffix else []
         return [one("bos"), one("prefix")] + ids(prefix) + [one("suffix")] + infill + [one("middle")]
     text = card.tokens["prefix"] + prefix + card.tokens["suffix"] + suffix + card.tokens["middle"]
@@ -229,8 +235,8 @@ def test_generation_limit_is_mean_plus_three_std(tiny_tokenizers) -> None:
     rows = []
     for i, ref in enumerate(refs):
         source = f"int x{i};\n{ref}\n"
-        rows.append(dict(sample_id=f"f{i}", file_id=f"f{i}", language="en", source=source,
-                         comment_start=source.index(ref), comment_end=source.index(ref) + len(ref), reference=ref))
+        rows.append({"sample_id": f"f{i}", "file_id": f"f{i}", "language": "en", "source": source,
+                         "comment_start": source.index(ref), "comment_end": source.index(ref) + len(ref), "reference": ref})
     rows.append({**rows[0], "sample_id": "f0/other"})  # a second row of file f0 does not count twice
     lengths = np.array([len(tok.encode(r, add_special_tokens=False)) for r in refs], dtype=float)
     expected = math.ceil(lengths.mean() + 3 * lengths.std(ddof=0))
@@ -247,3 +253,19 @@ def test_generate_params_validation() -> None:
     params = GenerateParams.from_mapping({"model": "bigcode/starcoder2-7b", "card": "starcoder2"})
     assert params.generator_name == "starcoder2-7b"
     assert json.loads(json.dumps(params.to_dict()))["card"] == "starcoder2"
+
+
+def test_paper_generate_fragment() -> None:
+    import yaml
+
+    from engine.data.build import BuildParams
+    from engine.generate.cards import DEFAULT_CARDS_FILE
+
+    data = yaml.safe_load((DEFAULT_CARDS_FILE.parent / "paper_generate.yaml").read_text(encoding="utf-8"))
+    build = BuildParams.from_mapping(data["build"])
+    generators = [GenerateParams.from_mapping(g) for g in data["generators"]]
+    assert len(build.languages) * build.files_per_language * len(generators) == 12_500
+    assert sorted(g.card for g in generators) == FAMILIES  # one generator per family
+    for g in generators:
+        assert g.model in CARDS[g.card].models and g.tensor_parallel_size == 1 and g.backend == "vllm"
+    assert len({g.generator_name for g in generators}) == 5

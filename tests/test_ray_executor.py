@@ -15,13 +15,13 @@ import pytest
 
 ray = pytest.importorskip("ray")
 
-import engine.runner as runner  # noqa: E402
-from engine.config import load_config  # noqa: E402
-from engine.errors import ConfigError, PartFailedError  # noqa: E402
-from engine.executors.ray import RayExecutor, RayOptions  # noqa: E402
-from engine.io.rundir import RunDirectory  # noqa: E402
-from engine.pipeline import KILL_PART_ENV, PartTask, plan_parts  # noqa: E402
-from engine.records import SCORE_KEY  # noqa: E402
+from engine import runner
+from engine.config import load_config
+from engine.errors import ConfigError, PartFailedError
+from engine.executors.ray import RayExecutor, RayOptions
+from engine.io.rundir import RunDirectory
+from engine.pipeline import KILL_PART_ENV, PartTask, plan_parts
+from engine.records import SCORE_KEY
 
 REPO = Path(__file__).resolve().parent.parent
 N_SAMPLES = 48
@@ -39,6 +39,11 @@ def write_config(folder: Path, input_path: Path, scorers: str = "    - kind: lex
     path = folder / "config.yaml"
     path.write_text(f"name: ray-test\ninput: {input_path}\npart_size: {part_size}\nstages: [score]\nscore:\n  scorers:\n{scorers}")
     return path
+
+
+def lexical_key(config_path: Path, index: int) -> str:
+    """Key of lexical part `index` as the planner names it."""
+    return plan_parts(load_config(config_path), "score", index + 1)[index].key
 
 
 def sorted_rows(run_dir: Path) -> list[dict[str, Any]]:
@@ -104,31 +109,33 @@ def test_ray_output_equals_local(ray_session, lexical_case, tmp_path, monkeypatc
 def test_killed_task_is_retried(ray_session, lexical_case, tmp_path, monkeypatch) -> None:
     config, want = lexical_case
     marker = tmp_path / "killed"
-    monkeypatch.setenv(KILL_PART_ENV, "score/lexical/00003")
+    key = lexical_key(config, 3)
+    monkeypatch.setenv(KILL_PART_ENV, key)
     monkeypatch.setenv(KILL_PART_ENV + "_MARKER", str(marker))
     executor = RayExecutor(max_retries=1)
     run_with(monkeypatch, executor, config, tmp_path / "ray")
     assert marker.exists(), "the fault was not injected"
-    assert executor.placements["score/lexical/00003"]["attempts"] == 2
-    assert all(p["attempts"] == 1 for k, p in executor.placements.items() if k != "score/lexical/00003")
+    assert executor.placements[key]["attempts"] == 2
+    assert all(p["attempts"] == 1 for k, p in executor.placements.items() if k != key)
     assert_same_rows(sorted_rows(tmp_path / "ray"), want)
 
 
 def test_retries_are_bounded_then_resume_completes(ray_session, lexical_case, tmp_path, monkeypatch) -> None:
     config, want = lexical_case
-    monkeypatch.setenv(KILL_PART_ENV, "score/lexical/00005")
+    key = lexical_key(config, 5)
+    monkeypatch.setenv(KILL_PART_ENV, key)
     monkeypatch.setenv(KILL_PART_ENV + "_MARKER", str(tmp_path / "killed"))
-    with pytest.raises(PartFailedError, match="score/lexical/00005"):
+    with pytest.raises(PartFailedError, match=key):
         run_with(monkeypatch, RayExecutor(max_retries=0), config, tmp_path / "ray")
     manifest = RunDirectory.open_existing(tmp_path / "ray").manifest
     assert manifest["status"] == "failed"
-    assert list(manifest["failed_parts"]) == ["score/lexical/00005"]
-    assert manifest["failed_parts"]["score/lexical/00005"]["attempts"] == 1
-    assert "score/lexical/00005" not in manifest["parts"] and len(manifest["parts"]) == 7
+    assert list(manifest["failed_parts"]) == [key]
+    assert manifest["failed_parts"][key]["attempts"] == 1
+    assert key not in manifest["parts"] and len(manifest["parts"]) == 7
     # The marker now exists, so the part survives this time; committed parts are kept.
     executor = RayExecutor()
     run_with(monkeypatch, executor, config, tmp_path / "ray", resume=True)
-    assert list(executor.placements) == ["score/lexical/00005"]
+    assert list(executor.placements) == [key]
     assert_same_rows(sorted_rows(tmp_path / "ray"), want)
 
 
@@ -141,10 +148,11 @@ def test_exception_in_a_part_fails_it_at_once(ray_session, lexical_case, tmp_pat
     executor = RayExecutor(max_retries=2)
     runner.run_part_stage(run, config, "score", executor)
     failed = run.manifest["failed_parts"]
-    assert list(failed) == ["score/lexical/00002"]
-    assert failed["score/lexical/00002"]["attempts"] == 1  # a deterministic error is not retried
-    assert "FileNotFoundError" in failed["score/lexical/00002"]["error"]
-    assert "filesystem" in failed["score/lexical/00002"]["error"]
+    key = lexical_key(config_path, 2)
+    assert list(failed) == [key]
+    assert failed[key]["attempts"] == 1  # a deterministic error is not retried
+    assert "FileNotFoundError" in failed[key]["error"]
+    assert "filesystem" in failed[key]["error"]
     assert len(run.manifest["parts"]) == 7
 
 
@@ -192,6 +200,7 @@ def tiny_bart(tmp_path_factory: pytest.TempPathFactory) -> str:
     return build_tiny_bart(tmp_path_factory.mktemp("tiny-bart"))
 
 
+@pytest.mark.slow
 def test_ray_with_a_model_equals_local(ray_session, tiny_bart, tmp_path, monkeypatch) -> None:
     """Lexical tasks and a likelihood model's actor pool in one run; the output is the local one."""
     input_path = load_make_synthetic().write_synthetic(tmp_path / "in.parquet", 20)
@@ -201,7 +210,8 @@ def test_ray_with_a_model_equals_local(ray_session, tiny_bart, tmp_path, monkeyp
     executor = RayExecutor(actors_per_model=1)
     run_with(monkeypatch, executor, config, tmp_path / "ray")
     assert_same_rows(sorted_rows(tmp_path / "ray"), sorted_rows(tmp_path / "local"))
-    model_parts = {k: p for k, p in executor.placements.items() if not k.startswith("score/lexical/")}
+    lexical_prefix = lexical_key(config, 0).rsplit("/", 1)[0] + "/"
+    model_parts = {k: p for k, p in executor.placements.items() if not k.startswith(lexical_prefix)}
     assert len(model_parts) == 4 and all(p["actor"] for p in model_parts.values())
     assert len({p["pid"] for p in model_parts.values()}) == 1  # one actor loaded the model once
     assert len(executor.models_started) == 1

@@ -31,12 +31,19 @@ import logging
 import math
 import re
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, Literal
+from typing import Any, Literal
 
 import pyarrow as pa
 
-from engine.data.extract import LANGUAGES, Comment, comment_body, extract_comments, language_of_path
+from engine.data.extract import (
+    LANGUAGES,
+    Comment,
+    comment_body,
+    extract_comments,
+    language_of_path,
+)
 from engine.data.langid import DEFAULT_LANGUAGES, LanguageIdentifier
 from engine.errors import InputError
 from engine.models import resolve_model_path
@@ -108,7 +115,7 @@ def _token_counter(tokenizer: str | None) -> Callable[[str], int]:
 
 
 def _rank(seed: int, key: str) -> str:
-    return hashlib.sha256(f"{seed}\0{key}".encode("utf-8")).hexdigest()
+    return hashlib.sha256(f"{seed}\0{key}".encode()).hexdigest()
 
 
 def _source_files(root: Path, allowed: tuple[str, ...]) -> list[tuple[str, Path, str]]:

@@ -18,9 +18,10 @@ included; a line comment ends before its line break). Doc comments (`/** */`, `/
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import PurePath
-from typing import Callable, Literal
+from typing import Literal
 
 CommentKind = Literal["line", "block", "doc"]
 

@@ -10,7 +10,7 @@ and dropped), and `min_confidence` (lingua's confidence of the winner, 0-1). Cod
 from __future__ import annotations
 
 import functools
-from typing import Sequence
+from collections.abc import Sequence
 
 from engine.errors import ConfigError
 

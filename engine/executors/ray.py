@@ -4,7 +4,8 @@ How work is laid out:
 - Parts that need no model (lexical scores, noise) run as Ray tasks on any CPU of the cluster.
 - Parts of a model (embedding and likelihood scorers, generation) run in a fixed-size pool of
   actors per model. An actor holds one model (`engine.pipeline.get_scorer` caches it per
-  process) and has up to `max_in_flight_per_actor` parts queued, so it never waits for input.
+  process) and holds up to `max_in_flight_per_actor` parts (one running, the next waiting), so
+  it does not wait for input between parts.
 - Pools are made one model after another (model-major): a model's actors are killed as soon
   as its parts are done, so a device holds one model at a time and every model is loaded once
   per actor per run. Model-free tasks run beside the current pool.
@@ -24,9 +25,9 @@ import logging
 import math
 import os
 import socket
-import time
 from collections import deque
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import pyarrow as pa
 import ray
@@ -42,7 +43,7 @@ logger = logging.getLogger(__name__)
 
 # Environment variables with this prefix are passed on to every worker (test hooks, switches).
 FORWARDED_ENV_PREFIX = "BABELSCORE_"
-_READY_TIMEOUT_S = 60.0  # how long to wait for the other calls of an actor that just died
+_SETTLE_TIMEOUT_S = 60.0  # how long to wait for the other calls of an actor that just died
 _STATUS_EVERY_S = 300.0  # log what is outstanding when nothing finished for this long
 
 
@@ -233,7 +234,7 @@ class RayExecutor:
                 options["num_gpus"] = opts.gpus_per_actor
             else:
                 options["resources"] = {opts.gpu_resource: opts.gpus_per_actor}
-            size = opts.actors_per_model or max(1, int(math.floor(units / opts.gpus_per_actor + 1e-9)))
+            size = opts.actors_per_model or max(1, math.floor(units / opts.gpus_per_actor + 1e-9))
         else:
             logger.info("the cluster has no %r resource: model actors run on CPUs", opts.gpu_resource)
             size = opts.actors_per_model or 1
@@ -423,7 +424,7 @@ class _StageRun:
         siblings = {r: c for r, c in self.calls.items() if c.slot == slot and c.generation == generation}
         for r in siblings:
             del self.calls[r]
-        done, _ = ray.wait(list(siblings), num_returns=len(siblings), timeout=_READY_TIMEOUT_S) if siblings else ([], [])
+        done, _ = ray.wait(list(siblings), num_returns=len(siblings), timeout=_SETTLE_TIMEOUT_S) if siblings else ([], [])
         failed = [first]
         for r, call in siblings.items():
             if r in done:

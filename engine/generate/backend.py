@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import gc
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol, Sequence
+from typing import Any, Literal, Protocol
 
 from engine.errors import ModelLoadError, StageError
 
@@ -164,3 +165,9 @@ def get_backend(spec: BackendSpec) -> Backend:
         backend = TransformersBackend(spec)
     _LOADED[spec] = backend
     return backend
+
+
+def release_backends() -> None:
+    """Free the loaded transformers backends (a vLLM model stays: only the process exit frees it)."""
+    for spec in [s for s in _LOADED if s.kind != "vllm"]:
+        _LOADED.pop(spec).close()

@@ -51,7 +51,10 @@ class GenerateParams(Params):
     name: the generator name in sample ids and the `generator` column (default: the last path
     component of `model`, e.g. `starcoder2-7b`); max_new_tokens: fixed generation limit (None:
     mean + 3 std of the reference token lengths, see the module docstring); batch_size:
-    prompts per `generate()` call of the transformers backend (vLLM schedules by itself).
+    prompts per `generate()` call of the transformers backend (vLLM schedules by itself);
+    tensor_parallel_size, gpu_memory_utilization, enforce_eager: passed to `vllm.LLM` (on a
+    CPU machine gpu_memory_utilization is the share of host memory vLLM requires free at start,
+    and VLLM_CPU_KVCACHE_SPACE=<GiB> sizes its KV cache; 0.2 and 1 suit tiny models).
     """
 
     model: str
@@ -162,14 +165,15 @@ def plan_generation(samples: pa.Table, params: GenerateParams) -> dict[str, Any]
 
 
 def _request_seed(seed: int, file_id: str) -> int:
-    digest = hashlib.sha256(f"{seed}:{file_id}".encode("utf-8")).digest()
+    digest = hashlib.sha256(f"{seed}:{file_id}".encode()).digest()
     return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
 
 
 def _output_row(row: dict[str, Any], name: str) -> dict[str, Any]:
     out = {field.name: row.get(field.name) for field in GENERATION_SCHEMA}
     out.update(sample_id=f"{row['file_id']}/{name}", generator=name, prime=None, prediction=None,
-               label=None, error_codes=None)
+               label=None, error_codes=None, raw_generation=None, prompt_tokens=None, generated_tokens=None,
+               generation_error=None)
     return out
 
 
@@ -252,12 +256,12 @@ def _generate_isolating_failures(backend: Any, requests: list[GenerationRequest]
         return backend.generate(requests, stop_ids)
     except (ConfigError, ModelLoadError):
         raise
-    except Exception as exc:  # one bad prompt must not kill the others: retry one by one
+    except Exception as exc:  # noqa: BLE001 - one bad prompt must not kill the others: retry one by one
         logger.warning("batch of %d prompts failed (%s); retrying one by one", len(requests), exc)
     results: list = []
     for request in requests:
         try:
             results.extend(backend.generate([request], stop_ids))
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - recorded on the row, the run goes on
             results.append(f"backend error: {type(exc).__name__}: {exc}")
     return results

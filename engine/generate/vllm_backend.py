@@ -16,10 +16,15 @@ from __future__ import annotations
 
 import logging
 import os
-from typing import Sequence
+from collections.abc import Sequence
 
 from engine.errors import ModelLoadError
-from engine.generate.backend import BackendSpec, GenerationOutput, GenerationRequest, cut_at_stop
+from engine.generate.backend import (
+    BackendSpec,
+    GenerationOutput,
+    GenerationRequest,
+    cut_at_stop,
+)
 
 logger = logging.getLogger(__name__)
 

@@ -21,8 +21,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -69,7 +69,7 @@ def run_worker(job: dict, *, timeout: float | None = None, env: dict[str, str] |
         child_env = dict(os.environ if env is None else env)
         child_env["PYTHONPATH"] = os.pathsep.join(p for p in (str(_REPO_ROOT), child_env.get("PYTHONPATH", "")) if p)
         proc = subprocess.run([sys.executable, "-m", "engine.generate.worker", str(job_file)],
-                              env=child_env, timeout=timeout, capture_output=True, text=True)
+                              env=child_env, timeout=timeout, capture_output=True, text=True, check=False)
         if proc.returncode != 0:
             raise StageError("generate", f"generation worker exited with {proc.returncode}:\n{proc.stderr[-4000:]}")
 

@@ -78,7 +78,14 @@ _HEADS = 2
 
 def _train_tokenizer(card: FimCard, vocab_size: int):
     """A `tokenizers.Tokenizer` trained on the corpus, with the card's tokens as special tokens."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+    from tokenizers import (
+        Tokenizer,
+        decoders,
+        models,
+        pre_tokenizers,
+        processors,
+        trainers,
+    )
 
     specials = list(card.special_tokens)
     if card.tokenizer_kind == "sentencepiece":
