@@ -24,11 +24,15 @@ GENERATORS = ("codegemma-7b", "CodeLlama-7b-hf", "CodeQwen1.5-7B", "starcoder2-7
 LANGUAGES = ("en", "nl", "zh", "el", "pl")
 # Words per language from which comments are drawn; Chinese is joined without spaces.
 WORDS = {
-    "en": ["returns", "the", "shortest", "path", "between", "two", "nodes", "using", "cache", "value", "list", "empty", "before", "sorting", "read", "config", "file", "default", "key", "missing", "compute", "checksum", "buffer", "header", "store", "update", "index", "user", "name"],
-    "nl": ["geeft", "het", "kortste", "pad", "tussen", "twee", "knopen", "terug", "met", "de", "cache", "waarde", "lijst", "leeg", "voordat", "sorteren", "lees", "configuratie", "bestand", "standaard", "sleutel", "ontbreekt", "bereken", "controlesom", "buffer", "kop"],
+    "en": "returns the shortest path between two nodes using cache value list empty before sorting read config "
+          "file default key missing compute checksum buffer header store update index user name".split(),
+    "nl": "geeft het kortste pad tussen twee knopen terug met de cache waarde lijst leeg voordat sorteren lees "
+          "configuratie bestand standaard sleutel ontbreekt bereken controlesom buffer kop".split(),
     "zh": list("返回两个节点之间的最短路径使用缓存值列表为空排序前读取配置文件默认键缺失计算校验和缓冲区头部"),
-    "el": ["επιστρέφει", "τη", "συντομότερη", "διαδρομή", "μεταξύ", "δύο", "κόμβων", "με", "κρυφή", "μνήμη", "τιμή", "λίστα", "κενή", "πριν", "ταξινόμηση", "διαβάζει", "αρχείο", "ρυθμίσεων", "προεπιλογή", "κλειδί", "λείπει", "υπολογίζει", "άθροισμα", "ελέγχου"],
-    "pl": ["zwraca", "najkrótszą", "ścieżkę", "między", "dwoma", "węzłami", "za", "pomocą", "pamięci", "wartość", "lista", "pusta", "przed", "sortowaniem", "wczytaj", "plik", "konfiguracji", "domyślny", "klucz", "brakuje", "oblicz", "sumę", "kontrolną", "bufora", "nagłówek"],
+    "el": "επιστρέφει τη συντομότερη διαδρομή μεταξύ δύο κόμβων με κρυφή μνήμη τιμή λίστα κενή πριν ταξινόμηση "
+          "διαβάζει αρχείο ρυθμίσεων προεπιλογή κλειδί λείπει υπολογίζει άθροισμα ελέγχου".split(),
+    "pl": "zwraca najkrótszą ścieżkę między dwoma węzłami za pomocą pamięci wartość lista pusta przed sortowaniem "
+          "wczytaj plik konfiguracji domyślny klucz brakuje oblicz sumę kontrolną bufora nagłówek".split(),
 }
 ERROR_CODES = ("SE-HA3", "MS-LT", "LG-GR", "SE-MD", "MS-CC")
 LABELS = ("correct", "partial", "incorrect")

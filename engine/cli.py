@@ -10,6 +10,7 @@ from engine.errors import BabelscoreError
 
 logger = logging.getLogger("engine.cli")
 DEMO_CONFIG = Path(__file__).resolve().parent.parent / "configs" / "demo.yaml"
+DEMO_GENERATE_CONFIG = DEMO_CONFIG.with_name("demo_generate.yaml")
 DEMO_MODELS = DEMO_CONFIG.parent.parent / ".cache" / "demo-models"  # where configs/demo.yaml looks
 
 
@@ -77,17 +78,28 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
+    """Generation job first (configs/demo_generate.yaml), then the main job, whose report ends it."""
+    import os
+    import shutil
+
     from engine.demo import prepare_demo_models
+    from engine.models import DEMO_MODELS_ENV
 
-    prepare_demo_models(Path(args.models) if args.models else DEMO_MODELS)
-    args.config = str(DEMO_CONFIG)
+    models = Path(args.models) if args.models else DEMO_MODELS
+    os.environ[DEMO_MODELS_ENV] = str(models.resolve())
+    prepare_demo_models(models)
     out = Path(args.out)
-    if (out / "manifest.json").exists() and not args.resume:
-        import shutil
-
-        logger.info("removing the previous demo run in %s", out)
-        shutil.rmtree(out)
-    return cmd_run(args)
+    jobs = [(DEMO_GENERATE_CONFIG, out.with_name(out.name + "-generate")), (DEMO_CONFIG, out)]
+    for config, run_dir in jobs:
+        if (run_dir / "manifest.json").exists() and not args.resume:
+            logger.info("removing the previous demo run in %s", run_dir)
+            shutil.rmtree(run_dir)
+        print(f"\n=== {config.name} -> {run_dir}")
+        args.config, args.out = str(config), str(run_dir)
+        status = cmd_run(args)
+        if status:
+            return status
+    return 0
 
 
 def cmd_convert(args: argparse.Namespace) -> int:

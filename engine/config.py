@@ -23,7 +23,7 @@ STAGE_ORDER = ("build", "generate", "noise", "score", "calibrate", "report")
 # Section name -> "module:ParamsClass"; each stage owns the validation of its options.
 STAGE_PARAMS = {
     "build": "engine.data.build:BuildParams",
-    "generate": "engine.generate.stage:GenerateParams",
+    "generate": "engine.generate.stage:GenerateSection",
     "noise": "engine.noise:NoiseParams",
     "calibrate": "engine.calibrate.stage:CalibrateParams",
 }
@@ -104,7 +104,7 @@ TOP_LEVEL_KEYS = {"name", "input", "stages", "seed", "part_size", "score", "repo
 
 # Option names whose values are model or tokenizer locations: a value starting with ./ or ../
 # is a path relative to the config file, like `input`.
-PATH_OPTIONS = ("model", "tokenizer", "baseline")
+PATH_OPTIONS = ("model", "tokenizer", "baseline", "source_dir", "cards_file")
 
 
 def _resolve_relative_paths(options: Mapping[str, Any], base_dir: Path) -> dict[str, Any]:
@@ -191,6 +191,10 @@ def config_from_mapping(raw: Mapping[str, Any], base_dir: Path, overrides: Mappi
             options = raw[section]
             if isinstance(options, Mapping):
                 options = _resolve_relative_paths(options, base_dir)
+                if isinstance(options.get("generators"), list):
+                    options["generators"] = [
+                        _resolve_relative_paths(g, base_dir) if isinstance(g, Mapping) else g for g in options["generators"]
+                    ]
             sections[section] = _stage_params_class(section).from_mapping(options, where=section)
         elif section in ordered:
             sections[section] = _stage_params_class(section).from_mapping({}, where=section)

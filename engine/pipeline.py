@@ -57,14 +57,25 @@ class PartTask:
         return {"generate": GENERATION_SCHEMA, "noise": NOISE_SCHEMA, "score": SCORE_SCHEMA}[self.stage]
 
 
+def generation_task(generator: Any) -> str:
+    return f"generate-{generator.generator_name}"
+
+
 def sample_part_path(run_root: str | Path, index: int) -> Path:
     return Path(run_root) / "samples" / f"part-{index:05d}.parquet"
 
 
 def plan_parts(config: RunConfig, stage: str, n_parts: int) -> list[PartTask]:
     """All parts of a stage, model-major: every part of one model before the next model."""
-    if stage in ("generate", "noise"):
-        return [PartTask(stage, stage, i, model_key=stage) for i in range(n_parts)]
+    if stage == "noise":
+        return [PartTask(stage, stage, i, model_key="") for i in range(n_parts)]
+    if stage == "generate":
+        section = config.section("generate")
+        return [
+            PartTask(stage, generation_task(g), i, model_key=f"generate:{g.model}", scorer_index=k)
+            for k, g in enumerate(section.generators)  # type: ignore[attr-defined]
+            for i in range(n_parts)
+        ]
     assert config.score is not None
     tasks = []
     for scorer_index, spec in enumerate(config.score.scorers):
@@ -103,13 +114,18 @@ def _require_columns(stage: str, table: pa.Table, source: str) -> None:
 
 
 def read_stage_input(run_root: str | Path, config: RunConfig, stage: str, index: int) -> pa.Table:
-    """The sample rows a stage works on for part `index`: generated rows when generation ran."""
+    """The sample rows a stage works on for part `index`: generated rows when generation ran
+    (every generator's rows of that part, in config order)."""
     if stage != "generate" and "generate" in config.stages:
-        path = Path(run_root) / STAGE_DIRS["generate"] / f"generate__part-{index:05d}.parquet"
+        paths = [
+            Path(run_root) / STAGE_DIRS["generate"] / f"{generation_task(g)}__part-{index:05d}.parquet"
+            for g in config.section("generate").generators  # type: ignore[attr-defined]
+        ]
+        table = pa.concat_tables([pq.read_table(p, schema=GENERATION_SCHEMA) for p in paths])
     else:
-        path = sample_part_path(run_root, index)
-    table = pq.read_table(path)
-    _require_columns(stage, table, str(path.relative_to(run_root)))
+        paths = [sample_part_path(run_root, index)]
+        table = pq.read_table(paths[0])
+    _require_columns(stage, table, str(paths[0].relative_to(run_root)))
     return table
 
 
@@ -183,9 +199,10 @@ def execute_part(run_root: str, config: RunConfig, task: PartTask, stage_info: d
     _maybe_kill_for_test(task)
     samples = read_stage_input(run_root, config, task.stage, task.index)
     if task.stage == "generate":
-        from engine.generate.stage import generate_samples
+        from engine.generate.stage import generate_part
 
-        return generate_samples(samples, config.section("generate"), int(stage_info["max_new_tokens"]))
+        generator = config.section("generate").generators[task.scorer_index]  # type: ignore[attr-defined]
+        return generate_part(samples, generator, int(stage_info[generator.generator_name]["max_new_tokens"]))
     if task.stage == "noise":
         from engine.noise import make_noise
 

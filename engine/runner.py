@@ -64,11 +64,21 @@ def prepare(run: RunDirectory, config: RunConfig) -> None:
     rejected: list[dict[str, Any]] = []
     buffer: list[dict[str, Any]] = []
     part_rows: list[int] = []
+    # With a generate stage the unit is the file: its first row is the one generated from, so
+    # a file never spans two parts (which would generate it twice).
+    one_row_per_file = "generate" in config.stages
+    files_seen: set[str] = set()
+    merged = 0
     for raw in _input_rows(config):
         sample, rejection = validator.check(raw)
         if rejection is not None:
             rejected.append(rejection)
             continue
+        if one_row_per_file:
+            if sample["file_id"] in files_seen:
+                merged += 1
+                continue
+            files_seen.add(sample["file_id"])
         buffer.append(sample)
         if len(buffer) == config.part_size:
             _write_samples_part(run, len(part_rows), buffer)
@@ -87,6 +97,9 @@ def prepare(run: RunDirectory, config: RunConfig) -> None:
             "parts": len(part_rows),
         }
     )
+    if merged:
+        run.manifest["counts"]["rows_sharing_a_generated_file"] = merged
+        logger.info("%d input rows share their file with an earlier row: each file is generated once", merged)
     run.manifest["part_rows"] = part_rows
     if validator.rejected:
         logger.warning(
@@ -148,7 +161,7 @@ def _stage_info(run: RunDirectory, config: RunConfig, stage: str) -> dict[str, A
         samples = pa.concat_tables(
             pq.read_table(sample_part_path(run.root, i)) for i in range(run.manifest["counts"]["parts"])
         )
-        info = plan_generation(samples, config.section("generate"))
+        info = {g.generator_name: plan_generation(samples, g) for g in config.section("generate").generators}
         run.manifest["stages"]["generate-plan"] = info
         run.save()
     return info

@@ -149,3 +149,21 @@ def test_scorer_compares_scored_spans_by_default_and_whole_comments_on_request()
     assert whole["bleuscore"].value == sacrebleu.sentence_bleu("// Returns the user name.", ["// Returns the name of the user."]).score
     assert "span:scored" in scored["bleuscore"].signature and "span:whole" in whole["bleuscore"].signature
     assert {r.variant for r in scored.values() if r.metric == "rougeL"} == {"P", "R", "F"}
+
+
+_TOKENIZER_ALPHABET = st.sampled_from(
+    list("ab Z09.,-'\"&;:()[]{}<>!?/\\@#$%^*_+=`~|") + [" ", " ", "  ", "\t", "\xa0", "5.", ".5", "-1", "计", "算", "。", "，", "é", "ß"]
+)
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.lists(_TOKENIZER_ALPHABET, max_size=30).map("".join), st.sampled_from(["13a", "zh"]))
+def test_word_cached_tokenizer_equals_sacrebleu_on_any_line(line, name):
+    from sacrebleu.metrics.bleu import BLEU
+
+    from engine.metrics.bleu import WordCachedTokenizer
+
+    anchor = BLEU(tokenize=name).tokenizer
+    ours = WordCachedTokenizer(name, anchor)
+    assert ours(line) == anchor(line)
+    assert ours(line) == anchor(line)  # again, from the word cache

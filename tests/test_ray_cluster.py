@@ -16,13 +16,13 @@ import pyarrow.parquet as pq
 import pytest
 
 ray = pytest.importorskip("ray")
-from ray.cluster_utils import Cluster
+from ray.cluster_utils import Cluster  # noqa: E402
 
-from engine import runner
-from engine.config import load_config
-from engine.executors.ray import RayExecutor
-from engine.pipeline import PartTask, plan_parts
-from engine.records import SCORE_KEY
+from engine import runner  # noqa: E402
+from engine.config import load_config  # noqa: E402
+from engine.executors.ray import RayExecutor  # noqa: E402
+from engine.pipeline import PartTask, plan_parts  # noqa: E402
+from engine.records import SCORE_KEY  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 STORE = 80 * 1024 * 1024

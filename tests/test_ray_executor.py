@@ -15,13 +15,13 @@ import pytest
 
 ray = pytest.importorskip("ray")
 
-from engine import runner
-from engine.config import load_config
-from engine.errors import ConfigError, PartFailedError
-from engine.executors.ray import RayExecutor, RayOptions
-from engine.io.rundir import RunDirectory
-from engine.pipeline import KILL_PART_ENV, PartTask, plan_parts
-from engine.records import SCORE_KEY
+from engine import runner  # noqa: E402
+from engine.config import load_config  # noqa: E402
+from engine.errors import ConfigError, PartFailedError  # noqa: E402
+from engine.executors.ray import RayExecutor, RayOptions  # noqa: E402
+from engine.io.rundir import RunDirectory  # noqa: E402
+from engine.pipeline import KILL_PART_ENV, PartTask, plan_parts  # noqa: E402
+from engine.records import SCORE_KEY  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 N_SAMPLES = 48

@@ -34,7 +34,8 @@ def _cli(config: Path, out: Path, executor: str, resume: bool, crash_after: int 
     if crash_after is not None:
         env[CRASH_AFTER_COMMITS_ENV] = str(crash_after)
     command = [sys.executable, "-m", "engine.cli", "run", str(config), "--out", str(out), "--executor", executor]
-    return subprocess.run(command + (["--resume"] if resume else []), check=False, capture_output=True, text=True, cwd=REPO, env=env, timeout=300)
+    command += ["--resume"] if resume else []
+    return subprocess.run(command, check=False, capture_output=True, text=True, cwd=REPO, env=env, timeout=300)
 
 
 def _manifest(out: Path) -> dict:

@@ -103,7 +103,10 @@ def _apply_env(env: dict[str, str]) -> None:
     os.environ.update(env)
 
 
-def _compute(run_root: str, config: RunConfig, part: PartTask, stage_info: dict[str, Any], env: dict[str, str]) -> tuple[pa.Table, dict[str, Any]]:
+Result = tuple[pa.Table, dict[str, Any]]  # the part's table, and where it was computed
+
+
+def _compute(run_root: str, config: RunConfig, part: PartTask, stage_info: dict[str, Any], env: dict[str, str]) -> Result:
     _apply_env(env)
     table = execute_part(run_root, config, part, stage_info)
     where = {"node_id": ray.get_runtime_context().get_node_id(), "hostname": socket.gethostname(), "pid": os.getpid()}
@@ -111,7 +114,7 @@ def _compute(run_root: str, config: RunConfig, part: PartTask, stage_info: dict[
 
 
 @ray.remote(max_retries=0)
-def _part_task(run_root: str, config: RunConfig, part: PartTask, stage_info: dict[str, Any], env: dict[str, str]) -> tuple[pa.Table, dict[str, Any]]:
+def _part_task(run_root: str, config: RunConfig, part: PartTask, stage_info: dict[str, Any], env: dict[str, str]) -> Result:
     return _compute(run_root, config, part, stage_info, env)
 
 
@@ -125,7 +128,7 @@ class _ModelWorker:
     def ready(self) -> str:
         return ray.get_runtime_context().get_node_id()
 
-    def run(self, run_root: str, config: RunConfig, part: PartTask, stage_info: dict[str, Any], env: dict[str, str]) -> tuple[pa.Table, dict[str, Any]]:
+    def run(self, run_root: str, config: RunConfig, part: PartTask, stage_info: dict[str, Any], env: dict[str, str]) -> Result:
         return _compute(run_root, config, part, stage_info, env)
 
 
@@ -216,10 +219,9 @@ class RayExecutor:
             ray.init(logging_level=logging.WARNING, **local)
         self._owns_ray = True
         resources = ray.cluster_resources()
-        logger.info(
-            "Ray: %d node(s), %g CPU, %g %s",
-            len([n for n in ray.nodes() if n.get("Alive")]), resources.get("CPU", 0), resources.get(opts.gpu_resource, 0), opts.gpu_resource,
-        )
+        nodes = len([n for n in ray.nodes() if n.get("Alive")])
+        gpus = resources.get(opts.gpu_resource, 0)
+        logger.info("Ray: %d node(s), %g CPU, %g %s", nodes, resources.get("CPU", 0), gpus, opts.gpu_resource)
 
     def _task_options(self) -> dict[str, Any]:
         return {"num_cpus": self.options.num_cpus_per_task}

@@ -265,3 +265,36 @@ def _generate_isolating_failures(backend: Any, requests: list[GenerationRequest]
         except Exception as exc:  # noqa: BLE001 - recorded on the row, the run goes on
             results.append(f"backend error: {type(exc).__name__}: {exc}")
     return results
+
+
+@dataclasses.dataclass(frozen=True)
+class GenerateSection(Params):
+    """The `generate:` config section: one or more generators, run model-major.
+
+    Each generator's rows are `<file_id>/<name>`; together they give the study's one row per
+    (file, generator). Names must differ, or sample ids would collide.
+    """
+
+    generators: tuple[GenerateParams, ...]
+
+    def __post_init__(self) -> None:
+        require(len(self.generators) > 0, "generate.generators", self.generators, "a non-empty list of generators")
+        names = [g.generator_name for g in self.generators]
+        require(len(set(names)) == len(names), "generate.generators", names, "distinct generator names (set `name:`)")
+
+
+def generate_part(samples: pa.Table, params: GenerateParams, max_new_tokens: int) -> pa.Table:
+    """One part of one generator, in this process when it can hold the model, else in a worker.
+
+    vLLM cannot free a model in-process: a second vLLM generator in the same process runs in
+    a worker subprocess (one model per process) instead of failing.
+    """
+    if params.backend == "vllm":
+        from engine.generate.backend import _LOADED
+
+        held = [spec for spec in _LOADED if spec.kind == "vllm"]
+        if held and held[0] != params.backend_spec():
+            from engine.generate.worker import generate_in_subprocess
+
+            return generate_in_subprocess(samples, params, max_new_tokens)
+    return generate_samples(samples, params, max_new_tokens)

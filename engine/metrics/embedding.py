@@ -17,7 +17,8 @@ rescaling (x - b)/(1 - b). `mode: compat` in the `none` setting reproduces `bert
 - empty means "no scored token" (bert_score tests for a length of 2, which only fits
   tokenizers that add exactly two special tokens).
 
-`mode: fast` allows bfloat16/float16 and scores spans longer than the model window in
+`mode: fast` allows bfloat16/float16, runs linear layers through oneDNN on CPU in bfloat16
+(engine/metrics/cpu_fastpath.py) and scores spans longer than the model window in
 overlapping windows instead of truncating them. In the `minimal` and `full` settings both
 modes use windows. Variants: P, R, F (or layer-k/P, ... with all_layers) and mean-cos (cosine
 of the mean raw embeddings of the scored tokens; never rescaled).
@@ -163,13 +164,15 @@ class EmbeddingScorer:
 
     def _signature(self, context: str) -> str:
         from engine import __version__
-        from engine.metrics.encoder_runtime import planned_attn_implementation, resolve_device
+        from engine.metrics.encoder_runtime import planned_attn_implementation, planned_linear_kernels, resolve_device
 
         p = self.params
         if self._runtime is not None:
-            attn = self._runtime.attn_implementation
+            attn, linear = self._runtime.attn_implementation, self._runtime.linear_kernels
         else:
-            attn = planned_attn_implementation(resolve_device(p.device), p.dtype)
+            device = resolve_device(p.device)
+            attn = planned_attn_implementation(device, p.dtype)
+            linear = planned_linear_kernels(device, p.dtype, p.mode == "fast")
         truncates = p.mode == "compat" and context == "none"
         return format_signature({
             "metric": METRIC,
@@ -183,6 +186,7 @@ class EmbeddingScorer:
             "tok": "fast",
             "dtype": p.dtype,
             "attn": attn,
+            "linear": linear,
             "mode": p.mode,
             "pool": "mean-cos" if p.mean_pool else False,
             "transformers": package_version("transformers"),
@@ -205,6 +209,7 @@ class EmbeddingScorer:
                 device=p.device,
                 add_prefix_space=True,
                 max_length=p.max_length,
+                cpu_fastpath=p.mode == "fast",
             )
             if p.all_layers and self.layer > self._runtime.n_layers:
                 raise ConfigError(f"layer: got {self.layer}; allowed: 0..{self._runtime.n_layers} for {p.model}")

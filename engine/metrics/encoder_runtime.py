@@ -52,6 +52,11 @@ def resolve_device(device: str) -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
+def planned_linear_kernels(device: str, dtype: str, fast: bool) -> str:
+    """What `EncoderRuntime.linear_kernels` will say, before loading: onednn or torch."""
+    return "onednn" if fast and device == "cpu" and dtype == "bfloat16" else "torch"
+
+
 def planned_attn_implementation(device: str, dtype: str) -> str:
     """flash_attention_2 on CUDA in half precision when the package is installed, else sdpa."""
     if device.startswith("cuda") and dtype != "float32" and importlib.util.find_spec("flash_attn") is not None:
@@ -118,7 +123,8 @@ class EncoderRuntime:
 
     `layer` given: the model is cut after that layer and each forward returns its output
     (B, T, D). `layer` None: every hidden state is returned, (B, T, L+1, D), index 0 being
-    the embedding layer.
+    the embedding layer. `cpu_fastpath`: on CPU in bfloat16, linear layers run through
+    oneDNN with prepacked weights (engine/metrics/cpu_fastpath.py).
     """
 
     def __init__(
@@ -130,6 +136,7 @@ class EncoderRuntime:
         device: str,
         add_prefix_space: bool,
         max_length: int | None,
+        cpu_fastpath: bool = False,
     ):
         import torch
         import transformers
@@ -164,6 +171,12 @@ class EncoderRuntime:
         if hasattr(model.config, "use_cache"):
             model.config.use_cache = False
         self.model = model.eval().to(self.device)
+        self.linear_kernels = "torch"
+        if cpu_fastpath and self.device == "cpu":
+            from engine.metrics.cpu_fastpath import apply_cpu_fastpath
+
+            if apply_cpu_fastpath(self.model, torch_dtype(dtype)):
+                self.linear_kernels = "onednn"
         self.attn_implementation = str(getattr(model.config, "_attn_implementation", attn))
         self.prefix_ids, self.suffix_ids = self._special_layout()
         self.max_length = max_length or self._model_max_length(config)
@@ -202,6 +215,16 @@ class EncoderRuntime:
         """Fast-tokenise texts (no special tokens, no truncation) with offsets; failures returned, not raised."""
         if not texts:
             return []
+        backend = getattr(self.tokenizer, "backend_tokenizer", None)
+        if backend is not None and backend.truncation is None and backend.padding is None:
+            # The Rust tokenizer the fast tokenizer wraps, without its per-token Python conversion.
+            try:
+                return [
+                    Tokenized(tuple(e.ids), tuple(e.offsets))
+                    for e in backend.encode_batch(list(texts), add_special_tokens=False)
+                ]
+            except Exception:
+                pass  # isolate the failing text below
         try:
             enc = self.tokenizer(list(texts), add_special_tokens=False, return_offsets_mapping=True, verbose=False)
             return [

@@ -7,15 +7,13 @@ formula, and carries a signature built from declared fields (sacrebleu's idea).
 from __future__ import annotations
 
 import logging
-from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Literal, Sequence
 
-from sacrebleu.metrics.bleu import BLEU
-
 from engine.errors import ConfigError
 from engine.items import ScoreItem, ScoreRow
+from engine.metrics.bleu import SentenceBleu
 from engine.metrics.meteor import MeteorParams, meteor_from_tokens, wordnet_available
 from engine.metrics.text import UnicodeRougeTokenizer, meteor_tokens
 from engine.params import Params, require
@@ -24,7 +22,9 @@ from engine.signature import format_signature, package_version
 logger = logging.getLogger(__name__)
 
 LEXICAL_METRICS = ("bleu", "rougeL", "meteor")
-_MAX_ORDER = 4
+# Caches hold the texts of one part (a file's references are shared by its neighbouring
+# generators); they are cleared after every `score()` so memory does not grow with the run.
+_CACHE_SIZE = 8192
 STUDY_LANGUAGES = ("en", "nl", "zh", "el", "pl")
 
 
@@ -52,53 +52,6 @@ def bleu_tokenizer_for(language: str, choice: str) -> str:
     if choice != "auto":
         return choice
     return "zh" if language.lower().startswith("zh") else "13a"
-
-
-class SentenceBleu:
-    """sacrebleu's sentence BLEU (exp smoothing, effective order) with cached reference n-grams.
-
-    Numbers are sacrebleu's own: its tokenizer and its `compute_bleu`; only the per-segment
-    n-gram counting is ours, so a reference shared by several predictions is processed once.
-    """
-
-    def __init__(self, tokenize: str):
-        self._bleu = BLEU(tokenize=tokenize, effective_order=True, smooth_method="exp")
-        self.signature_fields = {"metric": "bleu", **_sacrebleu_signature_fields(self._bleu)}
-        self._ngrams = lru_cache(maxsize=65536)(self._ngrams_uncached)
-
-    def _ngrams_uncached(self, text: str) -> tuple[dict[tuple[str, ...], int], int]:
-        tokens = self._bleu._preprocess_segment(text).split()
-        counts: Counter[tuple[str, ...]] = Counter()
-        for n in range(1, _MAX_ORDER + 1):
-            counts.update(zip(*(tokens[i:] for i in range(n))))
-        return counts, len(tokens)
-
-    def score(self, hypothesis: str, reference: str) -> float:
-        ref_ngrams, ref_len = self._ngrams(reference)
-        hyp_ngrams, hyp_len = self._ngrams(hypothesis)
-        correct = [0] * _MAX_ORDER
-        total = [0] * _MAX_ORDER
-        for gram, count in hyp_ngrams.items():
-            order = len(gram) - 1
-            total[order] += count
-            matched = ref_ngrams.get(gram)
-            if matched:
-                correct[order] += min(count, matched)
-        return BLEU.compute_bleu(
-            correct, total, hyp_len, ref_len, smooth_method="exp", effective_order=True, max_ngram_order=_MAX_ORDER
-        ).score
-
-
-def _sacrebleu_signature_fields(bleu: BLEU) -> dict[str, str]:
-    """The fields of sacrebleu's own sentence-BLEU signature (nrefs|case|eff|tok|smooth|version)."""
-    return {
-        "nrefs": "1",
-        "case": "lc" if bleu.lowercase else "mixed",
-        "eff": "yes",
-        "tok": bleu.tokenizer_signature,
-        "smooth": "exp",
-        "version": package_version("sacrebleu"),
-    }
 
 
 def lcs_length(a: Sequence[int], b: Sequence[int]) -> int:
@@ -133,7 +86,7 @@ class RougeL:
     def __init__(self) -> None:
         self._tokenizer = UnicodeRougeTokenizer()
         self._vocab: dict[str, int] = {}
-        self._ids = lru_cache(maxsize=65536)(self._ids_uncached)
+        self._ids = lru_cache(maxsize=_CACHE_SIZE)(self._ids_uncached)
 
     def _ids_uncached(self, text: str) -> tuple[int, ...]:
         vocab = self._vocab
@@ -160,7 +113,7 @@ class LexicalScorer:
         self.params = params
         self._bleu: dict[str, SentenceBleu] = {}
         self._rouge = RougeL()
-        self._meteor_tokens = lru_cache(maxsize=65536)(meteor_tokens)
+        self._meteor_tokens = lru_cache(maxsize=_CACHE_SIZE)(meteor_tokens)
         self._meteor = MeteorParams(synonyms=params.meteor_synonyms == "auto" and wordnet_available())
 
     @property
@@ -200,7 +153,20 @@ class LexicalScorer:
             return item.candidate_comment, item.reference
         return item.prediction, item.reference_tail
 
+    def clear_caches(self) -> None:
+        """Forget cached tokenisations (ours and sacrebleu's class-level tokenizer caches)."""
+        self._meteor_tokens.cache_clear()
+        self._rouge = RougeL()
+        for bleu in self._bleu.values():
+            bleu.clear_cache()
+
     def score(self, items: Sequence[ScoreItem]) -> list[ScoreRow]:
+        try:
+            return self._score(items)
+        finally:
+            self.clear_caches()
+
+    def _score(self, items: Sequence[ScoreItem]) -> list[ScoreRow]:
         rows: list[ScoreRow] = []
         for item in items:
             candidate, reference = self._texts(item)

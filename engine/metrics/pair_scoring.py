@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     import torch
 
 # Upper bound on B * Tc * Tr * layers per matching batch (float32 elements).
-MATCH_BUDGET = 1 << 23
+MATCH_BUDGET = 1 << 21
 
 
 def token_weights(emb: TextEmbedding, idf: Callable[[Sequence[int]], list[float]] | None) -> "torch.Tensor":

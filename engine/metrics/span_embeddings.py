@@ -113,7 +113,7 @@ def encode_plans(
     import torch
 
     from kernels.matching import l2_normalise
-    from kernels.pooling import masked_mean
+    from kernels.pooling import segment_masked_mean
 
     sequences: list[tuple[int, ...]] = []
     keep: list[tuple[int, ...]] = []
@@ -134,32 +134,44 @@ def encode_plans(
         else:
             parts.setdefault(p, []).append(r)
 
+    ok = [p for p, plan in enumerate(plans) if plan.n_span > 0 and p not in failed]
+    embedded: dict[int, TextEmbedding] = {}
+    if ok:
+        # One normalisation and one pooling call for every text, not one per text.
+        per_text = [parts[p][0] if len(parts[p]) == 1 else torch.cat(parts[p], dim=0) for p in ok]  # (K, D) or (K, L+1, D)
+        sizes = [t.shape[0] for t in per_text]
+        unit = l2_normalise(torch.cat(per_text, dim=0).float()).split(sizes)  # (K, D) or (K, L+1, D) each
+        rows_all = torch.cat(per_text, dim=0)  # (sum K, D) or (sum K, L+1, D)
+        if rows_all.dim() == 3:
+            rows_all = rows_all[:, pool_layer if pool_layer is not None else -1]  # (sum K, D)
+        specials = [torch.as_tensor(plans[p].special, dtype=torch.bool) for p in ok]
+        device = per_text[0].device
+        segments = torch.repeat_interleave(torch.arange(len(ok)), torch.as_tensor(sizes)).to(device)  # (sum K,)
+        scored = ~torch.cat(specials).to(device)  # (sum K,)
+        pooled = segment_masked_mean(rows_all, segments, scored, len(ok))  # (N, D) float32
+        for i, p in enumerate(ok):
+            ids = torch.as_tensor(plans[p].token_ids, dtype=torch.long, device=device)  # (K,)
+            embedded[p] = TextEmbedding(unit[i], ids, specials[i].to(device), pooled[i], plans[p].n_span)
+
     out: list[TextEmbedding | str] = []
     for p, plan in enumerate(plans):
         if p in failed:
             out.append(failed[p])
-            continue
-        special = torch.as_tensor(plan.special, dtype=torch.bool)  # (K,)
-        ids = torch.as_tensor(plan.token_ids, dtype=torch.long)  # (K,)
-        if plan.n_span == 0:
-            out.append(_empty_embedding(runtime, ids, special))
-            continue
-        emb = torch.cat(parts[p], dim=0).float()  # (K, D) or (K, L+1, D)
-        pool_source = emb if emb.dim() == 2 else emb[:, pool_layer if pool_layer is not None else -1]  # (K, D)
-        scored = (~special).to(emb.device).unsqueeze(0)  # (1, K)
-        pooled = masked_mean(pool_source.unsqueeze(0), scored)[0]  # (D,)
-        out.append(TextEmbedding(l2_normalise(emb), ids.to(emb.device), special.to(emb.device), pooled, plan.n_span))
+        elif plan.n_span == 0:
+            out.append(_empty_embedding(runtime, plan))
+        else:
+            out.append(embedded[p])
     return out
 
 
-def _empty_embedding(runtime: EncoderRuntime, ids: "torch.Tensor", special: "torch.Tensor") -> TextEmbedding:
+def _empty_embedding(runtime: EncoderRuntime, plan: TextPlan) -> TextEmbedding:
+    """A text without scored tokens: never matched (an empty side scores 0), so no model rows."""
     import torch
 
-    hidden = runtime.model.config.hidden_size if hasattr(runtime.model.config, "hidden_size") else 1
     return TextEmbedding(
-        torch.zeros((0, hidden), dtype=torch.float32, device=runtime.device),
-        ids.to(runtime.device),
-        special.to(runtime.device),
-        torch.zeros(hidden, dtype=torch.float32, device=runtime.device),
+        torch.zeros((0, 1), dtype=torch.float32, device=runtime.device),
+        torch.as_tensor(plan.token_ids, dtype=torch.long, device=runtime.device),
+        torch.as_tensor(plan.special, dtype=torch.bool, device=runtime.device),
+        torch.zeros(1, dtype=torch.float32, device=runtime.device),
         0,
     )
