@@ -30,7 +30,15 @@ def cmd_run(args: argparse.Namespace) -> int:
     from engine.runner import execute_run, read_scores
 
     config = load_config(args.config)
-    summary = execute_run(config, args.out, resume=args.resume, executor_name=args.executor, ray_address=args.ray_address)
+    ray_options = {
+        "actors_per_model": args.ray_actors_per_model,
+        "gpus_per_actor": args.ray_gpus_per_actor,
+        "gpu_resource": args.ray_gpu_resource,
+        "max_retries": args.ray_max_retries,
+    }
+    summary = execute_run(
+        config, args.out, resume=args.resume, executor_name=args.executor, ray_address=args.ray_address, ray_options=ray_options
+    )
     counts = summary.counts
     print(f"run complete: {summary.run_dir}")
     print(
@@ -139,6 +147,10 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--resume", action="store_true", help="continue an interrupted run in --out: committed parts are kept")
         p.add_argument("--executor", choices=["local", "ray"], default="local", help="where parts run (default: local)")
         p.add_argument("--ray-address", default=None, help="address of an existing Ray cluster (default: start a local one)")
+        p.add_argument("--ray-actors-per-model", type=int, default=None, help="model actors per model (default: one per GPU in the cluster)")
+        p.add_argument("--ray-gpus-per-actor", type=float, default=1.0, help="GPUs each model actor asks for (0.5: two actors per GPU)")
+        p.add_argument("--ray-gpu-resource", default="GPU", help="Ray resource model actors ask for (a custom resource pins models to some nodes)")
+        p.add_argument("--ray-max-retries", type=int, default=2, help="resubmissions of a part lost to a dead worker or node")
 
     run = sub.add_parser("run", help="run a config")
     run.add_argument("config", help="YAML run config")

@@ -188,7 +188,7 @@ def _record_signatures(run: RunDirectory, config: RunConfig) -> None:
     run.save()
 
 
-def make_executor(name: str, ray_address: str | None = None) -> Any:
+def make_executor(name: str, ray_address: str | None = None, ray_options: dict[str, Any] | None = None) -> Any:
     if name == "local":
         from engine.executors.local import LocalExecutor
 
@@ -196,14 +196,23 @@ def make_executor(name: str, ray_address: str | None = None) -> Any:
     if name == "ray":
         from engine.executors.ray import RayExecutor
 
-        return RayExecutor(address=ray_address)
+        from engine.executors.ray import RayOptions
+
+        return RayExecutor(address=ray_address, options=RayOptions.from_mapping(ray_options or {}, where="ray options"))
     raise ValueError(f"unknown executor {name!r}; allowed: local, ray")
 
 
-def execute_run(config: RunConfig, out: str, resume: bool = False, executor_name: str = "local", ray_address: str | None = None) -> RunSummary:
+def execute_run(
+    config: RunConfig,
+    out: str,
+    resume: bool = False,
+    executor_name: str = "local",
+    ray_address: str | None = None,
+    ray_options: dict[str, Any] | None = None,
+) -> RunSummary:
     run = open_run(config, out, resume)
     prepare(run, config)
-    executor = make_executor(executor_name, ray_address)
+    executor = make_executor(executor_name, ray_address, ray_options)
     try:
         for stage in PART_STAGES:
             if stage in config.stages:

@@ -27,7 +27,7 @@ PREFIX_SPACE_TOKENIZERS = {"GPT2Tokenizer", "GPT2TokenizerFast", "RobertaTokeniz
 _LAYER_PATHS = ("encoder.layer", "encoder.block", "encoder.layers", "block", "layers", "layer", "transformer.layer", "transformer.h", "h")
 _UNBOUNDED_MAX_LENGTH = 1_000_000
 # A batch takes sequences down to this fraction of its longest one.
-MIN_FILL = 0.8
+MIN_FILL = 0.9
 
 
 @dataclass(frozen=True)
@@ -35,7 +35,7 @@ class Tokenized:
     """A text's own tokens (no special tokens) and their character offsets."""
 
     ids: tuple[int, ...]
-    offsets: tuple[tuple[int, int], ...]
+    offsets: tuple[tuple[int, int], ...] | None  # None when not asked for
 
 
 def torch_dtype(name: str) -> "torch.dtype":
@@ -170,6 +170,8 @@ class EncoderRuntime:
             truncate_layers(model, layer)
         if hasattr(model.config, "use_cache"):
             model.config.use_cache = False
+        if getattr(model, "pooler", None) is not None:
+            model.pooler = None  # its output is never used
         self.model = model.eval().to(self.device)
         self.linear_kernels = "torch"
         if cpu_fastpath and self.device == "cpu":
@@ -211,18 +213,19 @@ class EncoderRuntime:
                 return tuple(full[:start]), tuple(full[start + len(content):])
         raise ModelLoadError("cannot locate the text between the tokenizer's special tokens")
 
-    def tokenize(self, texts: Sequence[str]) -> list[Tokenized | Exception]:
-        """Fast-tokenise texts (no special tokens, no truncation) with offsets; failures returned, not raised."""
+    def tokenize(self, texts: Sequence[str], offsets: bool = True) -> list[Tokenized | Exception]:
+        """Fast-tokenise texts (no special tokens, no truncation), with character offsets if asked.
+
+        Failures are returned in place of the text's result, not raised.
+        """
         if not texts:
             return []
         backend = getattr(self.tokenizer, "backend_tokenizer", None)
         if backend is not None and backend.truncation is None and backend.padding is None:
             # The Rust tokenizer the fast tokenizer wraps, without its per-token Python conversion.
             try:
-                return [
-                    Tokenized(tuple(e.ids), tuple(e.offsets))
-                    for e in backend.encode_batch(list(texts), add_special_tokens=False)
-                ]
+                encodings = backend.encode_batch(list(texts), add_special_tokens=False)
+                return [Tokenized(tuple(e.ids), tuple(e.offsets) if offsets else None) for e in encodings]
             except Exception:
                 pass  # isolate the failing text below
         try:

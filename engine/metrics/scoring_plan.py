@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Sequence
 
 from engine.context import ContextSetting, SpanText
 from engine.metrics.idf import IdfTable
-from engine.metrics.span_embeddings import TextEmbedding, TextPlan, encode_plans, plan_text
+from engine.metrics.span_embeddings import TextEmbedding, TextPlan, encode_plans, is_whole, plan_text
 
 if TYPE_CHECKING:
     from engine.metrics.embedding import EmbeddingScorer
@@ -44,7 +44,8 @@ class ContextScoring:
         rt = self.runtime
         for start in range(0, len(todo), TOKENIZE_BATCH):
             batch = todo[start:start + TOKENIZE_BATCH]
-            for span, tokens in zip(batch, rt.tokenize([s.text for s in batch])):
+            need_offsets = not all(is_whole(s) for s in batch)
+            for span, tokens in zip(batch, rt.tokenize([s.text for s in batch], offsets=need_offsets)):
                 if isinstance(tokens, Exception):
                     self._plans[_key(span)] = f"tokenizer: {type(tokens).__name__}: {tokens}"
                 else:

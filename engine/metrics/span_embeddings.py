@@ -54,6 +54,11 @@ class TextEmbedding:
     n_span: int
 
 
+def is_whole(span: SpanText) -> bool:
+    """The span is the whole (non-empty) text: every token is scored, offsets are not needed."""
+    return span.span_start == 0 and span.span_end == len(span.text) > 0
+
+
 def plan_text(
     tokens: Tokenized,
     span: SpanText,
@@ -68,11 +73,13 @@ def plan_text(
     the rest silently dropped (only meaningful when the span is the whole text). Otherwise
     the span is scored whole, in overlapping windows if it is longer than `max_content`.
     """
-    if span.span_start == 0 and span.span_end == len(span.text) > 0:
+    if is_whole(span):
         # The text is the span: every token counts, including zero-width ones the tokenizer
         # inserts (the prefix-space `Ġ` of add_prefix_space, which bert_score scores).
         mask = [True] * len(tokens.ids)
     else:
+        if tokens.offsets is None:
+            raise ValueError("plan_text: a partial span needs the token offsets")
         mask = span_token_mask(tokens.offsets, span.span_start, span.span_end)
     inside = [i for i, m in enumerate(mask) if m]
     n = len(tokens.ids)

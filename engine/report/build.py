@@ -335,7 +335,12 @@ def _experts_section(data: RunData, fw: FigureWriter) -> Section:
 def _provenance_section(data: RunData) -> Section:
     m = data.manifest
     parts = ["<h3>Versions</h3>", page.kv_table(sorted((m.get("versions") or {}).items()))]
-    signatures = m.get("signatures") or {}
+    # manifest signatures: scorer task -> {metric/language or context -> signature}
+    signatures = {
+        f"{task} {key}": sig
+        for task, by_key in (m.get("signatures") or {}).items()
+        for key, sig in (by_key.items() if isinstance(by_key, dict) else [("", by_key)])
+    }
     if signatures:
         rows = "".join(f"<tr><th>{esc(k)}</th><td><code class=sig>{esc(v)}</code></td></tr>" for k, v in sorted(signatures.items()))
         parts += ["<h3>Metric signatures (manifest)</h3>", f'<div class="scroll"><table class="kv"><tbody>{rows}</tbody></table></div>']

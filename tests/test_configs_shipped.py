@@ -1,0 +1,24 @@
+"""The shipped configs load and validate (hub ids are not resolved: that needs a hub)."""
+from __future__ import annotations
+
+from conftest import REPO
+from engine.config import load_config
+
+
+def test_demo_configs_load():
+    demo = load_config(REPO / "configs" / "demo.yaml")
+    assert demo.stages == ("noise", "score", "calibrate", "report")
+    assert {s.kind for s in demo.score.scorers} == {"lexical", "embedding", "likelihood"}
+    generate = load_config(REPO / "configs" / "demo_generate.yaml")
+    assert len(generate.section("generate").generators) == 2
+
+
+def test_paper_config_is_the_full_study():
+    paper = load_config(REPO / "configs" / "paper.yaml")
+    generators = paper.section("generate").generators
+    assert [g.card for g in generators] == ["starcoder2", "granite-code", "codeqwen1.5", "codellama", "codegemma"]
+    assert all(g.tensor_parallel_size == 1 and g.backend == "vllm" for g in generators)
+    build = paper.section("build")
+    assert build.files_per_language == 500 and set(build.languages) == {"en", "nl", "zh", "el", "pl"}
+    embedding = [s.params for s in paper.score.scorers if s.kind == "embedding"]
+    assert any(set(p.contexts) == {"none", "minimal", "full"} for p in embedding)
