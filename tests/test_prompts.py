@@ -255,15 +255,15 @@ def test_generate_params_validation() -> None:
     assert json.loads(json.dumps(params.to_dict()))["card"] == "starcoder2"
 
 
-def test_paper_generate_fragment() -> None:
+def test_paper_config_generation_plan() -> None:
     import yaml
 
     from engine.data.build import BuildParams
     from engine.generate.cards import DEFAULT_CARDS_FILE
 
-    data = yaml.safe_load((DEFAULT_CARDS_FILE.parent / "paper_generate.yaml").read_text(encoding="utf-8"))
+    data = yaml.safe_load((DEFAULT_CARDS_FILE.parent / "paper.yaml").read_text(encoding="utf-8"))
     build = BuildParams.from_mapping(data["build"])
-    generators = [GenerateParams.from_mapping(g) for g in data["generators"]]
+    generators = [GenerateParams.from_mapping(g) for g in data["generate"]["generators"]]
     assert len(build.languages) * build.files_per_language * len(generators) == 12_500
     assert sorted(g.card for g in generators) == FAMILIES  # one generator per family
     for g in generators:
