@@ -10,6 +10,9 @@ from typing import Any
 import pytest
 
 os.environ.setdefault("BABELSCORE_NO_PROGRESS", "1")
+# Tiny models gain nothing from intra-op threads, and on a busy 2-core machine the threads
+# of torch (and of Ray workers, which inherit this) spin against each other.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")

@@ -127,8 +127,8 @@ def test_failures_become_error_rows(bert: EmbeddingScorer, monkeypatch) -> None:
     poisoned = item("tok", " POISON here", file_id="f3")
     real = bert.runtime.tokenize
 
-    def tokenize(texts):
-        return [ValueError("cannot tokenize") if "POISON" in t else r for t, r in zip(texts, real(texts))]
+    def tokenize(texts, offsets=True):
+        return [ValueError("cannot tokenize") if "POISON" in t else r for t, r in zip(texts, real(texts, offsets))]
 
     monkeypatch.setattr(bert.runtime, "tokenize", tokenize)
     rows = bert.score([good, bad_offsets, poisoned])
@@ -302,7 +302,9 @@ def test_fast_bfloat16_close_to_float32(models: dict[str, str]) -> None:
     exact = by_key(EmbeddingScorer(EmbeddingScorer.Params(model=models["bert"], layer=LAYER)).score(items))
     fast = EmbeddingScorer(EmbeddingScorer.Params(model=models["bert"], layer=LAYER, mode="fast", dtype="bfloat16"))
     got = by_key(fast.score(items))
-    assert "dtype:bfloat16" in fast.signatures()["bertscore/none"]
+    signature = fast.signatures()["bertscore/none"]
+    assert "dtype:bfloat16" in signature and "mode:fast" in signature
+    assert f"linear:{fast.runtime.linear_kernels}" in signature
     for key, value in exact.items():
         assert got[key] == pytest.approx(value, abs=0.03), key
 

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kernels.matching import f_score, greedy_match, l2_normalise
-from kernels.pooling import masked_mean, pooled_cosine
+from kernels.pooling import masked_mean, pooled_cosine, segment_masked_mean
 from kernels.reference import (
     f_score_reference,
     greedy_match_reference,
@@ -58,6 +58,7 @@ def test_inputs_are_not_modified() -> None:
     before = [t.clone() for t in tensors]
     greedy_match(*tensors)
     masked_mean(tensors[0], tensors[1])
+    segment_masked_mean(tensors[0][0], torch.zeros(5, dtype=torch.long), tensors[1][0], 1)
     pooled_cosine(tensors[0][:, 0], tensors[3][:, 0])
     l2_normalise(tensors[0])
     for a, b in zip(before, tensors):
@@ -109,6 +110,22 @@ def test_pooling_equals_reference(seed: int, b: int, t: int, d: int, dtype: torc
     cos = pooled_cosine(pooled, other)
     for i in range(b):
         assert cos[i].item() == pytest.approx(pooled_cosine_reference(pooled[i].tolist(), other[i].tolist()), abs=1e-5)
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 10_000), sizes=st.lists(st.integers(0, 6), min_size=1, max_size=5), d=st.integers(1, 5))
+def test_segment_mean_equals_reference(seed: int, sizes: list[int], d: int) -> None:
+    """Texts concatenated along rows: the same means as pooling each text on its own."""
+    g = torch.Generator().manual_seed(seed)
+    rows = torch.randn(sum(sizes), d, generator=g)
+    mask = torch.rand(sum(sizes), generator=g) < 0.6
+    segments = torch.repeat_interleave(torch.arange(len(sizes)), torch.tensor(sizes, dtype=torch.long))
+    pooled = segment_masked_mean(rows, segments, mask, len(sizes))
+    start = 0
+    for i, n in enumerate(sizes):
+        expected = masked_mean_reference(rows[start:start + n].double().tolist(), mask[start:start + n].tolist()) or [0.0] * d
+        assert pooled[i].tolist() == pytest.approx(expected, abs=1e-5)
+        start += n
 
 
 @pytest.mark.gpu

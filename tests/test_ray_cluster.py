@@ -114,7 +114,7 @@ def test_whole_run_on_the_cluster_equals_local(cluster, case, tmp_path, monkeypa
     ray_cluster, _ = cluster
     config_path, local_scores = case
     executor = RayExecutor(address=ray_cluster.address, gpu_resource="gpu_slot")
-    monkeypatch.setattr(runner, "make_executor", lambda name, address=None: executor)
+    monkeypatch.setattr(runner, "make_executor", lambda name, address=None, options=None: executor)
     runner.execute_run(load_config(config_path), str(tmp_path / "ray"), executor_name="ray")
     assert _same(_sorted(runner.read_scores(str(tmp_path / "ray"))), _sorted(local_scores))
     assert len(executor.placements) == 6

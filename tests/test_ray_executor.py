@@ -65,7 +65,7 @@ def assert_same_rows(got: list[dict[str, Any]], want: list[dict[str, Any]]) -> N
 
 def run_with(monkeypatch: pytest.MonkeyPatch, executor: Any, config_path: Path, out: Path, resume: bool = False) -> None:
     """A whole run (execute_run) with our executor instance instead of the one it would build."""
-    monkeypatch.setattr(runner, "make_executor", lambda name, address=None: executor)
+    monkeypatch.setattr(runner, "make_executor", lambda name, address=None, options=None: executor)
     runner.execute_run(load_config(config_path), str(out), resume=resume, executor_name="ray")
 
 

@@ -249,7 +249,7 @@ class EmbeddingScorer:
         items = []
         for i, (cand, ref) in enumerate(zip(cands, refs)):
             for ref_text in [ref] if isinstance(ref, str) else list(ref):
-                items.append(ScoreItem(str(i), "", "", None, "none", ref_text, 0, len(ref_text), ref_text, "", cand))
+                items.append(ScoreItem(str(i), str(i), "", None, "none", ref_text, 0, len(ref_text), ref_text, "", cand))
         rows = [r for r in self.score(items) if r.context == self.params.contexts[0]]
         out: dict[str, list[float]] = {}
         for row in rows:

@@ -28,6 +28,9 @@ _LAYER_PATHS = ("encoder.layer", "encoder.block", "encoder.layers", "block", "la
 _UNBOUNDED_MAX_LENGTH = 1_000_000
 # A batch takes sequences down to this fraction of its longest one.
 MIN_FILL = 0.9
+# With oneDNN kernels (a kernel is built per new shape), batch width and rows are rounded up.
+WIDTH_MULTIPLE = 4
+ROWS_MULTIPLE = 8
 
 
 @dataclass(frozen=True)
@@ -174,11 +177,13 @@ class EncoderRuntime:
             model.pooler = None  # its output is never used
         self.model = model.eval().to(self.device)
         self.linear_kernels = "torch"
+        self.round_shapes = False
         if cpu_fastpath and self.device == "cpu":
             from engine.metrics.cpu_fastpath import apply_cpu_fastpath
 
             if apply_cpu_fastpath(self.model, torch_dtype(dtype)):
                 self.linear_kernels = "onednn"
+                self.round_shapes = True
         self.attn_implementation = str(getattr(model.config, "_attn_implementation", attn))
         self.prefix_ids, self.suffix_ids = self._special_layout()
         self.max_length = max_length or self._model_max_length(config)
@@ -307,15 +312,22 @@ class EncoderRuntime:
         import torch
 
         width = max(len(s) for s in seqs)
-        ids = torch.full((len(seqs), width), self.pad_id, dtype=torch.long)  # (B, T)
-        mask = torch.zeros((len(seqs), width), dtype=torch.long)  # (B, T)
+        rows = len(seqs)
+        if self.round_shapes:
+            # oneDNN builds a new kernel for every new (rows x width) shape: keep few shapes.
+            width = -(-width // WIDTH_MULTIPLE) * WIDTH_MULTIPLE
+            if rows >= ROWS_MULTIPLE:
+                rows = -(-rows // ROWS_MULTIPLE) * ROWS_MULTIPLE
+        ids = torch.full((rows, width), self.pad_id, dtype=torch.long)  # (B, T)
+        mask = torch.zeros((rows, width), dtype=torch.long)  # (B, T)
+        mask[len(seqs):, 0] = 1  # filler rows attend to one pad token (no empty softmax)
         for row, s in enumerate(seqs):
             ids[row, : len(s)] = torch.as_tensor(list(s), dtype=torch.long)
             mask[row, : len(s)] = 1
         self.stats["sequences"] += len(seqs)
         self.stats["tokens"] += sum(len(s) for s in seqs)
-        self.stats["padded_tokens"] += len(seqs) * width
-        self.stats["attention_pairs"] += len(seqs) * width * width
+        self.stats["padded_tokens"] += rows * width
+        self.stats["attention_pairs"] += rows * width * width
         result = self.model(
             input_ids=ids.to(self.device),
             attention_mask=mask.to(self.device),

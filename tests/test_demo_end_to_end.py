@@ -1,0 +1,76 @@
+"""The demo config end to end on a subset of the demo data: noise, every scorer kind,
+calibration and the report, opened in headless Chromium."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+import yaml
+from PIL import Image
+
+from conftest import REPO
+from engine.config import BUILTIN_INPUTS, config_from_mapping
+from engine.records import SCORE_KEY
+from engine.runner import execute_run
+from test_report import check_kappa_cells, parse
+from test_report_browser import CHROMIUM, _chromium
+
+FILES_PER_LANGUAGE = 2
+
+
+@pytest.fixture(scope="module")
+def demo_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    import os
+
+    from engine.demo import prepare_demo_models
+    from engine.models import DEMO_MODELS_ENV
+
+    tmp = tmp_path_factory.mktemp("demo")
+    os.environ[DEMO_MODELS_ENV] = str(tmp / "models")
+    prepare_demo_models(tmp / "models")
+    rows = [json.loads(line) for line in BUILTIN_INPUTS["demo"].read_text(encoding="utf-8").splitlines()]
+    keep: dict[str, list[str]] = {}
+    for row in rows:
+        files = keep.setdefault(row["language"], [])
+        if row["file_id"] not in files and len(files) < FILES_PER_LANGUAGE:
+            files.append(row["file_id"])
+    subset = [r for r in rows if r["file_id"] in keep[r["language"]]]
+    (tmp / "subset.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in subset), encoding="utf-8")
+    raw = yaml.safe_load((REPO / "configs" / "demo.yaml").read_text(encoding="utf-8"))
+    raw["input"] = str(tmp / "subset.jsonl")
+    raw["part_size"] = 25
+    raw["calibrate"]["bootstrap"] = 20
+    config = config_from_mapping(raw, REPO / "configs")
+    execute_run(config, str(tmp / "run"))
+    return tmp / "run"
+
+
+def test_demo_run_is_complete_and_exactly_once(demo_run: Path) -> None:
+    manifest = json.loads((demo_run / "manifest.json").read_text())
+    assert manifest["status"] == "complete" and manifest["counts"]["rejected_rows"] == 0
+    scores = pq.read_table(demo_run / "scores").to_pylist()
+    keys = [tuple(r[k] for k in SCORE_KEY) for r in scores]
+    assert len(keys) == len(set(keys)) == manifest["counts"]["score_rows"]
+    assert {r["metric"] for r in scores} == {"bleu", "rougeL", "meteor", "bertscore", "bartscore"}
+    assert {r["noise"] for r in scores} == {"none", "uniform", "targeted"}
+    assert {r["context"] for r in scores if r["metric"] == "bertscore"} == {"none", "minimal", "full"}
+    calibration = pq.read_table(demo_run / "calibration.parquet").to_pylist()
+    assert {r["task"] for r in calibration} == {"agreement", "noise-uniform", "noise-targeted"}
+    assert any(r["fitted"] and r["kappa"] is not None for r in calibration if r["task"] == "agreement")
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (the Makefile's test set-up installs Debian's `chromium`)")
+def test_demo_report_opens_in_a_browser_with_every_image_and_the_right_kappas(demo_run: Path, tmp_path: Path) -> None:
+    index = demo_run / "report" / "index.html"
+    assert index.exists()
+    dom = _chromium(index, tmp_path / "shot.png", tmp_path / "profile")
+    body = parse(dom, "data-images-ok").cells
+    assert body and body[0]["data-images-ok"] == "true"
+    images = parse(dom, "data-never").images
+    assert images and not [img["src"] for img in images if "data-broken" in img]
+    with Image.open(tmp_path / "shot.png") as im:
+        colours = im.convert("RGB").getcolors(maxcolors=1 << 20)
+    assert colours is None or len(colours) > 50
+    assert check_kappa_cells(dom, demo_run / "calibration.parquet") > 0
