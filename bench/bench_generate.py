@@ -25,7 +25,11 @@ from engine.generate.stage import GenerateParams, load_tokenizer
 from engine.generate.worker import run_worker
 from engine.testing.tiny_fim import build_tiny_fim_model
 
-_WORDS = ["returns", "the", "shortest", "path", "between", "two", "nodes", "of", "the", "graph", "using", "the", "bellman", "ford", "algorithm", "geeft", "de", "naam", "van", "de", "gebruiker", "terug", "zwraca", "liczbę", "węzłów", "返回图中节点的数量", "Επιστρέφει", "το", "όνομα"]
+_WORDS = [
+    "returns", "the", "shortest", "path", "between", "two", "nodes", "of", "the", "graph", "using",
+    "the", "bellman", "ford", "algorithm", "geeft", "de", "naam", "van", "de", "gebruiker",
+    "terug", "zwraca", "liczbę", "węzłów", "返回图中节点的数量", "Επιστρέφει", "το", "όνομα",
+]
 
 
 def _source(i: int) -> tuple[str, int, int]:

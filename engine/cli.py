@@ -112,7 +112,6 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def cmd_convert(args: argparse.Namespace) -> int:
     from engine.data.convert import convert_public_tables
-
     from engine.io.atomic import write_parquet_atomic
 
     table = convert_public_tables(args.inputs, languages=args.language)

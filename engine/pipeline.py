@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 from engine.config import RunConfig, ScorerSpec
 from engine.errors import StageError
 from engine.items import ScoreItem, ScoreRow
-from engine.records import GENERATION_SCHEMA, NOISE_SCHEMA, SAMPLE_SCHEMA, SCORE_SCHEMA
+from engine.records import GENERATION_SCHEMA, NOISE_SCHEMA, SCORE_SCHEMA
 
 logger = logging.getLogger(__name__)
 

@@ -24,7 +24,10 @@ def _load(tmp_path, **changes):
         ({"part_size": "10"}, "part_size: got '10'"),
         ({"stages": ["score", "explode"]}, "stages: got 'explode'; allowed:"),
         ({"stages": ["score", "noise"]}, "list them in that order"),
-        ({"score": {"scorers": [{"kind": "lexical", "metrics": ["bleu", "chrf"]}]}}, "score.scorers[0].metrics[1]: got 'chrf'; allowed: one of 'bleu', 'rougeL', 'meteor'"),
+        (
+            {"score": {"scorers": [{"kind": "lexical", "metrics": ["bleu", "chrf"]}]}},
+            "score.scorers[0].metrics[1]: got 'chrf'; allowed: one of 'bleu', 'rougeL', 'meteor'",
+        ),
         ({"score": {"scorers": [{"kind": "lexical", "spam": 1}]}}, "score.scorers[0].spam: unknown key"),
         ({"score": {"scorers": [{"kind": "magic"}]}}, "score.scorers: unknown kind 'magic'"),
         ({"score": {"scorers": []}}, "score.scorers: got []"),

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from conftest import REPO
+
 from engine.config import load_config
 
 

@@ -8,14 +8,14 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 import yaml
-from PIL import Image
-
 from conftest import REPO
+from PIL import Image
+from test_report import check_kappa_cells, parse
+from test_report_browser import CHROMIUM, _chromium
+
 from engine.config import BUILTIN_INPUTS, config_from_mapping
 from engine.records import SCORE_KEY
 from engine.runner import execute_run
-from test_report import check_kappa_cells, parse
-from test_report_browser import CHROMIUM, _chromium
 
 FILES_PER_LANGUAGE = 2
 

@@ -317,3 +317,11 @@ def test_cuda_equals_cpu(models: dict[str, str]) -> None:
     gpu = by_key(EmbeddingScorer(EmbeddingScorer.Params(model=models["bert"], layer=LAYER, device="cuda")).score(items))
     for key, value in cpu.items():
         assert gpu[key] == pytest.approx(value, abs=1e-5)
+
+
+def test_baseline_without_the_layer_row_is_a_config_error(models: dict[str, str], tmp_path: Path) -> None:
+    table = tmp_path / "b.tsv"
+    table.write_text("LAYER,P,R,F\n0,0.5,0.5,0.5\n1,0.6,0.6,0.6\n")
+    scorer = EmbeddingScorer(EmbeddingScorer.Params(model=models["bert"], layer=LAYER, baseline=str(table)))
+    with pytest.raises(ConfigError, match="layer 2"):
+        scorer.score([item("s", " x")])

@@ -150,8 +150,12 @@ def _reference_prompt_ids(family: str, tok, prefix: str, suffix: str) -> list[in
         # Meta's infilling_prompt_tokens: [BOS, <PRE>] + encode(pre) + [<SUF>] + encode_infilling(suf) + [<MID>],
         # encode_infilling(s) = encode("☺" + s) without the tokens of "☺".
         t = card.tokens
-        ids = lambda s: tok(s, add_special_tokens=False)["input_ids"]
-        one = lambda name: tok.convert_tokens_to_ids(t[name])
+        def ids(text):
+            return tok(text, add_special_tokens=False)["input_ids"]
+
+        def one(name):
+            return tok.convert_tokens_to_ids(t[name])
+
         infill = ids("☺" + suffix)[len(ids("☺")):] if suffix else []
         return [one("bos"), one("prefix")] + ids(prefix) + [one("suffix")] + infill + [one("middle")]
     text = card.tokens["prefix"] + prefix + card.tokens["suffix"] + suffix + card.tokens["middle"]

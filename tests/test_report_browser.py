@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 from PIL import Image
-
 from test_report import build_run_dir, check_kappa_cells, parse
 
 CHROMIUM = shutil.which("chromium")

@@ -7,8 +7,8 @@ import subprocess
 
 import pyarrow.parquet as pq
 import pytest
-
 from conftest import PYTHON, REPO, make_sample, write_jsonl
+
 from engine.config import config_from_mapping
 from engine.errors import RunDirectoryError
 from engine.records import SCORE_KEY

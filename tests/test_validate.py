@@ -6,8 +6,8 @@ import subprocess
 
 import pyarrow.parquet as pq
 import pytest
-
 from conftest import PYTHON, REPO, make_sample, write_jsonl
+
 from engine.config import config_from_mapping
 from engine.errors import InputError
 from engine.runner import execute_run

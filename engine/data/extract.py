@@ -254,7 +254,7 @@ class _Scanner:
         closer = form.closer(m)
         interpolation = form.interpolation(m)
         # A single-quoted Python string ends at a line break; triple-quoted ones span lines.
-        multiline = form.multiline and not (m.groupdict().get("pyquote") in ('"', "'"))
+        multiline = form.multiline and m.groupdict().get("pyquote") not in ('"', "'")
         i, n = m.end(), len(self.src)
         while i < n:
             c = self.src[i]

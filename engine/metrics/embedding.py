@@ -15,7 +15,16 @@ rescaling (x - b)/(1 - b). `mode: compat` in the `none` setting reproduces `bert
   so a reference shared by 5 generators and 3 noise settings counts once (bert_score counts
   every pair's reference); identical to bert_score when references are distinct;
 - empty means "no scored token" (bert_score tests for a length of 2, which only fits
-  tokenizers that add exactly two special tokens).
+  tokenizers that add exactly two special tokens);
+- RoBERTa/GPT-2 tokenizers are loaded with add_prefix_space=True, which is bert_score's
+  intent; under transformers 5 its call-time argument is silently ignored, so bert_score
+  itself tokenises without the prefix space there.
+
+When the span is the whole text (the `none` setting) every token is scored, including
+zero-width ones a tokenizer inserts (the prefix-space token); otherwise the offset rule of
+engine.context.span_token_mask decides. Scope of idf and references: everything passed to
+one `score()` call; references are encoded once per distinct (text, span) in a chunk of
+whole files (all generators and noise settings of a file are in the same chunk).
 
 `mode: fast` allows bfloat16/float16, runs linear layers through oneDNN on CPU in bfloat16
 (engine/metrics/cpu_fastpath.py) and scores spans longer than the model window in
@@ -226,6 +235,9 @@ class EmbeddingScorer:
         """Rows for every (sample_id, noise) group of `items`, per context setting and variant."""
         if not items:
             return []
+        if self._baselines is not None:  # a missing row is a config error, found before any work
+            for layer in range(self.runtime.n_layers + 1) if self.params.all_layers else [self.layer]:
+                self._baselines.for_layer(layer)
         groups: OrderedDict[tuple[str, str], list[int]] = OrderedDict()
         for i, item in enumerate(items):
             groups.setdefault((item.sample_id, item.noise), []).append(i)

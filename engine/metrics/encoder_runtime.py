@@ -279,7 +279,15 @@ class EncoderRuntime:
             pos += len(batch)
         return out, errors
 
-    def _run_batch(self, batch, sequences, keep, out, errors, budget) -> int:
+    def _run_batch(
+        self,
+        batch: list[int],
+        sequences: Sequence[Sequence[int]],
+        keep: Sequence[Sequence[int]],
+        out: list["torch.Tensor | None"],
+        errors: list[str | None],
+        budget: int,
+    ) -> int:
         """Forward one batch; on CUDA OOM halve it (and the budget) and retry; returns the budget to go on with."""
         import torch
 

@@ -40,9 +40,7 @@ def score_pairs(
     Returns P (N, Lo), R (N, Lo) with Lo = 1 or L+1 layers, and cos (N,), all float32 on CPU.
     """
     import torch
-    from torch.nn.utils.rnn import pad_sequence
 
-    from kernels.matching import greedy_match
     from kernels.pooling import pooled_cosine
 
     n = len(cands)
@@ -66,7 +64,7 @@ def score_pairs(
         p, r = _match_batch(
             [cands[i] for i in batch], [refs[i] for i in batch],
             [cand_weights[i] for i in batch], [ref_weights[i] for i in batch],
-            n_layers, pad_sequence, greedy_match,
+            n_layers,
         )
         index = torch.as_tensor(batch, dtype=torch.long)
         p_out[index] = p.cpu()
@@ -76,8 +74,18 @@ def score_pairs(
     return p_out, r_out, cos
 
 
-def _match_batch(cands, refs, cand_w, ref_w, n_layers, pad_sequence, greedy_match):
+def _match_batch(
+    cands: Sequence[TextEmbedding],
+    refs: Sequence[TextEmbedding],
+    cand_w: Sequence["torch.Tensor"],
+    ref_w: Sequence["torch.Tensor"],
+    n_layers: int,
+) -> tuple["torch.Tensor", "torch.Tensor"]:
+    """P, R (B, Lo) for one padded batch of pairs."""
     import torch
+    from torch.nn.utils.rnn import pad_sequence
+
+    from kernels.matching import greedy_match
 
     def padded(embs: Sequence[TextEmbedding], weights: Sequence[torch.Tensor]):
         unit = pad_sequence([e.unit for e in embs], batch_first=True)  # (B, T, D) or (B, T, Lo, D)

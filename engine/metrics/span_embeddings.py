@@ -72,6 +72,8 @@ def plan_text(
     `truncate=True` is bert_score's behaviour: one window of the first `max_content` tokens,
     the rest silently dropped (only meaningful when the span is the whole text). Otherwise
     the span is scored whole, in overlapping windows if it is longer than `max_content`.
+    A span covering the whole text scores every token (zero-width ones included); a partial
+    span scores the tokens `span_token_mask` selects from the offsets.
     """
     if is_whole(span):
         # The text is the span: every token counts, including zero-width ones the tokenizer

@@ -24,8 +24,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from engine.report import figures
-from engine.report import page
+from engine.report import figures, page
 from engine.report.page import PAGE, kappa_style
 from engine.report.tables import (
     ALL_GENERATORS,
@@ -316,12 +315,12 @@ def _experts_section(data: RunData, fw: FigureWriter) -> Section:
     ]
     codes = error_code_counts(data.samples)
     if codes.codes:
-        head = "".join(f"<th>{esc(language_name(l))}</th>" for l in codes.languages)
+        head = "".join(f"<th>{esc(language_name(lang))}</th>" for lang in codes.languages)
         body = []
         for code in codes.codes:
-            cells = "".join(f'<td data-code="{esc(code)}" data-language="{esc(l)}">{codes.counts.get((code, l), 0)}</td>' for l in codes.languages)
+            cells = "".join(f'<td data-code="{esc(code)}" data-language="{esc(lang)}">{codes.counts.get((code, lang), 0)}</td>' for lang in codes.languages)
             body.append(f'<tr><th scope=row><code>{esc(code)}</code></th><td class="lbl desc">{esc(describe_error_code(code))}</td>{cells}<td class="total">{codes.total(code)}</td></tr>')
-        labelled = "".join(f"<td>{codes.labelled.get(l, 0)}</td>" for l in codes.languages)
+        labelled = "".join(f"<td>{codes.labelled.get(lang, 0)}</td>" for lang in codes.languages)
         parts.append(
             "<h3>Error codes (occurrences per language)</h3>"
             f'<div class="scroll"><table class="values counts"><thead><tr><th>code</th><th>meaning</th>{head}<th>total</th></tr></thead>'

@@ -109,7 +109,7 @@ def strip_figure(path: Path, title: str, rows: Sequence[StripRow]) -> None:
     h = fig.get_figheight()
     fig.supxlabel("normalised score", fontsize=9, y=0.06 / h)
     if labelled:
-        handles = [plt.Line2D([], [], ls="", marker="o", color=LABEL_COLOURS[l]) for l in reversed(LABELS)]
+        handles = [plt.Line2D([], [], ls="", marker="o", color=LABEL_COLOURS[label]) for label in reversed(LABELS)]
         fig.legend(handles, list(reversed(LABELS)), loc="upper right", ncol=3, fontsize=8, handletextpad=0.2)
     fig.subplots_adjust(left=0.11, right=0.99, top=1 - 0.62 / h, bottom=0.45 / h + 0.02, wspace=0.06, hspace=0.18)
     _save(fig, path)

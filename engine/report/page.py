@@ -62,10 +62,10 @@ def cell(row: dict[str, Any] | None, field: str, key: ConfigKey, language: str) 
 
 def value_table(rows: list[dict[str, Any]], keys: list[ConfigKey], languages: list[str], field: str, css: str) -> str:
     lookup = by_key(rows)
-    head = "".join(f"<th>{esc(language_name(l))}</th>" for l in languages)
+    head = "".join(f"<th>{esc(language_name(lang))}</th>" for lang in languages)
     body = []
     for key in keys:
-        cells = "".join(cell(lookup.get((*key, l)), field, key, l) for l in languages)
+        cells = "".join(cell(lookup.get((*key, lang)), field, key, lang) for lang in languages)
         body.append(
             f"<tr><th scope=row>{esc(key.metric)}</th><td class=\"lbl sc\" title=\"{esc(key.scorer)}\">{esc(short_scorer(key.scorer)) or '—'}</td>"
             f"<td class=lbl>{esc(key.context) or '—'}</td><td class=lbl>{esc(key.variant)}</td>{cells}</tr>"

@@ -445,11 +445,11 @@ class AccuracyTable:
 
     def share(self, language: str, generator: str, label: str = "correct") -> float:
         counter = self.counts.get((language, generator), {})
-        total = sum(counter.get(l, 0) for l in LABELS)
+        total = sum(counter.get(label, 0) for label in LABELS)
         return 100.0 * counter.get(label, 0) / total if total else math.nan
 
     def n(self, language: str, generator: str) -> int:
-        return sum(self.counts.get((language, generator), {}).get(l, 0) for l in LABELS)
+        return sum(self.counts.get((language, generator), {}).get(label, 0) for label in LABELS)
 
 
 ALL_GENERATORS = "all generators"
@@ -470,7 +470,7 @@ def expert_accuracy(samples: pa.Table) -> AccuracyTable:
         languages.add(row["language"])
         generators.add(generator)
         # shares are count / n: rounding back gives the exact counts
-        by_label = {l: int(round(row[f"share_{l}"] * row["n"])) for l in LABELS}
+        by_label = {label: int(round(row[f"share_{label}"] * row["n"])) for label in LABELS}
         counts[(row["language"], generator)] = by_label
         total = counts.setdefault((row["language"], ALL_GENERATORS), dict.fromkeys(LABELS, 0))
         for label, count in by_label.items():
