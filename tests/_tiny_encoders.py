@@ -74,7 +74,10 @@ def build(kind: str, directory: Path, seed: int = 0) -> str:
         model = tf.ElectraModel(tf.ElectraConfig(vocab_size=len(tok), embedding_size=16, max_position_embeddings=MAX_LENGTH, **common))
     elif kind == "deberta":
         tok = bert_tokenizer()
-        model = tf.DebertaV2Model(tf.DebertaV2Config(vocab_size=len(tok), max_position_embeddings=MAX_LENGTH, relative_attention=True, position_buckets=16, pos_att_type=["p2c", "c2p"], **common))
+        model = tf.DebertaV2Model(tf.DebertaV2Config(
+            vocab_size=len(tok), max_position_embeddings=MAX_LENGTH, relative_attention=True,
+            position_buckets=16, pos_att_type=["p2c", "c2p"], **common,
+        ))
     elif kind == "modernbert":
         tok = bert_tokenizer()
         model = tf.ModernBertModel(tf.ModernBertConfig(

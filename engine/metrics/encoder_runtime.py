@@ -28,7 +28,7 @@ _LAYER_PATHS = ("encoder.layer", "encoder.block", "encoder.layers", "block", "la
 _UNBOUNDED_MAX_LENGTH = 1_000_000
 # A batch takes sequences down to this fraction of its longest one.
 MIN_FILL = 0.9
-# With oneDNN kernels (a kernel is built per new shape), batch width and rows are rounded up.
+# With oneDNN kernels (a kernel is built per new shape): batch width rounded up, rows rounded down.
 WIDTH_MULTIPLE = 4
 ROWS_MULTIPLE = 8
 
@@ -141,7 +141,6 @@ class EncoderRuntime:
         max_length: int | None,
         cpu_fastpath: bool = False,
     ):
-        import torch
         import transformers
 
         self.device = resolve_device(device)
@@ -274,6 +273,9 @@ class EncoderRuntime:
             # costs as much as real tokens.
             while end < min(len(order), pos + size) and len(sequences[order[end]]) >= MIN_FILL * longest:
                 end += 1
+            if self.round_shapes and end < len(order) and end - pos > ROWS_MULTIPLE:
+                # A row count from a few values; the rows left over start the next batch.
+                end = pos + (end - pos) // ROWS_MULTIPLE * ROWS_MULTIPLE
             batch = order[pos:end]
             budget = self._run_batch(batch, sequences, keep, out, errors, budget)
             pos += len(batch)
@@ -322,13 +324,11 @@ class EncoderRuntime:
         width = max(len(s) for s in seqs)
         rows = len(seqs)
         if self.round_shapes:
-            # oneDNN builds a new kernel for every new (rows x width) shape: keep few shapes.
+            # oneDNN builds a new kernel for every new (rows x width) shape: keep few shapes
+            # (rows are made a multiple of ROWS_MULTIPLE by the batching in `forward`).
             width = -(-width // WIDTH_MULTIPLE) * WIDTH_MULTIPLE
-            if rows >= ROWS_MULTIPLE:
-                rows = -(-rows // ROWS_MULTIPLE) * ROWS_MULTIPLE
         ids = torch.full((rows, width), self.pad_id, dtype=torch.long)  # (B, T)
         mask = torch.zeros((rows, width), dtype=torch.long)  # (B, T)
-        mask[len(seqs):, 0] = 1  # filler rows attend to one pad token (no empty softmax)
         for row, s in enumerate(seqs):
             ids[row, : len(s)] = torch.as_tensor(list(s), dtype=torch.long)
             mask[row, : len(s)] = 1
