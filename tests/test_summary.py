@@ -1,0 +1,31 @@
+"""The console summary after a run."""
+from __future__ import annotations
+
+import math
+
+import pyarrow as pa
+
+from engine.records import SCORE_SCHEMA
+from engine.report.summary import language_summary
+
+
+def _row(language, metric, variant, value, noise="none", error=None):
+    return {"sample_id": f"{language}{value}", "generator": "g", "language": language, "noise": noise, "metric": metric,
+            "scorer": "", "context": "", "variant": variant, "value": value, "signature": "s", "error": error}
+
+
+def test_summary_averages_headline_variants_per_language_and_counts_errors():
+    rows = [
+        _row("en", "bleu", "score", 10.0), _row("en", "bleu", "score", 30.0), _row("zh", "bleu", "score", 5.0),
+        _row("en", "rougeL", "P", 0.9), _row("en", "rougeL", "F", 0.5),
+        _row("en", "bleu", "score", 99.0, noise="uniform"),
+        _row("zh", "bleu", "score", math.nan, error="boom"),
+    ]
+    text = language_summary(pa.Table.from_pylist(rows, schema=SCORE_SCHEMA))
+    lines = text.splitlines()
+    assert lines[1].split()[-2:] == ["en", "zh"]
+    bleu = next(line for line in lines if line.startswith("bleu"))
+    assert bleu.split()[-2:] == ["20.0000", "5.0000"]  # noise rows and error rows left out
+    rouge = next(line for line in lines if line.startswith("rougeL"))
+    assert rouge.split()[-2:] == ["0.5000", "-"] and "0.9000" not in text
+    assert "1 error rows not averaged" in text
