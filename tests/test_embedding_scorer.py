@@ -87,7 +87,7 @@ def test_identity_and_signatures(models: dict[str, str]) -> None:
     params = EmbeddingScorer.Params.from_mapping({"model": "pypi:all-MiniLM-L6-v2", "contexts": ["none", "full"], "idf": True})
     scorer = EmbeddingScorer(params)
     assert scorer.kind == "embedding" and scorer.model_key == "pypi:all-MiniLM-L6-v2"
-    assert scorer.task_name.startswith("bertscore-pypi-all-MiniLM-L6-v2-")
+    assert scorer.task_name.startswith("bertscore-all-MiniLM-L6-v2-") and "/" not in scorer.task_name
     other = EmbeddingScorer(EmbeddingScorer.Params(model="pypi:all-MiniLM-L6-v2", contexts=("none", "full")))
     assert other.task_name != scorer.task_name  # idf changes the numbers, so the task
     sigs = scorer.signatures()

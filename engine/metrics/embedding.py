@@ -34,8 +34,6 @@ of the mean raw embeddings of the scored tokens; never rescaled).
 """
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 import math
 import re
@@ -48,6 +46,7 @@ from typing import Any, Literal, Sequence
 from engine.context import CONTEXT_SETTINGS, ContextSetting, SpanText, candidate_text, reference_text
 from engine.errors import ConfigError
 from engine.items import ScoreItem, ScoreRow
+from engine.metrics.base import task_name_for
 from engine.params import Params, require
 from engine.signature import format_signature, package_version
 
@@ -114,10 +113,6 @@ def default_layer_table(path: Path = ENCODERS_TABLE) -> dict[str, int]:
     return {str(k): int(v) for k, v in table.items()}
 
 
-def _sanitise(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-") or "model"
-
-
 class EmbeddingScorer:
     """BERTScore-style scorer for any transformers encoder (or decoder-only hidden states)."""
 
@@ -136,9 +131,7 @@ class EmbeddingScorer:
     # ---------------------------------------------------------------- identity
     @property
     def task_name(self) -> str:
-        numeric = {k: v for k, v in self.params.to_dict().items() if k not in ("device", "batch_tokens", "model")}
-        digest = hashlib.sha256(json.dumps(numeric, sort_keys=True).encode()).hexdigest()[:8]
-        return f"bertscore-{_sanitise(self.params.model)}-{digest}"
+        return task_name_for("bertscore", self.params.model, self.params)
 
     @property
     def model_key(self) -> str:
