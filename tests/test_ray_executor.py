@@ -184,9 +184,13 @@ def test_killed_actor_is_replaced_and_only_its_part_is_charged(ray_session, lexi
     assert sorted(commits) == sorted(p.key for p in parts)  # each part committed exactly once
     assert executor.models_started == ["fake-model"]
     assert all(p["actor"] for p in executor.placements.values())
-    # Parts queued behind the killed one on the same actor were resubmitted but not charged.
-    assert executor.placements["score/lexical-actor/00002"]["attempts"] == 2
-    assert all(p["attempts"] == 1 for k, p in executor.placements.items() if not k.endswith("00002"))
+    # Exactly one attempt is charged: to the earliest part the dead actor had not returned. That
+    # is the killed part, or the part just before it when the kill came before that part's
+    # result left the actor (then its result was lost too and it really had to run again).
+    # Parts queued behind it were resubmitted without being charged.
+    charged = [k for k, p in executor.placements.items() if p["attempts"] == 2]
+    assert charged in (["score/lexical-actor/00002"], ["score/lexical-actor/00001"])
+    assert all(p["attempts"] == 1 for k, p in executor.placements.items() if k not in charged)
     pids = {p["pid"] for p in executor.placements.values()}
     assert len(pids) == 2  # the first actor and its replacement
 
