@@ -6,7 +6,6 @@ before any work, with the key, the value and what is allowed.
 """
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import importlib
 import json
@@ -236,7 +235,3 @@ def file_fingerprint(path: str) -> str:
 def config_hash(config: RunConfig, input_fingerprint: str) -> str:
     payload = json.dumps(config.to_dict(), sort_keys=True, ensure_ascii=True) + "\n" + input_fingerprint
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()[:16]
-
-
-def replace(config: RunConfig, **changes: Any) -> RunConfig:
-    return dataclasses.replace(config, **changes)

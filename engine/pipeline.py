@@ -165,7 +165,7 @@ def _missing_prediction_rows(items: Sequence[ScoreItem], task: str, reasons: dic
     ]
 
 
-def rows_to_table(rows: Sequence[ScoreRow], items_by_id: dict[str, ScoreItem], scorer_name: str) -> pa.Table:
+def rows_to_table(rows: Sequence[ScoreRow], items_by_id: dict[str, ScoreItem]) -> pa.Table:
     columns: dict[str, list[Any]] = {name: [] for name in SCORE_SCHEMA.names}
     for row in rows:
         item = items_by_id[row.sample_id]
@@ -174,7 +174,7 @@ def rows_to_table(rows: Sequence[ScoreRow], items_by_id: dict[str, ScoreItem], s
         columns["language"].append(item.language)
         columns["noise"].append(row.noise)
         columns["metric"].append(row.metric)
-        columns["scorer"].append(row.scorer if row.scorer is not None else scorer_name)
+        columns["scorer"].append(row.scorer)
         columns["context"].append(row.context)
         columns["variant"].append(row.variant)
         columns["value"].append(float(row.value))
@@ -223,4 +223,4 @@ def execute_part(run_root: str, config: RunConfig, task: PartTask, stage_info: d
         }
     rows = scorer.score(ready) + _missing_prediction_rows(missing, scorer.task_name, reasons)
     items_by_id = {item.sample_id: item for item in items}
-    return rows_to_table(rows, items_by_id, spec.params.to_dict().get("model", ""))
+    return rows_to_table(rows, items_by_id)
