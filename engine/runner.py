@@ -258,15 +258,7 @@ def calibrate_run(run: RunDirectory, config: RunConfig) -> None:
 
 
 def read_samples(run: RunDirectory) -> pa.Table:
-    """Every valid sample of the run (generated rows when generation ran)."""
-    from engine.records import GENERATION_SCHEMA
-
-    if run.part_files("generate/"):
-        return run.read_parts("generate/", GENERATION_SCHEMA)
-    files = sorted(run.path("samples").glob("part-*.parquet"))
-    if not files:
-        return SAMPLE_SCHEMA.empty_table()
-    return pa.concat_tables(pq.read_table(f, schema=SAMPLE_SCHEMA) for f in files)
+    return run.read_samples()
 
 
 def read_scores(run_dir: str) -> pa.Table:

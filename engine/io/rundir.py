@@ -11,7 +11,7 @@ import json
 import logging
 import time
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -134,6 +134,35 @@ class RunDirectory:
             empty = schema if cols is None else pa.schema([schema.field(c) for c in cols])
             return empty.empty_table()
         return pa.concat_tables([pq.read_table(f, columns=cols, schema=schema) for f in files])
+
+    def sample_tables(self) -> Iterator[pa.Table]:
+        """Every valid sample of the run, one table per part (generated rows when generation ran).
+
+        Streams: callers that need a statistic over all samples read part by part.
+        """
+        from engine.records import GENERATION_SCHEMA, SAMPLE_SCHEMA
+
+        generated = self.part_files("generate/")
+        if generated:
+            for path in generated:
+                yield pq.read_table(path, schema=GENERATION_SCHEMA)
+            return
+        for path in sorted(self.path("samples").glob("part-*.parquet")):
+            yield pq.read_table(path, schema=SAMPLE_SCHEMA)
+
+    def read_samples(self, columns: Iterable[str] | None = None) -> pa.Table:
+        """Every valid sample as one table; for small runs and reports (prefer `sample_tables`)."""
+        from engine.records import GENERATION_SCHEMA, SAMPLE_SCHEMA
+
+        tables = list(self.sample_tables())
+        if not tables:
+            schema = SAMPLE_SCHEMA
+            return schema.empty_table() if columns is None else pa.schema([schema.field(c) for c in columns]).empty_table()
+        if columns is not None:
+            tables = [t.select(list(columns)) for t in tables]
+        else:
+            tables = [t.select(GENERATION_SCHEMA.names) if t.schema.names == GENERATION_SCHEMA.names else t for t in tables]
+        return pa.concat_tables(tables)
 
     def finish(self, status: str) -> None:
         self.manifest["status"] = status

@@ -202,10 +202,8 @@ class RunData:
 
 
 def load_run(run_dir: str | Path) -> RunData:
-    from engine.runner import read_samples
-
     run = RunDirectory.open_existing(run_dir)
-    samples = read_samples(run)
+    samples = run.read_samples()
     columns = ["sample_id", "language", "noise", "metric", "scorer", "context", "variant", "value", "error", "signature"]
     scores_table = run.read_parts("score/", SCORE_SCHEMA, columns=columns)
     scores = ScoreIndex(scores_table, samples) if scores_table.num_rows else None
