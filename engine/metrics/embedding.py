@@ -74,7 +74,8 @@ class EmbeddingParams(Params):
     idf: bool = False
     baseline: str | None = None
     mode: Literal["compat", "fast"] = "compat"
-    dtype: Literal["float32", "bfloat16", "float16"] = "float32"
+    dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
+    strict_dtype: bool = False
     contexts: tuple[ContextSetting, ...] = ("none",)
     batch_tokens: int = 16384
     max_length: int | None = None
@@ -90,15 +91,32 @@ class EmbeddingParams(Params):
         require(self.batch_tokens >= 1, "batch_tokens", self.batch_tokens, "an integer >= 1")
         require(self.max_length is None or self.max_length >= 3, "max_length", self.max_length, "null or an integer >= 3")
         require(
-            self.mode == "fast" or self.dtype == "float32", "dtype", self.dtype,
-            "float32 in mode compat (exact bert_score); use mode: fast for bfloat16 or float16",
+            self.mode == "fast" or self.dtype in ("auto", "float32"), "dtype", self.dtype,
+            "auto or float32 in mode compat (exact bert_score, always float32); use mode: fast for bfloat16 or float16",
         )
         require(
             re.fullmatch(r"auto|cpu|cuda(:\d+)?|mps", self.device) is not None, "device", self.device,
             "auto, cpu, cuda, cuda:N or mps",
         )
+        if self.strict_dtype:  # refused at config time, before any work, when the device is slow in it
+            from engine.runtime import check_dtype
+
+            check_dtype(self.requested_dtype, self.device, True, "dtype")
         if self.baseline is not None and not Path(self.baseline).expanduser().is_file():
             raise ConfigError(f"baseline: got {self.baseline!r}; allowed: null or an existing LAYER,P,R,F file")
+
+
+    @property
+    def requested_dtype(self) -> str:
+        """compat mode reproduces bert_score, which runs float32: `auto` means float32 there."""
+        return "float32" if self.mode == "compat" else self.dtype
+
+    @property
+    def resolved_dtype(self) -> str:
+        """The dtype the model runs in on this machine (the capability probe's choice for auto)."""
+        from engine.runtime import resolve_dtype
+
+        return resolve_dtype(self.requested_dtype, self.device, self.strict_dtype)
 
 
 def default_layer_table(path: Path = ENCODERS_TABLE) -> dict[str, int]:
@@ -153,9 +171,10 @@ class EmbeddingScorer:
     def _config_layers(self) -> int:
         import transformers
 
-        from engine.models import resolve_model_path
+        from engine.runtime import resolve_model
 
-        config = transformers.AutoConfig.from_pretrained(resolve_model_path(self.params.model))
+        resolved = resolve_model(self.params.model)
+        config = transformers.AutoConfig.from_pretrained(resolved.path, **resolved.pretrained_kwargs())
         for key in ("num_hidden_layers", "num_layers", "n_layer", "n_layers"):
             if isinstance(getattr(config, key, None), int):
                 return int(getattr(config, key))
@@ -166,19 +185,23 @@ class EmbeddingScorer:
 
     def _signature(self, context: str) -> str:
         from engine import __version__
-        from engine.metrics.encoder_runtime import planned_attn_implementation, planned_linear_kernels, resolve_device
+        from engine.metrics.encoder_runtime import planned_linear_kernels
+        from engine.runtime import attn_implementation, resolve_device, resolve_model
 
         p = self.params
         if self._runtime is not None:
             attn, linear = self._runtime.attn_implementation, self._runtime.linear_kernels
+            dtype, identity = self._runtime.dtype_name, self._runtime.resolved.short_identity
         else:
             device = resolve_device(p.device)
-            attn = planned_attn_implementation(device, p.dtype)
-            linear = planned_linear_kernels(device, p.dtype, p.mode == "fast")
+            dtype, identity = p.resolved_dtype, resolve_model(p.model).short_identity
+            attn = attn_implementation(device, dtype)
+            linear = planned_linear_kernels(device, dtype, p.mode == "fast")
         truncates = p.mode == "compat" and context == "none"
         return format_signature({
             "metric": METRIC,
             "model": p.model,
+            "model_id": identity,
             "layer": "all" if p.all_layers else self.layer,
             "idf": "refs-per-call" if p.idf else False,
             "rescale": self._baselines.tag if self._baselines is not None else False,
@@ -186,7 +209,7 @@ class EmbeddingScorer:
             "window": "trunc" if truncates else "centred",
             "maxlen": p.max_length if p.max_length is not None else "model",
             "tok": "fast",
-            "dtype": p.dtype,
+            "dtype": dtype,
             "attn": attn,
             "linear": linear,
             "mode": p.mode,
@@ -207,11 +230,12 @@ class EmbeddingScorer:
             self._runtime = EncoderRuntime(
                 p.model,
                 layer=None if p.all_layers else self.layer,
-                dtype=p.dtype,
+                dtype=p.requested_dtype,
                 device=p.device,
                 add_prefix_space=True,
                 max_length=p.max_length,
                 cpu_fastpath=p.mode == "fast",
+                strict_dtype=p.strict_dtype,
             )
             if p.all_layers and self.layer > self._runtime.n_layers:
                 raise ConfigError(f"layer: got {self.layer}; allowed: 0..{self._runtime.n_layers} for {p.model}")

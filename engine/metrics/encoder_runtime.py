@@ -1,20 +1,28 @@
 """Loading a transformers encoder (or decoder-only LM) once, tokenising, and batched forward passes.
 
-This module owns everything about running the model: which class to load (encoders, the
-encoder half of encoder-decoders, T5 encoders, decoder-only hidden states), dtype, device,
-attention implementation, layer truncation (bert_score's trick: drop the layers above the
-one used), the model's special tokens around a window, token-budget batching sorted by
-length, and halving the batch on CUDA out-of-memory. It knows nothing about spans or scores.
+This module owns running an encoder: which class to load (encoders, the encoder half of
+encoder-decoders, T5 encoders, decoder-only hidden states), layer truncation (bert_score's
+trick: drop the layers above the one used), the model's special tokens around a window,
+token-budget batching sorted by length, and halving the batch on out-of-memory. Name
+resolution, device, dtype and attention come from the model runtime (engine.runtime). It
+knows nothing about spans or scores.
 """
 from __future__ import annotations
 
-import importlib.util
 import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Sequence
 
-from engine.errors import ModelLoadError
-from engine.models import resolve_model_path
+from engine.errors import ModelLoadError, TransientError
+from engine.runtime import (
+    free_accelerator_memory,
+    is_oom,
+    load_model,
+    load_tokenizer,
+    resolve_device,
+    resolve_model,
+    torch_dtype,
+)
 
 if TYPE_CHECKING:
     import torch
@@ -41,30 +49,9 @@ class Tokenized:
     offsets: tuple[tuple[int, int], ...] | None  # None when not asked for
 
 
-def torch_dtype(name: str) -> "torch.dtype":
-    import torch
-
-    return {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[name]
-
-
-def resolve_device(device: str) -> str:
-    if device != "auto":
-        return device
-    import torch
-
-    return "cuda" if torch.cuda.is_available() else "cpu"
-
-
 def planned_linear_kernels(device: str, dtype: str, fast: bool) -> str:
     """What `EncoderRuntime.linear_kernels` will say, before loading: onednn or torch."""
     return "onednn" if fast and device == "cpu" and dtype == "bfloat16" else "torch"
-
-
-def planned_attn_implementation(device: str, dtype: str) -> str:
-    """flash_attention_2 on CUDA in half precision when the package is installed, else sdpa."""
-    if device.startswith("cuda") and dtype != "float32" and importlib.util.find_spec("flash_attn") is not None:
-        return "flash_attention_2"
-    return "sdpa"
 
 
 def _get_path(obj: Any, dotted: str) -> Any:
@@ -109,10 +96,10 @@ def truncate_layers(model: Any, keep: int) -> None:
     raise ModelLoadError(f"do not know where the layers of {type(model).__name__} are; set all_layers or use another model")
 
 
-def _load_model_class(path: str, config: Any, dtype: "torch.dtype", attn: str) -> Any:
+def _load_model_class(path: str, config: Any, **kwargs: Any) -> Any:
+    """The encoder of `path`: the model itself, a T5 encoder, or the encoder half of an encoder-decoder."""
     import transformers
 
-    kwargs = {"dtype": dtype, "attn_implementation": attn}
     if getattr(config, "is_encoder_decoder", False):
         if config.model_type in ("t5", "mt5", "umt5", "longt5"):
             return transformers.T5EncoderModel.from_pretrained(path, **kwargs)
@@ -140,30 +127,26 @@ class EncoderRuntime:
         add_prefix_space: bool,
         max_length: int | None,
         cpu_fastpath: bool = False,
+        strict_dtype: bool = False,
     ):
         import transformers
 
         self.device = resolve_device(device)
-        self.dtype_name = dtype
-        path = resolve_model_path(model_name)
+        self.resolved = resolve_model(model_name, "model")
         try:
-            config = transformers.AutoConfig.from_pretrained(path)
-            self.tokenizer = transformers.AutoTokenizer.from_pretrained(path)
-            self.prefix_space = add_prefix_space and _wants_prefix_space(self.tokenizer)
-            if self.prefix_space:
-                # Must be set at load time: transformers 5 ignores it as a call argument (so
-                # bert_score 0.3.13's call-time add_prefix_space=True has no effect there).
-                self.tokenizer = transformers.AutoTokenizer.from_pretrained(path, add_prefix_space=True)
-            attn = planned_attn_implementation(self.device, dtype)
-            try:
-                model = _load_model_class(path, config, torch_dtype(dtype), attn)
-            except (ValueError, ImportError) as exc:  # architecture without sdpa / flash support
-                logger.warning("model %s: attention %s unavailable (%s); using eager", model_name, attn, exc)
-                model = _load_model_class(path, config, torch_dtype(dtype), "eager")
-        except ModelLoadError:
-            raise
+            config = transformers.AutoConfig.from_pretrained(self.resolved.path, **self.resolved.pretrained_kwargs())
         except Exception as exc:
-            raise ModelLoadError(f"cannot load model {model_name!r} from {path!r}: {exc}") from exc
+            raise ModelLoadError(f"cannot read the config of model {model_name!r} ({self.resolved.path}): {exc}") from exc
+        self.tokenizer = load_tokenizer(model_name, fast=True)
+        self.prefix_space = add_prefix_space and _wants_prefix_space(self.tokenizer)
+        if self.prefix_space:
+            # Must be set at load time: transformers 5 ignores it as a call argument (so
+            # bert_score 0.3.13's call-time add_prefix_space=True has no effect there).
+            self.tokenizer = load_tokenizer(model_name, fast=True, add_prefix_space=True)
+        loaded = load_model(model_name, lambda path, **kw: _load_model_class(path, config, **kw),
+                            dtype=dtype, device=self.device, strict_dtype=strict_dtype)
+        model = loaded.model
+        self.dtype_name = loaded.dtype
         if not self.tokenizer.is_fast:
             raise ModelLoadError(f"model {model_name!r}: a fast tokenizer (offset mapping) is needed")
         self.n_layers = count_layers(model)
@@ -174,16 +157,16 @@ class EncoderRuntime:
             model.config.use_cache = False
         if getattr(model, "pooler", None) is not None:
             model.pooler = None  # its output is never used
-        self.model = model.eval().to(self.device)
+        self.model = model
         self.linear_kernels = "torch"
         self.round_shapes = False
         if cpu_fastpath and self.device == "cpu":
             from engine.metrics.cpu_fastpath import apply_cpu_fastpath
 
-            if apply_cpu_fastpath(self.model, torch_dtype(dtype)):
+            if apply_cpu_fastpath(self.model, torch_dtype(self.dtype_name)):
                 self.linear_kernels = "onednn"
                 self.round_shapes = True
-        self.attn_implementation = str(getattr(model.config, "_attn_implementation", attn))
+        self.attn_implementation = loaded.attn_implementation
         self.prefix_ids, self.suffix_ids = self._special_layout()
         self.max_length = max_length or self._model_max_length(config)
         self.max_content_tokens = self.max_length - len(self.prefix_ids) - len(self.suffix_ids)
@@ -301,11 +284,14 @@ class EncoderRuntime:
                     out[i] = hidden[row].index_select(0, index)
             return budget
         except Exception as exc:
-            if _is_oom(exc) and len(batch) > 1:
+            if is_oom(exc):
+                free_accelerator_memory()
+                if len(batch) == 1:
+                    raise TransientError(f"out of memory on one sequence of {len(sequences[batch[0]])} tokens "
+                                         f"({exc}); the part will be retried: lower batch_tokens or max_length, "
+                                         "or use a device with more memory") from exc
                 self.oom_halvings += 1
                 logger.warning("out of memory on a batch of %d sequences; halving and retrying", len(batch))
-                if torch.cuda.is_available():
-                    torch.cuda.empty_cache()
                 half = len(batch) // 2
                 budget = max(1, budget // 2)
                 budget = self._run_batch(batch[:half], sequences, keep, out, errors, budget)
@@ -349,8 +335,3 @@ class EncoderRuntime:
 def _wants_prefix_space(tokenizer: Any) -> bool:
     return any(cls.__name__ in PREFIX_SPACE_TOKENIZERS for cls in type(tokenizer).__mro__)
 
-
-def _is_oom(exc: BaseException) -> bool:
-    import torch
-
-    return isinstance(exc, torch.cuda.OutOfMemoryError) or "out of memory" in str(exc).lower()

@@ -33,20 +33,27 @@ forward pass fails gets NaN rows with `error` set; the run goes on.
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 import math
 import re
 import time
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Sequence
 
 from engine.context import candidate_text, plan_windows, reference_text, span_token_mask
-from engine.errors import ModelLoadError
+from engine.errors import ModelLoadError, TransientError
 from engine.items import ScoreItem, ScoreRow
 from engine.metrics.base import task_name_for
-from engine.models import resolve_model_path
 from engine.params import Params, require
+from engine.runtime import (
+    check_dtype,
+    free_accelerator_memory,
+    halve_on_oom,
+    load_model,
+    load_tokenizer,
+    resolve_dtype,
+    resolve_model,
+)
+from engine.runtime.names import read_config_json
 from engine.signature import format_signature, package_version
 
 if TYPE_CHECKING:  # torch is imported lazily: the CLI imports this module's siblings at start-up
@@ -68,7 +75,8 @@ class LikelihoodParams(Params):
     architecture: Literal["auto", "seq2seq", "causal"] = "auto"
     directions: tuple[Direction, ...] = ("forward", "reverse", "avg")
     contexts: tuple[Context, ...] = ("none",)
-    dtype: Literal["float32", "bfloat16", "float16"] = "float32"
+    dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
+    strict_dtype: bool = False
     batch_size: int = 8
     max_length: int | None = None  # None: the model's window (tokenizer / position embeddings)
     device: str = "auto"
@@ -84,7 +92,8 @@ class LikelihoodParams(Params):
                 name, value, f"a non-empty list without repeats of {', '.join(allowed)}",
             )
         require(self.architecture in ("auto", "seq2seq", "causal"), "architecture", self.architecture, "auto, seq2seq, causal")
-        require(self.dtype in ("float32", "bfloat16", "float16"), "dtype", self.dtype, "float32, bfloat16, float16")
+        require(self.dtype in ("auto", "float32", "bfloat16", "float16"), "dtype", self.dtype,
+                "auto, float32, bfloat16, float16")
         require(isinstance(self.batch_size, int) and self.batch_size >= 1, "batch_size", self.batch_size, "an integer >= 1")
         require(
             self.max_length is None or (isinstance(self.max_length, int) and self.max_length >= 8),
@@ -93,6 +102,13 @@ class LikelihoodParams(Params):
         require(isinstance(self.device, str) and bool(_DEVICE_RE.match(self.device)), "device", self.device,
                 "auto, cpu, mps, cuda or cuda:N")
         require(isinstance(self.separator, str), "separator", self.separator, "a string")
+        if self.strict_dtype:  # refused at config time, before any work, when the device is slow in it
+            check_dtype(self.dtype, self.device, True, "dtype")
+
+    @property
+    def resolved_dtype(self) -> str:
+        """The dtype the model runs in on this machine (the capability probe's choice for auto)."""
+        return resolve_dtype(self.dtype, self.device, self.strict_dtype)
 
 
 @dataclasses.dataclass
@@ -135,6 +151,7 @@ class LikelihoodScorer:
         self._model: Any = None
         self._tokenizer: Any = None
         self._device: Any = None
+        self._dtype: str | None = None  # the dtype actually used, once loaded
         self._max_length: int = 0
 
     # ----- identity -------------------------------------------------------------------------
@@ -164,6 +181,7 @@ class LikelihoodScorer:
             fields: dict[str, object] = {
                 "metric": self.metric,
                 "model": p.model,
+                "model_id": resolve_model(p.model).short_identity,
                 "arch": self.architecture,
                 "ctx": context,
                 "dirs": p.directions,
@@ -174,7 +192,7 @@ class LikelihoodScorer:
             if self.architecture == "causal":
                 fields["sep"] = p.separator.encode("unicode_escape").decode("ascii")
             fields.update(
-                tok="fast", dtype=p.dtype,
+                tok="fast", dtype=self._dtype or p.resolved_dtype,
                 transformers=package_version("transformers"), torch=package_version("torch"),
             )
             out[context] = format_signature(fields)
@@ -236,31 +254,24 @@ class LikelihoodScorer:
         if self._model is not None:
             return
         import torch
-        from transformers import AutoModelForCausalLM, AutoModelForSeq2SeqLM, AutoTokenizer
 
         p = self.params
-        path = resolve_model_path(p.model)
-        model_cls = AutoModelForSeq2SeqLM if self.architecture == "seq2seq" else AutoModelForCausalLM
+        auto_class = "AutoModelForSeq2SeqLM" if self.architecture == "seq2seq" else "AutoModelForCausalLM"
         try:
-            tokenizer = AutoTokenizer.from_pretrained(path)
-            model = model_cls.from_pretrained(path, **{_dtype_keyword(): getattr(torch, p.dtype)})
-        except Exception as exc:
+            tokenizer = load_tokenizer(p.model, fast=True)
+            loaded = load_model(p.model, auto_class, dtype=p.dtype, device=p.device, strict_dtype=p.strict_dtype)
+        except ModelLoadError as exc:
             raise ModelLoadError(
-                f"likelihood scorer: cannot load {p.model!r} ({path}) as a {self.architecture} LM: {exc}. "
-                "Check the model id or directory, or set `architecture`."
+                f"likelihood scorer: {exc}. Scored spans are found from the fast tokenizer's offset mapping "
+                "(a tokenizer.json is required); check the model id or directory, or set `architecture`."
             ) from exc
-        if not getattr(tokenizer, "is_fast", False):
-            raise ModelLoadError(
-                f"likelihood scorer: {p.model!r} has no fast tokenizer; scored spans are found from the "
-                "fast tokenizer's offset mapping, so a tokenizer.json is required."
-            )
-        device = ("cuda" if torch.cuda.is_available() else "cpu") if p.device == "auto" else p.device
-        self._device = torch.device(device)
-        self._model = model.eval().to(self._device)
+        self._device = torch.device(loaded.device)
+        self._dtype = loaded.dtype
+        self._model = loaded.model
         self._tokenizer = tokenizer
-        self._max_length = p.max_length or _model_window(tokenizer, model.config)
-        logger.info("loaded %s (%s, %s) on %s, window %d tokens", p.model, self.architecture, p.dtype,
-                    device, self._max_length)
+        self._max_length = p.max_length or _model_window(tokenizer, loaded.model.config)
+        logger.info("loaded %s (%s, %s) on %s, window %d tokens", p.model, self.architecture, loaded.dtype,
+                    loaded.device, self._max_length)
 
     def _start_ids(self) -> list[int]:
         tok = self._tokenizer
@@ -368,8 +379,10 @@ class LikelihoodScorer:
                 last_log = now
             done_tokens += sum(j.length for j in batch)
             try:
-                results = self._forward(batch)
-            except Exception as exc:  # e.g. out of memory: find the sequence(s) at fault, keep the rest
+                results = halve_on_oom(self._forward, batch)
+            except TransientError:  # out of memory on one sequence: the part fails and is redone
+                raise
+            except Exception as exc:  # a sequence the model cannot take: find it, keep the rest
                 logger.warning("likelihood batch of %d failed (%s); retrying its sequences one by one",
                                len(batch), _describe_error(exc))
                 results = [self._forward_alone(job, errors) for job in batch]
@@ -383,12 +396,11 @@ class LikelihoodScorer:
         return totals
 
     def _forward_alone(self, job: _Job, errors: dict[tuple[int, str, str], str]) -> tuple[float, float]:
-        import torch
-
-        if self._device.type == "cuda":
-            torch.cuda.empty_cache()  # after an out-of-memory batch
+        free_accelerator_memory()
         try:
-            return self._forward([job])[0]
+            return halve_on_oom(self._forward, [job])[0]
+        except TransientError:
+            raise
         except Exception as exc:
             errors.setdefault(job.key, _describe_error(exc))
             return math.nan, 0.0
@@ -494,32 +506,19 @@ def _model_window(tokenizer: Any, config: Any) -> int:
 
 
 def _detect_architecture(model: str) -> str:
-    path = resolve_model_path(model)
-    config_file = Path(path) / "config.json"
-    is_encoder_decoder = None
-    if config_file.is_file():
-        is_encoder_decoder = json.loads(config_file.read_text(encoding="utf-8")).get("is_encoder_decoder")
+    resolved = resolve_model(model)
+    is_encoder_decoder = (read_config_json(resolved) or {}).get("is_encoder_decoder")
     if is_encoder_decoder is None:
         try:
             from transformers import AutoConfig
 
-            is_encoder_decoder = AutoConfig.from_pretrained(path).is_encoder_decoder
+            is_encoder_decoder = AutoConfig.from_pretrained(resolved.path, **resolved.pretrained_kwargs()).is_encoder_decoder
         except Exception as exc:
             raise ModelLoadError(
                 f"likelihood scorer: cannot read the config of {model!r} to tell seq2seq from causal: {exc}. "
                 "Set `architecture: seq2seq` or `architecture: causal`, or check the model id."
             ) from exc
     return "seq2seq" if is_encoder_decoder else "causal"
-
-
-def _dtype_keyword() -> str:
-    """`from_pretrained` takes `dtype` since transformers 4.56, `torch_dtype` before."""
-    version = package_version("transformers")
-    try:
-        major, minor = (int(x) for x in version.split(".")[:2])
-    except ValueError:
-        return "dtype"
-    return "dtype" if (major, minor) >= (4, 56) else "torch_dtype"
 
 
 def _describe_error(exc: BaseException) -> str:

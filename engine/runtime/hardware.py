@@ -1,0 +1,206 @@
+"""What the device computes fast: a capability probe per device, once per process, and dtype choice.
+
+Machines differ: one CPU runs a bfloat16 matmul 7x faster than float32 (AMX), another 470x
+slower (AVX2 without AVX512-BF16, where bfloat16 is emulated). A dtype is therefore never
+assumed fast; it is probed:
+
+- GPU (CUDA): compute capability; bfloat16 tensor cores from 8.0 (Ampere), float16 from 7.0;
+- CPU: `torch.backends.cpu.get_cpu_capability()` and the instruction-set flags torch reports
+  (AMX-BF16, AVX512-BF16, AMX-FP16, AVX512-FP16), plus a short matmul probe of each dtype
+  (a few 256x256 products, well under 100 ms per dtype even where a dtype is emulated).
+
+The rule for `dtype: auto`: bfloat16 on GPUs with bfloat16 tensor cores and on CPUs with
+native bfloat16 whose probe confirms it beats float32; float16 where that is the fast path
+(CUDA 7.x, or a CPU with native float16 that beats float32); otherwise float32. An explicit
+dtype the probe measures more than SLOW_RATIO times slower than float32 falls back to float32
+with one warning naming the measured ratio, unless strict: then it is a config error.
+"""
+from __future__ import annotations
+
+import functools
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Literal
+
+from engine.errors import ConfigError
+
+logger = logging.getLogger(__name__)
+
+DTYPES = ("float32", "bfloat16", "float16")
+DtypeName = Literal["auto", "float32", "bfloat16", "float16"]
+# An explicit dtype this many times slower than float32 is not worth running.
+SLOW_RATIO = 4.0
+_PROBE_SIZE = 256
+_PROBE_REPEATS = 3
+_PROBE_BUDGET_S = 0.04  # per dtype, after one warm-up product
+
+
+@dataclass(frozen=True)
+class DeviceCapability:
+    """What one device computes fast. `seconds`: best time of one probe matmul per dtype."""
+
+    device: str  # "cpu", "cuda:0", "mps"
+    name: str  # CPU or GPU model name
+    isa: str  # CPU: get_cpu_capability() (e.g. AVX2, AVX512); CUDA: "sm_90"
+    native_bf16: bool
+    native_fp16: bool
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    def ratio(self, dtype: str) -> float:
+        """Probe time of `dtype` over float32's (> 1: slower than float32); 1.0 when not probed."""
+        base, other = self.seconds.get("float32"), self.seconds.get(dtype)
+        if not base or not other:
+            return 1.0
+        return other / base
+
+    def gflops(self, dtype: str) -> float:
+        seconds = self.seconds.get(dtype)
+        return 2 * _PROBE_SIZE**3 / seconds / 1e9 if seconds else float("nan")
+
+    def describe(self) -> str:
+        peaks = ", ".join(f"{d} {self.gflops(d):.1f} GFLOP/s" for d in DTYPES if d in self.seconds)
+        return (f"{self.device} ({self.name}, {self.isa}; native bf16: {'yes' if self.native_bf16 else 'no'}, "
+                f"native fp16: {'yes' if self.native_fp16 else 'no'}); matmul peak: {peaks}")
+
+
+def device_kind(device: str) -> str:
+    """`cuda:1` -> `cuda`."""
+    return device.split(":", 1)[0]
+
+
+def resolve_device(device: str = "auto") -> str:
+    """`auto` -> `cuda` when a CUDA device is visible, else `cpu`; anything else unchanged."""
+    if device != "auto":
+        return device
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def _time_matmul(dtype_name: str, device: str) -> float:
+    import torch
+
+    dtype = getattr(torch, dtype_name)
+    gen = torch.Generator().manual_seed(0)
+    a = torch.randn(_PROBE_SIZE, _PROBE_SIZE, generator=gen).to(device=device, dtype=dtype)  # (N, N)
+    b = torch.randn(_PROBE_SIZE, _PROBE_SIZE, generator=gen).to(device=device, dtype=dtype)  # (N, N)
+    sync = torch.cuda.synchronize if device_kind(device) == "cuda" else (lambda: None)
+    with torch.inference_mode():
+        torch.matmul(a, b)  # warm-up: kernel selection, first-touch of memory
+        sync()
+        best = float("inf")
+        started = time.perf_counter()
+        for _ in range(_PROBE_REPEATS):
+            t0 = time.perf_counter()
+            torch.matmul(a, b)
+            sync()
+            best = min(best, time.perf_counter() - t0)
+            if time.perf_counter() - started > _PROBE_BUDGET_S:
+                break
+    return max(best, 1e-9)
+
+
+def _cpu_flags() -> dict[str, object]:
+    import torch
+
+    try:  # private but stable since torch 2.3; absent flags simply read as "not native"
+        return dict(torch._C._cpu._get_cpu_capability())
+    except Exception:  # noqa: BLE001 - an older torch: rely on the probe alone
+        return {}
+
+
+def _probe(device: str) -> DeviceCapability:
+    import torch
+
+    kind = device_kind(device)
+    if kind == "cuda":
+        index = torch.device(device).index or 0
+        major, minor = torch.cuda.get_device_capability(index)
+        seconds = {d: _time_matmul(d, device) for d in DTYPES}
+        return DeviceCapability(device, torch.cuda.get_device_name(index), f"sm_{major}{minor}",
+                                native_bf16=major >= 8, native_fp16=major >= 7, seconds=seconds)
+    if kind == "cpu":
+        flags = _cpu_flags()
+        seconds = {d: _time_matmul(d, "cpu") for d in DTYPES}
+        return DeviceCapability(
+            "cpu", str(flags.get("cpu_name", "unknown CPU")), torch.backends.cpu.get_cpu_capability(),
+            native_bf16=bool(flags.get("amx_bf16") or flags.get("avx512_bf16")),
+            native_fp16=bool(flags.get("amx_fp16") or flags.get("avx512_fp16")),
+            seconds=seconds,
+        )
+    # mps and others: not probed; half precision is their usual fast path but not assumed.
+    return DeviceCapability(device, kind, kind, native_bf16=False, native_fp16=False)
+
+
+_lock = threading.Lock()
+
+
+@functools.lru_cache(maxsize=None)
+def _cached_probe(device: str) -> DeviceCapability:
+    capability = _probe(device)
+    logger.info("device probe: %s", capability.describe())
+    return capability
+
+
+def probe_device(device: str = "auto") -> DeviceCapability:
+    """The capability of `device` (`auto` resolved first), measured once per process."""
+    device = resolve_device(device)
+    if device == "cuda":
+        device = "cuda:0"
+    with _lock:
+        return _cached_probe(device)
+
+
+def auto_dtype(capability: DeviceCapability) -> str:
+    """The dtype `auto` means on this device (see the module docstring for the rule)."""
+    if device_kind(capability.device) == "cuda":
+        return "bfloat16" if capability.native_bf16 else "float16" if capability.native_fp16 else "float32"
+    if capability.native_bf16 and capability.ratio("bfloat16") < 1.0:
+        return "bfloat16"
+    if capability.native_fp16 and capability.ratio("float16") < 1.0:
+        return "float16"
+    return "float32"
+
+
+def _slow_message(requested: str, capability: DeviceCapability) -> str:
+    return (f"dtype {requested} runs {capability.ratio(requested):.1f}x slower than float32 on {capability.device} "
+            f"({capability.name}, {capability.isa}, native bf16: {'yes' if capability.native_bf16 else 'no'})")
+
+
+_warned: set[tuple[str, str]] = set()
+
+
+def resolve_dtype(requested: str, device: str = "auto", strict: bool = False) -> str:
+    """The dtype to load a model in: `auto` by the probe's rule, an explicit dtype if the device runs it fast.
+
+    An explicit dtype more than SLOW_RATIO x slower than float32 gives float32 and one warning
+    per process and dtype; with `strict` it raises ConfigError instead.
+    """
+    if requested not in ("auto", *DTYPES):
+        raise ConfigError(f"dtype: got {requested!r}; allowed: auto, {', '.join(DTYPES)}")
+    capability = probe_device(device)
+    if requested == "auto":
+        return auto_dtype(capability)
+    if requested == "float32" or capability.ratio(requested) <= SLOW_RATIO:
+        return requested
+    message = _slow_message(requested, capability)
+    if strict:
+        raise ConfigError(f"dtype: {message}; allowed with strict_dtype: true: auto, float32, or a dtype "
+                          "this device runs fast (or set strict_dtype: false to fall back to float32)")
+    key = (capability.device, requested)
+    if key not in _warned:
+        _warned.add(key)
+        logger.warning("%s: using float32 instead (set strict_dtype: true to refuse the run instead, "
+                       "or dtype: auto)", message)
+    return "float32"
+
+
+def check_dtype(requested: str, device: str, strict: bool, where: str) -> str:
+    """Config-time check: the dtype a model will load in; ConfigError naming `where` if strict refuses it."""
+    try:
+        return resolve_dtype(requested, device, strict)
+    except ConfigError as exc:
+        message = str(exc).removeprefix("dtype: ")
+        raise ConfigError(f"{where}: {message}") from None
