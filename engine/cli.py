@@ -91,7 +91,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     import shutil
 
     from engine.demo import prepare_demo_models
-    from engine.models import DEMO_MODELS_ENV
+    from engine.runtime import DEMO_MODELS_ENV
 
     models = Path(args.models) if args.models else DEMO_MODELS
     os.environ[DEMO_MODELS_ENV] = str(models.resolve())

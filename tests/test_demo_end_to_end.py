@@ -25,7 +25,7 @@ def demo_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     import os
 
     from engine.demo import prepare_demo_models
-    from engine.models import DEMO_MODELS_ENV
+    from engine.runtime import DEMO_MODELS_ENV
 
     tmp = tmp_path_factory.mktemp("demo")
     os.environ[DEMO_MODELS_ENV] = str(tmp / "models")

@@ -56,7 +56,8 @@ ITEMS = [
 
 
 def _scorer(model_dir: str, **options: object) -> LikelihoodScorer:
-    return LikelihoodScorer(LikelihoodScorer.Params.from_mapping({"model": model_dir, **options}))
+    # float32 unless a test says otherwise: the references below are computed in float32
+    return LikelihoodScorer(LikelihoodScorer.Params.from_mapping({"model": model_dir, "dtype": "float32", **options}))
 
 
 def _values(rows: list) -> dict[tuple[str, str, str, str], float]:

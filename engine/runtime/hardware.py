@@ -10,8 +10,11 @@ assumed fast; it is probed:
   (a few 256x256 products, well under 100 ms per dtype even where a dtype is emulated).
 
 The rule for `dtype: auto`: bfloat16 on GPUs with bfloat16 tensor cores and on CPUs with
-native bfloat16 whose probe confirms it beats float32; float16 where that is the fast path
-(CUDA 7.x, or a CPU with native float16 that beats float32); otherwise float32. An explicit
+native bfloat16 (AMX or AVX512-BF16) unless the probe finds it slow; float16 where that is the
+fast path (CUDA 7.x, or a CPU with native float16 that the probe does not find slow);
+otherwise float32. "Slow" is the same margin as below, far from both native (about 0.1-1x
+float32's time) and emulated (about 100-500x) half precision, so every process of a run
+reaches the same choice although probe timings jitter. An explicit
 dtype the probe measures more than SLOW_RATIO times slower than float32 falls back to float32
 with one warning naming the measured ratio, unless strict: then it is a config error.
 """
@@ -157,9 +160,9 @@ def auto_dtype(capability: DeviceCapability) -> str:
     """The dtype `auto` means on this device (see the module docstring for the rule)."""
     if device_kind(capability.device) == "cuda":
         return "bfloat16" if capability.native_bf16 else "float16" if capability.native_fp16 else "float32"
-    if capability.native_bf16 and capability.ratio("bfloat16") < 1.0:
+    if capability.native_bf16 and capability.ratio("bfloat16") <= SLOW_RATIO:
         return "bfloat16"
-    if capability.native_fp16 and capability.ratio("float16") < 1.0:
+    if capability.native_fp16 and capability.ratio("float16") <= SLOW_RATIO:
         return "float16"
     return "float32"
 
