@@ -1,0 +1,154 @@
+"""Precision by hardware: the capability probe, `dtype: auto`, slow-dtype fallback and strict_dtype."""
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+from engine.errors import ConfigError  # noqa: E402
+from engine.items import ScoreItem  # noqa: E402
+from engine.metrics.embedding import EmbeddingScorer  # noqa: E402
+from engine.metrics.likelihood import LikelihoodScorer  # noqa: E402
+from engine.runtime import hardware  # noqa: E402
+from engine.runtime.hardware import DeviceCapability, auto_dtype, check_dtype, resolve_dtype  # noqa: E402
+from engine.signature import parse_signature  # noqa: E402
+from engine.testing.tiny_lm import build_tiny_bart  # noqa: E402
+
+MINILM = "pypi:all-MiniLM-L6-v2"
+# Seconds of one probe matmul, as measured on the two CPU classes seen on these machines.
+AVX2 = DeviceCapability("cpu", "AMD EPYC", "AVX2", native_bf16=False, native_fp16=False,
+                        seconds={"float32": 0.002, "bfloat16": 0.6, "float16": 0.7})
+AMX = DeviceCapability("cpu", "Intel Xeon", "AVX512", native_bf16=True, native_fp16=True,
+                       seconds={"float32": 0.002, "bfloat16": 0.0003, "float16": 0.0004})
+ITEMS = [
+    ScoreItem("a", "a", "en", "g", "none", "x = 1  // Returns the user name.\n", 7, 32,
+              "// Returns the user name.", "// Returns", " the name of the user."),
+    ScoreItem("b", "b", "en", "g", "none", "y = 2  // Counts the open files.\n", 7, 32,
+              "// Counts the open files.", "// Counts", " how many files are open."),
+]
+
+
+@pytest.fixture(scope="module")
+def bart_dir(tmp_path_factory) -> str:
+    return build_tiny_bart(tmp_path_factory.mktemp("bart") / "m")
+
+
+@pytest.fixture()
+def probe(monkeypatch: pytest.MonkeyPatch):
+    """Set what the probe reports; the one-warning memory starts empty."""
+    monkeypatch.setattr(hardware, "_warned", set())
+
+    def use(capability: DeviceCapability) -> None:
+        monkeypatch.setattr(hardware, "probe_device", lambda device="auto": capability)
+
+    return use
+
+
+def _likelihood(model: str, **options) -> LikelihoodScorer:
+    return LikelihoodScorer(LikelihoodScorer.Params.from_mapping(
+        {"model": model, "device": "cpu", "directions": ["forward"], **options}, where="score.scorers[2]"))
+
+
+def _slow_warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if "slower than float32" in r.getMessage()]
+
+
+def test_a_slow_bfloat16_loads_float32_with_one_warning(bart_dir: str, probe, caplog) -> None:
+    probe(AVX2)
+    scorer = _likelihood(bart_dir, dtype="bfloat16")
+    with caplog.at_level(logging.WARNING):
+        signatures = scorer.signatures()
+        rows = scorer.score(ITEMS)
+        scorer.score(ITEMS)
+        _likelihood(bart_dir, dtype="bfloat16").signatures()
+    assert next(scorer._model.parameters()).dtype == torch.float32
+    assert parse_signature(signatures["none"])["dtype"] == "float32"
+    assert all(parse_signature(r.signature)["dtype"] == "float32" for r in rows)
+    warnings = _slow_warnings(caplog)
+    assert len(warnings) == 1 and "bfloat16 runs 300.0x slower than float32" in warnings[0]
+    assert "AVX2" in warnings[0] and "strict_dtype" in warnings[0]
+
+
+def test_strict_dtype_is_refused_at_config_time(bart_dir: str, probe) -> None:
+    probe(AVX2)
+    with pytest.raises(ConfigError, match=r"^score\.scorers\[2\]\.dtype: dtype bfloat16 runs 300\.0x slower"):
+        _likelihood(bart_dir, dtype="bfloat16", strict_dtype=True)
+    with pytest.raises(ConfigError, match=r"^score\.scorers\[0\]\.dtype: dtype float16 runs 350\.0x slower"):
+        EmbeddingScorer.Params.from_mapping({"model": MINILM, "mode": "fast", "dtype": "float16", "strict_dtype": True},
+                                            where="score.scorers[0]")
+    from engine.generate.stage import GenerateSection
+
+    with pytest.raises(ConfigError, match=r"^generate\.generators\[0\]\.dtype: dtype bfloat16"):
+        GenerateSection.from_mapping({"generators": [{"model": bart_dir, "card": "starcoder2", "dtype": "bfloat16",
+                                                      "strict_dtype": True}]}, where="generate")
+    with pytest.raises(ConfigError, match=r"^judge\.dtype: dtype bfloat16 runs 300\.0x"):
+        check_dtype("bfloat16", "cpu", True, "judge.dtype")
+    # strict is fine with what the device runs fast, and without strict nothing is refused
+    assert check_dtype("float32", "cpu", True, "judge.dtype") == "float32"
+    assert check_dtype("auto", "cpu", True, "judge.dtype") == "float32"
+    assert _likelihood(bart_dir, dtype="bfloat16").params.resolved_dtype == "float32"
+
+
+def test_native_bfloat16_loads_bfloat16(bart_dir: str, probe, caplog) -> None:
+    probe(AMX)
+    scorer = _likelihood(bart_dir, dtype="bfloat16", strict_dtype=True)
+    with caplog.at_level(logging.WARNING):
+        rows = scorer.score(ITEMS)
+    assert next(scorer._model.parameters()).dtype == torch.bfloat16
+    assert parse_signature(rows[0].signature)["dtype"] == "bfloat16" and not _slow_warnings(caplog)
+    auto = _likelihood(bart_dir)
+    auto.score(ITEMS[:1])
+    assert next(auto._model.parameters()).dtype == torch.bfloat16
+
+
+def test_auto_is_float32_without_native_half_and_the_numbers_are_unchanged(bart_dir: str, probe) -> None:
+    probe(AVX2)
+    auto, pinned = _likelihood(bart_dir), _likelihood(bart_dir, dtype="float32")
+    assert auto.params.dtype == "auto" and auto.params.resolved_dtype == "float32"
+    assert [r.value for r in auto.score(ITEMS)] == [r.value for r in pinned.score(ITEMS)]
+    assert auto.signatures() == pinned.signatures()
+
+
+def test_embedding_compat_is_float32_whatever_the_hardware(probe) -> None:
+    probe(AMX)
+    compat = EmbeddingScorer(EmbeddingScorer.Params(model=MINILM, layer=2))
+    assert compat.params.dtype == "auto" and compat.params.resolved_dtype == "float32"
+    assert parse_signature(compat.signatures()["bertscore/none"])["dtype"] == "float32"
+    fast = EmbeddingScorer(EmbeddingScorer.Params(model=MINILM, layer=2, mode="fast"))
+    assert parse_signature(fast.signatures()["bertscore/none"])["dtype"] == "bfloat16"
+    probe(AVX2)
+    assert parse_signature(fast.signatures()["bertscore/none"])["dtype"] == "float32"
+
+
+@pytest.mark.parametrize("capability, expected", [
+    (AVX2, "float32"),
+    (AMX, "bfloat16"),
+    # native flags but the probe finds it emulated-slow: not trusted
+    (DeviceCapability("cpu", "x", "AVX512", True, False, {"float32": 0.002, "bfloat16": 0.2}), "float32"),
+    (DeviceCapability("cuda:0", "V100", "sm_70", False, True), "float16"),
+    (DeviceCapability("cuda:0", "H100", "sm_90", True, True), "bfloat16"),
+    (DeviceCapability("cuda:0", "K80", "sm_37", False, False), "float32"),
+    (DeviceCapability("mps", "mps", "mps", False, False), "float32"),
+])
+def test_the_auto_rule(capability: DeviceCapability, expected: str) -> None:
+    assert auto_dtype(capability) == expected
+
+
+def test_an_explicit_dtype_within_the_margin_is_kept(probe) -> None:
+    probe(DeviceCapability("cpu", "x", "AVX512", True, False, {"float32": 0.002, "bfloat16": 0.006, "float16": 0.5}))
+    assert resolve_dtype("bfloat16", "cpu") == "bfloat16"  # 3x slower: kept, the user asked for it
+    assert resolve_dtype("float16", "cpu") == "float32"
+    with pytest.raises(ConfigError, match="allowed: auto, float32"):
+        resolve_dtype("int8", "cpu")
+
+
+def test_the_real_probe_runs_once_and_names_the_cpu() -> None:
+    first = hardware.probe_device("cpu")
+    assert first is hardware.probe_device("cpu")
+    assert first.isa == torch.backends.cpu.get_cpu_capability()
+    assert set(first.seconds) == {"float32", "bfloat16", "float16"} and all(s > 0 for s in first.seconds.values())
+    assert first.ratio("float32") == 1.0 and "GFLOP/s" in first.describe()
+    assert auto_dtype(first) in ("float32", "bfloat16", "float16")
