@@ -9,8 +9,11 @@ on the same model (all-MiniLM-L6-v2) and pairs:
   ours, none setting, mode fast, bfloat16     vs our float32: max |F diff| and Spearman
   ours, full setting (whole file in context)  on a subset: pairs/s, tokens/s, FLOP/s
 
-and prints a matmul peak measured here (float32 and bfloat16 torch.matmul) beside the
-model FLOP/s achieved. Usage: python bench/bench_bertscore.py [--pairs 12500] [--full-pairs 1000]
+and prints the CPU capability and a matmul peak measured here (float32 and bfloat16
+torch.matmul) beside the model FLOP/s achieved. Where the quick dtype probe finds bfloat16
+slow (emulated: no AVX512-BF16 or AMX), the bfloat16 mode is skipped with the reason printed
+and fast mode runs in float32 instead. Usage:
+python bench/bench_bertscore.py [--pairs 5000] [--full-pairs 300]
 """
 from __future__ import annotations
 
@@ -27,9 +30,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch  # noqa: E402
 
+from bench.precision import matmul_peak, print_hardware, slow_reason  # noqa: E402
 from engine.items import ScoreItem  # noqa: E402
 from engine.metrics.embedding import EmbeddingScorer  # noqa: E402
-from engine.models import resolve_model_path  # noqa: E402
+from engine.runtime import resolve_model  # noqa: E402
 
 MODEL = "pypi:all-MiniLM-L6-v2"
 LAYER = 5
@@ -127,20 +131,6 @@ def make_items(n_pairs: int, seed: int = 0) -> list[ScoreItem]:
     return items[:n_pairs]
 
 
-def matmul_peak(dtype: torch.dtype, n: int = 2048, reps: int = 4, trials: int = 5) -> float:
-    """Best of `trials` timings of `reps` square matmuls: FLOP/s (the machine may be shared)."""
-    a = torch.randn(n, n).to(dtype)
-    b = torch.randn(n, n).to(dtype)
-    torch.matmul(a, b)
-    best = 0.0
-    for _ in range(trials):
-        start = time.perf_counter()
-        for _ in range(reps):
-            torch.matmul(a, b)
-        best = max(best, 2 * n**3 * reps / (time.perf_counter() - start))
-    return best
-
-
 def model_flops(scorer: EmbeddingScorer) -> float:
     """FLOPs of the forward passes run so far (linear layers + attention scores, padded tokens)."""
     rt = scorer.runtime
@@ -170,10 +160,10 @@ def file_blocks(items: list[ScoreItem], rounds: int) -> list[list[ScoreItem]]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--pairs", type=int, default=12500, help="prediction-reference pairs (default 12500)")
-    parser.add_argument("--full-pairs", type=int, default=1000, help="pairs for the full-context run (default 1000)")
+    parser.add_argument("--pairs", type=int, default=5000, help="prediction-reference pairs (default 5000)")
+    parser.add_argument("--full-pairs", type=int, default=300, help="pairs for the full-context run (default 300)")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--rounds", type=int, default=20, help="blocks the three none-setting runs are interleaved in")
+    parser.add_argument("--rounds", type=int, default=10, help="blocks the three none-setting runs are interleaved in")
     args = parser.parse_args()
     logging.basicConfig(level=logging.ERROR)
     import transformers
@@ -189,12 +179,18 @@ def main() -> None:
     print(f"pairs {len(items)}, unique references {n_unique_refs}, model all-MiniLM-L6-v2 layer {LAYER}, "
           f"torch threads {torch.get_num_threads()}, torch {torch.__version__}")
 
-    peak32 = matmul_peak(torch.float32)
-    peak16 = matmul_peak(torch.bfloat16)
+    print_hardware()
+    peak32 = matmul_peak("float32")
+    peak16 = matmul_peak("bfloat16")
     print(f"matmul peak here: float32 {peak32 / 1e9:.1f} GFLOP/s, bfloat16 {peak16 / 1e9:.1f} GFLOP/s")
+    skipped = slow_reason("bfloat16")
+    fast_dtype = "float32" if skipped else "bfloat16"
+    if skipped:
+        print(f"skipped: fast bfloat16 ({skipped}); fast mode runs in float32 instead")
+    print(f"modes run: bert_score, compat float32, fast {fast_dtype}")
 
     # bert_score crashes on empty strings with transformers 5.x; give it a stand-in and skip those pairs.
-    anchor = bert_score.BERTScorer(model_type=resolve_model_path(MODEL), num_layers=LAYER, batch_size=64)
+    anchor = bert_score.BERTScorer(model_type=resolve_model(MODEL).path, num_layers=LAYER, batch_size=64)
 
     def bert_score_block(block: list[ScoreItem]) -> list[torch.Tensor]:
         cands = [it.prediction if it.prediction.strip() else "." for it in block]
@@ -206,7 +202,7 @@ def main() -> None:
     # Every side keeps its model loaded (bert_score through its BERTScorer class) and is warmed
     # up outside the clock (lazy imports of transformers' model code, one-off set-up).
     s32 = new_scorer(mode="compat", dtype="float32")
-    s16 = new_scorer(mode="fast", dtype="bfloat16")
+    s16 = new_scorer(mode="fast", dtype=fast_dtype)
     warm = make_items(10, seed=args.seed + 1)
     bert_score_block(warm)
     s32.score(warm)
@@ -273,14 +269,14 @@ def main() -> None:
 
     n = len(items)
     print()
-    peak32 = max(peak32, matmul_peak(torch.float32))
-    peak16 = max(peak16, matmul_peak(torch.bfloat16))
+    peak32 = max(peak32, matmul_peak("float32"))
+    peak16 = max(peak16, matmul_peak("bfloat16"))
     peak_line = (f"matmul peak here (best of the start and now): float32 {peak32 / 1e9:.1f} GFLOP/s, bfloat16 {peak16 / 1e9:.1f} GFLOP/s")
     med = {k: statistics.median(v) for k, v in block_ratios.items()}
     print(f"{'none setting':<34}{'seconds':>9}{'pairs/s':>10}{'vs bert_score':>15}{'median of blocks':>18}")
     print(f"{'bert_score 0.3.13 (fp32, bs 64)':<34}{t_bs:>9.2f}{n / t_bs:>10.1f}{1.0:>14.2f}x")
     print(f"{'ours compat float32':<34}{t32:>9.2f}{n / t32:>10.1f}{t_bs / t32:>14.2f}x{med['compat']:>17.2f}x")
-    print(f"{'ours fast bfloat16':<34}{t16:>9.2f}{n / t16:>10.1f}{t_bs / t16:>14.2f}x{med['fast']:>17.2f}x")
+    print(f"{'ours fast ' + fast_dtype:<34}{t16:>9.2f}{n / t16:>10.1f}{t_bs / t16:>14.2f}x{med['fast']:>17.2f}x")
     print(f"(interleaved in {len(blocks)} blocks of whole files; load average now {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs)")
     print(f"compat float32 vs bert_score: max |P/R/F diff| {diff:.2e} over {len(keep)} pairs "
           f"({len(empty)} pairs with an empty side left out: bert_score crashes on them)")
@@ -288,12 +284,12 @@ def main() -> None:
         print(f"  {len(off)} pairs differ by more than 1e-6, all with bert_score higher: {raised} "
               f"(its padded 0 in the max); against bert_score with batch_size=1 they differ by at most "
               f"{max_diff(off, alone):.2e}")
-    print(f"fast bfloat16 vs compat float32, {len(fits)} pairs within the 512-token window: "
+    print(f"fast {fast_dtype} vs compat float32, {len(fits)} pairs within the 512-token window: "
           f"max |F diff| {fdiff_fit:.4f}, Spearman {rho_fit:.5f}")
     print(f"  all {n} pairs (fast scores over-long texts in windows, compat truncates): "
           f"max |F diff| {fdiff_all:.4f}, Spearman {rho_all:.5f}")
-    print(f"fast bfloat16 vs fast float32 (same windows), all {n} pairs: max |F diff| {fdiff_dtype:.4f}, Spearman {rho_dtype:.5f}")
-    for label, scorer, t in (("compat float32", s32, t32), ("fast bfloat16", s16, t16)):
+    print(f"fast {fast_dtype} vs fast float32 (same windows), all {n} pairs: max |F diff| {fdiff_dtype:.4f}, Spearman {rho_dtype:.5f}")
+    for label, scorer, t in (("compat float32", s32, t32), (f"fast {fast_dtype}", s16, t16)):
         st = scorer.runtime.stats
         flops = model_flops(scorer)
         peak = peak32 if "float32" in label else peak16
@@ -304,7 +300,7 @@ def main() -> None:
     full_items = items[: args.full_pairs]
     print()
     print(f"full setting (whole file, centred 512-token windows), {len(full_items)} pairs:")
-    for dtype, mode in (("float32", "compat"), ("bfloat16", "fast")):
+    for dtype, mode in (("float32", "compat"), (fast_dtype, "fast")):
         scorer = new_scorer(mode=mode, dtype=dtype, contexts=("full",))
         start = time.perf_counter()
         scorer.score(full_items)

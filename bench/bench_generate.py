@@ -6,7 +6,9 @@ Each backend runs in its own worker process (one model per process) on the same 
 the timing covers generation only (model loading is printed apart). Without --model a tiny
 random StarCoder2-style model is built in a temporary directory, so on a CPU machine this
 measures engine overhead more than model compute. Prints prompts/s, output tokens/s, the
-vllm/transformers ratio and whether the greedy outputs are token-identical.
+vllm/transformers ratio and whether the greedy outputs are token-identical. The CPU capability
+is printed first; a --dtype the quick probe finds slow on this machine (bfloat16 without
+AVX512-BF16 or AMX) is skipped with the reason printed, and float32 runs instead.
 """
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.precision import print_hardware, slow_reason
 from engine.generate.cards import get_card
 from engine.generate.prompts import FimPromptBuilder
 from engine.generate.stage import GenerateParams, load_tokenizer
@@ -51,6 +54,10 @@ def main() -> None:
     parser.add_argument("--gpu-memory-utilization", type=float, default=0.2,
                         help="vLLM; on CPU the share of host memory that must be free at start")
     args = parser.parse_args()
+    print_hardware()
+    if args.dtype not in ("auto", "float32") and slow_reason(args.dtype) is not None:
+        print(f"skipped: --dtype {args.dtype} ({slow_reason(args.dtype)}); running float32 instead")
+        args.dtype = "float32"
 
     with tempfile.TemporaryDirectory(prefix="bench-generate-") as tmp:
         model = args.model or build_tiny_fim_model(Path(tmp) / "model", args.card)

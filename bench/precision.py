@@ -1,0 +1,52 @@
+"""Shared by the bench scripts that run a dtype: name the hardware, measure matmul peaks, skip slow modes.
+
+A dtype the device emulates (bfloat16 on a CPU without AVX512-BF16 or AMX runs hundreds of
+times slower than float32) would make a benchmark run for hours, so each script asks here
+first and skips, with the printed reason, every mode whose dtype the quick probe finds slow.
+"""
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import torch  # noqa: E402
+
+from engine.runtime.hardware import SLOW_RATIO, probe_device  # noqa: E402
+
+
+def slow_reason(dtype: str, device: str = "cpu") -> str | None:
+    """Why `dtype` is skipped on `device` (None: it runs fast enough)."""
+    capability = probe_device(device)
+    ratio = capability.ratio(dtype)
+    if dtype == "float32" or ratio <= SLOW_RATIO:
+        return None
+    return (f"{dtype} is {ratio:.0f}x slower than float32 in the quick probe on {capability.name} "
+            f"({capability.isa}, native bf16: {'yes' if capability.native_bf16 else 'no'}); limit {SLOW_RATIO:.0f}x")
+
+
+def print_hardware(device: str = "cpu") -> None:
+    capability = probe_device(device)
+    print(f"hardware: {capability.describe()}; torch threads {torch.get_num_threads()}")
+
+
+def matmul_peak(dtype: str, n: int = 2048, reps: int = 4, trials: int = 5) -> float:
+    """Best of `trials` timings of `reps` square float matmuls: FLOP/s (the machine may be shared).
+
+    A dtype the quick probe finds slow is not timed at this size (minutes per product): its
+    quick-probe rate is returned instead.
+    """
+    if slow_reason(dtype) is not None:
+        return probe_device("cpu").gflops(dtype) * 1e9
+    a = torch.randn(n, n).to(getattr(torch, dtype))  # (n, n)
+    b = torch.randn(n, n).to(getattr(torch, dtype))  # (n, n)
+    torch.matmul(a, b)
+    best = 0.0
+    for _ in range(trials):
+        start = time.perf_counter()
+        for _ in range(reps):
+            torch.matmul(a, b)
+        best = max(best, 2 * n**3 * reps / (time.perf_counter() - start))
+    return best
