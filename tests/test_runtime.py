@@ -14,6 +14,7 @@ from engine import demo  # noqa: E402
 from engine.errors import ConfigError, ModelLoadError, TransientError  # noqa: E402
 from engine.runtime import (  # noqa: E402
     check_model_name,
+    check_tokenizer,
     content_hash,
     halve_on_oom,
     load_model,
@@ -185,6 +186,9 @@ def test_tokenizers_load_once_and_fast_is_required(bart_dir: str, tmp_path: Path
     (slow_only / "tokenizer_config.json").unlink()
     with pytest.raises(ModelLoadError, match="tokenizer"):
         load_tokenizer(str(slow_only))
+    with pytest.raises(ConfigError, match=r"^noise\.tokenizer: "):
+        check_tokenizer(str(slow_only), "noise.tokenizer")
+    assert check_tokenizer(bart_dir, "noise.tokenizer") is first
 
 
 # ----- out of memory ----------------------------------------------------------------------------

@@ -16,6 +16,7 @@ from engine.runtime.hardware import (
 from engine.runtime.loading import (
     LoadedModel,
     attn_implementation,
+    check_tokenizer,
     dtype_keyword,
     free_accelerator_memory,
     halve_on_oom,
@@ -39,7 +40,7 @@ from engine.runtime.names import (
 
 __all__ = [
     "DEMO_MODELS_ENV", "DEMO_PREFIX", "PYPI_MODELS", "PYPI_PREFIX", "DeviceCapability", "LoadedModel",
-    "ResolvedModel", "attn_implementation", "auto_dtype", "check_dtype", "check_model_name", "content_hash",
+    "ResolvedModel", "attn_implementation", "auto_dtype", "check_dtype", "check_model_name", "check_tokenizer", "content_hash",
     "demo_models_dir", "dtype_keyword", "free_accelerator_memory", "halve_on_oom", "is_oom", "load_model",
     "load_tokenizer", "probe_device", "torch_dtype", "resolve_device", "resolve_dtype", "resolve_model", "split_revision",
 ]

@@ -16,9 +16,9 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Sequence, TypeVar
 
-from engine.errors import ModelLoadError, TransientError
+from engine.errors import ConfigError, ModelLoadError, TransientError
 from engine.runtime.hardware import resolve_device, resolve_dtype
-from engine.runtime.names import ResolvedModel, resolve_model
+from engine.runtime.names import ResolvedModel, check_model_name, resolve_model
 
 if TYPE_CHECKING:
     import torch
@@ -75,6 +75,15 @@ def load_tokenizer(name: str, *, fast: bool = True, **kw: Any) -> Any:
     must be hashable. The object is shared: callers must not change its settings.
     """
     return _load_tokenizer(name, fast, tuple(sorted(kw.items())))
+
+
+def check_tokenizer(name: str, where: str, *, fast: bool = True) -> Any:
+    """Config-time check that the tokenizer configured under key `where` resolves and loads."""
+    check_model_name(name, where, "tokenizer")
+    try:
+        return load_tokenizer(name, fast=fast)
+    except ModelLoadError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
 
 
 # ----- models ----------------------------------------------------------------------------------
