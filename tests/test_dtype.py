@@ -150,5 +150,5 @@ def test_the_real_probe_runs_once_and_names_the_cpu() -> None:
     assert first is hardware.probe_device("cpu")
     assert first.isa == torch.backends.cpu.get_cpu_capability()
     assert set(first.seconds) == {"float32", "bfloat16", "float16"} and all(s > 0 for s in first.seconds.values())
-    assert first.ratio("float32") == 1.0 and "GFLOP/s" in first.describe()
+    assert first.ratio("float32") == 1.0 and "GFLOP/s" in first.describe() and first.isa in first.describe()
     assert auto_dtype(first) in ("float32", "bfloat16", "float16")

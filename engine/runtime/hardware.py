@@ -42,7 +42,8 @@ _PROBE_BUDGET_S = 0.04  # per dtype, after one warm-up product
 
 @dataclass(frozen=True)
 class DeviceCapability:
-    """What one device computes fast. `seconds`: best time of one probe matmul per dtype."""
+    """What one device computes fast. `seconds`: best time of one probe matmul per dtype (CPU
+    time of the process on a CPU, so rates are per CPU-second; wall time on a GPU)."""
 
     device: str  # "cpu", "cuda:0", "mps"
     name: str  # CPU or GPU model name
@@ -63,9 +64,9 @@ class DeviceCapability:
         return 2 * _PROBE_SIZE**3 / seconds / 1e9 if seconds else float("nan")
 
     def describe(self) -> str:
-        peaks = ", ".join(f"{d} {self.gflops(d):.1f} GFLOP/s" for d in DTYPES if d in self.seconds)
+        peaks = ", ".join(f"{d} {self.gflops(d):.1f}" for d in DTYPES if d in self.seconds)
         return (f"{self.device} ({self.name}, {self.isa}; native bf16: {'yes' if self.native_bf16 else 'no'}, "
-                f"native fp16: {'yes' if self.native_fp16 else 'no'}); matmul peak: {peaks}")
+                f"native fp16: {'yes' if self.native_fp16 else 'no'}); quick matmul probe, GFLOP/s: {peaks}")
 
 
 def device_kind(device: str) -> str:
@@ -89,17 +90,21 @@ def _time_matmul(dtype_name: str, device: str) -> float:
     gen = torch.Generator().manual_seed(0)
     a = torch.randn(_PROBE_SIZE, _PROBE_SIZE, generator=gen).to(device=device, dtype=dtype)  # (N, N)
     b = torch.randn(_PROBE_SIZE, _PROBE_SIZE, generator=gen).to(device=device, dtype=dtype)  # (N, N)
-    sync = torch.cuda.synchronize if device_kind(device) == "cuda" else (lambda: None)
+    on_gpu = device_kind(device) == "cuda"
+    sync = torch.cuda.synchronize if on_gpu else (lambda: None)
+    # On a CPU, CPU time of the process: on a shared machine wall time mostly measures the
+    # other processes, and a ratio between dtypes must not depend on the load.
+    clock = time.perf_counter if on_gpu else time.process_time
     with torch.inference_mode():
         torch.matmul(a, b)  # warm-up: kernel selection, first-touch of memory
         sync()
         best = float("inf")
         started = time.perf_counter()
         for _ in range(_PROBE_REPEATS):
-            t0 = time.perf_counter()
+            t0 = clock()
             torch.matmul(a, b)
             sync()
-            best = min(best, time.perf_counter() - t0)
+            best = min(best, clock() - t0)
             if time.perf_counter() - started > _PROBE_BUDGET_S:
                 break
     return max(best, 1e-9)

@@ -80,6 +80,12 @@ class GenerateStage(Stage):
         )
         return {"max_new_tokens": int(limit), "limit_source": source, "generator": params.generator_name, "files": files}
 
+    def signatures(self, config: Any, task: StageTask, prepass: dict[str, Any]) -> dict[str, Any]:
+        from engine.generate.stage import signature
+
+        params = config.section("generate").generators[task.entry]
+        return {"generate": signature(params, prepass)}
+
     def run_part(self, ctx: PartContext) -> pa.Table:
         from engine.generate.stage import generate_part
 

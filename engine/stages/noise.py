@@ -48,6 +48,15 @@ class NoiseStage(Stage):
     def tasks(self, config: Any) -> list[StageTask]:
         return [StageTask(self.name, "noise")]
 
+    def signatures(self, config: Any, task: StageTask, prepass: dict[str, Any]) -> dict[str, Any]:
+        from engine.noise import signature
+
+        params = config.section("noise")
+        generators = None
+        if "generate" in config.stages:
+            generators = [g.generator_name for g in config.section("generate").generators]
+        return {"noise": signature(params, generators)}
+
     def run_part(self, ctx: PartContext) -> pa.Table:
         from engine.noise import make_noise
 
