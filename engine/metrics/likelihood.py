@@ -152,6 +152,7 @@ class LikelihoodScorer:
         self._tokenizer: Any = None
         self._device: Any = None
         self._dtype: str | None = None  # the dtype actually used, once loaded
+        self._identity: str | None = None  # the loaded model's revision or content hash
         self._max_length: int = 0
 
     # ----- identity -------------------------------------------------------------------------
@@ -181,7 +182,7 @@ class LikelihoodScorer:
             fields: dict[str, object] = {
                 "metric": self.metric,
                 "model": p.model,
-                "model_id": resolve_model(p.model).short_identity,
+                "model_id": self._identity or resolve_model(p.model).short_identity,
                 "arch": self.architecture,
                 "ctx": context,
                 "dirs": p.directions,
@@ -266,7 +267,7 @@ class LikelihoodScorer:
                 "(a tokenizer.json is required); check the model id or directory, or set `architecture`."
             ) from exc
         self._device = torch.device(loaded.device)
-        self._dtype = loaded.dtype
+        self._dtype, self._identity = loaded.dtype, loaded.resolved.short_identity
         self._model = loaded.model
         self._tokenizer = tokenizer
         self._max_length = p.max_length or _model_window(tokenizer, loaded.model.config)
