@@ -32,7 +32,7 @@ def print_hardware(device: str = "cpu") -> None:
     print(f"hardware: {capability.describe()}; torch threads {torch.get_num_threads()}")
 
 
-def matmul_peak(dtype: str, n: int = 2048, reps: int = 4, trials: int = 5) -> float:
+def matmul_peak(dtype: str, n: int = 1024, reps: int = 4, trials: int = 5) -> float:
     """Best of `trials` timings of `reps` square float matmuls: FLOP/s (the machine may be shared).
 
     A dtype the quick probe finds slow is not timed at this size (minutes per product): its
