@@ -117,7 +117,7 @@ def test_comment_head(reference: str, head: str) -> None:
     ],
 )
 def test_prime_keeps_head_and_three_tokens(family: str, reference: str, prime: str) -> None:
-    assert make_prime(reference, _bytes_tokenizer(family), 3) == prime
+    assert make_prime(reference, _bytes_tokenizer(family), 3, rule="text-tokens") == prime
 
 
 @pytest.mark.parametrize("family", FAMILIES)
@@ -125,7 +125,7 @@ def test_prime_counts_tokens_of_the_model_tokenizer(family: str, tiny_tokenizers
     tok = tiny_tokenizers[family]
     reference = "/**\n     * Returns the component of the graph.\n     */"
     body = "Returns the component of the graph.\n     */"
-    prime = make_prime(reference, tok, 3)
+    prime = make_prime(reference, tok, 3, rule="text-tokens")
     assert prime.startswith("/**\n     * ") and body.startswith(prime[len("/**\n     * "):])
     encoding = tok(body, add_special_tokens=False, return_offsets_mapping=True)
     tokens = tok.convert_ids_to_tokens(encoding["input_ids"])
