@@ -1,6 +1,6 @@
 """Stage `calibrate`: KDE classifier and agreement per (metric, scorer, variant, context, language).
 
-Tasks per group (DESIGN.md, "Calibration"):
+Tasks per group:
 - `agreement`: real predictions (noise 'none') with an expert label; 3 classes in the order
   incorrect < partial < correct; reclassified by the KDE thresholds and compared with the
   expert labels (quadratic kappa, macro F1, confusion matrices).

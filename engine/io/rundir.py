@@ -1,4 +1,5 @@
-"""The run directory (DESIGN.md, "Run directory") and its manifest, owned by the driver.
+"""The run directory (scores, calibration, rejected rows, report) and its manifest, owned by
+the driver.
 
 Exactly-once: each part is written to a temp file, renamed into place when complete, and
 then recorded in `manifest.json` (itself replaced atomically). A part whose file exists but

@@ -2,7 +2,7 @@
 
 Per context setting (engine/context.py) the model sees the whole setting's text and only the
 tokens overlapping the scored span are matched. Conventions are bert_score 0.3.13's
-(REFERENCE.md): the model's special tokens take part in the max with weight 0, weights are 1
+(package `bert-score`): the model's special tokens take part in the max with weight 0, weights are 1
 or idf, F = 2PR/(P+R), an empty side scores P = R = F = 0, items sharing (sample_id, noise)
 with different references take the max of P, R and F independently, optional baseline
 rescaling (x - b)/(1 - b). `mode: compat` in the `none` setting reproduces `bert_score.score`
