@@ -129,3 +129,42 @@ def require(condition: bool, where: str, value: Any, allowed: str) -> None:
     """Raise the standard ConfigError when a range check in `__post_init__` fails."""
     if not condition:
         raise ConfigError(f"{where}: got {value!r}; allowed: {allowed}")
+
+
+def with_default_seed(mapping: Mapping[str, Any] | None, seed: int | None, cls: type[Params]) -> dict[str, Any]:
+    """`mapping` (a raw config section for `cls`) with `seed` filled in wherever `cls` has one.
+
+    The run's top-level `seed` is the default seed of every stage: a `seed` field of `cls` that
+    the mapping does not set gets it, and so does each entry of a list of nested `Params` with
+    a seed (the generators of `generate`). A seed written in the section or entry wins. A null
+    section counts as empty; with `seed` None the section comes back as it is (copied); a value
+    that is not a mapping comes back unchanged, for `from_mapping` to reject.
+    """
+    if mapping is None:
+        mapping = {}
+    if not isinstance(mapping, Mapping):
+        return mapping  # type: ignore[return-value]  # from_mapping names the error
+    out = dict(mapping)
+    if seed is None:
+        return out
+    hints = typing.get_type_hints(cls)
+    for f in dataclasses.fields(cls):
+        if not f.init:
+            continue
+        if f.name == "seed":
+            out.setdefault("seed", seed)
+            continue
+        item = _nested_params(hints[f.name])
+        if item is not None and isinstance(out.get(f.name), (list, tuple)):
+            out[f.name] = [with_default_seed(entry, seed, item) for entry in out[f.name]]
+    return out
+
+
+def _nested_params(tp: Any) -> type[Params] | None:
+    """The Params class of a `tuple[SomeParams, ...]` field whose class has a seed, else None."""
+    if typing.get_origin(tp) is not tuple:
+        return None
+    (item, *_rest) = typing.get_args(tp)
+    if isinstance(item, type) and issubclass(item, Params) and any(f.name == "seed" for f in dataclasses.fields(item)):
+        return item
+    return None
