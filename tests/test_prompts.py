@@ -286,7 +286,6 @@ def test_generate_params_validation() -> None:
 
 def test_paper_config_generation_plan() -> None:
     import yaml
-
     from conftest import REPO
 
     from engine.data.build import BuildParams
