@@ -237,3 +237,29 @@ def test_second_process_is_refused_and_a_killed_holder_is_taken_over(tmp_path: P
     summary = execute_run(config, str(tmp_path / "run"), resume=True)
     assert summary.status == "complete"
     assert len(_scores(tmp_path / "run")) == 6
+
+
+def test_transient_errors_are_retried_and_data_errors_fail_at_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import engine.executors.local as local
+    from engine.errors import TransientError
+    from engine.stages.base import PartTask
+
+    calls: dict[str, int] = {}
+
+    def flaky(run_root, config, part, prepass):
+        calls[part.key] = calls.get(part.key, 0) + 1
+        if part.index == 0 and calls[part.key] == 1:
+            raise TransientError("out of memory at batch size 1")
+        if part.index == 1:
+            raise ValueError("a broken input")
+        return part.key
+
+    monkeypatch.setattr(local, "execute_part", flaky)
+    committed, failed = [], []
+    parts = [PartTask("score", "t", i, directory="scores") for i in range(3)]
+    local.LocalExecutor().run_parts(
+        str(tmp_path), None, parts, {}, lambda p, t: committed.append(t), lambda p, e, a: failed.append((p.key, e, a)), [1, 1, 1]
+    )
+    assert committed == ["score/t/00000", "score/t/00002"]
+    assert failed == [("score/t/00001", "ValueError: a broken input", 1)]
+    assert calls == {"score/t/00000": 2, "score/t/00001": 1, "score/t/00002": 1}
