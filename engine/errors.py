@@ -34,5 +34,5 @@ class PartFailedError(BabelscoreError):
 
 
 class TransientError(BabelscoreError):
-    """A part-level failure that may not happen again (out of memory at batch size 1, a lost
-    worker, a timeout): the executor retries the part and `--resume` redoes it; never an error row."""
+    """A failure of the moment, not of the data (out of memory at batch size 1, a lost device):
+    the whole part fails, the executor retries it, and `--resume` redoes it. Never an error row."""
