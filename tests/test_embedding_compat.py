@@ -15,7 +15,7 @@ bert_score = pytest.importorskip("bert_score")
 
 from engine.metrics.embedding import EmbeddingScorer  # noqa: E402
 from engine.metrics.rescale import read_baseline  # noqa: E402
-from engine.models import resolve_model_path  # noqa: E402
+from engine.runtime import resolve_model  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).parent))
 import _tiny_encoders  # noqa: E402
@@ -57,7 +57,7 @@ REFS = [
 
 def skip_if_minilm_missing() -> str:
     try:
-        return resolve_model_path(MINILM)
+        return resolve_model(MINILM).path
     except Exception as exc:  # the PyPI model package is part of `make setup`
         pytest.skip(f"all-MiniLM-L6-v2 not installed: {exc}")
 

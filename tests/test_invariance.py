@@ -60,7 +60,7 @@ def _config(tmp: Path, input_path: Path, part_size: int) -> object:
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     from engine.demo import prepare_demo_models
-    from engine.models import DEMO_MODELS_ENV
+    from engine.runtime import DEMO_MODELS_ENV
 
     tmp = tmp_path_factory.mktemp("invariance")
     os.environ[DEMO_MODELS_ENV] = str(tmp / "models")

@@ -8,7 +8,7 @@ import pyarrow as pa
 import pytest
 
 from engine.errors import ConfigError
-from engine.models import resolve_model_path
+from engine.runtime import resolve_model
 from engine.noise import NoiseParams, draw_noise_ids, load_tokenizer, make_noise, sample_rng
 from engine.records import NOISE_SCHEMA, SAMPLE_SCHEMA
 
@@ -115,7 +115,7 @@ def test_uniform_never_draws_special_tokens(bpe_dir):
 def test_targeted_tokens_come_from_the_context_minilm():
     from transformers import AutoTokenizer
 
-    tok = AutoTokenizer.from_pretrained(resolve_model_path(MINILM))
+    tok = AutoTokenizer.from_pretrained(resolve_model(MINILM).path)
     before = "apple banana cherry ( ) ; "
     after = " delta echo golf hotel apple"
     rows = [dict(id=f"m{i}", before=before, reference="// returns the name of the user " * (1 + i), after=after)
