@@ -42,8 +42,8 @@ _PROBE_BUDGET_S = 0.04  # per dtype, after one warm-up product
 
 @dataclass(frozen=True)
 class DeviceCapability:
-    """What one device computes fast. `seconds`: best time of one probe matmul per dtype (CPU
-    time of the process on a CPU, so rates are per CPU-second; wall time on a GPU)."""
+    """What one device computes fast. `seconds`: best time of one probe matmul per dtype (on a
+    CPU: one thread's CPU time, so rates are per core; on a GPU: wall time)."""
 
     device: str  # "cpu", "cuda:0", "mps"
     name: str  # CPU or GPU model name
@@ -92,21 +92,29 @@ def _time_matmul(dtype_name: str, device: str) -> float:
     b = torch.randn(_PROBE_SIZE, _PROBE_SIZE, generator=gen).to(device=device, dtype=dtype)  # (N, N)
     on_gpu = device_kind(device) == "cuda"
     sync = torch.cuda.synchronize if on_gpu else (lambda: None)
-    # On a CPU, CPU time of the process: on a shared machine wall time mostly measures the
-    # other processes, and a ratio between dtypes must not depend on the load.
-    clock = time.perf_counter if on_gpu else time.process_time
-    with torch.inference_mode():
-        torch.matmul(a, b)  # warm-up: kernel selection, first-touch of memory
-        sync()
-        best = float("inf")
-        started = time.perf_counter()
-        for _ in range(_PROBE_REPEATS):
-            t0 = clock()
-            torch.matmul(a, b)
+    # On a CPU: one thread, timed in this thread's CPU time. On a shared machine wall time
+    # mostly measures the other processes, and several threads spin while they wait for each
+    # other, which inflates every dtype alike and flattens the ratios the decision rests on.
+    clock = time.perf_counter if on_gpu else time.thread_time
+    threads = torch.get_num_threads()
+    if not on_gpu:
+        torch.set_num_threads(1)
+    try:
+        with torch.inference_mode():
+            torch.matmul(a, b)  # warm-up: kernel selection, first-touch of memory
             sync()
-            best = min(best, clock() - t0)
-            if time.perf_counter() - started > _PROBE_BUDGET_S:
-                break
+            best = float("inf")
+            started = time.perf_counter()
+            for _ in range(_PROBE_REPEATS):
+                t0 = clock()
+                torch.matmul(a, b)
+                sync()
+                best = min(best, clock() - t0)
+                if time.perf_counter() - started > _PROBE_BUDGET_S:
+                    break
+    finally:
+        if not on_gpu:
+            torch.set_num_threads(threads)
     return max(best, 1e-9)
 
 
