@@ -250,3 +250,14 @@ def test_signatures_carry_the_model_identity(bart_dir: str, tmp_path: Path) -> N
     (model / "tokenizer_config.json").write_text((model / "tokenizer_config.json").read_text() + " ")
     after = (lik.signatures()["none"], signature(noise))
     assert after[0] != before[0] and after[1] != before[1]
+
+
+def test_generation_signature_names_model_identity_and_dtype(bart_dir: str) -> None:
+    from engine.generate.stage import GenerateParams, signature
+    from engine.signature import parse_signature
+
+    params = GenerateParams(model=bart_dir, card="starcoder2", name="g", dtype="float32", device="cpu")
+    fields = parse_signature(signature(params, {"max_new_tokens": 17}))
+    assert fields["model_id"] == content_hash(bart_dir)[:23] == fields["tok_id"]
+    assert (fields["dtype"], fields["max_new"], fields["backend"]) == ("float32", "17", "transformers")
+    assert params.backend_spec().dtype == "float32" and params.backend_spec().device == "cpu"
