@@ -15,6 +15,7 @@ from typing import Any, Literal, Mapping
 
 import yaml
 
+from engine.data.validate import ValidationParams
 from engine.errors import ConfigError
 from engine.params import Params, require
 
@@ -56,6 +57,13 @@ class ScoreSection:
 
 @dataclass(frozen=True)
 class ReportParams(Params):
+    """Options of stage `report`.
+
+    Keys:
+        max_strip_points: at most this many points per strip plot (a random, seeded subset beyond it).
+        image_format: file format of the report's figures.
+    """
+
     max_strip_points: int = 5000
     image_format: Literal["png", "svg"] = "png"
 
@@ -75,6 +83,7 @@ class RunConfig:
     score: ScoreSection | None = None
     sections: Mapping[str, Params] = field(default_factory=dict)  # build/generate/noise/calibrate
     report: ReportParams = ReportParams()
+    validation: ValidationParams = ValidationParams()
 
     def section(self, name: str) -> Params:
         if name not in self.sections:
@@ -95,10 +104,13 @@ class RunConfig:
         for name in sorted(self.sections):
             out[name] = self.sections[name].to_dict()
         out["report"] = self.report.to_dict()
+        out["validation"] = self.validation.to_dict()
         return out
 
 
-TOP_LEVEL_KEYS = {"name", "input", "stages", "seed", "part_size", "score", "report", *STAGE_PARAMS}
+TOP_LEVEL_KEYS = {"name", "input", "stages", "seed", "part_size", "score", "report", "validation", *STAGE_PARAMS}
+# Sections that configure a stage: present without the stage in `stages`, they would be ignored.
+STAGE_SECTIONS = ("score", "report", *STAGE_PARAMS)
 
 
 # Option names whose values are model or tokenizer locations: a value starting with ./ or ../
@@ -181,6 +193,13 @@ def config_from_mapping(raw: Mapping[str, Any], base_dir: Path, overrides: Mappi
         input_path = resolve_input(input_value, base_dir)
     else:
         input_path = ""
+    for section in STAGE_SECTIONS:
+        if section in raw and section not in ordered:
+            raise ConfigError(
+                f"{section}: the config has a `{section}:` section but stage {section!r} is not in "
+                f"stages {list(stages)}, so it would be ignored; add {section!r} to stages (in the order "
+                f"{list(STAGE_ORDER)}) or remove the `{section}:` section"
+            )
     if "score" in ordered and "score" not in raw:
         raise ConfigError("score: the config lists stage 'score' but has no `score:` section")
     score = _parse_score(raw["score"], base_dir) if "score" in raw else None
@@ -198,6 +217,7 @@ def config_from_mapping(raw: Mapping[str, Any], base_dir: Path, overrides: Mappi
         elif section in ordered:
             sections[section] = _stage_params_class(section).from_mapping({}, where=section)
     report = ReportParams.from_mapping(raw.get("report") or {}, where="report")
+    validation = ValidationParams.from_mapping(raw.get("validation") or {}, where="validation")
     return RunConfig(
         name=name,
         input=input_path,
@@ -207,6 +227,7 @@ def config_from_mapping(raw: Mapping[str, Any], base_dir: Path, overrides: Mappi
         score=score,
         sections=sections,
         report=report,
+        validation=validation,
     )
 
 
@@ -217,10 +238,18 @@ def load_config(path: str | Path, overrides: Mapping[str, Any] | None = None) ->
     try:
         raw = yaml.safe_load(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as exc:
-        raise ConfigError(f"config file {str(path)!r} is not valid YAML: {exc}") from exc
+        raise ConfigError(yaml_error_message(path, exc)) from None
     if not isinstance(raw, Mapping):
         raise ConfigError(f"config file {str(path)!r}: expected a mapping at the top level, got {type(raw).__name__}")
     return config_from_mapping(raw, path.parent.resolve(), overrides)
+
+
+def yaml_error_message(path: Path, exc: yaml.YAMLError) -> str:
+    """'my.yaml:3:7: not valid YAML: <problem>' (1-based line and column, as editors count)."""
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark is not None else str(path)
+    problem = " ".join(p for p in (getattr(exc, "context", None), getattr(exc, "problem", None)) if p) or str(exc)
+    return f"{where}: not valid YAML: {problem}; fix the config file there"
 
 
 def file_fingerprint(path: str) -> str:

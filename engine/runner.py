@@ -60,7 +60,7 @@ def prepare(run: RunDirectory, config: RunConfig) -> None:
     """Validate the input, stream valid rows into `samples/part-*.parquet`, quarantine the rest."""
     if run.stage_done("prepare"):
         return
-    validator = SampleValidator(require_prediction="generate" not in config.stages)
+    validator = SampleValidator(require_prediction="generate" not in config.stages, params=config.validation)
     rejected: list[dict[str, Any]] = []
     buffer: list[dict[str, Any]] = []
     part_rows: list[int] = []
@@ -103,12 +103,15 @@ def prepare(run: RunDirectory, config: RunConfig) -> None:
     run.manifest["part_rows"] = part_rows
     if validator.rejected:
         logger.warning(
-            "%d of %d input rows rejected (see %s): %s",
+            "%d of %d input rows rejected (see %s), by reason:\n%s",
             validator.rejected,
             validator.valid + validator.rejected,
             run.path("rejected.parquet"),
-            ", ".join(f"{k}: {v}" for k, v in validator.reasons.most_common()),
+            "\n".join(validator.summary_lines()),
         )
+    if validator.unknown_codes:
+        run.manifest["counts"]["unknown_error_codes"] = dict(validator.unknown_codes)
+        logger.warning("%s", validator.unknown_codes_warning())
     if validator.valid == 0:
         run.finish("failed")
         raise InputError(
@@ -208,6 +211,9 @@ def execute_run(
     ray_address: str | None = None,
     ray_options: dict[str, Any] | None = None,
 ) -> RunSummary:
+    from engine.preflight import preflight
+
+    preflight(config)  # config-time checks that read the input: before the run directory exists
     run = open_run(config, out, resume)
     prepare(run, config)
     executor = make_executor(executor_name, ray_address, ray_options)
@@ -226,8 +232,8 @@ def execute_run(
         run.finish("failed")
         names = ", ".join(sorted(failed))
         raise PartFailedError(
-            f"{len(failed)} part(s) failed: {names}; errors are in {run.path('manifest.json')} under failed_parts. "
-            "Fix the cause and rerun with --resume: committed parts are kept"
+            f"{len(failed)} part(s) failed: {names}; errors are in {run.path('manifest.json')} under failed_parts",
+            causes=[info.get("error", "") for info in failed.values()],
         )
     if "score" in config.stages:
         run.manifest["counts"]["score_rows"] = sum(

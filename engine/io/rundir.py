@@ -44,6 +44,11 @@ class RunDirectory:
         """Create a new run directory, or reopen one for `--resume` after checking its hash."""
         root = Path(root)
         manifest_path = root / MANIFEST
+        if resume and not manifest_path.exists():
+            raise RunDirectoryError(
+                f"--resume: {root} holds no run to continue (no {MANIFEST}); check the path, "
+                "or drop --resume to start a new run there"
+            )
         if manifest_path.exists():
             manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
             old_hash = manifest.get("config_hash")
