@@ -30,6 +30,9 @@ TOP_LEVEL: tuple[tuple[str, str, str, str], ...] = (
     ("input", "str", "required (unless stage build)",
      "the input sample table (Parquet or JSON Lines): a path relative to the config file's folder, "
      "an absolute path, or `builtin:demo`."),
+    ("labels", "str or null", "null",
+     "expert labels for generated rows: a Parquet / JSON Lines table of file_id, generator, label, "
+     "error_codes, joined by (file_id, generator name); relative to the config file's folder."),
     ("stages", "a list of stage names", '["score"]',
      "the stages to run, in the order shown under Stages; a section for a stage not listed here is an error."),
     ("seed", "int", "0", "run-wide seed (noise and calibration have their own `seed` keys)."),
@@ -122,18 +125,27 @@ def _import(target: str) -> Any:
 
 
 def sections() -> list[tuple[str, type[Params]]]:
-    """(section key, Params class) of every stage section, in stage order, then the others."""
+    """(section key, Params class) of every stage section, in stage order, then `validation`.
+
+    Part stages name their class in `Stage.params_class`; driver stages are in
+    engine.config.DRIVER_SECTION_PARAMS (and `report`). A stage with neither is left out, which
+    the docs test reports.
+    """
     from engine import config as config_module
-    from engine.stages.registry import STAGE_ORDER
+    from engine.stages.registry import PART_STAGES, STAGE_ORDER, get_stage
 
     out = []
     for stage in STAGE_ORDER:
         if stage == "score":
             continue  # a list of scorers; documented per kind
-        if stage in config_module.STAGE_PARAMS:
-            out.append((stage, config_module._stage_params_class(stage)))
+        if stage in PART_STAGES:
+            target = get_stage(stage).params_class
         elif stage == "report":
-            out.append((stage, config_module.ReportParams))
+            target = "engine.config:ReportParams"
+        else:
+            target = config_module.DRIVER_SECTION_PARAMS.get(stage)
+        if target:
+            out.append((get_stage(stage).section if stage in PART_STAGES else stage, _import(target)))
     out.append(("validation", _import("engine.data.validate:ValidationParams")))
     return out
 

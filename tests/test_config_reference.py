@@ -43,7 +43,7 @@ def test_every_section_stage_and_scorer_kind_appears():
     for kind in SCORER_KINDS:
         assert f"kind: {kind}" in text
     top = {key for key, *_ in TOP_LEVEL}
-    sections_keys = {"score", "report", "validation", *config_module.STAGE_PARAMS}
+    sections_keys = {"report", "validation", *config_module.SECTION_NAMES}
     assert top | sections_keys == set(config_module.TOP_LEVEL_KEYS)
     for where, cls in all_params_classes():
         for field in dataclasses.fields(cls):
