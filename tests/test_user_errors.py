@@ -42,7 +42,7 @@ def test_a_section_for_a_stage_not_in_stages_names_both(tmp_path, section):
     with pytest.raises(ConfigError) as info:
         config_from_mapping(raw, tmp_path)
     message = str(info.value)
-    assert message.startswith(f"{section}:") and "stages ['score']" in message and "would be ignored" in message
+    assert message.startswith(f"{section}:") and "(['score'])" in message and f"does not list {section!r}" in message
 
 
 def test_yaml_error_names_file_line_and_column(tmp_path):
@@ -191,3 +191,15 @@ def test_uniform_noise_never_draws_unused_or_special_tokens_from_minilm():
     assert not [t for t in drawable if t.startswith("[unused") or t in ("[CLS]", "[SEP]", "[PAD]", "[MASK]", "[UNK]")]
     ids, _ = draw_noise_ids(sample_rng(0, "s", "uniform"), 20_000, "uniform", info.vocab_ids, np.array([], np.int64))
     assert "[unused" not in info.decode(ids)
+
+
+def test_the_readme_example_row_is_valid():
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    header = next(line for line in readme.splitlines() if line.startswith("| sample_id | file_id | language | source |"))
+    row = next(line for line in readme.splitlines() if line.startswith("| `A/gen-a` |"))
+    names = [c.strip() for c in header.strip("|").split("|")]
+    cells = [c.strip().strip("`").replace("\\n", "\n") for c in row.strip().strip("|").split(" | ")]
+    values = {n: int(c) if n.startswith("comment_") else c for n, c in zip(names, cells)}
+    sample, rejection = SampleValidator(True).check(RawRow(0, values, None, None))
+    assert rejection is None, rejection
+    assert sample["prime"] + sample["prediction"] == "/** Adds two integers. */"
