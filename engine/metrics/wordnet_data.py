@@ -3,9 +3,11 @@
 nltk's WordNet reader loads a folder `corpora/wordnet` found on `nltk.data.path`. When nltk
 has no WordNet of its own (`nltk.download('wordnet')` needs the internet), the WordNet 3.0
 database of Debian's packages `wordnet-base` and `wordnet-sense-index` (`make setup` installs
-them where apt-get exists; files under /usr/share/wordnet) is copied into such a folder in a cache directory (BABELSCORE_CACHE, default ~/.cache/babelscore), with the `lexnames` file nltk needs and those packages do not ship, and the
-cache is put on `nltk.data.path`. Another copy of the WordNet 3.0 database files can be named
-with BABELSCORE_WORDNET_DIR.
+them where apt-get exists; files under /usr/share/wordnet) is copied into such a folder in a
+cache directory (BABELSCORE_CACHE, default ~/.cache/babelscore), together with the `lexnames`
+file that nltk needs and those packages do not ship, and the cache is put on
+`nltk.data.path`. Another copy of the WordNet 3.0 database files can be named with
+BABELSCORE_WORDNET_DIR.
 """
 from __future__ import annotations
 
