@@ -214,7 +214,13 @@ def cmd_convert(args: argparse.Namespace) -> int:
 
     if args.language:  # `--language nl zh` and `--language nl --language zh` both work
         args.language = [code for value in args.language for code in value.replace(",", " ").split()]
-    table = convert_public_tables(args.inputs, languages=args.language)
+    tokenizers = {}
+    for item in args.tokenizer or []:
+        generator, sep, name = item.partition("=")
+        if not sep or not generator or not name:
+            raise SystemExit(f"--tokenizer {item!r}: write GENERATOR=TOKENIZER, e.g. bigcode/starcoder2-7b=./tok")
+        tokenizers[generator] = name
+    table = convert_public_tables(args.inputs, languages=args.language, tokenizers=tokenizers)
     write_parquet_atomic(args.out, table)
     print(f"wrote {table.num_rows} samples to {args.out}")
     return 0
@@ -291,6 +297,8 @@ def build_parser() -> argparse.ArgumentParser:
     convert.add_argument("--language", nargs="+", action="extend",
                          help="language code of each input file, in order: --language nl zh (default: from the file name)")
     convert.add_argument("--out", required=True, help="output Parquet file")
+    convert.add_argument("--tokenizer", action="append", metavar="GENERATOR=TOKENIZER",
+                         help="a generator's tokenizer (hub id or directory), to recover primes missing from masked_data")
     convert.set_defaults(func=cmd_convert)
 
     report = sub.add_parser("report", help="write RUN/report/index.html")

@@ -43,3 +43,8 @@ class PartFailedError(BabelscoreError):
     @property
     def config_caused(self) -> bool:
         return any(c.startswith(("ConfigError", "ModelLoadError")) for c in self.causes)
+
+
+class TransientError(BabelscoreError):
+    """A failure of the moment, not of the data (out of memory at batch size 1, a lost device):
+    the whole part fails, the executor retries it, and `--resume` redoes it. Never an error row."""
