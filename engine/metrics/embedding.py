@@ -72,7 +72,7 @@ class EmbeddingParams(Params):
 
     Keys:
         model: encoder: hub id, local directory, pypi:<name> or demo:<name>.
-        layer: layer whose output is matched (0 = embeddings; null: configs/encoders.yaml, else the last).
+        layer: layer whose output is matched (0 = embeddings; null: the packaged table engine/resources/encoders.yaml, else the last).
         all_layers: P/R/F for every layer from one forward pass (variants `layer-K/P`...).
         idf: weight tokens by log((M+1)/(df+1)) over the references.
         baseline: `LAYER,P,R,F` file for baseline rescaling (null: none).
