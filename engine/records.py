@@ -35,7 +35,8 @@ SCORE_SCHEMA = pa.schema(
         pa.field("sample_id", pa.string(), nullable=False),
         pa.field("generator", pa.string()),
         pa.field("language", pa.string(), nullable=False),
-        pa.field("noise", pa.string(), nullable=False),  # none | uniform | targeted
+        # none | uniform | targeted | perturb:<target>:<family> (see PERTURB_PREFIX below)
+        pa.field("noise", pa.string(), nullable=False),
         pa.field("metric", pa.string(), nullable=False),  # bleu | rougeL | meteor | bertscore | bartscore | ...
         pa.field("scorer", pa.string(), nullable=False),  # model id, '' for lexical metrics
         pa.field("context", pa.string(), nullable=False),  # none | minimal | full | ''
@@ -102,5 +103,105 @@ CALIBRATION_SCHEMA = pa.schema(
         pa.field("confusion", pa.list_(pa.list_(pa.int64()))),  # rows: expert, cols: predicted
         pa.field("confusion_row_norm", pa.list_(pa.list_(pa.float64()))),
         pa.field("confusion_col_norm", pa.list_(pa.list_(pa.float64()))),
+    ]
+)
+
+# ----- perturbations (stage `perturb`) and their analyses -------------------------------------------
+# Perturbed texts are scored like noise predictions and share the `noise` column of the score
+# rows, with values `perturb:<target>:<family>`:
+#   perturb:reference:<family>   the perturbed reference (scored span) against the reference
+#   perturb:reference:original   the unperturbed reference against itself: S(original) of the above
+#   perturb:prediction:<family>  the perturbed prediction of a sample labelled correct; its
+#                                S(original) is the sample's real row (noise `none`)
+# Rows with this prefix are never real predictions nor noise: calibration and agreement skip them.
+PERTURB_PREFIX = "perturb:"
+PERTURB_TARGETS = ("reference", "prediction")
+PERTURB_ORIGINAL = "original"
+
+
+def perturb_noise(target: str, family: str) -> str:
+    """The `noise` value of a perturbed score row."""
+    return f"{PERTURB_PREFIX}{target}:{family}"
+
+
+def is_perturbation(noise: str | None) -> bool:
+    return noise is not None and noise.startswith(PERTURB_PREFIX)
+
+
+def parse_perturb_noise(noise: str) -> tuple[str, str]:
+    """(target, family) of a `perturb:<target>:<family>` value; ValueError otherwise."""
+    if not is_perturbation(noise) or noise.count(":") != 2:
+        raise ValueError(f"not a perturbation noise value: {noise!r}")
+    _, target, family = noise.split(":")
+    return target, family
+
+
+# One perturbation of one sample's comment (stage `perturb`); skipped ones have text null.
+PERTURB_SCHEMA = pa.schema(
+    [
+        pa.field("sample_id", pa.string(), nullable=False),
+        pa.field("file_id", pa.string(), nullable=False),
+        pa.field("language", pa.string(), nullable=False),
+        pa.field("target", pa.string(), nullable=False),  # reference | prediction
+        pa.field("family", pa.string(), nullable=False),  # negation | identifier_swap | ...
+        pa.field("codes", pa.list_(pa.string()), nullable=False),  # taxonomy codes it stands for
+        pa.field("applied", pa.bool_(), nullable=False),
+        pa.field("skip_reason", pa.string()),  # why it could not apply; null when applied
+        pa.field("text", pa.string()),  # the perturbed scored span (what follows the prime)
+        pa.field("detail", pa.string()),  # what was changed, for reading (e.g. "is -> is not")
+        pa.field("seed", pa.int64(), nullable=False),
+    ]
+)
+
+# dS per (metric, scorer, variant, context, language, target, family): RUN/sensitivity.parquet.
+SENSITIVITY_SCHEMA = pa.schema(
+    [
+        pa.field("metric", pa.string(), nullable=False),
+        pa.field("scorer", pa.string(), nullable=False),
+        pa.field("variant", pa.string(), nullable=False),
+        pa.field("context", pa.string(), nullable=False),
+        pa.field("language", pa.string(), nullable=False),
+        pa.field("target", pa.string(), nullable=False),
+        pa.field("family", pa.string(), nullable=False),
+        pa.field("codes", pa.list_(pa.string()), nullable=False),
+        pa.field("n", pa.int64(), nullable=False),  # samples with both scores finite
+        pa.field("n_skipped", pa.int64(), nullable=False),  # samples the family could not apply to
+        pa.field("ds", pa.float64()),  # mean of S(original) - S(perturbed); null when n = 0
+        pa.field("ds_lo", pa.float64()),
+        pa.field("ds_hi", pa.float64()),
+        pa.field("share_dropped", pa.float64()),  # share of samples with S(perturbed) < S(original)
+        pa.field("mean_original", pa.float64()),
+        pa.field("mean_perturbed", pa.float64()),
+    ]
+)
+
+# RUN/significance.parquet: `correlation` rows (one metric setting vs the expert labels) and
+# `williams` rows (setting x vs setting y on the same items, one-sided: x agrees better).
+SIGNIFICANCE_SCHEMA = pa.schema(
+    [
+        pa.field("kind", pa.string(), nullable=False),  # correlation | williams
+        pa.field("language", pa.string(), nullable=False),
+        pa.field("metric", pa.string(), nullable=False),
+        pa.field("scorer", pa.string(), nullable=False),
+        pa.field("variant", pa.string(), nullable=False),
+        pa.field("context", pa.string(), nullable=False),
+        pa.field("metric_y", pa.string()),
+        pa.field("scorer_y", pa.string()),
+        pa.field("variant_y", pa.string()),
+        pa.field("context_y", pa.string()),
+        pa.field("n", pa.int64(), nullable=False),
+        pa.field("spearman", pa.float64()),
+        pa.field("spearman_p", pa.float64()),
+        pa.field("kendall", pa.float64()),  # tau-b
+        pa.field("kendall_p", pa.float64()),
+        pa.field("r_xz", pa.float64()),  # williams: corr(x, labels)
+        pa.field("r_yz", pa.float64()),  # corr(y, labels)
+        pa.field("r_xy", pa.float64()),  # corr(x, y)
+        pa.field("t", pa.float64()),
+        pa.field("p", pa.float64()),  # one-sided, H1: corr(x, labels) > corr(y, labels)
+        pa.field("direction", pa.string()),  # "x>y", "y>x" or "x=y" by the point estimates
+        pa.field("significant", pa.bool_()),
+        pa.field("reason", pa.string()),  # why a value is missing
+        pa.field("sentence", pa.string()),  # plain-language finding (significant williams rows)
     ]
 )

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 PART_STAGES: dict[str, str] = {
     "generate": "engine.stages.generate:GenerateStage",
     "noise": "engine.stages.noise:NoiseStage",
+    "perturb": "engine.stages.perturb:PerturbStage",
     "score": "engine.stages.score:ScoreStage",
 }
 DRIVER_STAGES = ("calibrate", "report")
