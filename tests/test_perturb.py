@@ -303,3 +303,86 @@ def test_calibration_ignores_perturbation_rows():
     params = CalibrateParams(bootstrap=20)
     assert calibrate(extra, samples, params).equals(calibrate(base, samples, params))
     assert set(calibrate(extra, samples, params)["task"].to_pylist()) == {"agreement", "noise-uniform"}
+
+
+# ----- a run directory: perturb -> score -> sensitivity / significance -> report -----------------------
+def _assemble_run(root: Path, table: pa.Table, files_per_part: int, params: PerturbParams):
+    """The perturb and score stages of a lexical-only run, part by part, committed like the runner does."""
+    import pyarrow.parquet as pq
+
+    from engine.io.rundir import RunDirectory
+    from engine.metrics.base import build_scorer
+    from engine.perturb.items import items_for_part
+    from engine.pipeline import rows_to_table, score_items
+    from engine.stages.base import PartContext, PartTask
+    from engine.stages.perturb import PerturbStage
+
+    class Config:
+        stages = ("perturb", "score")
+        sections = {"perturb": params}
+
+        def section(self, name):
+            return self.sections[name]
+
+    config = Config()
+    run = RunDirectory.open_for_run(root, {"name": "t", "stages": ["perturb", "score"]}, "h", {}, resume=False)
+    parts = _by_files(table, files_per_part)
+    stage = PerturbStage()
+    (task,) = stage.tasks(config)
+    prepass = stage.prepass(config, task, iter(parts))
+    scorer = build_scorer("lexical", {"metrics": ["bleu", "rougeL"]}, "score.scorers[0]")
+    for i, part in enumerate(parts):
+        ptask = PartTask.of(task, i, stage.directory)
+        ctx = PartContext(root, config, ptask, prepass, _input_reader=lambda _: part,
+                          _output_reader=lambda name, index: pq.read_table(root / PartTask.of(task, index, stage.directory).relative_path))
+        perturbed = stage.run_part(ctx)
+        run.commit_part(ptask.key, ptask.relative_path, perturbed, PERTURB_SCHEMA)
+        items = list(score_items(part, {})) + list(items_for_part(ctx, part))
+        rows = scorer.score(items)
+        run.commit_part(f"score/lexical/{i:05d}", f"scores/lexical__part-{i:05d}.parquet",
+                        rows_to_table(rows, {it.sample_id: it for it in items}), SCORE_SCHEMA)
+    from engine.io.atomic import write_parquet_atomic
+    from engine.records import SAMPLE_SCHEMA
+
+    for i, part in enumerate(parts):
+        write_parquet_atomic(root / "samples" / f"part-{i:05d}.parquet", part.select(SAMPLE_SCHEMA.names).cast(SAMPLE_SCHEMA))
+    return run, config
+
+
+def test_sensitivity_and_significance_are_part_invariant(tmp_path):
+    import pyarrow.parquet as pq
+
+    from engine.perturb.analysis import write_sensitivity
+    from engine.perturb.significance import write_significance
+
+    table = _demo()
+    table = table.filter(pa.compute.is_in(table["language"], value_set=pa.array(["en", "zh", "el"])))
+    params = PerturbParams(perturb_predictions=True, bootstrap=200, foreign_pool_size=8)
+    results = []
+    for files_per_part in (1, 100):
+        root = tmp_path / f"run{files_per_part}"
+        run, config = _assemble_run(root, table, files_per_part, params)
+        sens = pq.read_table(write_sensitivity(run, config))
+        sig = pq.read_table(write_significance(run, config))
+        perturbations = pa.concat_tables(pq.read_table(p) for p in run.part_files("perturb/"))
+        results.append((sens, sig, perturbations.sort_by([("sample_id", "ascending"), ("target", "ascending"),
+                                                          ("family", "ascending")])))
+    (s1, g1, p1), (s2, g2, p2) = results
+    assert p1.equals(p2)
+    assert s1.equals(s2) and s1.num_rows > 0
+    assert g1.equals(g2)
+    rows = s1.to_pylist()
+    # a perturbed reference scores below the reference itself: BLEU notices truncation in every language
+    trunc = [r for r in rows if r["family"] == "truncation" and r["metric"] == "bleu" and r["target"] == "reference"]
+    assert {r["language"] for r in trunc} == {"en", "zh", "el"}
+    assert all(r["ds"] > 0 and r["share_dropped"] == 1.0 and r["ds_lo"] <= r["ds"] <= r["ds_hi"] for r in trunc)
+    assert {r["target"] for r in rows} == {"reference", "prediction"}
+    kinds = set(g1["kind"].to_pylist())
+    assert "correlation" in kinds
+
+    from engine.report.build import write_report
+
+    (tmp_path / "run1" / "calibration.parquet").unlink(missing_ok=True)
+    index = Path(write_report(str(tmp_path / "run1"))).read_text(encoding="utf-8")
+    assert 'id="sensitivity"' in index and 'id="significance"' in index
+    assert "data-share-dropped" in index and "sensitivity heatmap English" in index

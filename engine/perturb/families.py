@@ -250,7 +250,7 @@ def nearby_code_lines(source: str, comment_start: int, comment_end: int) -> list
     """Up to 3 nearest code lines after the comment (before it when none follows), stripped."""
     def usable(line: str) -> bool:
         line = line.strip()
-        return bool(line) and not line.startswith(("//", "#", "/*", "*")) and "*/" not in line \
+        return any(ch.isalpha() for ch in line) and not line.startswith(("//", "#", "/*", "*")) and "*/" not in line \
             and '"""' not in line and "'''" not in line
     after = [line.strip() for line in source[comment_end:].splitlines() if usable(line)]
     if after:
