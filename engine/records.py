@@ -136,18 +136,21 @@ def parse_perturb_noise(noise: str) -> tuple[str, str]:
     return target, family
 
 
-# One perturbation of one sample's comment (stage `perturb`); skipped ones have text null.
+# Stage `perturb` (RUN/perturbations/): one row per (sample, target, family), plus, for a
+# perturbed reference, its unperturbed span (family `original`). `noise` and `prediction` are what
+# the score stage scores (a row that could not apply has prediction null and is not scored).
 PERTURB_SCHEMA = pa.schema(
     [
         pa.field("sample_id", pa.string(), nullable=False),
         pa.field("file_id", pa.string(), nullable=False),
         pa.field("language", pa.string(), nullable=False),
+        pa.field("noise", pa.string(), nullable=False),  # perturb:<target>:<family>
         pa.field("target", pa.string(), nullable=False),  # reference | prediction
-        pa.field("family", pa.string(), nullable=False),  # negation | identifier_swap | ...
+        pa.field("family", pa.string(), nullable=False),  # negation | identifier_swap | ... | original
         pa.field("codes", pa.list_(pa.string()), nullable=False),  # taxonomy codes it stands for
         pa.field("applied", pa.bool_(), nullable=False),
         pa.field("skip_reason", pa.string()),  # why it could not apply; null when applied
-        pa.field("text", pa.string()),  # the perturbed scored span (what follows the prime)
+        pa.field("prediction", pa.string()),  # the perturbed scored span (what follows the prime)
         pa.field("detail", pa.string()),  # what was changed, for reading (e.g. "is -> is not")
         pa.field("seed", pa.int64(), nullable=False),
     ]

@@ -205,6 +205,8 @@ def _execute(run: RunDirectory, config: RunConfig, executor_name: str, ray_addre
         run.manifest["counts"][f"{stage.name}_rows"] = sum(
             info["rows"] for key, info in run.manifest["parts"].items() if key.startswith(prefix)
         )
+    if "perturb" in config.stages and "score" in config.stages:
+        analyse_perturbations(run, config)
     if "calibrate" in config.stages and not run.stage_done("calibrate"):
         calibrate_run(run, config)
     # The scores are final here; the report is a view of them and can be rewritten any time
@@ -216,6 +218,19 @@ def _execute(run: RunDirectory, config: RunConfig, executor_name: str, ray_addre
         write_report(str(run.root))
         run.mark_stage("report")
     return RunSummary(str(run.root), "complete", dict(run.manifest["counts"]), {})
+
+
+def analyse_perturbations(run: RunDirectory, config: RunConfig) -> None:
+    """RUN/sensitivity.parquet and RUN/significance.parquet, streamed from the committed scores."""
+    from engine.perturb.analysis import write_sensitivity
+    from engine.perturb.significance import write_significance
+
+    if not run.stage_done("sensitivity"):
+        write_sensitivity(run, config)
+        run.mark_stage("sensitivity")
+    if not run.stage_done("significance"):
+        write_significance(run, config)
+        run.mark_stage("significance")
 
 
 def calibrate_run(run: RunDirectory, config: RunConfig) -> None:

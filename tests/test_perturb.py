@@ -12,7 +12,6 @@ from engine.data.extract import extract_comments
 from engine.errors import ConfigError
 from engine.perturb.analysis import bootstrap_mean_interval, sensitivity_table
 from engine.perturb.families import FAMILIES, NO_WORDS, FamilyInput, perturb
-from engine.perturb.items import perturbation_items
 from engine.perturb.language import resources_for
 from engine.perturb.perturber import PerturbParams, foreign_pool, make_perturbations, perturb_rng
 from engine.perturb.text import CommentText
@@ -179,17 +178,17 @@ def test_perturbations_are_deterministic_and_part_invariant():
     assert _run(_by_files(shuffled, 1)[::-1], params).equals(whole)
     assert _run(_by_files(table, 7), params).equals(whole)
     other = _run([table], PerturbParams(perturb_predictions=True, foreign_pool_size=4, seed=1))
-    assert other["text"].to_pylist() != whole["text"].to_pylist()
+    assert other["prediction"].to_pylist() != whole["prediction"].to_pylist()
     # one reference target per file; predictions only for samples labelled correct
     refs = whole.filter(pa.compute.equal(whole["target"], "reference"))
-    assert refs.num_rows == len(set(table["file_id"].to_pylist())) * len(FAMILIES)
+    assert refs.num_rows == len(set(table["file_id"].to_pylist())) * (len(FAMILIES) + 1)  # + original
     correct = {r["sample_id"] for r in table.to_pylist() if r["label"] == "correct"}
     preds = whole.filter(pa.compute.equal(whole["target"], "prediction"))
     assert set(preds["sample_id"].to_pylist()) == correct
     applied = whole.filter(whole["applied"])
     assert applied.num_rows > 0.8 * whole.num_rows
     for row in whole.filter(pa.compute.invert(whole["applied"])).to_pylist():
-        assert row["text"] is None and row["skip_reason"]
+        assert row["prediction"] is None and row["skip_reason"]
     # LG-WL2 draws a comment of another language
     pool_langs = {r["file_id"]: r["language"] for r in table.to_pylist()}
     for row in applied.filter(pa.compute.equal(applied["family"], "foreign_comment")).to_pylist():
@@ -205,7 +204,8 @@ def test_params_validate_and_name_the_key():
         PerturbParams.from_mapping({"significance": {"correlation": "kendall"}}, where="perturb")
 
 
-def test_stage_run_part_and_score_items():
+def test_stage_run_part_and_scored_rows():
+    from engine.perturb.items import scored_perturbations
     from engine.stages.base import PartContext, PartTask
     from engine.stages.perturb import PerturbStage
 
@@ -227,14 +227,18 @@ def test_stage_run_part_and_score_items():
     prepass = stage.prepass(config, task, iter(_by_files(table, 5)))
     ctx = PartContext(Path("."), config, PartTask.of(task, 0, stage.directory), prepass, _input_reader=lambda i: part)
     out = stage.run_part(ctx)
-    assert out.schema == PERTURB_SCHEMA and out.num_rows == 3 * 3
-    items = list(perturbation_items(part, out))
-    applied = out.filter(out["applied"]).num_rows
-    assert len(items) == applied + 3  # plus one original per perturbed file
-    originals = [i for i in items if i.noise == "perturb:reference:original"]
-    assert all(i.prediction == i.reference_tail for i in originals)
-    assert {i.noise for i in items} - {"perturb:reference:original"} <= {
-        "perturb:reference:negation", "perturb:reference:truncation", "perturb:reference:foreign_comment"}
+    assert out.schema == PERTURB_SCHEMA
+    originals = out.filter(pa.compute.equal(out["family"], "original")).to_pylist()
+    assert len(originals) == 3 and out.num_rows == 3 * 3 + 3  # 3 files x (3 families + original)
+    by_id = {r["sample_id"]: r for r in part.to_pylist()}
+    for r in originals:
+        sample = by_id[r["sample_id"]]
+        assert r["noise"] == "perturb:reference:original"
+        assert r["prediction"] == sample["reference"][len(sample["prime"]):]
+    scored = scored_perturbations(out)
+    assert scored.num_rows == out.filter(out["applied"]).num_rows
+    assert set(scored["noise"].to_pylist()) <= {"perturb:reference:original", "perturb:reference:negation",
+                                                "perturb:reference:truncation", "perturb:reference:foreign_comment"}
 
 
 # ----- sensitivity ------------------------------------------------------------------------------------
@@ -257,8 +261,9 @@ def test_sensitivity_equals_a_hand_computation():
         ("b", "en", "none", "bleu", "", "", "score", 0.6, None),
         ("b", "en", "perturb:prediction:truncation", "bleu", "", "", "score", 0.2, None),
     ]
-    skipped = pa.Table.from_pylist([dict(sample_id="e", file_id="e", language="en", target="reference", family="negation",
-                                         codes=["SE-HA3"], applied=False, skip_reason="x", text=None, detail=None, seed=0)],
+    skipped = pa.Table.from_pylist([dict(sample_id="e", file_id="e", language="en", noise="perturb:reference:negation",
+                                         target="reference", family="negation", codes=["SE-HA3"], applied=False,
+                                         skip_reason="x", prediction=None, detail=None, seed=0)],
                                    schema=PERTURB_SCHEMA)
     table = sensitivity_table([_scores(rows)], [skipped], seed=0, replicates=0, confidence=0.95)
     got = {(r["target"], r["family"]): r for r in table.to_pylist()}
@@ -305,84 +310,57 @@ def test_calibration_ignores_perturbation_rows():
     assert set(calibrate(extra, samples, params)["task"].to_pylist()) == {"agreement", "noise-uniform"}
 
 
-# ----- a run directory: perturb -> score -> sensitivity / significance -> report -----------------------
-def _assemble_run(root: Path, table: pa.Table, files_per_part: int, params: PerturbParams):
-    """The perturb and score stages of a lexical-only run, part by part, committed like the runner does."""
+# ----- a run through the runner: perturb -> score -> sensitivity / significance -> report ----------------
+def _run_config(input_path: Path, part_size: int, stages: list[str]):
+    from engine.config import config_from_mapping
+
+    raw = {
+        "name": "perturb-test", "input": str(input_path), "part_size": part_size, "stages": stages,
+        "perturb": {"perturb_predictions": True, "bootstrap": 200, "foreign_pool_size": 8,
+                    "significance": {"pairs": [{"x": {"metric": "rougeL", "variant": "F"},
+                                                "y": {"metric": "bleu", "variant": "score"}}]}},
+        "score": {"scorers": [{"kind": "lexical", "metrics": ["bleu", "rougeL"]}]},
+    }
+    return config_from_mapping(raw, input_path.parent)
+
+
+def test_run_results_are_part_invariant(tmp_path):
     import pyarrow.parquet as pq
 
-    from engine.io.rundir import RunDirectory
-    from engine.metrics.base import build_scorer
-    from engine.perturb.items import items_for_part
-    from engine.pipeline import rows_to_table, score_items
-    from engine.stages.base import PartContext, PartTask
-    from engine.stages.perturb import PerturbStage
+    from engine.runner import execute_run
 
-    class Config:
-        stages = ("perturb", "score")
-        sections = {"perturb": params}
-
-        def section(self, name):
-            return self.sections[name]
-
-    config = Config()
-    run = RunDirectory.open_for_run(root, {"name": "t", "stages": ["perturb", "score"]}, "h", {}, resume=False)
-    parts = _by_files(table, files_per_part)
-    stage = PerturbStage()
-    (task,) = stage.tasks(config)
-    prepass = stage.prepass(config, task, iter(parts))
-    scorer = build_scorer("lexical", {"metrics": ["bleu", "rougeL"]}, "score.scorers[0]")
-    for i, part in enumerate(parts):
-        ptask = PartTask.of(task, i, stage.directory)
-        ctx = PartContext(root, config, ptask, prepass, _input_reader=lambda _: part,
-                          _output_reader=lambda name, index: pq.read_table(root / PartTask.of(task, index, stage.directory).relative_path))
-        perturbed = stage.run_part(ctx)
-        run.commit_part(ptask.key, ptask.relative_path, perturbed, PERTURB_SCHEMA)
-        items = list(score_items(part, {})) + list(items_for_part(ctx, part))
-        rows = scorer.score(items)
-        run.commit_part(f"score/lexical/{i:05d}", f"scores/lexical__part-{i:05d}.parquet",
-                        rows_to_table(rows, {it.sample_id: it for it in items}), SCORE_SCHEMA)
-    from engine.io.atomic import write_parquet_atomic
-    from engine.records import SAMPLE_SCHEMA
-
-    for i, part in enumerate(parts):
-        write_parquet_atomic(root / "samples" / f"part-{i:05d}.parquet", part.select(SAMPLE_SCHEMA.names).cast(SAMPLE_SCHEMA))
-    return run, config
-
-
-def test_sensitivity_and_significance_are_part_invariant(tmp_path):
-    import pyarrow.parquet as pq
-
-    from engine.perturb.analysis import write_sensitivity
-    from engine.perturb.significance import write_significance
-
-    table = _demo()
-    table = table.filter(pa.compute.is_in(table["language"], value_set=pa.array(["en", "zh", "el"])))
-    params = PerturbParams(perturb_predictions=True, bootstrap=200, foreign_pool_size=8)
+    rows = [json.loads(line) for line in DEMO.read_text(encoding="utf-8").splitlines()]
+    rows = [r for r in rows if r["language"] in ("en", "zh", "el")]
+    ordered = tmp_path / "ordered.jsonl"
+    ordered.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    shuffled = tmp_path / "shuffled.jsonl"
+    mixed = [rows[i] for i in np.random.default_rng(5).permutation(len(rows))]
+    shuffled.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in mixed), encoding="utf-8")
     results = []
-    for files_per_part in (1, 100):
-        root = tmp_path / f"run{files_per_part}"
-        run, config = _assemble_run(root, table, files_per_part, params)
-        sens = pq.read_table(write_sensitivity(run, config))
-        sig = pq.read_table(write_significance(run, config))
-        perturbations = pa.concat_tables(pq.read_table(p) for p in run.part_files("perturb/"))
-        results.append((sens, sig, perturbations.sort_by([("sample_id", "ascending"), ("target", "ascending"),
-                                                          ("family", "ascending")])))
+    for name, path, part_size, stages in (("one-file", ordered, 1, ["perturb", "score", "report"]),
+                                          ("all-rows", shuffled, 10_000, ["perturb", "score"])):
+        root = tmp_path / name
+        execute_run(_run_config(path, part_size, stages), str(root))
+        perturbations = pa.concat_tables(pq.read_table(p) for p in sorted((root / "perturbations").glob("*.parquet")))
+        results.append((pq.read_table(root / "sensitivity.parquet"), pq.read_table(root / "significance.parquet"),
+                        perturbations.sort_by([("sample_id", "ascending"), ("noise", "ascending")])))
     (s1, g1, p1), (s2, g2, p2) = results
+    assert len(list((tmp_path / "one-file" / "perturbations").glob("*.parquet"))) == len({r["file_id"] for r in rows})
     assert p1.equals(p2)
     assert s1.equals(s2) and s1.num_rows > 0
     assert g1.equals(g2)
-    rows = s1.to_pylist()
-    # a perturbed reference scores below the reference itself: BLEU notices truncation in every language
-    trunc = [r for r in rows if r["family"] == "truncation" and r["metric"] == "bleu" and r["target"] == "reference"]
+    sens = s1.to_pylist()
+    # a truncated reference scores below the reference itself, for every file, in every language
+    trunc = [r for r in sens if r["family"] == "truncation" and r["metric"] == "bleu" and r["target"] == "reference"]
     assert {r["language"] for r in trunc} == {"en", "zh", "el"}
     assert all(r["ds"] > 0 and r["share_dropped"] == 1.0 and r["ds_lo"] <= r["ds"] <= r["ds_hi"] for r in trunc)
-    assert {r["target"] for r in rows} == {"reference", "prediction"}
-    kinds = set(g1["kind"].to_pylist())
-    assert "correlation" in kinds
-
-    from engine.report.build import write_report
-
-    (tmp_path / "run1" / "calibration.parquet").unlink(missing_ok=True)
-    index = Path(write_report(str(tmp_path / "run1"))).read_text(encoding="utf-8")
+    assert {r["target"] for r in sens} == {"reference", "prediction"}
+    williams = [r for r in g1.to_pylist() if r["kind"] == "williams"]
+    assert {r["language"] for r in williams} == {"en", "zh", "el"} and all(r["n"] == 55 for r in williams)
+    index = (tmp_path / "one-file" / "report" / "index.html").read_text(encoding="utf-8")
     assert 'id="sensitivity"' in index and 'id="significance"' in index
     assert "data-share-dropped" in index and "sensitivity heatmap English" in index
+    # the report's score views and the score key stay clean: perturbation rows only under perturb: noise values
+    scores = pa.concat_tables(pq.read_table(p) for p in sorted((tmp_path / "one-file" / "scores").glob("*.parquet")))
+    noise = set(scores["noise"].to_pylist())
+    assert "none" in noise and "perturb:reference:original" in noise and all(n == "none" or n.startswith("perturb:") for n in noise)

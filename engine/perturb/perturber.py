@@ -1,6 +1,7 @@
 """Stage `perturb`: options, corpus pre-pass and the per-part table of perturbations.
 
-What is perturbed (each row of the output is one (sample, target, family)):
+What is perturbed (each row of the output is one (sample, target, family); a perturbed reference
+also gets a row `original` with its unperturbed span, which the score stage scores as S(original)):
 - target `reference`: the reference's scored span (what follows the prime), once per file:
   the file's representative sample is its smallest sample_id (a file never spans two parts,
   so the choice does not depend on the part size); its prime and file are used;
@@ -30,7 +31,7 @@ from engine.params import Params, require
 from engine.perturb.families import FAMILIES, FamilyInput, FamilyOptions, perturb
 from engine.perturb.language import resources_for
 from engine.perturb.text import CommentText
-from engine.records import PERTURB_SCHEMA
+from engine.records import PERTURB_ORIGINAL, PERTURB_SCHEMA, perturb_noise
 
 logger = logging.getLogger(__name__)
 
@@ -174,24 +175,29 @@ def make_perturbations(samples: pa.Table, params: PerturbParams, prepass: dict[s
     for row, target in _targets(rows, params.perturb_predictions):
         prime = row.get("prime") or ""
         comment = row["reference"] if target == "reference" else prime + row["prediction"]
+        base = dict(sample_id=row["sample_id"], file_id=row["file_id"], language=row["language"], target=target,
+                    seed=params.seed)
         try:
             text = CommentText.of(comment, prime)
         except ValueError:
             text = None
-        inp = None
-        if text is not None:
+        results = []
+        for family in params.families:
+            if text is None:
+                results.append((family, None, "the comment does not start with the sample's prime", None))
+                continue
             inp = FamilyInput(text, resources_for(row["language"]), row["source"], row["comment_start"],
                               row["comment_end"], comment[:3], foreign_candidates(pool, row["language"]), options)
-        for family in params.families:
-            if inp is None:
-                outcome_text, reason, detail = None, "the reference does not start with the sample's prime", None
-            else:
-                outcome = perturb(family, inp, perturb_rng(params.seed, row["sample_id"], target, family))
-                outcome_text, reason, detail = outcome.text, outcome.skip_reason, outcome.detail
-            skipped += outcome_text is None
-            out.append(dict(sample_id=row["sample_id"], file_id=row["file_id"], language=row["language"], target=target,
-                            family=family, codes=list(FAMILIES[family]), applied=outcome_text is not None,
-                            skip_reason=reason, text=outcome_text, detail=detail, seed=params.seed))
+            outcome = perturb(family, inp, perturb_rng(params.seed, row["sample_id"], target, family))
+            results.append((family, outcome.text, outcome.skip_reason, outcome.detail))
+        if target == "reference" and any(r[1] is not None for r in results):
+            # S(original) of a perturbed reference: the unperturbed span scored against the reference
+            out.append(dict(base, noise=perturb_noise(target, PERTURB_ORIGINAL), family=PERTURB_ORIGINAL, codes=[],
+                            applied=True, skip_reason=None, prediction=comment[len(prime):], detail=None))
+        for family, perturbed, reason, detail in results:
+            skipped += perturbed is None
+            out.append(dict(base, noise=perturb_noise(target, family), family=family, codes=list(FAMILIES[family]),
+                            applied=perturbed is not None, skip_reason=reason, prediction=perturbed, detail=detail))
     if skipped:
-        logger.info("perturb: %d of %d perturbation(s) skipped (reasons in the skip_reason column)", skipped, len(out))
+        logger.info("perturb: %d perturbation(s) skipped (reasons in the skip_reason column)", skipped)
     return pa.Table.from_pylist(out, schema=PERTURB_SCHEMA)
