@@ -364,3 +364,15 @@ def test_run_results_are_part_invariant(tmp_path):
     scores = pa.concat_tables(pq.read_table(p) for p in sorted((tmp_path / "one-file" / "scores").glob("*.parquet")))
     noise = set(scores["noise"].to_pylist())
     assert "none" in noise and "perturb:reference:original" in noise and all(n == "none" or n.startswith("perturb:") for n in noise)
+
+
+def test_a_family_skipped_everywhere_in_a_language_gets_an_empty_row():
+    rows = [("a", "en", "perturb:reference:original", "bleu", "", "", "score", 1.0, None),
+            ("a", "en", "perturb:reference:truncation", "bleu", "", "", "score", 0.5, None)]
+    skipped = pa.Table.from_pylist([dict(sample_id="a", file_id="a", language="en", noise="perturb:reference:negation",
+                                         target="reference", family="negation", codes=["SE-HA3"], applied=False,
+                                         skip_reason="x", prediction=None, detail=None, seed=0)], schema=PERTURB_SCHEMA)
+    table = sensitivity_table([_scores(rows)], [skipped], seed=0, replicates=10, confidence=0.95)
+    got = {r["family"]: r for r in table.to_pylist()}
+    assert got["negation"]["n"] == 0 and got["negation"]["n_skipped"] == 1 and got["negation"]["ds"] is None
+    assert got["truncation"]["n"] == 1 and got["truncation"]["ds"] == 0.5

@@ -100,14 +100,14 @@ def sensitivity_rows(task_rows: pa.Table, seed: int, replicates: int, confidence
                      skipped: dict[tuple[str, str, str], int]) -> list[dict[str, Any]]:
     """One SENSITIVITY_SCHEMA row per group found in one score task's rows (SCORE_COLUMNS)."""
     pairs = _pairs(task_rows)
+    out = _all_skipped_rows(task_rows, pairs, skipped)
     if pairs.num_rows == 0:
-        return []
+        return out
     pairs = pairs.sort_by([(c, "ascending") for c in (*GROUP, "sample_id")])
     cols = {c: pairs[c].to_pylist() for c in GROUP}
     orig = pairs["original"].to_numpy(zero_copy_only=False).astype(np.float64)
     pert = pairs["perturbed"].to_numpy(zero_copy_only=False).astype(np.float64)
     keys = list(zip(*(cols[c] for c in GROUP)))
-    out = []
     start = 0
     for end in range(1, len(keys) + 1):
         if end < len(keys) and keys[end] == keys[start]:
@@ -131,6 +131,22 @@ def sensitivity_rows(task_rows: pa.Table, seed: int, replicates: int, confidence
         )
         out.append(row)
         start = end
+    return out
+
+
+def _all_skipped_rows(task_rows: pa.Table, pairs: pa.Table, skipped: dict[tuple[str, str, str], int]) -> list[dict[str, Any]]:
+    """n = 0 rows for the families that could not apply to any item of a language, so the
+    sensitivity table says "skipped" rather than leaving the family out."""
+    present = set(zip(*(pairs[c].to_pylist() for c in ("language", "target", "family")))) if pairs.num_rows else set()
+    settings = set(zip(*(task_rows[c].to_pylist() for c in ("language", *SETTING))))
+    out = []
+    for (language, target, family), count in sorted(skipped.items()):
+        if (language, target, family) in present:
+            continue
+        for setting_language, *setting in sorted(settings):
+            if setting_language == language:
+                out.append(dict(zip(SETTING, setting), language=language, target=target, family=family,
+                                codes=list(FAMILIES.get(family, ())), n=0, n_skipped=count))
     return out
 
 
