@@ -66,9 +66,11 @@ def bootstrap_mean_interval(d: np.ndarray, replicates: int, confidence: float, s
     return float(lo), float(hi)
 
 
-def perturbation_filter() -> ds.Expression:
-    """Score rows the sensitivity reads: perturbations and real predictions."""
-    return pc.starts_with(ds.field("noise"), PERTURB_PREFIX) | (ds.field("noise") == "none")
+def perturbation_filter(with_real: bool) -> ds.Expression:
+    """Score rows the sensitivity reads: perturbations, and real predictions when predictions
+    were perturbed (they are the originals of target `prediction`)."""
+    perturbed = pc.starts_with(ds.field("noise"), PERTURB_PREFIX)
+    return perturbed | (ds.field("noise") == "none") if with_real else perturbed
 
 
 def _pairs(task_rows: pa.Table) -> pa.Table:
@@ -207,7 +209,8 @@ def write_sensitivity(run: Any, config: Any) -> Path | None:
     run = _open(run)
     params = config.section("perturb")
     files = score_task_files(run)
-    tasks = (read_task(paths, perturbation_filter()) for _, paths in sorted(files.items()))
+    where = perturbation_filter(params.perturb_predictions)
+    tasks = (read_task(paths, where) for _, paths in sorted(files.items()))
     table = sensitivity_table(tasks, _perturb_tables(run), params.seed, params.bootstrap, params.confidence)
     path = run.path(SENSITIVITY_FILE)
     write_parquet_atomic(path, table, SENSITIVITY_SCHEMA)
