@@ -22,6 +22,7 @@ deterministic for a seed. A family that cannot apply returns a skip with the rea
 """
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -136,7 +137,8 @@ def negation(inp: FamilyInput, rng: np.random.Generator) -> Outcome:
     return Outcome(c.apply([Edit(s, e, replacement)]), detail=f"{c.text[s:e]} -> {replacement}")
 
 
-def file_identifiers(source: str, comment_start: int, comment_end: int, opener: str) -> list[str]:
+@functools.lru_cache(maxsize=64)  # the generators of a file share its identifiers
+def file_identifiers(source: str, comment_start: int, comment_end: int, opener: str) -> tuple[str, ...]:
     """Identifiers of the file's code (comments removed; keywords and names under 3 characters left out)."""
     from engine.data.extract import extract_comments
 
@@ -151,13 +153,13 @@ def file_identifiers(source: str, comment_start: int, comment_end: int, opener: 
     code = _STRING_LITERAL.sub(" ", " ".join(pieces))
     code = _HEADER_LINE.sub(" ", code)  # package paths and imported module names are not the file's own
     names = {m.group() for m in _IDENTIFIER.finditer(code)}
-    return sorted(n for n in names if len(n) >= 3 and n not in keywords)
+    return tuple(sorted(n for n in names if len(n) >= 3 and n not in keywords))
 
 
 def identifier_swap(inp: FamilyInput, rng: np.random.Generator) -> Outcome:
     c = inp.comment
     identifiers = file_identifiers(inp.source, inp.comment_start, inp.comment_end, inp.opener)
-    known = set(identifiers)
+    known = frozenset(identifiers)
     mentioned = [(s, e, m.group()) for s, e, m in c.finditer(_IDENTIFIER) if m.group() in known]
     if not mentioned:
         return skip("no identifier of the file's code appears in the comment")

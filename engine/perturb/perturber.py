@@ -171,6 +171,7 @@ def make_perturbations(samples: pa.Table, params: PerturbParams, prepass: dict[s
     pool = prepass.get("foreign_pool", {})
     options = params.family_options()
     out: list[dict[str, Any]] = []
+    foreign: dict[str, list[tuple[str, str, str]]] = {}
     skipped = 0
     for row, target in _targets(rows, params.perturb_predictions):
         prime = row.get("prime") or ""
@@ -181,13 +182,15 @@ def make_perturbations(samples: pa.Table, params: PerturbParams, prepass: dict[s
             text = CommentText.of(comment, prime)
         except ValueError:
             text = None
+        if row["language"] not in foreign:
+            foreign[row["language"]] = foreign_candidates(pool, row["language"])
         results = []
         for family in params.families:
             if text is None:
                 results.append((family, None, "the comment does not start with the sample's prime", None))
                 continue
             inp = FamilyInput(text, resources_for(row["language"]), row["source"], row["comment_start"],
-                              row["comment_end"], comment[:3], foreign_candidates(pool, row["language"]), options)
+                              row["comment_end"], comment[:3], foreign[row["language"]], options)
             outcome = perturb(family, inp, perturb_rng(params.seed, row["sample_id"], target, family))
             results.append((family, outcome.text, outcome.skip_reason, outcome.detail))
         if target == "reference" and any(r[1] is not None for r in results):
