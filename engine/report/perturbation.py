@@ -68,7 +68,13 @@ def sensitivity_section(data: Any, fw: Any, section: Callable[..., Any]) -> Any 
         "reference. Colours show dS / |mean S(original)| (a relative drop: positive means the metric noticed the "
         "error); the table below gives dS with its bootstrap interval and the share of files whose score dropped.")]
     row_labels = [f"{f} ({'/'.join(FAMILIES[f])})" for f in families]
-    col_labels = [_setting_label(*s) for s in settings]
+    # the scorer is named only where a metric has several (long model ids crowd the axis)
+    scorers_of: dict[str, set[str]] = {}
+    for m, sc, _, _ in settings:
+        scorers_of.setdefault(m, set()).add(sc)
+    col_labels = [(m + (f" {short_scorer(sc)}" if len(scorers_of[m]) > 1 else "")
+                   + ("\n" + " · ".join(x for x in (c, v if v != "score" else "") if x) if c or v != "score" else ""))
+                  for m, sc, v, c in settings]
     for language in languages:
         values = np.full((len(families), len(settings)), np.nan)
         for i, f in enumerate(families):
