@@ -40,7 +40,14 @@ INPUT_COLUMNS = ("sample_id", "file_id", "language", "source", "comment_start", 
 
 @dataclass(frozen=True)
 class SettingRef(Params):
-    """One metric setting, as in the score rows."""
+    """One metric setting, as in the score rows.
+
+    Keys:
+        metric: the score rows' `metric` (bleu, rougeL, meteor, bertscore, bartscore, ...).
+        variant: the score rows' `variant` (score for BLEU and METEOR, P / R / F, forward / reverse / avg, ...).
+        scorer: the score rows' `scorer` (the model as configured; '' for lexical metrics).
+        context: the score rows' `context` (none / minimal / full; '' for lexical metrics).
+    """
 
     metric: str
     variant: str
@@ -53,7 +60,12 @@ class SettingRef(Params):
 
 @dataclass(frozen=True)
 class SettingPair(Params):
-    """A one-sided comparison: does `x` agree with the experts better than `y`?"""
+    """A one-sided comparison: does `x` agree with the experts better than `y`?
+
+    Keys:
+        x: the setting claimed to agree better with the expert labels.
+        y: the setting it is compared with, on the same items.
+    """
 
     x: SettingRef
     y: SettingRef
@@ -61,7 +73,14 @@ class SettingPair(Params):
 
 @dataclass(frozen=True)
 class SignificanceParams(Params):
-    """Options of the significance analysis (RUN/significance.parquet)."""
+    """Options of the significance analysis (RUN/significance.parquet).
+
+    Keys:
+        correlation: the correlation Williams' test compares: `spearman` or `pearson`.
+        alpha: significance level of the one-sided Williams' test (a finding gets a sentence below it).
+        context_pairs: test each neural setting's `full` and `minimal` context against its `none`.
+        pairs: more comparisons, each `{x: setting, y: setting}` (H1: x agrees better than y).
+    """
 
     correlation: str = "spearman"  # the r of Williams' test: spearman or pearson
     alpha: float = 0.05
@@ -76,7 +95,22 @@ class SignificanceParams(Params):
 
 @dataclass(frozen=True)
 class PerturbParams(Params):
-    """Options of stage `perturb` and of the sensitivity and significance analyses."""
+    """Options of stage `perturb` and of the sensitivity and significance analyses.
+
+    Keys:
+        families: perturbation families to apply (negation, identifier_swap, deletion, truncation,
+            verbatim_repetition, pattern_repetition, code_copy, foreign_comment).
+        seed: perturbation seed; a perturbation depends only on (seed, sample_id, target, family).
+        perturb_predictions: also perturb the predictions of samples labelled correct.
+        truncate_min: truncation keeps at least this share of the words (drawn uniformly up to truncate_max).
+        truncate_max: truncation keeps at most this share of the words.
+        repeat_copies: verbatim repetition: extra copies of the repeated sentence.
+        pattern_repeats: pattern repetition: times the 1-3 word pattern is appended.
+        foreign_pool_size: per language, comments kept by the pre-pass for foreign_comment.
+        bootstrap: bootstrap replicates of the dS intervals (0: no intervals).
+        confidence: level of the dS intervals.
+        significance: options of the significance analysis (correlations and Williams' test).
+    """
 
     families: tuple[str, ...] = tuple(FAMILIES)
     seed: int = 0

@@ -18,6 +18,7 @@ from engine.stages.base import PartContext, Stage, StageTask, prepass_hash
 class PerturbStage(Stage):
     name = "perturb"
     section = "perturb"
+    params_class = "engine.perturb.perturber:PerturbParams"
     directory = "perturbations"
     schema = PERTURB_SCHEMA
     input_columns = INPUT_COLUMNS
