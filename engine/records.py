@@ -202,6 +202,7 @@ SIGNIFICANCE_SCHEMA = pa.schema(
         pa.field("r_xy", pa.float64()),  # corr(x, y)
         pa.field("t", pa.float64()),
         pa.field("p", pa.float64()),  # one-sided, H1: corr(x, labels) > corr(y, labels)
+        pa.field("p_adjusted", pa.float64()),  # Holm-adjusted over the language's comparisons (or = p)
         pa.field("direction", pa.string()),  # "x>y", "y>x" or "x=y" by the point estimates
         pa.field("significant", pa.bool_()),
         pa.field("reason", pa.string()),  # why a value is missing

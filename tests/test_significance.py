@@ -94,5 +94,33 @@ def test_context_pairs_and_configured_pairs():
     assert (ctx["t"], ctx["p"]) == pytest.approx(williams_test(r_xz, r_yz, r_xy, n))
     assert ctx["significant"] and ctx["direction"] == "x>y"
     assert ctx["sentence"].startswith("In Dutch, bertscore enc F with context full agrees with the expert labels better than")
-    assert configured["direction"] == "y>x" and not configured["significant"] and configured["sentence"] is None
+    assert configured["direction"] == "y>x" and not configured["significant"] and configured.get("sentence") is None
     assert configured["p"] > 0.5
+
+
+def test_holm_adjustment_equals_a_hand_computation():
+    from engine.perturb.significance import holm
+
+    # sorted 0.01, 0.03, 0.04 -> 3 * 0.01, max(0.03, 2 * 0.03), max(0.06, 1 * 0.04)
+    assert holm([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
+    assert holm([0.5, 0.9]) == pytest.approx([1.0, 1.0])
+    assert holm([]) == []
+
+
+def test_significance_uses_the_adjusted_p():
+    rng = np.random.default_rng(1)
+    n = 60
+    z = rng.integers(0, 3, size=n)
+    ids = [f"s{i}" for i in range(n)]
+    x = z + rng.normal(0, 1.2, n)
+    y = z + rng.normal(0, 2.5, n)
+    values = {("a", "", "score", ""): dict(zip(ids, x)), ("b", "", "score", ""): dict(zip(ids, y))}
+    labels = dict(zip(ids, z.tolist()))
+    pair = {"x": {"metric": "a", "variant": "score"}, "y": {"metric": "b", "variant": "score"}}
+    raw = SignificanceParams.from_mapping({"pairs": [pair] * 3, "adjust": "none"})
+    (row,) = {r["p"]: r for r in language_rows("en", values, labels, raw) if r["kind"] == "williams"}.values()
+    holm_rows = [r for r in language_rows("en", values, labels, SignificanceParams.from_mapping({"pairs": [pair] * 3}))
+                 if r["kind"] == "williams"]
+    assert row["p_adjusted"] == row["p"]
+    assert all(r["p_adjusted"] == pytest.approx(min(1.0, 3 * row["p"])) for r in holm_rows)
+    assert all(r["significant"] == (r["p_adjusted"] < 0.05) for r in holm_rows)

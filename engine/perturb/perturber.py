@@ -80,10 +80,12 @@ class SignificanceParams(Params):
         alpha: significance level of the one-sided Williams' test (a finding gets a sentence below it).
         context_pairs: test each neural setting's `full` and `minimal` context against its `none`.
         pairs: more comparisons, each `{x: setting, y: setting}` (H1: x agrees better than y).
+        adjust: multiple-comparison adjustment of p over a language's comparisons: `holm` or `none`.
     """
 
     correlation: str = "spearman"  # the r of Williams' test: spearman or pearson
     alpha: float = 0.05
+    adjust: str = "holm"
     context_pairs: bool = True  # each neural setting's full / minimal context against its none
     pairs: tuple[SettingPair, ...] = ()
 
@@ -91,6 +93,7 @@ class SignificanceParams(Params):
         require(self.correlation in ("spearman", "pearson"), "significance.correlation", self.correlation,
                 "spearman or pearson")
         require(0.0 < self.alpha < 1.0, "significance.alpha", self.alpha, "a number strictly between 0 and 1")
+        require(self.adjust in ("holm", "none"), "significance.adjust", self.adjust, "holm or none")
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,9 @@ RUN/significance.parquet holds two kinds of rows, per language:
   direction: H1 is corr(x, labels) > corr(y, labels). Pairs: each neural setting's `full` and
   `minimal` context against its `none` (option `context_pairs`) and the configured `pairs`.
   The correlation r is Spearman's by default (option `correlation`: spearman or pearson).
+  Many comparisons are made per language (every neural setting, every pair), so by default p is
+  Holm-adjusted over a language's comparisons (`p_adjusted`; option `adjust`: holm or none) and a
+  comparison is significant when p_adjusted < alpha.
 
 Memory: one language at a time; of it, only the real-prediction values of each setting.
 """
@@ -84,10 +87,12 @@ def setting_label(s: Setting) -> str:
     return " ".join(parts) + (f" with context {context}" if context else "")
 
 
-def _sentence(language: str, x: Setting, y: Setting, r_xz: float, r_yz: float, t: float, p: float, n: int, kind: str) -> str:
+def _sentence(language: str, x: Setting, y: Setting, r_xz: float, r_yz: float, t: float, p: float, p_adj: float, n: int,
+              kind: str, adjust: str) -> str:
     name = LANGUAGE_NAMES.get(language, language)
+    adjusted = f", Holm-adjusted {p_adj:.3g}" if adjust == "holm" else ""
     return (f"In {name}, {setting_label(x)} agrees with the expert labels better than {setting_label(y)} "
-            f"({kind.capitalize()} {r_xz:.2f} vs {r_yz:.2f}; Williams t = {t:.2f}, one-sided p = {p:.3g}, n = {n}).")
+            f"({kind.capitalize()} {r_xz:.2f} vs {r_yz:.2f}; Williams t = {t:.2f}, one-sided p = {p:.3g}{adjusted}, n = {n}).")
 
 
 def default_context_pairs(settings: list[Setting]) -> list[tuple[Setting, Setting]]:
@@ -140,11 +145,32 @@ def language_rows(language: str, values: dict[Setting, dict[str, float]], labels
         except ValueError as exc:
             rows.append(dict(row, reason=str(exc)))
             continue
-        significant = p < params.alpha
-        row.update(t=t, p=p, direction="x>y" if r_xz > r_yz else ("y>x" if r_yz > r_xz else "x=y"), significant=significant,
-                   sentence=_sentence(language, x_key, y_key, r_xz, r_yz, t, p, len(ids), params.correlation) if significant else None)
+        row.update(t=t, p=p, direction="x>y" if r_xz > r_yz else ("y>x" if r_yz > r_xz else "x=y"))
         rows.append(row)
+    tested = [r for r in rows if r["kind"] == "williams" and r.get("p") is not None]
+    adjusted = holm([r["p"] for r in tested]) if params.adjust == "holm" else [r["p"] for r in tested]
+    for r, p_adj in zip(tested, adjusted):
+        x_key = (r["metric"], r["scorer"], r["variant"], r["context"])
+        y_key = (r["metric_y"], r["scorer_y"], r["variant_y"], r["context_y"])
+        r["p_adjusted"] = p_adj
+        r["significant"] = p_adj < params.alpha
+        if r["significant"]:
+            r["sentence"] = _sentence(language, x_key, y_key, r["r_xz"], r["r_yz"], r["t"], r["p"], p_adj, r["n"],
+                                      params.correlation, params.adjust)
     return rows
+
+
+def holm(p_values: list[float]) -> list[float]:
+    """Holm's step-down adjusted p-values (same order as given): the family-wise error stays
+    below alpha when every p_adjusted < alpha is called significant."""
+    m = len(p_values)
+    order = sorted(range(m), key=lambda i: p_values[i])
+    out = [0.0] * m
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (m - rank) * p_values[i]))
+        out[i] = running
+    return out
 
 
 def significance_table(run: Any, params: Any) -> pa.Table:

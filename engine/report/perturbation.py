@@ -124,7 +124,9 @@ def significance_section(data: Any, section: Callable[..., Any]) -> Any | None:
     parts = [page.note(
         "Correlation of each metric setting's scores of real predictions with the expert labels (incorrect < partial "
         "< correct): Spearman's ρ and Kendall's τ-b. Williams' t compares two settings on the same items, one-sided: "
-        "p is the probability of a difference this large if x did not agree better than y (df = n − 3).")]
+        "p is the probability of a difference this large if x did not agree better than y (df = n − 3); "
+        "p adjusted corrects it for the number of comparisons in the language (Holm, unless configured otherwise), "
+        "and a comparison is significant when p adjusted is below alpha.")]
     significant = [r for r in will if r["significant"]]
     if significant:
         parts.append("<h3>Findings</h3><ul>" + "".join(f"<li>{esc(r['sentence'])}</li>" for r in significant) + "</ul>")
@@ -136,12 +138,12 @@ def significance_section(data: Any, section: Callable[..., Any]) -> Any | None:
             f'<td>{esc(_setting_label(r["metric"], r["scorer"], r["variant"], r["context"]))}</td>'
             f'<td>{esc(_setting_label(r["metric_y"], r["scorer_y"], r["variant_y"], r["context_y"]))}</td>'
             f'<td>{r["n"]}</td><td>{_fmt(r["r_xz"])}</td><td>{_fmt(r["r_yz"])}</td><td>{_fmt(r["r_xy"])}</td>'
-            f'<td>{_fmt(r["t"], 2)}</td><td>{_fmt(r["p"], 4)}</td><td>{esc(r["direction"] or "–")}</td>'
+            f'<td>{_fmt(r["t"], 2)}</td><td>{_fmt(r["p"], 4)}</td><td>{_fmt(r["p_adjusted"], 4)}</td><td>{esc(r["direction"] or "–")}</td>'
             f'<td title="{esc(r["reason"] or "")}">{"yes" if r["significant"] else "no"}</td></tr>'
             for r in will)
         parts.append("<h3>Williams' test (x better than y)</h3>"
                      '<div class="scroll"><table class="values"><thead><tr><th>language</th><th>x</th><th>y</th><th>n</th>'
-                     "<th>r(x, experts)</th><th>r(y, experts)</th><th>r(x, y)</th><th>t</th><th>p (one-sided)</th>"
+                     "<th>r(x, experts)</th><th>r(y, experts)</th><th>r(x, y)</th><th>t</th><th>p (one-sided)</th><th>p adjusted</th>"
                      f'<th>direction</th><th>significant</th></tr></thead><tbody>{body}</tbody></table></div>')
     if corr:
         languages = order_languages({r["language"] for r in corr})
