@@ -1,0 +1,71 @@
+"""Stage `judge`: LLM judges label every candidate comment (engine/judge/ holds the domain code).
+
+One task per configured judge (named from its complete resolved options); within a part,
+one call per (file, strategy, prompt language) with all generators' candidates. Output:
+RUN/judgments/, one row per (file, generator, judge, strategy, prompt language).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Mapping
+
+import pyarrow as pa
+
+from engine.errors import ConfigError, ModelLoadError
+from engine.judge.config import JudgeSection
+from engine.records import JUDGMENT_SCHEMA
+from engine.stages.base import PartContext, Stage, StageTask
+
+
+class JudgeStage(Stage):
+    name = "judge"
+    section = "judge"
+    directory = "judgments"
+    schema = JUDGMENT_SCHEMA
+    input_columns = ("sample_id", "file_id", "language", "source", "comment_start", "comment_end", "reference",
+                     "generator", "prime", "prediction")
+
+    def parse_section(self, raw: Any, base_dir: Path, where: str) -> JudgeSection:
+        if not isinstance(raw, Mapping):
+            raise ConfigError(f"{where}: got {raw!r}; allowed: a mapping with key 'judges'")
+        judges = raw.get("judges")
+        if isinstance(judges, list):
+            resolved = []
+            for entry in judges:
+                entry = dict(entry) if isinstance(entry, Mapping) else entry
+                if isinstance(entry, dict):
+                    for key in ("model", "tokenizer"):
+                        value = entry.get(key)
+                        if isinstance(value, str) and value.startswith(("./", "../")):
+                            entry[key] = str((base_dir / value).resolve())
+                resolved.append(entry)
+            raw = {**raw, "judges": resolved}
+        return JudgeSection.from_mapping(raw, where=where)
+
+    def check_config(self, config: Any) -> None:
+        from engine.models import resolve_model_path
+
+        section: JudgeSection = config.section(self.name)
+        for i, judge in enumerate(section.judges):
+            if judge.backend == "http":
+                continue
+            try:
+                resolve_model_path(judge.model)
+            except ModelLoadError as exc:
+                raise ConfigError(f"judge.judges[{i}].model: {exc}") from exc
+
+    def tasks(self, config: Any) -> list[StageTask]:
+        section: JudgeSection = config.section(self.name)
+        return [
+            StageTask(self.name, judge.task_name(), model_key=f"{judge.backend}:{judge.model}", entry=i)
+            for i, judge in enumerate(section.judges)
+        ]
+
+    def run_part(self, ctx: PartContext) -> pa.Table:
+        from engine.judge.backends import get_chat_backend
+        from engine.judge.run import judge_table
+
+        table = ctx.input_table()
+        self.require_columns(table, "sample table")
+        judge = ctx.config.section(self.name).judges[ctx.part.entry]
+        return judge_table(table, judge, ctx.part.task, get_chat_backend(judge))
