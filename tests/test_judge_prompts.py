@@ -147,4 +147,7 @@ def test_schema_accepts_sample_outputs_and_rejects_a_wrong_label(language: str, 
     one = _sample_output(language, strategy, "partial", cluster)
     next(iter(one.values())).pop()
     assert list(validator.iter_errors(one))
+    twice = _sample_output(language, strategy, "partial", cluster)  # one candidate judged twice, the other never
+    next(iter(twice.values()))[1][pack.field("model_name")] = "codegemma-7b"
+    assert list(validator.iter_errors(twice))
 

@@ -44,7 +44,7 @@ def output_schema(
 ) -> dict[str, Any]:
     """The schema of one call's answer: `{evaluations: [{model_name, errors, text, overall_quality}]}`.
 
-    With `model_names`, names are an enum and there is exactly one evaluation per candidate.
+    With `model_names`, there is exactly one evaluation per candidate, in that order.
     """
     f = pack.field
     codes = codes_for(cluster)
@@ -61,25 +61,32 @@ def output_schema(
         }
     else:
         error_item = {"type": "string", "enum": codes}
-    name_schema: dict[str, Any] = (
-        {"type": "string", "enum": list(model_names)} if model_names else {"type": "string", "maxLength": limits.max_name_chars}
-    )
     text = f(text_field(strategy))
-    evaluation = {
-        "type": "object",
-        "properties": {
-            f("model_name"): name_schema,
-            f("errors"): {"type": "array", "items": error_item, "maxItems": limits.max_errors},
-            text: {"type": "string", "maxLength": limits.max_text_chars},
-            f("overall_quality"): {"type": "string", "enum": [pack.label(label) for label in reversed(LABELS)]},
-        },
-        "required": [f("model_name"), f("errors"), text, f("overall_quality")],
-        "additionalProperties": False,
-    }
-    evaluations: dict[str, Any] = {"type": "array", "items": evaluation, "minItems": 1}
-    evaluations["maxItems"] = len(model_names) if model_names else 64
+
+    def evaluation(name_schema: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "type": "object",
+            "properties": {
+                f("model_name"): name_schema,
+                f("errors"): {"type": "array", "items": error_item, "maxItems": limits.max_errors},
+                text: {"type": "string", "maxLength": limits.max_text_chars},
+                f("overall_quality"): {"type": "string", "enum": [pack.label(label) for label in reversed(LABELS)]},
+            },
+            "required": [f("model_name"), f("errors"), text, f("overall_quality")],
+            "additionalProperties": False,
+        }
+
     if model_names:
-        evaluations["minItems"] = len(model_names)
+        # One evaluation per candidate, in the prompt's order: with only an enum of names, a
+        # constrained model can judge one candidate twice and another not at all.
+        evaluations: dict[str, Any] = {
+            "type": "array",
+            "prefixItems": [evaluation({"type": "string", "const": name}) for name in model_names],
+            "items": False, "minItems": len(model_names), "maxItems": len(model_names),
+        }
+    else:
+        evaluations = {"type": "array", "items": evaluation({"type": "string", "maxLength": limits.max_name_chars}),
+                       "minItems": 1, "maxItems": 64}
     return {
         "type": "object",
         "properties": {f("evaluations"): evaluations},
