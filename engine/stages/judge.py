@@ -11,7 +11,7 @@ from typing import Any, Mapping
 
 import pyarrow as pa
 
-from engine.errors import ConfigError, ModelLoadError
+from engine.errors import ConfigError
 from engine.judge.config import JudgeSection
 from engine.records import JUDGMENT_SCHEMA
 from engine.stages.base import PartContext, Stage, StageTask
@@ -26,33 +26,21 @@ class JudgeStage(Stage):
                      "generator", "prime", "prediction")
 
     def parse_section(self, raw: Any, base_dir: Path, where: str) -> JudgeSection:
+        # Relative model paths (./, ../) are already resolved against the config's folder.
         if not isinstance(raw, Mapping):
             raise ConfigError(f"{where}: got {raw!r}; allowed: a mapping with key 'judges'")
-        judges = raw.get("judges")
-        if isinstance(judges, list):
-            resolved = []
-            for entry in judges:
-                entry = dict(entry) if isinstance(entry, Mapping) else entry
-                if isinstance(entry, dict):
-                    for key in ("model", "tokenizer"):
-                        value = entry.get(key)
-                        if isinstance(value, str) and value.startswith(("./", "../")):
-                            entry[key] = str((base_dir / value).resolve())
-                resolved.append(entry)
-            raw = {**raw, "judges": resolved}
         return JudgeSection.from_mapping(raw, where=where)
 
     def check_config(self, config: Any) -> None:
-        from engine.models import resolve_model_path
+        from engine.stages.base import check_model
 
         section: JudgeSection = config.section(self.name)
         for i, judge in enumerate(section.judges):
-            if judge.backend == "http":
+            if judge.backend == "http":  # a served model name, checked by the server
                 continue
-            try:
-                resolve_model_path(judge.model)
-            except ModelLoadError as exc:
-                raise ConfigError(f"judge.judges[{i}].model: {exc}") from exc
+            check_model(judge.model, f"judge.judges[{i}].model")
+            if judge.tokenizer is not None:
+                check_model(judge.tokenizer, f"judge.judges[{i}].tokenizer", kind="tokenizer")
 
     def tasks(self, config: Any) -> list[StageTask]:
         section: JudgeSection = config.section(self.name)
