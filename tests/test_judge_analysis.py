@@ -113,3 +113,13 @@ def test_write_analysis_reads_the_run_directory(tmp_path) -> None:
     assert pq.read_table(paths["agreement"]).num_rows == 2
     assert write_analysis(tmp_path / "none", _samples()) == {}
     assert np.isfinite(pq.read_table(paths["pooled_confusion"]).column("kappa").to_numpy()).all()
+
+
+def test_report_section_shows_the_tables(tmp_path) -> None:
+    from engine.judge.report import judge_section
+
+    assert judge_section(tmp_path) is None
+    write_analysis(tmp_path, _samples(), _judgments())
+    anchor, title, body = judge_section(tmp_path)
+    assert anchor == "judges" and "kappa" in body and "SE-HA3" in body and "malformed" in body
+    assert "1 (1.000 / 0.500)" in body  # pooled: expert incorrect judged partial once; column 'partial' holds 2
