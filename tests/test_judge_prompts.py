@@ -12,6 +12,7 @@ import os
 from pathlib import Path
 
 import pytest
+
 from engine.errors import ConfigError
 from engine.judge.messages import Candidate, JudgeItem, build_calls, shared_prefix
 from engine.judge.promptpack import PROMPT_LANGUAGES, STRATEGIES, _read, check_pack, load_pack, resolve_prompt_language

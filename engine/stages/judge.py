@@ -50,10 +50,14 @@ class JudgeStage(Stage):
         ]
 
     def run_part(self, ctx: PartContext) -> pa.Table:
-        from engine.judge.backends import get_chat_backend
+        from engine.judge.backends import get_chat_backend, needs_own_process
         from engine.judge.run import judge_table
 
         table = ctx.input_table()
         self.require_columns(table, "sample table")
         judge = ctx.config.section(self.name).judges[ctx.part.entry]
+        if needs_own_process(judge):
+            from engine.judge.worker import judge_in_subprocess
+
+            return judge_in_subprocess(table, judge, ctx.part.task)
         return judge_table(table, judge, ctx.part.task, get_chat_backend(judge))
