@@ -1,14 +1,15 @@
 """Judge throughput on vLLM: prefix caching on vs off, structured vs free answers.
 
-    python bench/bench_judge.py [--files 24] [--max-tokens 256] [--repeats 2] [--model DIR]
+    python bench/bench_judge.py [--files 24] [--max-tokens 256] [--repeats 2] [--model DIR | --hidden 512 --layers 4]
 
 Each caching setting runs in its own worker process (vLLM holds one model per process) on
 the same judge calls (`standard` strategy, prompts in the files' languages, 3 candidates per
 file). Within a worker, structured and free batches alternate, each on files no other batch
 saw (so only the shared system prompt is reusable), after an untimed warm-up; the best of
 `--repeats` counts. Without --model a tiny random chat model
-is built, so on a CPU this measures engine overhead (prefill of the long shared system
-prompt, grammar masking) more than model compute. Prints prompts/s and output tokens/s per
+is built (hidden 128, 2 layers; --hidden/--layers make it bigger), so on a CPU this measures
+engine overhead (grammar masking, scheduling) more than model compute; with a bigger model
+the prefill of the long shared system prompt, which prefix caching saves, starts to count. Prints prompts/s and output tokens/s per
 setting and the ratios: caching on / off, structured / free.
 """
 from __future__ import annotations
@@ -83,6 +84,8 @@ def main() -> None:
     parser.add_argument("--max-tokens", type=int, default=256)
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--model", default=None, help="a local chat model directory (default: a tiny random one)")
+    parser.add_argument("--hidden", type=int, default=128, help="hidden size of the random model (multiple of 64)")
+    parser.add_argument("--layers", type=int, default=2, help="layers of the random model")
     parser.add_argument("--worker", choices=["on", "off"], default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
@@ -93,7 +96,7 @@ def main() -> None:
         if args.model is None:
             from engine.testing.tiny_chat import build_tiny_chat_model
 
-            args.model = build_tiny_chat_model(Path(tmp) / "tiny-chat")
+            args.model = build_tiny_chat_model(Path(tmp) / "tiny-chat", hidden_size=args.hidden, layers=args.layers)
         env = dict(os.environ, VLLM_CPU_KVCACHE_SPACE=os.environ.get("VLLM_CPU_KVCACHE_SPACE", "1"))
         results = {}
         for caching in ("on", "off"):

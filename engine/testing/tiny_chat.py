@@ -30,8 +30,12 @@ def _corpus() -> list[str]:
     return texts
 
 
-def build_tiny_chat_model(directory: str | Path, *, seed: int = 0, vocab_size: int = 4096, window: int = 8192) -> str:
-    """Save a tiny random LlamaForCausalLM with a chat-template tokenizer into `directory`."""
+def build_tiny_chat_model(directory: str | Path, *, seed: int = 0, vocab_size: int = 4096, window: int = 8192,
+                          hidden_size: int = 128, layers: int = 2) -> str:
+    """Save a tiny random LlamaForCausalLM with a chat-template tokenizer into `directory`.
+
+    hidden_size: a multiple of 64 (heads of 64 dimensions, as vLLM's CPU attention needs).
+    """
     import torch
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
@@ -50,8 +54,9 @@ def build_tiny_chat_model(directory: str | Path, *, seed: int = 0, vocab_size: i
     fast.chat_template = CHAT_TEMPLATE
     fast.save_pretrained(str(out))
     config = LlamaConfig(
-        vocab_size=len(fast), hidden_size=128, intermediate_size=256, num_hidden_layers=2, num_attention_heads=2,
-        num_key_value_heads=2, head_dim=64, max_position_embeddings=window, bos_token_id=fast.bos_token_id,
+        vocab_size=len(fast), hidden_size=hidden_size, intermediate_size=2 * hidden_size, num_hidden_layers=layers,
+        num_attention_heads=hidden_size // 64, num_key_value_heads=hidden_size // 64, head_dim=64, max_position_embeddings=window,
+        bos_token_id=fast.bos_token_id,
         eos_token_id=fast.eos_token_id, pad_token_id=fast.pad_token_id, tie_word_embeddings=False,
     )
     torch.manual_seed(seed)
