@@ -58,6 +58,14 @@ def test_embedded_object_without_fence_uses_first_balanced_object() -> None:
     assert (verdict.status, verdict.method, verdict.label) == ("ok", "balanced", "incorrect")
 
 
+def test_raw_control_characters_inside_strings_are_accepted() -> None:
+    # What xgrammar-constrained decoding of a weak model produced through `vllm serve`.
+    text = '{"oceny":[{"nazwa_modelu":"codegemma-7b","błędy":[],"wyjaśnienie":"} grup按\x17","ogólna_jakość":"poprawny"}]}'
+    assert "\x17" in text
+    verdict = _one(text)
+    assert (verdict.status, verdict.method, verdict.label) == ("ok", "whole", "correct")
+
+
 def test_balanced_scan_respects_braces_inside_strings() -> None:
     obj = {"evaluations": [{"model_name": "codegemma-7b", "errors": [], "explanation": "uses } and { and \\\" too",
                             "overall_quality": "correct"}]}

@@ -104,7 +104,9 @@ class Verdict:
 # ----- extraction -----------------------------------------------------------------------------
 def _loads(text: str) -> Any:
     try:
-        value = json.loads(text)
+        # strict=False: raw control characters inside strings are accepted. Grammar-constrained
+        # decoders (xgrammar) let a model emit them, and the answer is otherwise valid JSON.
+        value = json.loads(text, strict=False)
     except ValueError:
         return None
     return value if isinstance(value, (dict, list)) else None
