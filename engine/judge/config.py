@@ -14,7 +14,38 @@ from engine.params import Params, require
 
 @dataclass(frozen=True)
 class JudgeParams(Params):
-    """One judge: a model behind a backend, the strategies and prompt languages it runs."""
+    """One judge: a model behind a backend, the strategies and prompt languages it runs.
+
+    Keys:
+        model: the judge model: local directory, demo:<name> or hub id (vllm, transformers), or the
+            model name a server knows (http).
+        backend: vllm (offline engine), transformers (no structured outputs) or http (OpenAI-compatible server).
+        name: the judge's name in RUN/judgments; default: the model's last path component.
+        tokenizer: tokenizer location when it differs from the model (local backends).
+        strategies: judge strategies: standard, cot, rubric, hierarchical (seven cluster calls).
+        prompt_languages: `sample` (each sample's language; English without a pack) and/or fixed
+            prompt languages (en, nl, zh, el, pl); several entries sweep them.
+        structured: strategies answered under a JSON schema: true (all), false (none) or a list.
+        temperature: sampling temperature (0: greedy).
+        seed: per-request seed.
+        max_tokens: output token limit per call; an answer that reaches it is `truncated` unless whole JSON.
+        max_text_chars: maxLength of the schema's free-text fields (explanation, reasoning, justification).
+        max_errors: maxItems of the schema's error lists.
+        dtype: weights dtype of a local backend: auto, float32, float16, bfloat16.
+        max_model_len: context window of a local backend; null: the model's own.
+        enforce_eager: vllm: no CUDA graphs / compilation (faster start, CPU builds).
+        gpu_memory_utilization: vllm: share of device memory the engine may take.
+        enable_prefix_caching: vllm: reuse the shared system prompt's KV cache across calls.
+        batch_size: transformers: prompts per generate() call.
+        base_url: http: the server's base URL, e.g. http://localhost:8000/v1.
+        api_key_env: http: NAME of the environment variable that holds the API key (never the key).
+        max_concurrency: http: requests in flight at once.
+        timeout_s: http: seconds before a request times out (then retried).
+        max_retries: http: retries after the first attempt (429/500/503/524, timeouts, dropped connections).
+        backoff_base_s: http: first backoff; doubles per retry, at least the server's Retry-After.
+        backoff_cap_s: http: longest wait between retries.
+        retry_statuses: http: HTTP status codes that are retried.
+    """
 
     model: str
     backend: Literal["vllm", "transformers", "http"] = "vllm"
@@ -96,6 +127,12 @@ class JudgeParams(Params):
 
 @dataclass(frozen=True)
 class JudgeSection(Params):
+    """The `judge:` section.
+
+    Keys:
+        judges: the judges; each is one task (named from all its options), an exact duplicate is an error.
+    """
+
     judges: tuple[JudgeParams, ...]
 
     def __post_init__(self) -> None:

@@ -20,6 +20,7 @@ from engine.stages.base import PartContext, Stage, StageTask
 class JudgeStage(Stage):
     name = "judge"
     section = "judge"
+    params_class = "engine.judge.config:JudgeSection"
     directory = "judgments"
     schema = JUDGMENT_SCHEMA
     input_columns = ("sample_id", "file_id", "language", "source", "comment_start", "comment_end", "reference",
