@@ -116,3 +116,21 @@ def test_sigkill_mid_judge_stage_then_resume_judges_each_once(tmp_path, server) 
     for process in (clean, crashed, resumed):
         assert KEY not in process.stdout + process.stderr
     assert re.search("JUDGE_RESUME_KEY", (tmp_path / "run" / "manifest.json").read_text())  # the variable's name only
+
+
+def test_the_runner_hook_writes_the_analysis_of_a_finished_run(tmp_path, server) -> None:
+    """The exact call the driver makes after the judge parts (expert labels from the samples)."""
+    from engine.io.rundir import RunDirectory
+    from engine.judge.analysis import write_analysis
+    from engine.records import JUDGMENT_SCHEMA
+
+    config = _inputs(tmp_path, server)
+    assert _cli(config, tmp_path / "run").returncode == 0
+    run = RunDirectory.open_existing(tmp_path / "run")
+    paths = write_analysis(run.root, run.read_samples(["sample_id", "label", "error_codes"]),
+                           run.read_parts("judge/", JUDGMENT_SCHEMA))
+    agreement = pq.read_table(paths["agreement"]).to_pylist()
+    # make_sample's expert label is set on every row: every judged candidate is a pair.
+    assert sum(r["n"] for r in agreement) == sum(r["n_rows"] for r in agreement) == 78
+    rates = pq.read_table(paths["parse_rates"]).to_pylist()
+    assert {r["rate_ok"] for r in rates} == {1.0}
