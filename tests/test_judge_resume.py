@@ -118,17 +118,13 @@ def test_sigkill_mid_judge_stage_then_resume_judges_each_once(tmp_path, server) 
     assert re.search("JUDGE_RESUME_KEY", (tmp_path / "run" / "manifest.json").read_text())  # the variable's name only
 
 
-def test_the_runner_hook_writes_the_analysis_of_a_finished_run(tmp_path, server) -> None:
-    """The exact call the driver makes after the judge parts (expert labels from the samples)."""
-    from engine.io.rundir import RunDirectory
-    from engine.judge.analysis import write_analysis
-    from engine.records import JUDGMENT_SCHEMA
-
+def test_the_runner_writes_the_analysis_of_a_finished_run(tmp_path, server) -> None:
+    """The driver runs the judge stage's analysis after its parts (expert labels from the samples)."""
     config = _inputs(tmp_path, server)
     assert _cli(config, tmp_path / "run").returncode == 0
-    run = RunDirectory.open_existing(tmp_path / "run")
-    paths = write_analysis(run.root, run.read_samples(["sample_id", "label", "error_codes"]),
-                           run.read_parts("judge/", JUDGMENT_SCHEMA))
+    manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    assert manifest["stages"]["judge-analysis"]["done"]
+    paths = {name: tmp_path / "run" / "judge_analysis" / f"{name}.parquet" for name in ("agreement", "parse_rates")}
     agreement = pq.read_table(paths["agreement"]).to_pylist()
     # make_sample's expert label is set on every row: every judged candidate is a pair.
     assert sum(r["n"] for r in agreement) == sum(r["n_rows"] for r in agreement) == 78

@@ -62,3 +62,13 @@ class JudgeStage(Stage):
 
             return judge_in_subprocess(table, judge, ctx.part.task)
         return judge_table(table, judge, ctx.part.task, get_chat_backend(judge))
+
+    def analyze(self, run: Any, config: Any) -> None:
+        from engine.judge.analysis import write_analysis
+
+        write_analysis(run.root, run.read_samples(["sample_id", "label", "error_codes"]), run.read_parts("judge/", JUDGMENT_SCHEMA))
+
+    def report_section(self, run_root: Path) -> tuple[str, str, str] | None:
+        from engine.judge.report import judge_section
+
+        return judge_section(run_root)
