@@ -43,6 +43,16 @@ class PerturbStage(Stage):
         self.require_columns(table, f"part {ctx.part.index}")
         return make_perturbations(table, ctx.config.section(self.name), ctx.prepass)
 
+    def analyze(self, run: Any, config: Any) -> None:
+        """RUN/sensitivity.parquet and RUN/significance.parquet from the committed scores (streamed)."""
+        if "score" not in config.stages:
+            return
+        from engine.perturb.analysis import write_sensitivity
+        from engine.perturb.significance import write_significance
+
+        write_sensitivity(run, config)
+        write_significance(run, config)
+
     def signatures(self, config: Any, task: StageTask, prepass: dict[str, Any]) -> dict[str, Any]:
         params = config.section(self.name)
         families = ",".join(params.families)

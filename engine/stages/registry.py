@@ -18,6 +18,7 @@ PART_STAGES: dict[str, str] = {
     "noise": "engine.stages.noise:NoiseStage",
     "perturb": "engine.stages.perturb:PerturbStage",
     "score": "engine.stages.score:ScoreStage",
+    "judge": "engine.stages.judge:JudgeStage",
 }
 DRIVER_STAGES = ("calibrate", "report")
 STAGE_ORDER = ("build", *PART_STAGES, *DRIVER_STAGES)
