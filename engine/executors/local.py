@@ -46,6 +46,6 @@ class LocalExecutor:
                 bar.update(rows_per_part[part.index])
 
     def close(self) -> None:
-        from engine.pipeline import release_scorers
+        from engine.pipeline import release_models
 
-        release_scorers()
+        release_models()

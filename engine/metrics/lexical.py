@@ -118,7 +118,10 @@ class LexicalScorer:
 
     @property
     def task_name(self) -> str:
-        return "lexical"
+        from engine.metrics.base import options_digest
+
+        # Named from every option, so two lexical entries never share a part file.
+        return f"lexical-{options_digest(self.params)}"
 
     @property
     def model_key(self) -> str:
