@@ -29,7 +29,8 @@ TASKS = [
      "tests": "def check(candidate):\n    assert candidate(1) == 2\n"},
 ]
 ORACLE = {"model": "oracle", "backend": "oracle"}
-SANDBOX = {"cpu_seconds": 1, "wall_seconds": 5.0}
+# A generous wall limit: on a loaded machine the CPU limit, not the wall clock, must stop `loops`.
+SANDBOX = {"cpu_seconds": 1, "wall_seconds": 30.0}
 
 
 def _tasks_file(tmp_path: Path) -> Path:
@@ -103,13 +104,15 @@ def _run_cli(config_path: Path, out: Path, *extra: str, env_extra: dict | None =
 
 def _rows(run_dir: Path) -> list[dict]:
     rows = pq.read_table(run_dir / "roundtrip", schema=ROUNDTRIP_SCHEMA).to_pylist()
+    for row in rows:
+        row.pop("reason")  # a verdict's wording may name the limit that struck first on a loaded machine
     return sorted(rows, key=lambda r: tuple(r[k] for k in ROUNDTRIP_KEY))
 
 
 def test_sigkill_then_resume_gives_each_row_once(tmp_path):
     import yaml
 
-    raw = _config(tmp_path, {"generators": [ORACLE], "samples": 2})
+    raw = _config(tmp_path, {"generators": [ORACLE], "samples": 2, "languages": ["en"]})
     config_path = tmp_path / "config.yaml"
     config_path.write_text(yaml.safe_dump(raw))
     clean = _run_cli(config_path, tmp_path / "clean")
