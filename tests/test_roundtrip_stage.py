@@ -129,7 +129,10 @@ def test_sigkill_then_resume_gives_each_row_once(tmp_path):
     assert rows == _rows(tmp_path / "clean")
     # Cutting the tasks into one part gives the same rows (values do not depend on parts).
     raw["roundtrip"]["tasks_per_part"] = 4
+    raw["stages"] = ["roundtrip", "report"]
     config_path.write_text(yaml.safe_dump(raw))
     one_part = _run_cli(config_path, tmp_path / "one")
     assert one_part.returncode == 0, one_part.stderr
     assert _rows(tmp_path / "one") == rows
+    page = (tmp_path / "one" / "report" / "index.html").read_text()
+    assert "Execution round trip" in page and 'data-generator="oracle" data-language="en"' in page

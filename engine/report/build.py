@@ -26,6 +26,7 @@ import numpy as np
 
 from engine.report import figures, page
 from engine.report.page import PAGE, kappa_style
+from engine.report.roundtrip import section_html as roundtrip_section_html
 from engine.report.tables import (
     ALL_GENERATORS,
     ConfigKey,
@@ -428,7 +429,11 @@ def _build(data: RunData, folder: Path) -> list[Section]:
     groups = figure_groups(sorted(k for k in head_keys if data.scores and k in data.scores.groups))
     sections = [_strip_section(data, fw, groups, by_key(agreement_rows)), _noise_section(data, fw, groups)]
     sections += list(_agreement_section(data, fw, head_keys))
-    sections += [_noise_f1_section(data, fw, head_keys), _experts_section(data, fw), _provenance_section(data)]
+    sections += [_noise_f1_section(data, fw, head_keys), _experts_section(data, fw)]
+    roundtrip = roundtrip_section_html(data.root, data.manifest.get("signatures"))
+    if roundtrip is not None:
+        sections.append(Section("roundtrip", "Execution round trip", roundtrip))
+    sections.append(_provenance_section(data))
     if fw.failures:
         sections.append(Section("failures", "Figures that failed", "<ul>" + "".join(f"<li>{esc(f)}</li>" for f in fw.failures) + "</ul>", f"{len(fw.failures)} figure(s) failed to draw"))
     return sections
