@@ -188,8 +188,6 @@ def config_from_mapping(
         if not isinstance(labels, str) or not labels:
             raise ConfigError(f"labels: got {labels!r}; allowed: a Parquet or JSONL table of file_id, generator, label, error_codes")
         labels = resolve_input(labels, base_dir, key="labels")
-        if not Path(labels).is_file():
-            raise ConfigError(f"labels: {labels!r} does not exist; fix `labels:` in the config")
     for section in ("score",):
         if section in ordered and section not in raw:
             raise ConfigError(f"{section}: the config lists stage {section!r} but has no `{section}:` section")
@@ -216,6 +214,8 @@ def config_from_mapping(
 
 def check_config(config: RunConfig) -> None:
     """Every config-time check of every listed part stage (models resolve, inputs present)."""
+    if config.labels is not None and not Path(config.labels).is_file():
+        raise ConfigError(f"labels: {config.labels!r} does not exist; fix `labels:` in the config")
     for name in PART_STAGES:
         if name in config.stages:
             get_stage(name).check_config(config)

@@ -98,7 +98,11 @@ def execute_part(run_root: str, config: Any, part: PartTask, prepass: dict[str, 
 
 
 def release_models(keep_model_key: str | None = None) -> None:
-    """Drop cached scorers of other models (called when an executor finishes)."""
+    """Drop cached scorers of other models and loaded generators (called when an executor finishes)."""
+    import sys
+
     from engine.stages.score import release_scorers
 
     release_scorers(keep_model_key)
+    if keep_model_key is None and "engine.generate.backend" in sys.modules:
+        sys.modules["engine.generate.backend"].release_backends()

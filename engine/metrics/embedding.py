@@ -2,7 +2,7 @@
 
 Per context setting (engine/context.py) the model sees the whole setting's text and only the
 tokens overlapping the scored span are matched. Conventions are bert_score 0.3.13's
-(REFERENCE.md): the model's special tokens take part in the max with weight 0, weights are 1
+(package `bert-score`): the model's special tokens take part in the max with weight 0, weights are 1
 or idf, F = 2PR/(P+R), an empty side scores P = R = F = 0, items sharing (sample_id, noise)
 with different references take the max of P, R and F independently, optional baseline
 rescaling (x - b)/(1 - b). `mode: compat` in the `none` setting reproduces `bert_score.score`
@@ -56,7 +56,6 @@ from engine.signature import format_signature, package_version
 logger = logging.getLogger(__name__)
 
 METRIC = "bertscore"
-ENCODERS_TABLE = Path(__file__).resolve().parents[2] / "configs" / "encoders.yaml"
 # Groups (sample_id, noise) per model chunk: bounds memory, files are never split.
 CHUNK_GROUPS = 2048
 
@@ -65,7 +64,8 @@ CHUNK_GROUPS = 2048
 class EmbeddingParams(Params):
     """Options of the embedding scorer (see the module docstring for the semantics).
 
-    layer: layer whose output is used (0 = embeddings); None -> configs/encoders.yaml, else
+    layer: layer whose output is used (0 = embeddings); None -> the shipped default layer table
+    (engine/resources/encoders.yaml), else
     the model's last layer. all_layers: P/R/F for every layer from one forward pass.
     batch_tokens: padded tokens per forward batch. max_length: model window in tokens
     (special tokens included); None -> the tokenizer's model_max_length.
@@ -104,14 +104,20 @@ class EmbeddingParams(Params):
             raise ConfigError(f"baseline: got {self.baseline!r}; allowed: null or an existing LAYER,P,R,F file")
 
 
-def default_layer_table(path: Path = ENCODERS_TABLE) -> dict[str, int]:
-    """Model name -> default layer, from configs/encoders.yaml."""
+def default_layer_table(path: Path | None = None) -> dict[str, int]:
+    """Model name -> default layer, from the table shipped in the package (or the file `path`)."""
     import yaml
 
-    if not path.is_file():
+    from engine.resources import ENCODERS, read_text
+
+    if path is None:
+        text = read_text(ENCODERS)
+    elif path.is_file():
+        text = path.read_text(encoding="utf-8")
+    else:
         logger.warning("default layer table %s is missing; models without `layer` use their last layer", path)
         return {}
-    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    data = yaml.safe_load(text) or {}
     table = data.get("default_layers", {})
     return {str(k): int(v) for k, v in table.items()}
 
@@ -152,7 +158,7 @@ class EmbeddingScorer:
         if name in table:
             return table[name]
         n_layers = self._config_layers()
-        logger.warning("model %s has no default layer in %s; using its last layer %d", name, ENCODERS_TABLE.name, n_layers)
+        logger.warning("model %s has no default layer in %s; using its last layer %d", name, "encoders.yaml", n_layers)
         return n_layers
 
     def _config_layers(self) -> int:

@@ -71,25 +71,34 @@ def _resolve_relative(options: Mapping[str, Any], base_dir: Path) -> dict[str, A
     return out
 
 
-def _qualifier(params: Params) -> str:
-    """`[k=v,...]` of the options (outside NON_IDENTITY_OPTIONS) that differ from the defaults."""
+def _defaults(params: Params) -> dict[str, Any]:
     import dataclasses
 
-    defaults = {}
+    out = {}
     for f in dataclasses.fields(params):
         if f.default is not dataclasses.MISSING:
-            defaults[f.name] = f.default
+            out[f.name] = f.default
         elif f.default_factory is not dataclasses.MISSING:  # type: ignore[misc]
-            defaults[f.name] = f.default_factory()  # type: ignore[misc]
+            out[f.name] = f.default_factory()  # type: ignore[misc]
+    return out
+
+
+def _qualifier(params: Params, differing: set[str]) -> str:
+    """`[k=v,...]` of the options in `differing` where this entry leaves the default."""
+    defaults = _defaults(params)
     parts = []
-    for f in dataclasses.fields(params):
-        if f.name in NON_IDENTITY_OPTIONS or f.name in MODEL_OPTIONS or f.name not in defaults:
+    for name, value in params.to_dict().items():
+        if name not in differing or name in NON_IDENTITY_OPTIONS or name in MODEL_OPTIONS:
             continue
-        value = getattr(params, f.name)
-        if value != defaults[f.name]:
-            shown = "true" if value is True else "false" if value is False else value
-            parts.append(f"{f.name}={shown}")
+        if name in defaults and value == _plain(defaults[name]):
+            continue
+        shown = "true" if value is True else "false" if value is False else value
+        parts.append(f"{name}={shown}")
     return "[" + ",".join(parts) + "]" if parts else ""
+
+
+def _plain(value: Any) -> Any:
+    return list(value) if isinstance(value, tuple) else value
 
 
 def _row_keys(spec: ScorerSpec) -> set[tuple[str, str]]:
@@ -130,15 +139,16 @@ def _label_and_check(specs: list[ScorerSpec]) -> list[ScorerSpec]:
                 raise ConfigError(
                     f"score.scorers[{i}]: an exact duplicate of score.scorers[{j}] (same kind and options); remove one"
                 )
-    models: dict[tuple[str, str], int] = {}
+    groups: dict[tuple[str, str], list[ScorerSpec]] = {}
     for spec in specs:
-        key = (spec.kind, str(spec.params.to_dict().get("model", "")))
-        models[key] = models.get(key, 0) + 1
+        groups.setdefault((spec.kind, str(spec.params.to_dict().get("model", ""))), []).append(spec)
     labelled = []
     for spec in specs:
         model = str(spec.params.to_dict().get("model", ""))
-        shared = models[(spec.kind, model)] > 1
-        labelled.append(replace(spec, scorer_label=model + (_qualifier(spec.params) if shared else "")))
+        group = groups[(spec.kind, model)]
+        options = [g.params.to_dict() for g in group]
+        differing = {name for name in options[0] if len({repr(o[name]) for o in options}) > 1}
+        labelled.append(replace(spec, scorer_label=model + _qualifier(spec.params, differing)))
     for i, a in enumerate(labelled):
         for j in range(i):
             b = labelled[j]
