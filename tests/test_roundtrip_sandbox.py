@@ -5,6 +5,7 @@ import dataclasses
 import glob
 import os
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 
 import psutil
 import pytest
@@ -81,6 +82,18 @@ def test_hundred_runs_leave_no_process_or_file():
         statuses.add(run_python(source, limits).status)
     assert statuses == {"timeout", "memory", "processes", "blocked", "passed"}
     assert psutil.Process().children(recursive=True) == []
-    assert [p.pid for p in psutil.process_iter(["username"]) if p.info["username"] == "nobody"] == []
+    sandbox_uids = range(LIMITS.uid, LIMITS.uid + LIMITS.uid_slots)
+    assert [p.pid for p in psutil.process_iter(["uids"]) if p.info["uids"] and p.info["uids"].real in sandbox_uids] == []
     assert set(glob.glob(os.path.join(tempfile.gettempdir(), "babelscore-sandbox-*"))) == before
     assert not os.path.exists(OUTSIDE)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_concurrent_runs_do_not_share_the_process_limit(mode):
+    # Each run forks 3 children; 8 runs at once would far exceed a limit of 8 if they shared a uid.
+    source = ("import os, time\npids = []\nfor _ in range(3):\n    pid = os.fork()\n    if pid == 0:\n"
+              "        time.sleep(0.5)\n        os._exit(0)\n    pids.append(pid)\nfor pid in pids:\n    os.waitpid(pid, 0)\n")
+    limits = dataclasses.replace(_limits(mode), max_processes=8, wall_seconds=20.0)
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        results = list(pool.map(lambda _: run_python(source, limits), range(8)))
+    assert [r.status for r in results] == ["passed"] * 8, [r.reason for r in results]

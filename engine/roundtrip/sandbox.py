@@ -13,8 +13,10 @@ afterwards, under these layers:
     `unshare`. The network namespace has no interface but loopback, so any connection
     fails; the pid namespace ends every process the program left behind when it exits;
     private tmpfs mounts over /tmp, /var/tmp and /dev/shm swallow writes there. When the
-    engine runs as root the child first drops to an unprivileged uid (`uid`), because root
-    ignores RLIMIT_NPROC and owns root's files;
+    engine runs as root the child first drops to an unprivileged uid, because root ignores
+    RLIMIT_NPROC and owns root's files. RLIMIT_NPROC counts every process of a uid, so runs at
+    the same time (threads, other engine processes on the node) each claim their own uid from
+    `uid` .. `uid + uid_slots - 1` with a file lock;
   - `hook`: the fallback where unprivileged namespaces are unavailable (containers without
     user namespaces, macOS). Only the resource limits, the session kill and the audit hook
     below apply; it is weaker against native code.
@@ -31,6 +33,8 @@ a program printing without end cannot fill the engine's memory.
 from __future__ import annotations
 
 import dataclasses
+import fcntl
+import json
 import logging
 import os
 import shutil
@@ -40,10 +44,11 @@ import sys
 import tempfile
 import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Literal, Mapping, Sequence
+from typing import Iterator, Literal, Mapping, Sequence
 
 from engine.params import Params, require
 
@@ -144,7 +149,8 @@ class SandboxLimits(Params):
     file_size_mb: int = 16
     output_bytes: int = 16384
     isolation: Literal["auto", "namespace", "hook"] = "auto"
-    uid: int = 65534  # unprivileged uid used when the engine runs as root
+    uid: int = 200000  # first unprivileged uid used when the engine runs as root (no account needed)
+    uid_slots: int = 64  # runs at once per machine; each holds one uid
     python: str = ""  # interpreter for untrusted Python; '' = this one if the sandbox uid can run it, else python3
     java_extra_memory_mb: int = 4096  # the JVM reserves address space far beyond its heap
     java_max_processes: int = 256  # RLIMIT_NPROC counts threads; a JVM starts dozens
@@ -156,6 +162,8 @@ class SandboxLimits(Params):
         require(self.max_processes >= 1, "max_processes", self.max_processes, "an integer >= 1")
         require(self.file_size_mb >= 1, "file_size_mb", self.file_size_mb, "an integer >= 1")
         require(self.output_bytes >= 256, "output_bytes", self.output_bytes, "an integer >= 256")
+        require(self.uid >= 1000, "uid", self.uid, "an integer >= 1000 (an unprivileged uid)")
+        require(self.uid_slots >= 1, "uid_slots", self.uid_slots, "an integer >= 1")
 
 
 @dataclass(frozen=True)
@@ -290,6 +298,48 @@ def _classify(returncode: int | None, timed_out: bool, stderr: str, limits: Sand
     return "failed", f"exit status {returncode}: {last[:300]}"
 
 
+@contextmanager
+def _claimed_uid(limits: SandboxLimits) -> Iterator[int | None]:
+    """A uid no other run on this machine holds (None when not root: no uid change)."""
+    if not _drop_privileges():
+        yield None
+        return
+    folder = Path(tempfile.gettempdir()) / "babelscore-sandbox-uids"
+    folder.mkdir(mode=0o700, exist_ok=True)
+    delay = 0.01
+    while True:
+        for uid in range(limits.uid, limits.uid + limits.uid_slots):
+            fd = os.open(folder / f"{uid}.lock", os.O_CREAT | os.O_RDWR, 0o600)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                continue
+            try:
+                yield uid
+            finally:
+                os.close(fd)  # releases the lock
+            return
+        time.sleep(delay)
+        delay = min(delay * 2, 0.5)
+
+
+def _wait_unreaped(pid: int, seconds: float) -> bool:
+    """Wait for `pid` to exit without reaping it; False on time-out.
+
+    While the leader is unreaped its pid (the group id) cannot be reused, so the group kill
+    that follows cannot reach an unrelated process.
+    """
+    deadline = time.monotonic() + seconds
+    delay = 0.001
+    while os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT | os.WNOHANG) is None:
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(delay)
+        delay = min(delay * 2, 0.02)
+    return True
+
+
 def run_program(
     argv: Sequence[str],
     files: Mapping[str, str | bytes],
@@ -300,6 +350,12 @@ def run_program(
 ) -> SandboxResult:
     """Run `argv` (relative paths resolve in the throwaway directory holding `files`)."""
     isolation = resolve_isolation(limits)
+    with _claimed_uid(limits) as uid:
+        return _run(argv, files, limits, isolation, uid, memory_mb or limits.memory_mb, max_processes or limits.max_processes)
+
+
+def _run(argv: Sequence[str], files: Mapping[str, str | bytes], limits: SandboxLimits, isolation: str, uid: int | None,
+         memory_mb: int, max_processes: int) -> SandboxResult:
     workdir = Path(tempfile.mkdtemp(prefix="babelscore-sandbox-"))
     started = time.perf_counter()
     try:
@@ -308,16 +364,14 @@ def run_program(
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(content.encode("utf-8") if isinstance(content, str) else content)
         kwargs: dict = {}
-        if _drop_privileges():
+        if uid is not None:
             for path in [workdir, *workdir.rglob("*")]:
-                os.chown(path, limits.uid, limits.uid)
-            kwargs = {"user": limits.uid, "group": limits.uid, "extra_groups": []}
+                os.chown(path, uid, uid)
+            kwargs = {"user": uid, "group": uid, "extra_groups": []}
         inner = list(argv)
         if isolation == "namespace":
             inner = ["unshare", *UNSHARE_FLAGS, "sh", "-c", NAMESPACE_PROLOGUE, "sh", *inner]
-        import json
-
-        spec = json.dumps({"limits": _rlimits(limits, memory_mb or limits.memory_mb, max_processes or limits.max_processes), "argv": inner})
+        spec = json.dumps({"limits": _rlimits(limits, memory_mb, max_processes), "argv": inner})
         proc = subprocess.Popen(
             [_interpreter_for(limits.uid, limits.python), "-I", "-S", "-c", LAUNCHER, spec],
             cwd=workdir, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -327,11 +381,7 @@ def run_program(
         drains = [_Drain(proc.stdout, limits.output_bytes), _Drain(proc.stderr, limits.output_bytes)]
         for drain in drains:
             drain.start()
-        timed_out = False
-        try:
-            proc.wait(timeout=limits.wall_seconds)
-        except subprocess.TimeoutExpired:
-            timed_out = True
+        timed_out = not _wait_unreaped(proc.pid, limits.wall_seconds)
         _kill_group(proc.pid)
         proc.wait()
         for drain in drains:
