@@ -4,6 +4,7 @@ from __future__ import annotations
 import dataclasses
 import glob
 import os
+import resource
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 
@@ -74,6 +75,8 @@ def test_namespace_layer_holds_without_the_audit_hook():
 
 def test_hundred_runs_leave_no_process_or_file():
     before = set(glob.glob(os.path.join(tempfile.gettempdir(), "babelscore-sandbox-*")))
+    own_limits = {name: resource.getrlimit(getattr(resource, name)) for name in ("RLIMIT_CPU", "RLIMIT_AS", "RLIMIT_NPROC", "RLIMIT_FSIZE")}
+    own_uid, own_cwd = os.getuid(), os.getcwd()
     quick = [HOSTILE[c][0] for c in ("memory bomb", "fork bomb", "write outside", "network")] + ["print(1)\n"]
     statuses = set()
     for i in range(100):
@@ -86,6 +89,9 @@ def test_hundred_runs_leave_no_process_or_file():
     assert [p.pid for p in psutil.process_iter(["uids"]) if p.info["uids"] and p.info["uids"].real in sandbox_uids] == []
     assert set(glob.glob(os.path.join(tempfile.gettempdir(), "babelscore-sandbox-*"))) == before
     assert not os.path.exists(OUTSIDE)
+    # The engine's own process keeps its limits, identity and directory.
+    assert {name: resource.getrlimit(getattr(resource, name)) for name in own_limits} == own_limits
+    assert (os.getuid(), os.getcwd()) == (own_uid, own_cwd)
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -218,6 +218,18 @@ def _interpreter_for(uid: int, configured: str) -> str:
 
 
 @lru_cache(maxsize=None)
+def interpreter_version(limits: SandboxLimits) -> str:
+    """Version of the Python that runs untrusted code (it goes into signatures)."""
+    python = _interpreter_for(limits.uid, limits.python)
+    try:
+        done = subprocess.run([python, "-I", "-S", "-c", "import platform; print(platform.python_version())"],
+                              capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return done.stdout.strip() or "unknown"
+
+
+@lru_cache(maxsize=None)
 def namespaces_available(uid: int) -> bool:
     """Whether `unshare` can create user, network, pid and mount namespaces here (probed once)."""
     if sys.platform != "linux" or shutil.which("unshare") is None:

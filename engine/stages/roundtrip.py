@@ -81,8 +81,14 @@ class RoundTripStage(Stage):
     def tasks(self, config: Any) -> list[StageTask]:
         params = config.section(self.section)
         digest = hashlib.sha256(json.dumps(params.to_dict(), sort_keys=True).encode("utf-8")).hexdigest()[:8]
-        models = ",".join(g.model for g in params.generators)
-        return [StageTask(self.name, f"roundtrip-{digest}", f"roundtrip:{models}", 0)]
+        from engine.roundtrip.params import ORACLE
+
+        models = [g.model for g in (*params.generators, params.comment_generator) if g is not None and g.backend != ORACLE]
+        if params.fluency_model:
+            models.append(params.fluency_model)
+        # Without a model the parts are CPU work (sandbox runs): no model actor, no model key.
+        model_key = f"roundtrip:{','.join(models)}" if models else ""
+        return [StageTask(self.name, f"roundtrip-{digest}", model_key, 0)]
 
     def own_parts(self, config: Any, run_root: str | Path) -> list[int]:
         """Cut the task table into parts once per run directory; rows of each part, by index."""
@@ -116,17 +122,18 @@ class RoundTripStage(Stage):
         return run_roundtrip(tasks, ctx.config.section(self.section))
 
     def signatures(self, config: Any, task: StageTask, prepass: dict[str, Any]) -> dict[str, Any]:
-        from engine.roundtrip.sandbox import resolve_isolation
+        from engine.roundtrip.sandbox import interpreter_version, resolve_isolation
         from engine.roundtrip.scores import signature
+        from engine.signature import package_version
 
         p = config.section(self.section)
         box = p.sandbox
         sandbox = {"isolation": resolve_isolation(box), "cpu": box.cpu_seconds, "wall": box.wall_seconds,
-                   "mem": box.memory_mb, "nproc": box.max_processes}
+                   "mem": box.memory_mb, "nproc": box.max_processes, "python": interpreter_version(box)}
         generators = [g.display_name for g in p.generators]
         comments = p.comment_generator.display_name if p.comment_generator else "given"
         common = {"tasks": p.tasks if p.tasks == "humaneval" else Path(p.tasks).name, "generators": generators,
-                  "samples": p.samples, "comments": comments, "seed": p.seed}
+                  "samples": p.samples, "comments": comments, "seed": p.seed, "transformers": package_version("transformers")}
         out = {
             "pass@1": signature("pass@1", **common, **sandbox),
             "correctness": signature("correctness", **common, inputs=p.inputs, call_s=p.call_seconds, **sandbox),
