@@ -75,3 +75,16 @@ def test_java_is_skipped_with_a_reason_without_jdk(monkeypatch):
     monkeypatch.setattr(sandbox.shutil, "which", lambda name: None)
     result = run_tests(JAVA_TASK, JAVA_TASK["code"], LIMITS)
     assert result.status == "skipped" and "no JDK" in result.reason
+
+
+def test_java_regeneration_keeps_the_method_only():
+    from engine.roundtrip import generation
+
+    completion = '\n        String s = "}"; // }\n        return a + b;\n    }\n\n    public static void main() {}\n}\n'
+    code = generation.java_class_from_completion(JAVA_TASK, completion)
+    assert code == ('public class Solution {\n    public static int add(int a, int b) {\n        String s = "}"; // }\n'
+                    '        return a + b;\n    }\n}\n')
+    prompt = generation.regenerate_java_prompt("{context}\n/**\n * {comment}\n */\n{signature} {{", JAVA_TASK, "Ends a */ comment.")
+    assert prompt.endswith("public static int add(int a, int b) {") and "* /" in prompt
+    if not sandbox.java_available():
+        assert run_tests(JAVA_TASK, code, LIMITS).status == "passed"

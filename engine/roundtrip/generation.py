@@ -68,6 +68,46 @@ def function_from_completion(signature: str, completion: str) -> str:
     return signature + "\n" + ("\n".join(body) if body else "    pass") + "\n"
 
 
+def java_class_name(code: str) -> str:
+    public = re.search(r"public\s+(?:final\s+)?class\s+(\w+)", code)
+    return public.group(1) if public else "Solution"
+
+
+def regenerate_java_prompt(template: str, task: Mapping[str, str], comment: str) -> str:
+    text = "\n     * ".join(textwrap.wrap(comment.replace("*/", "* /"), width=88)) if comment else ""
+    return template.format(context=task["context"], class_name=java_class_name(task["code"]), signature=task["signature"],
+                           comment=text).lstrip("\n")
+
+
+def java_class_from_completion(task: Mapping[str, str], completion: str) -> str:
+    """The class holding the signature and the completion up to the brace that closes the method.
+
+    Braces inside string and character literals and comments are not counted.
+    """
+    depth, i, n = 1, 0, len(completion)
+    while i < n and depth > 0:
+        ch = completion[i]
+        if completion.startswith("//", i):
+            i = completion.find("\n", i)
+            i = n if i < 0 else i
+            continue
+        if completion.startswith("/*", i):
+            end = completion.find("*/", i + 2)
+            i = n if end < 0 else end + 2
+            continue
+        if ch in "\"'":
+            j = i + 1
+            while j < n and completion[j] != ch and completion[j] != "\n":
+                j += 2 if completion[j] == "\\" else 1
+            i = j + 1
+            continue
+        depth += ch == "{"
+        depth -= ch == "}"
+        i += 1
+    body = completion[:i] if depth == 0 else completion + "\n    }"
+    return f"{task['context']}\n\npublic class {java_class_name(task['code'])} {{\n    {task['signature']} {{{body}\n}}\n".lstrip("\n")
+
+
 def compress_prompt(template: str, comment: str, ratio: float) -> str:
     words = max(1, int(len(comment.split()) * ratio))
     chars = max(1, int(len(comment) * ratio))

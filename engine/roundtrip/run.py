@@ -84,13 +84,16 @@ def _regenerate(model: ModelParams, jobs: list[tuple[dict, str, int, str]], p: R
     if model.backend == ORACLE:
         return [(task["code"], None) for task, _lang, _v, _c in jobs]
     gen = _generator(model)
-    template = p.prompt("regenerate.txt")
-    prompts = [generation.regenerate_prompt(template, task, comment) for task, _lang, _v, comment in jobs]
+    python_template, java_template = p.prompt("regenerate.txt"), p.prompt("regenerate.java.txt")
+    prompts = [generation.regenerate_java_prompt(java_template, task, comment) if task["programming_language"] == "java"
+               else generation.regenerate_prompt(python_template, task, comment) for task, _lang, _v, comment in jobs]
     seeds = [generation.request_seed(model.seed, "regenerate", task["task_id"], lang, v, comment) for task, lang, v, comment in jobs]
-    out = []
+    out: list[tuple[str | None, str | None]] = []
     for (task, _lang, _v, _c), text in zip(jobs, gen.complete(prompts, seeds)):
         if isinstance(text, Exception):
             out.append((None, f"code generation failed: {text}"))
+        elif task["programming_language"] == "java":
+            out.append((generation.java_class_from_completion(task, text), None))
         else:
             out.append((generation.function_from_completion(task["signature"], text), None))
     return out
