@@ -108,7 +108,8 @@ def _execute(task: dict, code: str, inputs: list[str] | None, p: RoundTripParams
         row.update(correctness=None, n_inputs=0)
     else:
         agree, _result = difftest.agreement(task, code, inputs, p.sandbox, p.call_seconds)
-        row.update(correctness=scores.correctness(agree), n_inputs=len(inputs))
+        usable = len(inputs) if agree is None else sum(a is not None for a in agree)
+        row.update(correctness=scores.correctness(agree), n_inputs=usable)
     return row
 
 

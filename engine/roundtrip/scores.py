@@ -33,11 +33,16 @@ def pass_at_1(status: str) -> float:
     return 1.0 if status == "passed" else 0.0
 
 
-def correctness(agree: Sequence[bool] | None) -> float:
-    """Share of agreeing inputs; 0 when the run broke (None) or there were no inputs."""
-    if not agree:
+def correctness(agree: Sequence[bool | None] | None) -> float:
+    """Share of agreeing inputs among the usable ones (None entries are left out).
+
+    0 when the comparison could not run at all (the regenerated code broke the harness, e.g. an
+    endless loop at import); NaN when no input was usable (the original never finishes).
+    """
+    if agree is None:
         return 0.0
-    return sum(agree) / len(agree)
+    usable = [a for a in agree if a is not None]
+    return sum(usable) / len(usable) if usable else math.nan
 
 
 # ----- abstraction --------------------------------------------------------------------------
