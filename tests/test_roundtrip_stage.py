@@ -109,6 +109,9 @@ def _rows(run_dir: Path) -> list[dict]:
     rows = pq.read_table(run_dir / "roundtrip", schema=ROUNDTRIP_SCHEMA).to_pylist()
     for row in rows:
         row.pop("reason")  # a verdict's wording may name the limit that struck first on a loaded machine
+        for key, value in row.items():
+            if isinstance(value, float) and math.isnan(value):
+                row[key] = "nan"  # NaN != NaN would fail the comparison of equal rows
     return sorted(rows, key=lambda r: tuple(r[k] for k in ROUNDTRIP_KEY))
 
 
