@@ -23,7 +23,11 @@ def test_humaneval_builtin_set():
     assert first["comment"].startswith("Check if in given list of numbers")
     assert "from typing import List" in first["context"] and '"""' not in first["code"]
     assert "def encode_cyclic" in rows["HumanEval/38"]["context"]
-    for task_id in ("HumanEval/0", "HumanEval/38"):
+    assert all(r["comment"] for r in rows.values())
+    # HumanEval/115 imports before its docstring: the comment is found, the import stays in the code.
+    assert rows["HumanEval/115"]["comment"].startswith("You are given a rectangular grid of wells.")
+    assert rows["HumanEval/115"]["code"].startswith("def max_fill(grid, capacity):\n    import math\n") and '"""' not in rows["HumanEval/115"]["code"]
+    for task_id in ("HumanEval/0", "HumanEval/38", "HumanEval/115"):
         assert run_tests(rows[task_id], rows[task_id]["code"], LIMITS).status == "passed"
     wrong = rows["HumanEval/0"]["signature"] + "\n    return False\n"
     assert run_tests(rows["HumanEval/0"], wrong, LIMITS).status == "failed"

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import ast
 import gzip
+import inspect
 import json
 from pathlib import Path
 from typing import Any, Iterable
@@ -75,17 +76,31 @@ def split_python_function(source: str, entry_point: str) -> dict[str, str]:
     start = min([target.lineno, *(d.lineno for d in target.decorator_list)]) - 1
     body_first = target.body[0]
     header_end = body_first.lineno - 1
-    doc = ast.get_docstring(target) or ""
-    has_doc = isinstance(body_first, ast.Expr) and isinstance(getattr(body_first, "value", None), ast.Constant) and isinstance(body_first.value.value, str)
     signature = "".join(lines[start:header_end]).rstrip("\n")
     if not signature.rstrip().endswith(":"):
         # `def f(): return 1` on one line: cut at the body's column.
         signature = lines[target.lineno - 1][: body_first.col_offset].rstrip()
-    body_start = (body_first.end_lineno if has_doc else body_first.lineno - 1)
-    body = "".join(lines[body_start: target.end_lineno])
-    function = signature + "\n" + body if has_doc else "".join(lines[start: target.end_lineno])
-    context_parts = [ast.get_source_segment(source, n) or "" for n in tree.body if n is not target]
-    return {"signature": signature, "comment": doc, "function": function.rstrip() + "\n", "context": "\n\n".join(p for p in context_parts if p).strip()}
+    # The docstring: the first string statement, also after leading imports (`import math` then
+    # the docstring, as in HumanEval/115).
+    doc_node = None
+    for node in target.body:
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+            doc_node = node
+            break
+        if not isinstance(node, (ast.Import, ast.ImportFrom)):
+            break
+    if doc_node is None:
+        return {"signature": signature, "comment": "", "function": "".join(lines[start: target.end_lineno]).rstrip() + "\n",
+                "context": _context(source, tree, target)}
+    doc = inspect.cleandoc(doc_node.value.value)
+    kept = lines[header_end: doc_node.lineno - 1] + lines[doc_node.end_lineno: target.end_lineno]
+    function = signature + "\n" + "".join(kept)
+    return {"signature": signature, "comment": doc, "function": function.rstrip() + "\n", "context": _context(source, tree, target)}
+
+
+def _context(source: str, tree: ast.Module, target: ast.AST) -> str:
+    parts = [ast.get_source_segment(source, n) or "" for n in tree.body if n is not target]
+    return "\n\n".join(p for p in parts if p).strip()
 
 
 def humaneval_rows(path: Path | None = None) -> list[dict[str, Any]]:
