@@ -121,6 +121,14 @@ class RoundTripStage(Stage):
         tasks = pq.read_table(task_part_path(ctx.run_root, ctx.part.index), schema=TASK_SCHEMA).to_pylist()
         return run_roundtrip(tasks, ctx.config.section(self.section))
 
+    def report_section(self, run_root: Path) -> tuple[str, str, str] | None:
+        from engine.report.roundtrip import section_html
+
+        manifest = Path(run_root) / "manifest.json"
+        signatures = json.loads(manifest.read_text(encoding="utf-8")).get("signatures", {}) if manifest.exists() else {}
+        body = section_html(run_root, signatures)
+        return None if body is None else ("roundtrip", "Execution round trip", body)
+
     def signatures(self, config: Any, task: StageTask, prepass: dict[str, Any]) -> dict[str, Any]:
         from engine.roundtrip.sandbox import interpreter_version, resolve_isolation
         from engine.roundtrip.scores import signature
