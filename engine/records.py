@@ -240,3 +240,27 @@ JUDGMENT_SCHEMA = pa.schema(
     ]
 )
 JUDGMENT_KEY = ("sample_id", "task", "strategy", "prompt_language")
+# One regeneration of the round trip (stage `roundtrip`): a task's comment in one natural
+# language turned back into code by one generator (sample `sample` of V), then run in the sandbox.
+ROUNDTRIP_SCHEMA = pa.schema(
+    [
+        pa.field("task_id", pa.string(), nullable=False),
+        pa.field("programming_language", pa.string(), nullable=False),  # python | java
+        pa.field("language", pa.string(), nullable=False),  # natural language of the comment
+        pa.field("generator", pa.string(), nullable=False),  # model that regenerated the code
+        pa.field("sample", pa.int32(), nullable=False),  # 0..V-1
+        pa.field("comment_source", pa.string(), nullable=False),  # given | generated:<model name>
+        pa.field("comment", pa.string()),  # null when the comment could not be generated
+        pa.field("code", pa.string()),  # the regenerated function; null when generation failed
+        pa.field("status", pa.string(), nullable=False),  # sandbox status of the tests run, or `error`
+        pa.field("reason", pa.string(), nullable=False),  # why it did not pass ('' when it did)
+        pa.field("pass_at_1", pa.float64()),  # 1 when every test passed
+        pa.field("correctness", pa.float64()),  # share of differential-testing inputs that agree
+        pa.field("n_inputs", pa.int32()),  # differential-testing inputs used
+        pa.field("abstraction", pa.float64()),  # per (task, language), on each of its rows
+        pa.field("conciseness", pa.float64()),  # per (task, language); null when not configured
+        pa.field("fluency", pa.float64()),  # per (task, language); null when not configured
+        pa.field("error", pa.string()),  # null for a good row; a generation failure otherwise
+    ]
+)
+ROUNDTRIP_KEY = ("task_id", "language", "generator", "sample")

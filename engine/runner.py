@@ -112,6 +112,8 @@ def _prepass_results(run: RunDirectory, config: RunConfig, stage_name: str) -> d
 def _waits_for(run: RunDirectory, config: RunConfig, stage_name: str, index: int) -> list[str]:
     """Part keys this part reads that are not committed (they failed or were blocked)."""
     stage = get_stage(stage_name)
+    if stage.own_parts(config, run.root) is not None:
+        return []  # its input is its own, cut in RUN/ before its parts run
     needed: list[str] = []
     if stage_name != "generate" and "generate" in config.stages:
         needed += [p.key for p in plan_parts(config, "generate", index + 1) if p.index == index]
@@ -122,7 +124,10 @@ def _waits_for(run: RunDirectory, config: RunConfig, stage_name: str, index: int
 
 
 def run_part_stage(run: RunDirectory, config: RunConfig, stage_name: str, executor: Any) -> None:
-    n_parts = run.manifest["counts"]["parts"]
+    rows_per_part = get_stage(stage_name).own_parts(config, run.root)
+    if rows_per_part is None:
+        rows_per_part = run.manifest["part_rows"]
+    n_parts = len(rows_per_part)
     todo: list[PartTask] = []
     for part in plan_parts(config, stage_name, n_parts):
         if run.is_done(part.key):
@@ -137,7 +142,7 @@ def run_part_stage(run: RunDirectory, config: RunConfig, stage_name: str, execut
         return
     prepass = _prepass_results(run, config, stage_name)
     committer = _Committer(run)
-    executor.run_parts(str(run.root), config, todo, prepass, committer.commit, committer.fail, run.manifest["part_rows"])
+    executor.run_parts(str(run.root), config, todo, prepass, committer.commit, committer.fail, rows_per_part)
 
 
 def _record_signatures(run: RunDirectory, config: RunConfig) -> None:

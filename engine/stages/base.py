@@ -137,6 +137,14 @@ class Stage:
     def tasks(self, config: Any) -> list[StageTask]:
         raise NotImplementedError
 
+    def own_parts(self, config: Any, run_root: str | Path) -> list[int] | None:
+        """Rows of each part when the stage cuts its own input (not the sample parts), else None.
+
+        Called by the driver before the stage's parts are planned; it must be idempotent on a
+        run directory (resume reuses what it wrote), so part i always covers the same rows.
+        """
+        return None
+
     def needs_prepass(self, config: Any, task: StageTask) -> bool:
         return False
 

@@ -19,6 +19,7 @@ PART_STAGES: dict[str, str] = {
     "perturb": "engine.stages.perturb:PerturbStage",
     "score": "engine.stages.score:ScoreStage",
     "judge": "engine.stages.judge:JudgeStage",
+    "roundtrip": "engine.stages.roundtrip:RoundTripStage",
 }
 DRIVER_STAGES = ("calibrate", "report")
 STAGE_ORDER = ("build", *PART_STAGES, *DRIVER_STAGES)
