@@ -33,7 +33,7 @@ DRIVER_SECTION_PARAMS = {
 }
 BUILTIN_INPUTS = {"demo": Path(__file__).parent / "data" / "demo" / "samples.jsonl"}
 # Stages whose options carry a seed that the top-level `seed` defaults.
-SEEDED_SECTIONS = ("build", "noise", "calibrate")
+SEEDED_SECTIONS = ("build", "noise", "perturb", "calibrate")
 
 
 @dataclass(frozen=True)

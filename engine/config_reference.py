@@ -70,6 +70,8 @@ def _default(field: dataclasses.Field) -> str:
         value = field.default_factory()
     else:
         return "required"
+    if isinstance(value, Params):  # a nested section: its own defaults
+        value = value.to_dict()
     if isinstance(value, tuple):
         value = list(value)
     # JSON spelling is valid YAML and reads as written in a config (null, false, [..]).

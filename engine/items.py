@@ -18,7 +18,7 @@ class ScoreItem:
     file_id: str
     language: str
     generator: str | None
-    noise: str  # none | uniform | targeted
+    noise: str  # none | uniform | targeted | perturb:<target>:<family> (engine.records.PERTURB_PREFIX)
     source: str
     comment_start: int
     comment_end: int

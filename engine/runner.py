@@ -27,7 +27,7 @@ from engine.pipeline import PartTask, plan_parts, read_part_input, sample_part_p
 from engine.prepare import prepare
 from engine.records import SCORE_SCHEMA
 from engine.signature import library_versions
-from engine.stages.base import prepass_hash
+from engine.stages.base import Stage, prepass_hash
 from engine.stages.registry import get_stage, part_stages_of
 
 logger = logging.getLogger(__name__)
@@ -112,6 +112,8 @@ def _prepass_results(run: RunDirectory, config: RunConfig, stage_name: str) -> d
 def _waits_for(run: RunDirectory, config: RunConfig, stage_name: str, index: int) -> list[str]:
     """Part keys this part reads that are not committed (they failed or were blocked)."""
     stage = get_stage(stage_name)
+    if stage.own_parts(config, run.root) is not None:
+        return []  # its input is its own, cut in RUN/ before its parts run
     needed: list[str] = []
     if stage_name != "generate" and "generate" in config.stages:
         needed += [p.key for p in plan_parts(config, "generate", index + 1) if p.index == index]
@@ -122,7 +124,10 @@ def _waits_for(run: RunDirectory, config: RunConfig, stage_name: str, index: int
 
 
 def run_part_stage(run: RunDirectory, config: RunConfig, stage_name: str, executor: Any) -> None:
-    n_parts = run.manifest["counts"]["parts"]
+    rows_per_part = get_stage(stage_name).own_parts(config, run.root)
+    if rows_per_part is None:
+        rows_per_part = run.manifest["part_rows"]
+    n_parts = len(rows_per_part)
     todo: list[PartTask] = []
     for part in plan_parts(config, stage_name, n_parts):
         if run.is_done(part.key):
@@ -137,7 +142,7 @@ def run_part_stage(run: RunDirectory, config: RunConfig, stage_name: str, execut
         return
     prepass = _prepass_results(run, config, stage_name)
     committer = _Committer(run)
-    executor.run_parts(str(run.root), config, todo, prepass, committer.commit, committer.fail, run.manifest["part_rows"])
+    executor.run_parts(str(run.root), config, todo, prepass, committer.commit, committer.fail, rows_per_part)
 
 
 def _record_signatures(run: RunDirectory, config: RunConfig) -> None:
@@ -209,6 +214,11 @@ def _execute(run: RunDirectory, config: RunConfig, executor_name: str, ray_addre
         run.manifest["counts"][f"{stage.name}_rows"] = sum(
             info["rows"] for key, info in run.manifest["parts"].items() if key.startswith(prefix)
         )
+    for stage in stages:
+        marker = f"{stage.name}-analysis"
+        if type(stage).analyze is not Stage.analyze and not run.stage_done(marker):
+            stage.analyze(run, config)
+            run.mark_stage(marker)
     if "calibrate" in config.stages and not run.stage_done("calibrate"):
         calibrate_run(run, config)
     # The scores are final here; the report is a view of them and can be rewritten any time

@@ -54,7 +54,14 @@ def test_demo_run_is_complete_and_exactly_once(demo_run: Path) -> None:
     keys = [tuple(r[k] for k in SCORE_KEY) for r in scores]
     assert len(keys) == len(set(keys)) == manifest["counts"]["score_rows"]
     assert {r["metric"] for r in scores} == {"bleu", "rougeL", "meteor", "bertscore", "bartscore"}
-    assert {r["noise"] for r in scores} == {"none", "uniform", "targeted"}
+    assert {r["noise"] for r in scores if not r["noise"].startswith("perturb:")} == {"none", "uniform", "targeted"}
+    perturbed = {r["noise"] for r in scores if r["noise"].startswith("perturb:")}
+    assert "perturb:reference:original" in perturbed and "perturb:reference:negation" in perturbed
+    sensitivity = pq.read_table(demo_run / "sensitivity.parquet").to_pylist()
+    assert {r["metric"] for r in sensitivity} == {"bleu", "rougeL", "meteor", "bertscore", "bartscore"}
+    significance = pq.read_table(demo_run / "significance.parquet").to_pylist()
+    assert {(r["context"], r["context_y"]) for r in significance if r["kind"] == "williams" and r["metric"] == "bertscore"} \
+        == {("full", "none"), ("minimal", "none")}
     assert {r["context"] for r in scores if r["metric"] == "bertscore"} == {"none", "minimal", "full"}
     calibration = pq.read_table(demo_run / "calibration.parquet").to_pylist()
     assert {r["task"] for r in calibration} == {"agreement", "noise-uniform", "noise-targeted"}

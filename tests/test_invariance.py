@@ -48,6 +48,7 @@ def _config(tmp: Path, input_path: Path, part_size: int) -> object:
     raw["input"] = str(input_path)
     raw["part_size"] = part_size
     raw["stages"] = ["noise", "score", "calibrate"]
+    raw.pop("perturb", None)  # perturbation invariance has its own test (test_perturb)
     raw.pop("report", None)
     raw["calibrate"]["bootstrap"] = 10
     for scorer in raw["score"]["scorers"]:

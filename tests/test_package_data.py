@@ -17,6 +17,9 @@ SHIPPED = [
     "engine/resources/encoders.yaml",
     "engine/data/demo/samples.jsonl",
     *[f"engine/data/demo/content_{lang}.yaml" for lang in ("en", "nl", "zh", "el", "pl")],
+    "engine/roundtrip/prompts/regenerate.txt",
+    "engine/roundtrip/prompts/regenerate.java.txt",
+    *[f"engine/roundtrip/prompts/{kind}.{lang}.txt" for kind in ("explain", "compress") for lang in ("en", "nl", "zh", "el", "pl")],
 ]
 
 

@@ -29,7 +29,7 @@ from engine.calibrate import agreement
 from engine.calibrate.kde_classifier import PackedGroups, fit_packed
 from engine.errors import StageError
 from engine.params import Params, require
-from engine.records import CALIBRATION_SCHEMA, LABELS, NOISE_KINDS
+from engine.records import CALIBRATION_SCHEMA, LABELS, NOISE_KINDS, PERTURB_PREFIX
 
 logger = logging.getLogger(__name__)
 
@@ -101,6 +101,11 @@ def calibrate(scores: pa.Table, samples: pa.Table, params: CalibrateParams) -> p
     for c in ("sample_id", "label"):
         if c not in samples.column_names:
             raise StageError("calibrate", f"the samples table lacks column {c!r}")
+    # Perturbed texts (stage `perturb`) are neither real predictions nor noise: they have their
+    # own analysis and must not enter the real-vs-noise tasks or agreement.
+    perturbed = pc.fill_null(pc.starts_with(_column(scores, "noise"), PERTURB_PREFIX), False)
+    if pc.any(perturbed).as_py():
+        scores = scores.filter(pc.invert(perturbed))
     if scores.num_rows == 0:
         return CALIBRATION_SCHEMA.empty_table()
 

@@ -48,7 +48,7 @@ class BackendSpec:
     model: str  # the configured name: hub id[@revision], local directory, pypi: or demo:
     tokenizer: str
     dtype: str = "float32"  # the dtype to run in, already resolved by the device probe
-    device: str = "cpu"  # transformers backend; vLLM picks its own platform
+    device: str = "auto"  # transformers backend (auto: cuda when visible); vLLM picks its own platform
     max_model_len: int | None = None
     seed: int = 0
     batch_size: int = 8  # transformers: prompts per generate() call

@@ -26,6 +26,7 @@ import numpy as np
 
 from engine.report import figures, page
 from engine.report.page import PAGE, kappa_style
+from engine.report.perturbation import perturbation_sections
 from engine.report.tables import (
     ALL_GENERATORS,
     ConfigKey,
@@ -428,10 +429,26 @@ def _build(data: RunData, folder: Path) -> list[Section]:
     groups = figure_groups(sorted(k for k in head_keys if data.scores and k in data.scores.groups))
     sections = [_strip_section(data, fw, groups, by_key(agreement_rows)), _noise_section(data, fw, groups)]
     sections += list(_agreement_section(data, fw, head_keys))
-    sections += [_noise_f1_section(data, fw, head_keys), _experts_section(data, fw), _provenance_section(data)]
+    sections += [_noise_f1_section(data, fw, head_keys), _experts_section(data, fw)]
+    sections += perturbation_sections(data, fw, Section)
+    sections += _stage_sections(data)
+    sections.append(_provenance_section(data))
     if fw.failures:
         sections.append(Section("failures", "Figures that failed", "<ul>" + "".join(f"<li>{esc(f)}</li>" for f in fw.failures) + "</ul>", f"{len(fw.failures)} figure(s) failed to draw"))
     return sections
+
+
+def _stage_sections(data: RunData) -> list[Section]:
+    """The sections of the run's part stages that report on their own outputs (judge, ...)."""
+    from engine.stages.registry import part_stages_of
+
+    stages = tuple(data.manifest.get("config", {}).get("stages", []))
+    out = []
+    for stage in part_stages_of(stages):
+        section = stage.report_section(data.root)
+        if section is not None:
+            out.append(Section(*section))
+    return out
 
 
 def _remove_leftovers(root: Path) -> None:

@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from engine.io.rundir import RunDirectory
-from engine.records import CALIBRATION_SCHEMA, LABELS, NOISE_KINDS, SCORE_SCHEMA
+from engine.records import CALIBRATION_SCHEMA, LABELS, NOISE_KINDS, PERTURB_PREFIX, SCORE_SCHEMA
 
 logger = logging.getLogger(__name__)
 
@@ -206,6 +206,11 @@ def load_run(run_dir: str | Path) -> RunData:
     samples = run.read_samples()
     columns = ["sample_id", "language", "noise", "metric", "scorer", "context", "variant", "value", "error", "signature"]
     scores_table = run.read_parts("score/", SCORE_SCHEMA, columns=columns)
+    # perturbation rows have their own section (sensitivity.parquet); the score views show
+    # real predictions and noise only
+    perturbed = pc.fill_null(pc.starts_with(scores_table["noise"], PERTURB_PREFIX), False)
+    if scores_table.num_rows and pc.any(perturbed).as_py():
+        scores_table = scores_table.filter(pc.invert(perturbed))
     scores = ScoreIndex(scores_table, samples) if scores_table.num_rows else None
     signatures = []
     if scores_table.num_rows:

@@ -137,6 +137,14 @@ class Stage:
     def tasks(self, config: Any) -> list[StageTask]:
         raise NotImplementedError
 
+    def own_parts(self, config: Any, run_root: str | Path) -> list[int] | None:
+        """Rows of each part when the stage cuts its own input (not the sample parts), else None.
+
+        Called by the driver before the stage's parts are planned; it must be idempotent on a
+        run directory (resume reuses what it wrote), so part i always covers the same rows.
+        """
+        return None
+
     def needs_prepass(self, config: Any, task: StageTask) -> bool:
         return False
 
@@ -151,6 +159,15 @@ class Stage:
     def signatures(self, config: Any, task: StageTask, prepass: dict[str, Any]) -> dict[str, Any]:
         """Signature strings of this task's outputs, for the manifest."""
         return {}
+
+    # ----- driver-side analysis and report (optional) ----------------------------------------
+    def analyze(self, run: Any, config: Any) -> None:
+        """Run once in the driver after every part of every stage committed (e.g. agreement
+        tables of the stage's outputs). Must read the run directory group by group, not all at once."""
+
+    def report_section(self, run_root: Path) -> tuple[str, str, str] | None:
+        """(anchor, title, HTML body) of this stage's report section, or None when it has nothing."""
+        return None
 
     # ----- helpers for subclasses -----------------------------------------------------------
     def require_columns(self, table: pa.Table, source: str) -> None:

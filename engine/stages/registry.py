@@ -16,7 +16,10 @@ if TYPE_CHECKING:
 PART_STAGES: dict[str, str] = {
     "generate": "engine.stages.generate:GenerateStage",
     "noise": "engine.stages.noise:NoiseStage",
+    "perturb": "engine.stages.perturb:PerturbStage",
     "score": "engine.stages.score:ScoreStage",
+    "judge": "engine.stages.judge:JudgeStage",
+    "roundtrip": "engine.stages.roundtrip:RoundTripStage",
 }
 DRIVER_STAGES = ("calibrate", "report")
 STAGE_ORDER = ("build", *PART_STAGES, *DRIVER_STAGES)

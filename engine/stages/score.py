@@ -302,7 +302,12 @@ class ScoreStage(Stage):
         extra: list[dict[str, Any]] = []
         for stage in self.reads:
             if stage in ctx.config.stages:
-                extra.extend(ctx.stage_output(stage).select(["sample_id", "noise", "prediction"]).to_pylist())
+                table = ctx.stage_output(stage)
+                if stage == "perturb":
+                    from engine.perturb.items import scored_perturbations
+
+                    table = scored_perturbations(table)
+                extra.extend(table.select(["sample_id", "noise", "prediction"]).to_pylist())
         items = list(score_items(samples, _group_by_sample(extra)))
         ready = [item for item in items if item.prediction is not None]
         missing = [item for item in items if item.prediction is None]

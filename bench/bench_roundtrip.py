@@ -1,0 +1,79 @@
+"""HumanEval canonical solutions in the round-trip sandbox, against plain subprocess runs.
+
+Prints passed/164 and runs/s for both ways; the anchor is one unsandboxed `python file.py`
+per problem (what a harness without isolation does), so the ratio is the sandbox's cost.
+With --difftest it also compares every canonical solution with itself on 50 seeded
+differential-testing inputs (correctness must be 1 for all) and prints inputs/s.
+
+    PYTHONPATH=. python bench/bench_roundtrip.py [--limit N] [--isolation hook] [--difftest]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from engine.roundtrip.difftest import agreement, generate_inputs
+from engine.roundtrip.execute import run_tests
+from engine.roundtrip.sandbox import SandboxLimits, resolve_isolation
+from engine.roundtrip.scores import correctness
+from engine.roundtrip.tasks import load_tasks, python_program
+
+
+def plain_run(task: dict) -> bool:
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "program.py")
+        Path(path).write_text(python_program(task["context"], task["code"], task["tests"], task["entry_point"]))
+        done = subprocess.run([sys.executable, "-I", "-B", path], cwd=tmp, capture_output=True, timeout=30)
+        return done.returncode == 0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--limit", type=int, default=0, help="first N problems only (0 = all 164)")
+    parser.add_argument("--isolation", default="auto", choices=["auto", "namespace", "hook"])
+    parser.add_argument("--difftest", action="store_true", help="also time self-agreement on 50 inputs per problem")
+    args = parser.parse_args()
+    tasks = load_tasks("humaneval").to_pylist()
+    if args.limit:
+        tasks = tasks[: args.limit]
+    limits = SandboxLimits(isolation=args.isolation, cpu_seconds=10, wall_seconds=20.0)
+
+    start = time.perf_counter()
+    results = [run_tests(task, task["code"], limits) for task in tasks]
+    sandbox_s = time.perf_counter() - start
+    passed = sum(r.status == "passed" for r in results)
+
+    start = time.perf_counter()
+    plain_passed = sum(plain_run(task) for task in tasks)
+    plain_s = time.perf_counter() - start
+
+    n = len(tasks)
+    print(f"isolation: {resolve_isolation(limits)}")
+    print(f"sandbox : passed {passed}/{n}  {n / sandbox_s:6.2f} runs/s  ({sandbox_s:.1f} s)")
+    print(f"plain   : passed {plain_passed}/{n}  {n / plain_s:6.2f} runs/s  ({plain_s:.1f} s)")
+    print(f"ratio (sandbox runs/s / plain runs/s): {plain_s / sandbox_s:.2f}")
+    for task, result in zip(tasks, results):
+        if result.status != "passed":
+            print(f"  {task['task_id']}: {result.status} {result.reason}")
+    if args.difftest:
+        start = time.perf_counter()
+        n_inputs, perfect = 0, 0
+        for task in tasks:
+            inputs = generate_inputs(task["signature"], task["tests"], task["entry_point"], 50, seed=0)
+            agree, _result = agreement(task, task["code"], inputs, limits)
+            n_inputs += len(inputs)
+            perfect += correctness(agree) == 1.0
+        elapsed = time.perf_counter() - start
+        print(f"difftest: self-agreement 1.0 on {perfect}/{n}  {n_inputs} inputs  {n_inputs / elapsed:6.1f} inputs/s  "
+              f"({n / elapsed:.2f} comparisons/s)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,165 @@
+"""Prompts and cleaning for the round trip's three generation steps, through the generate backends.
+
+1. explain: code -> a comment in a target language (prompt `explain.<lang>.txt`);
+2. regenerate: comment + signature + context -> code; the prompt ends inside the function,
+   after its docstring, so a code model continues with the body (prompt `regenerate.txt`);
+3. compress: comment -> a shorter comment within a word (or, for zh, character) budget
+   (prompt `compress.<lang>.txt`), for conciseness.
+
+Prompts are data files with `{placeholders}`; a user can point `prompts_dir` at their own.
+Generation is greedy through `engine.generate.backend` (transformers or vLLM); a request seed
+is derived from its identity so results do not depend on batching, order or part size.
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+import re
+import textwrap
+from typing import Any, Mapping, Sequence
+
+from engine.errors import ModelLoadError
+from engine.generate.backend import GenerationRequest, get_backend
+from engine.models import resolve_model_path
+from engine.roundtrip.params import ModelParams
+
+log = logging.getLogger(__name__)
+
+# Where a generated comment ends: a blank line, or the start of code or of another comment block.
+_COMMENT_END = re.compile(r"\n\s*\n|\n(?:def |class |import |from |```|#\s*\w+:)")
+
+
+def request_seed(*parts: object) -> int:
+    digest = hashlib.sha256(":".join(str(p) for p in parts).encode("utf-8")).digest()
+    return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
+
+
+def explain_prompt(template: str, task: Mapping[str, str]) -> str:
+    return template.format(context=task["context"], code=task["code"].rstrip(), entry_point=task["entry_point"],
+                           signature=task["signature"]).lstrip()
+
+
+def clean_comment(text: str) -> str:
+    """The first paragraph of a generated explanation, comment markers removed."""
+    text = _COMMENT_END.split(text.strip("\n"), maxsplit=1)[0]
+    lines = [re.sub(r"^\s*(?:#+|//+|\*+)\s?", "", line) for line in text.splitlines()]
+    return " ".join(line.strip() for line in lines if line.strip()).strip()
+
+
+def docstring_text(comment: str) -> str:
+    """`comment` made safe inside a triple-quoted docstring."""
+    return comment.replace("\\", "\\\\").replace('"""', '\\"\\"\\"')
+
+
+def regenerate_prompt(template: str, task: Mapping[str, str], comment: str) -> str:
+    wrapped = textwrap.fill(docstring_text(comment), width=88, subsequent_indent="    ") if comment else ""
+    return template.format(context=task["context"], signature=task["signature"], comment=wrapped).lstrip("\n")
+
+
+def function_from_completion(signature: str, completion: str) -> str:
+    """The signature plus the completion's indented body (it ends at the first unindented line)."""
+    body = []
+    for line in completion.splitlines():
+        if line.strip() and not line[:1].isspace():
+            break
+        body.append(line.rstrip())
+    while body and not body[-1].strip():
+        body.pop()
+    return signature + "\n" + ("\n".join(body) if body else "    pass") + "\n"
+
+
+def java_class_name(code: str) -> str:
+    public = re.search(r"public\s+(?:final\s+)?class\s+(\w+)", code)
+    return public.group(1) if public else "Solution"
+
+
+def regenerate_java_prompt(template: str, task: Mapping[str, str], comment: str) -> str:
+    text = "\n     * ".join(textwrap.wrap(comment.replace("*/", "* /"), width=88)) if comment else ""
+    return template.format(context=task["context"], class_name=java_class_name(task["code"]), signature=task["signature"],
+                           comment=text).lstrip("\n")
+
+
+def java_class_from_completion(task: Mapping[str, str], completion: str) -> str:
+    """The class holding the signature and the completion up to the brace that closes the method.
+
+    Braces inside string and character literals and comments are not counted.
+    """
+    depth, i, n = 1, 0, len(completion)
+    while i < n and depth > 0:
+        ch = completion[i]
+        if completion.startswith("//", i):
+            i = completion.find("\n", i)
+            i = n if i < 0 else i
+            continue
+        if completion.startswith("/*", i):
+            end = completion.find("*/", i + 2)
+            i = n if end < 0 else end + 2
+            continue
+        if ch in "\"'":
+            j = i + 1
+            while j < n and completion[j] != ch and completion[j] != "\n":
+                j += 2 if completion[j] == "\\" else 1
+            i = j + 1
+            continue
+        depth += ch == "{"
+        depth -= ch == "}"
+        i += 1
+    body = completion[:i] if depth == 0 else completion + "\n    }"
+    return f"{task['context']}\n\npublic class {java_class_name(task['code'])} {{\n    {task['signature']} {{{body}\n}}\n".lstrip("\n")
+
+
+def compress_prompt(template: str, comment: str, ratio: float) -> str:
+    words = max(1, int(len(comment.split()) * ratio))
+    chars = max(1, int(len(comment) * ratio))
+    return template.format(comment=comment, words=words, chars=chars)
+
+
+def compression_ratios(n: int) -> list[float]:
+    """n target lengths spread over (0, 1): greedy decoding gives n different compressions."""
+    return [round(1.0 - (i + 1) / (n + 1), 4) for i in range(n)]
+
+
+class TextGenerator:
+    """One generator model behind the generate stage's backends; prompts in, texts out."""
+
+    def __init__(self, params: ModelParams):
+        from transformers import AutoTokenizer
+
+        self.params = params
+        try:
+            self.tokenizer = AutoTokenizer.from_pretrained(resolve_model_path(params.tokenizer_name))
+        except (OSError, ValueError) as exc:
+            raise ModelLoadError(f"cannot load the tokenizer of {params.tokenizer_name!r}: {exc}") from exc
+        self.backend = get_backend(params.backend_spec())
+
+    def complete(self, prompts: Sequence[str], seeds: Sequence[int], max_new_tokens: int | None = None) -> list[str | Exception]:
+        """Greedy continuation of each prompt, or the exception that stopped that one prompt."""
+        limit = max_new_tokens or self.params.max_new_tokens
+        stop_ids = [i for i in (self.tokenizer.eos_token_id,) if i is not None]
+        out: list[Any] = [None] * len(prompts)
+        requests, where = [], []
+        for i, (prompt, seed) in enumerate(zip(prompts, seeds)):
+            ids = tuple(self.tokenizer(prompt, add_special_tokens=True)["input_ids"])
+            if len(ids) + limit > self.backend.max_model_len:
+                out[i] = ValueError(f"prompt of {len(ids)} tokens + {limit} new tokens exceeds the window of {self.backend.max_model_len}")
+                continue
+            requests.append(GenerationRequest(str(i), ids, limit, seed))
+            where.append(i)
+        if requests:
+            try:
+                results = self.backend.generate(requests, stop_ids)
+            except Exception as exc:  # noqa: BLE001 - one bad prompt must not stop the others
+                log.warning("generator %s: batch failed (%s); retrying prompt by prompt", self.params.display_name, exc)
+                results = []
+                for request in requests:
+                    try:
+                        results.extend(self.backend.generate([request], stop_ids))
+                    except Exception as one:  # noqa: BLE001 - recorded on the row
+                        results.append(one)
+            for i, result in zip(where, results):
+                if isinstance(result, Exception):
+                    out[i] = result
+                else:
+                    ids = [t for t in result.token_ids if t not in stop_ids]
+                    out[i] = self.tokenizer.decode(ids, skip_special_tokens=True)
+        return out

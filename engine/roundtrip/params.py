@@ -1,0 +1,118 @@
+"""The `roundtrip:` config section.
+
+```yaml
+roundtrip:
+  tasks: humaneval              # or a Parquet/JSONL task table (path relative to the config)
+  limit: 0                      # first N tasks only (0: all)
+  languages: [en, nl, zh, el, pl]
+  given_language: en            # the language of the tasks' own comments (docstrings)
+  comment_generator: {model: ..., backend: transformers}   # explains code in the other languages
+  generators:                   # U code generators; `backend: oracle` returns the task's own code
+    - {model: ..., name: ..., backend: vllm}
+  samples: 1                    # V samples per generator (request seeds differ; greedy backends repeat)
+  inputs: 50                    # differential-testing inputs per task
+  compressions: 0               # n compressions of each comment for conciseness (0: not computed)
+  fluency_model: null           # causal LM for fluency (null: not computed)
+  sandbox: {cpu_seconds: 5, wall_seconds: 10, memory_mb: 512, ...}
+  tasks_per_part: 8
+```
+"""
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Literal
+
+from engine.generate.backend import BackendSpec
+from engine.models import resolve_model_path
+from engine.params import Params, require
+from engine.roundtrip.sandbox import SandboxLimits
+
+PROMPTS_DIR = Path(__file__).resolve().parent / "prompts"
+ORACLE = "oracle"
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelParams(Params):
+    """A generator: `backend: oracle` is the fixed reference (the task's own comment and code)."""
+
+    model: str
+    name: str | None = None
+    tokenizer: str | None = None
+    backend: Literal["transformers", "vllm", "oracle"] = "transformers"
+    max_new_tokens: int = 256
+    batch_size: int = 8
+    dtype: Literal["auto", "float32", "float16", "bfloat16"] = "auto"
+    max_model_len: int | None = None
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        require(bool(self.model.strip()), "model", self.model, "a hub id, a local directory, pypi:<name> or demo:<name>")
+        require(self.max_new_tokens >= 1, "max_new_tokens", self.max_new_tokens, "an integer >= 1")
+        require(self.batch_size >= 1, "batch_size", self.batch_size, "an integer >= 1")
+        if self.name is not None:
+            require(bool(self.name) and "/" not in self.name, "name", self.name, "a non-empty name without '/'")
+
+    @property
+    def display_name(self) -> str:
+        return self.name or Path(self.model.rstrip("/")).name.split(":")[-1]
+
+    @property
+    def tokenizer_name(self) -> str:
+        return self.tokenizer or self.model
+
+    def backend_spec(self) -> BackendSpec:
+        return BackendSpec(kind=self.backend, model=resolve_model_path(self.model), tokenizer=resolve_model_path(self.tokenizer_name),
+                           dtype=self.dtype, max_model_len=self.max_model_len, seed=self.seed, batch_size=self.batch_size)
+
+
+@dataclasses.dataclass(frozen=True)
+class RoundTripParams(Params):
+    generators: tuple[ModelParams, ...]
+    tasks: str = "humaneval"
+    limit: int = 0
+    languages: tuple[str, ...] = ("en",)
+    given_language: str = "en"
+    comment_generator: ModelParams | None = None
+    samples: int = 1
+    inputs: int = 50
+    call_seconds: float = 1.0
+    compressions: int = 0
+    fluency_model: str | None = None
+    seed: int = 0
+    sandbox: SandboxLimits = SandboxLimits()
+    prompts_dir: str | None = None
+    tasks_per_part: int = 8
+    workers: int = 0  # sandbox runs at once (0: one per CPU core)
+
+    def __post_init__(self) -> None:
+        require(len(self.generators) > 0, "generators", self.generators, "a non-empty list of code generators")
+        names = [g.display_name for g in self.generators]
+        require(len(set(names)) == len(names), "generators", names, "distinct generator names (set `name:`)")
+        require(len(self.languages) > 0 and len(set(self.languages)) == len(self.languages), "languages", self.languages,
+                "a non-empty list of distinct language codes")
+        require(self.limit >= 0, "limit", self.limit, "an integer >= 0 (0: all tasks)")
+        require(self.samples >= 1, "samples", self.samples, "an integer >= 1")
+        require(self.inputs >= 1, "inputs", self.inputs, "an integer >= 1")
+        require(self.call_seconds > 0, "call_seconds", self.call_seconds, "a number > 0")
+        require(self.compressions >= 0, "compressions", self.compressions, "an integer >= 0")
+        require(self.workers >= 0, "workers", self.workers, "an integer >= 0 (0: one per CPU core)")
+        require(self.tasks_per_part >= 1, "tasks_per_part", self.tasks_per_part, "an integer >= 1")
+        others = [lang for lang in self.languages if lang != self.given_language]
+        require(not others or self.comment_generator is not None, "comment_generator", None,
+                f"a generator: languages {others} differ from given_language {self.given_language!r}, so their comments are generated")
+        require(self.compressions == 0 or self.comment_generator is not None, "comment_generator", None,
+                "a generator: compressions > 0 needs a model to compress the comments")
+        for lang in others:
+            require((self.prompt_dir / f"explain.{lang}.txt").exists(), "languages", lang,
+                    f"a language with a prompt file explain.{lang}.txt in {self.prompt_dir}")
+        for lang in self.languages if self.compressions else ():
+            require((self.prompt_dir / f"compress.{lang}.txt").exists(), "languages", lang,
+                    f"a language with a prompt file compress.{lang}.txt in {self.prompt_dir}")
+
+    @property
+    def prompt_dir(self) -> Path:
+        return Path(self.prompts_dir) if self.prompts_dir else PROMPTS_DIR
+
+    def prompt(self, name: str) -> str:
+        return (self.prompt_dir / name).read_text(encoding="utf-8")

@@ -1,0 +1,60 @@
+"""Stage `perturb`: taxonomy-tied, seeded perturbations of each file's reference comment (and,
+optionally, of predictions labelled correct), written to RUN/perturbations/ and scored by the
+score stage like noise predictions (see `engine.perturb.items`)."""
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any, Iterable
+
+import pyarrow as pa
+
+from engine.perturb.perturber import INPUT_COLUMNS, PerturbParams, foreign_pool, make_perturbations
+from engine.records import PERTURB_SCHEMA
+from engine.stages.base import PartContext, Stage, StageTask, prepass_hash
+
+
+class PerturbStage(Stage):
+    name = "perturb"
+    section = "perturb"
+    params_class = "engine.perturb.perturber:PerturbParams"
+    directory = "perturbations"
+    schema = PERTURB_SCHEMA
+    input_columns = INPUT_COLUMNS
+
+    def parse_section(self, raw: Any, base_dir: Path, where: str) -> PerturbParams:
+        return PerturbParams.from_mapping(raw or {}, where=where)
+
+    def tasks(self, config: Any) -> list[StageTask]:
+        params = config.section(self.name)
+        digest = hashlib.sha256(json.dumps(params.to_dict(), sort_keys=True).encode("utf-8")).hexdigest()[:8]
+        return [StageTask(self.name, f"perturb-{digest}")]
+
+    def needs_prepass(self, config: Any, task: StageTask) -> bool:
+        return "foreign_comment" in config.section(self.name).families
+
+    def prepass(self, config: Any, task: StageTask, tables: Iterable[pa.Table]) -> dict[str, Any]:
+        params = config.section(self.name)
+        return {"foreign_pool": foreign_pool(tables, params.seed, params.foreign_pool_size)}
+
+    def run_part(self, ctx: PartContext) -> pa.Table:
+        table = ctx.input_table()
+        self.require_columns(table, f"part {ctx.part.index}")
+        return make_perturbations(table, ctx.config.section(self.name), ctx.prepass)
+
+    def analyze(self, run: Any, config: Any) -> None:
+        """RUN/sensitivity.parquet and RUN/significance.parquet from the committed scores (streamed)."""
+        if "score" not in config.stages:
+            return
+        from engine.perturb.analysis import write_sensitivity
+        from engine.perturb.significance import write_significance
+
+        write_sensitivity(run, config)
+        write_significance(run, config)
+
+    def signatures(self, config: Any, task: StageTask, prepass: dict[str, Any]) -> dict[str, Any]:
+        params = config.section(self.name)
+        families = ",".join(params.families)
+        return {task.task: f"perturb|families:{families}|seed:{params.seed}|predictions:{params.perturb_predictions}"
+                           f"|prepass:{prepass_hash(prepass)}"}

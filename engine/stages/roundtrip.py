@@ -1,0 +1,156 @@
+"""Stage `roundtrip`: does a comment carry enough meaning to rebuild the code?
+
+Its input is a task table (functions with tests: the built-in HumanEval set or the user's),
+not the sample table, so it cuts its own parts: `own_parts` writes
+RUN/roundtrip_tasks/part-NNNNN.parquet once (each part file atomically, then an index that
+marks the set complete) and returns the rows of each part; on resume the index is reused, so
+part i always holds the same tasks. `run_part` reads part i and runs the round trip
+(engine.roundtrip.run) over its tasks; the output rows (ROUNDTRIP_SCHEMA, RUN/roundtrip/) are
+one per (task, natural language, generator, sample). Sandbox verdicts and generation failures
+are row results; only an infrastructure failure (a model that does not load) fails the part.
+
+One task per configured section (`roundtrip-<hash of the resolved options>`): a comment is
+shared by every generator of the section, and abstraction compares all U x V regenerations of
+one (task, language), so the whole section runs within each part.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from engine.errors import ConfigError, InputError
+from engine.records import ROUNDTRIP_SCHEMA
+from engine.stages.base import PartContext, Stage, StageTask
+
+log = logging.getLogger(__name__)
+
+TASKS_DIR = "roundtrip_tasks"
+INDEX_FILE = "index.json"
+
+
+def task_part_path(run_root: str | Path, index: int) -> Path:
+    return Path(run_root) / TASKS_DIR / f"part-{index:05d}.parquet"
+
+
+class RoundTripStage(Stage):
+    name = "roundtrip"
+    section = "roundtrip"
+    directory = "roundtrip"
+    schema = ROUNDTRIP_SCHEMA
+    input_columns = ()
+
+    # ----- configuration ------------------------------------------------------------------
+    def parse_section(self, raw: Any, base_dir: Path, where: str) -> Any:
+        from engine.roundtrip.params import RoundTripParams
+        from engine.roundtrip.tasks import BUILTIN
+
+        options = dict(raw or {})
+        tasks = options.get("tasks", BUILTIN)
+        if isinstance(tasks, str) and tasks != BUILTIN and not Path(tasks).is_absolute():
+            options["tasks"] = str((base_dir / tasks).resolve())
+        prompts = options.get("prompts_dir")
+        if isinstance(prompts, str) and not Path(prompts).is_absolute():
+            options["prompts_dir"] = str((base_dir / prompts).resolve())
+        return RoundTripParams.from_mapping(options, where=where)
+
+    def check_config(self, config: Any) -> None:
+        from engine.roundtrip.params import ORACLE
+        from engine.roundtrip.tasks import load_tasks
+        from engine.stages.base import check_model
+
+        params = config.section(self.section)
+        for i, g in enumerate(params.generators):
+            if g.backend != ORACLE:
+                check_model(g.model, f"roundtrip.generators[{i}].model")
+        if params.comment_generator is not None and params.comment_generator.backend != ORACLE:
+            check_model(params.comment_generator.model, "roundtrip.comment_generator.model")
+        if params.fluency_model:
+            check_model(params.fluency_model, "roundtrip.fluency_model")
+        try:
+            load_tasks(params.tasks)
+        except InputError as exc:
+            raise ConfigError(f"roundtrip.tasks: {exc}") from exc
+
+    # ----- identity and planning ----------------------------------------------------------
+    def tasks(self, config: Any) -> list[StageTask]:
+        params = config.section(self.section)
+        digest = hashlib.sha256(json.dumps(params.to_dict(), sort_keys=True).encode("utf-8")).hexdigest()[:8]
+        from engine.roundtrip.params import ORACLE
+
+        models = [g.model for g in (*params.generators, params.comment_generator) if g is not None and g.backend != ORACLE]
+        if params.fluency_model:
+            models.append(params.fluency_model)
+        # Without a model the parts are CPU work (sandbox runs): no model actor, no model key.
+        model_key = f"roundtrip:{','.join(models)}" if models else ""
+        return [StageTask(self.name, f"roundtrip-{digest}", model_key, 0)]
+
+    def own_parts(self, config: Any, run_root: str | Path) -> list[int]:
+        """Cut the task table into parts once per run directory; rows of each part, by index."""
+        from engine.io.atomic import write_json_atomic, write_parquet_atomic
+        from engine.roundtrip.tasks import TASK_SCHEMA, load_tasks
+
+        index_path = Path(run_root) / TASKS_DIR / INDEX_FILE
+        if index_path.exists():
+            return list(json.loads(index_path.read_text(encoding="utf-8"))["rows_per_part"])
+        params = config.section(self.section)
+        table = load_tasks(params.tasks)
+        if params.limit:
+            table = table.slice(0, params.limit)
+        size = params.tasks_per_part
+        rows = []
+        for index, start in enumerate(range(0, table.num_rows, size)):
+            part = table.slice(start, size)
+            write_parquet_atomic(task_part_path(run_root, index), part, TASK_SCHEMA)
+            rows.append(part.num_rows)
+        # Written last: its presence says every part file above is complete.
+        write_json_atomic(index_path, {"tasks": params.tasks, "n_tasks": table.num_rows, "rows_per_part": rows})
+        log.info("roundtrip: %d task(s) in %d part(s)", table.num_rows, len(rows))
+        return rows
+
+    # ----- work ---------------------------------------------------------------------------
+    def run_part(self, ctx: PartContext) -> pa.Table:
+        from engine.roundtrip.run import run_roundtrip
+        from engine.roundtrip.tasks import TASK_SCHEMA
+
+        tasks = pq.read_table(task_part_path(ctx.run_root, ctx.part.index), schema=TASK_SCHEMA).to_pylist()
+        return run_roundtrip(tasks, ctx.config.section(self.section))
+
+    def report_section(self, run_root: Path) -> tuple[str, str, str] | None:
+        from engine.report.roundtrip import section_html
+
+        manifest = Path(run_root) / "manifest.json"
+        signatures = json.loads(manifest.read_text(encoding="utf-8")).get("signatures", {}) if manifest.exists() else {}
+        body = section_html(run_root, signatures)
+        return None if body is None else ("roundtrip", "Execution round trip", body)
+
+    def signatures(self, config: Any, task: StageTask, prepass: dict[str, Any]) -> dict[str, Any]:
+        from engine.roundtrip.sandbox import interpreter_version, resolve_isolation
+        from engine.roundtrip.scores import signature
+        from engine.signature import package_version
+
+        p = config.section(self.section)
+        box = p.sandbox
+        sandbox = {"isolation": resolve_isolation(box), "cpu": box.cpu_seconds, "wall": box.wall_seconds,
+                   "mem": box.memory_mb, "nproc": box.max_processes, "python": interpreter_version(box)}
+        generators = [g.display_name for g in p.generators]
+        comments = p.comment_generator.display_name if p.comment_generator else "given"
+        common = {"tasks": p.tasks if p.tasks == "humaneval" else Path(p.tasks).name, "generators": generators,
+                  "samples": p.samples, "comments": comments, "seed": p.seed, "transformers": package_version("transformers")}
+        out = {
+            "pass@1": signature("pass@1", **common, **sandbox),
+            "correctness": signature("correctness", **common, inputs=p.inputs, call_s=p.call_seconds, **sandbox),
+            "abstraction": signature("abstraction", **common, similarity="mean(ast-edge-jaccard,token-jaccard)",
+                                     tokens="no-keywords,no-given"),
+        }
+        if p.compressions:
+            out["conciseness"] = signature("conciseness", **common, compressions=p.compressions, unit="chars",
+                                           compressor=comments, keeps="correctness>=original")
+        if p.fluency_model:
+            out["fluency"] = signature("fluency", model=p.fluency_model, comments=comments, unit="1/perplexity")
+        return out

@@ -1,0 +1,105 @@
+"""The sandbox stops hostile programs with the right reason and leaves nothing behind."""
+from __future__ import annotations
+
+import dataclasses
+import glob
+import os
+import resource
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+
+import psutil
+import pytest
+
+from engine.roundtrip import sandbox
+from engine.roundtrip.sandbox import SandboxLimits, run_program, run_python
+
+LIMITS = SandboxLimits(cpu_seconds=1, wall_seconds=4.0, memory_mb=256, max_processes=8, file_size_mb=1)
+MODES = ["hook", pytest.param("namespace", marks=pytest.mark.skipif(
+    not sandbox.namespaces_available(LIMITS.uid), reason="unshare cannot create namespaces here"))]
+OUTSIDE = os.path.join(tempfile.gettempdir(), f"babelscore-escape-{os.getpid()}.txt")
+
+HOSTILE = {
+    "infinite loop": ("while True:\n    pass\n", "timeout", "CPU-time"),
+    "sleeping forever": ("import time\ntime.sleep(1000)\n", "timeout", "wall-clock"),
+    "memory bomb": ("x = []\nwhile True:\n    x.append(bytearray(10**7))\n", "memory", "address-space"),
+    "fork bomb": ("import os, time\nwhile True:\n    if os.fork() == 0:\n        time.sleep(1000)\n", "processes", "process-count"),
+    "write outside": (f"open({OUTSIDE!r}, 'w').write('escaped')\n", "blocked", "outside the sandbox directory"),
+    "network": ("import socket\nsocket.socket().connect(('192.0.2.1', 80))\n", "blocked", "socket"),
+    "big file": ("open('big', 'wb').write(b'x' * (4 * 2**20))\n", "filesize", "file-size"),
+    "starts a shell": ("import os\nos.system('echo hi > /tmp/x')\n", "blocked", "os.system"),
+}
+
+
+def _limits(mode: str) -> SandboxLimits:
+    return dataclasses.replace(LIMITS, isolation=mode)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("case", sorted(HOSTILE))
+def test_hostile_program_is_stopped_with_reason(mode, case):
+    source, status, reason = HOSTILE[case]
+    result = run_python(source, _limits(mode))
+    assert (result.status, result.isolation) == (status, mode), result
+    assert reason in result.reason, result
+    assert not os.path.exists(OUTSIDE)
+    assert psutil.Process().children(recursive=True) == []
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_passing_and_failing_programs(mode):
+    assert run_python("assert sum([1, 2]) == 3\nprint('ok')\n", _limits(mode)).stdout.strip() == "ok"
+    failed = run_python("def f(x):\n    return x\nassert f(1) == 2, 'f(1) is wrong'\n", _limits(mode))
+    assert failed.status == "failed" and "f(1) is wrong" in failed.reason
+    inside = run_python("open('out.txt', 'w').write('x')\nprint(open('out.txt').read())\n", _limits(mode))
+    assert (inside.status, inside.stdout.strip()) == ("passed", "x")
+
+
+def test_output_is_cut_to_its_bound():
+    limits = dataclasses.replace(LIMITS, output_bytes=1000)
+    result = run_python("import sys\nfor _ in range(2000):\n    sys.stdout.write('y' * 100)\n", limits)
+    assert result.status == "passed"
+    assert result.stdout.startswith("y" * 1000) and "more bytes cut" in result.stdout and len(result.stdout) < 1100
+
+
+@pytest.mark.skipif(not sandbox.namespaces_available(LIMITS.uid), reason="unshare cannot create namespaces here")
+def test_namespace_layer_holds_without_the_audit_hook():
+    # A program that is not under the Python bootstrap (a shell): only the namespaces stop it.
+    python = sandbox._interpreter_for(LIMITS.uid, "")
+    net = run_program([python, "-c", "import socket; socket.create_connection(('192.0.2.1', 80), timeout=2)"], {}, _limits("namespace"))
+    assert net.status == "blocked" and "network" in net.reason
+    write = run_program(["sh", "-c", f"echo x > {OUTSIDE}"], {}, _limits("namespace"))
+    assert write.status == "failed" and "Read-only file system" in write.reason
+    assert not os.path.exists(OUTSIDE)
+
+
+def test_hundred_runs_leave_no_process_or_file():
+    before = set(glob.glob(os.path.join(tempfile.gettempdir(), "babelscore-sandbox-*")))
+    own_limits = {name: resource.getrlimit(getattr(resource, name)) for name in ("RLIMIT_CPU", "RLIMIT_AS", "RLIMIT_NPROC", "RLIMIT_FSIZE")}
+    own_uid, own_cwd = os.getuid(), os.getcwd()
+    quick = [HOSTILE[c][0] for c in ("memory bomb", "fork bomb", "write outside", "network")] + ["print(1)\n"]
+    statuses = set()
+    for i in range(100):
+        limits = dataclasses.replace(LIMITS, wall_seconds=0.5) if i % 25 == 0 else LIMITS
+        source = "import time\ntime.sleep(1000)\n" if i % 25 == 0 else quick[i % len(quick)]
+        statuses.add(run_python(source, limits).status)
+    assert statuses == {"timeout", "memory", "processes", "blocked", "passed"}
+    assert psutil.Process().children(recursive=True) == []
+    sandbox_uids = range(LIMITS.uid, LIMITS.uid + LIMITS.uid_slots)
+    assert [p.pid for p in psutil.process_iter(["uids"]) if p.info["uids"] and p.info["uids"].real in sandbox_uids] == []
+    assert set(glob.glob(os.path.join(tempfile.gettempdir(), "babelscore-sandbox-*"))) == before
+    assert not os.path.exists(OUTSIDE)
+    # The engine's own process keeps its limits, identity and directory.
+    assert {name: resource.getrlimit(getattr(resource, name)) for name in own_limits} == own_limits
+    assert (os.getuid(), os.getcwd()) == (own_uid, own_cwd)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_concurrent_runs_do_not_share_the_process_limit(mode):
+    # Each run forks 3 children; 8 runs at once would far exceed a limit of 8 if they shared a uid.
+    source = ("import os, time\npids = []\nfor _ in range(3):\n    pid = os.fork()\n    if pid == 0:\n"
+              "        time.sleep(0.5)\n        os._exit(0)\n    pids.append(pid)\nfor pid in pids:\n    os.waitpid(pid, 0)\n")
+    limits = dataclasses.replace(_limits(mode), max_processes=8, wall_seconds=20.0)
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        results = list(pool.map(lambda _: run_python(source, limits), range(8)))
+    assert [r.status for r in results] == ["passed"] * 8, [r.reason for r in results]

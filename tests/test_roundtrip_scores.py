@@ -1,0 +1,115 @@
+"""Round-trip scores: differential testing, abstraction, conciseness, fluency."""
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from engine.roundtrip import difftest
+from engine.roundtrip.sandbox import SandboxLimits
+from engine.roundtrip.scores import abstraction, ast_edges, conciseness, correctness, fluency, implementation_tokens, similarity
+
+LIMITS = SandboxLimits(cpu_seconds=5, wall_seconds=20.0)
+TASK = {
+    "task_id": "t/abs", "programming_language": "python", "entry_point": "absdiff", "context": "from typing import List",
+    "signature": "def absdiff(a: int, b: int) -> int:",
+    "code": "def absdiff(a: int, b: int) -> int:\n    return abs(a - b)\n",
+    "tests": "def check(candidate):\n    assert candidate(3, 5) == 2\n    assert candidate(-4, 4) == 8\n",
+}
+# Agrees with abs(a - b) exactly when a >= b.
+MUTANT = "def absdiff(a: int, b: int) -> int:\n    return a - b\n"
+
+
+def test_identical_function_has_correctness_one():
+    inputs = difftest.generate_inputs(TASK["signature"], TASK["tests"], "absdiff", 30, seed=1)
+    agree, result = difftest.agreement(TASK, TASK["code"], inputs, LIMITS)
+    assert len(inputs) == 30 and correctness(agree) == 1.0, result
+
+
+def test_mutant_matches_hand_counted_share():
+    inputs = ["(3, 5)", "(-4, 4)", "(5, 3)", "(0, 0)", "(7, -1)", "(1, 2)", "(-3, -9)", "(2, 10)"]
+    # a >= b on (5, 3), (0, 0), (7, -1), (-3, -9): 4 of 8.
+    agree, _ = difftest.agreement(TASK, MUTANT, inputs, LIMITS)
+    assert agree == [False, False, True, True, True, False, True, False]
+    assert correctness(agree) == 0.5
+
+
+def test_exceptions_and_broken_code():
+    inputs = ["(1, 0)", "(0, 1)"]
+    raising = "def absdiff(a, b):\n    if a > b:\n        raise ValueError('x')\n    return abs(a - b)\n"
+    agree, _ = difftest.agreement(TASK, raising, inputs, LIMITS)
+    assert agree == [False, True]
+    agree, _ = difftest.agreement(TASK, "def absdiff(a, b) return", inputs, LIMITS)
+    assert agree == [False, False]
+    # Module-level code that never ends: stopped at load, then it disagrees on every input.
+    agree, result = difftest.agreement(TASK, "while True:\n    pass\n", inputs, SandboxLimits(cpu_seconds=1, wall_seconds=5.0), 0.2)
+    assert agree == [False, False] and correctness(agree) == 0.0
+    # Code that blocks signals (a C-level loop) is stopped by the sandbox: no comparison, correctness 0.
+    agree, result = difftest.agreement(TASK, "sum(range(10 ** 12))\n", inputs, SandboxLimits(cpu_seconds=1, wall_seconds=5.0), 0.2)
+    assert agree is None and result.status == "timeout" and correctness(agree) == 0.0
+    # An input the original does not finish is left out; the others still count.
+    slow = {**TASK, "code": "def absdiff(a, b):\n    while a > b:\n        pass\n    return abs(a - b)\n"}
+    agree, _ = difftest.agreement(slow, "def absdiff(a, b):\n    return b - a\n", ["(1, 0)", "(0, 1)", "(0, 0)"], LIMITS, 0.2)
+    assert agree == [None, True, True] and correctness(agree) == 1.0
+    assert math.isnan(correctness([None, None]))
+
+
+def test_inputs_seeded_and_typed():
+    signature = "def f(xs: List[int], s: str, k: Optional[float] = None) -> Dict[str, int]:"
+    tests = "def check(candidate):\n    assert candidate([1, 2], 'ab', 0.5) == {}\n    assert candidate([], '', None) == {}\n"
+    first = difftest.generate_inputs(signature, tests, "f", 40, seed=7)
+    assert first == difftest.generate_inputs(signature, tests, "f", 40, seed=7)
+    assert first != difftest.generate_inputs(signature, tests, "f", 40, seed=8)
+    assert first[:2] == [repr(([1, 2], "ab", 0.5)), repr(([], "", None))]
+    for text in first:
+        xs, s, k = eval(text)  # noqa: S307 - literals written by the generator under test
+        assert isinstance(xs, list) and all(isinstance(x, int) for x in xs)
+        assert isinstance(s, str) and (k is None or isinstance(k, (int, float)))
+    assert len(set(first)) == 40
+
+
+F1 = "def f(x):\n    return x\n"
+F2 = "def f(x):\n    return x + 1\n"
+F3 = "def f(x):\n    return x * 2\n"
+GIVEN = "def f(x):"
+
+
+def test_abstraction_identical_and_hand_computed():
+    assert abstraction([F2, F2, F2], GIVEN) == 0.0
+    # Edges: F1 has 5 (Module-FunctionDef, FunctionDef-arguments, arguments-arg, FunctionDef-Return,
+    # Return-Name); F2 and F3 share 7 of their 8 (BinOp-Add vs BinOp-Mult), F1 shares 4 with each.
+    assert len(ast_edges(F1)) == 5 and len(ast_edges(F2)) == 8
+    # Tokens outside the given header: F1 {}, F2 {'+', '1'}, F3 {'*', '2'}: pairwise Jaccard 0.
+    assert implementation_tokens(F1, GIVEN) == set() and implementation_tokens(F2, GIVEN) == {"+", "1"}
+    assert similarity(F1, F2, GIVEN) == pytest.approx((4 / 9 + 0) / 2)
+    assert similarity(F2, F3, GIVEN) == pytest.approx((7 / 9 + 0) / 2)
+    assert abstraction([F1, F2, F3], GIVEN) == pytest.approx(1 - (2 / 9 + 2 / 9 + 7 / 18) / 3)  # 13/18
+    assert math.isnan(abstraction([F1], GIVEN))
+    # A docstring does not make two implementations different.
+    assert similarity(F2, 'def f(x):\n    """Add one."""\n    return x + 1\n', GIVEN) == 1.0
+
+
+def test_conciseness():
+    comment = "Return the absolute difference of a and b."  # 42 characters
+    assert conciseness(comment, [("abs diff", False), ("Difference", False)]) == 0.0
+    assert conciseness(comment, []) == 0.0
+    kept = [("Absolute difference of a and b.", True), ("|a - b|.", False), ("Return |a - b|.", True)]
+    assert conciseness(comment, kept) == pytest.approx(1 - (1 - 15 / 42))
+
+
+def test_fluency_is_inverse_perplexity(tmp_path):
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from engine.testing.tiny_lm import build_tiny_causal_lm
+
+    path = build_tiny_causal_lm(tmp_path / "lm")
+    model, tokenizer = AutoModelForCausalLM.from_pretrained(path).eval(), AutoTokenizer.from_pretrained(path)
+    texts = ["return the sum of two numbers", "sum"]
+    values = fluency(texts, model, tokenizer, batch_size=2)
+    ids = torch.tensor([[tokenizer.bos_token_id] + tokenizer(texts[0], add_special_tokens=False)["input_ids"]])
+    with torch.inference_mode():
+        loss = model(input_ids=ids, labels=ids).loss  # mean NLL of tokens after the first
+    assert values[0] == pytest.approx(math.exp(-float(loss)), rel=1e-5)
+    assert values == pytest.approx(fluency(texts[::-1], model, tokenizer, batch_size=1)[::-1], rel=1e-5)
+    assert all(0 < v <= 1 for v in values)
