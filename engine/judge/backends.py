@@ -62,17 +62,16 @@ class TransformersChatBackend:
 
     def __init__(self, params: JudgeParams):
         import torch
-        from transformers import AutoModelForCausalLM, AutoTokenizer
 
-        path = resolve_model_path(params.model)
+        from engine.runtime import load_model, load_tokenizer
+
         self.params = params
-        self.device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-        dtype = "auto" if params.dtype == "auto" else getattr(torch, params.dtype)
         try:
-            self.tokenizer = AutoTokenizer.from_pretrained(resolve_model_path(params.tokenizer or params.model))
-            self.model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype).to(self.device).eval()
-        except (OSError, ValueError) as exc:
+            self.tokenizer = load_tokenizer(params.tokenizer or params.model, fast=False)
+            loaded = load_model(params.model, "AutoModelForCausalLM", dtype=params.dtype, device="auto")
+        except ModelLoadError as exc:
             raise ModelLoadError(f"cannot load judge {params.model!r} with transformers: {exc}") from exc
+        self.model, self.device = loaded.model, torch.device(loaded.device)
         self.window = params.max_model_len or int(getattr(self.model.config, "max_position_embeddings", 2048))
 
     def chat(self, requests: Sequence[ChatRequest]) -> list[ChatResponse]:

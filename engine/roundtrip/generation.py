@@ -20,7 +20,6 @@ from typing import Any, Mapping, Sequence
 
 from engine.errors import ModelLoadError
 from engine.generate.backend import GenerationRequest, get_backend
-from engine.models import resolve_model_path
 from engine.roundtrip.params import ModelParams
 
 log = logging.getLogger(__name__)
@@ -123,12 +122,12 @@ class TextGenerator:
     """One generator model behind the generate stage's backends; prompts in, texts out."""
 
     def __init__(self, params: ModelParams):
-        from transformers import AutoTokenizer
+        from engine.runtime import load_tokenizer
 
         self.params = params
         try:
-            self.tokenizer = AutoTokenizer.from_pretrained(resolve_model_path(params.tokenizer_name))
-        except (OSError, ValueError) as exc:
+            self.tokenizer = load_tokenizer(params.tokenizer_name, fast=False)
+        except ModelLoadError as exc:
             raise ModelLoadError(f"cannot load the tokenizer of {params.tokenizer_name!r}: {exc}") from exc
         self.backend = get_backend(params.backend_spec())
 

@@ -116,12 +116,11 @@ def _execute(task: dict, code: str, inputs: list[str] | None, p: RoundTripParams
 def _fluency(comments: dict, p: RoundTripParams) -> dict[tuple[str, str], float]:
     if not p.fluency_model:
         return {}
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from engine.runtime import load_model, load_tokenizer
 
-    from engine.models import resolve_model_path
-
-    path = resolve_model_path(p.fluency_model)
-    model, tokenizer = AutoModelForCausalLM.from_pretrained(path).eval(), AutoTokenizer.from_pretrained(path)
+    # float32 on the CPU: perplexities comparable across machines (fluency is a small model).
+    model = load_model(p.fluency_model, "AutoModelForCausalLM", dtype="float32", device="cpu").model
+    tokenizer = load_tokenizer(p.fluency_model, fast=False)
     keys = [k for k, (c, _s, _e) in comments.items() if c]
     return dict(zip(keys, scores.fluency([comments[k][0] for k in keys], model, tokenizer)))
 
