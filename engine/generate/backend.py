@@ -25,12 +25,17 @@ logger = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class GenerationRequest:
-    """One prompt. `seed` is per request so results do not depend on batching or order."""
+    """One prompt. `seed` is per request so results do not depend on batching or order.
+
+    temperature 0 decodes greedily (FIM generation, judges); > 0 samples, seeded by `seed`
+    alone, so the V samples of a round trip differ from each other but not between runs.
+    """
 
     request_id: str
     prompt_ids: tuple[int, ...]
     max_new_tokens: int
     seed: int = 0
+    temperature: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -65,7 +70,7 @@ class Backend(Protocol):
         """Prompt plus generated tokens must fit in this many positions."""
 
     def generate(self, requests: Sequence[GenerationRequest], stop_ids: Sequence[int]) -> list[GenerationOutput]:
-        """Greedy continuations, in the order of `requests`."""
+        """Continuations (greedy, or sampled where a request has temperature > 0), in request order."""
 
 
 def cut_at_stop(token_ids: Sequence[int], stop_ids: Sequence[int]) -> tuple[tuple[int, ...], Literal["stop", "length"]]:
@@ -127,10 +132,13 @@ class TransformersBackend:
                 results.append(GenerationOutput(request.request_id, kept, reason))
             return results
 
-        outputs: dict[str, GenerationOutput] = {}
+        outputs: dict[str, GenerationOutput] = {
+            r.request_id: self._sample_one(r, stop_ids) for r in requests if r.temperature > 0
+        }
+        requests_greedy = [r for r in requests if r.temperature <= 0]
         # Long prompts first: similar lengths share a batch (little padding) and a prompt that
         # does not fit in memory fails at once rather than at the end.
-        order = sorted(requests, key=lambda r: (-len(r.prompt_ids), r.max_new_tokens, r.request_id))
+        order = sorted(requests_greedy, key=lambda r: (-len(r.prompt_ids), r.max_new_tokens, r.request_id))
         for start in range(0, len(order), self.spec.batch_size):
             batch = order[start : start + self.spec.batch_size]
             for limit in sorted({r.max_new_tokens for r in batch}):
@@ -138,6 +146,24 @@ class TransformersBackend:
                 for output in halve_on_oom(run, group):
                     outputs[output.request_id] = output
         return [outputs[r.request_id] for r in requests]
+
+    def _sample_one(self, request: GenerationRequest, stop_ids: Sequence[int]) -> GenerationOutput:
+        """One sampled continuation, alone in its batch and seeded by its own seed, so it does not
+        depend on which other requests came with it."""
+        import torch
+        from transformers import GenerationConfig
+
+        ids = torch.tensor([request.prompt_ids], dtype=torch.long)  # (1, T)
+        config = GenerationConfig(
+            max_new_tokens=request.max_new_tokens, do_sample=True, temperature=request.temperature, top_k=0, top_p=1.0,
+            num_beams=1, eos_token_id=list(stop_ids), pad_token_id=self._pad_id,
+        )
+        torch.manual_seed(request.seed)
+        with torch.inference_mode():
+            out = self.model.generate(input_ids=ids.to(self.device), attention_mask=torch.ones_like(ids).to(self.device),
+                                      generation_config=config)  # (1, T + new)
+        kept, reason = cut_at_stop(out[0, ids.shape[1]:].tolist(), stop_ids)
+        return GenerationOutput(request.request_id, kept, reason)
 
     def close(self) -> None:
         import torch

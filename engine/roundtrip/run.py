@@ -89,7 +89,9 @@ def _regenerate(model: ModelParams, jobs: list[tuple[dict, str, int, str]], p: R
                else generation.regenerate_prompt(python_template, task, comment) for task, _lang, _v, comment in jobs]
     seeds = [generation.request_seed(model.seed, "regenerate", task["task_id"], lang, v, comment) for task, lang, v, comment in jobs]
     out: list[tuple[str | None, str | None]] = []
-    for (task, _lang, _v, _c), text in zip(jobs, gen.complete(prompts, seeds)):
+    # One sample decodes greedily; V > 1 samples draw at `sample_temperature`, each with its own seed.
+    temperature = p.sample_temperature if p.samples > 1 else 0.0
+    for (task, _lang, _v, _c), text in zip(jobs, gen.complete(prompts, seeds, temperature=temperature)):
         if isinstance(text, Exception):
             out.append((None, f"code generation failed: {text}"))
         elif task["programming_language"] == "java":

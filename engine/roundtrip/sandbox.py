@@ -140,7 +140,22 @@ UNSHARE_FLAGS = ("--user", "--map-root-user", "--net", "--pid", "--fork", "--kil
 
 @dataclass(frozen=True)
 class SandboxLimits(Params):
-    """Limits of one sandboxed run. Java runs get `java_extra_memory_mb` on top of the address space."""
+    """Limits of one sandboxed run. Java runs get `java_extra_memory_mb` on top of the address space.
+
+    Keys:
+        cpu_seconds: CPU-time limit (RLIMIT_CPU).
+        wall_seconds: wall-clock limit; the whole process group is killed past it.
+        memory_mb: address-space limit (RLIMIT_AS).
+        max_processes: process-count limit (RLIMIT_NPROC, under the sandbox's own uid).
+        file_size_mb: largest file the code may write (RLIMIT_FSIZE).
+        output_bytes: captured stdout/stderr kept per stream.
+        isolation: `namespace` (Linux user/net/pid/mount namespaces), `hook` (audit-hook fallback), `auto`.
+        uid: first unprivileged uid used when the engine runs as root.
+        uid_slots: sandbox runs at once per machine (each holds one uid).
+        python: interpreter for untrusted Python ('' = this one if the sandbox uid can run it, else python3).
+        java_extra_memory_mb: address space added for a JVM beyond its heap.
+        java_max_processes: process limit for Java runs (a JVM starts dozens of threads).
+    """
 
     cpu_seconds: int = 5
     wall_seconds: float = 10.0

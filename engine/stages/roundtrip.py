@@ -41,6 +41,7 @@ def task_part_path(run_root: str | Path, index: int) -> Path:
 class RoundTripStage(Stage):
     name = "roundtrip"
     section = "roundtrip"
+    params_class = "engine.roundtrip.params:RoundTripParams"
     directory = "roundtrip"
     schema = ROUNDTRIP_SCHEMA
     input_columns = ()
