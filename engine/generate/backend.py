@@ -132,8 +132,9 @@ class TransformersBackend:
                 results.append(GenerationOutput(request.request_id, kept, reason))
             return results
 
-        outputs: dict[str, GenerationOutput] = {
-            r.request_id: self._sample_one(r, stop_ids) for r in requests if r.temperature > 0
+        outputs: dict[str, GenerationOutput] = {  # out of memory on one request: TransientError
+            r.request_id: halve_on_oom(lambda one: [self._sample_one(one[0], stop_ids)], [r])[0]
+            for r in requests if r.temperature > 0
         }
         requests_greedy = [r for r in requests if r.temperature <= 0]
         # Long prompts first: similar lengths share a batch (little padding) and a prompt that
