@@ -157,7 +157,7 @@ class EncoderRuntime:
             model.config.use_cache = False
         if getattr(model, "pooler", None) is not None:
             model.pooler = None  # its output is never used
-        self.model = model
+        self.model = model.eval()  # truncation built a new ModuleList, which starts in training mode
         self.linear_kernels = "torch"
         self.round_shapes = False
         if cpu_fastpath and self.device == "cpu":
