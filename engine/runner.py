@@ -247,12 +247,10 @@ def execute_run(
 
 
 def calibrate_run(run: RunDirectory, config: RunConfig) -> None:
-    from engine.calibrate.stage import calibrate
+    from engine.calibrate.run import calibrate_run_dir
     from engine.records import CALIBRATION_SCHEMA
 
-    scores = run.read_parts("score/", SCORE_SCHEMA)
-    samples = read_samples(run)
-    table = calibrate(scores, samples, config.section("calibrate"))
+    table = calibrate_run_dir(run, config.section("calibrate"))
     write_parquet_atomic(run.path("calibration.parquet"), table, CALIBRATION_SCHEMA)
     run.mark_stage("calibrate", rows=table.num_rows)
 
