@@ -293,3 +293,10 @@ def test_group_by_is_configurable_per_task_kind():
     alone = _row(calibrate(only_a, samples, CalibrateParams(grid_points=128, bootstrap=0)), language="nl", task="agreement")
     row = next(r for r in out if r["task"] == "agreement" and r["language"] == "nl" and r["generator"] == "gA")
     assert row["kappa"] == alone["kappa"] and row["thresholds"] == alone["thresholds"]
+
+
+def test_params_with_groupings_hash_and_compare():
+    a = CalibrateParams.from_mapping({"group_by": {"noise": ["language", "generator"]}})
+    b = CalibrateParams.from_mapping({"group_by": {"noise": [["generator", "language"]]}})
+    assert a == b and hash(a) == hash(b) and a != CalibrateParams()
+    assert a.to_dict()["group_by"] == {"agreement": [["language"]], "noise": [["language", "generator"]]}

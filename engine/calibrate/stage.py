@@ -108,6 +108,9 @@ class CalibrateParams(Params):
                 "an integer >= 2 (a KDE bandwidth needs a standard deviation)")
         object.__setattr__(self, "group_by", _normalise_group_by(self.group_by))
 
+    def __hash__(self) -> int:  # group_by is a dict: hash the plain form instead
+        return hash(repr(sorted(self.to_dict().items())))
+
 
 def _column(table: pa.Table, name: str) -> pa.Array:
     return table.column(name).combine_chunks()
@@ -331,7 +334,7 @@ def kappa_summary(calibration: pa.Table, max_rows: int = 40) -> str:
     With more than `max_rows` rows, metrics with several variants show only their F / avg
     variants (if they have any). Cells: kappa to 2 decimals, `n/f` not fitted, `-` absent.
     """
-    rows = [r for r in calibration.to_pylist() if r["task"] == AGREEMENT and r.get("generator") is None]
+    rows = [r for r in calibration.to_pylist() if r["task"] == AGREEMENT and (r.get("group_by") or "language") == "language"]
     if not rows:
         return "calibration: no agreement rows pooled over generators (no expert labels, or group_by per generator?)"
     langs = sorted({r["language"] for r in rows},

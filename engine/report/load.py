@@ -190,14 +190,13 @@ class RunData:
         return self.scores.signatures if self.scores else []
 
     def calibration_rows(self, task: str, per_generator: bool = False) -> list[dict[str, Any]]:
-        """Rows of one task: pooled over generators (generator null), or one per generator."""
+        """Rows of one task fitted per language with the generators pooled, or per generator too."""
         if self.calibration is None or self.calibration.num_rows == 0:
             return []
         table = self.calibration.filter(pc.equal(self.calibration["task"], task))
-        if "generator" in table.column_names:
-            table = table.filter(table["generator"].is_valid() if per_generator else table["generator"].is_null())
-        elif per_generator:
-            return []
+        # a row without a grouping (an older file) was fitted per language, generators pooled
+        grouping = pc.fill_null(table["group_by"], "language")
+        table = table.filter(pc.equal(grouping, "language+generator" if per_generator else "language"))
         return table.to_pylist()
 
 
