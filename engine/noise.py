@@ -2,7 +2,9 @@
 
 For every sample and every configured kind, a noise prediction with as many tokens as the
 scored span of the reference, `reference[len(prime):]`, under the generator's tokenizer
-(encoded without special tokens):
+(encoded without special tokens). The prime is the sample's own: the generate stage sets it by
+its card's prime rule (`letters` by default), the converter takes it from the study's prompts;
+so the counts follow whichever rule produced the prompt. Kinds:
 - `uniform`: token ids drawn uniformly from the vocabulary, special tokens excluded;
 - `targeted`: token positions drawn uniformly from the file's context outside the comment
   (`source[:comment_start]` and `source[comment_end:]`, tokenized separately so no token

@@ -129,3 +129,4 @@ def require(condition: bool, where: str, value: Any, allowed: str) -> None:
     """Raise the standard ConfigError when a range check in `__post_init__` fails."""
     if not condition:
         raise ConfigError(f"{where}: got {value!r}; allowed: {allowed}")
+

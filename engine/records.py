@@ -1,4 +1,4 @@
-"""Arrow schemas of every table babelscore reads or writes (DESIGN.md, "Data contract").
+"""Arrow schemas of every table babelscore reads or writes: input samples, scores, noise, etc.
 
 Schemas are declared once here; writers cast to them so every Parquet part of a run has the
 same schema (a dataset with drifting schemas cannot be read back as one table).

@@ -1,7 +1,15 @@
-"""The driver of a run: prepare input, run part stages through an executor, then the
-driver-side stages (calibrate, report). The driver alone writes the manifest."""
+"""The driver of a run: prepare the input, run the part stages of the registry through an
+executor, then the driver-side stages (calibrate, report). The driver alone writes the manifest
+and holds the run directory's lock.
+
+Recovery: a part that fails (after the executor's retries) is recorded and the other parts go
+on; a later stage's part whose inputs failed is recorded as blocked. The run then ends
+"failed"; `--resume` retries every failed and blocked part and ends "complete" when nothing
+fails any more. Committed parts are never redone.
+"""
 from __future__ import annotations
 
+import json
 import logging
 import os
 import signal
@@ -10,22 +18,24 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from engine.config import RunConfig, config_hash, file_fingerprint
-from engine.data.reader import iter_raw_rows
-from engine.data.validate import SampleValidator
 from engine.errors import InputError, PartFailedError
-from engine.io.atomic import write_parquet_atomic
+from engine.io.atomic import write_json_atomic
 from engine.io.rundir import RunDirectory
-from engine.pipeline import PART_STAGES, PartTask, plan_parts, sample_part_path
-from engine.records import REJECTED_SCHEMA, SAMPLE_SCHEMA, SCORE_SCHEMA
+from engine.pipeline import PartTask, plan_parts, read_part_input, sample_part_path
+from engine.prepare import prepare
+from engine.records import SCORE_SCHEMA
 from engine.signature import library_versions
+from engine.stages.base import prepass_hash
+from engine.stages.registry import get_stage, part_stages_of
 
 logger = logging.getLogger(__name__)
 
 # Test hook (crash/resume tests only): SIGKILL the driver after this many part commits.
 CRASH_AFTER_COMMITS_ENV = "BABELSCORE_TEST_CRASH_AFTER_COMMITS"
+
+__all__ = ["execute_run", "open_run", "prepare", "read_samples", "read_scores", "sample_part_path", "RunSummary"]
 
 
 @dataclass
@@ -51,85 +61,6 @@ def open_run(config: RunConfig, out: str, resume: bool) -> RunDirectory:
     return RunDirectory.open_for_run(out, config.to_dict(), digest, extra, resume)
 
 
-# ----- prepare: validate input into sample parts -----------------------------------------------
-def _write_samples_part(run: RunDirectory, index: int, rows: list[dict[str, Any]]) -> None:
-    write_parquet_atomic(sample_part_path(run.root, index), pa.Table.from_pylist(rows, schema=SAMPLE_SCHEMA))
-
-
-def prepare(run: RunDirectory, config: RunConfig) -> None:
-    """Validate the input, stream valid rows into `samples/part-*.parquet`, quarantine the rest."""
-    if run.stage_done("prepare"):
-        return
-    validator = SampleValidator(require_prediction="generate" not in config.stages)
-    rejected: list[dict[str, Any]] = []
-    buffer: list[dict[str, Any]] = []
-    part_rows: list[int] = []
-    # With a generate stage the unit is the file: its first row is the one generated from, so
-    # a file never spans two parts (which would generate it twice).
-    one_row_per_file = "generate" in config.stages
-    files_seen: set[str] = set()
-    merged = 0
-    for raw in _input_rows(config):
-        sample, rejection = validator.check(raw)
-        if rejection is not None:
-            rejected.append(rejection)
-            continue
-        if one_row_per_file:
-            if sample["file_id"] in files_seen:
-                merged += 1
-                continue
-            files_seen.add(sample["file_id"])
-        buffer.append(sample)
-        if len(buffer) == config.part_size:
-            _write_samples_part(run, len(part_rows), buffer)
-            part_rows.append(len(buffer))
-            buffer = []
-    if buffer:
-        _write_samples_part(run, len(part_rows), buffer)
-        part_rows.append(len(buffer))
-    write_parquet_atomic(run.path("rejected.parquet"), pa.Table.from_pylist(rejected, schema=REJECTED_SCHEMA))
-    run.manifest["counts"].update(
-        {
-            "input_rows": validator.valid + validator.rejected,
-            "valid_rows": validator.valid,
-            "rejected_rows": validator.rejected,
-            "rejected_by_reason": dict(validator.reasons),
-            "parts": len(part_rows),
-        }
-    )
-    if merged:
-        run.manifest["counts"]["rows_sharing_a_generated_file"] = merged
-        logger.info("%d input rows share their file with an earlier row: each file is generated once", merged)
-    run.manifest["part_rows"] = part_rows
-    if validator.rejected:
-        logger.warning(
-            "%d of %d input rows rejected (see %s): %s",
-            validator.rejected,
-            validator.valid + validator.rejected,
-            run.path("rejected.parquet"),
-            ", ".join(f"{k}: {v}" for k, v in validator.reasons.most_common()),
-        )
-    if validator.valid == 0:
-        run.finish("failed")
-        raise InputError(
-            f"no valid row in the input ({validator.rejected} rejected; reasons in {run.path('rejected.parquet')}): "
-            "fix the input and start a new run"
-        )
-    run.mark_stage("prepare")
-
-
-def _input_rows(config: RunConfig):
-    if "build" in config.stages:
-        from engine.data.build import build_samples
-        from engine.data.reader import RawRow
-
-        table = build_samples(config.section("build"))
-        for index, values in enumerate(table.to_pylist()):
-            yield RawRow(index, values, None, None)
-    else:
-        yield from iter_raw_rows(config.input)
-
-
 # ----- part stages ----------------------------------------------------------------------------
 class _Committer:
     """Commits finished parts; the crash hook lets tests kill the driver between commits."""
@@ -151,40 +82,71 @@ class _Committer:
         self.run.record_failed_part(part.key, error, attempts)
 
 
-def _stage_info(run: RunDirectory, config: RunConfig, stage: str) -> dict[str, Any]:
-    if stage != "generate":
-        return {}
-    info = run.manifest["stages"].get("generate-plan")
-    if info is None:
-        from engine.generate.stage import plan_generation
+def _prepass_results(run: RunDirectory, config: RunConfig, stage_name: str) -> dict[str, Any]:
+    """Run (or reload) the corpus pre-pass of every task of a stage that has one.
 
-        samples = pa.concat_tables(
-            pq.read_table(sample_part_path(run.root, i)) for i in range(run.manifest["counts"]["parts"])
-        )
-        info = {g.generator_name: plan_generation(samples, g) for g in config.section("generate").generators}
-        run.manifest["stages"]["generate-plan"] = info
-        run.save()
-    return info
-
-
-def run_part_stage(run: RunDirectory, config: RunConfig, stage: str, executor: Any) -> None:
+    Results live in RUN/prepass/<task>.json and are recorded with their hash in the manifest;
+    the input is streamed part by part, never concatenated.
+    """
+    stage = get_stage(stage_name)
     n_parts = run.manifest["counts"]["parts"]
-    parts = [p for p in plan_parts(config, stage, n_parts) if not run.is_done(p.key)]
-    if not parts:
+    results: dict[str, Any] = {}
+    for task in stage.tasks(config):
+        if not stage.needs_prepass(config, task):
+            continue
+        record = run.manifest.setdefault("prepass", {}).get(task.task)
+        path = run.path(f"prepass/{task.task}.json")
+        if record is not None and path.exists():
+            results[task.task] = json.loads(path.read_text(encoding="utf-8"))
+            continue
+        logger.info("%s: corpus pre-pass over %d part(s)", task.task, n_parts)
+        tables = (read_part_input(run.root, config, stage_name, i) for i in range(n_parts))
+        result = stage.prepass(config, task, tables)
+        write_json_atomic(path, result)
+        run.manifest["prepass"][task.task] = {"file": f"prepass/{task.task}.json", "hash": prepass_hash(result)}
+        run.save()
+        results[task.task] = result
+    return results
+
+
+def _waits_for(run: RunDirectory, config: RunConfig, stage_name: str, index: int) -> list[str]:
+    """Part keys this part reads that are not committed (they failed or were blocked)."""
+    stage = get_stage(stage_name)
+    needed: list[str] = []
+    if stage_name != "generate" and "generate" in config.stages:
+        needed += [p.key for p in plan_parts(config, "generate", index + 1) if p.index == index]
+    for earlier in stage.reads:
+        if earlier in config.stages:
+            needed += [p.key for p in plan_parts(config, earlier, index + 1) if p.index == index]
+    return [key for key in needed if not run.is_done(key)]
+
+
+def run_part_stage(run: RunDirectory, config: RunConfig, stage_name: str, executor: Any) -> None:
+    n_parts = run.manifest["counts"]["parts"]
+    todo: list[PartTask] = []
+    for part in plan_parts(config, stage_name, n_parts):
+        if run.is_done(part.key):
+            continue
+        waits = _waits_for(run, config, stage_name, part.index)
+        if waits:
+            logger.warning("part %s waits for %s, which did not complete; it runs on --resume", part.key, ", ".join(waits))
+            run.record_blocked_part(part.key, waits)
+            continue
+        todo.append(part)
+    if not todo:
         return
-    stage_info = _stage_info(run, config, stage)
+    prepass = _prepass_results(run, config, stage_name)
     committer = _Committer(run)
-    executor.run_parts(str(run.root), config, parts, stage_info, committer.commit, committer.fail, run.manifest["part_rows"])
+    executor.run_parts(str(run.root), config, todo, prepass, committer.commit, committer.fail, run.manifest["part_rows"])
 
 
 def _record_signatures(run: RunDirectory, config: RunConfig) -> None:
-    from engine.pipeline import get_scorer
-
-    if config.score is None:
-        return
-    for spec in config.score.scorers:
-        scorer = get_scorer(spec)
-        run.manifest["signatures"][scorer.task_name] = scorer.signatures()
+    for stage in part_stages_of(config.stages):
+        prepass = _prepass_results(run, config, stage.name)
+        for task in stage.tasks(config):
+            signatures = stage.signatures(config, task, prepass.get(task.task, {}))
+            if signatures:
+                run.manifest["signatures"][task.task] = signatures
     run.save()
 
 
@@ -209,29 +171,39 @@ def execute_run(
     ray_options: dict[str, Any] | None = None,
 ) -> RunSummary:
     run = open_run(config, out, resume)
-    prepare(run, config)
-    executor = make_executor(executor_name, ray_address, ray_options)
     try:
-        for stage in PART_STAGES:
-            if stage in config.stages:
-                run_part_stage(run, config, stage, executor)
-                if run.manifest["failed_parts"]:
-                    break
+        return _execute(run, config, executor_name, ray_address, ray_options)
     finally:
-        executor.close()
-    if "score" in config.stages:
+        run.close()
+
+
+def _execute(run: RunDirectory, config: RunConfig, executor_name: str, ray_address: str | None, ray_options: dict[str, Any] | None) -> RunSummary:
+    prepare(run, config)
+    stages = part_stages_of(config.stages)
+    if stages:
+        executor = make_executor(executor_name, ray_address, ray_options)
+        try:
+            for stage in stages:
+                run_part_stage(run, config, stage.name, executor)
+        finally:
+            executor.close()
         _record_signatures(run, config)
     failed = run.manifest["failed_parts"]
-    if failed:
+    blocked = run.manifest.get("blocked_parts", {})
+    if failed or blocked:
         run.finish("failed")
         names = ", ".join(sorted(failed))
         raise PartFailedError(
-            f"{len(failed)} part(s) failed: {names}; errors are in {run.path('manifest.json')} under failed_parts. "
-            "Fix the cause and rerun with --resume: committed parts are kept"
+            f"{len(failed)} part(s) failed: {names}"
+            + (f"; {len(blocked)} later part(s) wait for them" if blocked else "")
+            + f". Errors are in {run.path('manifest.json')} under failed_parts. Fix the cause (a model file, memory, "
+            f"a worker) and rerun the same command with --resume: committed parts are kept. If the cause is in the "
+            "config, fix it and start a new --out (a changed config is another run)"
         )
-    if "score" in config.stages:
-        run.manifest["counts"]["score_rows"] = sum(
-            info["rows"] for key, info in run.manifest["parts"].items() if key.startswith("score/")
+    for stage in stages:
+        prefix = f"{stage.name}/"
+        run.manifest["counts"][f"{stage.name}_rows"] = sum(
+            info["rows"] for key, info in run.manifest["parts"].items() if key.startswith(prefix)
         )
     if "calibrate" in config.stages and not run.stage_done("calibrate"):
         calibrate_run(run, config)
@@ -248,6 +220,7 @@ def execute_run(
 
 def calibrate_run(run: RunDirectory, config: RunConfig) -> None:
     from engine.calibrate.run import calibrate_run_dir
+    from engine.io.atomic import write_parquet_atomic
     from engine.records import CALIBRATION_SCHEMA
 
     table = calibrate_run_dir(run, config.section("calibrate"))
@@ -256,8 +229,10 @@ def calibrate_run(run: RunDirectory, config: RunConfig) -> None:
 
 
 def read_samples(run: RunDirectory) -> pa.Table:
+    """Every valid sample of the run (generated rows when generation ran)."""
     return run.read_samples()
 
 
 def read_scores(run_dir: str) -> pa.Table:
     return RunDirectory.open_existing(run_dir).read_parts("score/", SCORE_SCHEMA)
+

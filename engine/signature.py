@@ -47,7 +47,7 @@ def package_version(distribution: str) -> str:
 
 
 def library_versions() -> dict[str, str]:
-    """Versions recorded in every manifest (DESIGN.md, run directory)."""
+    """Versions recorded in every manifest: python, torch, transformers, vllm, ray, babelscore."""
     import platform
 
     from engine import __version__

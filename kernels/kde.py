@@ -1,15 +1,18 @@
 """Gaussian-KDE threshold classifier for thousands of score groups in one parallel numba call.
 
-Definition (DESIGN.md, "Calibration"; oracle: `kernels.reference.kde_thresholds_reference`):
-for each group, each class c with n_c scores gets a Gaussian KDE with Silverman's bandwidth
-h_c = 1.06 * std_c * n_c^(-1/5) (std with ddof=1), exactly what
-`scipy.stats.gaussian_kde(x, bw_method=1.06 * n_c ** (-1/5))` uses. The log densities, plus the
+Definition (oracle: `kernels.reference.kde_thresholds_reference`): for each group, each class c
+with n_c scores gets a Gaussian KDE with Silverman's bandwidth h_c = 1.06 * std_c * n_c^(-1/5)
+(std with ddof=1), exactly what `scipy.stats.gaussian_kde(x, bw_method=1.06 * n_c ** (-1/5))`
+uses, floored at `min_bandwidth` (1e-6 by default, the study's floor): a class whose scores are
+all equal (BLEU of uniform noise is often all 0) gets a narrow peak instead of bandwidth 0.
+The log densities, plus the
 log prior (0 for equal priors, log(n_c / n) for empirical ones), are evaluated on
 `np.linspace(min, max, grid_points)` over the pooled scores of the group. Each grid point is
 labelled by the densest class (the lowest class id wins exact ties, as `np.argmax`); where the
 label changes between grid points j and j+1 a threshold is placed where the linear
 interpolation of the log-density ratio of the two classes crosses 0. Log densities rather than
-densities: far from every class the densities underflow to 0 and the label would be arbitrary.
+densities: far from every class the densities underflow to 0 and the label would be arbitrary
+(a floored peak is 0 in linear space one grid step away; in log space it still separates).
 
 Why it is fast: a direct KDE costs one `exp` per (score, grid point). On a uniform grid the
 Gaussian obeys a recurrence: with u_j = (g_j - x) / h and s = step / h,
@@ -33,7 +36,7 @@ OK = 0
 NONFINITE = 1  # a score is NaN or infinite
 SMALL_CLASS = 2  # a class has fewer than min_class_size scores (detail: the class)
 CONSTANT = 3  # all scores of the group are equal: no range for a grid
-CLASS_CONSTANT = 4  # all scores of one class are equal: bandwidth 0 (detail: the class)
+CLASS_CONSTANT = 4  # all scores of one class are equal and min_bandwidth is 0 (detail: the class)
 TOO_MANY_CROSSINGS = 5  # more density crossings than max_thresholds
 BAD_CLASS_ID = 6  # a class id outside [0, n_classes of the group)
 BAD_GRID = 7  # grid_points < 2
@@ -179,6 +182,7 @@ def _fit_one(
     grid_points: int,
     priors_empirical: bool,
     min_class_size: int,
+    min_bandwidth: float,
     thresholds: np.ndarray,
     region_labels: np.ndarray,
     predicted: np.ndarray,
@@ -230,9 +234,11 @@ def _fit_one(
             d = xs[i] - mean
             ss += d * d
         std = math.sqrt(ss / (counts[c] - 1))
-        if not std > 0.0:
-            return CLASS_CONSTANT, c, 0
         h = 1.06 * counts[c] ** (-0.2) * std
+        if h < min_bandwidth:
+            h = min_bandwidth
+        if not h > 0.0:
+            return CLASS_CONSTANT, c, 0
         bandwidth[c] = h
         _class_log_density(xs, h, lo, step, grid, logd[c])
         if priors_empirical:
@@ -276,6 +282,7 @@ def _fit_many(
     grid_points: int,
     priors_empirical: bool,
     min_class_size: int,
+    min_bandwidth: float,
     status: np.ndarray,
     detail: np.ndarray,
     n_thr: np.ndarray,
@@ -297,6 +304,7 @@ def _fit_many(
             grid_points,
             priors_empirical,
             min_class_size,
+            min_bandwidth,
             thresholds[g],
             region_labels[g],
             predicted[start:end],
@@ -317,6 +325,7 @@ def fit_thresholds(
     priors_empirical: bool = False,
     min_class_size: int = 2,
     max_thresholds: int = 255,
+    min_bandwidth: float = 1e-6,
 ) -> KdeFit:
     """Fit KDE thresholds for G groups packed in flat arrays, in one parallel call.
 
@@ -324,6 +333,7 @@ def fit_thresholds(
     group_offsets: (G + 1,) int64, non-decreasing, starting at 0 and ending at N.
     class_ids: (N,) int64, the class of each score, in [0, group_classes[g]).
     group_classes: (G,) int64 number of classes per group, or one int for all groups.
+    min_bandwidth: floor of every class's bandwidth (0: a constant class is not fitted).
     Degenerate groups never raise: they get a status code (module constants) and no fit.
     """
     values = np.ascontiguousarray(values, dtype=np.float64)
@@ -341,6 +351,8 @@ def fit_thresholds(
         raise ValueError(f"group_classes must have shape ({n_groups},), got {group_classes.shape}")
     if max_thresholds < 1:
         raise ValueError(f"max_thresholds must be >= 1, got {max_thresholds}")
+    if not (min_bandwidth >= 0.0 and math.isfinite(min_bandwidth)):
+        raise ValueError(f"min_bandwidth must be a finite number >= 0, got {min_bandwidth}")
     n_values = values.shape[0]
     status = np.zeros(n_groups, np.int64)
     detail = np.full(n_groups, -1, np.int64)
@@ -352,7 +364,7 @@ def fit_thresholds(
     lo_hi = np.full((n_groups, 2), np.nan)
     _fit_many(
         values, group_offsets, class_ids, group_classes, int(grid_points), bool(priors_empirical),
-        int(min_class_size), status, detail, n_thr, thresholds, region_labels, predicted, bandwidth, lo_hi,
+        int(min_class_size), float(min_bandwidth), status, detail, n_thr, thresholds, region_labels, predicted, bandwidth, lo_hi,
     )
     # a group that failed half-way may have written partial results: clear them
     failed = status != OK

@@ -60,15 +60,19 @@ def pooled_cosine_reference(a: list[float], b: list[float]) -> float:
 
 # --- KDE (calibration threshold classifier) --------------------------------------------------
 # scipy.stats.gaussian_kde per class, evaluated with logpdf on the pooled-range grid: the
-# oracle of kernels/kde.py (same definition, see its docstring).
+# oracle of kernels/kde.py (same definition, see its docstring). A class whose Silverman
+# bandwidth falls below `min_bandwidth` (gaussian_kde cannot even be built when all its scores
+# are equal) is evaluated directly at the floor, in log space: log-sum-exp of scipy's normal
+# log densities.
 
 
 def kde_thresholds_reference(
-    values_by_class: list, grid_points: int = 1024, priors: str = "equal"
+    values_by_class: list, grid_points: int = 1024, priors: str = "equal", min_bandwidth: float = 1e-6
 ) -> tuple:
     """(thresholds (T,) ascending, region_labels (T + 1,) class indices) for one group."""
     import numpy as np
-    from scipy.stats import gaussian_kde
+    from scipy.special import logsumexp
+    from scipy.stats import gaussian_kde, norm
 
     pooled = np.concatenate([np.asarray(v, dtype=np.float64) for v in values_by_class])
     grid = np.linspace(pooled.min(), pooled.max(), grid_points)
@@ -76,7 +80,12 @@ def kde_thresholds_reference(
     for v in values_by_class:
         x = np.asarray(v, dtype=np.float64)
         n = len(x)
-        log_density = gaussian_kde(x, bw_method=1.06 * n ** (-1 / 5)).logpdf(grid)
+        factor = 1.06 * n ** (-1 / 5)
+        if factor * np.std(x, ddof=1) >= min_bandwidth and np.std(x) > 0:
+            log_density = gaussian_kde(x, bw_method=factor).logpdf(grid)
+        else:
+            kernels = norm.logpdf(grid[:, None], loc=x[None, :], scale=min_bandwidth)  # (grid_points, n)
+            log_density = logsumexp(kernels, axis=1) - np.log(n)
         if priors == "empirical":
             log_density = log_density + np.log(n / len(pooled))
         rows.append(log_density)

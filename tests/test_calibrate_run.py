@@ -42,6 +42,7 @@ def test_streamed_calibration_equals_the_in_memory_fit(tmp_path):
     params = CalibrateParams(grid_points=128, bootstrap=20)
     assert score_settings(run) == [("m", "", "F", ""), ("other", "", "F", "")]
     streamed = calibrate_run_dir(run, params)
+    run.close()
     assert streamed.equals(calibrate(everything, samples, params))
     assert streamed.num_rows == 2 * (2 + 2 * 2 * 3 + 2 * 2)  # per setting: agreement, noise per gen + pooled
     left = {(r["metric"], r["language"], r["task"], r["generator"]): r["n_left_out"] for r in streamed.to_pylist()}
@@ -53,3 +54,4 @@ def test_a_run_without_scores_gives_an_empty_table(tmp_path):
     samples, scores = _per_generator_study(n=30)
     run = _run_dir(tmp_path, samples, scores.slice(0, 0), n_parts=1)
     assert calibrate_run_dir(run, CalibrateParams()).num_rows == 0
+    run.close()

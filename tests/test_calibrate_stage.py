@@ -144,7 +144,8 @@ def test_degenerate_groups_are_rows_not_crashes():
     rows += [(f"s{i}", "en", "none", "constclass", "F", 0.0 if labels[i] == "correct" else rng.normal())
              for i in range(n)]
     rows += [(f"s{i}", "en", "uniform", "constclass", "F", 0.0) for i in range(n)]
-    out = calibrate(_scores(rows), _samples(labels, ["en"] * n), FAST)
+    no_floor = CalibrateParams(grid_points=256, bootstrap=50, min_bandwidth=0.0)
+    out = calibrate(_scores(rows), _samples(labels, ["en"] * n), no_floor)
     assert not out.column("fitted").to_pylist().count(True)
     r = _row(out, metric="nopartial", task="agreement")
     assert "'partial' has 0 score(s)" in r["reason"] and r["n"] == n
@@ -152,6 +153,11 @@ def test_degenerate_groups_are_rows_not_crashes():
         r = _row(out, metric=metric, task="agreement")
         assert r["n"] == 0 and f"all {n} row(s) have an error" in r["reason"]
     assert "class 'uniform' are equal" in _row(out, metric="constclass", task="noise-uniform")["reason"]
+    # with the default bandwidth floor a constant class is fitted; empty classes and NaN are not
+    floored = calibrate(_scores(rows), _samples(labels, ["en"] * n), FAST)
+    assert _row(floored, metric="constclass", task="noise-uniform")["fitted"]
+    assert _row(floored, metric="constclass", task="agreement")["reason"] is not None  # no 'partial' class
+    assert not _row(floored, metric="allnan", task="agreement")["fitted"]
 
 
 def test_some_bad_rows_are_left_out_and_the_rest_fitted():

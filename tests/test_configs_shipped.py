@@ -1,4 +1,4 @@
-"""The shipped configs load and validate (hub ids are not resolved: that needs a hub)."""
+"""The shipped configs load and validate (the paper config's hub ids and data files are not checked: that needs a hub)."""
 from __future__ import annotations
 
 from conftest import REPO
@@ -15,7 +15,9 @@ def test_demo_configs_load():
 
 
 def test_paper_config_is_the_full_study():
-    paper = load_config(REPO / "configs" / "paper.yaml")
+    # Hub ids and the study's data files need a hub and the data: parse and validate only.
+    paper = load_config(REPO / "configs" / "paper.yaml", check=False)
+    assert paper.labels is not None and paper.labels.endswith("expert_labels.parquet")
     generators = paper.section("generate").generators
     assert [g.card for g in generators] == ["starcoder2", "granite-code", "codeqwen1.5", "codellama", "codegemma"]
     assert all(g.tensor_parallel_size == 1 and g.backend == "vllm" for g in generators)

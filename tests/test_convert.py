@@ -6,7 +6,7 @@ import json
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from engine.data.convert import PUBLIC_GENERATORS, convert_public_tables, fim_prefix, locate_comment
+from engine.data.convert import PUBLIC_GENERATORS, convert_public_tables, convert_rows, fim_prefix, locate_comment
 from engine.data.reader import RawRow
 from engine.data.validate import SampleValidator
 
@@ -99,3 +99,39 @@ def test_a_comment_missing_from_its_file_is_kept_for_quarantine(tmp_path):
     validator = SampleValidator(require_prediction=True)
     results = [validator.check(RawRow(i, r, None, None)) for i, r in enumerate(converted)]
     assert all(sample is None and "offsets out of range" in rejection["reason"] for sample, rejection in results)
+
+
+def test_predictions_are_cut_at_the_study_stop_strings_and_the_raw_text_is_kept():
+    row = _wide_rows()[0]
+    codegemma, starcoder = "google/codegemma-7b", "bigcode/starcoder2-7b"
+    row[f"predicted_comment_{codegemma}"] = " path.\n     */<|file_separator|>junk<eos>"
+    row[f"predict_{codegemma}"] = " path.\n     */<|file_separator|>junk<eos>"
+    row[f"predicted_comment_{starcoder}"] = None  # falls back to the raw generation, cut
+    row[f"predict_{starcoder}"] = " path.<|end|> */<|endoftext|>"
+    samples = {s["generator"]: s for s in convert_rows([row], "en")}
+    assert samples[codegemma]["prediction"] == " path.\n     */"
+    assert samples[codegemma]["raw_generation"] == " path.\n     */<|file_separator|>junk<eos>"
+    assert samples[starcoder]["prediction"] == " path."  # <|end|> comes first
+    assert samples[starcoder]["raw_generation"] == " path.<|end|> */<|endoftext|>"
+    # a prediction without stop strings is unchanged
+    assert samples["Qwen/CodeQwen1.5-7B"]["prediction"] == " path from a to b.\n     */"
+
+
+def test_a_missing_fim_prefix_recovers_the_prime_by_the_letters_rule():
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    alphabet = sorted(pre_tokenizers.ByteLevel.alphabet())
+    tok = Tokenizer(models.BPE(vocab={c: i for i, c in enumerate(alphabet)}, merges=[]))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=tok)  # one token per character
+    row = _wide_rows()[0]
+    generator = "bigcode/starcoder2-7b"
+    row[f"masked_data_{generator}"] = None
+    samples = {s["generator"]: s for s in convert_rows([row], "en", tokenizers={generator: tokenizer})}
+    # letters R, e, t are the first three tokens with a letter; '/**', newline and ' * ' are not
+    assert samples[generator]["prime"] == "/**\n     * Ret"
+    assert samples["google/codegemma-7b"]["prime"] == PRIME  # its FIM prefix still rules
+    without = {s["generator"]: s for s in convert_rows([row], "en")}
+    assert without[generator]["prime"] == ""

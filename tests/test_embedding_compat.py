@@ -169,7 +169,7 @@ def test_baseline_rescaling_equals_bert_score(minilm_dir: str, tmp_path: Path) -
 
 
 def test_rescale_test_vector(tmp_path: Path) -> None:
-    """REFERENCE.md's model-free vector."""
+    """A model-free vector: bert_score's rescaling (x - b) / (1 - b) computed by hand from the baseline row."""
     table = tmp_path / "b.tsv"
     table.write_text("LAYER\tP\tR\tF\n9\t0.83150584\t0.8314941\t0.83122575\n")
     base = read_baseline(str(table)).for_layer(9)

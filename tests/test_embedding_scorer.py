@@ -94,7 +94,7 @@ def test_identity_and_signatures(models: dict[str, str]) -> None:
     assert set(sigs) == {"bertscore/none", "bertscore/full"}
     assert scorer._runtime is None  # signatures never load the model
     fields = dict(part.split(":", 1) for part in sigs["bertscore/full"].split("|"))
-    assert fields["metric"] == "bertscore" and fields["layer"] == "5"  # configs/encoders.yaml
+    assert fields["metric"] == "bertscore" and fields["layer"] == "5"  # the shipped encoders.yaml
     assert fields["ctx"] == "full" and fields["window"] == "centred" and fields["idf"] == "refs-per-call"
     assert fields["dtype"] == "float32" and fields["mode"] == "compat" and fields["tok"] == "fast"
     assert {"transformers", "torch", "babelscore", "attn", "rescale"} <= set(fields)

@@ -9,19 +9,19 @@ from kernels import kde
 from kernels.reference import kde_thresholds_reference
 
 
-def _fit_one(values_by_class, grid_points=1024, priors="equal", seed=0):
+def _fit_one(values_by_class, grid_points=1024, priors="equal", seed=0, min_bandwidth=1e-6):
     """Fit one group through the kernel, scores in shuffled order."""
     v = np.concatenate(values_by_class)
     c = np.concatenate([np.full(len(x), k) for k, x in enumerate(values_by_class)])
     perm = np.random.default_rng(seed).permutation(len(v))
     fit = kde.fit_thresholds(v[perm], np.array([0, len(v)]), c[perm], len(values_by_class), grid_points,
-                             priors == "empirical")
+                             priors == "empirical", min_bandwidth=min_bandwidth)
     return fit, v[perm], c[perm]
 
 
-def _assert_matches_reference(values_by_class, grid_points=1024, priors="equal"):
-    ref_t, ref_l = kde_thresholds_reference(values_by_class, grid_points, priors)
-    fit, _, _ = _fit_one(values_by_class, grid_points, priors)
+def _assert_matches_reference(values_by_class, grid_points=1024, priors="equal", min_bandwidth=1e-6):
+    ref_t, ref_l = kde_thresholds_reference(values_by_class, grid_points, priors, min_bandwidth)
+    fit, _, _ = _fit_one(values_by_class, grid_points, priors, min_bandwidth=min_bandwidth)
     assert fit.status[0] == kde.OK
     nt = fit.n_thresholds[0]
     pooled = np.concatenate(values_by_class)
@@ -116,7 +116,7 @@ def test_degenerate_groups_get_a_status_not_an_exception():
         "empty-class": ([good[0]], [0] * 50, kde.SMALL_CLASS, 1),
         "one-score-class": ([good[0], np.array([3.0])], None, kde.SMALL_CLASS, 1),
         "constant": ([np.full(10, 0.5), np.full(10, 0.5)], None, kde.CONSTANT, -1),
-        "constant-class": ([np.full(10, 0.0), good[1]], None, kde.CLASS_CONSTANT, 0),
+        "constant-class": ([np.full(10, 0.0), good[1]], None, kde.CLASS_CONSTANT, 0),  # with no floor
         "nan": ([np.append(good[0], np.nan), good[1]], None, kde.NONFINITE, -1),
         "ok": (good, None, kde.OK, -1),
         "empty-group": ([np.zeros(0), np.zeros(0)], None, kde.SMALL_CLASS, 0),
@@ -128,7 +128,8 @@ def test_degenerate_groups_get_a_status_not_an_exception():
         ids.append(np.array(forced_ids) if forced_ids is not None
                    else np.concatenate([np.full(len(x), k) for k, x in enumerate(classes)]))
         offsets.append(offsets[-1] + len(v))
-    fit = kde.fit_thresholds(np.concatenate(values), np.array(offsets), np.concatenate(ids).astype(np.int64), 2)
+    fit = kde.fit_thresholds(np.concatenate(values), np.array(offsets), np.concatenate(ids).astype(np.int64), 2,
+                             min_bandwidth=0.0)
     for g, (name, (_, _, status, detail)) in enumerate(groups.items()):
         assert fit.status[g] == status, name
         assert fit.status_detail[g] == detail, name
@@ -149,3 +150,45 @@ def test_min_class_size_and_input_checks():
     assert kde.fit_thresholds(v, np.array([0, 6]), c, 2, grid_points=1).status[0] == kde.BAD_GRID
     with pytest.raises(ValueError):
         kde.fit_thresholds(v, np.array([0, 5]), c, 2)
+
+
+def _macro_f1(true, predicted, n_classes):
+    """Macro F1 by hand: the mean over classes of 2 TP / (2 TP + FP + FN)."""
+    scores = []
+    for k in range(n_classes):
+        tp = np.sum((predicted == k) & (true == k))
+        fp = np.sum((predicted == k) & (true != k))
+        fn = np.sum((predicted != k) & (true == k))
+        scores.append(2 * tp / (2 * tp + fp + fn))
+    return float(np.mean(scores))
+
+
+@pytest.mark.parametrize("constant_value", [0.0, 1.0])
+def test_a_constant_class_gets_the_bandwidth_floor_and_separates(constant_value):
+    """BLEU of uniform noise is often all 0: the floored peak separates it from the real scores."""
+    rng = np.random.default_rng(4)
+    classes = [rng.uniform(0.05, 0.95, 200), np.full(150, constant_value)]
+    fit = _assert_matches_reference(classes)  # same thresholds and regions as the oracle, same floor
+    assert fit.bandwidth[0, 1] == 1e-6
+    _, v, c = _fit_one(classes)
+    assert _macro_f1(c, fit.predicted, 2) == 1.0
+    ref_t, ref_l = kde_thresholds_reference(classes, 1024, "equal", 1e-6)
+    assert _macro_f1(c, ref_l[np.searchsorted(ref_t, v, side="right")], 2) == 1.0
+    # no floor: the class has bandwidth 0 and the group is not fitted
+    assert _fit_one(classes, min_bandwidth=0.0)[0].status[0] == kde.CLASS_CONSTANT
+
+
+def test_the_floor_lifts_only_bandwidths_below_it():
+    rng = np.random.default_rng(8)
+    classes = [rng.normal(0, 1e-7, 60), rng.normal(0.5, 0.2, 300)]  # Silverman h ~ 4e-8 < 1e-6
+    fit = _assert_matches_reference(classes, 512)
+    assert fit.bandwidth[0, 0] == 1e-6
+    assert fit.bandwidth[0, 1] == pytest.approx(1.06 * 300 ** -0.2 * np.std(classes[1], ddof=1), rel=1e-12)
+    _assert_matches_reference([np.full(40, 0.5), rng.uniform(0, 1, 300)], 1024)  # a peak inside the spread
+
+
+def test_constant_group_and_nan_stay_not_fitted_with_the_floor():
+    assert _fit_one([np.full(10, 0.5), np.full(10, 0.5)])[0].status[0] == kde.CONSTANT
+    assert _fit_one([np.append(np.zeros(5), np.nan), np.ones(5)])[0].status[0] == kde.NONFINITE
+    with pytest.raises(ValueError, match="min_bandwidth"):
+        _fit_one([np.zeros(3), np.ones(3)], min_bandwidth=-1.0)

@@ -117,7 +117,7 @@ def test_comment_head(reference: str, head: str) -> None:
     ],
 )
 def test_prime_keeps_head_and_three_tokens(family: str, reference: str, prime: str) -> None:
-    assert make_prime(reference, _bytes_tokenizer(family), 3) == prime
+    assert make_prime(reference, _bytes_tokenizer(family), 3, rule="text-tokens") == prime
 
 
 @pytest.mark.parametrize("family", FAMILIES)
@@ -125,7 +125,7 @@ def test_prime_counts_tokens_of_the_model_tokenizer(family: str, tiny_tokenizers
     tok = tiny_tokenizers[family]
     reference = "/**\n     * Returns the component of the graph.\n     */"
     body = "Returns the component of the graph.\n     */"
-    prime = make_prime(reference, tok, 3)
+    prime = make_prime(reference, tok, 3, rule="text-tokens")
     assert prime.startswith("/**\n     * ") and body.startswith(prime[len("/**\n     * "):])
     encoding = tok(body, add_special_tokens=False, return_offsets_mapping=True)
     tokens = tok.convert_ids_to_tokens(encoding["input_ids"])
@@ -225,6 +225,31 @@ def test_clean_cuts_at_first_stop_token_and_keeps_raw(family: str, tiny_tokenize
     assert builder.clean([]) == ("", "")
 
 
+STUDY_STOPS = ["<|file_separator|>", "<|endoftext|>", "<file_sep>", "<fim_suffix>", "<fim_middle>", "<fim_pad>",
+               "<|fim_suffix|>", "<|fim_middle|>", "</s>", "<eos>", "<|end|>"]
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("stop", STUDY_STOPS)
+def test_clean_cuts_at_every_study_stop_string_of_the_card(family: str, stop: str) -> None:
+    card = CARDS[family]
+    assert list(card.stop_strings) == STUDY_STOPS
+    builder = FimPromptBuilder(card, _bytes_tokenizer(family))
+    # spelled out by ordinary tokens (split_special_tokens), whatever the family's own markers
+    ids = encode_exact(builder.tokenizer, " returns x" + stop + " more <|end|>")
+    raw, cleaned = builder.clean(ids)
+    assert cleaned == " returns x"
+    assert raw == " returns x" + stop + " more <|end|>"
+
+
+def test_cut_at_stop_strings_takes_the_earliest() -> None:
+    from engine.generate.prompts import cut_at_stop_strings
+
+    assert cut_at_stop_strings("a<eos>b</s>c", ["</s>", "<eos>"]) == "a"
+    assert cut_at_stop_strings("abc", ["</s>"]) == "abc"
+    assert cut_at_stop_strings("</s>", ["</s>", "<eos>"]) == ""
+
+
 def test_prompt_errors(tiny_tokenizers) -> None:
     builder = FimPromptBuilder(CARDS["starcoder2"], tiny_tokenizers["starcoder2"])
     with pytest.raises(PromptError, match="empty source file"):
@@ -261,11 +286,11 @@ def test_generate_params_validation() -> None:
 
 def test_paper_config_generation_plan() -> None:
     import yaml
+    from conftest import REPO
 
     from engine.data.build import BuildParams
-    from engine.generate.cards import DEFAULT_CARDS_FILE
 
-    data = yaml.safe_load((DEFAULT_CARDS_FILE.parent / "paper.yaml").read_text(encoding="utf-8"))
+    data = yaml.safe_load((REPO / "configs" / "paper.yaml").read_text(encoding="utf-8"))
     build = BuildParams.from_mapping(data["build"])
     generators = [GenerateParams.from_mapping(g) for g in data["generate"]["generators"]]
     assert len(build.languages) * build.files_per_language * len(generators) == 12_500

@@ -84,7 +84,7 @@ def test_model_parts_run_on_the_gpu_node_exactly_once(cluster, case, tmp_path) -
     n_parts = run.manifest["counts"]["parts"]
     lexical = plan_parts(config, "score", n_parts)
     # The same lexical work, labelled as a model's: it must take the actor path on node A.
-    model = [PartTask("score", "lexical-gpu", p.index, model_key="fake-model", scorer_index=p.scorer_index) for p in lexical]
+    model = [PartTask("score", "lexical-gpu", p.index, model_key="fake-model", entry=p.entry) for p in lexical]
     commits: list[str] = []
     failures: list[Any] = []
 

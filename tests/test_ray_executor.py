@@ -24,8 +24,8 @@ from engine.pipeline import KILL_PART_ENV, PartTask, plan_parts  # noqa: E402
 from engine.records import SCORE_KEY  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
-N_SAMPLES = 48
-PART_SIZE = 6  # 8 parts
+N_SAMPLES = 40
+PART_SIZE = 5  # 8 parts of one file (5 generators) each
 
 
 def load_make_synthetic() -> Any:
@@ -159,7 +159,7 @@ def test_exception_in_a_part_fails_it_at_once(ray_session, lexical_case, tmp_pat
 def _model_parts(config_path: Path, n_parts: int) -> list[PartTask]:
     """Lexical parts dressed as parts of a model: they must go through an actor pool."""
     lexical = plan_parts(load_config(config_path), "score", n_parts)
-    return [PartTask("score", "lexical-actor", p.index, model_key="fake-model", scorer_index=p.scorer_index) for p in lexical]
+    return [PartTask("score", "lexical-actor", p.index, model_key="fake-model", entry=p.entry) for p in lexical]
 
 
 def test_killed_actor_is_replaced_and_only_its_part_is_charged(ray_session, lexical_case, tmp_path, monkeypatch) -> None:

@@ -67,7 +67,7 @@ def _reason(status: int, detail: int, names: tuple[str, ...], counts: np.ndarray
     if status == kde.CONSTANT:
         return f"all scores are equal ({lo!r}): no score range to put a grid on"
     if status == kde.CLASS_CONSTANT:
-        return f"all scores of class {name!r} are equal: KDE bandwidth would be 0"
+        return f"all scores of class {name!r} are equal: KDE bandwidth would be 0 (set min_bandwidth > 0)"
     if status == kde.NONFINITE:
         return "a score is NaN or infinite"
     if status == kde.TOO_MANY_CROSSINGS:
@@ -85,8 +85,13 @@ def fit_packed(
     priors: str = "equal",
     min_class_size: int = 2,
     max_thresholds: int = 255,
+    min_bandwidth: float = 1e-6,
 ) -> list[GroupFit]:
-    """Fit every group of `packed` in one parallel kernel call; one GroupFit per group."""
+    """Fit every group of `packed` in one parallel kernel call; one GroupFit per group.
+
+    min_bandwidth floors every class's bandwidth, so a class whose scores are all equal still
+    forms a (narrow) density peak; 0 leaves such a group not fitted.
+    """
     from kernels.kde import OK, fit_thresholds
 
     n_groups = len(packed.class_names)
@@ -95,7 +100,7 @@ def fit_packed(
     group_classes = np.array([len(names) for names in packed.class_names], np.int64)
     fit = fit_thresholds(
         packed.values, packed.offsets, packed.class_ids, group_classes, grid_points,
-        priors == "empirical", min_class_size, max_thresholds,
+        priors == "empirical", min_class_size, max_thresholds, min_bandwidth,
     )
     results = []
     for g in range(n_groups):

@@ -99,11 +99,13 @@ class CalibrateParams(Params):
     confidence: float = 0.95
     min_class_size: int = 2  # a class with fewer scores leaves the group not fitted
     group_by: dict[str, tuple[Any, ...]] = field(default_factory=lambda: dict(DEFAULT_GROUP_BY))
+    min_bandwidth: float = 1e-6  # floor of each class's KDE bandwidth (the study's); 0: constant classes not fitted
 
     def __post_init__(self) -> None:
         require(self.grid_points >= 2, "grid_points", self.grid_points, "an integer >= 2")
         require(self.bootstrap >= 0, "bootstrap", self.bootstrap, "an integer >= 0 (0: no intervals)")
         require(0.0 < self.confidence < 1.0, "confidence", self.confidence, "a number strictly between 0 and 1")
+        require(0.0 <= self.min_bandwidth < math.inf, "min_bandwidth", self.min_bandwidth, "a number >= 0")
         require(self.min_class_size >= 2, "min_class_size", self.min_class_size,
                 "an integer >= 2 (a KDE bandwidth needs a standard deviation)")
         object.__setattr__(self, "group_by", _normalise_group_by(self.group_by))
@@ -233,7 +235,8 @@ def calibrate(scores: pa.Table, samples: pa.Table, params: CalibrateParams) -> p
     class_names = [LABELS if combos[uniq[i, 0]][0] == AGREEMENT else (REAL, combos[uniq[i, 0]][0][len("noise-"):])
                    for i in ids]
     packed = PackedGroups(values[rows], classes, offsets, class_names)
-    fits = fit_packed(packed, params.grid_points, params.priors, params.min_class_size)
+    fits = fit_packed(packed, params.grid_points, params.priors, params.min_class_size,
+                      min_bandwidth=params.min_bandwidth)
 
     out = []
     for i, names, fit in zip(ids, class_names, fits):

@@ -1,4 +1,4 @@
-"""Stage `build`: from a directory of source files to input samples (DESIGN.md, pipeline stage 1).
+"""Stage `build`: from a directory of source files to input samples (the first, optional stage).
 
 For each supported source file (by extension; engine/data/extract.py):
 1. extract its comments (line, block and doc comments; consecutive own-line line comments

@@ -1,25 +1,33 @@
 """Converter from the study's public release (one wide table per language) to input samples.
 
-Public layout (DESIGN.md): `file_id`, `content` (whole file), `original_comment`, and per
-generator `<llm>`: `masked_data_<llm>` (the FIM input), `predict_<llm>` (raw generation),
-`predicted_comment_<llm>` (cleaned), `expert_accuracy_<llm>`, `error_codes_<llm>`.
+Public layout: `file_id`, `content` (whole file), `original_comment`, and per generator
+`<llm>` (a hub id such as `bigcode/starcoder2-7b`): `masked_data_<llm>` (the FIM input),
+`predict_<llm>` (raw generation), `predicted_comment_<llm>` (cleaned), `expert_accuracy_<llm>`,
+`error_codes_<llm>` (comma-separated or null).
 
 The comment's offsets come from locating `original_comment` in `content`; when it occurs more
 than once, the FIM prefix in `masked_data_<llm>` picks the occurrence. The prime is the tail
-of that prefix after the comment's start. `predicted_comment_<llm>` is taken as the text the
-model wrote after the prime (the study's cleaned generation).
+of that prefix after the comment's start. Without a usable FIM prefix the prime is recovered
+by the generator's card rule (`letters` by default: the comment up to the end of its 3rd token
+that contains a letter) when a tokenizer for that generator is given, and is empty otherwise.
+`predicted_comment_<llm>` (or, when it is null, `predict_<llm>`) is taken as the text the
+model wrote after the prime, cut at the first of the card's stop strings (the study's list:
+`<|file_separator|>`, `<|endoftext|>`, `<file_sep>`, FIM markers, `</s>`, `<eos>`, `<|end|>`);
+`predict_<llm>` is kept unchanged as `raw_generation`.
 """
 from __future__ import annotations
 
 import logging
 import re
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from engine.errors import InputError
+from engine.generate.cards import STUDY_STOP_STRINGS, card_for_model
+from engine.generate.prompts import cut_at_stop_strings, make_prime
 
 logger = logging.getLogger(__name__)
 
@@ -31,7 +39,7 @@ PUBLIC_GENERATORS = (
     "ibm-granite/granite-8b-code-base",
 )
 GENERATOR_COLUMN_KINDS = ("masked_data", "predict", "predicted_comment", "expert_accuracy", "error_codes")
-# (prefix marker, suffix marker) of each FIM format (DESIGN.md, "FIM generation").
+# (prefix marker, suffix marker) of each FIM format: CodeGemma, StarCoder-style, CodeLlama.
 FIM_MARKERS = (
     ("<|fim_prefix|>", "<|fim_suffix|>"),
     ("<fim_prefix>", "<fim_suffix>"),
@@ -107,12 +115,21 @@ def _read_table(path: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 
-def convert_rows(rows: Iterable[dict[str, Any]], language: str, generators: Sequence[str] = PUBLIC_GENERATORS) -> list[dict[str, Any]]:
+def convert_rows(
+    rows: Iterable[dict[str, Any]],
+    language: str,
+    generators: Sequence[str] = PUBLIC_GENERATORS,
+    tokenizers: Mapping[str, Any] | None = None,
+) -> list[dict[str, Any]]:
     """Wide rows of one language -> one input sample per (file, generator present in the row).
 
-    A file whose comment cannot be found in its content still yields rows (with offsets -1) so
-    that validation quarantines them with a reason instead of losing them here.
+    tokenizers: generator hub id -> its tokenizer (an object with offsets, or a name to load),
+    used only to recover a prime that no FIM prefix gives. A file whose comment cannot be
+    found in its content still yields rows (with offsets -1) so that validation quarantines
+    them with a reason instead of losing them here.
     """
+    tokenizers = dict(tokenizers or {})
+    cards = {generator: card_for_model(generator) for generator in generators}
     out = []
     for row in rows:
         content, comment = row.get("content"), row.get("original_comment")
@@ -121,13 +138,24 @@ def convert_rows(rows: Iterable[dict[str, Any]], language: str, generators: Sequ
             columns = [f"{kind}_{generator}" for kind in GENERATOR_COLUMN_KINDS]
             if all(row.get(column) is None for column in columns):
                 continue  # this generator has no output for this file (absent or all-null columns)
+            card = cards[generator]
             located = None
             if isinstance(content, str) and isinstance(comment, str):
-                located = locate_comment(content, comment, fim_prefix(row.get(f"masked_data_{generator}")))
+                prefix = fim_prefix(row.get(f"masked_data_{generator}"))
+                located = locate_comment(content, comment, prefix)
+                if located and prefix is None and generator in tokenizers:
+                    rule = card.prime_rule if card else "letters"
+                    located = (located[0], make_prime(comment, _tokenizer(tokenizers, generator), 3, rule))
             start, prime = located if located else (-1, "")
             codes = row.get(f"error_codes_{generator}")
             if isinstance(codes, (list, tuple)):
                 codes = ",".join(str(code) for code in codes)
+            raw = row.get(f"predict_{generator}")
+            prediction = row.get(f"predicted_comment_{generator}")
+            if prediction is None:
+                prediction = raw
+            if isinstance(prediction, str):
+                prediction = cut_at_stop_strings(prediction, card.stop_strings if card else STUDY_STOP_STRINGS)
             out.append(
                 {
                     "sample_id": f"{file_id}/{short_name(generator)}",
@@ -139,16 +167,32 @@ def convert_rows(rows: Iterable[dict[str, Any]], language: str, generators: Sequ
                     "reference": comment,
                     "generator": generator,
                     "prime": prime,
-                    "prediction": row.get(f"predicted_comment_{generator}"),
+                    "prediction": prediction,
                     "label": normalise_label(row.get(f"expert_accuracy_{generator}")),
                     "error_codes": codes,
+                    "raw_generation": raw,
                 }
             )
     return out
 
 
-def convert_public_tables(paths: Sequence[str], languages: Sequence[str] | None = None) -> pa.Table:
+def _tokenizer(tokenizers: dict[str, Any], generator: str) -> Any:
+    """The tokenizer given for `generator`, loaded once when it was given by name."""
+    tokenizer = tokenizers[generator]
+    if isinstance(tokenizer, str):
+        from engine.generate.stage import load_tokenizer
+
+        tokenizer = tokenizers[generator] = load_tokenizer(tokenizer)
+    return tokenizer
+
+
+def convert_public_tables(
+    paths: Sequence[str], languages: Sequence[str] | None = None, tokenizers: Mapping[str, Any] | None = None
+) -> pa.Table:
     """Convert local copies of the public per-language tables into one input table.
+
+    The table has the input sample columns plus `raw_generation` (the public raw generation,
+    unchanged). `tokenizers` as in `convert_rows`.
 
     Rows are written as read (no validation here; `babelscore validate` or a run quarantines
     bad rows). error_codes stay as the public comma-separated strings; validation splits them.
@@ -158,7 +202,7 @@ def convert_public_tables(paths: Sequence[str], languages: Sequence[str] | None 
     rows: list[dict[str, Any]] = []
     for i, path in enumerate(paths):
         language = languages[i] if languages else language_of(path)
-        converted = convert_rows(_read_table(path), language)
+        converted = convert_rows(_read_table(path), language, tokenizers=tokenizers)
         logger.info("%s: %d samples (%s)", path, len(converted), language)
         rows.extend(converted)
     schema = pa.schema(
@@ -175,6 +219,7 @@ def convert_public_tables(paths: Sequence[str], languages: Sequence[str] | None 
             ("prediction", pa.string()),
             ("label", pa.string()),
             ("error_codes", pa.string()),
+            ("raw_generation", pa.string()),
         ]
     )
     return pa.Table.from_pylist(rows, schema=schema)

@@ -1,4 +1,4 @@
-"""Row validation and quarantine (DESIGN.md, "Data contract").
+"""Row validation and quarantine: bad input rows are rejected with a reason, never crash a run.
 
 `validate_row` returns a clean sample dict or the reason it is rejected; `SampleValidator`
 adds the checks that need memory of earlier rows (duplicate sample_id) and counts reasons.

@@ -22,7 +22,7 @@ class Executor(Protocol):
         run_root: str,
         config: RunConfig,
         parts: Sequence[PartTask],
-        stage_info: dict[str, Any],
+        prepass: dict[str, Any],
         commit: CommitFn,
         fail: FailFn,
         rows_per_part: Sequence[int],

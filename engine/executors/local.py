@@ -1,4 +1,9 @@
-"""In-process executor: parts run one after another in this process (CPU or one GPU)."""
+"""In-process executor: parts run one after another in this process (CPU or one GPU).
+
+A part whose code raises a `TransientError` (out of memory at batch size 1, a lost device)
+is tried again, up to `max_attempts` in all; any other exception fails the part at once (it
+would fail again). A failed part is handed to `fail`; the other parts go on.
+"""
 from __future__ import annotations
 
 import logging
@@ -6,6 +11,7 @@ import traceback
 from typing import Any, Sequence
 
 from engine.config import RunConfig
+from engine.errors import TransientError
 from engine.executors.base import CommitFn, FailFn
 from engine.pipeline import PartTask, execute_part
 from engine.progress import progress_bar
@@ -16,7 +22,7 @@ logger = logging.getLogger(__name__)
 class LocalExecutor:
     name = "local"
 
-    def __init__(self, max_attempts: int = 1):
+    def __init__(self, max_attempts: int = 3):
         self.max_attempts = max_attempts
 
     def run_parts(
@@ -24,7 +30,7 @@ class LocalExecutor:
         run_root: str,
         config: RunConfig,
         parts: Sequence[PartTask],
-        stage_info: dict[str, Any],
+        prepass: dict[str, Any],
         commit: CommitFn,
         fail: FailFn,
         rows_per_part: Sequence[int],
@@ -35,17 +41,19 @@ class LocalExecutor:
             for part in parts:
                 for attempt in range(1, self.max_attempts + 1):
                     try:
-                        table = execute_part(run_root, config, part, stage_info)
+                        table = execute_part(run_root, config, part, prepass)
                     except Exception as exc:  # a whole-part failure: recorded, the other parts go on
                         logger.debug("part %s failed:\n%s", part.key, traceback.format_exc())
-                        if attempt == self.max_attempts:
+                        if attempt == self.max_attempts or not isinstance(exc, TransientError):
                             fail(part, f"{type(exc).__name__}: {exc}", attempt)
+                            break
+                        logger.warning("part %s: attempt %d failed (%s); trying again", part.key, attempt, exc)
                         continue
                     commit(part, table)
                     break
                 bar.update(rows_per_part[part.index])
 
     def close(self) -> None:
-        from engine.pipeline import release_scorers
+        from engine.pipeline import release_models
 
-        release_scorers()
+        release_models()

@@ -15,7 +15,8 @@ writes part files and the manifest through `commit`: a worker killed in the midd
 leaves nothing behind, and a zombie worker of a killed driver cannot write either. Parts lost
 to a system failure (worker or node died) are resubmitted at most `max_retries` times, then
 handed to `fail`. An exception raised by the part's own code fails the part at once, as in the
-local executor (it would fail again), unless `retry_exceptions` is set. Workers read the run
+local executor (it would fail again), unless it is a `TransientError` (retried like a system
+failure) or `retry_exceptions` is set. Workers read the run
 directory (`samples/part-*.parquet`), so on several nodes it must be on a shared filesystem.
 """
 from __future__ import annotations
@@ -34,6 +35,7 @@ import ray
 from ray.exceptions import RayActorError, RayError, RayTaskError
 
 from engine.config import RunConfig
+from engine.errors import TransientError
 from engine.executors.base import CommitFn, FailFn
 from engine.params import Params, require
 from engine.pipeline import PartTask, execute_part
@@ -398,8 +400,8 @@ class _StageRun:
         except RayActorError as exc:
             self._actor_died(call, exc)
             return
-        except RayTaskError as exc:  # the part's own code raised
-            self._retry_or_fail(call, exc, charged=True, system=False)
+        except RayTaskError as exc:  # the part's own code raised; a TransientError is worth another try
+            self._retry_or_fail(call, exc, charged=True, system=isinstance(exc.cause, TransientError))
             return
         except RayError as exc:  # worker crashed, node died, object lost: system failures
             self._retry_or_fail(call, exc, charged=True, system=True)

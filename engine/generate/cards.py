@@ -1,7 +1,9 @@
-"""FIM model cards: the prompt format of each generator family, read from configs/model_cards.yaml.
+"""FIM model cards: the prompt format of each generator family, read from a YAML file.
 
-Families are data. Code never branches on a family name; it reads the card: which special
-tokens exist, the order of prompt parts, the stop tokens. Adding a family is a YAML edit.
+The default file ships in the package (engine/resources/model_cards.yaml); `cards_file:` of a
+generator points to another. Families are data. Code never branches on a family name; it
+reads the card: which special tokens exist, the order of prompt parts, the stop tokens and
+stop strings, the prime rule. Adding a family is a YAML edit.
 """
 from __future__ import annotations
 
@@ -14,9 +16,15 @@ import yaml
 
 from engine.errors import ConfigError
 from engine.params import Params, require
+from engine.resources import MODEL_CARDS, read_text
 
-DEFAULT_CARDS_FILE = Path(__file__).resolve().parents[2] / "configs" / "model_cards.yaml"
 PLACEHOLDERS = ("{prefix}", "{suffix}")
+PRIME_RULES = ("letters", "text-tokens")
+# The strings at whose first occurrence the study cut every generation (the cleaned prediction).
+STUDY_STOP_STRINGS = (
+    "<|file_separator|>", "<|endoftext|>", "<file_sep>", "<fim_suffix>", "<fim_middle>", "<fim_pad>",
+    "<|fim_suffix|>", "<|fim_middle|>", "</s>", "<eos>", "<|end|>",
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -37,12 +45,14 @@ class PromptPart(Params):
 
 @dataclasses.dataclass(frozen=True)
 class FimCard(Params):
-    """The FIM facts of one generator family (see configs/model_cards.yaml for the fields)."""
+    """The FIM facts of one generator family (the model cards file documents the fields)."""
 
     tokens: dict[str, str]
     prompt: tuple[PromptPart, ...]
     stop: tuple[str, ...]
     display: str
+    stop_strings: tuple[str, ...] = STUDY_STOP_STRINGS
+    prime_rule: Literal["letters", "text-tokens"] = "letters"
     tokenizer_kind: Literal["byte_level_bpe", "sentencepiece"] = "byte_level_bpe"
     add_bos: bool = False
     models: tuple[str, ...] = ()
@@ -62,6 +72,8 @@ class FimCard(Params):
             require(name in self.tokens, f"{where}.tokens", sorted(self.tokens), f"a mapping with a `{name}` entry")
         for name in self.stop:
             require(name in self.tokens, f"{where}.stop", name, f"a name in `tokens`: {sorted(self.tokens)}")
+        for text in self.stop_strings:
+            require(bool(text.strip()), f"{where}.stop_strings", text, "non-blank strings (a blank one would cut everything)")
 
     @property
     def prompt_token_names(self) -> tuple[str, ...]:
@@ -85,12 +97,16 @@ class FimCard(Params):
 
 
 @functools.lru_cache(maxsize=8)
-def _load(path: str) -> dict[str, FimCard]:
-    file = Path(path)
-    if not file.is_file():
-        raise ConfigError(f"model cards file {path!r} does not exist; pass an existing YAML file")
+def _load(path: str | None) -> dict[str, FimCard]:
+    if path is None:
+        path, text = f"(package) {MODEL_CARDS}", read_text(MODEL_CARDS)
+    else:
+        file = Path(path)
+        if not file.is_file():
+            raise ConfigError(f"model cards file {path!r} does not exist; pass an existing YAML file")
+        text = file.read_text(encoding="utf-8")
     try:
-        data = yaml.safe_load(file.read_text(encoding="utf-8")) or {}
+        data = yaml.safe_load(text) or {}
     except yaml.YAMLError as exc:
         raise ConfigError(f"model cards file {path!r} is not valid YAML: {exc}") from exc
     families = data.get("generators")
@@ -105,8 +121,8 @@ def _load(path: str) -> dict[str, FimCard]:
 
 
 def load_cards(path: str | Path | None = None) -> dict[str, FimCard]:
-    """All generator families of a model cards file (default: configs/model_cards.yaml)."""
-    return dict(_load(str(Path(path or DEFAULT_CARDS_FILE).resolve())))
+    """All generator families of a model cards file (default: the one shipped in the package)."""
+    return dict(_load(None if path is None else str(Path(path).resolve())))
 
 
 def get_card(family: str, path: str | Path | None = None) -> FimCard:
@@ -114,3 +130,11 @@ def get_card(family: str, path: str | Path | None = None) -> FimCard:
     if family not in cards:
         raise ConfigError(f"card: got {family!r}; allowed: one of {sorted(cards)} (families in the model cards file)")
     return cards[family]
+
+
+def card_for_model(model: str, path: str | Path | None = None) -> FimCard | None:
+    """The family card whose `models` lists `model` (a hub id such as `bigcode/starcoder2-7b`)."""
+    for card in load_cards(path).values():
+        if model in card.models:
+            return card
+    return None

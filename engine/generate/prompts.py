@@ -1,16 +1,26 @@
-"""FIM prompts from samples, and predictions from generated token ids (DESIGN.md, "FIM generation").
+r"""FIM prompts from samples, and predictions from generated token ids.
 
 A prompt is built as token ids, part by part, following the family's model card: special
 tokens by id, text segments encoded exactly as written. Building ids rather than a string to
 re-tokenize means a FIM marker can never be split or merged with its neighbours, and a
 literal `<fim_middle>` inside a source file stays text (encoded with `split_special_tokens`).
 
-The prime (the start of the reference given to the model) is the comment's opener and its
-layout (`//`, `/**` plus line break, indentation and ` * `), then the first `prime_tokens`
-tokens of the comment's text under the generator's tokenizer, cut at the end offset of the
-last of them. Tokens are counted as the tokenizer returns them for the text alone, except a
-bare dummy-prefix marker (a lone sentencepiece "▁" in front of a text that has no space
-there) and tokens with an empty character span: they hold no character of the text.
+The prime (the start of the reference given to the model), rule `letters` (the default; it is
+how the study's published prompts were cut): tokenize the whole comment, opener included, as
+one text with the generator's tokenizer; count only the tokens whose text (the characters
+their offsets cover) contains a Unicode letter (`[^\W\d_]`), so tokens that are only comment
+markers, whitespace, punctuation, digits, a bare dummy-prefix marker or a byte-fallback piece
+of a line break do not count, and `'s` does; the prime is the comment up to the end offset of
+the `n`-th counted token (3 by default), the whole comment when it has fewer. Byte-level
+tokens that share one multi-byte character's span count once, as that character. Under a
+Llama-2 vocabulary `//2-Given sides of a triangle` gives `//2-Given sides` (tokens `//`, `2`,
+`-`, `G`, `iven`, ` sides`; counted: G, iven, sides), and `//outside of this` gives
+`//outside of` (out, side, of: the first word is tokenized with the opener in front of it).
+
+Rule `text-tokens` (the engine's earlier rule): the comment's opener and layout (`//`, `/**`
+plus line break, indentation and ` * `), then the first `n` tokens of the remaining text
+tokenized alone, cut at the end offset of the last of them; a bare dummy-prefix marker and
+tokens with an empty span hold no character of the text and are not counted.
 """
 from __future__ import annotations
 
@@ -21,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.errors import BabelscoreError
-from engine.generate.cards import FimCard
+from engine.generate.cards import PRIME_RULES, FimCard
 
 logger = logging.getLogger(__name__)
 
@@ -67,8 +77,49 @@ def comment_head(reference: str) -> str:
     return match.group() if match else ""
 
 
-def make_prime(reference: str, tokenizer: Any, n_tokens: int = 3) -> str:
-    """The comment's head plus its first `n_tokens` text tokens (all of them if fewer)."""
+_LETTER = re.compile(r"[^\W\d_]")
+
+
+def make_prime(reference: str, tokenizer: Any, n_tokens: int = 3, rule: str = "letters") -> str:
+    """The start of `reference` given to the generator, by `rule` (see the module docstring)."""
+    if rule == "letters":
+        return _letters_prime(reference, tokenizer, n_tokens)
+    if rule == "text-tokens":
+        return _text_tokens_prime(reference, tokenizer, n_tokens)
+    raise ValueError(f"prime rule {rule!r}; allowed: {list(PRIME_RULES)}")
+
+
+def letter_token_ends(reference: str, tokenizer: Any) -> list[int]:
+    """End offsets, in order, of the tokens of `reference` that count for rule `letters`."""
+    if not reference:
+        return []
+    encoding = tokenizer(reference, add_special_tokens=False, return_offsets_mapping=True, split_special_tokens=True)
+    pieces = tokenizer.convert_ids_to_tokens(encoding["input_ids"])
+    ends: list[int] = []
+    previous: tuple[int, int] | None = None
+    for piece, (start, end) in zip(pieces, encoding["offset_mapping"]):
+        span = (int(start), int(end))
+        # A bare space marker (a sentencepiece dummy prefix) may be given the span of the
+        # character after it; it holds no character of its own. Byte pieces of one multi-byte
+        # character share that character's span: the character counts once.
+        if not piece.strip("".join(_SPACE_MARKERS)):
+            continue
+        if span != previous and end > start and _LETTER.search(reference[start:end]):
+            ends.append(span[1])
+        previous = span
+    return ends
+
+
+def _letters_prime(reference: str, tokenizer: Any, n_tokens: int) -> str:
+    if n_tokens == 0:
+        return ""
+    ends = letter_token_ends(reference, tokenizer)
+    if len(ends) < n_tokens:
+        return reference
+    return reference[: ends[n_tokens - 1]]
+
+
+def _text_tokens_prime(reference: str, tokenizer: Any, n_tokens: int) -> str:
     head = comment_head(reference)
     body = reference[len(head):]
     if not body or n_tokens == 0:
@@ -149,10 +200,11 @@ def fim_token_ids(card: FimCard, tokenizer: Any) -> dict[str, int]:
 class FimPromptBuilder:
     """Builds FIM prompts of one family under one tokenizer (checked once, on construction)."""
 
-    def __init__(self, card: FimCard, tokenizer: Any, prime_tokens: int = 3):
+    def __init__(self, card: FimCard, tokenizer: Any, prime_tokens: int = 3, prime_rule: str | None = None):
         self.card = card
         self.tokenizer = tokenizer
         self.prime_tokens = prime_tokens
+        self.prime_rule = prime_rule or card.prime_rule
         self.ids = fim_token_ids(card, tokenizer)
         self._dummy_prefix = adds_dummy_prefix(tokenizer)
         self.stop_ids: tuple[int, ...] = tuple(
@@ -163,6 +215,7 @@ class FimPromptBuilder:
         kw = {"skip_special_tokens": False, "clean_up_tokenization_spaces": False}
         forms = [card.tokens[name] for name in card.stop]
         forms += [tokenizer.decode([self.ids[n]], **kw) for n in card.stop if n in self.ids]
+        forms += list(card.stop_strings)
         self._stop_texts = tuple(dict.fromkeys(f for f in forms if f.strip()))
 
     def build(self, source: str, comment_start: int, comment_end: int) -> FimPrompt:
@@ -171,7 +224,7 @@ class FimPromptBuilder:
             raise PromptError("empty source file")
         if not 0 <= comment_start <= comment_end <= len(source):
             raise PromptError(f"comment offsets [{comment_start}, {comment_end}) out of range for a file of {len(source)} characters")
-        prime = make_prime(source[comment_start:comment_end], self.tokenizer, self.prime_tokens)
+        prime = make_prime(source[comment_start:comment_end], self.tokenizer, self.prime_tokens, self.prime_rule)
         prefix = source[:comment_start] + prime
         suffix = source[comment_end:]
         values = {"{prefix}": prefix, "{suffix}": suffix}
@@ -207,17 +260,23 @@ class FimPromptBuilder:
         return text[len(anchor):] if text.startswith(anchor) else self.tokenizer.decode(list(token_ids), **kw)
 
     def clean(self, token_ids: Sequence[int]) -> tuple[str, str]:
-        """(raw text of all generated ids, cleaned prediction: the text up to the first stop token).
+        """(raw text of all generated ids, cleaned prediction: the text up to the first stop).
 
-        The stop is found by id first; a stop token spelled out by ordinary tokens is cut too.
+        The stop is found by id first; then the text is cut at the first stop string of the
+        card (the study's list) or stop token spelled out by ordinary tokens.
         """
         ids = list(token_ids)
         raw = self.decode(ids)
         stops = set(self.stop_ids)
         end = next((i for i, t in enumerate(ids) if t in stops), len(ids))
-        cleaned = self.decode(ids[:end])
-        for token in self._stop_texts:
-            at = cleaned.find(token)
-            if at >= 0:
-                cleaned = cleaned[:at]
-        return raw, cleaned
+        return raw, cut_at_stop_strings(self.decode(ids[:end]), self._stop_texts)
+
+
+def cut_at_stop_strings(text: str, stop_strings: Sequence[str]) -> str:
+    """`text` up to the earliest occurrence of any of `stop_strings` (all of it if none occurs)."""
+    cut = len(text)
+    for stop in stop_strings:
+        at = text.find(stop, 0, cut + len(stop) - 1)
+        if 0 <= at < cut:
+            cut = at
+    return text[:cut]

@@ -5,7 +5,8 @@ row per (file, generator) — the first row of each file_id is used, as all rows
 share its source and comment). Output: GENERATION_SCHEMA rows, one per file, with
 `sample_id = "<file_id>/<generator name>"`, `generator` the generator name, `prime` the start
 of the reference the model was given, `prediction` the cleaned generation (text after the
-prime up to the first stop token), `raw_generation` everything generated. Labels and error
+prime up to the first stop token or stop string of the family card), `raw_generation`
+everything generated. Labels and error
 codes are cleared: they judged an earlier prediction, not this one. Running the stage once
 per generator and concatenating gives the study's one row per (file, generator).
 
@@ -49,7 +50,9 @@ class GenerateParams(Params):
 
     model: hub id, local directory or `pypi:<name>`; card: its family in the model cards file;
     name: the generator name in sample ids and the `generator` column (default: the last path
-    component of `model`, e.g. `starcoder2-7b`); max_new_tokens: fixed generation limit (None:
+    component of `model`, e.g. `starcoder2-7b`); prime_tokens, prime_rule: how much of the
+    reference the prompt keeps (rule None: the card's `prime_rule`, `letters` by default: the
+    comment up to the end of its `prime_tokens`-th token containing a letter); max_new_tokens: fixed generation limit (None:
     mean + 3 std of the reference token lengths, see the module docstring); batch_size:
     prompts per `generate()` call of the transformers backend (vLLM schedules by itself);
     tensor_parallel_size, gpu_memory_utilization, enforce_eager: passed to `vllm.LLM` (on a
@@ -64,6 +67,7 @@ class GenerateParams(Params):
     backend: Literal["vllm", "transformers"] = "transformers"
     max_new_tokens: int | None = None
     prime_tokens: int = 3
+    prime_rule: Literal["letters", "text-tokens"] | None = None
     seed: int = 0
     dtype: Literal["auto", "float32", "float16", "bfloat16"] = "auto"
     max_model_len: int | None = None
@@ -191,7 +195,7 @@ def generate_samples(samples: pa.Table, params: GenerateParams, max_new_tokens: 
     card = get_card(params.card, params.cards_file)
     tokenizer = load_tokenizer(params.tokenizer_name)
     try:
-        builder = FimPromptBuilder(card, tokenizer, params.prime_tokens)
+        builder = FimPromptBuilder(card, tokenizer, params.prime_tokens, params.prime_rule)
     except FimTokenError as exc:
         logger.error("generator %s: %s", name, exc)
         for o in out:

@@ -1,4 +1,4 @@
-"""The run directory (DESIGN.md, "Run directory") and its manifest, owned by the driver.
+"""The run directory and its manifest, owned by the driver (one writer, enforced by a lock).
 
 Exactly-once: each part is written to a temp file, renamed into place when complete, and
 then recorded in `manifest.json` (itself replaced atomically). A part whose file exists but
@@ -18,6 +18,7 @@ import pyarrow.parquet as pq
 
 from engine.errors import RunDirectoryError
 from engine.io.atomic import remove_stale_temps, write_json_atomic, write_parquet_atomic
+from engine.io.lock import LOCK_FILE, RunLock
 
 logger = logging.getLogger(__name__)
 
@@ -32,17 +33,43 @@ def _now() -> str:
 class RunDirectory:
     """A run's folder. Only the driver process creates one and changes its manifest."""
 
-    def __init__(self, root: str | Path, manifest: dict[str, Any]):
+    def __init__(self, root: str | Path, manifest: dict[str, Any], lock: RunLock | None = None):
         self.root = Path(root)
         self.manifest = manifest
+        self._lock = lock
 
     # ----- opening -------------------------------------------------------------------------
     @classmethod
     def open_for_run(
         cls, root: str | Path, config_dict: dict[str, Any], config_hash: str, extra: dict[str, Any], resume: bool
     ) -> "RunDirectory":
-        """Create a new run directory, or reopen one for `--resume` after checking its hash."""
+        """Create a new run directory, or reopen one for `--resume` after checking its hash.
+
+        The returned directory holds the writer's lock (`RunLock`) until `close()`: a second
+        process on the same directory is refused, naming the holder.
+        """
         root = Path(root)
+        manifest_path = root / MANIFEST
+        if resume and not manifest_path.exists():
+            raise RunDirectoryError(
+                f"--resume: {root} holds no run ({MANIFEST} is missing); start it without --resume, "
+                "or give the --out of the run to continue"
+            )
+        if not manifest_path.exists() and root.exists() and any(p.name != LOCK_FILE for p in root.iterdir()):
+            raise RunDirectoryError(f"{root} exists, is not empty and has no {MANIFEST}: choose an empty or new --out")
+        root.mkdir(parents=True, exist_ok=True)
+        lock = RunLock(root)
+        lock.acquire()
+        try:
+            return cls._open_locked(root, lock, config_dict, config_hash, extra, resume)
+        except BaseException:
+            lock.release()
+            raise
+
+    @classmethod
+    def _open_locked(
+        cls, root: Path, lock: RunLock, config_dict: dict[str, Any], config_hash: str, extra: dict[str, Any], resume: bool
+    ) -> "RunDirectory":
         manifest_path = root / MANIFEST
         if manifest_path.exists():
             manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
@@ -61,14 +88,19 @@ class RunDirectory:
             removed = remove_stale_temps(root)
             if removed:
                 logger.info("removed %d temp file(s) left by an interrupted run", removed)
-            run = cls(root, manifest)
+            run = cls(root, manifest, lock)
+            # Failures of an earlier attempt are history: every failed or blocked part is retried now.
+            earlier = {**manifest.get("failed_parts", {}), **manifest.get("blocked_parts", {})}
+            if earlier:
+                logger.info("resume: retrying %d part(s) that failed or waited last time", len(earlier))
+                history = run.manifest.setdefault("failure_history", [])
+                history.extend({"part": key, **info} for key, info in sorted(manifest.get("failed_parts", {}).items()))
+            run.manifest["failed_parts"] = {}
+            run.manifest["blocked_parts"] = {}
             run.manifest["status"] = "running"
             run.manifest["resumed"] = run.manifest.get("resumed", 0) + 1
             run.save()
             return run
-        if root.exists() and any(root.iterdir()):
-            raise RunDirectoryError(f"{root} exists, is not empty and has no {MANIFEST}: choose an empty or new --out")
-        root.mkdir(parents=True, exist_ok=True)
         manifest = {
             "format": MANIFEST_FORMAT,
             "config": config_dict,
@@ -78,14 +110,22 @@ class RunDirectory:
             "updated": _now(),
             "parts": {},
             "failed_parts": {},
+            "blocked_parts": {},
             "stages": {},
+            "prepass": {},
             "counts": {},
             "signatures": {},
             **extra,
         }
-        run = cls(root, manifest)
+        run = cls(root, manifest, lock)
         run.save()
         return run
+
+    def close(self) -> None:
+        """Release the writer's lock (the run directory stays as it is)."""
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
 
     @classmethod
     def open_existing(cls, root: str | Path) -> "RunDirectory":
@@ -121,6 +161,11 @@ class RunDirectory:
 
     def record_failed_part(self, part_key: str, error: str, attempts: int) -> None:
         self.manifest["failed_parts"][part_key] = {"error": error, "attempts": attempts, "at": _now()}
+        self.save()
+
+    def record_blocked_part(self, part_key: str, waits_for: list[str]) -> None:
+        """A part that could not start because a part it reads failed; redone on resume."""
+        self.manifest.setdefault("blocked_parts", {})[part_key] = {"waits_for": waits_for, "at": _now()}
         self.save()
 
     def part_files(self, prefix: str) -> list[Path]:

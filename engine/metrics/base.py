@@ -54,13 +54,18 @@ def build_scorer(kind: str, params: Mapping[str, Any], where: str) -> Scorer:
     return cls(cls.Params.from_mapping(params, where=where))
 
 
+def options_digest(params: Any) -> str:
+    """8 hex digits over every option of an entry but its device: part of its task name."""
+    options = {k: v for k, v in params.to_dict().items() if k != "device"}
+    return hashlib.sha256(json.dumps(options, sort_keys=True, default=str).encode()).hexdigest()[:8]
+
+
 def task_name_for(metric: str, model: str, params: Any) -> str:
     """A stable, filesystem-safe part-name stem for one scorer configuration.
 
     Readable (metric + the model's last path component) and unique: the digest covers every
     option that can change a number, so two scorers of one model never share part files.
     """
-    options = {k: v for k, v in params.to_dict().items() if k != "device"}
-    digest = hashlib.sha256(json.dumps(options, sort_keys=True, default=str).encode()).hexdigest()[:8]
+    digest = options_digest(params)
     short = re.sub(r"[^A-Za-z0-9._-]+", "-", model.rstrip("/").rsplit("/", 1)[-1].split(":")[-1]).strip("-.")
     return f"{metric}-{short[:40] or 'model'}-{digest}"

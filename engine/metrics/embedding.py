@@ -2,7 +2,7 @@
 
 Per context setting (engine/context.py) the model sees the whole setting's text and only the
 tokens overlapping the scored span are matched. Conventions are bert_score 0.3.13's
-(REFERENCE.md): the model's special tokens take part in the max with weight 0, weights are 1
+(package `bert-score`): the model's special tokens take part in the max with weight 0, weights are 1
 or idf, F = 2PR/(P+R), an empty side scores P = R = F = 0, items sharing (sample_id, noise)
 with different references take the max of P, R and F independently, optional baseline
 rescaling (x - b)/(1 - b). `mode: compat` in the `none` setting reproduces `bert_score.score`
@@ -11,9 +11,12 @@ rescaling (x - b)/(1 - b). `mode: compat` in the `none` setting reproduces `bert
 - padding never enters a max (bert_score lets a padded position add a similarity 0 to the
   max, which makes its scores depend on batch composition when every similarity of a token is
   negative); ours do not depend on batching;
-- idf documents are the unique reference spans (per context setting) of one `score()` call,
-  so a reference shared by 5 generators and 3 noise settings counts once (bert_score counts
-  every pair's reference); identical to bert_score when references are distinct;
+- idf documents are unique reference spans (per context setting), so a reference shared by 5
+  generators and 3 noise settings counts once (bert_score counts every pair's reference);
+  identical to bert_score when references are distinct. In a run they are the unique
+  references of the whole run, counted once by the score stage's corpus pre-pass
+  (`reference_document_frequencies`, then `use_corpus_idf`); without a pre-pass (the
+  `score_texts` API) they are the references of the call, as in bert_score;
 - empty means "no scored token" (bert_score tests for a length of 2, which only fits
   tokenizers that add exactly two special tokens);
 - RoBERTa/GPT-2 tokenizers are loaded with add_prefix_space=True, which is bert_score's
@@ -23,7 +26,7 @@ rescaling (x - b)/(1 - b). `mode: compat` in the `none` setting reproduces `bert
 When the span is the whole text (the `none` setting) every token is scored, including
 zero-width ones a tokenizer inserts (the prefix-space token); otherwise the offset rule of
 engine.context.span_token_mask decides. Scope of idf and references: everything passed to
-one `score()` call; references are encoded once per distinct (text, span) in a chunk of
+one `score()` call unless a corpus idf is set; references are encoded once per distinct (text, span) in a chunk of
 whole files (all generators and noise settings of a file are in the same chunk).
 
 `mode: fast` allows bfloat16/float16, runs linear layers through oneDNN on CPU in bfloat16
@@ -53,7 +56,6 @@ from engine.signature import format_signature, package_version
 logger = logging.getLogger(__name__)
 
 METRIC = "bertscore"
-ENCODERS_TABLE = Path(__file__).resolve().parents[2] / "configs" / "encoders.yaml"
 # Groups (sample_id, noise) per model chunk: bounds memory, files are never split.
 CHUNK_GROUPS = 2048
 
@@ -62,7 +64,8 @@ CHUNK_GROUPS = 2048
 class EmbeddingParams(Params):
     """Options of the embedding scorer (see the module docstring for the semantics).
 
-    layer: layer whose output is used (0 = embeddings); None -> configs/encoders.yaml, else
+    layer: layer whose output is used (0 = embeddings); None -> the shipped default layer table
+    (engine/resources/encoders.yaml), else
     the model's last layer. all_layers: P/R/F for every layer from one forward pass.
     batch_tokens: padded tokens per forward batch. max_length: model window in tokens
     (special tokens included); None -> the tokenizer's model_max_length.
@@ -101,14 +104,20 @@ class EmbeddingParams(Params):
             raise ConfigError(f"baseline: got {self.baseline!r}; allowed: null or an existing LAYER,P,R,F file")
 
 
-def default_layer_table(path: Path = ENCODERS_TABLE) -> dict[str, int]:
-    """Model name -> default layer, from configs/encoders.yaml."""
+def default_layer_table(path: Path | None = None) -> dict[str, int]:
+    """Model name -> default layer, from the table shipped in the package (or the file `path`)."""
     import yaml
 
-    if not path.is_file():
+    from engine.resources import ENCODERS, read_text
+
+    if path is None:
+        text = read_text(ENCODERS)
+    elif path.is_file():
+        text = path.read_text(encoding="utf-8")
+    else:
         logger.warning("default layer table %s is missing; models without `layer` use their last layer", path)
         return {}
-    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    data = yaml.safe_load(text) or {}
     table = data.get("default_layers", {})
     return {str(k): int(v) for k, v in table.items()}
 
@@ -122,6 +131,8 @@ class EmbeddingScorer:
     def __init__(self, params: EmbeddingParams):
         self.params = params
         self._runtime: Any = None
+        self._corpus_idf: dict[str, Any] = {}  # context -> IdfTable from the run's pre-pass
+        self._corpus_idf_hash = ""
         self._baselines = None
         if params.baseline is not None:
             from engine.metrics.rescale import read_baseline
@@ -147,7 +158,7 @@ class EmbeddingScorer:
         if name in table:
             return table[name]
         n_layers = self._config_layers()
-        logger.warning("model %s has no default layer in %s; using its last layer %d", name, ENCODERS_TABLE.name, n_layers)
+        logger.warning("model %s has no default layer in %s; using its last layer %d", name, "encoders.yaml", n_layers)
         return n_layers
 
     def _config_layers(self) -> int:
@@ -180,7 +191,7 @@ class EmbeddingScorer:
             "metric": METRIC,
             "model": p.model,
             "layer": "all" if p.all_layers else self.layer,
-            "idf": "refs-per-call" if p.idf else False,
+            "idf": (f"corpus:{self._corpus_idf_hash}" if self._corpus_idf_hash else "refs-per-call") if p.idf else False,
             "rescale": self._baselines.tag if self._baselines is not None else False,
             "ctx": context,
             "window": "trunc" if truncates else "centred",
@@ -247,6 +258,37 @@ class EmbeddingScorer:
                         rows.append(ScoreRow(sample_id, noise, METRIC, self.params.model, context, variant, values[g][v], signature))
         return rows
 
+    def reference_document_frequencies(self, item_batches: Any) -> dict[str, Any]:
+        """Corpus pre-pass: df of scored reference tokens over the unique reference spans of
+        every batch of items, per context setting (JSON-ready). Batches are processed one at a
+        time, so memory holds one batch's tokenisations plus the counts."""
+        from engine.metrics.idf import DocumentFrequencies
+        from engine.metrics.scoring_plan import ContextScoring, span_key_text
+        from engine.metrics.span_embeddings import TextPlan
+
+        counts = {context: DocumentFrequencies() for context in self.params.contexts}
+        for batch in item_batches:
+            items = list(batch)
+            for context in self.params.contexts:
+                job = ContextScoring(self, context)
+                spans = []
+                for item in items:
+                    try:
+                        spans.append(self._span_texts(item, context)[1])
+                    except Exception:  # the row becomes an error row when scored; it has no document
+                        continue
+                for key, plan in job.plans(spans).items():
+                    if isinstance(plan, TextPlan):
+                        counts[context].add(span_key_text(key), plan.span_ids)
+        return {context: df.to_json() for context, df in counts.items()}
+
+    def use_corpus_idf(self, per_context: dict[str, Any], digest: str) -> None:
+        """Use the run's corpus document frequencies (from the pre-pass) for idf weights."""
+        from engine.metrics.idf import IdfTable
+
+        self._corpus_idf = {context: IdfTable.from_counts(stored) for context, stored in per_context.items()}
+        self._corpus_idf_hash = digest
+
     def score_texts(self, cands: Sequence[str], refs: Sequence[str | Sequence[str]]) -> dict[str, list[float]]:
         """bert_score-like entry point: `none` setting, one or several references per candidate."""
         if len(cands) != len(refs):
@@ -286,7 +328,9 @@ class EmbeddingScorer:
             if len(predictions) > 1:
                 for i in members:
                     item_error.setdefault(i, "items with the same sample_id and noise have different predictions")
-        if self.params.idf:
+        if self.params.idf and context in self._corpus_idf:
+            job.idf = self._corpus_idf[context]
+        elif self.params.idf:
             job.build_idf([s[1] for s in spans if s is not None])
 
         values: list[list[float]] = [[] for _ in groups]

@@ -32,7 +32,7 @@ STUDY_LANGUAGES = ("en", "nl", "zh", "el", "pl")
 class LexicalParams(Params):
     """Options of the lexical scorer.
 
-    span: `scored` compares the parts after the prime (DESIGN.md default); `whole` compares the
+    span: `scored` compares the parts after the prime (the default); `whole` compares the
     whole comments, prime included. bleu_tokenize: `auto` picks sacrebleu's `zh` tokenizer for
     Chinese and `13a` otherwise; any sacrebleu tokenizer name forces it for every language.
     meteor_synonyms: `auto` uses WordNet synonyms when its data is installed, `off` never.
@@ -118,7 +118,10 @@ class LexicalScorer:
 
     @property
     def task_name(self) -> str:
-        return "lexical"
+        from engine.metrics.base import options_digest
+
+        # Named from every option, so two lexical entries never share a part file.
+        return f"lexical-{options_digest(self.params)}"
 
     @property
     def model_key(self) -> str:

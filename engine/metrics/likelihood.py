@@ -1,7 +1,7 @@
 """BARTScore-style likelihood scores (seq2seq) and their GPTScore-style causal-LM twin.
 
 A score is the mean log-probability of the target side's scored tokens given the source
-side (DESIGN.md, "Context-aware neural metrics"):
+side; the context setting decides what both sides show the model:
 
 - `forward`: source = reference side, target = candidate side (BARTScore's precision, ref -> hyp);
 - `reverse`: source = candidate side, target = reference side (recall, hyp -> ref);

@@ -23,6 +23,12 @@ def _key(span: SpanText) -> Key:
     return (span.text, span.span_start, span.span_end)
 
 
+def span_key_text(key: Key) -> str:
+    """A span's identity as one string (for de-duplicating documents across parts)."""
+    text, start, end = key
+    return f"{start}:{end}:{text}"
+
+
 class ContextScoring:
     def __init__(self, scorer: "EmbeddingScorer", context: ContextSetting):
         self.scorer = scorer

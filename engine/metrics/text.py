@@ -1,7 +1,7 @@
 """Unicode-aware word tokenisation shared by the lexical metrics.
 
 rouge-score's default tokenizer keeps only [a-z0-9], so Chinese and Greek comments score 0
-even when identical (REFERENCE.md). Here CJK ideographs, kana and hangul syllables are one
+even when identical (rouge-score 0.1.2's `tokenize`). Here CJK ideographs, kana and hangul syllables are one
 token each and other scripts split on word boundaries; on ASCII text the ROUGE tokens are
 exactly rouge-score's (lowercased runs of [a-z0-9]).
 """

