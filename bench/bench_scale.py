@@ -1,11 +1,11 @@
 """Scale benchmark: rows/s by worker count, and peak memory vs input size for a lexical and a
-neural scorer, through the score, calibrate and summary steps.
+neural scorer, through the score, calibrate, summary and report steps.
 
 Each measurement runs in its own subprocess (a fresh Ray instance with N CPUs, or the local
 executor): a small warm-up run first (Ray workers start and import the metrics once), then the
 measured run of a synthetic input from bench/make_synthetic.py with stages [score, calibrate],
-then the console summary of that run. A sampler thread follows the resident memory of the
-driver (per step: score, calibrate, summary) and of every process under it (raylet, Ray workers).
+then the console summary and the report of that run. A sampler thread follows the resident memory of the
+driver (per step: score, calibrate, summary, report) and of every process under it (raylet, Ray workers).
 
 The neural scorer is a tiny random BERT (2 layers, hidden size 32, a few hundred word pieces)
 built with `save_pretrained` in the work folder: its numbers are meaningless, its memory
@@ -132,6 +132,7 @@ def child(args: argparse.Namespace) -> None:
 
         ray.init(num_cpus=args.workers[0], include_dashboard=False, logging_level="WARNING",
                  object_store_memory=256 * 1024 * 1024)
+    from engine.report.build import write_report
     from engine.report.summary import run_summary
 
     stage_seconds: dict[str, float] = {}
@@ -163,6 +164,11 @@ def child(args: argparse.Namespace) -> None:
     text = run_summary(summary.run_dir)
     stage_seconds["summary"] = time.perf_counter() - start
     time.sleep(0.3)  # one more sample of the summary step
+    sampler.phase = "report"
+    start = time.perf_counter()
+    write_report(summary.run_dir)
+    stage_seconds["report"] = time.perf_counter() - start
+    time.sleep(0.3)
     sampler.stop.set()
     sampler.join()
     ru_driver = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # KiB on Linux
@@ -201,7 +207,7 @@ def mib(n: float) -> str:
 def memory_table(scorer: str, small_n: int, large_n: int, small: dict[str, Any], large: dict[str, Any], executor: str) -> float:
     """Print one scorer's RSS table; returns the worst driver / worker ratio."""
     rows = [("peak_driver", "driver, whole run", small["peak_driver"], large["peak_driver"])]
-    for phase in ("score", "calibrate", "summary"):
+    for phase in ("score", "calibrate", "summary", "report"):
         rows.append((phase, f"driver, {phase}", small["peak_phase"].get(phase, 0), large["peak_phase"].get(phase, 0)))
     rows.append(("peak_worker", "largest worker", small["peak_worker"], large["peak_worker"]))
     rows.append(("peak_tree", "process tree", small["peak_tree"], large["peak_tree"]))
@@ -214,7 +220,7 @@ def memory_table(scorer: str, small_n: int, large_n: int, small: dict[str, Any],
         if key != "peak_tree" or executor == "local":
             worst = max(worst, ratio)
         print(f"{label:>20} {mib(a):>12} {mib(b):>12} {ratio:>6.2f}x")
-    steps = ", ".join(f"{k} {large['seconds'].get(k, 0):.1f} s" for k in ("score", "calibrate", "summary"))
+    steps = ", ".join(f"{k} {large['seconds'].get(k, 0):.1f} s" for k in ("score", "calibrate", "summary", "report"))
     print(f"{'':>20} time at {large_n} samples: {steps}; {large['score_rows']} score rows")
     return worst
 
@@ -253,7 +259,7 @@ def main() -> None:
             write_synthetic(inputs[n], n)
     model_dir = build_tiny_encoder(work / "tiny-bert") if "neural" in args.scorers else None
     print(f"scorers: lexical (bleu, rougeL, meteor); neural (bertscore with a tiny random BERT, {model_dir})")
-    print(f"stages [score, calibrate] then the console summary; part_size {args.part_size}; work folder {work}")
+    print(f"stages [score, calibrate] then the console summary and the report; part_size {args.part_size}; work folder {work}")
     print(f"machine: {os.cpu_count()} CPU(s)\n")
 
     if not args.no_throughput:
