@@ -10,9 +10,9 @@ PYTEST_ARGS ?=
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: setup browser demo test bench lint clean
+.PHONY: setup wordnet browser demo test bench lint clean
 
-setup: $(STAMP)
+setup: $(STAMP) wordnet
 
 # Re-runs only when the dependency declarations change.
 $(STAMP): pyproject.toml Makefile
@@ -35,6 +35,13 @@ endif
 
 demo: setup
 	$(VENV)/bin/babelscore demo --out $(DEMO_RUN)
+
+# WordNet 3.0 for METEOR's synonym stage (Debian's packages; engine/metrics/wordnet_data.py
+# points nltk's reader at them). Skipped when present or without apt-get.
+wordnet:
+	@test -f /usr/share/wordnet/data.noun -a -f /usr/share/wordnet/index.sense || ! command -v apt-get >/dev/null 2>&1 || \
+	  { $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+	    --no-install-recommends wordnet-base wordnet-sense-index; }
 
 # Headless Chromium (Debian's package) for tests/test_report_browser.py; skipped when present.
 browser:

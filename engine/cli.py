@@ -1,17 +1,75 @@
-"""Command line: `babelscore run | validate | demo | convert | report | make-tiny-models`."""
+"""Command line: `babelscore run | validate | config | demo | convert | report | make-tiny-models`."""
 from __future__ import annotations
 
 import argparse
 import logging
+import shlex
 import sys
 from pathlib import Path
 
-from engine.errors import BabelscoreError
+from engine.errors import (
+    BabelscoreError,
+    ConfigError,
+    InputError,
+    ModelLoadError,
+    PartFailedError,
+    RunDirectoryError,
+)
 
 logger = logging.getLogger("engine.cli")
 DEMO_CONFIG = Path(__file__).resolve().parent.parent / "configs" / "demo.yaml"
 DEMO_GENERATE_CONFIG = DEMO_CONFIG.with_name("demo_generate.yaml")
 DEMO_MODELS = DEMO_CONFIG.parent.parent / ".cache" / "demo-models"  # where configs/demo.yaml looks
+
+
+# Exit statuses, most specific exception first; documented in `--help` and the README.
+EXIT_OK, EXIT_FAILED_PARTS, EXIT_USAGE = 0, 1, 2
+EXIT_CODES: tuple[tuple[int, type[BaseException] | None, str], ...] = (
+    (0, None, "success (validate: every row valid; config check: every check passed)"),
+    (1, PartFailedError, "work ran but some failed: failed parts (run), rejected rows (validate)"),
+    (2, None, "command-line usage error"),
+    (3, ConfigError, "config error, nothing ran: fix the config"),
+    (4, InputError, "input error: input unreadable, a converter table not in the wide layout, or no valid row"),
+    (5, RunDirectoryError, "run directory error: --out holds another run, or --resume finds no run"),
+    (6, ModelLoadError, "a model or tokenizer cannot be loaded"),
+    (7, BabelscoreError, "any other babelscore error (a stage cannot run)"),
+    (130, None, "interrupted (Ctrl-C): rerun with --resume"),
+)
+EPILOG = "exit status:\n" + "\n".join(f"  {code:<4d}{meaning}" for code, _, meaning in EXIT_CODES)
+
+
+def exit_code(exc: BaseException) -> int:
+    for code, cls, _ in EXIT_CODES:
+        if cls is not None and isinstance(exc, cls):
+            return code
+    return 7
+
+
+def _command(args: argparse.Namespace, out: str | None = None, resume: bool = False) -> str:
+    parts = ["babelscore", "run", args.config, "--out", out or args.out]
+    if getattr(args, "executor", "local") != "local":
+        parts += ["--executor", args.executor]
+    return shlex.join(parts) + (" --resume" if resume else "")
+
+
+def next_step(args: argparse.Namespace, exc: BaseException) -> str | None:
+    """What to run next after `babelscore run` failed with `exc` (None: nothing to suggest)."""
+    if getattr(args, "command", None) != "run":
+        return None
+    out = Path(args.out)
+    if isinstance(exc, PartFailedError):
+        if exc.config_caused:
+            new_out = str(out.with_name(out.name + "-2"))
+            return (
+                "the cause is in the config: fix it, then start a new run directory (a changed config "
+                f"cannot --resume {out}): {_command(args, new_out)}"
+            )
+        return f"fix the cause, then continue (committed parts are kept): {_command(args, resume=True)}"
+    if isinstance(exc, (ConfigError, ModelLoadError)):
+        fresh = not (out / "manifest.json").exists()
+        target = args.out if fresh else str(out.with_name(out.name + "-2"))
+        return f"fix {args.config}, then run: {_command(args, target)}"
+    return None
 
 
 def _setup_logging(verbose: bool) -> None:
@@ -69,9 +127,10 @@ def _print_kappa(run_dir: str) -> None:
 
 def cmd_validate(args: argparse.Namespace) -> int:
     from engine.data.reader import iter_raw_rows
-    from engine.data.validate import SampleValidator
+    from engine.data.validate import SampleValidator, ValidationParams
 
-    validator = SampleValidator(require_prediction=not args.allow_missing_prediction)
+    params = ValidationParams(unknown_error_codes=args.unknown_error_codes)
+    validator = SampleValidator(require_prediction=not args.allow_missing_prediction, params=params)
     shown = 0
     for raw in iter_raw_rows(args.input):
         _, rejection = validator.check(raw)
@@ -80,9 +139,48 @@ def cmd_validate(args: argparse.Namespace) -> int:
             shown += 1
     total = validator.valid + validator.rejected
     print(f"{args.input}: {total} rows, {validator.valid} valid, {validator.rejected} rejected")
-    for reason, count in validator.reasons.most_common():
-        print(f"  {count:6d}  {reason}")
-    return 0 if validator.valid and not validator.rejected else (1 if validator.valid == 0 else 2)
+    if validator.rejected:
+        print("rejected rows by reason:")
+        for line in validator.summary_lines():
+            print("  " + line)
+    warning = validator.unknown_codes_warning()
+    if warning:
+        print(f"warning: {warning}")
+    if validator.valid == 0:
+        raise InputError(f"{args.input}: no valid row ({validator.rejected} rejected); fix the input")
+    return EXIT_FAILED_PARTS if validator.rejected else EXIT_OK
+
+
+def cmd_config(args: argparse.Namespace) -> int:
+    from engine.config import load_config
+
+    if args.action == "reference":
+        from engine.config_reference import reference_markdown
+
+        text = reference_markdown()
+        if args.write:
+            Path(args.write).parent.mkdir(parents=True, exist_ok=True)
+            Path(args.write).write_text(text, encoding="utf-8")
+            print(f"wrote {args.write}")
+        else:
+            sys.stdout.write(text)
+        return EXIT_OK
+    if not args.file:
+        raise ConfigError(f"babelscore config {args.action}: give the config file, e.g. babelscore config {args.action} my.yaml")
+    config = load_config(args.file)
+    if args.action == "show":
+        import yaml
+
+        sys.stdout.write(yaml.safe_dump(config.to_dict(), sort_keys=False, allow_unicode=True))
+        return EXIT_OK
+    from engine.preflight import preflight
+
+    checked = preflight(config)
+    print(f"{args.file}: every key valid (stages {list(config.stages)})")
+    for line in checked:
+        print(f"  ok  {line}")
+    print("config check passed: nothing was run")
+    return EXIT_OK
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -114,6 +212,8 @@ def cmd_convert(args: argparse.Namespace) -> int:
     from engine.data.convert import convert_public_tables
     from engine.io.atomic import write_parquet_atomic
 
+    if args.language:  # `--language nl zh` and `--language nl --language zh` both work
+        args.language = [code for value in args.language for code in value.replace(",", " ").split()]
     tokenizers = {}
     for item in args.tokenizer or []:
         generator, sep, name = item.partition("=")
@@ -143,7 +243,9 @@ def cmd_make_tiny_models(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="babelscore", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="babelscore", description=__doc__, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -157,7 +259,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--ray-gpu-resource", default="GPU", help="Ray resource model actors ask for (a custom resource pins models to some nodes)")
         p.add_argument("--ray-max-retries", type=int, default=2, help="resubmissions of a part lost to a dead worker or node")
 
-    run = sub.add_parser("run", help="run a config")
+    run = sub.add_parser("run", help="run a config", epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     run.add_argument("config", help="YAML run config")
     add_run_options(run)
     run.set_defaults(func=cmd_run)
@@ -171,11 +273,29 @@ def build_parser() -> argparse.ArgumentParser:
     validate.add_argument("input", help="Parquet or JSONL sample table")
     validate.add_argument("--show", type=int, default=20, help="how many rejected rows to list")
     validate.add_argument("--allow-missing-prediction", action="store_true", help="rows may lack predictions (a generate stage will add them)")
+    validate.add_argument("--unknown-error-codes", choices=["warn", "reject"], default="warn",
+                          help="rows with error codes outside the taxonomy: keep with a warning (default) or reject")
     validate.set_defaults(func=cmd_validate)
 
-    convert = sub.add_parser("convert", help="convert the study's public per-language tables to the input schema")
-    convert.add_argument("inputs", nargs="+", help="Parquet/JSONL files in the public wide layout")
-    convert.add_argument("--language", action="append", help="language code per input file, in order (default: from the file name)")
+    config_cmd = sub.add_parser(
+        "config", help="config tools: reference (every key), check (every config-time check), show (resolved config)"
+    )
+    config_cmd.add_argument("action", choices=["reference", "check", "show"],
+                            help="reference: print the config reference (Markdown); check: run every config-time "
+                            "check without doing work; show: print the resolved config (YAML)")
+    config_cmd.add_argument("file", nargs="?", help="the YAML run config (check, show)")
+    config_cmd.add_argument("--write", default=None, help="reference: write it to this file instead (docs/config.md)")
+    config_cmd.set_defaults(func=cmd_config)
+
+    convert = sub.add_parser(
+        "convert",
+        help="convert wide per-language tables (the study's public layout) to the input schema",
+        description="Columns: file_id, content, original_comment, and per generator G any of masked_data_G, "
+        "predict_G, predicted_comment_G, expert_accuracy_G, error_codes_G (see the README).",
+    )
+    convert.add_argument("inputs", nargs="+", help="Parquet/JSONL files in the wide layout, one per language")
+    convert.add_argument("--language", nargs="+", action="extend",
+                         help="language code of each input file, in order: --language nl zh (default: from the file name)")
     convert.add_argument("--out", required=True, help="output Parquet file")
     convert.add_argument("--tokenizer", action="append", metavar="GENERATOR=TOKENIZER",
                          help="a generator's tokenizer (hub id or directory), to recover primes missing from masked_data")
@@ -198,7 +318,10 @@ def main(argv: list[str] | None = None) -> int:
         return args.func(args)
     except BabelscoreError as exc:
         logger.error("%s", exc)
-        return 2
+        hint = next_step(args, exc)
+        if hint:
+            logger.error("next: %s", hint)
+        return exit_code(exc)
     except KeyboardInterrupt:
         logger.error("interrupted; rerun with --resume to continue (committed parts are kept)")
         return 130

@@ -21,6 +21,7 @@ from typing import Any, Literal, Mapping
 
 import yaml
 
+from engine.data.validate import ValidationParams
 from engine.errors import ConfigError
 from engine.params import Params, require
 from engine.stages.registry import PART_STAGES, STAGE_ORDER, get_stage
@@ -37,6 +38,13 @@ SEEDED_SECTIONS = ("build", "noise", "calibrate")
 
 @dataclass(frozen=True)
 class ReportParams(Params):
+    """Options of stage `report`.
+
+    Keys:
+        max_strip_points: at most this many points per strip plot (a random, seeded subset beyond it).
+        image_format: file format of the report's figures.
+    """
+
     max_strip_points: int = 5000
     image_format: Literal["png", "svg"] = "png"
 
@@ -56,6 +64,7 @@ class RunConfig:
     labels: str | None = None
     sections: Mapping[str, Any] = field(default_factory=dict)
     report: ReportParams = ReportParams()
+    validation: ValidationParams = ValidationParams()
 
     @property
     def score(self) -> Any:
@@ -80,11 +89,12 @@ class RunConfig:
         for name in sorted(self.sections):
             out[name] = self.sections[name].to_dict()
         out["report"] = self.report.to_dict()
+        out["validation"] = self.validation.to_dict()
         return out
 
 
 SECTION_NAMES = (*DRIVER_SECTION_PARAMS, *PART_STAGES)
-TOP_LEVEL_KEYS = {"name", "input", "labels", "stages", "seed", "part_size", "report", *SECTION_NAMES}
+TOP_LEVEL_KEYS = {"name", "input", "labels", "stages", "seed", "part_size", "report", "validation", *SECTION_NAMES}
 
 # Option names whose values are model or tokenizer locations: a value starting with ./ or ../
 # is a path relative to the config file, like `input`.
@@ -165,7 +175,7 @@ def config_from_mapping(
     ordered = tuple(s for s in STAGE_ORDER if s in stages)
     if list(ordered) != list(stages):
         raise ConfigError(f"stages: got {stages!r}; stages run in the order {list(STAGE_ORDER)}, list them in that order")
-    for section in SECTION_NAMES:
+    for section in (*SECTION_NAMES, "report"):
         if section in raw and section not in ordered:
             raise ConfigError(
                 f"{section}: the config has a `{section}:` section but `stages` ({list(ordered)}) does not list "
@@ -197,6 +207,7 @@ def config_from_mapping(
             options = _with_seed(section, raw.get(section) if raw.get(section) is not None else {}, seed)
             sections[section] = _parse_section(section, options, base_dir)
     report = ReportParams.from_mapping(raw.get("report") or {}, where="report")
+    validation = ValidationParams.from_mapping(raw.get("validation") or {}, where="validation")
     config = RunConfig(
         name=name,
         input=input_path,
@@ -206,6 +217,7 @@ def config_from_mapping(
         labels=labels,
         sections=sections,
         report=report,
+        validation=validation,
     )
     if check:
         check_config(config)

@@ -30,7 +30,19 @@ class ModelLoadError(BabelscoreError):
 
 
 class PartFailedError(BabelscoreError):
-    """A part kept failing after its retries; the run is marked failed."""
+    """A part kept failing after its retries; the run is marked failed.
+
+    causes: the parts' error strings ("ConfigError: ...") so the CLI can say whether the fix
+    is in the config (a new run directory) or elsewhere (--resume).
+    """
+
+    def __init__(self, message: str, causes: list[str] | tuple[str, ...] = ()):
+        super().__init__(message)
+        self.causes = list(causes)
+
+    @property
+    def config_caused(self) -> bool:
+        return any(c.startswith(("ConfigError", "ModelLoadError")) for c in self.causes)
 
 
 class TransientError(BabelscoreError):

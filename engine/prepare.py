@@ -47,7 +47,7 @@ def _spill_valid_rows(run: RunDirectory, config: Any) -> tuple[Any, list[dict[st
     """Pass 1: validate, spill valid rows; returns (validator, rejected, rows per file, file order, merged)."""
     from engine.data.validate import SampleValidator
 
-    validator = SampleValidator(require_prediction="generate" not in config.stages)
+    validator = SampleValidator(require_prediction="generate" not in config.stages, params=config.validation)
     one_row_per_file = "generate" in config.stages
     rejected: list[dict[str, Any]] = []
     rows_per_file: dict[str, int] = {}
@@ -130,12 +130,15 @@ def prepare(run: RunDirectory, config: Any) -> None:
     run.manifest["part_rows"] = sizes
     if validator.rejected:
         logger.warning(
-            "%d of %d input rows rejected (see %s): %s",
+            "%d of %d input rows rejected (see %s), by reason:\n%s",
             validator.rejected,
             validator.valid + validator.rejected,
             run.path("rejected.parquet"),
-            "; ".join(f"{count} x {reason}" for reason, count in validator.reasons.most_common()),
+            "\n".join(validator.summary_lines()),
         )
+    if validator.unknown_codes:
+        counts["unknown_error_codes"] = dict(validator.unknown_codes)
+        logger.warning("%s", validator.unknown_codes_warning())
     if validator.valid == 0:
         run.finish("failed")
         raise InputError(

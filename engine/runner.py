@@ -170,6 +170,9 @@ def execute_run(
     ray_address: str | None = None,
     ray_options: dict[str, Any] | None = None,
 ) -> RunSummary:
+    from engine.preflight import preflight
+
+    preflight(config)  # config-time checks that read the input: before the run directory exists
     run = open_run(config, out, resume)
     try:
         return _execute(run, config, executor_name, ray_address, ray_options)
@@ -198,7 +201,8 @@ def _execute(run: RunDirectory, config: RunConfig, executor_name: str, ray_addre
             + (f"; {len(blocked)} later part(s) wait for them" if blocked else "")
             + f". Errors are in {run.path('manifest.json')} under failed_parts. Fix the cause (a model file, memory, "
             f"a worker) and rerun the same command with --resume: committed parts are kept. If the cause is in the "
-            "config, fix it and start a new --out (a changed config is another run)"
+            "config, fix it and start a new --out (a changed config is another run)",
+            causes=[info.get("error", "") for info in failed.values()],
         )
     for stage in stages:
         prefix = f"{stage.name}/"

@@ -88,18 +88,27 @@ def _normalise_group_by(value: Any) -> dict[str, tuple[tuple[str, ...], ...]]:
 class CalibrateParams(Params):
     """Options of stage `calibrate`.
 
-    group_by: per task kind (`agreement`, `noise`) the groupings to fit, e.g.
-    `{noise: [[language, generator], [language]]}`; a kind left out keeps its default.
+    Keys:
+        grid_points: KDE grid points over each group's score range.
+        priors: class weights of the KDE classifier: `equal` or the classes' `empirical` shares.
+        bootstrap: bootstrap replicates for the confidence intervals of kappa and F1 (0: none).
+        seed: bootstrap seed.
+        confidence: level of the bootstrap confidence intervals.
+        min_class_size: a class with fewer scores leaves its group "not fitted".
+        min_bandwidth: floor of each class's KDE bandwidth (the study's 1e-6); 0: a constant class is not fitted.
+        group_by: per task kind (`agreement`, `noise`) the groupings to fit, each `[language]` or
+            `[language, generator]`; e.g. `{noise: [[language, generator], [language]]}`. A kind left
+            out keeps its default: agreement per language, noise per generator and pooled.
     """
 
     grid_points: int = 1024
     priors: Literal["equal", "empirical"] = "equal"
-    bootstrap: int = 200  # replicates for the confidence intervals; 0 turns them off
+    bootstrap: int = 200
     seed: int = 0
     confidence: float = 0.95
-    min_class_size: int = 2  # a class with fewer scores leaves the group not fitted
+    min_class_size: int = 2
     group_by: dict[str, tuple[Any, ...]] = field(default_factory=lambda: dict(DEFAULT_GROUP_BY))
-    min_bandwidth: float = 1e-6  # floor of each class's KDE bandwidth (the study's); 0: constant classes not fitted
+    min_bandwidth: float = 1e-6
 
     def __post_init__(self) -> None:
         require(self.grid_points >= 2, "grid_points", self.grid_points, "an integer >= 2")

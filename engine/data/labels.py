@@ -16,6 +16,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from engine.data.vocabulary import canonical_label
 from engine.errors import InputError
 from engine.records import LABELS
 
@@ -47,8 +48,7 @@ def read_labels(path: str) -> dict[tuple[str, str], tuple[str | None, list[str] 
             raise InputError(f"labels: row {i} of {path} lacks column(s) {missing}; it needs {list(LABEL_COLUMNS)} (+ error_codes)")
         label = row["label"]
         if isinstance(label, str):
-            label = label.strip().lower()
-            label = {"partially correct": "partial", "partially_correct": "partial"}.get(label, label)
+            label = canonical_label(label) or label  # the same spellings as input validation
         if label is not None and label not in LABELS:
             raise InputError(f"labels: row {i} of {path} has label {row['label']!r}; allowed: {list(LABELS)} or null")
         key = (str(row["file_id"]), str(row["generator"]))

@@ -2,14 +2,24 @@
 
 `validate_row` returns a clean sample dict or the reason it is rejected; `SampleValidator`
 adds the checks that need memory of earlier rows (duplicate sample_id) and counts reasons.
+Every rejection has a *kind* (a fixed phrase, e.g. "offsets out of range") and a whole
+reason (the kind with the row's particulars); summaries group whole reasons by kind.
+
+Labels are read case-insensitively through the aliases of engine.data.vocabulary (the same
+ones the converter uses) and stored canonical. Error codes are checked against the taxonomy:
+known ones are stored in their taxonomy spelling; unknown ones are kept and counted (`warn`,
+the default) or quarantine the row (`reject`), by `validation.unknown_error_codes`.
 """
 from __future__ import annotations
 
 import json
-from collections import Counter
-from typing import Any
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from engine.data.reader import RawRow
+from engine.data.vocabulary import canonical_codes, canonical_label, label_spellings, split_codes
+from engine.params import Params
 from engine.records import LABELS, REQUIRED_SAMPLE_COLUMNS, SAMPLE_SCHEMA
 
 STRING_FIELDS = ("sample_id", "file_id", "language", "source", "reference")
@@ -18,43 +28,64 @@ OFFSET_FIELDS = ("comment_start", "comment_end")
 INT32_MAX = 2**31 - 1
 
 
+@dataclass(frozen=True)
+class ValidationParams(Params):
+    """The `validation:` section: how input rows are checked.
+
+    Keys:
+        unknown_error_codes: a row whose error_codes hold a code outside the study's taxonomy is
+            kept with a console warning naming the codes (`warn`) or quarantined (`reject`).
+    """
+
+    unknown_error_codes: Literal["warn", "reject"] = "warn"
+
+
 class RowRejected(Exception):
-    def __init__(self, reason: str):
+    """`kind` groups rejections in summaries; `reason` is the whole message for the row."""
+
+    def __init__(self, reason: str, kind: str | None = None):
         super().__init__(reason)
         self.reason = reason
+        self.kind = kind or reason
 
 
 def _check_utf8(name: str, value: str) -> None:
     try:
         value.encode("utf-8")
     except UnicodeEncodeError as exc:
-        raise RowRejected(f"field {name!r} is not valid UTF-8 (unpaired surrogate at character {exc.start})") from None
+        raise RowRejected(
+            f"field {name!r} is not valid UTF-8 (unpaired surrogate at character {exc.start})", "invalid UTF-8"
+        ) from None
 
 
 def _error_codes(value: Any) -> list[str] | None:
     if value is None:
         return None
     if isinstance(value, str):  # the public release stores them comma-separated
-        return [code.strip() for code in value.split(",") if code.strip()]
+        return split_codes(value)
     if isinstance(value, (list, tuple)) and all(isinstance(code, str) for code in value):
         return list(value)
-    raise RowRejected(f"field 'error_codes' must be a list of strings or null, got {value!r}")
+    raise RowRejected(f"field 'error_codes' must be a list of strings or null, got {value!r}", "bad error_codes type")
 
 
-def validate_row(values: dict[str, Any], require_prediction: bool) -> dict[str, Any]:
-    """Return the row as a SAMPLE_SCHEMA dict, or raise RowRejected with the reason."""
+def validate_row(
+    values: dict[str, Any], require_prediction: bool, unknown_error_codes: str = "warn"
+) -> tuple[dict[str, Any], list[str]]:
+    """(the row as a SAMPLE_SCHEMA dict, its error codes outside the taxonomy), or RowRejected."""
     for name in REQUIRED_SAMPLE_COLUMNS:
         if values.get(name) is None:
-            raise RowRejected(f"missing required field {name!r}")
+            raise RowRejected(f"missing required field {name!r}", "missing required field")
     for name in STRING_FIELDS:
         if not isinstance(values[name], str):
-            raise RowRejected(f"field {name!r} must be a string, got {type(values[name]).__name__}")
+            raise RowRejected(f"field {name!r} must be a string, got {type(values[name]).__name__}", "field not a string")
         _check_utf8(name, values[name])
     for name in OPTIONAL_STRING_FIELDS:
         value = values.get(name)
         if value is not None:
             if not isinstance(value, str):
-                raise RowRejected(f"field {name!r} must be a string or null, got {type(value).__name__}")
+                raise RowRejected(
+                    f"field {name!r} must be a string or null, got {type(value).__name__}", "field not a string"
+                )
             _check_utf8(name, value)
     if not values["sample_id"].strip():
         raise RowRejected("empty sample_id")
@@ -63,24 +94,43 @@ def validate_row(values: dict[str, Any], require_prediction: bool) -> dict[str, 
     for name in OFFSET_FIELDS:
         value = values[name]
         if isinstance(value, bool) or not isinstance(value, int):
-            raise RowRejected(f"field {name!r} must be an integer, got {value!r}")
+            raise RowRejected(f"field {name!r} must be an integer, got {value!r}", "offset not an integer")
     start, end, source = values["comment_start"], values["comment_end"], values["source"]
     if not (0 <= start < end <= len(source)) or end > INT32_MAX:
-        raise RowRejected(f"offsets out of range: comment_start={start}, comment_end={end}, len(source)={len(source)}")
+        raise RowRejected(
+            f"offsets out of range: comment_start={start}, comment_end={end}, len(source)={len(source)}",
+            "offsets out of range",
+        )
     if source[start:end] != values["reference"]:
         raise RowRejected("reference does not equal source[comment_start:comment_end]")
     prime = values.get("prime") or ""
     if not values["reference"].startswith(prime):
         raise RowRejected("reference does not start with prime")
     label = values.get("label")
-    if label is not None and label not in LABELS:
-        raise RowRejected(f"unknown label {label!r}; allowed: {list(LABELS)} or null")
+    if label is not None:
+        label = canonical_label(label)
+        if label is None:
+            raise RowRejected(
+                f"unknown label {values['label']!r}; allowed: {list(LABELS)} (any case; also {label_spellings()}) or null",
+                "unknown label",
+            )
     if require_prediction and values.get("prediction") is None:
         raise RowRejected("missing prediction (this config has no generate stage, so every row needs one)")
+    codes, unknown = (None, [])
+    raw_codes = _error_codes(values.get("error_codes"))
+    if raw_codes is not None:
+        codes, unknown = canonical_codes(raw_codes)
+        if unknown and unknown_error_codes == "reject":
+            raise RowRejected(
+                f"error code(s) {unknown} are not in the taxonomy (see engine.taxonomy.CODES); "
+                "fix them, or set validation.unknown_error_codes: warn to keep such rows",
+                "unknown error code",
+            )
     row = {field.name: values.get(field.name) for field in SAMPLE_SCHEMA}
     row["prime"] = prime
-    row["error_codes"] = _error_codes(values.get("error_codes"))
-    return row
+    row["label"] = label
+    row["error_codes"] = codes
+    return row, unknown
 
 
 def _storable(text: str) -> str:
@@ -97,10 +147,13 @@ def raw_json(row: RawRow) -> str:
 class SampleValidator:
     """Validates rows in input order; remembers sample_ids to catch duplicates."""
 
-    def __init__(self, require_prediction: bool):
+    def __init__(self, require_prediction: bool, params: ValidationParams | None = None):
         self.require_prediction = require_prediction
+        self.params = params or ValidationParams()
         self._first_seen: dict[str, int] = {}
-        self.reasons: Counter[str] = Counter()
+        self.reasons: Counter[str] = Counter()  # reason kind -> rows
+        self.examples: dict[str, Counter[str]] = defaultdict(Counter)  # kind -> whole reason -> rows
+        self.unknown_codes: Counter[str] = Counter()  # code outside the taxonomy -> rows (kept rows)
         self.valid = 0
         self.rejected = 0
 
@@ -109,14 +162,16 @@ class SampleValidator:
         try:
             if row.values is None:
                 raise RowRejected(row.problem or "unreadable row")
-            sample = validate_row(row.values, self.require_prediction)
+            sample, unknown = validate_row(row.values, self.require_prediction, self.params.unknown_error_codes)
             first = self._first_seen.get(sample["sample_id"])
             if first is not None:
-                raise RowRejected(f"duplicate sample_id (first seen at row {first})")
+                raise RowRejected(f"duplicate sample_id (first seen at row {first})", "duplicate sample_id")
             self._first_seen[sample["sample_id"]] = row.index
         except RowRejected as rejection:
             self.rejected += 1
-            self.reasons[_reason_kind(rejection.reason)] += 1
+            kind = rejection.kind if row.values is not None else _undecodable_kind(rejection.reason)
+            self.reasons[kind] += 1
+            self.examples[kind][rejection.reason] += 1
             sample_id = row.values.get("sample_id") if row.values else None
             return None, {
                 "row_index": row.index,
@@ -125,9 +180,37 @@ class SampleValidator:
                 "raw": raw_json(row),
             }
         self.valid += 1
+        self.unknown_codes.update(set(unknown))
         return sample, None
 
+    def summary_lines(self, examples: int = 3) -> list[str]:
+        """Rejections grouped by kind, most frequent first, each with up to `examples` whole reasons."""
+        lines = []
+        for kind, count in self.reasons.most_common():
+            lines.append(f"{count:6d}  {kind}")
+            reasons = self.examples[kind]
+            if len(reasons) == 1 and next(iter(reasons)) == kind:
+                continue
+            for reason, n in reasons.most_common(examples):
+                lines.append(f"{n:6d}    {reason}")
+            if len(reasons) > examples:
+                lines.append(f"{'':6s}    ... {len(reasons) - examples} more distinct reason(s) in rejected.parquet")
+        return lines
 
-def _reason_kind(reason: str) -> str:
-    """Group reasons for the console summary ('offsets out of range: ...' -> 'offsets out of range')."""
-    return reason.split(":")[0].split(" (")[0]
+    def unknown_codes_warning(self) -> str | None:
+        """The console warning for kept rows with codes outside the taxonomy, or None."""
+        if not self.unknown_codes:
+            return None
+        listed = ", ".join(f"{code} ({n} rows)" for code, n in self.unknown_codes.most_common(10))
+        return (
+            f"error codes outside the taxonomy were kept: {listed}; they count for no category. "
+            "Fix them in the input, or set `validation: {unknown_error_codes: reject}` to quarantine such rows"
+        )
+
+
+def _undecodable_kind(reason: str) -> str:
+    """Rows the reader could not decode: 'invalid JSON: ... at column 3' -> 'invalid JSON'."""
+    for kind in ("invalid UTF-8", "invalid JSON", "a row must be a JSON object"):
+        if reason.startswith(kind):
+            return kind
+    return "unreadable row"

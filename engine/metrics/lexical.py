@@ -36,6 +36,12 @@ class LexicalParams(Params):
     whole comments, prime included. bleu_tokenize: `auto` picks sacrebleu's `zh` tokenizer for
     Chinese and `13a` otherwise; any sacrebleu tokenizer name forces it for every language.
     meteor_synonyms: `auto` uses WordNet synonyms when its data is installed, `off` never.
+
+    Keys:
+        metrics: lexical metrics to compute.
+        span: `scored` compares the parts after the prime; `whole` the whole comments, prime included.
+        bleu_tokenize: sacrebleu tokenizer; `auto`: `zh` for Chinese, `13a` otherwise.
+        meteor_synonyms: `auto`: WordNet synonyms (English) when WordNet is installed; `off`: never.
     """
 
     metrics: tuple[Literal["bleu", "rougeL", "meteor"], ...] = LEXICAL_METRICS

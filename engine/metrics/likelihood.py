@@ -62,7 +62,19 @@ _FALLBACK_MAX_LENGTH = 1024  # BARTScore's truncation length
 
 @dataclasses.dataclass(frozen=True)
 class LikelihoodParams(Params):
-    """Options of a likelihood scorer (one model). `separator` is used by causal LMs only."""
+    """Options of a likelihood scorer (one model). `separator` is used by causal LMs only.
+
+    Keys:
+        model: seq2seq (BARTScore-style) or causal LM (GPTScore-style): hub id, directory, pypi: or demo:.
+        architecture: `auto` reads it from the model config; or force `seq2seq` / `causal`.
+        directions: `forward` (reference -> prediction), `reverse`, `avg` (their mean).
+        contexts: context settings to score in: `none`, `minimal`, `full`.
+        dtype: model dtype.
+        batch_size: sequences per forward batch.
+        max_length: model window in tokens (null: the model's).
+        device: `auto`, `cpu`, `cuda`, `cuda:N` or `mps`.
+        separator: text between source and target for causal LMs.
+    """
 
     model: str
     architecture: Literal["auto", "seq2seq", "causal"] = "auto"

@@ -4,7 +4,8 @@ Same alignment order and tie-breaking as `nltk.translate.meteor_score` so that E
 synonyms off equals nltk exactly; stems are cached per word (nltk re-stems every call).
 Stemming is language-aware: Porter for English, Snowball for Dutch, none where nltk has no
 stemmer (Greek, Polish, Chinese). WordNet synonyms run only for English and only when the
-WordNet data is installed; whether they ran is part of the signature.
+WordNet data is installed (nltk's own, or Debian's WordNet 3.0 packages through
+engine.metrics.wordnet_data); the signature says `syn:wordnet-<version>` or `syn:no`.
 """
 from __future__ import annotations
 
@@ -20,17 +21,15 @@ logger = logging.getLogger(__name__)
 ALPHA, BETA, GAMMA = 0.9, 3.0, 0.5
 
 
-@lru_cache(maxsize=1)
-def wordnet_available() -> bool:
-    """True when nltk's WordNet data can be loaded (it is a separate, offline-failing download)."""
-    try:
-        from nltk.corpus import wordnet
+def wordnet_version() -> str | None:
+    """The WordNet version nltk loads ('3.0'), or None when there is none (see wordnet_data)."""
+    from engine.metrics.wordnet_data import ensure_wordnet
 
-        wordnet.ensure_loaded()
-        return True
-    except Exception:  # LookupError when absent; anything else means unusable too
-        logger.info("WordNet data not found: METEOR runs without its synonym stage")
-        return False
+    return ensure_wordnet()
+
+
+def wordnet_available() -> bool:
+    return wordnet_version() is not None
 
 
 @lru_cache(maxsize=None)
@@ -63,7 +62,7 @@ class MeteorParams:
             "beta": self.beta,
             "gamma": self.gamma,
             "stem": stem_name,
-            "syn": "wordnet" if (self.synonyms and stem_name == "porter") else "no",
+            "syn": f"wordnet-{wordnet_version()}" if (self.synonyms and stem_name == "porter") else "no",
             "tok": "unicode-words+punct",
         }
 

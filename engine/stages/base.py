@@ -115,6 +115,9 @@ class Stage:
 
     name: ClassVar[str]
     section: ClassVar[str | None] = None  # config section key; None: the stage takes no options
+    # "module:Class" of the section's Params class: what `babelscore config reference` documents
+    # (the score stage documents its scorer kinds instead).
+    params_class: ClassVar[str | None] = None
     directory: ClassVar[str]
     schema: ClassVar[pa.Schema]
     input_columns: ClassVar[tuple[str, ...]] = ()

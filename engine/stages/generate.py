@@ -20,6 +20,7 @@ from engine.stages.base import PartContext, Stage, StageTask
 class GenerateStage(Stage):
     name = "generate"
     section = "generate"
+    params_class = "engine.generate.stage:GenerateSection"
     directory = "generations"
     schema = GENERATION_SCHEMA
     input_columns = ("sample_id", "file_id", "source", "comment_start", "comment_end", "reference")

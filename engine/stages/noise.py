@@ -17,6 +17,7 @@ from engine.stages.base import PartContext, Stage, StageTask
 class NoiseStage(Stage):
     name = "noise"
     section = "noise"
+    params_class = "engine.noise:NoiseParams"
     directory = "noise"
     schema = NOISE_SCHEMA
     input_columns = ("sample_id", "source", "comment_start", "comment_end", "reference", "prime", "generator")

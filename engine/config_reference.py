@@ -1,0 +1,210 @@
+"""The config reference, generated from the parameter classes so that it cannot drift.
+
+Every config section is a frozen `Params` dataclass. Its docstring documents each key in a
+`Keys:` block, one entry per field:
+
+    Keys:
+        name: one-line meaning (continuation lines indented further).
+
+Type, allowed values and default come from the dataclass itself; the meaning from that block.
+Sections are discovered from the stage registry (engine.stages.registry: stage order) and
+scorer kinds from engine.metrics.base.SCORER_KINDS, so a new stage or scorer kind appears here
+without editing this module. `babelscore config reference --write docs/config.md` rewrites the
+page the README links; a test fails when the page and this output differ.
+"""
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import inspect
+import json
+import re
+import typing
+from typing import Any, Iterator
+
+from engine.params import Params, _describe
+
+# Top-level keys are not a Params class (RunConfig holds the parsed sections); documented here.
+TOP_LEVEL: tuple[tuple[str, str, str, str], ...] = (
+    ("name", "str", '"run"', "the run's name (manifest, report title)."),
+    ("input", "str", "required (unless stage build)",
+     "the input sample table (Parquet or JSON Lines): a path relative to the config file's folder, "
+     "an absolute path, or `builtin:demo`."),
+    ("labels", "str or null", "null",
+     "expert labels for generated rows: a Parquet / JSON Lines table of file_id, generator, label, "
+     "error_codes, joined by (file_id, generator name); relative to the config file's folder."),
+    ("stages", "a list of stage names", '["score"]',
+     "the stages to run, in the order shown under Stages; a section for a stage not listed here is an error."),
+    ("seed", "int", "0", "run-wide seed (noise and calibration have their own `seed` keys)."),
+    ("part_size", "int", "64", "samples per part: the unit of work, of retry and of resume."),
+)
+_KEY_LINE = re.compile(r"^    ([A-Za-z_][A-Za-z0-9_]*): (.*)$")
+
+
+def key_docs(cls: type) -> dict[str, str]:
+    """Key -> one-line meaning, from the `Keys:` block of the class docstring."""
+    doc = inspect.getdoc(cls) or ""
+    lines = doc.splitlines()
+    try:
+        start = lines.index("Keys:") + 1
+    except ValueError:
+        return {}
+    docs: dict[str, str] = {}
+    current = None
+    for line in lines[start:]:
+        match = _KEY_LINE.match(line)
+        if match:
+            current = match.group(1)
+            docs[current] = match.group(2).strip()
+        elif current is not None and line.startswith("        "):
+            docs[current] += " " + line.strip()
+        else:
+            break
+    return docs
+
+
+def _default(field: dataclasses.Field) -> str:
+    if field.default is not dataclasses.MISSING:
+        value = field.default
+    elif field.default_factory is not dataclasses.MISSING:
+        value = field.default_factory()
+    else:
+        return "required"
+    if isinstance(value, tuple):
+        value = list(value)
+    # JSON spelling is valid YAML and reads as written in a config (null, false, [..]).
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _type_text(tp: Any) -> str:
+    return _describe(tp).replace("|", "\\|")
+
+
+def _nested_params(tp: Any) -> type[Params] | None:
+    """The Params class a field holds (directly or as list items), for a sub-table."""
+    for arg in (tp, *typing.get_args(tp)):
+        if isinstance(arg, type) and issubclass(arg, Params):
+            return arg
+    return None
+
+
+def missing_key_docs(cls: type[Params]) -> list[str]:
+    docs = key_docs(cls)
+    return [f.name for f in dataclasses.fields(cls) if f.init and f.name not in docs]
+
+
+def params_table(cls: type[Params], where: str) -> Iterator[tuple[str, type[Params]]]:
+    """Markdown lines of one section's table, then (where, class) of nested sections."""
+    hints = typing.get_type_hints(cls)
+    docs = key_docs(cls)
+    nested = []
+    yield "| key | type and allowed values | default | meaning |", cls
+    yield "|---|---|---|---|", cls
+    for field in dataclasses.fields(cls):
+        if not field.init:
+            continue
+        tp = hints[field.name]
+        sub = _nested_params(tp)
+        if sub is not None:
+            nested.append((f"{where}.{field.name}[]" if typing.get_origin(tp) is tuple else f"{where}.{field.name}", sub))
+            type_text = "a list of mappings (below)" if typing.get_origin(tp) is tuple else "a mapping (below)"
+        else:
+            type_text = _type_text(tp)
+        meaning = docs.get(field.name, "").replace("|", "\\|")
+        yield f"| `{field.name}` | {type_text} | `{_default(field)}` | {meaning} |", cls
+    for sub_where, sub in nested:
+        yield "", sub
+        yield f"#### `{sub_where}`", sub
+        yield "", sub
+        yield from params_table(sub, sub_where)
+
+
+def _import(target: str) -> Any:
+    module_name, name = target.split(":")
+    return getattr(importlib.import_module(module_name), name)
+
+
+def sections() -> list[tuple[str, type[Params]]]:
+    """(section key, Params class) of every stage section, in stage order, then `validation`.
+
+    Part stages name their class in `Stage.params_class`; driver stages are in
+    engine.config.DRIVER_SECTION_PARAMS (and `report`). A stage with neither is left out, which
+    the docs test reports.
+    """
+    from engine import config as config_module
+    from engine.stages.registry import PART_STAGES, STAGE_ORDER, get_stage
+
+    out = []
+    for stage in STAGE_ORDER:
+        if stage == "score":
+            continue  # a list of scorers; documented per kind
+        if stage in PART_STAGES:
+            target = get_stage(stage).params_class
+        elif stage == "report":
+            target = "engine.config:ReportParams"
+        else:
+            target = config_module.DRIVER_SECTION_PARAMS.get(stage)
+        if target:
+            out.append((get_stage(stage).section if stage in PART_STAGES else stage, _import(target)))
+    out.append(("validation", _import("engine.data.validate:ValidationParams")))
+    return out
+
+
+def scorer_kinds() -> list[tuple[str, type[Params]]]:
+    from engine.metrics.base import SCORER_KINDS, scorer_class
+
+    return [(kind, scorer_class(kind).Params) for kind in SCORER_KINDS]
+
+
+def all_params_classes() -> list[tuple[str, type[Params]]]:
+    """Every documented (where, class), nested ones included: what the docs test walks."""
+    out = []
+    for where, cls in [*sections(), *((f"score.scorers[] kind: {k}", c) for k, c in scorer_kinds())]:
+        seen = {cls}
+        out.append((where, cls))
+        for _, sub in params_table(cls, where):
+            if sub not in seen:
+                seen.add(sub)
+                out.append((where, sub))
+    return out
+
+
+def reference_markdown() -> str:
+    """The whole reference page (Markdown)."""
+    from engine.stages.registry import STAGE_ORDER
+
+    lines = [
+        "# Config reference",
+        "",
+        "Generated by `babelscore config reference --write docs/config.md` from the parameter "
+        "classes; do not edit by hand. Every key is checked before any work: an unknown key or a "
+        "value outside the allowed ones stops the run with the key, the value and what is allowed "
+        "(`babelscore config check my.yaml` runs every check without doing work).",
+        "",
+        "Relative paths (`input`, and `model`, `tokenizer`, `baseline`, `source_dir`, `cards_file` "
+        "values starting with `./` or `../`) resolve against the folder of the config file, not "
+        "the current directory.",
+        "",
+        "## Top level",
+        "",
+        "| key | type and allowed values | default | meaning |",
+        "|---|---|---|---|",
+    ]
+    for key, type_text, default, meaning in TOP_LEVEL:
+        lines.append(f"| `{key}` | {type_text} | `{default}` | {meaning} |")
+    lines += ["", "## Stages", "", "`stages` lists them in this order: " + ", ".join(f"`{s}`" for s in STAGE_ORDER) + ".", ""]
+    lines += ["### `score`", "", "`score.scorers` is a non-empty list; each entry has a `kind` "
+              "(" + ", ".join(f"`{k}`" for k, _ in scorer_kinds()) + ") and that kind's keys.", ""]
+    for kind, cls in scorer_kinds():
+        lines += [f"#### `score.scorers[]` with `kind: {kind}`", ""]
+        lines += [line for line, _ in params_table(cls, f"score.scorers[{kind}]")]
+        lines.append("")
+    for where, cls in sections():
+        heading = "## `validation`" if where == "validation" else f"### `{where}`"
+        lines += [heading, ""]
+        summary = (inspect.getdoc(cls) or "").split("\n\n")[0].replace("\n", " ")
+        if summary:
+            lines += [summary, ""]
+        lines += [line for line, _ in params_table(cls, where)]
+        lines.append("")
+    return "\n".join(lines).rstrip() + "\n"

