@@ -109,3 +109,34 @@ CALIBRATION_SCHEMA = pa.schema(
         pa.field("confusion_col_norm", pa.list_(pa.list_(pa.float64()))),
     ]
 )
+
+# One row per (file, generator, judge, strategy, prompt language) (stage `judge`). Token counts,
+# latency and the raw answer are those of the call(s) that judged the file, repeated on each
+# generator's row: count them once per (file_id, task, strategy, prompt_language).
+JUDGMENT_SCHEMA = pa.schema(
+    [
+        pa.field("file_id", pa.string(), nullable=False),
+        pa.field("sample_id", pa.string(), nullable=False),
+        pa.field("generator", pa.string(), nullable=False),
+        pa.field("language", pa.string(), nullable=False),
+        pa.field("judge", pa.string(), nullable=False),
+        pa.field("task", pa.string(), nullable=False),  # the judge entry's identity
+        pa.field("strategy", pa.string(), nullable=False),  # standard | cot | rubric | hierarchical
+        pa.field("prompt_language", pa.string(), nullable=False),
+        pa.field("structured", pa.bool_(), nullable=False),
+        pa.field("label", pa.string()),  # correct | partial | incorrect; null unless parse_status is ok
+        pa.field("error_codes", pa.list_(pa.string()), nullable=False),  # taxonomy ids
+        pa.field("hallucinated_codes", pa.list_(pa.string()), nullable=False),  # codes outside the taxonomy
+        pa.field("error_confidence", pa.list_(pa.float64()), nullable=False),  # aligned with error_codes; null if not given
+        pa.field("parse_status", pa.string(), nullable=False),  # ok | empty | malformed | truncated | api_error
+        pa.field("parse_method", pa.string(), nullable=False),  # whole | fenced | balanced | ''
+        pa.field("cluster_status", pa.list_(pa.string()), nullable=False),  # hierarchical: "cluster=status"
+        pa.field("calls", pa.int32(), nullable=False),
+        pa.field("prompt_tokens", pa.int64(), nullable=False),
+        pa.field("completion_tokens", pa.int64(), nullable=False),
+        pa.field("latency_s", pa.float64(), nullable=False),
+        pa.field("raw_response", pa.string()),  # hierarchical: JSON object cluster -> answer
+        pa.field("error", pa.string()),  # the backend's error message(s), if any
+    ]
+)
+JUDGMENT_KEY = ("sample_id", "task", "strategy", "prompt_language")

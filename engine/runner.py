@@ -27,7 +27,7 @@ from engine.pipeline import PartTask, plan_parts, read_part_input, sample_part_p
 from engine.prepare import prepare
 from engine.records import SCORE_SCHEMA
 from engine.signature import library_versions
-from engine.stages.base import prepass_hash
+from engine.stages.base import Stage, prepass_hash
 from engine.stages.registry import get_stage, part_stages_of
 
 logger = logging.getLogger(__name__)
@@ -209,6 +209,11 @@ def _execute(run: RunDirectory, config: RunConfig, executor_name: str, ray_addre
         run.manifest["counts"][f"{stage.name}_rows"] = sum(
             info["rows"] for key, info in run.manifest["parts"].items() if key.startswith(prefix)
         )
+    for stage in stages:
+        marker = f"{stage.name}-analysis"
+        if type(stage).analyze is not Stage.analyze and not run.stage_done(marker):
+            stage.analyze(run, config)
+            run.mark_stage(marker)
     if "calibrate" in config.stages and not run.stage_done("calibrate"):
         calibrate_run(run, config)
     # The scores are final here; the report is a view of them and can be rewritten any time

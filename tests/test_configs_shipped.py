@@ -8,8 +8,10 @@ from engine.config import load_config
 
 def test_demo_configs_load():
     demo = load_config(REPO / "configs" / "demo.yaml")
-    assert demo.stages == ("noise", "score", "calibrate", "report")
+    assert demo.stages == ("noise", "score", "judge", "calibrate", "report")
     assert {s.kind for s in demo.score.scorers} == {"lexical", "embedding", "likelihood"}
+    [judge] = demo.section("judge").judges
+    assert judge.backend == "vllm" and judge.structured_strategies() == ("standard",) and "cot" in judge.strategies
     generate = load_config(REPO / "configs" / "demo_generate.yaml")
     assert len(generate.section("generate").generators) == 2
 

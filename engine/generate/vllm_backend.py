@@ -1,4 +1,4 @@
-"""The `vllm` generation backend: the only module of babelscore that imports vllm.
+"""The vLLM backends (FIM generation and judge chat): the only module of babelscore that imports vllm.
 
 Prompts go in as token ids (`TokensPrompt`), each with its own greedy `SamplingParams`
 (temperature 0, per-request seed, the family's stop ids); detokenization is left to the
@@ -89,6 +89,77 @@ class VllmBackend:
             kept, reason = cut_at_stop(list(result.outputs[0].token_ids), stop_ids)
             outputs.append(GenerationOutput(request.request_id, kept, reason))
         return outputs
+
+    def close(self) -> None:  # freeing is unreliable; the process exit frees the model
+        pass
+
+
+class VllmChatBackend:
+    """Chat requests (LLM-as-a-judge) on `vllm.LLM`, free or under a JSON schema.
+
+    The prompt is the tokenizer's chat template applied here (so the window is checked per
+    request and a too-long prompt becomes that request's error, not the batch's). Structured
+    outputs use xgrammar with `disable_any_whitespace`: with free whitespace allowed, a weak
+    model fills its token budget with blanks after `{` and never closes the object. Prefix
+    caching is on by default: every call of one (strategy, prompt language) shares its system
+    message. All requests go to one `generate` call, so the engine keeps them all in flight.
+    """
+
+    def __init__(self, *, model: str, tokenizer: str, dtype: str = "auto", seed: int = 42, max_model_len: int | None = None,
+                 enforce_eager: bool = False, gpu_memory_utilization: float = 0.9, enable_prefix_caching: bool = True):
+        _prefer_in_process_engine_on_cpu()
+        from vllm import LLM
+
+        kwargs = {
+            "model": model, "tokenizer": tokenizer, "dtype": dtype, "seed": seed, "enforce_eager": enforce_eager,
+            "gpu_memory_utilization": gpu_memory_utilization, "enable_prefix_caching": enable_prefix_caching,
+            "structured_outputs_config": {"backend": "xgrammar", "disable_any_whitespace": True},
+        }
+        if max_model_len is not None:
+            kwargs["max_model_len"] = max_model_len
+        try:
+            self._llm = LLM(**kwargs)
+        except (OSError, ValueError) as exc:
+            raise ModelLoadError(f"cannot load judge {model!r} with vLLM: {exc}") from exc
+        self._tokenizer = self._llm.get_tokenizer()
+        self._window = int(self._llm.llm_engine.model_config.max_model_len)
+
+    def prompt_ids(self, messages) -> list[int]:
+        ids = self._tokenizer.apply_chat_template(list(messages), add_generation_prompt=True, tokenize=True)
+        return list(ids["input_ids"] if hasattr(ids, "keys") else ids)
+
+    def chat(self, requests):
+        import time
+
+        from vllm import SamplingParams
+        from vllm.inputs import TokensPrompt
+        from vllm.sampling_params import StructuredOutputsParams
+
+        from engine.judge.backends import ChatResponse, window_error
+
+        answers: dict[str, ChatResponse] = {}
+        prompts, sampling, kept = [], [], []
+        for request in requests:
+            ids = self.prompt_ids(request.messages)
+            if len(ids) + request.max_tokens > self._window:
+                answers[request.request_id] = window_error(request.request_id, len(ids), self._window, request.max_tokens)
+                continue
+            prompts.append(TokensPrompt(prompt_token_ids=ids))
+            sampling.append(SamplingParams(
+                temperature=request.temperature, max_tokens=request.max_tokens, seed=request.seed,
+                structured_outputs=StructuredOutputsParams(json=request.schema) if request.schema is not None else None,
+            ))
+            kept.append(request)
+        start = time.perf_counter()
+        results = self._llm.generate(prompts, sampling, use_tqdm=False) if prompts else []
+        per_request = (time.perf_counter() - start) / max(1, len(prompts))
+        for request, result in zip(kept, results):
+            output = result.outputs[0]
+            answers[request.request_id] = ChatResponse(
+                request.request_id, output.text, output.finish_reason, len(result.prompt_token_ids or ()),
+                len(output.token_ids), per_request,
+            )
+        return [answers[r.request_id] for r in requests]
 
     def close(self) -> None:  # freeing is unreliable; the process exit frees the model
         pass

@@ -133,7 +133,22 @@ def render_page(data: RunData, sections: list[Section], elapsed_note: str) -> st
 
 # The page, in order: one function per section (or group of sections), each taking the
 # ReportContext. A new section is a function and an entry here.
-SECTION_BUILDERS: list[Callable[[ReportContext], Section | list[Section]]] = [*STUDY_SECTIONS, provenance_section]
+def stage_sections(ctx: ReportContext) -> list[Section]:
+    """The sections of the run's part stages that report on their own outputs (judge, ...)."""
+    from engine.stages.registry import part_stages_of
+
+    stages = tuple(ctx.data.manifest.get("config", {}).get("stages", []))
+    out = []
+    for stage in part_stages_of(stages):
+        section = stage.report_section(ctx.data.root)
+        if section is not None:
+            out.append(Section(*section))
+    return out
+
+
+SECTION_BUILDERS: list[Callable[[ReportContext], Section | list[Section]]] = [
+    *STUDY_SECTIONS, stage_sections, provenance_section,
+]
 
 
 def report_context(data: RunData, folder: Path) -> ReportContext:

@@ -152,6 +152,15 @@ class Stage:
         """Signature strings of this task's outputs, for the manifest."""
         return {}
 
+    # ----- driver-side analysis and report (optional) ----------------------------------------
+    def analyze(self, run: Any, config: Any) -> None:
+        """Run once in the driver after every part of every stage committed (e.g. agreement
+        tables of the stage's outputs). Must read the run directory group by group, not all at once."""
+
+    def report_section(self, run_root: Path) -> tuple[str, str, str] | None:
+        """(anchor, title, HTML body) of this stage's report section, or None when it has nothing."""
+        return None
+
     # ----- helpers for subclasses -----------------------------------------------------------
     def require_columns(self, table: pa.Table, source: str) -> None:
         missing = [c for c in self.input_columns if c not in table.column_names]

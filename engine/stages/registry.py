@@ -17,6 +17,7 @@ PART_STAGES: dict[str, str] = {
     "generate": "engine.stages.generate:GenerateStage",
     "noise": "engine.stages.noise:NoiseStage",
     "score": "engine.stages.score:ScoreStage",
+    "judge": "engine.stages.judge:JudgeStage",
 }
 DRIVER_STAGES = ("calibrate", "report")
 STAGE_ORDER = ("build", *PART_STAGES, *DRIVER_STAGES)

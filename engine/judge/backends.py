@@ -1,0 +1,159 @@
+"""Judge backends behind one interface: chat requests in, raw answers out.
+
+Three kinds: `vllm` (offline `LLM`, chat template from the tokenizer, structured outputs
+with xgrammar; in engine/generate/vllm_backend.py, the one module that imports vllm),
+`transformers` (greedy `generate()` on the chat-templated prompt; no structured outputs) and
+`http` (an OpenAI-compatible server, engine/judge/http_backend.py). A backend never raises
+for one request's failure: the request's answer carries the error instead.
+
+One backend per process: vLLM cannot free a model in-process, so a second vLLM model in one
+process is refused here; the stage runs such a part in a child process instead
+(`needs_own_process`, engine/judge/worker.py).
+"""
+from __future__ import annotations
+
+import gc
+import logging
+import time
+from dataclasses import dataclass
+from typing import Any, Protocol, Sequence
+
+from engine.errors import ModelLoadError, StageError
+from engine.judge.config import JudgeParams
+from engine.models import resolve_model_path
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ChatRequest:
+    request_id: str
+    messages: tuple[dict[str, str], ...]
+    max_tokens: int
+    temperature: float = 0.0
+    seed: int = 42
+    schema: dict[str, Any] | None = None  # JSON schema for structured outputs, None = free text
+
+
+@dataclass(frozen=True)
+class ChatResponse:
+    request_id: str
+    text: str | None
+    finish_reason: str | None  # stop | length | None (error)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_s: float = 0.0  # http: the request's wall time with retries; local: the batch's, amortised
+    error: str | None = None
+
+
+class ChatBackend(Protocol):
+    def chat(self, requests: Sequence[ChatRequest]) -> list[ChatResponse]:
+        """Answers in the order of `requests`."""
+
+
+def window_error(request_id: str, n_tokens: int, window: int, max_tokens: int) -> ChatResponse:
+    return ChatResponse(request_id, None, None, n_tokens, 0, 0.0,
+                        f"prompt of {n_tokens} tokens plus max_tokens {max_tokens} exceeds the model window {window}; "
+                        "raise max_model_len or lower max_tokens")
+
+
+class TransformersChatBackend:
+    """Greedy generation with transformers on the tokenizer's chat template (free text only)."""
+
+    def __init__(self, params: JudgeParams):
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        path = resolve_model_path(params.model)
+        self.params = params
+        self.device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        dtype = "auto" if params.dtype == "auto" else getattr(torch, params.dtype)
+        try:
+            self.tokenizer = AutoTokenizer.from_pretrained(resolve_model_path(params.tokenizer or params.model))
+            self.model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype).to(self.device).eval()
+        except (OSError, ValueError) as exc:
+            raise ModelLoadError(f"cannot load judge {params.model!r} with transformers: {exc}") from exc
+        self.window = params.max_model_len or int(getattr(self.model.config, "max_position_embeddings", 2048))
+
+    def chat(self, requests: Sequence[ChatRequest]) -> list[ChatResponse]:
+        import torch
+
+        out = []
+        for request in requests:
+            if request.schema is not None:
+                raise StageError("judge", "the transformers backend has no structured outputs")
+            start = time.perf_counter()
+            ids = self.tokenizer.apply_chat_template(list(request.messages), add_generation_prompt=True, tokenize=True)
+            ids = list(ids["input_ids"] if isinstance(ids, dict) or hasattr(ids, "keys") else ids)
+            if len(ids) + request.max_tokens > self.window:
+                out.append(window_error(request.request_id, len(ids), self.window, request.max_tokens))
+                continue
+            torch.manual_seed(request.seed)
+            with torch.inference_mode():
+                generated = self.model.generate(
+                    input_ids=torch.tensor([ids], device=self.device), attention_mask=torch.ones((1, len(ids)), dtype=torch.long, device=self.device),
+                    max_new_tokens=request.max_tokens, do_sample=False, num_beams=1,
+                    eos_token_id=self.tokenizer.eos_token_id, pad_token_id=self.tokenizer.pad_token_id or self.tokenizer.eos_token_id,
+                )[0, len(ids):].tolist()
+            stopped = bool(generated) and generated[-1] == self.tokenizer.eos_token_id
+            text = self.tokenizer.decode(generated, skip_special_tokens=True)
+            out.append(ChatResponse(request.request_id, text, "stop" if stopped or len(generated) < request.max_tokens else "length",
+                                    len(ids), len(generated), time.perf_counter() - start))
+        return out
+
+    def close(self) -> None:
+        del self.model
+        gc.collect()
+
+
+_LOADED: dict[tuple, Any] = {}
+
+
+def _engine_key(params: JudgeParams) -> tuple:
+    """Options that decide the loaded engine (not the prompts): judges sharing them share it."""
+    return (params.backend, params.model, params.tokenizer, params.dtype, params.max_model_len, params.enforce_eager,
+            params.gpu_memory_utilization, params.enable_prefix_caching, params.base_url, params.api_key_env,
+            params.max_concurrency, params.timeout_s, params.max_retries, params.backoff_base_s, params.backoff_cap_s,
+            params.retry_statuses, params.batch_size)
+
+
+def needs_own_process(params: JudgeParams) -> bool:
+    """Whether this process already holds another vLLM model (a generator's or another judge's)."""
+    if params.backend != "vllm":
+        return False
+    from engine.generate.backend import _LOADED as generators
+
+    if any(spec.kind == "vllm" for spec in generators):
+        return True
+    return any(key[0] == "vllm" and key != _engine_key(params) for key in _LOADED)
+
+
+def get_chat_backend(params: JudgeParams) -> ChatBackend:
+    """The process's backend for a judge, loaded on first use (one local model per process)."""
+    key = _engine_key(params)
+    if key in _LOADED:
+        return _LOADED[key]
+    if params.backend == "http":
+        from engine.judge.http_backend import HttpChatBackend
+
+        backend: ChatBackend = HttpChatBackend(params)
+        _LOADED[key] = backend
+        return backend
+    for other in [k for k in _LOADED if k[0] != "http"]:
+        if other[0] == "vllm":
+            raise StageError("judge", f"this process already holds vLLM model {other[1]!r}; vLLM cannot free a model "
+                                      f"in-process, so judge with {params.model!r} in its own worker process")
+        _LOADED.pop(other).close()
+    logger.info("loading judge %s with the %s backend", params.model, params.backend)
+    if params.backend == "vllm":
+        from engine.generate.vllm_backend import VllmChatBackend
+
+        backend = VllmChatBackend(
+            model=resolve_model_path(params.model), tokenizer=resolve_model_path(params.tokenizer or params.model),
+            dtype=params.dtype, seed=params.seed, max_model_len=params.max_model_len, enforce_eager=params.enforce_eager,
+            gpu_memory_utilization=params.gpu_memory_utilization, enable_prefix_caching=params.enable_prefix_caching,
+        )
+    else:
+        backend = TransformersChatBackend(params)
+    _LOADED[key] = backend
+    return backend

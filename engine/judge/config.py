@@ -1,0 +1,145 @@
+"""The `judge:` config section: judges, their strategies, prompt languages and backend options."""
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+from engine.errors import ConfigError
+from engine.judge.promptpack import PROMPT_LANGUAGES, STRATEGIES
+from engine.params import Params, require
+
+
+@dataclass(frozen=True)
+class JudgeParams(Params):
+    """One judge: a model behind a backend, the strategies and prompt languages it runs.
+
+    Keys:
+        model: the judge model: local directory, demo:<name> or hub id (vllm, transformers), or the
+            model name a server knows (http).
+        backend: vllm (offline engine), transformers (no structured outputs) or http (OpenAI-compatible server).
+        name: the judge's name in RUN/judgments; default: the model's last path component.
+        tokenizer: tokenizer location when it differs from the model (local backends).
+        strategies: judge strategies: standard, cot, rubric, hierarchical (seven cluster calls).
+        prompt_languages: `sample` (each sample's language; English without a pack) and/or fixed
+            prompt languages (en, nl, zh, el, pl); several entries sweep them.
+        structured: strategies answered under a JSON schema: true (all), false (none) or a list.
+        temperature: sampling temperature (0: greedy).
+        seed: per-request seed.
+        max_tokens: output token limit per call; an answer that reaches it is `truncated` unless whole JSON.
+        max_text_chars: maxLength of the schema's free-text fields (explanation, reasoning, justification).
+        max_errors: maxItems of the schema's error lists.
+        dtype: weights dtype of a local backend: auto, float32, float16, bfloat16.
+        max_model_len: context window of a local backend; null: the model's own.
+        enforce_eager: vllm: no CUDA graphs / compilation (faster start, CPU builds).
+        gpu_memory_utilization: vllm: share of device memory the engine may take.
+        enable_prefix_caching: vllm: reuse the shared system prompt's KV cache across calls.
+        batch_size: transformers: prompts per generate() call.
+        base_url: http: the server's base URL, e.g. http://localhost:8000/v1.
+        api_key_env: http: NAME of the environment variable that holds the API key (never the key).
+        max_concurrency: http: requests in flight at once.
+        timeout_s: http: seconds before a request times out (then retried).
+        max_retries: http: retries after the first attempt (429/500/503/524, timeouts, dropped connections).
+        backoff_base_s: http: first backoff; doubles per retry, at least the server's Retry-After.
+        backoff_cap_s: http: longest wait between retries.
+        retry_statuses: http: HTTP status codes that are retried.
+    """
+
+    model: str
+    backend: Literal["vllm", "transformers", "http"] = "vllm"
+    name: str = ""  # the judge's name in outputs; default: the model's last path component
+    tokenizer: str | None = None
+    strategies: tuple[str, ...] = ("standard",)
+    # `sample` = each sample's own language (English where no pack exists); or fixed languages.
+    prompt_languages: tuple[str, ...] = ("sample",)
+    # Strategies answered under a JSON schema: true (all), false (none) or a list of strategies.
+    structured: bool | tuple[str, ...] = False
+    temperature: float = 0.0
+    seed: int = 42
+    max_tokens: int = 10_000
+    max_text_chars: int = 500  # maxLength of every free-text field of the schema
+    max_errors: int = 10  # maxItems of every error list of the schema
+    # local backends (vllm, transformers)
+    dtype: str = "auto"
+    max_model_len: int | None = None
+    enforce_eager: bool = False
+    gpu_memory_utilization: float = 0.9
+    enable_prefix_caching: bool = True
+    batch_size: int = 4  # transformers: prompts per generate() call
+    # http (OpenAI-compatible chat completions)
+    base_url: str | None = None
+    api_key_env: str | None = None  # the NAME of the environment variable holding the key
+    max_concurrency: int = 8
+    timeout_s: float = 120.0
+    max_retries: int = 6
+    backoff_base_s: float = 5.0
+    backoff_cap_s: float = 120.0
+    retry_statuses: tuple[int, ...] = (429, 500, 503, 524)
+
+    def __post_init__(self) -> None:
+        for strategy in self.strategies:
+            require(strategy in STRATEGIES, "strategies", strategy, f"one of {list(STRATEGIES)}")
+        require(len(set(self.strategies)) == len(self.strategies) and self.strategies, "strategies", self.strategies,
+                "a non-empty list without repeats")
+        for language in self.prompt_languages:
+            require(language == "sample" or language in PROMPT_LANGUAGES, "prompt_languages", language,
+                    f"'sample' or one of {list(PROMPT_LANGUAGES)}")
+        require(len(set(self.prompt_languages)) == len(self.prompt_languages) and self.prompt_languages,
+                "prompt_languages", self.prompt_languages, "a non-empty list without repeats")
+        if isinstance(self.structured, tuple):
+            for strategy in self.structured:
+                require(strategy in self.strategies, "structured", strategy, f"true, false or some of {list(self.strategies)}")
+        require(self.temperature >= 0, "temperature", self.temperature, "a number >= 0")
+        require(self.max_tokens > 0, "max_tokens", self.max_tokens, "a positive integer")
+        require(self.max_text_chars > 0 and self.max_errors > 0, "max_text_chars", self.max_text_chars, "positive limits")
+        require(self.dtype in ("auto", "float32", "float16", "bfloat16"), "dtype", self.dtype, "auto, float32, float16 or bfloat16")
+        require(self.max_concurrency > 0, "max_concurrency", self.max_concurrency, "a positive integer")
+        require(self.timeout_s > 0, "timeout_s", self.timeout_s, "a positive number of seconds")
+        require(self.max_retries >= 0, "max_retries", self.max_retries, "an integer >= 0")
+        require(0 < self.backoff_base_s <= self.backoff_cap_s, "backoff_base_s", self.backoff_base_s, "> 0 and <= backoff_cap_s")
+        require(self.batch_size > 0, "batch_size", self.batch_size, "a positive integer")
+        if self.backend == "http":
+            require(bool(self.base_url), "base_url", self.base_url, "the server's URL, e.g. http://localhost:8000/v1")
+        if self.api_key_env is not None:
+            require(re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", self.api_key_env) is not None, "api_key_env",
+                    self.api_key_env, "the name of an environment variable (never the key itself)")
+        if self.backend == "transformers" and self.structured_strategies():
+            raise ConfigError("structured: the transformers backend has no structured outputs; "
+                              "use backend vllm or http, or set structured: false")
+
+    def structured_strategies(self) -> tuple[str, ...]:
+        if isinstance(self.structured, bool):
+            return self.strategies if self.structured else ()
+        return self.structured
+
+    @property
+    def judge_name(self) -> str:
+        return self.name or self.model.rstrip("/").rsplit("/", 1)[-1].split(":")[-1]
+
+    def task_name(self) -> str:
+        """`judge-<name>-<digest of every resolved option>`: two differently configured judges never share parts."""
+        digest = hashlib.sha256(json.dumps(self.to_dict(), sort_keys=True, default=str).encode()).hexdigest()[:8]
+        short = re.sub(r"[^A-Za-z0-9._-]+", "-", self.judge_name).strip("-.")
+        return f"judge-{short[:40] or 'model'}-{digest}"
+
+
+@dataclass(frozen=True)
+class JudgeSection(Params):
+    """The `judge:` section.
+
+    Keys:
+        judges: the judges; each is one task (named from all its options), an exact duplicate is an error.
+    """
+
+    judges: tuple[JudgeParams, ...]
+
+    def __post_init__(self) -> None:
+        require(len(self.judges) > 0, "judge.judges", self.judges, "a non-empty list of judges")
+        seen: dict[str, int] = {}
+        for i, judge in enumerate(self.judges):
+            task = judge.task_name()
+            if task in seen:
+                raise ConfigError(f"judge.judges[{i}]: duplicates judge.judges[{seen[task]}] exactly; remove one")
+            seen[task] = i

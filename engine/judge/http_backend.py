@@ -1,0 +1,128 @@
+"""Judge backend for any OpenAI-compatible chat-completions server (vLLM serve, hosted APIs).
+
+Standard library only (urllib). Requests run with bounded concurrency; a 429/500/503/524
+(configurable), a timeout or a dropped connection is retried with exponential backoff
+(base * 2^attempt, at least the server's Retry-After, at most the cap); when the retries are
+spent the request's answer is an error, which the stage records as `api_error`. The API key
+is read from the environment variable the config names and goes only into the
+Authorization header: never into answers, errors, logs or the run directory.
+"""
+from __future__ import annotations
+
+import email.utils
+import json
+import logging
+import os
+import socket
+import time
+import urllib.error
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timezone
+from typing import Any, Callable, Sequence
+
+from engine.errors import ModelLoadError
+from engine.judge.backends import ChatRequest, ChatResponse
+from engine.judge.config import JudgeParams
+
+logger = logging.getLogger(__name__)
+
+
+def retry_after_seconds(value: str | None) -> float | None:
+    """Seconds from a Retry-After header: a number of seconds or an HTTP date."""
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    return max(0.0, (when - datetime.now(timezone.utc)).total_seconds())
+
+
+class HttpChatBackend:
+    def __init__(self, params: JudgeParams, sleep: Callable[[float], None] = time.sleep):
+        self.params = params
+        self.url = str(params.base_url).rstrip("/") + "/chat/completions"
+        self._sleep = sleep
+        self._headers = {"Content-Type": "application/json"}
+        if params.api_key_env is not None:
+            key = os.environ.get(params.api_key_env)
+            if not key:
+                raise ModelLoadError(f"judge {params.judge_name!r}: environment variable {params.api_key_env} "
+                                     "is not set; export the API key under that name")
+            self._headers["Authorization"] = f"Bearer {key}"
+
+    def chat(self, requests: Sequence[ChatRequest]) -> list[ChatResponse]:
+        if not requests:
+            return []
+        with ThreadPoolExecutor(max_workers=min(self.params.max_concurrency, len(requests))) as pool:
+            return list(pool.map(self._one, requests))
+
+    def _body(self, request: ChatRequest) -> bytes:
+        body: dict[str, Any] = {
+            "model": self.params.model,
+            "messages": list(request.messages),
+            "temperature": request.temperature,
+            "seed": request.seed,
+            "max_tokens": request.max_tokens,
+        }
+        if request.schema is not None:
+            body["response_format"] = {"type": "json_schema",
+                                       "json_schema": {"name": "judgment", "schema": request.schema, "strict": True}}
+        return json.dumps(body, ensure_ascii=False).encode("utf-8")
+
+    def _one(self, request: ChatRequest) -> ChatResponse:
+        params = self.params
+        data = self._body(request)
+        start = time.perf_counter()
+        reason = ""
+        attempts = params.max_retries + 1
+        for attempt in range(attempts):
+            retry_after = None
+            try:
+                http_request = urllib.request.Request(self.url, data=data, headers=self._headers, method="POST")
+                with urllib.request.urlopen(http_request, timeout=params.timeout_s) as reply:
+                    payload = json.loads(reply.read().decode("utf-8"))
+                return self._answer(request, payload, time.perf_counter() - start)
+            except urllib.error.HTTPError as exc:
+                reason = f"HTTP {exc.code}"
+                if exc.code not in params.retry_statuses:
+                    return self._failed(request, f"{reason} (not retried)", start)
+                retry_after = retry_after_seconds(exc.headers.get("Retry-After") if exc.headers else None)
+            except (TimeoutError, socket.timeout):
+                reason = f"timeout after {params.timeout_s:g} s"
+            except urllib.error.URLError as exc:
+                if isinstance(exc.reason, (TimeoutError, socket.timeout)):
+                    reason = f"timeout after {params.timeout_s:g} s"
+                else:
+                    reason = f"connection error ({type(exc.reason).__name__})"
+            except (ConnectionError, OSError) as exc:
+                reason = f"connection error ({type(exc).__name__})"
+            except (ValueError, KeyError, IndexError, TypeError):
+                return self._failed(request, "the server's answer is not a chat completion", start)
+            if attempt + 1 == attempts:
+                break
+            wait = min(params.backoff_cap_s, max(params.backoff_base_s * 2 ** attempt, retry_after or 0.0))
+            logger.warning("judge request %s: %s; retry %d of %d in %.3f s", request.request_id, reason,
+                           attempt + 1, params.max_retries, wait)
+            self._sleep(wait)
+        return self._failed(request, f"{reason} after {attempts} attempt(s)", start)
+
+    def _failed(self, request: ChatRequest, message: str, start: float) -> ChatResponse:
+        logger.warning("judge request %s failed: %s", request.request_id, message)
+        return ChatResponse(request.request_id, None, None, 0, 0, time.perf_counter() - start, message)
+
+    @staticmethod
+    def _answer(request: ChatRequest, payload: dict[str, Any], latency: float) -> ChatResponse:
+        choice = payload["choices"][0]
+        usage = payload.get("usage") or {}
+        return ChatResponse(
+            request.request_id, choice["message"].get("content") or "", choice.get("finish_reason"),
+            int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0), latency,
+        )

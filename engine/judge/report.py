@@ -1,0 +1,62 @@
+"""The report's judge section: HTML tables from RUN/judge_analysis/*.parquet.
+
+`judge_section(run_root)` returns (anchor, title, body HTML), or None when the run has no
+judge analysis; the report wraps it like its other sections.
+"""
+from __future__ import annotations
+
+import math
+from html import escape
+from pathlib import Path
+from typing import Any, Sequence
+
+import pyarrow.parquet as pq
+
+from engine.judge.analysis import OUTPUT_DIR
+from engine.judge.parse import PARSE_CLASSES
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, float):
+        return "–" if math.isnan(value) else f"{value:.3f}"
+    return escape(str(value))
+
+
+def _table(rows: Sequence[dict[str, Any]], columns: Sequence[str], headers: Sequence[str] | None = None) -> str:
+    head = "".join(f"<th>{escape(h)}</th>" for h in (headers or columns))
+    body = "".join("<tr>" + "".join(f"<td>{_fmt(r.get(c))}</td>" for c in columns) + "</tr>" for r in rows)
+    return f'<table class="judge"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+
+
+def _matrix(row: dict[str, Any]) -> str:
+    classes = row["classes"]
+    lines = [{"expert": c, **{f"→ {p}": f"{row['confusion'][i][j]} ({_fmt(row['confusion_row_norm'][i][j])} / "
+                                         f"{_fmt(row['confusion_col_norm'][i][j])})" for j, p in enumerate(classes)}}
+             for i, c in enumerate(classes)]
+    return _table(lines, ["expert", *[f"→ {p}" for p in classes]])
+
+
+def judge_section(run_root: str | Path) -> tuple[str, str, str] | None:
+    folder = Path(run_root) / OUTPUT_DIR
+    if not (folder / "agreement.parquet").is_file():
+        return None
+    read = {name: pq.read_table(folder / f"{name}.parquet").to_pylist()
+            for name in ("agreement", "pooled_confusion", "code_summary", "parse_rates")}
+    setup = ["judge", "strategy", "prompt_language"]
+    parts = [
+        "<h3>Agreement with the experts (quadratic kappa, pooled over generators)</h3>",
+        _table(read["agreement"], ["language", *setup, "n_rows", "n", "kappa"]),
+        "<h3>Pooled confusion (counts, row- / column-normalised; hierarchical left out)</h3>",
+    ]
+    for row in read["pooled_confusion"]:
+        parts.append(f"<h4>judge {escape(row['judge'])} (n = {row['n']}, kappa {_fmt(row['kappa'])})</h4>{_matrix(row)}")
+    rate_columns = [f"rate_{c}" for c in PARSE_CLASSES]
+    parts += [
+        "<h3>Parse classes, hallucinated codes, codes per comment</h3>",
+        _table(read["parse_rates"], [*setup, "n", *rate_columns, "hallucinated_code_rate", "codes_per_comment"],
+               [*setup, "n", *PARSE_CLASSES, "hallucinated codes", "codes / comment"]),
+        "<h3>Error codes: mean and best setup (precision / recall over file x generator pairs)</h3>",
+        _table(read["code_summary"], ["code", "setups", "mean_precision", "mean_recall", "best_setup", "best_precision",
+                                      "best_recall"]),
+    ]
+    return "judges", "LLM judges", "\n".join(parts)

@@ -1,0 +1,121 @@
+"""Judging one part: files -> chat requests -> answers -> one row per candidate.
+
+One call per (file, strategy, prompt language) with every generator's candidate (seven for
+the hierarchical strategy, one per cluster). All requests of the part go to the backend at
+once, so a local engine batches them and a server sees them concurrently. Each file's calls
+depend only on that file and fixed seeds, so results do not depend on how files are cut
+into parts.
+"""
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import pyarrow as pa
+
+from engine.judge.backends import ChatBackend, ChatRequest, ChatResponse
+from engine.judge.config import JudgeParams
+from engine.judge.messages import Candidate, JudgeCall, JudgeItem, build_calls
+from engine.judge.parse import Verdict, combine_clusters, parse_response, verdicts
+from engine.judge.promptpack import load_pack, resolve_prompt_language
+from engine.judge.schema import SchemaLimits, output_schema
+from engine.records import JUDGMENT_SCHEMA
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class _Planned:
+    item: JudgeItem
+    sample_ids: dict[str, str]  # generator -> sample_id
+    strategy: str
+    prompt_language: str
+    calls: tuple[tuple[str, JudgeCall], ...]  # (request id, call)
+
+
+def judge_items(table: pa.Table) -> list[tuple[JudgeItem, dict[str, str]]]:
+    """Files of a sample table with their candidates (rows without generator or prediction skipped)."""
+    files: dict[str, list[dict[str, Any]]] = {}
+    for row in table.to_pylist():
+        if row.get("generator") is None or row.get("prediction") is None:
+            continue
+        files.setdefault(row["file_id"], []).append(row)
+    out = []
+    for file_id in sorted(files):
+        rows = sorted(files[file_id], key=lambda r: r["generator"])
+        first = rows[0]
+        candidates = tuple(Candidate(r["generator"], (r.get("prime") or "") + r["prediction"]) for r in rows)
+        item = JudgeItem(file_id, first["language"], first["source"], int(first["comment_start"]), int(first["comment_end"]),
+                         first["reference"], candidates)
+        out.append((item, {r["generator"]: r["sample_id"] for r in rows}))
+    return out
+
+
+def plan(table: pa.Table, params: JudgeParams) -> list[_Planned]:
+    planned = []
+    for item, sample_ids in judge_items(table):
+        for strategy in params.strategies:
+            languages = dict.fromkeys(resolve_prompt_language(s, item.language) for s in params.prompt_languages)
+            for language in languages:
+                calls = build_calls(load_pack(language), item, strategy)
+                ids = tuple((f"{item.file_id}|{strategy}|{language}|{call.cluster or ''}", call) for call in calls)
+                planned.append(_Planned(item, sample_ids, strategy, language, ids))
+    return planned
+
+
+def requests_of(planned: Sequence[_Planned], params: JudgeParams) -> list[ChatRequest]:
+    limits = SchemaLimits(max_text_chars=params.max_text_chars, max_errors=params.max_errors)
+    structured = set(params.structured_strategies())
+    out = []
+    for entry in planned:
+        names = [c.generator for c in entry.item.candidates]
+        for request_id, call in entry.calls:
+            schema = (output_schema(load_pack(call.prompt_language), call.strategy, call.cluster, names, limits)
+                      if call.strategy in structured else None)
+            out.append(ChatRequest(request_id, call.messages, params.max_tokens, params.temperature, params.seed, schema))
+    return out
+
+
+def _verdicts_of(entry: _Planned, answers: dict[str, ChatResponse]) -> dict[str, Verdict]:
+    generators = [c.generator for c in entry.item.candidates]
+    per_call = {}
+    for request_id, call in entry.calls:
+        answer = answers[request_id]
+        per_call[call.cluster] = verdicts(parse_response(answer.text, answer.finish_reason, answer.error), generators)
+    if entry.strategy != "hierarchical":
+        return per_call[None]
+    return {g: combine_clusters({cluster: per_call[cluster][g] for cluster in per_call}) for g in generators}
+
+
+def judge_table(table: pa.Table, params: JudgeParams, task: str, backend: ChatBackend) -> pa.Table:
+    """The judgment rows of one part's sample rows."""
+    planned = plan(table, params)
+    requests = requests_of(planned, params)
+    logger.info("judge %s: %d files, %d calls", params.judge_name, len({p.item.file_id for p in planned}), len(requests))
+    answers = {a.request_id: a for a in backend.chat(requests)}
+    structured = set(params.structured_strategies())
+    rows = []
+    for entry in planned:
+        call_answers = [answers[request_id] for request_id, _call in entry.calls]
+        if entry.strategy == "hierarchical":
+            raw = json.dumps({call.cluster: answers[rid].text for rid, call in entry.calls}, ensure_ascii=False)
+        else:
+            raw = call_answers[0].text
+        errors = sorted({a.error for a in call_answers if a.error})
+        for generator, verdict in _verdicts_of(entry, answers).items():
+            rows.append({
+                "file_id": entry.item.file_id, "sample_id": entry.sample_ids[generator], "generator": generator,
+                "language": entry.item.language, "judge": params.judge_name, "task": task, "strategy": entry.strategy,
+                "prompt_language": entry.prompt_language, "structured": entry.strategy in structured,
+                "label": verdict.label if verdict.status == "ok" else None,
+                "error_codes": list(verdict.codes), "hallucinated_codes": list(verdict.hallucinated),
+                "error_confidence": list(verdict.confidences), "parse_status": verdict.status, "parse_method": verdict.method,
+                "cluster_status": [f"{c}={s}" for c, s in verdict.cluster_status], "calls": len(call_answers),
+                "prompt_tokens": sum(a.prompt_tokens for a in call_answers),
+                "completion_tokens": sum(a.completion_tokens for a in call_answers),
+                "latency_s": float(sum(a.latency_s for a in call_answers)), "raw_response": raw,
+                "error": "; ".join(errors) or None,
+            })
+    return pa.Table.from_pylist(rows, schema=JUDGMENT_SCHEMA)

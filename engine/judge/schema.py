@@ -1,0 +1,114 @@
+"""JSON schemas of a judge's answer, built from the taxonomy and a prompt pack's field names.
+
+Used for structured outputs (vLLM with xgrammar, or an OpenAI-compatible server's
+`response_format`) and shown to the model as the output format. Every free-text field has a
+`maxLength` and every array a `maxItems`, and confidences come from a fixed grid, so that a
+weak model constrained by the grammar always reaches the end of the object instead of
+filling the token budget with text, items or digits.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from engine.judge.promptpack import PromptPack
+from engine.records import LABELS
+from engine.taxonomy import CLUSTERS, leaf_codes
+
+CONFIDENCE_GRID = tuple(round(i / 10, 1) for i in range(11))
+
+
+@dataclass(frozen=True)
+class SchemaLimits:
+    max_text_chars: int = 500  # explanation, reasoning, justification
+    max_errors: int = 10  # error codes per evaluation
+    max_name_chars: int = 200  # model_name when the candidates' names are not given
+
+
+def codes_for(cluster: str | None) -> list[str]:
+    """The codes a call may assign: one cluster's, or every assignable code."""
+    return list(CLUSTERS[cluster]) if cluster is not None else leaf_codes()
+
+
+def text_field(strategy: str) -> str:
+    """Internal name of the free-text field: chain-of-thought reasons, the others explain."""
+    return "reasoning" if strategy == "cot" else "explanation"
+
+
+def output_schema(
+    pack: PromptPack,
+    strategy: str,
+    cluster: str | None = None,
+    model_names: Sequence[str] | None = None,
+    limits: SchemaLimits = SchemaLimits(),
+) -> dict[str, Any]:
+    """The schema of one call's answer: `{evaluations: [{model_name, errors, text, overall_quality}]}`.
+
+    With `model_names`, there is exactly one evaluation per candidate, in that order.
+    """
+    f = pack.field
+    codes = codes_for(cluster)
+    if strategy == "cot":
+        error_item: dict[str, Any] = {
+            "type": "object",
+            "properties": {
+                f("code"): {"type": "string", "enum": codes},
+                f("confidence"): {"type": "number", "enum": list(CONFIDENCE_GRID)},
+                f("justification"): {"type": "string", "maxLength": limits.max_text_chars},
+            },
+            "required": [f("code"), f("confidence"), f("justification")],
+            "additionalProperties": False,
+        }
+    else:
+        error_item = {"type": "string", "enum": codes}
+    text = f(text_field(strategy))
+
+    def evaluation(name_schema: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "type": "object",
+            "properties": {
+                f("model_name"): name_schema,
+                f("errors"): {"type": "array", "items": error_item, "maxItems": limits.max_errors},
+                text: {"type": "string", "maxLength": limits.max_text_chars},
+                f("overall_quality"): {"type": "string", "enum": [pack.label(label) for label in reversed(LABELS)]},
+            },
+            "required": [f("model_name"), f("errors"), text, f("overall_quality")],
+            "additionalProperties": False,
+        }
+
+    if model_names:
+        # One evaluation per candidate, in the prompt's order: with only an enum of names, a
+        # constrained model can judge one candidate twice and another not at all.
+        evaluations: dict[str, Any] = {
+            "type": "array",
+            "prefixItems": [evaluation({"type": "string", "const": name}) for name in model_names],
+            "items": False, "minItems": len(model_names), "maxItems": len(model_names),
+        }
+    else:
+        evaluations = {"type": "array", "items": evaluation({"type": "string", "maxLength": limits.max_name_chars}),
+                       "minItems": 1, "maxItems": 64}
+    return {
+        "type": "object",
+        "properties": {f("evaluations"): evaluations},
+        "required": [f("evaluations")],
+        "additionalProperties": False,
+    }
+
+
+def example_output(pack: PromptPack, strategy: str, cluster: str | None = None) -> dict[str, Any]:
+    """An answer of the right shape, shown in the prompt (the same for every file)."""
+    f = pack.field
+    code = codes_for(cluster)[0]
+    error: Any = code
+    if strategy == "cot":
+        error = {f("code"): code, f("confidence"): 0.8, f("justification"): "..."}
+    return {
+        f("evaluations"): [
+            {
+                f("model_name"): f"<{f('model_name')}>",
+                f("errors"): [error],
+                f(text_field(strategy)): "...",
+                f("overall_quality"): pack.label("partial"),
+            }
+        ]
+    }

@@ -1,0 +1,74 @@
+"""Stage `judge`: LLM judges label every candidate comment (engine/judge/ holds the domain code).
+
+One task per configured judge (named from its complete resolved options); within a part,
+one call per (file, strategy, prompt language) with all generators' candidates. Output:
+RUN/judgments/, one row per (file, generator, judge, strategy, prompt language).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Mapping
+
+import pyarrow as pa
+
+from engine.errors import ConfigError
+from engine.judge.config import JudgeSection
+from engine.records import JUDGMENT_SCHEMA
+from engine.stages.base import PartContext, Stage, StageTask
+
+
+class JudgeStage(Stage):
+    name = "judge"
+    section = "judge"
+    params_class = "engine.judge.config:JudgeSection"
+    directory = "judgments"
+    schema = JUDGMENT_SCHEMA
+    input_columns = ("sample_id", "file_id", "language", "source", "comment_start", "comment_end", "reference",
+                     "generator", "prime", "prediction")
+
+    def parse_section(self, raw: Any, base_dir: Path, where: str) -> JudgeSection:
+        # Relative model paths (./, ../) are already resolved against the config's folder.
+        if not isinstance(raw, Mapping):
+            raise ConfigError(f"{where}: got {raw!r}; allowed: a mapping with key 'judges'")
+        return JudgeSection.from_mapping(raw, where=where)
+
+    def check_config(self, config: Any) -> None:
+        from engine.stages.base import check_model
+
+        section: JudgeSection = config.section(self.name)
+        for i, judge in enumerate(section.judges):
+            if judge.backend == "http":  # a served model name, checked by the server
+                continue
+            check_model(judge.model, f"judge.judges[{i}].model")
+            if judge.tokenizer is not None:
+                check_model(judge.tokenizer, f"judge.judges[{i}].tokenizer", kind="tokenizer")
+
+    def tasks(self, config: Any) -> list[StageTask]:
+        section: JudgeSection = config.section(self.name)
+        return [
+            StageTask(self.name, judge.task_name(), model_key=f"{judge.backend}:{judge.model}", entry=i)
+            for i, judge in enumerate(section.judges)
+        ]
+
+    def run_part(self, ctx: PartContext) -> pa.Table:
+        from engine.judge.backends import get_chat_backend, needs_own_process
+        from engine.judge.run import judge_table
+
+        table = ctx.input_table()
+        self.require_columns(table, "sample table")
+        judge = ctx.config.section(self.name).judges[ctx.part.entry]
+        if needs_own_process(judge):
+            from engine.judge.worker import judge_in_subprocess
+
+            return judge_in_subprocess(table, judge, ctx.part.task)
+        return judge_table(table, judge, ctx.part.task, get_chat_backend(judge))
+
+    def analyze(self, run: Any, config: Any) -> None:
+        from engine.judge.analysis import write_analysis
+
+        write_analysis(run.root, run.read_samples(["sample_id", "label", "error_codes"]), run.read_parts("judge/", JUDGMENT_SCHEMA))
+
+    def report_section(self, run_root: Path) -> tuple[str, str, str] | None:
+        from engine.judge.report import judge_section
+
+        return judge_section(run_root)

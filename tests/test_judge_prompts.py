@@ -1,0 +1,154 @@
+"""Judge prompt packs, assembled messages (golden files) and output schemas.
+
+Regenerate the golden files after an intended prompt change with
+    BABELSCORE_REGEN_GOLDEN=1 python -m pytest tests/test_judge_prompts.py
+and review the diff.
+"""
+from __future__ import annotations
+
+import copy
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from engine.errors import ConfigError
+from engine.judge.messages import Candidate, JudgeItem, build_calls, shared_prefix
+from engine.judge.promptpack import PROMPT_LANGUAGES, STRATEGIES, _read, check_pack, load_pack, resolve_prompt_language
+from engine.judge.schema import output_schema
+from engine.taxonomy import CLUSTERS, leaf_codes
+
+GOLDEN = Path(__file__).parent / "golden" / "judge"
+SOURCE = "public class Stack {\n    // Returns the top element without removing it.\n    public int peek() { return items[size - 1]; }\n}\n"
+COMMENT = "// Returns the top element without removing it."
+ITEM = JudgeItem(
+    file_id="42_1", language="en", source=SOURCE, comment_start=SOURCE.index(COMMENT),
+    comment_end=SOURCE.index(COMMENT) + len(COMMENT), reference=COMMENT,
+    # Deliberately unsorted: the prompt lists candidates sorted by generator name.
+    candidates=(Candidate("starcoder2-7b", "// Returns the top element."), Candidate("codegemma-7b", "// 返回栈顶元素 ἀ\"q\"")),
+)
+
+
+@pytest.mark.parametrize("language", PROMPT_LANGUAGES)
+def test_every_pack_defines_every_key_of_the_reference(language: str) -> None:
+    pack = load_pack(language)
+    assert set(pack.data["taxonomy"]) == set(leaf_codes())
+    assert set(pack.data["clusters"]) == set(CLUSTERS)
+    for code, entry in pack.data["taxonomy"].items():
+        assert set(entry) == {"name", "include", "exclude"}, code
+
+
+def test_a_missing_or_extra_key_is_named() -> None:
+    reference = _read("en")
+    broken = copy.deepcopy(_read("nl"))
+    del broken["taxonomy"]["SE-HA3"]["exclude"]
+    broken["headings"]["surprise"] = "x"
+    with pytest.raises(ConfigError) as info:
+        check_pack("nl", broken, reference)
+    assert "taxonomy.SE-HA3.exclude: missing" in str(info.value)
+    assert "headings.surprise" in str(info.value)
+
+
+def test_unknown_placeholder_and_duplicate_labels_are_refused() -> None:
+    reference = _read("en")
+    broken = copy.deepcopy(_read("pl"))
+    broken["rubric"]["correct"] = "{label_corect}: typo"
+    broken["labels"]["partial"] = broken["labels"]["correct"]
+    with pytest.raises(ConfigError) as info:
+        check_pack("pl", broken, reference)
+    assert "unknown placeholder {label_corect}" in str(info.value) and "label values must differ" in str(info.value)
+
+
+def test_prompt_language_defaults_to_the_sample_language() -> None:
+    assert resolve_prompt_language("sample", "zh") == "zh"
+    assert resolve_prompt_language("sample", "de") == "en"  # no pack: English
+    assert resolve_prompt_language("en", "zh") == "en"
+
+
+def _render(language: str, strategy: str) -> list[dict]:
+    return [
+        {"cluster": call.cluster, "messages": list(call.messages)}
+        for call in build_calls(load_pack(language), ITEM, strategy)
+    ]
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+@pytest.mark.parametrize("language", PROMPT_LANGUAGES)
+def test_assembled_messages_equal_the_golden_file(language: str, strategy: str) -> None:
+    rendered = _render(language, strategy)
+    path = GOLDEN / f"{strategy}-{language}.json"
+    text = json.dumps(rendered, ensure_ascii=False, indent=1) + "\n"
+    if os.environ.get("BABELSCORE_REGEN_GOLDEN"):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    assert path.is_file(), f"{path} is missing; run with BABELSCORE_REGEN_GOLDEN=1"
+    assert json.loads(path.read_text(encoding="utf-8")) == rendered
+    assert len(rendered) == (len(CLUSTERS) if strategy == "hierarchical" else 1)
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+@pytest.mark.parametrize("language", PROMPT_LANGUAGES)
+def test_shared_part_is_an_identical_prefix_across_calls_and_files(language: str, strategy: str) -> None:
+    pack = load_pack(language)
+    other = JudgeItem("7_3", "nl", "x = 1  # zet x\n", 7, 14, "# zet x", (Candidate("a", "# b"),))
+    calls = build_calls(pack, ITEM, strategy) + build_calls(pack, other, strategy)
+    prefix = shared_prefix(pack, strategy)
+    for call in calls:
+        assert call.messages[0]["content"].startswith(prefix)
+    # Every system message is the same for both files: the file only enters the user message.
+    n = len(calls) // 2
+    assert [c.messages[0] for c in calls[:n]] == [c.messages[0] for c in calls[n:]]
+    user = calls[0].messages[1]["content"]
+    assert pack.data["placeholder"] in user and COMMENT not in user.split("```")[1]
+    assert user.index("codegemma-7b") < user.index("starcoder2-7b")
+
+
+def _sample_output(language: str, strategy: str, label: str, cluster: str | None = None) -> dict:
+    pack = load_pack(language)
+    f = pack.field
+    code = (CLUSTERS[cluster] if cluster else ("SE-HA3",))[0]
+    error = {f("code"): code, f("confidence"): 0.7, f("justification"): "x"} if strategy == "cot" else code
+    text = f("reasoning") if strategy == "cot" else f("explanation")
+    return {f("evaluations"): [
+        {f("model_name"): "codegemma-7b", f("errors"): [error], text: "...", f("overall_quality"): pack.label(label)},
+        {f("model_name"): "starcoder2-7b", f("errors"): [], text: "", f("overall_quality"): pack.label("correct")},
+    ]}
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+@pytest.mark.parametrize("language", PROMPT_LANGUAGES)
+def test_schema_accepts_sample_outputs_and_rejects_a_wrong_label(language: str, strategy: str) -> None:
+    jsonschema = pytest.importorskip("jsonschema")
+    pack = load_pack(language)
+    names = ["codegemma-7b", "starcoder2-7b"]
+    cluster = "semantic_accuracy" if strategy == "hierarchical" else None
+    schema = output_schema(pack, strategy, cluster, names)
+    jsonschema.Draft202012Validator.check_schema(schema)
+    validator = jsonschema.Draft202012Validator(schema)
+    for label in ("correct", "partial", "incorrect"):
+        assert not list(validator.iter_errors(_sample_output(language, strategy, label, cluster)))
+    wrong = _sample_output(language, strategy, "partial", cluster)
+    first = next(iter(wrong.values()))[0]
+    first[pack.field("overall_quality")] = "excellent"
+    assert list(validator.iter_errors(wrong))
+    # Another language's field names are not this language's schema (unless they coincide).
+    other = "zh" if language != "zh" else "pl"
+    assert list(validator.iter_errors(_sample_output(other, strategy, "partial", cluster)))
+    # A code outside the call's codes, an overlong text, a missing candidate: all rejected.
+    bad_code = _sample_output(language, strategy, "partial", cluster)
+    entry = next(iter(bad_code.values()))[0]
+    errors_key = pack.field("errors")
+    entry[errors_key] = ["XX-9"] if strategy != "cot" else [dict(entry[errors_key][0], **{pack.field("code"): "XX-9"})]
+    assert list(validator.iter_errors(bad_code))
+    too_long = _sample_output(language, strategy, "partial", cluster)
+    text_key = pack.field("reasoning") if strategy == "cot" else pack.field("explanation")
+    next(iter(too_long.values()))[0][text_key] = "x" * 501
+    assert list(validator.iter_errors(too_long))
+    one = _sample_output(language, strategy, "partial", cluster)
+    next(iter(one.values())).pop()
+    assert list(validator.iter_errors(one))
+    twice = _sample_output(language, strategy, "partial", cluster)  # one candidate judged twice, the other never
+    next(iter(twice.values()))[1][pack.field("model_name")] = "codegemma-7b"
+    assert list(validator.iter_errors(twice))
+

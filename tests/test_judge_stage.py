@@ -1,0 +1,133 @@
+"""The judge stage on a scripted backend: calls per file, rows, hierarchical rules, failures."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import SimpleNamespace
+
+import pyarrow as pa
+import pytest
+
+import engine.judge.backends as backends
+from engine.errors import ConfigError
+from engine.judge.backends import ChatResponse
+from engine.records import JUDGMENT_SCHEMA, SAMPLE_SCHEMA
+from engine.stages.base import PartContext, PartTask
+from engine.stages.judge import JudgeStage
+from engine.stages.registry import PART_STAGES, get_stage
+from engine.taxonomy import CLUSTERS
+
+GENERATORS = ("starcoder2-7b", "codegemma-7b")
+
+
+def _samples(file_ids=("f1", "f2", "f3"), language="nl") -> pa.Table:
+    rows = []
+    for file_id in file_ids:
+        source = f"class A {{\n  // Geeft {file_id} terug\n  int x() {{ return 1; }}\n}}\n"
+        comment = f"// Geeft {file_id} terug"
+        start = source.index(comment)
+        for generator in GENERATORS:
+            rows.append(dict(sample_id=f"{file_id}/{generator}", file_id=file_id, language=language, source=source,
+                             comment_start=start, comment_end=start + len(comment), reference=comment, generator=generator,
+                             prime="// Geeft", prediction=f" {generator} terug", label="partial", error_codes=["SE-MD"]))
+    rows.append(dict(rows[0], sample_id="f1/none", generator="x", prediction=None))  # nothing to judge: skipped
+    return pa.Table.from_pylist(rows, schema=SAMPLE_SCHEMA)
+
+
+class Scripted:
+    """Answers by request id: `file|strategy|language|cluster`; records what it was asked."""
+
+    def __init__(self):
+        self.requests = []
+
+    def chat(self, requests):
+        self.requests.extend(requests)
+        out = []
+        for r in requests:
+            file_id, strategy, language, cluster = r.request_id.split("|")
+            if file_id == "f2":
+                out.append(ChatResponse(r.request_id, None, None, 0, 0, 0.5, "HTTP 503 after 7 attempt(s)"))
+                continue
+            if cluster == "semantic_code":
+                out.append(ChatResponse(r.request_id, "no json here", "stop", 100, 5, 0.1))
+                continue
+            label = {"semantic_accuracy": "partial", "meta": "correct"}.get(cluster, "correct")
+            codes = list(CLUSTERS[cluster][:1]) if cluster else ["SE-HA3", "BOGUS-1"]
+            if cluster == "linguistic_grammar":
+                label = "incorrect" if file_id == "f3" else "correct"
+            answer = {"evaluations": [{"model_name": g.upper(), "errors": codes, "explanation": "", "overall_quality": label}
+                                      for g in GENERATORS]}
+            out.append(ChatResponse(r.request_id, "```json\n" + json.dumps(answer) + "\n```", "stop", 100, 20, 0.1))
+        return out
+
+
+def _run(tmp_path: Path, monkeypatch, judges: list[dict], table: pa.Table, entry: int = 0):
+    stage = JudgeStage()
+    section = stage.parse_section({"judges": judges}, tmp_path, "judge")
+    scripted = Scripted()
+    monkeypatch.setattr(backends, "get_chat_backend", lambda params: scripted)
+    config = SimpleNamespace(section=lambda name: section)
+    task = stage.tasks(config)[entry]
+    ctx = PartContext(tmp_path, config, PartTask.of(task, 0, stage.directory), _input_reader=lambda i: table)
+    return stage.run_part(ctx), scripted, task
+
+
+def test_registered_after_score() -> None:
+    names = list(PART_STAGES)
+    assert names.index("judge") == names.index("score") + 1
+    assert isinstance(get_stage("judge"), JudgeStage)
+
+
+def test_rows_calls_and_hierarchical_rules(tmp_path, monkeypatch) -> None:
+    judges = [dict(model="served", backend="http", base_url="http://x/v1", name="j", strategies=["standard", "hierarchical"],
+                   prompt_languages=["sample", "en"], structured=["standard"])]
+    out, scripted, task = _run(tmp_path, monkeypatch, judges, _samples())
+    assert out.schema.equals(JUDGMENT_SCHEMA)
+    # 3 files x (standard: 1 call + hierarchical: 7 calls) x 2 prompt languages (nl, en).
+    assert len(scripted.requests) == 3 * (1 + len(CLUSTERS)) * 2
+    for request in scripted.requests:
+        assert (request.schema is not None) == ("|standard|" in request.request_id)
+        assert request.temperature == 0.0 and request.seed == 42 and request.max_tokens == 10_000
+    rows = out.to_pylist()
+    assert len(rows) == 3 * 2 * 2 * 2  # files x generators x strategies x prompt languages
+    assert {r["task"] for r in rows} == {task.task} and task.task.startswith("judge-j-")
+    by = {(r["sample_id"], r["strategy"], r["prompt_language"]): r for r in rows}
+    standard = by[("f1/codegemma-7b", "standard", "nl")]
+    assert (standard["label"], standard["error_codes"], standard["hallucinated_codes"]) == ("correct", ["SE-HA3"], ["BOGUS-1"])
+    assert (standard["parse_status"], standard["parse_method"], standard["structured"]) == ("ok", "fenced", True)
+    # f2: every call failed at the API -> no label, counted as api_error, error kept.
+    failed = by[("f2/starcoder2-7b", "hierarchical", "en")]
+    assert (failed["label"], failed["parse_status"], failed["error"]) == (None, "api_error", "HTTP 503 after 7 attempt(s)")
+    # Hierarchical: worst label over the clusters that parsed, union of their codes, per-cluster status kept.
+    h1 = by[("f1/starcoder2-7b", "hierarchical", "nl")]
+    assert h1["label"] == "partial" and h1["calls"] == len(CLUSTERS)
+    assert h1["error_codes"] == [codes[0] for name, codes in CLUSTERS.items() if name != "semantic_code"]
+    assert "semantic_code=malformed" in h1["cluster_status"] and "meta=ok" in h1["cluster_status"]
+    assert json.loads(h1["raw_response"])["semantic_code"] == "no json here"
+    assert by[("f3/starcoder2-7b", "hierarchical", "nl")]["label"] == "incorrect"
+    assert h1["prompt_tokens"] == 100 * len(CLUSTERS)
+
+
+def test_part_invariance(tmp_path, monkeypatch) -> None:
+    judges = [dict(model="served", backend="http", base_url="http://x/v1", strategies=["cot"])]
+    whole, _, _ = _run(tmp_path, monkeypatch, judges, _samples())
+    first, _, _ = _run(tmp_path, monkeypatch, judges, _samples(("f1",)))
+    rest, _, _ = _run(tmp_path, monkeypatch, judges, _samples(("f2", "f3")))
+    drop = ["latency_s"]
+    assert whole.drop(drop).to_pylist() == pa.concat_tables([first, rest]).drop(drop).to_pylist()
+
+
+def test_identity_and_duplicates(tmp_path) -> None:
+    stage = JudgeStage()
+    entry = dict(model="served", backend="http", base_url="http://x/v1")
+    section = stage.parse_section({"judges": [entry, dict(entry, strategies=["cot"])]}, tmp_path, "judge")
+    tasks = stage.tasks(SimpleNamespace(section=lambda name: section))
+    assert len({t.task for t in tasks}) == 2
+    with pytest.raises(ConfigError, match=r"judge.judges\[1\]: duplicates judge.judges\[0\]"):
+        stage.parse_section({"judges": [entry, dict(entry)]}, tmp_path, "judge")
+    with pytest.raises(ConfigError, match="strategies"):
+        stage.parse_section({"judges": [dict(entry, strategies=["vibes"])]}, tmp_path, "judge")
+    with pytest.raises(ConfigError, match="structured"):
+        stage.parse_section({"judges": [dict(model="m", backend="transformers", structured=True)]}, tmp_path, "judge")
+    with pytest.raises(ConfigError, match="api_key_env"):
+        stage.parse_section({"judges": [dict(entry, api_key_env="sk-abc def")]}, tmp_path, "judge")
