@@ -1,16 +1,23 @@
-"""Scale benchmark of the lexical stage: rows/s by worker count, and peak memory vs input size.
+"""Scale benchmark: rows/s by worker count, and peak memory vs input size for a lexical and a
+neural scorer, through the score, calibrate, summary and report steps.
 
 Each measurement runs in its own subprocess (a fresh Ray instance with N CPUs, or the local
 executor): a small warm-up run first (Ray workers start and import the metrics once), then the
-measured run of a synthetic input from bench/make_synthetic.py. A sampler thread follows the
-resident memory of the driver and of every process under it (raylet, Ray workers).
+measured run of a synthetic input from bench/make_synthetic.py with stages [score, calibrate],
+then the console summary and the report of that run. A sampler thread follows the resident memory of the
+driver (per step: score, calibrate, summary, report) and of every process under it (raylet, Ray workers).
 
-    python bench/bench_scale.py                       # 12,500 and 125,000 samples, 1 and 2 workers
-    python bench/bench_scale.py --samples 2000 --scale 10 --workers 1 2 --part-size 250
+The neural scorer is a tiny random BERT (2 layers, hidden size 32, a few hundred word pieces)
+built with `save_pretrained` in the work folder: its numbers are meaningless, its memory
+behaviour (model per worker, batches, embeddings per part) is that of any encoder.
 
-Printed: samples/s of the score stage per worker count (and the speed-up), then peak RSS of the
-driver, of the largest worker and of the whole process tree at N and scale x N samples, with
-the ratio; the check is that memory at 10x the input stays within 1.5x (streamed parts).
+    python bench/bench_scale.py                       # 12,500 and 125,000 samples, both scorers
+    python bench/bench_scale.py --samples 2000 --scale 10 --scorers lexical --workers 1 2
+
+Printed: samples/s of the lexical score stage per worker count (and the speed-up; skip with
+--no-throughput), then per scorer the peak RSS of the driver (whole run and per step), of the
+largest worker and of the whole process tree at N and scale x N samples, with the ratio; the
+check is that driver and worker memory at 10x the input stays within 1.5x.
 """
 from __future__ import annotations
 
@@ -43,6 +50,8 @@ class TreeSampler(threading.Thread):
         self.peak_driver = 0
         self.peak_worker = 0
         self.peak_tree = 0
+        self.phase = "start"
+        self.peak_phase: dict[str, int] = {}  # driver peak per step
         self.stop = threading.Event()
 
     def run(self) -> None:
@@ -54,6 +63,7 @@ class TreeSampler(threading.Thread):
                 driver = self.me.memory_info().rss
                 total += driver
                 self.peak_driver = max(self.peak_driver, driver)
+                self.peak_phase[self.phase] = max(self.peak_phase.get(self.phase, 0), driver)
                 for child in self.me.children(recursive=True):
                     try:
                         rss = child.memory_info().rss
@@ -69,13 +79,42 @@ class TreeSampler(threading.Thread):
             self.stop.wait(self.interval)
 
 
-def write_config(folder: Path, input_path: Path, part_size: int) -> Path:
-    path = folder / f"config-{input_path.stem}-{part_size}.yaml"
+def write_config(folder: Path, input_path: Path, part_size: int, scorer: str, model_dir: Path | None) -> Path:
+    path = folder / f"config-{scorer}-{input_path.stem}-{part_size}.yaml"
+    if scorer == "lexical":
+        entry = "    - kind: lexical\n"
+    else:
+        entry = f"    - kind: embedding\n      model: {model_dir}\n      contexts: [none]\n      batch_tokens: 8192\n"
     path.write_text(
-        f"name: bench-scale\ninput: {input_path}\npart_size: {part_size}\nstages: [score]\n"
-        "score:\n  scorers:\n    - kind: lexical\n"
+        f"name: bench-scale\ninput: {input_path}\npart_size: {part_size}\nstages: [score, calibrate]\n"
+        f"score:\n  scorers:\n{entry}calibrate:\n  bootstrap: 20\n"
     )
     return path
+
+
+def build_tiny_encoder(directory: Path) -> Path:
+    """A tiny random BERT with a fast WordPiece tokenizer, saved with save_pretrained."""
+    if (directory / "config.json").exists():
+        return directory
+    import torch
+    import transformers as tf
+
+    sys.path.insert(0, str(HERE))
+    from make_synthetic import WORDS
+
+    directory.mkdir(parents=True, exist_ok=True)
+    tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    tokens += list("abcdefghijklmnopqrstuvwxyz0123456789.,;:(){}[]<>=+-*/_") + [f"##{c}" for c in "abcdefghijklmnopqrstuvwxyz"]
+    tokens += sorted({w.lower() for words in WORDS.values() for w in words})
+    vocab = directory / "vocab.txt"
+    vocab.write_text("\n".join(dict.fromkeys(tokens)) + "\n", encoding="utf-8")
+    tokenizer = tf.BertTokenizerFast(vocab_file=str(vocab), model_max_length=512)
+    torch.manual_seed(0)
+    config = tf.BertConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                           intermediate_size=64, max_position_embeddings=512)
+    tokenizer.save_pretrained(str(directory))
+    tf.BertModel(config).eval().save_pretrained(str(directory))
+    return directory
 
 
 def child(args: argparse.Namespace) -> None:
@@ -93,29 +132,55 @@ def child(args: argparse.Namespace) -> None:
 
         ray.init(num_cpus=args.workers[0], include_dashboard=False, logging_level="WARNING",
                  object_store_memory=256 * 1024 * 1024)
+    from engine.report.build import write_report
+    from engine.report.summary import run_summary
+
     stage_seconds: dict[str, float] = {}
     original = runner.run_part_stage
+    original_calibrate = runner.calibrate_run
 
     def timed(run: Any, config: Any, stage: str, executor: Any) -> None:
+        sampler.phase = stage
         start = time.perf_counter()
         original(run, config, stage, executor)
         stage_seconds[stage] = time.perf_counter() - start
 
+    def timed_calibrate(run: Any, config: Any) -> None:
+        sampler.phase = "calibrate"
+        start = time.perf_counter()
+        original_calibrate(run, config)
+        stage_seconds["calibrate"] = time.perf_counter() - start
+
     runner.run_part_stage = timed
+    runner.calibrate_run = timed_calibrate
     work = Path(args.work)
     warm = runner.execute_run(load_config(args.warmup_config), str(work / f"warm-{os.getpid()}"), executor_name=args.executor)
     del warm
+    sampler.peak_phase.clear()  # the steps of the measured run only
+    sampler.phase = "prepare"
     summary = runner.execute_run(load_config(args.config), str(work / f"run-{os.getpid()}"), executor_name=args.executor)
+    sampler.phase = "summary"
+    start = time.perf_counter()
+    text = run_summary(summary.run_dir)
+    stage_seconds["summary"] = time.perf_counter() - start
+    time.sleep(0.3)  # one more sample of the summary step
+    sampler.phase = "report"
+    start = time.perf_counter()
+    write_report(summary.run_dir)
+    stage_seconds["report"] = time.perf_counter() - start
+    time.sleep(0.3)
     sampler.stop.set()
     sampler.join()
     ru_driver = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # KiB on Linux
     result = {
         "samples": summary.counts["valid_rows"],
         "score_rows": summary.counts["score_rows"],
-        "score_seconds": stage_seconds["score"],
+        "seconds": stage_seconds,
         "peak_driver": max(ru_driver, sampler.peak_driver),
+        "peak_phase": sampler.peak_phase,
         "peak_worker": sampler.peak_worker,
         "peak_tree": sampler.peak_tree,
+        "summary_lines": len(text.splitlines()),
     }
     if args.executor == "ray":
         import ray
@@ -139,6 +204,27 @@ def mib(n: float) -> str:
     return f"{n / 2**20:8.1f} MiB"
 
 
+def memory_table(scorer: str, small_n: int, large_n: int, small: dict[str, Any], large: dict[str, Any], executor: str) -> float:
+    """Print one scorer's RSS table; returns the worst driver / worker ratio."""
+    rows = [("peak_driver", "driver, whole run", small["peak_driver"], large["peak_driver"])]
+    for phase in ("score", "calibrate", "summary", "report"):
+        rows.append((phase, f"driver, {phase}", small["peak_phase"].get(phase, 0), large["peak_phase"].get(phase, 0)))
+    rows.append(("peak_worker", "largest worker", small["peak_worker"], large["peak_worker"]))
+    rows.append(("peak_tree", "process tree", small["peak_tree"], large["peak_tree"]))
+    print(f"{'':>20} {small_n:>12} {large_n:>12} {'ratio':>7}")
+    worst = 0.0
+    for key, label, a, b in rows:
+        if not a:
+            continue  # no worker processes under the local executor
+        ratio = b / a
+        if key != "peak_tree" or executor == "local":
+            worst = max(worst, ratio)
+        print(f"{label:>20} {mib(a):>12} {mib(b):>12} {ratio:>6.2f}x")
+    steps = ", ".join(f"{k} {large['seconds'].get(k, 0):.1f} s" for k in ("score", "calibrate", "summary", "report"))
+    print(f"{'':>20} time at {large_n} samples: {steps}; {large['score_rows']} score rows")
+    return worst
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--samples", type=int, default=12_500, help="the small input (default 12,500)")
@@ -146,6 +232,11 @@ def main() -> None:
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2], help="Ray CPU counts to compare")
     parser.add_argument("--part-size", type=int, default=250, help="samples per part")
     parser.add_argument("--executor", choices=["ray", "local"], default="ray", help="executor of the memory runs")
+    parser.add_argument("--scorers", nargs="+", choices=["lexical", "neural"], default=["lexical", "neural"],
+                        help="scorers whose memory is measured")
+    parser.add_argument("--neural-samples", type=int, default=None,
+                        help="small input of the neural runs (default: --samples); the large one is scale x this")
+    parser.add_argument("--no-throughput", action="store_true", help="skip the throughput table")
     parser.add_argument("--work", default=None, help="folder for inputs and runs (default: a temp folder)")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--config", help=argparse.SUPPRESS)
@@ -160,43 +251,45 @@ def main() -> None:
 
     work = Path(args.work or tempfile.mkdtemp(prefix="babelscore-bench-scale-"))
     work.mkdir(parents=True, exist_ok=True)
-    small_n, large_n = args.samples, args.samples * args.scale
-    inputs = {n: work / f"synthetic-{n}.parquet" for n in (200, small_n, large_n)}
-    for n, path in inputs.items():
-        if not path.exists():
-            write_synthetic(path, n)
-    configs = {n: write_config(work, path, args.part_size) for n, path in inputs.items()}
-    # Small parts, so that every worker gets one and has imported the metrics before timing.
-    warmup = write_config(work, inputs[200], 10)
-    print(f"lexical stage (bleu, rougeL, meteor), part_size {args.part_size}, work folder {work}")
+    sizes = {"lexical": args.samples, "neural": args.neural_samples or args.samples}
+    inputs: dict[int, Path] = {}
+    for n in {200, *sizes.values(), *(v * args.scale for v in sizes.values())}:
+        inputs[n] = work / f"synthetic-{n}.parquet"
+        if not inputs[n].exists():
+            write_synthetic(inputs[n], n)
+    model_dir = build_tiny_encoder(work / "tiny-bert") if "neural" in args.scorers else None
+    print(f"scorers: lexical (bleu, rougeL, meteor); neural (bertscore with a tiny random BERT, {model_dir})")
+    print(f"stages [score, calibrate] then the console summary and the report; part_size {args.part_size}; work folder {work}")
     print(f"machine: {os.cpu_count()} CPU(s)\n")
 
-    print(f"throughput of the score stage, {small_n} samples (after a warm-up run); speed-up vs local")
-    print(f"{'executor':>16} {'seconds':>9} {'samples/s':>10} {'score rows/s':>13} {'speed-up':>9}")
-    base = None
-    for executor, workers in [("local", 1)] + [("ray", w) for w in args.workers]:
-        r = measure(executor, workers, configs[small_n], warmup, work)
-        rate = r["samples"] / r["score_seconds"]
-        base = base or rate
-        label = "local, 1 process" if executor == "local" else f"ray, {workers} worker{'s' if workers > 1 else ''}"
-        print(f"{label:>16} {r['score_seconds']:>9.1f} {rate:>10.1f} {r['score_rows'] / r['score_seconds']:>13.1f} {rate / base:>8.2f}x")
+    if not args.no_throughput:
+        configs = {n: write_config(work, inputs[n], args.part_size, "lexical", None) for n in (args.samples,)}
+        warmup = write_config(work, inputs[200], 10, "lexical", None)
+        small_n = args.samples
+        print(f"throughput of the lexical score stage, {small_n} samples (after a warm-up run); speed-up vs local")
+        print(f"{'executor':>16} {'seconds':>9} {'samples/s':>10} {'score rows/s':>13} {'speed-up':>9}")
+        base = None
+        for executor, workers in [("local", 1)] + [("ray", w) for w in args.workers]:
+            r = measure(executor, workers, configs[small_n], warmup, work)
+            seconds = r["seconds"]["score"]
+            rate = r["samples"] / seconds
+            base = base or rate
+            label = "local, 1 process" if executor == "local" else f"ray, {workers} worker{'s' if workers > 1 else ''}"
+            print(f"{label:>16} {seconds:>9.1f} {rate:>10.1f} {r['score_rows'] / seconds:>13.1f} {rate / base:>8.2f}x")
+        print()
 
     workers = max(args.workers) if args.executor == "ray" else 1
-    print(f"\npeak resident memory, {args.executor} executor, {workers} worker(s)")
-    small = measure(args.executor, workers, configs[small_n], warmup, work)
-    large = measure(args.executor, workers, configs[large_n], warmup, work)
-    print(f"{'':>14} {small_n:>12} {large_n:>12} {'ratio':>7}")
     worst = 0.0
-    for key, label in (("peak_driver", "driver"), ("peak_worker", "largest worker"), ("peak_tree", "process tree")):
-        if not small[key]:
-            continue  # no worker processes under the local executor
-        ratio = large[key] / small[key]
-        if key != "peak_tree" or args.executor == "local":
-            worst = max(worst, ratio)
-        print(f"{label:>14} {mib(small[key]):>12} {mib(large[key]):>12} {ratio:>6.2f}x")
+    for scorer in args.scorers:
+        small_n, large_n = sizes[scorer], sizes[scorer] * args.scale
+        warmup = write_config(work, inputs[200], 10, scorer, model_dir)
+        small = measure(args.executor, workers, write_config(work, inputs[small_n], args.part_size, scorer, model_dir), warmup, work)
+        large = measure(args.executor, workers, write_config(work, inputs[large_n], args.part_size, scorer, model_dir), warmup, work)
+        print(f"peak resident memory, {scorer} scorer, {args.executor} executor, {workers} worker(s)")
+        worst = max(worst, memory_table(scorer, small_n, large_n, small, large, args.executor))
+        print()
     verdict = "OK" if worst <= MEMORY_BOUND else "OVER"
-    print(f"\nmemory at {args.scale}x the input: worst driver/worker ratio {worst:.2f}x (bound {MEMORY_BOUND}x): {verdict}")
-    print(f"score-stage rate at {large_n} samples: {large['samples'] / large['score_seconds']:.1f} samples/s")
+    print(f"memory at {args.scale}x the input: worst driver/worker ratio {worst:.2f}x (bound {MEMORY_BOUND}x): {verdict}")
 
 
 if __name__ == "__main__":

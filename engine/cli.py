@@ -84,8 +84,8 @@ def _setup_logging(verbose: bool) -> None:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from engine.config import load_config
-    from engine.report.summary import language_summary
-    from engine.runner import execute_run, read_scores
+    from engine.report.summary import run_summary
+    from engine.runner import execute_run
 
     config = load_config(args.config)
     ray_options = {
@@ -105,7 +105,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     )
     if "score" in config.stages:
         print(f"score rows {counts.get('score_rows')}\n")
-        print(language_summary(read_scores(summary.run_dir)))
+        print(run_summary(summary.run_dir))
     if "calibrate" in config.stages:
         _print_kappa(summary.run_dir)
     report = Path(summary.run_dir) / "report" / "index.html"

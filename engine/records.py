@@ -78,8 +78,10 @@ GENERATION_EXTRA_FIELDS = [
 ]
 GENERATION_SCHEMA = pa.schema(list(SAMPLE_SCHEMA) + GENERATION_EXTRA_FIELDS)
 
-# One row per (metric, scorer, variant, context, language, task); task is `agreement`
-# (3 expert classes) or `noise-uniform` / `noise-targeted` (real vs noise).
+# One row per (metric, scorer, variant, context, language, task, group_by, generator); task is
+# `agreement` (3 expert classes) or `noise-uniform` / `noise-targeted` (real vs noise).
+# group_by names the grouping the row was fitted under: `language` (generators pooled;
+# generator is null) or `language+generator` (one classifier per target LLM).
 CALIBRATION_SCHEMA = pa.schema(
     [
         pa.field("metric", pa.string(), nullable=False),
@@ -87,8 +89,11 @@ CALIBRATION_SCHEMA = pa.schema(
         pa.field("variant", pa.string(), nullable=False),
         pa.field("context", pa.string(), nullable=False),
         pa.field("language", pa.string(), nullable=False),
+        pa.field("generator", pa.string()),  # null when the generators are pooled
         pa.field("task", pa.string(), nullable=False),
+        pa.field("group_by", pa.string()),  # `language` or `language+generator`; null reads as `language`
         pa.field("n", pa.int64(), nullable=False),
+        pa.field("n_left_out", pa.int64()),  # rows with an error or a non-finite value, not fitted
         pa.field("fitted", pa.bool_(), nullable=False),
         pa.field("reason", pa.string()),  # why not fitted
         pa.field("classes", pa.list_(pa.string())),  # class order used by the matrices

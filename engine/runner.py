@@ -233,13 +233,11 @@ def _execute(run: RunDirectory, config: RunConfig, executor_name: str, ray_addre
 
 
 def calibrate_run(run: RunDirectory, config: RunConfig) -> None:
-    from engine.calibrate.stage import calibrate
+    from engine.calibrate.run import calibrate_run_dir
     from engine.io.atomic import write_parquet_atomic
     from engine.records import CALIBRATION_SCHEMA
 
-    scores = run.read_parts("score/", SCORE_SCHEMA)
-    samples = run.read_samples()
-    table = calibrate(scores, samples, config.section("calibrate"))
+    table = calibrate_run_dir(run, config.section("calibrate"))
     write_parquet_atomic(run.path("calibration.parquet"), table, CALIBRATION_SCHEMA)
     run.mark_stage("calibrate", rows=table.num_rows)
 

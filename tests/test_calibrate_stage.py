@@ -72,6 +72,7 @@ def _study(n=600, seed=0, languages=("en", "zh")):
 
 
 def _row(table: pa.Table, **where) -> dict:
+    where.setdefault("group_by", "language")
     found = [r for r in table.to_pylist() if all(r[k] == v for k, v in where.items())]
     assert len(found) == 1, (where, found)
     return found[0]
@@ -81,10 +82,11 @@ def test_rows_per_group_and_task_and_agreement_equals_sklearn_on_reference_thres
     samples, scores = _study()
     out = calibrate(scores, samples, FAST)
     assert out.schema == CALIBRATION_SCHEMA
-    keys = [(r["metric"], r["language"], r["task"]) for r in out.to_pylist()]
+    keys = [(r["metric"], r["language"], r["task"], r["group_by"], r["generator"] or "") for r in out.to_pylist()]
     assert sorted(keys) == keys and len(set(keys)) == len(keys)
-    assert set(keys) == {(m, lang, t) for m in ("bleu", "flat") for lang in ("en", "zh") for t in ("agreement",)} | {
-        ("bleu", lang, "noise-uniform") for lang in ("en", "zh")}
+    assert set(keys) == {(m, lang, "agreement", "language", "") for m in ("bleu", "flat") for lang in ("en", "zh")} | {
+        ("bleu", lang, "noise-uniform", g, gen) for lang in ("en", "zh")
+        for g, gen in (("language", ""), ("language+generator", "g"))}
 
     row = _row(out, metric="bleu", language="zh", task="agreement")
     assert row["fitted"] and row["reason"] is None and row["classes"] == list(LABELS)
@@ -196,7 +198,8 @@ def test_empirical_priors_follow_the_reference():
 def test_params_validation():
     assert CalibrateParams.from_mapping({"grid_points": 64, "priors": "empirical"}).grid_points == 64
     for bad in ({"grid_points": 1}, {"priors": "flat"}, {"confidence": 1.0}, {"bootstrap": -1},
-                {"min_class_size": 1}, {"nope": 1}):
+                {"min_class_size": 1}, {"nope": 1}, {"group_by": {"noise": ["generator"]}},
+                {"group_by": {"judges": ["language"]}}, {"group_by": {"agreement": ["language", "model"]}}):
         with pytest.raises(ConfigError, match=next(iter(bad))):
             CalibrateParams.from_mapping(bad, where="calibrate")
 
@@ -230,3 +233,76 @@ def test_kappa_summary_is_a_readable_table():
         schema=CALIBRATION_SCHEMA)
     short = kappa_summary(many)
     assert "showing 20 of 60" in short and " R " not in short
+
+
+def _per_generator_study(n=900, seed=3):
+    """Three generators whose noise separates differently; two languages."""
+    rng = np.random.default_rng(seed)
+    gens = ["gA", "gB", "gC"]
+    spread = {"gA": 0.05, "gB": 0.3, "gC": 0.6}  # how close each generator's real scores come to noise
+    labels = [LABELS[k] for k in rng.integers(0, 3, n)]
+    langs = [("en", "nl")[i % 2] for i in range(n)]
+    generators = [gens[(i // 2) % 3] for i in range(n)]
+    cols = collections.defaultdict(list)
+    for i in range(n):
+        real = 0.5 + LABELS.index(labels[i]) * 0.1 + rng.normal(0, spread[generators[i]])
+        for noise, value in (("none", real), ("uniform", rng.normal(0.2, 0.15)), ("targeted", rng.normal(0.4, 0.1))):
+            for k, v in dict(sample_id=f"s{i}", generator=generators[i], language=langs[i], noise=noise, metric="m",
+                             scorer="", context="", variant="F", value=value, signature="sig", error=None).items():
+                cols[k].append(v)
+    scores = pa.Table.from_pydict(dict(cols), schema=SCORE_SCHEMA)
+    return _samples(labels, langs, generators), scores
+
+
+def test_noise_f1_per_generator_equals_an_independent_per_generator_fit():
+    samples, scores = _per_generator_study()
+    out = calibrate(scores, samples, CalibrateParams(grid_points=256, bootstrap=0))
+    rows = scores.to_pylist()
+    per_generator = [r for r in out.to_pylist() if r["group_by"] == "language+generator"]
+    # every (language, generator, noise kind) once; agreement stays pooled over generators
+    assert sorted((r["language"], r["generator"], r["task"]) for r in per_generator) == sorted(
+        (lang, g, t) for lang in ("en", "nl") for g in ("gA", "gB", "gC") for t in ("noise-uniform", "noise-targeted"))
+    assert {r["group_by"] for r in out.to_pylist() if r["task"] == "agreement"} == {"language"}
+    f1s = set()
+    for r in per_generator:
+        kind = r["task"][len("noise-"):]
+        real = np.array([x["value"] for x in rows if x["language"] == r["language"] and x["generator"] == r["generator"]
+                         and x["noise"] == "none"])
+        fake = np.array([x["value"] for x in rows if x["language"] == r["language"] and x["generator"] == r["generator"]
+                         and x["noise"] == kind])
+        ref_t, ref_l = kde_thresholds_reference([real, fake], 256)
+        v = np.concatenate([real, fake])
+        y = np.concatenate([np.zeros(len(real), int), np.ones(len(fake), int)])
+        pred = ref_l[np.searchsorted(ref_t, v, side="right")]
+        assert r["n"] == len(v) and r["classes"] == ["real", kind]
+        np.testing.assert_allclose(r["thresholds"], ref_t, atol=(v.max() - v.min()) / 255)
+        assert r["f1"] == pytest.approx(f1_score(y, pred, average="macro"), abs=2 / len(v))
+        f1s.add(round(r["f1"], 3))
+    assert len(f1s) > 3  # the generators differ: a pooled fit would hide that
+    # the pooled rows are what a fit over all generators of a language gives
+    pooled = _row(out, language="en", task="noise-uniform")
+    assert pooled["generator"] is None and pooled["n"] == sum(
+        1 for x in rows if x["language"] == "en" and x["noise"] in ("none", "uniform"))
+
+
+def test_group_by_is_configurable_per_task_kind():
+    samples, scores = _per_generator_study(n=300)
+    params = CalibrateParams.from_mapping({"grid_points": 128, "bootstrap": 0,
+                                           "group_by": {"agreement": ["language", "generator"],
+                                                        "noise": [["language"]]}})
+    assert params.group_by == {"agreement": (("language", "generator"),), "noise": (("language",),)}
+    out = calibrate(scores, samples, params).to_pylist()
+    assert {(r["task"], r["group_by"]) for r in out} == {
+        ("agreement", "language+generator"), ("noise-uniform", "language"), ("noise-targeted", "language")}
+    # a per-generator agreement row equals a pooled fit over that generator's rows alone
+    only_a = scores.filter(pc.equal(scores["generator"], "gA"))
+    alone = _row(calibrate(only_a, samples, CalibrateParams(grid_points=128, bootstrap=0)), language="nl", task="agreement")
+    row = next(r for r in out if r["task"] == "agreement" and r["language"] == "nl" and r["generator"] == "gA")
+    assert row["kappa"] == alone["kappa"] and row["thresholds"] == alone["thresholds"]
+
+
+def test_params_with_groupings_hash_and_compare():
+    a = CalibrateParams.from_mapping({"group_by": {"noise": ["language", "generator"]}})
+    b = CalibrateParams.from_mapping({"group_by": {"noise": [["generator", "language"]]}})
+    assert a == b and hash(a) == hash(b) and a != CalibrateParams()
+    assert a.to_dict()["group_by"] == {"agreement": [["language"]], "noise": [["language", "generator"]]}

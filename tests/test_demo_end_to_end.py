@@ -3,6 +3,7 @@ calibration and the report, opened in headless Chromium."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -10,7 +11,7 @@ import pytest
 import yaml
 from conftest import REPO
 from PIL import Image
-from test_report import check_kappa_cells, parse
+from test_report import STUDY_NUMBERS, check_kappa_cells, parse
 from test_report_browser import CHROMIUM, _chromium
 
 from engine.config import BUILTIN_INPUTS, config_from_mapping
@@ -66,6 +67,21 @@ def test_demo_run_is_complete_and_exactly_once(demo_run: Path) -> None:
     calibration = pq.read_table(demo_run / "calibration.parquet").to_pylist()
     assert {r["task"] for r in calibration} == {"agreement", "noise-uniform", "noise-targeted"}
     assert any(r["fitted"] and r["kappa"] is not None for r in calibration if r["task"] == "agreement")
+    # the study's groupings: agreement pooled over generators, noise per target LLM (and pooled)
+    assert {r["group_by"] for r in calibration if r["task"] == "agreement"} == {"language"}
+    noise = [r for r in calibration if r["task"].startswith("noise-")]
+    assert {r["group_by"] for r in noise} == {"language", "language+generator"}
+    per_generator = {r["generator"] for r in noise if r["group_by"] == "language+generator"}
+    assert per_generator == {r["generator"] for r in scores} and None not in per_generator
+
+
+def test_demo_report_names_each_study_result_with_its_number(demo_run: Path) -> None:
+    text = (demo_run / "report" / "index.html").read_text(encoding="utf-8")
+    headings = re.findall(r"<h2>(.*?)</h2>", text)
+    for number in STUDY_NUMBERS:
+        assert any(h.startswith(number + " — ") for h in headings), (number, headings)
+    f1_generators = {c.get("data-generator") for c in parse(text, "data-f1").cells}
+    assert len(f1_generators - {None}) >= 2  # Fig. 12 has cells per target LLM
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (the Makefile's test set-up installs Debian's `chromium`)")

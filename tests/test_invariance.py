@@ -129,7 +129,8 @@ def test_idf_signature_names_the_corpus_hash(runs: dict[str, Path]) -> None:
 def test_calibration_equal_whatever_the_cut(runs: dict[str, Path]) -> None:
     def table(run: Path) -> list[dict]:
         rows = pq.read_table(run / "calibration.parquet").to_pylist()
-        return sorted(rows, key=lambda r: tuple(str(r[k]) for k in ("task", "metric", "scorer", "variant", "context", "language")))
+        return sorted(rows, key=lambda r: tuple(str(r[k]) for k in ("task", "metric", "scorer", "variant", "context", "language",
+                                                                  "group_by", "generator")))
 
     reference = table(next(iter(runs.values())))
     assert any(r["fitted"] for r in reference)

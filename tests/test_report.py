@@ -21,6 +21,10 @@ from PIL import Image
 from sklearn.metrics import cohen_kappa_score, confusion_matrix, f1_score
 
 from engine.records import CALIBRATION_SCHEMA, LABELS, SAMPLE_SCHEMA, SCORE_SCHEMA
+from engine.taxonomy import accumulate
+
+# The study's tables and figures the report reproduces, as its headings number them.
+STUDY_NUMBERS = ("Table 1", "Table 2", "Fig. 2", "Fig. 3", "Fig. 6", "Figs. 7/8", "Fig. 11", "Fig. 12")
 
 LANGUAGES = ("en", "nl", "zh", "el", "pl")
 GENERATORS = ("google/codegemma-7b", "meta-llama/CodeLlama-7b-hf", "Qwen/CodeQwen1.5-7B", "bigcode/starcoder2-7b", "ibm-granite/granite-8b-code-base")
@@ -101,14 +105,18 @@ def _calibration(samples: list[dict[str, Any]], parts: dict[str, list[dict[str, 
         real = [r for r in rows if r["noise"] == "none"]
         if not real:
             continue
-        tasks = [("agreement", LABELS, np.array([r["value"] for r in real]), np.array([LABELS.index(labels[r["sample_id"]]) for r in real]))] if labels[real[0]["sample_id"]] else []
+        tasks = [("agreement", None, LABELS, np.array([r["value"] for r in real]), np.array([LABELS.index(labels[r["sample_id"]]) for r in real]))] if labels[real[0]["sample_id"]] else []
         for kind in ("uniform", "targeted"):
-            fake = [r for r in rows if r["noise"] == kind]
-            if fake:
-                values = np.array([r["value"] for r in real] + [r["value"] for r in fake])
-                tasks.append((f"noise-{kind}", ("noise", "real"), values, np.array([1] * len(real) + [0] * len(fake))))
-        for task, classes, values, truth in tasks:
-            base = dict(metric=metric, scorer=scorer, variant=variant, context=context, language=language, task=task, n=len(values))
+            for generator in (None, *GENERATORS):  # pooled, then per target LLM
+                mine = [r for r in rows if generator is None or r["generator"] == generator]
+                fake = [r for r in mine if r["noise"] == kind]
+                if fake:
+                    values = np.array([r["value"] for r in mine if r["noise"] == "none"] + [r["value"] for r in fake])
+                    n_real = len(values) - len(fake)
+                    tasks.append((f"noise-{kind}", generator, ("noise", "real"), values, np.array([1] * n_real + [0] * len(fake))))
+        for task, generator, classes, values, truth in tasks:
+            base = dict(metric=metric, scorer=scorer, variant=variant, context=context, language=language, task=task, n=len(values),
+                        generator=generator, group_by="language" if generator is None else "language+generator")
             if np.ptp(values) == 0:
                 out.append(dict(base, fitted=False, reason="all scores are equal"))
                 continue
@@ -224,7 +232,7 @@ def test_report_writes_page_and_valid_images(full_report: tuple[Path, str]) -> N
             im.verify()
     assert "Missing from this report" not in text
     assert not list(run.glob(".report-*"))
-    for anchor in ("scores", "noise", "agreement", "context", "confusion", "noise-f1", "experts", "run"):
+    for anchor in ("errors", "scores", "noise", "agreement", "context", "confusion", "noise-f1", "experts", "run"):
         assert f'<section id="{anchor}">' in text
     assert "http://" not in text and "https://" not in text
     assert "metric:bartscore|ctx:minimal" in text  # signatures of the score rows
@@ -237,11 +245,12 @@ def test_kappa_and_f1_cells_equal_calibration(full_report: tuple[Path, str]) -> 
     text = Path(index).read_text(encoding="utf-8")
     assert check_kappa_cells(text, run / "calibration.parquet") == 22 * 5
     f1_cells = parse(text, "data-f1").cells
-    expected = {(r["metric"], r["scorer"], r["variant"], r["context"], r["language"], r["task"]): r
+    expected = {(r["metric"], r["scorer"], r["variant"], r["context"], r["language"], r["task"], r["generator"]): r
                 for r in pq.read_table(run / "calibration.parquet").to_pylist() if r["task"].startswith("noise-")}
-    assert len(f1_cells) == len(expected)
+    assert len(f1_cells) == len(expected) and any(r["generator"] for r in expected.values())
     for cell in f1_cells:
-        row = expected[(cell["data-metric"], cell["data-scorer"], cell["data-variant"], cell["data-context"], cell["data-language"], cell["data-task"])]
+        row = expected[(cell["data-metric"], cell["data-scorer"], cell["data-variant"], cell["data-context"], cell["data-language"],
+                        cell["data-task"], cell.get("data-generator"))]
         assert (float(cell["data-f1"]) == row["f1"]) if row["fitted"] and row["f1"] is not None else cell["data-f1"] == ""
 
 
@@ -253,9 +262,28 @@ def test_expert_accuracy_and_error_codes_match_samples(full_report: tuple[Path, 
         rows = [s for s in samples if s["language"] == cell["data-language"] and cell["data-generator"] in (s["generator"], "all generators")]
         assert int(cell["data-n"]) == len(rows)
         assert float(cell["data-correct"]) == pytest.approx(100 * sum(s["label"] == "correct" for s in rows) / len(rows))
-    for cell in parse(text, "data-code").cells:
-        count = sum((s["error_codes"] or []).count(cell["data-code"]) for s in samples if s["language"] == cell["data-language"])
-        assert re.search(rf'data-code="{re.escape(cell["data-code"])}" data-language="{cell["data-language"]}">{count}<', text)
+    code_cells = parse(text, "data-code").cells
+    assert {"SE", "SE-HA", "SE-HA3", "LG-GR", "ST-IF2"} <= {c["data-code"] for c in code_cells}  # parents, SE-OI as ST-IF2
+    labelled = {lang: sum(1 for s in samples if s["language"] == lang and s["label"]) for lang in LANGUAGES}
+    for cell in code_cells:
+        code, lang = cell["data-code"], cell["data-language"]
+
+        def count(language: str, code: str = code) -> int:  # samples whose codes include `code` or a child of it
+            return sum(1 for s in samples if s["language"] == language and code in accumulate(s["error_codes"] or []))
+
+        assert re.search(rf'data-code="{re.escape(code)}" data-language="{lang}">{count(lang)}<', text)
+        ratio = float(cell["data-ratio"])
+        if count("en"):
+            assert ratio == pytest.approx((count(lang) / labelled[lang]) / (count("en") / labelled["en"]))
+        else:
+            assert math.isnan(ratio)
+
+
+def test_each_study_result_is_named_with_its_number(full_report: tuple[Path, str]) -> None:
+    _, index = full_report
+    headings = re.findall(r"<h2>(.*?)</h2>", Path(index).read_text(encoding="utf-8"))
+    for number in STUDY_NUMBERS:
+        assert any(h.startswith(number + " — ") for h in headings), (number, headings)
 
 
 def test_run_without_labels_or_noise_says_what_is_missing(tmp_path: Path) -> None:
@@ -268,6 +296,11 @@ def test_run_without_labels_or_noise_says_what_is_missing(tmp_path: Path) -> Non
     assert "real vs noise distributions need noise scores: the run's stages do not include <code>noise</code>" in text
     assert "expert accuracy table and error-code counts need expert labels" in text
     assert "data-kappa" not in text
+    headings = re.findall(r"<h2>(.*?)</h2>", text)
+    assert all(any(h.startswith(number + " — ") for h in headings) for number in STUDY_NUMBERS)  # named even when missing
+    notice = text[text.index("Missing from this report"):text.index("</aside>")]
+    for number in ("Table 1", "Table 2", "Fig. 3", "Fig. 6", "Figs. 7/8", "Fig. 11", "Fig. 12"):
+        assert number + " — " in notice, number
     images = parse(text, "data-never").images
     assert images, "strip plots are still drawn without labels"
     for img in images:
@@ -294,7 +327,7 @@ def test_failed_build_keeps_previous_report(tmp_path: Path, monkeypatch: pytest.
     def broken(*args: Any, **kwargs: Any) -> str:
         raise RuntimeError("disk full")
 
-    monkeypatch.setattr(build, "_strip_section", broken)  # fails after the temp folder exists
+    monkeypatch.setattr(build, "SECTION_BUILDERS", [broken])  # fails after the temp folder exists
     with pytest.raises(RuntimeError, match="disk full"):
         build.write_report(str(run))
     assert (run / "report" / "index.html").read_text(encoding="utf-8") == first

@@ -6,13 +6,14 @@ that the page is not blank, and that the kappa table equals calibration.parquet.
 """
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 from PIL import Image
-from test_report import build_run_dir, check_kappa_cells, parse
+from test_report import STUDY_NUMBERS, build_run_dir, check_kappa_cells, parse
 
 CHROMIUM = shutil.which("chromium")
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (the Makefile's test set-up installs Debian's `chromium`)")
@@ -68,3 +69,10 @@ def test_page_is_not_blank(browser_page: tuple[Path, str, Path]) -> None:
 def test_kappa_table_equals_calibration_parquet(browser_page: tuple[Path, str, Path]) -> None:
     run, dom, _ = browser_page
     assert check_kappa_cells(dom, run / "calibration.parquet") > 0
+
+
+def test_each_study_result_is_a_numbered_heading(browser_page: tuple[Path, str, Path]) -> None:
+    _, dom, _ = browser_page
+    headings = re.findall(r"<h2>(.*?)</h2>", dom)
+    for number in STUDY_NUMBERS:
+        assert any(h.startswith(number + " — ") for h in headings), (number, headings)

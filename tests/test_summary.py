@@ -29,3 +29,12 @@ def test_summary_averages_headline_variants_per_language_and_counts_errors():
     rouge = next(line for line in lines if line.startswith("rougeL"))
     assert rouge.split()[-2:] == ["0.5000", "-"] and "0.9000" not in text
     assert "1 error rows not averaged" in text
+
+
+def test_summary_of_parts_equals_summary_of_the_whole():
+    rows = [_row(lang, "bleu", "score", float(v)) for v in range(1, 40) for lang in ("en", "nl")]
+    rows += [_row("nl", "bleu", "score", math.nan, error="boom"), _row("en", "bleu", "score", 1e9, noise="uniform")]
+    table = pa.Table.from_pylist(rows, schema=SCORE_SCHEMA)
+    parts = [table.slice(i, 7) for i in range(0, table.num_rows, 7)]
+    assert language_summary(iter(parts)) == language_summary(table)
+    assert language_summary(iter([])) == "(no scores)"

@@ -180,32 +180,48 @@ class RunDirectory:
             return empty.empty_table()
         return pa.concat_tables([pq.read_table(f, columns=cols, schema=schema) for f in files])
 
-    def sample_tables(self) -> Iterator[pa.Table]:
+    def sample_tables(self, columns: Iterable[str] | None = None) -> Iterator[pa.Table]:
         """Every valid sample of the run, one table per part (generated rows when generation ran).
 
-        Streams: callers that need a statistic over all samples read part by part.
+        Streams: callers that need a statistic over all samples read part by part, and name
+        the `columns` they need (the `source` column is most of a sample's bytes).
         """
         from engine.records import GENERATION_SCHEMA, SAMPLE_SCHEMA
 
+        cols = list(columns) if columns is not None else None
         generated = self.part_files("generate/")
         if generated:
             for path in generated:
-                yield pq.read_table(path, schema=GENERATION_SCHEMA)
+                yield pq.read_table(path, schema=GENERATION_SCHEMA, columns=cols)
             return
         for path in sorted(self.path("samples").glob("part-*.parquet")):
-            yield pq.read_table(path, schema=SAMPLE_SCHEMA)
+            yield pq.read_table(path, schema=SAMPLE_SCHEMA, columns=cols)
+
+    def score_tables(self, columns: Iterable[str] | None = None) -> Iterator[pa.Table]:
+        """The committed score parts, one table per part file (streams; see `score_dataset`)."""
+        from engine.records import SCORE_SCHEMA
+
+        cols = list(columns) if columns is not None else None
+        for path in self.part_files("score/"):
+            yield pq.read_table(path, schema=SCORE_SCHEMA, columns=cols)
+
+    def score_dataset(self) -> Any:
+        """The committed score parts as one `pyarrow.dataset.Dataset` (filtered reads per group)."""
+        import pyarrow.dataset as ds
+
+        from engine.records import SCORE_SCHEMA
+
+        return ds.dataset([str(p) for p in self.part_files("score/")], schema=SCORE_SCHEMA, format="parquet")
 
     def read_samples(self, columns: Iterable[str] | None = None) -> pa.Table:
         """Every valid sample as one table; for small runs and reports (prefer `sample_tables`)."""
         from engine.records import GENERATION_SCHEMA, SAMPLE_SCHEMA
 
-        tables = list(self.sample_tables())
+        tables = list(self.sample_tables(columns))
         if not tables:
             schema = SAMPLE_SCHEMA
             return schema.empty_table() if columns is None else pa.schema([schema.field(c) for c in columns]).empty_table()
-        if columns is not None:
-            tables = [t.select(list(columns)) for t in tables]
-        else:
+        if columns is None:
             tables = [t.select(GENERATION_SCHEMA.names) if t.schema.names == GENERATION_SCHEMA.names else t for t in tables]
         return pa.concat_tables(tables)
 

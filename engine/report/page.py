@@ -44,6 +44,9 @@ def cell(row: dict[str, Any] | None, field: str, key: ConfigKey, language: str) 
         f'data-context="{esc(key.context)}" data-language="{esc(language)}" data-task="{esc(row["task"])}" '
         f'data-n="{row["n"]}"'
     )
+    if row.get("generator") is not None:  # a row fitted for one target LLM
+        attrs += f' data-generator="{esc(row["generator"])}"'
+
     if not row["fitted"]:
         reason = row["reason"] or "not fitted"
         return f'<td class="nf" {attrs} data-fitted="false" data-{field}="" title="{esc(reason)}">n/f</td>'

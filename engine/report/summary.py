@@ -1,7 +1,12 @@
-"""The console summary printed after a run: mean score per metric setting and language."""
+"""The console summary printed after a run: mean score per metric setting and language.
+
+Reads the score parts one at a time and keeps only per-(setting, language) sums and counts,
+so its memory does not grow with the run.
+"""
 from __future__ import annotations
 
 from collections import defaultdict
+from typing import Iterable
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -9,27 +14,38 @@ import pyarrow.compute as pc
 # The variant that represents a metric in the summary (F for P/R/F metrics).
 HEADLINE_VARIANTS = ("score", "F", "avg", "mean-cos")
 STUDY_ORDER = ("en", "nl", "pl", "el", "zh")
+COLUMNS = ("language", "noise", "metric", "scorer", "context", "variant", "value", "error")
+_KEYS = ["metric", "scorer", "context", "variant", "language"]
 
 
-def language_summary(scores: pa.Table, noise: str = "none") -> str:
-    """Plain-text table: a row per (metric, scorer, context, variant), a column per language."""
-    if not scores.num_rows:
-        return "(no scores)"
-    rows = scores.filter(pc.equal(scores["noise"], noise)).select(["language", "metric", "scorer", "context", "variant", "value", "error"])
+def _headline(variants: pa.Array) -> pa.Array:
+    return pc.or_(pc.is_in(variants, value_set=pa.array(HEADLINE_VARIANTS)), pc.ends_with(variants, "/F"))
+
+
+def language_summary(scores: pa.Table | Iterable[pa.Table], noise: str = "none") -> str:
+    """Plain-text table: a row per (metric, scorer, context, variant), a column per language.
+
+    scores: one table of score rows, or an iterable of tables (the run's parts, streamed).
+    """
+    parts = [scores] if isinstance(scores, pa.Table) else scores
     sums: dict[tuple[str, str, str, str], dict[str, list[float]]] = defaultdict(lambda: defaultdict(lambda: [0.0, 0]))
     languages: set[str] = set()
     errors = 0
-    for row in rows.to_pylist():
-        if row["error"] is not None:
-            errors += 1
-            continue
-        variant = row["variant"]
-        if variant not in HEADLINE_VARIANTS and not variant.endswith("/F"):
-            continue
-        cell = sums[(row["metric"], row["scorer"] or "-", row["context"] or "-", variant)][row["language"]]
-        cell[0] += row["value"]
-        cell[1] += 1
-        languages.add(row["language"])
+    seen = 0
+    for part in parts:
+        seen += part.num_rows
+        part = part.filter(pc.equal(part["noise"], noise))
+        failed = part["error"].is_valid()
+        errors += int(pc.sum(failed).as_py() or 0)
+        part = part.filter(pc.and_(pc.invert(failed), _headline(part["variant"])))
+        grouped = part.group_by(_KEYS).aggregate([("value", "sum"), ("value", "count")])
+        for row in grouped.to_pylist():
+            cell = sums[(row["metric"], row["scorer"] or "-", row["context"] or "-", row["variant"])][row["language"]]
+            cell[0] += row["value_sum"] or 0.0
+            cell[1] += row["value_count"]
+            languages.add(row["language"])
+    if not seen:
+        return "(no scores)"
     ordered = [lang for lang in STUDY_ORDER if lang in languages] + sorted(languages - set(STUDY_ORDER))
     header = ["metric", "scorer", "context", "variant", *ordered]
     body = []
@@ -46,3 +62,10 @@ def language_summary(scores: pa.Table, noise: str = "none") -> str:
     if errors:
         lines.append(f"({errors} error rows not averaged; see the `error` column)")
     return title + "\n" + "\n".join(lines)
+
+
+def run_summary(run_dir: str, noise: str = "none") -> str:
+    """`language_summary` of a run directory, reading its score parts one at a time."""
+    from engine.io.rundir import RunDirectory
+
+    return language_summary(RunDirectory.open_existing(run_dir).score_tables(columns=COLUMNS), noise)

@@ -1,30 +1,23 @@
-"""Data shaping for the report: the run directory read into arrays and small tables.
+"""Data shaping for the report: small tables and arrays built from what `load.py` reads.
 
-Nothing here draws or writes HTML. Scores are grouped with numpy (dictionary codes and one
-argsort), never row by row in Python, so a study-sized run (millions of score rows) is read
-in seconds. The report reads only the run directory: manifest, sample parts (or generated
-rows), score parts listed in the manifest, and calibration.parquet.
+Nothing here draws or writes HTML, and nothing here reads a whole run: figures read one score
+setting at a time through the `ScoreIndex` and keep a seeded sample of its rows.
 """
 from __future__ import annotations
 
-import html
-import logging
 import math
 import re
-from collections import Counter, defaultdict
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, NamedTuple
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
-from engine.io.rundir import RunDirectory
-from engine.records import CALIBRATION_SCHEMA, LABELS, NOISE_KINDS, PERTURB_PREFIX, SCORE_SCHEMA
+from engine import taxonomy
+from engine.records import LABELS
 
-logger = logging.getLogger(__name__)
+if TYPE_CHECKING:  # load.py imports this module
+    from engine.report.load import SampleStats, ScoreIndex
 
 LANGUAGE_NAMES = {"en": "English", "nl": "Dutch", "zh": "Chinese", "el": "Greek", "pl": "Polish"}
 STUDY_LANGUAGE_ORDER = ("en", "nl", "pl", "el", "zh")  # the study's tables list languages so
@@ -32,19 +25,7 @@ CONTEXT_ORDER = ("", "none", "minimal", "full")
 # The variant that stands for a (metric, scorer) in figures; the tables keep every variant.
 HEADLINE_ORDER = ("F", "score", "avg")
 UNLABELLED = -1
-
-# Study, Table 1 (codes as in the public data); sub-codes (LG-GR3) fall back to their prefix.
-ERROR_TAXONOMY = {
-    "MS-LT": "late termination", "MS-ET": "early termination", "MS-CC": "copy context",
-    "MS-RE1": "repetition with pattern change", "MS-RE2": "exact repetition",
-    "MS-IG": "incoherent generation", "MS-ME1": "memorised personal data", "MS-ME2": "memorised URL",
-    "MS-ME3": "memorised erroneous ground truth", "LG-GR": "grammar", "LG-IS": "incorrect synonym",
-    "LG-WL1": "translated loan word", "LG-WL2": "wrong language", "SE-MD": "missing details",
-    "SE-TS": "too specific", "SE-CS1": "commented-out code", "SE-CS2": "executable code",
-    "SE-HA1": "misplaced facts", "SE-HA2": "out-of-context hallucination",
-    "SE-HA3": "in-context hallucination", "SE-OI": "omitted identifiers", "ST": "comment syntax error",
-}
-ERROR_CATEGORIES = {"MS": "model-specific", "LG": "linguistic", "SE": "semantic", "ST": "syntax"}
+BASE_LANGUAGE = "en"  # Table 1's ratios are to English, as in the study
 
 
 class ConfigKey(NamedTuple):
@@ -86,163 +67,7 @@ def context_rank(context: str) -> int:
 
 
 def describe_error_code(code: str) -> str:
-    best = ""
-    for known in ERROR_TAXONOMY:
-        if code.startswith(known) and len(known) > len(best):
-            best = known
-    category = ERROR_CATEGORIES.get(code.split("-", 1)[0], "")
-    text = ERROR_TAXONOMY.get(best, "unknown code")
-    return f"{category}: {text}" if category else text
-
-
-def _codes(column: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, list[Any]]:
-    """Dictionary codes (n,) int64 and the dictionary of a string column (nulls -> '')."""
-    array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
-    array = pc.fill_null(array, "")
-    encoded = array.dictionary_encode()
-    return encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64), encoded.dictionary.to_pylist()
-
-
-class ScoreIndex:
-    """The score rows as numpy arrays grouped by score setting.
-
-    values: (n,) float64, NaN for error rows; noise, language: (n,) int codes into
-    `noise_kinds` / `languages`; label: (n,) int codes into LABELS, -1 unlabelled.
-    """
-
-    def __init__(self, scores: pa.Table, samples: pa.Table):
-        self.n_rows = scores.num_rows
-        values = scores["value"].to_numpy().astype(np.float64, copy=True)
-        errors = scores["error"].is_valid().to_numpy(zero_copy_only=False)
-        values[errors] = np.nan
-        self.values = values
-        self.n_errors = int(errors.sum())
-
-        noise_codes, noise_dict = _codes(scores["noise"])
-        self.noise_kinds = [k for k in NOISE_KINDS if k in noise_dict] + sorted(set(noise_dict) - set(NOISE_KINDS))
-        self.noise = np.array([self.noise_kinds.index(k) for k in noise_dict], dtype=np.int64)[noise_codes]
-
-        lang_codes, lang_dict = _codes(scores["language"])
-        self.languages = order_languages(lang_dict)
-        self.language = np.array([self.languages.index(k) for k in lang_dict], dtype=np.int64)[lang_codes]
-
-        self.label = _row_labels(scores["sample_id"], samples)
-
-        parts = [_codes(scores[name]) for name in ("metric", "scorer", "context", "variant")]
-        group = np.zeros(self.n_rows, dtype=np.int64)
-        for codes, dictionary in parts:
-            group = group * max(len(dictionary), 1) + codes
-        unique, inverse = np.unique(group, return_inverse=True)
-        order = np.argsort(inverse, kind="stable")
-        bounds = np.concatenate([[0], np.cumsum(np.bincount(inverse, minlength=len(unique)))])
-        self.groups: dict[ConfigKey, np.ndarray] = {}
-        for g, gid in enumerate(unique):
-            fields = []
-            for codes, dictionary in reversed(parts):
-                fields.append(dictionary[int(gid % max(len(dictionary), 1))])
-                gid //= max(len(dictionary), 1)
-            key = ConfigKey(*reversed(fields))
-            self.groups[key] = order[bounds[g] : bounds[g + 1]]
-
-    def keys(self) -> list[ConfigKey]:
-        return sorted(self.groups, key=lambda k: (k.metric, k.scorer, context_rank(k.context), k.variant))
-
-    def has_noise(self) -> bool:
-        return any(k != "none" for k in self.noise_kinds)
-
-    def rows(self, key: ConfigKey, noise: str = "none") -> np.ndarray:
-        """Row indices of a setting and noise kind with a finite value."""
-        idx = self.groups.get(key, np.empty(0, dtype=np.int64))
-        if noise not in self.noise_kinds:
-            return idx[:0]
-        idx = idx[self.noise[idx] == self.noise_kinds.index(noise)]
-        return idx[np.isfinite(self.values[idx])]
-
-
-def _row_labels(sample_ids: pa.ChunkedArray, samples: pa.Table) -> np.ndarray:
-    n = len(sample_ids)
-    if samples.num_rows == 0 or "label" not in samples.column_names:
-        return np.full(n, UNLABELLED, dtype=np.int64)
-    sample_label = np.array([LABELS.index(v) if v in LABELS else UNLABELLED for v in samples["label"].to_pylist()], dtype=np.int64)
-    position = pc.index_in(sample_ids, value_set=samples["sample_id"].combine_chunks())
-    pos = pc.fill_null(position, -1).to_numpy(zero_copy_only=False).astype(np.int64)
-    return np.where(pos >= 0, sample_label[np.maximum(pos, 0)], UNLABELLED)
-
-
-@dataclass
-class RunData:
-    """Everything the report reads from a run directory."""
-
-    root: Path
-    manifest: dict[str, Any]
-    samples: pa.Table
-    scores: ScoreIndex | None
-    calibration: pa.Table | None
-    rejected_rows: int = 0
-    image_format: str = "png"
-    max_strip_points: int = 5000
-    notes: dict[str, str] = field(default_factory=dict)  # why a piece of data is absent (HTML)
-    score_signatures: list[tuple[str, str, str, str]] = field(default_factory=list)  # (metric, scorer, context, signature)
-
-    @property
-    def stages(self) -> list[str]:
-        return list(self.manifest.get("config", {}).get("stages", []))
-
-    @property
-    def n_labelled(self) -> int:
-        if self.samples.num_rows == 0:
-            return 0
-        return int(pc.sum(pc.is_in(self.samples["label"], value_set=pa.array(LABELS))).as_py() or 0)
-
-    def calibration_rows(self, task: str) -> list[dict[str, Any]]:
-        if self.calibration is None or self.calibration.num_rows == 0:
-            return []
-        rows = self.calibration.filter(pc.equal(self.calibration["task"], task))
-        return rows.to_pylist()
-
-
-def load_run(run_dir: str | Path) -> RunData:
-    run = RunDirectory.open_existing(run_dir)
-    samples = run.read_samples()
-    columns = ["sample_id", "language", "noise", "metric", "scorer", "context", "variant", "value", "error", "signature"]
-    scores_table = run.read_parts("score/", SCORE_SCHEMA, columns=columns)
-    # perturbation rows have their own section (sensitivity.parquet); the score views show
-    # real predictions and noise only
-    perturbed = pc.fill_null(pc.starts_with(scores_table["noise"], PERTURB_PREFIX), False)
-    if scores_table.num_rows and pc.any(perturbed).as_py():
-        scores_table = scores_table.filter(pc.invert(perturbed))
-    scores = ScoreIndex(scores_table, samples) if scores_table.num_rows else None
-    signatures = []
-    if scores_table.num_rows:
-        distinct = scores_table.group_by(["metric", "scorer", "context", "signature"]).aggregate([])
-        signatures = sorted((r["metric"], r["scorer"], r["context"], r["signature"]) for r in distinct.to_pylist())
-    notes: dict[str, str] = {}
-    calibration = None
-    cal_path = run.path("calibration.parquet")
-    if cal_path.exists():
-        calibration = pq.read_table(cal_path, schema=CALIBRATION_SCHEMA)
-    elif "calibrate" not in run.manifest.get("config", {}).get("stages", []):
-        notes["calibration"] = "the run's stages do not include <code>calibrate</code>, so there is no calibration.parquet"
-    else:
-        status = html.escape(str(run.manifest.get("status")))
-        notes["calibration"] = f"calibration.parquet is absent: the calibrate stage has not finished (run status: {status})"
-    rejected = 0
-    rej_path = run.path("rejected.parquet")
-    if rej_path.exists():
-        rejected = pq.read_metadata(rej_path).num_rows
-    report_cfg = run.manifest.get("config", {}).get("report", {}) or {}
-    return RunData(
-        root=Path(run_dir),
-        manifest=run.manifest,
-        samples=samples,
-        scores=scores,
-        calibration=calibration,
-        rejected_rows=rejected,
-        image_format=str(report_cfg.get("image_format", "png")),
-        max_strip_points=int(report_cfg.get("max_strip_points", 5000)),
-        notes=notes,
-        score_signatures=signatures,
-    )
+    return taxonomy.describe(code)
 
 
 def display_status(manifest: dict[str, Any]) -> str:
@@ -327,36 +152,52 @@ class StripRow:
 
 
 def strip_row(index: ScoreIndex, key: ConfigKey, agreement: dict[tuple, dict[str, Any]], max_points: int, seed: int = 0) -> StripRow:
-    """Real predictions of one setting, min-max normalised over all languages together."""
-    rows = index.rows(key, "none")
-    total = len(rows)
-    lo = float(index.values[rows].min()) if total else 0.0
-    hi = float(index.values[rows].max()) if total else 1.0
-    if total > max_points:  # a seeded subsample keeps the figure light and the report reproducible
-        rows = np.sort(np.random.default_rng(seed).choice(rows, size=max_points, replace=False))
-    values = index.values[rows]
+    """Real predictions of one setting, min-max normalised over all languages together.
+
+    Reads the setting's rows alone and keeps a seeded sample of at most `max_points` of them,
+    so the figure stays light and the report reproducible whatever the run's size.
+    """
+    from engine.report.load import sample_rows
+
+    table = index.read(key, "none")
+    values = table["value"].to_numpy()
+    total = len(values)
+    lo = float(values.min()) if total else 0.0
+    hi = float(values.max()) if total else 1.0
+    keep = sample_rows(total, max_points, seed)
+    table = table.take(keep)
+    values = values[keep]
+    language = index.language_codes(table["language"])
+    label = index.label_codes(table["sample_id"])
     span = hi - lo if hi > lo else 1.0
     panels = []
-    for code, language in enumerate(index.languages):
-        mask = index.language[rows] == code
-        cal = agreement.get((*key, language))
+    for code, lang in enumerate(index.languages):
+        mask = language == code
+        cal = agreement.get((*key, lang))
         thresholds: list[float] = []
         regions: list[str] = []
         if cal is not None and cal["fitted"] and cal["thresholds"] is not None:
             thresholds = [(t - lo) / span for t in cal["thresholds"]]
             regions = list(cal["region_labels"] or [])
-        panels.append(StripPanel(language, (values[mask] - lo) / span, index.label[rows][mask], thresholds, regions))
-    return StripRow(key, lo, hi, len(rows), total, panels)
+        panels.append(StripPanel(lang, (values[mask] - lo) / span, label[mask], thresholds, regions))
+    return StripRow(key, lo, hi, len(keep), total, panels)
 
 
-def noise_values(index: ScoreIndex, key: ConfigKey) -> dict[str, dict[str, np.ndarray]]:
-    """language -> noise kind -> finite values of one setting."""
+def noise_values(index: ScoreIndex, key: ConfigKey, max_points: int, seed: int = 0) -> dict[str, dict[str, np.ndarray]]:
+    """language -> noise kind -> finite values of one setting (a seeded sample of at most
+    `max_points` per language and kind)."""
+    from engine.report.load import sample_rows
+
+    table = index.read(key)
+    values = table["value"].to_numpy()
+    language = index.language_codes(table["language"])
+    noise = np.asarray(table["noise"].to_pylist(), dtype=object)
     out: dict[str, dict[str, np.ndarray]] = {}
-    for code, language in enumerate(index.languages):
-        out[language] = {}
+    for code, lang in enumerate(index.languages):
+        out[lang] = {}
         for kind in index.noise_kinds:
-            rows = index.rows(key, kind)
-            out[language][kind] = index.values[rows[index.language[rows] == code]]
+            chosen = values[(language == code) & (noise == kind)]
+            out[lang][kind] = chosen[sample_rows(len(chosen), max_points, seed)]
     return out
 
 
@@ -458,52 +299,56 @@ class AccuracyTable:
 ALL_GENERATORS = "all generators"
 
 
-def expert_accuracy(samples: pa.Table) -> AccuracyTable:
-    """Label counts per language x generator, plus an `all generators` column.
-
-    Built on the calibrate stage's `expert_accuracy_table` (shares and n per pair), so the
-    report and the stage count labels the same way.
-    """
-    from engine.calibrate.stage import expert_accuracy_table
-
+def expert_accuracy(stats: SampleStats) -> AccuracyTable:
+    """Label counts per language x generator, plus an `all generators` column."""
     counts: dict[tuple[str, str], dict[str, int]] = {}
     languages, generators = set(), set()
-    for row in expert_accuracy_table(samples).to_pylist():
-        generator = row["generator"] or "(unknown)"
-        languages.add(row["language"])
+    for (language, generator), by_label in stats.label_counts.items():
+        generator = generator or "(unknown)"
+        languages.add(language)
         generators.add(generator)
-        # shares are count / n: rounding back gives the exact counts
-        by_label = {label: int(round(row[f"share_{label}"] * row["n"])) for label in LABELS}
-        counts[(row["language"], generator)] = by_label
-        total = counts.setdefault((row["language"], ALL_GENERATORS), dict.fromkeys(LABELS, 0))
-        for label, count in by_label.items():
-            total[label] += count
+        counts[(language, generator)] = {label: by_label.get(label, 0) for label in LABELS}
+        total = counts.setdefault((language, ALL_GENERATORS), dict.fromkeys(LABELS, 0))
+        for label in LABELS:
+            total[label] += by_label.get(label, 0)
     return AccuracyTable(order_languages(languages), sorted(generators) + ([ALL_GENERATORS] if generators else []), counts)
 
 
 @dataclass
 class ErrorCodeTable:
+    """Table 1: samples per (code, language), parents accumulating their children.
+
+    counts: (code, language) -> labelled samples counting for the code; labelled: language ->
+    labelled samples. A ratio is the code's rate in a language (count / labelled) divided by its
+    rate in English.
+    """
+
     languages: list[str]
     codes: list[str]
-    counts: dict[tuple[str, str], int]  # (code, language) -> occurrences
-    labelled: dict[str, int]  # language -> labelled samples
+    counts: dict[tuple[str, str], int]
+    labelled: dict[str, int]
 
     def total(self, code: str) -> int:
         return sum(self.counts.get((code, lang), 0) for lang in self.languages)
 
+    def rate(self, code: str, language: str) -> float:
+        n = self.labelled.get(language, 0)
+        return self.counts.get((code, language), 0) / n if n else math.nan
 
-def error_code_counts(samples: pa.Table) -> ErrorCodeTable:
-    """Occurrences of each taxonomy code per language (the calibrate stage's counts, summed
-    over generators), and the labelled samples per language."""
-    from engine.calibrate import stage
+    def ratio(self, code: str, language: str) -> float:
+        """Rate in `language` over the rate in English; NaN when English has none."""
+        base = self.rate(code, BASE_LANGUAGE)
+        if not math.isfinite(base) or base == 0:
+            return math.nan
+        return self.rate(code, language) / base
 
-    counts: Counter = Counter()
-    for row in stage.error_code_counts(samples).to_pylist():
-        counts[(row["code"], row["language"])] += row["count"]
-    labelled: Counter = Counter()
-    if samples.num_rows:
-        cols = samples.select(["language", "label"]).to_pydict()
-        labelled.update(lang for lang, label in zip(cols["language"], cols["label"]) if label in LABELS)
-    languages = set(labelled) | {lang for _, lang in counts}
-    codes = sorted({c for c, _ in counts}, key=lambda c: (list(ERROR_CATEGORIES).index(c[:2]) if c[:2] in ERROR_CATEGORIES else 9, c))
-    return ErrorCodeTable(order_languages(languages), codes, dict(counts), dict(labelled))
+    def depth(self, code: str) -> int:
+        return len(taxonomy.ancestors(code)) - 1 if code in taxonomy.CODES else 0
+
+
+def error_code_counts(stats: SampleStats) -> ErrorCodeTable:
+    """Table 1 from the streamed sample counts; codes in the taxonomy's order, unknown codes last."""
+    order = list(taxonomy.CODES)
+    codes = sorted({c for c, _ in stats.code_counts}, key=lambda c: (order.index(c) if c in order else len(order), c))
+    languages = set(stats.labelled) | {lang for _, lang in stats.code_counts}
+    return ErrorCodeTable(order_languages(languages), codes, dict(stats.code_counts), dict(stats.labelled))
