@@ -48,7 +48,10 @@ def _config(tmp: Path, input_path: Path, part_size: int) -> object:
     raw["input"] = str(input_path)
     raw["part_size"] = part_size
     raw["stages"] = ["noise", "score", "calibrate"]
-    raw.pop("perturb", None)  # perturbation invariance has its own test (test_perturb)
+    # Perturbation, judge and round-trip invariance have their own tests (test_perturb,
+    # test_judge_stage, test_roundtrip_stage); this one covers the scorers, noise and calibration.
+    for section in ("perturb", "judge", "roundtrip"):
+        raw.pop(section, None)
     raw.pop("report", None)
     raw["calibrate"]["bootstrap"] = 10
     for scorer in raw["score"]["scorers"]:

@@ -20,7 +20,7 @@ from typing import Any, Protocol, Sequence
 
 from engine.errors import ModelLoadError, StageError
 from engine.judge.config import JudgeParams
-from engine.models import resolve_model_path
+from engine.runtime import resolve_model
 
 logger = logging.getLogger(__name__)
 
@@ -148,7 +148,7 @@ def get_chat_backend(params: JudgeParams) -> ChatBackend:
         from engine.generate.vllm_backend import VllmChatBackend
 
         backend = VllmChatBackend(
-            model=resolve_model_path(params.model), tokenizer=resolve_model_path(params.tokenizer or params.model),
+            model=resolve_model(params.model).path, tokenizer=resolve_model(params.tokenizer or params.model).path,
             dtype=params.dtype, seed=params.seed, max_model_len=params.max_model_len, enforce_eager=params.enforce_eager,
             gpu_memory_utilization=params.gpu_memory_utilization, enable_prefix_caching=params.enable_prefix_caching,
         )

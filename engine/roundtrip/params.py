@@ -24,9 +24,9 @@ from pathlib import Path
 from typing import Literal
 
 from engine.generate.backend import BackendSpec
-from engine.models import resolve_model_path
 from engine.params import Params, require
 from engine.roundtrip.sandbox import SandboxLimits
+from engine.runtime import resolve_model
 
 PROMPTS_DIR = Path(__file__).resolve().parent / "prompts"
 ORACLE = "oracle"
@@ -74,7 +74,7 @@ class ModelParams(Params):
         return self.tokenizer or self.model
 
     def backend_spec(self) -> BackendSpec:
-        return BackendSpec(kind=self.backend, model=resolve_model_path(self.model), tokenizer=resolve_model_path(self.tokenizer_name),
+        return BackendSpec(kind=self.backend, model=resolve_model(self.model).path, tokenizer=resolve_model(self.tokenizer_name).path,
                            dtype=self.dtype, max_model_len=self.max_model_len, seed=self.seed, batch_size=self.batch_size)
 
 

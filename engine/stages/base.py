@@ -183,14 +183,6 @@ def read_parquet_files(paths: Iterable[Path], schema: pa.Schema) -> Iterator[pa.
 
 def check_model(name: str, where: str, kind: str = "model") -> None:
     """Config-time check that a model or tokenizer name resolves (see engine.runtime)."""
-    try:
-        from engine.runtime import check_model_name
-    except ImportError:  # the model runtime module is not in this tree yet
-        from pathlib import Path as _Path
+    from engine.runtime import check_model_name
 
-        from engine.errors import ConfigError
-
-        if name.startswith(("/", "./", "../")) and not _Path(name).is_dir():
-            raise ConfigError(f"{where}: model directory {name!r} does not exist; fix the path in the config") from None
-        return
     check_model_name(name, where, kind=kind)
