@@ -19,6 +19,7 @@ from engine.errors import (
 logger = logging.getLogger("engine.cli")
 DEMO_CONFIG = Path(__file__).resolve().parent.parent / "configs" / "demo.yaml"
 DEMO_GENERATE_CONFIG = DEMO_CONFIG.with_name("demo_generate.yaml")
+DEMO_ROUNDTRIP_CONFIG = DEMO_CONFIG.with_name("demo_roundtrip.yaml")
 DEMO_MODELS = DEMO_CONFIG.parent.parent / ".cache" / "demo-models"  # where configs/demo.yaml looks
 
 
@@ -184,7 +185,8 @@ def cmd_config(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    """Generation job first (configs/demo_generate.yaml), then the main job, whose report ends it."""
+    """Generation job (configs/demo_generate.yaml), the round trip (configs/demo_roundtrip.yaml),
+    then the main job (configs/demo.yaml), whose report ends it."""
     import os
     import shutil
 
@@ -195,7 +197,11 @@ def cmd_demo(args: argparse.Namespace) -> int:
     os.environ[DEMO_MODELS_ENV] = str(models.resolve())
     prepare_demo_models(models)
     out = Path(args.out)
-    jobs = [(DEMO_GENERATE_CONFIG, out.with_name(out.name + "-generate")), (DEMO_CONFIG, out)]
+    jobs = [
+        (DEMO_GENERATE_CONFIG, out.with_name(out.name + "-generate")),
+        (DEMO_ROUNDTRIP_CONFIG, out.with_name(out.name + "-roundtrip")),
+        (DEMO_CONFIG, out),
+    ]
     for config, run_dir in jobs:
         if (run_dir / "manifest.json").exists() and not args.resume:
             logger.info("removing the previous demo run in %s", run_dir)
