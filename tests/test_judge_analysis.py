@@ -123,3 +123,29 @@ def test_report_section_shows_the_tables(tmp_path) -> None:
     anchor, title, body = judge_section(tmp_path)
     assert anchor == "judges" and "kappa" in body and "SE-HA3" in body and "malformed" in body
     assert "1 (1.000 / 0.500)" in body  # pooled: expert incorrect judged partial once; column 'partial' holds 2
+
+
+def test_report_puts_the_best_metric_kappa_beside_the_judges(tmp_path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from engine.judge.report import best_metric_kappa, judge_section
+    from engine.records import CALIBRATION_SCHEMA
+
+    def row(metric, language, kappa, fitted=True, task="agreement", group_by="language"):
+        base = {name: None for name in CALIBRATION_SCHEMA.names}
+        base.update(metric=metric, scorer="", variant="score", context="", language=language, task=task, n=10,
+                    fitted=fitted, kappa=kappa, group_by=group_by)
+        return base
+
+    rows = [row("bleu", "en", 0.2), row("meteor", "en", 0.5), row("bleu", "zh", 0.1), row("meteor", "zh", 0.9, fitted=False),
+            row("rougeL", "en", 0.95, task="noise-uniform"), row("rougeL", "en", 0.99, group_by="language+generator")]
+    pq.write_table(pa.Table.from_pylist(rows, schema=CALIBRATION_SCHEMA), tmp_path / "calibration.parquet")
+    assert best_metric_kappa(tmp_path) == {"en": (0.5, "meteor/score"), "zh": (0.1, "bleu/score")}
+    (tmp_path / "judge_analysis").mkdir()
+    for name in ("pooled_confusion", "code_summary", "parse_rates"):
+        pq.write_table(pa.table({"x": pa.array([], pa.int64())}), tmp_path / "judge_analysis" / f"{name}.parquet")
+    agreement = [{"language": "en", "judge": "j", "strategy": "cot", "prompt_language": "en", "n_rows": 5, "n": 5, "kappa": 0.3}]
+    pq.write_table(pa.Table.from_pylist(agreement), tmp_path / "judge_analysis" / "agreement.parquet")
+    _anchor, _title, body = judge_section(tmp_path)
+    assert "best metric kappa" in body and "meteor/score" in body and "0.500" in body

@@ -36,6 +36,25 @@ def _matrix(row: dict[str, Any]) -> str:
     return _table(lines, ["expert", *[f"→ {p}" for p in classes]])
 
 
+def best_metric_kappa(run_root: str | Path) -> dict[str, tuple[float, str]]:
+    """language -> (kappa, setting) of the metric setting that agrees best with the experts,
+    from RUN/calibration.parquet (agreement, generators pooled); empty without calibration."""
+    path = Path(run_root) / "calibration.parquet"
+    if not path.is_file():
+        return {}
+    best: dict[str, tuple[float, str]] = {}
+    for row in pq.read_table(path).to_pylist():
+        if row["task"] != "agreement" or not row["fitted"] or (row.get("group_by") or "language") != "language":
+            continue
+        kappa = row["kappa"]
+        if kappa is None or math.isnan(kappa):
+            continue
+        setting = "/".join(x for x in (row["metric"], row["scorer"], row["context"], row["variant"]) if x)
+        if row["language"] not in best or kappa > best[row["language"]][0]:
+            best[row["language"]] = (kappa, setting)
+    return best
+
+
 def judge_section(run_root: str | Path) -> tuple[str, str, str] | None:
     folder = Path(run_root) / OUTPUT_DIR
     if not (folder / "agreement.parquet").is_file():
@@ -43,9 +62,14 @@ def judge_section(run_root: str | Path) -> tuple[str, str, str] | None:
     read = {name: pq.read_table(folder / f"{name}.parquet").to_pylist()
             for name in ("agreement", "pooled_confusion", "code_summary", "parse_rates")}
     setup = ["judge", "strategy", "prompt_language"]
+    metrics = best_metric_kappa(run_root)
+    for row in read["agreement"]:
+        kappa, setting = metrics.get(row["language"], (math.nan, "–"))
+        row["metric_kappa"], row["metric_setting"] = kappa, setting
     parts = [
-        "<h3>Agreement with the experts (quadratic kappa, pooled over generators)</h3>",
-        _table(read["agreement"], ["language", *setup, "n_rows", "n", "kappa"]),
+        "<h3>Agreement with the experts (quadratic kappa, pooled over generators), beside the best metric</h3>",
+        _table(read["agreement"], ["language", *setup, "n_rows", "n", "kappa", "metric_kappa", "metric_setting"],
+               ["language", *setup, "n_rows", "n", "judge kappa", "best metric kappa", "metric setting"]),
         "<h3>Pooled confusion (counts, row- / column-normalised; hierarchical left out)</h3>",
     ]
     for row in read["pooled_confusion"]:
