@@ -54,3 +54,22 @@ def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
 @pytest.fixture
 def sample_factory():
     return make_sample
+
+
+def write_demo_subset(path: Path, files_per_language: int, shuffle_seed: int | None = None) -> Path:
+    """The first `files_per_language` files of each language of the embedded demo data, as JSONL
+    (rows shuffled with `shuffle_seed` when given)."""
+    import random
+
+    from engine.config import BUILTIN_INPUTS
+
+    rows = [json.loads(line) for line in BUILTIN_INPUTS["demo"].read_text(encoding="utf-8").splitlines()]
+    keep: dict[str, list[str]] = {}
+    for row in rows:
+        files = keep.setdefault(row["language"], [])
+        if row["file_id"] not in files and len(files) < files_per_language:
+            files.append(row["file_id"])
+    subset = [r for r in rows if r["file_id"] in keep[r["language"]]]
+    if shuffle_seed is not None:
+        random.Random(shuffle_seed).shuffle(subset)
+    return write_jsonl(path, subset)

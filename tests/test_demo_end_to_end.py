@@ -9,12 +9,12 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 import yaml
-from conftest import REPO
+from conftest import REPO, write_demo_subset
 from PIL import Image
 from test_report import STUDY_NUMBERS, check_kappa_cells, parse
 from test_report_browser import CHROMIUM, _chromium
 
-from engine.config import BUILTIN_INPUTS, config_from_mapping
+from engine.config import config_from_mapping
 from engine.records import SCORE_KEY
 from engine.runner import execute_run
 
@@ -31,14 +31,7 @@ def demo_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     tmp = tmp_path_factory.mktemp("demo")
     os.environ[DEMO_MODELS_ENV] = str(tmp / "models")
     prepare_demo_models(tmp / "models")
-    rows = [json.loads(line) for line in BUILTIN_INPUTS["demo"].read_text(encoding="utf-8").splitlines()]
-    keep: dict[str, list[str]] = {}
-    for row in rows:
-        files = keep.setdefault(row["language"], [])
-        if row["file_id"] not in files and len(files) < FILES_PER_LANGUAGE:
-            files.append(row["file_id"])
-    subset = [r for r in rows if r["file_id"] in keep[r["language"]]]
-    (tmp / "subset.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in subset), encoding="utf-8")
+    write_demo_subset(tmp / "subset.jsonl", FILES_PER_LANGUAGE)
     raw = yaml.safe_load((REPO / "configs" / "demo.yaml").read_text(encoding="utf-8"))
     raw["input"] = str(tmp / "subset.jsonl")
     raw["part_size"] = 25

@@ -11,16 +11,15 @@ from __future__ import annotations
 import json
 import math
 import os
-import random
 from pathlib import Path
 
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
 import yaml
-from conftest import REPO
+from conftest import REPO, write_demo_subset
 
-from engine.config import BUILTIN_INPUTS, config_from_mapping
+from engine.config import config_from_mapping
 from engine.records import SCORE_KEY
 from engine.runner import execute_run
 
@@ -30,17 +29,7 @@ LEXICAL_METRICS = {"bleu", "rougeL", "meteor"}
 
 
 def _subset(path: Path, shuffle_seed: int | None) -> Path:
-    rows = [json.loads(line) for line in BUILTIN_INPUTS["demo"].read_text(encoding="utf-8").splitlines()]
-    keep: dict[str, list[str]] = {}
-    for row in rows:
-        files = keep.setdefault(row["language"], [])
-        if row["file_id"] not in files and len(files) < FILES_PER_LANGUAGE:
-            files.append(row["file_id"])
-    subset = [r for r in rows if r["file_id"] in keep[r["language"]]]
-    if shuffle_seed is not None:
-        random.Random(shuffle_seed).shuffle(subset)
-    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in subset), encoding="utf-8")
-    return path
+    return write_demo_subset(path, FILES_PER_LANGUAGE, shuffle_seed)
 
 
 def _config(tmp: Path, input_path: Path, part_size: int) -> object:
