@@ -2,6 +2,7 @@
 the API key never reaches the run directory or the logs."""
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import re
@@ -130,3 +131,15 @@ def test_the_runner_writes_the_analysis_of_a_finished_run(tmp_path, server) -> N
     assert sum(r["n"] for r in agreement) == sum(r["n_rows"] for r in agreement) == 78
     rates = pq.read_table(paths["parse_rates"]).to_pylist()
     assert {r["rate_ok"] for r in rates} == {1.0}
+
+
+@pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="ray is not installed")
+def test_the_ray_executor_judges_like_the_local_one(tmp_path, server) -> None:
+    """Judge parts on Ray workers (a local Ray, which inherits the key's variable) equal the local run."""
+    config = _inputs(tmp_path, server)
+    local = _cli(config, tmp_path / "local")
+    assert local.returncode == 0, local.stderr
+    on_ray = _cli(config, tmp_path / "ray", "--executor", "ray")
+    assert on_ray.returncode == 0, on_ray.stderr[-3000:]
+    assert _rows(tmp_path / "ray") == _rows(tmp_path / "local")
+    assert KEY not in on_ray.stdout + on_ray.stderr
