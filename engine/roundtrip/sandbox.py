@@ -342,13 +342,57 @@ def _claimed_uid(limits: SandboxLimits) -> Iterator[int | None]:
             except BlockingIOError:
                 os.close(fd)
                 continue
+            if not _reap_uid(uid):  # processes of an earlier run still count against its limit
+                os.close(fd)
+                continue
             try:
                 yield uid
             finally:
+                _reap_uid(uid)  # the next run of this uid starts with no process of this one
                 os.close(fd)  # releases the lock
             return
         time.sleep(delay)
         delay = min(delay * 2, 0.5)
+
+
+def _uid_processes(uid: int) -> list[int]:
+    """Pids of the processes (zombies included) whose real uid is `uid`."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            for line in (entry / "status").read_text().splitlines():
+                if line.startswith("Uid:"):
+                    if int(line.split()[1]) == uid:
+                        pids.append(int(entry.name))
+                    break
+        except (OSError, ValueError):
+            continue
+    return pids
+
+
+def _reap_uid(uid: int, seconds: float = 5.0) -> bool:
+    """Kill what is left of the sandbox uid's processes and wait until none remains.
+
+    RLIMIT_NPROC counts every process of the uid, dying ones too: a run that starts while the
+    killed group of the previous run is still exiting would hit the limit at its first fork.
+    The uid range belongs to the sandbox, so whatever runs under it is a leftover. False when
+    processes remain after `seconds` (the caller takes another uid).
+    """
+    deadline = time.monotonic() + seconds
+    while True:
+        pids = _uid_processes(uid)
+        if not pids:
+            return True
+        if time.monotonic() > deadline:
+            return False
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        time.sleep(0.01)
 
 
 def _wait_unreaped(pid: int, seconds: float) -> bool:
