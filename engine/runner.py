@@ -35,7 +35,7 @@ logger = logging.getLogger(__name__)
 # Test hook (crash/resume tests only): SIGKILL the driver after this many part commits.
 CRASH_AFTER_COMMITS_ENV = "BABELSCORE_TEST_CRASH_AFTER_COMMITS"
 
-__all__ = ["execute_run", "open_run", "prepare", "read_samples", "read_scores", "sample_part_path", "RunSummary"]
+__all__ = ["execute_run", "open_run", "prepare", "read_scores", "sample_part_path", "RunSummary"]
 
 
 @dataclass
@@ -240,11 +240,6 @@ def calibrate_run(run: RunDirectory, config: RunConfig) -> None:
     table = calibrate_run_dir(run, config.section("calibrate"))
     write_parquet_atomic(run.path("calibration.parquet"), table, CALIBRATION_SCHEMA)
     run.mark_stage("calibrate", rows=table.num_rows)
-
-
-def read_samples(run: RunDirectory) -> pa.Table:
-    """Every valid sample of the run (generated rows when generation ran)."""
-    return run.read_samples()
 
 
 def read_scores(run_dir: str) -> pa.Table:

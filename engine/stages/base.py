@@ -26,10 +26,9 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Iterable, Iterator
+from typing import Any, ClassVar, Iterable
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from engine.errors import StageError
 
@@ -122,8 +121,6 @@ class Stage:
     schema: ClassVar[pa.Schema]
     input_columns: ClassVar[tuple[str, ...]] = ()
     reads: ClassVar[tuple[str, ...]] = ()  # earlier stages whose outputs run_part reads
-    # Whether this stage's output replaces the sample table for the later stages (generate).
-    produces_samples: ClassVar[bool] = False
 
     # ----- configuration ------------------------------------------------------------------
     def parse_section(self, raw: Any, base_dir: Path, where: str) -> Any:
@@ -175,14 +172,3 @@ class Stage:
         if missing:
             raise StageError(self.name, f"its input {source} lacks column(s) {missing}; it needs {list(self.input_columns)}")
 
-
-def read_parquet_files(paths: Iterable[Path], schema: pa.Schema) -> Iterator[pa.Table]:
-    for path in paths:
-        yield pq.read_table(path, schema=schema)
-
-
-def check_model(name: str, where: str, kind: str = "model") -> None:
-    """Config-time check that a model or tokenizer name resolves (see engine.runtime)."""
-    from engine.runtime import check_model_name
-
-    check_model_name(name, where, kind=kind)

@@ -24,7 +24,6 @@ class GenerateStage(Stage):
     directory = "generations"
     schema = GENERATION_SCHEMA
     input_columns = ("sample_id", "file_id", "source", "comment_start", "comment_end", "reference")
-    produces_samples = True
 
     def parse_section(self, raw: Any, base_dir: Path, where: str) -> Any:
         from engine.generate.stage import GenerateSection
@@ -32,7 +31,7 @@ class GenerateStage(Stage):
         return GenerateSection.from_mapping(raw, where=where)
 
     def check_config(self, config: Any) -> None:
-        from engine.stages.base import check_model as check_model_name
+        from engine.runtime import check_model_name
 
         for i, g in enumerate(config.section("generate").generators):
             check_model_name(g.model, f"generate.generators[{i}].model")

@@ -33,7 +33,7 @@ class JudgeStage(Stage):
         return JudgeSection.from_mapping(raw, where=where)
 
     def check_config(self, config: Any) -> None:
-        from engine.stages.base import check_model
+        from engine.runtime import check_model_name as check_model
 
         section: JudgeSection = config.section(self.name)
         for i, judge in enumerate(section.judges):

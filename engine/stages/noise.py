@@ -28,7 +28,7 @@ class NoiseStage(Stage):
         return NoiseParams.from_mapping(raw, where=where)
 
     def check_config(self, config: Any) -> None:
-        from engine.stages.base import check_model as check_model_name
+        from engine.runtime import check_model_name
 
         params = config.section("noise")
         if params.tokenizer is not None:

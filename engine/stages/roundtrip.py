@@ -63,7 +63,7 @@ class RoundTripStage(Stage):
     def check_config(self, config: Any) -> None:
         from engine.roundtrip.params import ORACLE
         from engine.roundtrip.tasks import load_tasks
-        from engine.stages.base import check_model
+        from engine.runtime import check_model_name as check_model
 
         params = config.section(self.section)
         for i, g in enumerate(params.generators):

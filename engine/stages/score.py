@@ -62,15 +62,6 @@ class ScoreSection(Params):
         return {"scorers": [s.to_dict() for s in self.scorers]}
 
 
-def _resolve_relative(options: Mapping[str, Any], base_dir: Path) -> dict[str, Any]:
-    out = dict(options)
-    for key in (*MODEL_OPTIONS, "baseline"):
-        value = out.get(key)
-        if isinstance(value, str) and value.startswith(("./", "../")):
-            out[key] = str((base_dir / value).resolve())
-    return out
-
-
 def _defaults(params: Params) -> dict[str, Any]:
     import dataclasses
 
@@ -110,7 +101,7 @@ def _row_keys(spec: ScorerSpec) -> set[tuple[str, str]]:
     return {(metric, c) for c in p.get("contexts", ("none",))}
 
 
-def parse_scorers(raw: Any, base_dir: Path) -> ScoreSection:
+def parse_scorers(raw: Any) -> ScoreSection:
     from engine.metrics.base import SCORER_KINDS, scorer_class
 
     if not isinstance(raw, Mapping):
@@ -126,7 +117,7 @@ def parse_scorers(raw: Any, base_dir: Path) -> ScoreSection:
         where = f"score.scorers[{i}]"
         if not isinstance(entry, Mapping) or "kind" not in entry:
             raise ConfigError(f"{where}: got {entry!r}; allowed: a mapping with 'kind' (one of {sorted(SCORER_KINDS)})")
-        options = _resolve_relative({k: v for k, v in entry.items() if k != "kind"}, base_dir)
+        options = {k: v for k, v in entry.items() if k != "kind"}  # relative paths resolved by the config loader
         cls = scorer_class(entry["kind"])
         specs.append(ScorerSpec(entry["kind"], cls.Params.from_mapping(options, where=where)))
     return ScoreSection(scorers=tuple(_label_and_check(specs)))
@@ -256,10 +247,10 @@ class ScoreStage(Stage):
     reads = ("noise", "perturb")
 
     def parse_section(self, raw: Any, base_dir: Path, where: str) -> ScoreSection:
-        return parse_scorers(raw, base_dir)
+        return parse_scorers(raw)
 
     def check_config(self, config: Any) -> None:
-        from engine.stages.base import check_model as check_model_name
+        from engine.runtime import check_model_name
 
         for i, spec in enumerate(config.section("score").scorers):
             model = spec.params.to_dict().get("model")
