@@ -67,3 +67,14 @@ def test_yaml_errors_are_config_errors(tmp_path):
         load_config(path)
     with pytest.raises(ConfigError, match="does not exist"):
         load_config(tmp_path / "missing.yaml")
+
+
+def test_scorer_and_generator_model_paths_resolve_against_the_config_folder(tmp_path):
+    raw = {"input": "in.jsonl", "stages": ["generate", "noise", "score"],
+           "generate": {"generators": [{"model": "./gen", "card": "starcoder2"}]},
+           "noise": {"tokenizer": "../tok"},
+           "score": {"scorers": [{"kind": "embedding", "model": "./enc"}, {"kind": "likelihood", "model": "./lm"}]}}
+    config = config_from_mapping(raw, tmp_path, check=False)
+    assert [s.params.model for s in config.score.scorers] == [str(tmp_path / "enc"), str(tmp_path / "lm")]
+    assert config.section("generate").generators[0].model == str(tmp_path / "gen")
+    assert config.section("noise").tokenizer == str(tmp_path.parent / "tok")
