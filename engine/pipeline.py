@@ -27,7 +27,7 @@ logger = logging.getLogger(__name__)
 # Test hook (fault-injection tests only): kill the process that runs the named part.
 KILL_PART_ENV = "BABELSCORE_TEST_KILL_PART"
 
-__all__ = ["PartTask", "plan_parts", "execute_part", "sample_part_path", "part_output_paths", "KILL_PART_ENV"]
+__all__ = ["PartTask", "plan_parts", "execute_part", "sample_part_path", "part_output_paths", "upstream_parts", "KILL_PART_ENV"]
 
 
 def sample_part_path(run_root: str | Path, index: int) -> Path:
@@ -41,16 +41,34 @@ def plan_parts(config: Any, stage: str, n_parts: int) -> list[PartTask]:
     return sorted(parts, key=lambda p: (p.model_key, p.task, p.index))
 
 
+def parts_at(config: Any, stage: str, index: int) -> list[PartTask]:
+    """Part `index` of every task of `stage`, in task (config) order."""
+    st = get_stage(stage)
+    return [PartTask.of(task, index, st.directory) for task in st.tasks(config)]
+
+
 def part_output_paths(run_root: str | Path, config: Any, stage: str, index: int) -> list[Path]:
     """The part files every task of `stage` writes for part `index`, in task (config) order."""
-    st = get_stage(stage)
-    return [Path(run_root) / PartTask.of(task, index, st.directory).relative_path for task in st.tasks(config)]
+    return [Path(run_root) / part.relative_path for part in parts_at(config, stage, index)]
+
+
+def _reads_generated_rows(config: Any, stage: str) -> bool:
+    return stage != "generate" and "generate" in config.stages
+
+
+def upstream_parts(config: Any, stage: str, index: int) -> list[PartTask]:
+    """The parts of earlier stages whose outputs part `index` of `stage` reads: the generated
+    rows (when generation ran) and the stages it declares in `reads`."""
+    earlier = (["generate"] if _reads_generated_rows(config, stage) else []) + [
+        name for name in get_stage(stage).reads if name in config.stages
+    ]
+    return [part for name in earlier for part in parts_at(config, name, index)]
 
 
 def read_part_input(run_root: str | Path, config: Any, stage: str, index: int) -> pa.Table:
     """The sample rows a stage works on for part `index`: generated rows when generation ran
     (every generator's rows of that part, in config order), else the validated samples."""
-    if stage != "generate" and "generate" in config.stages:
+    if _reads_generated_rows(config, stage):
         paths = part_output_paths(run_root, config, "generate", index)
         missing = [p for p in paths if not p.exists()]
         if missing:

@@ -23,7 +23,7 @@ from engine.config import RunConfig, config_hash, file_fingerprint
 from engine.errors import InputError, PartFailedError
 from engine.io.atomic import write_json_atomic
 from engine.io.rundir import RunDirectory
-from engine.pipeline import PartTask, plan_parts, read_part_input, sample_part_path
+from engine.pipeline import PartTask, plan_parts, read_part_input, sample_part_path, upstream_parts
 from engine.prepare import prepare
 from engine.records import SCORE_SCHEMA
 from engine.signature import library_versions
@@ -111,20 +111,13 @@ def _prepass_results(run: RunDirectory, config: RunConfig, stage_name: str) -> d
 
 def _waits_for(run: RunDirectory, config: RunConfig, stage_name: str, index: int) -> list[str]:
     """Part keys this part reads that are not committed (they failed or were blocked)."""
-    stage = get_stage(stage_name)
-    if stage.own_parts(config, run.root) is not None:
-        return []  # its input is its own, cut in RUN/ before its parts run
-    needed: list[str] = []
-    if stage_name != "generate" and "generate" in config.stages:
-        needed += [p.key for p in plan_parts(config, "generate", index + 1) if p.index == index]
-    for earlier in stage.reads:
-        if earlier in config.stages:
-            needed += [p.key for p in plan_parts(config, earlier, index + 1) if p.index == index]
-    return [key for key in needed if not run.is_done(key)]
+    return [part.key for part in upstream_parts(config, stage_name, index) if not run.is_done(part.key)]
 
 
 def run_part_stage(run: RunDirectory, config: RunConfig, stage_name: str, executor: Any) -> None:
     rows_per_part = get_stage(stage_name).own_parts(config, run.root)
+    # A stage that cuts its own input (cut in RUN/ before its parts run) waits for no other stage.
+    reads_earlier_stages = rows_per_part is None
     if rows_per_part is None:
         rows_per_part = run.manifest["part_rows"]
     n_parts = len(rows_per_part)
@@ -132,7 +125,7 @@ def run_part_stage(run: RunDirectory, config: RunConfig, stage_name: str, execut
     for part in plan_parts(config, stage_name, n_parts):
         if run.is_done(part.key):
             continue
-        waits = _waits_for(run, config, stage_name, part.index)
+        waits = _waits_for(run, config, stage_name, part.index) if reads_earlier_stages else []
         if waits:
             logger.warning("part %s waits for %s, which did not complete; it runs on --resume", part.key, ", ".join(waits))
             run.record_blocked_part(part.key, waits)
