@@ -258,7 +258,7 @@ def test_prompt_errors(tiny_tokenizers) -> None:
         builder.build("abc", 2, 9)
 
 
-def test_generation_limit_is_mean_plus_three_std(tiny_tokenizers) -> None:
+def test_generation_limit_is_mean_plus_three_std(tiny_tokenizers, monkeypatch) -> None:
     tok = tiny_tokenizers["starcoder2"]
     refs = ["// a", "// the component of the graph", "/* 返回图中节点的数量 */", "// x y z w v u t s r q"]
     rows = []
@@ -270,6 +270,14 @@ def test_generation_limit_is_mean_plus_three_std(tiny_tokenizers) -> None:
     lengths = np.array([len(tok.encode(r, add_special_tokens=False)) for r in refs], dtype=float)
     expected = math.ceil(lengths.mean() + 3 * lengths.std(ddof=0))
     assert generation_limit(pa.Table.from_pylist(rows, schema=SAMPLE_SCHEMA), tok) == expected
+    # The run's pre-pass streams the parts (a file never spans two): the same limit however they are cut.
+    import engine.generate.stage as stage
+
+    monkeypatch.setattr(stage, "load_tokenizer", lambda name: tok)
+    params = GenerateParams(model="m", card="starcoder2")
+    parts = [[rows[0], rows[4]], rows[1:2], rows[2:4]]
+    plan = stage.plan_generation((pa.Table.from_pylist(p, schema=SAMPLE_SCHEMA) for p in parts), params)
+    assert plan == {"max_new_tokens": expected, "limit_source": "mean+3std", "generator": "m", "files": 4}
 
 
 def test_generate_params_validation() -> None:

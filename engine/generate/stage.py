@@ -12,9 +12,9 @@ per generator and concatenating gives the study's one row per (file, generator).
 
 The generation limit is the mean plus 3 standard deviations (population std) of the token
 lengths of the whole reference comments under the generator's tokenizer, rounded up. It must
-be computed over the whole input, not per part, or parts would get different limits: call
-`generation_limit(all_samples, load_tokenizer(params.tokenizer_name))` once and pass it to
-every `generate_samples` call (or fix `max_new_tokens` in the params).
+be computed over the whole input, not per part, or parts would get different limits: the run
+calls `plan_generation(every part's samples, params)` once (the stage's corpus pre-pass) and
+passes its limit to every `generate_samples` call (or `max_new_tokens` is fixed in the params).
 
 Bad rows never stop the stage: an empty file, offsets out of range, a prompt that with the
 limit does not fit the model window, a tokenizer without the family's FIM tokens, or a
@@ -29,7 +29,7 @@ import math
 import re
 import time
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Iterable, Literal
 
 import pyarrow as pa
 
@@ -195,28 +195,43 @@ def _first_row_per_file(samples: pa.Table) -> list[dict[str, Any]]:
     return list(rows.values())
 
 
-def generation_limit(samples: pa.Table, tokenizer: Any) -> int:
-    """ceil(mean + 3 * std) of the token lengths of the references (one per file), at least 1."""
-    rows = _first_row_per_file(samples)
-    if not rows:
+def _reference_lengths(rows: Iterable[dict[str, Any]], tokenizer: Any) -> list[int]:
+    return [len(tokenizer(r["reference"], add_special_tokens=False)["input_ids"]) for r in rows]
+
+
+def _limit_from_lengths(lengths: list[int]) -> int:
+    """ceil(mean + 3 * population std) of token lengths, at least 1."""
+    if not lengths:
         raise StageError("generate", "no samples to compute the generation limit from; set max_new_tokens")
-    lengths = [len(tokenizer(r["reference"], add_special_tokens=False)["input_ids"]) for r in rows]
     mean = sum(lengths) / len(lengths)
     std = math.sqrt(sum((n - mean) ** 2 for n in lengths) / len(lengths))
     return max(1, math.ceil(mean + 3 * std - 1e-9))
 
 
-def plan_generation(samples: pa.Table, params: GenerateParams) -> dict[str, Any]:
+def generation_limit(samples: pa.Table, tokenizer: Any) -> int:
+    """ceil(mean + 3 * std) of the token lengths of the references (one per file), at least 1."""
+    return _limit_from_lengths(_reference_lengths(_first_row_per_file(samples), tokenizer))
+
+
+def plan_generation(tables: Iterable[pa.Table], params: GenerateParams) -> dict[str, Any]:
     """What every part of a run must share, computed once over the whole input (JSON-ready).
 
+    tables: the run's sample parts, read one at a time (a file never spans two parts).
     `max_new_tokens`: `params.max_new_tokens`, or mean + 3 std of the reference token lengths
     over all files; pass it to every `generate_samples` call.
     """
-    files = len(_first_row_per_file(samples))
+    tokenizer = None if params.max_new_tokens is not None else load_tokenizer(params.tokenizer_name)
+    files = 0
+    lengths: list[int] = []
+    for table in tables:
+        rows = _first_row_per_file(table)
+        files += len(rows)
+        if tokenizer is not None:
+            lengths += _reference_lengths(rows, tokenizer)
     if params.max_new_tokens is not None:
         limit, source = params.max_new_tokens, "config"
     else:
-        limit, source = generation_limit(samples, load_tokenizer(params.tokenizer_name)), "mean+3std"
+        limit, source = _limit_from_lengths(lengths), "mean+3std"
     logger.info("generator %s: generation limit %d tokens (%s, %d files)", params.generator_name, limit, source, files)
     return {"max_new_tokens": int(limit), "limit_source": source, "generator": params.generator_name, "files": files}
 

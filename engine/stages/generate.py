@@ -7,7 +7,6 @@ are joined to the generated rows by (file_id, generator).
 """
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -48,43 +47,9 @@ class GenerateStage(Stage):
         return True
 
     def prepass(self, config: Any, task: StageTask, tables: Iterable[pa.Table]) -> dict[str, Any]:
-        import logging
+        from engine.generate.stage import plan_generation
 
-        from engine.generate.stage import load_tokenizer
-
-        params = config.section("generate").generators[task.entry]
-        files = 0
-        lengths: list[int] = []
-        tokenizer = None if params.max_new_tokens is not None else load_tokenizer(params.tokenizer_name)
-        for table in tables:
-            seen: set[str] = set()
-            for row in table.select(["file_id", "reference"]).to_pylist():
-                if row["file_id"] in seen:
-                    continue
-                seen.add(row["file_id"])
-                files += 1
-                if tokenizer is not None:
-                    lengths.append(len(tokenizer(row["reference"], add_special_tokens=False)["input_ids"]))
-        if params.max_new_tokens is not None:
-            limit, source = params.max_new_tokens, "config"
-        else:
-            if not lengths:
-                from engine.errors import StageError
-
-                raise StageError("generate", "no samples to compute the generation limit from; set max_new_tokens")
-            mean = sum(lengths) / len(lengths)
-            std = math.sqrt(sum((n - mean) ** 2 for n in lengths) / len(lengths))
-            limit, source = max(1, math.ceil(mean + 3 * std - 1e-9)), "mean+3std"
-        logging.getLogger(__name__).info(
-            "generator %s: generation limit %d tokens (%s, %d files)", params.generator_name, limit, source, files
-        )
-        return {"max_new_tokens": int(limit), "limit_source": source, "generator": params.generator_name, "files": files}
-
-    def signatures(self, config: Any, task: StageTask, prepass: dict[str, Any]) -> dict[str, Any]:
-        from engine.generate.stage import signature
-
-        params = config.section("generate").generators[task.entry]
-        return {"generate": signature(params, prepass)}
+        return plan_generation(tables, config.section("generate").generators[task.entry])
 
     def run_part(self, ctx: PartContext) -> pa.Table:
         from engine.generate.stage import generate_part
