@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -27,14 +25,13 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from engine.errors import StageError
 from engine.generate.backend import GenerationRequest, get_backend
 from engine.generate.cards import get_card
 from engine.generate.prompts import FimPromptBuilder
 from engine.generate.stage import GenerateParams, generate_samples, load_tokenizer
+from engine.worker_jobs import job_main, run_in_subprocess
 
 logger = logging.getLogger(__name__)
-_REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 def run_job(job: dict) -> None:
@@ -63,15 +60,7 @@ def run_job(job: dict) -> None:
 
 def run_worker(job: dict, *, timeout: float | None = None, env: dict[str, str] | None = None) -> None:
     """Run `job` (see the module docstring) in a fresh Python process; raise StageError if it fails."""
-    with tempfile.TemporaryDirectory(prefix="babelscore-gen-") as tmp:
-        job_file = Path(tmp) / "job.json"
-        job_file.write_text(json.dumps(job), encoding="utf-8")
-        child_env = dict(os.environ if env is None else env)
-        child_env["PYTHONPATH"] = os.pathsep.join(p for p in (str(_REPO_ROOT), child_env.get("PYTHONPATH", "")) if p)
-        proc = subprocess.run([sys.executable, "-m", "engine.generate.worker", str(job_file)],
-                              env=child_env, timeout=timeout, capture_output=True, text=True, check=False)
-        if proc.returncode != 0:
-            raise StageError("generate", f"generation worker exited with {proc.returncode}:\n{proc.stderr[-4000:]}")
+    run_in_subprocess("engine.generate.worker", job, "generate", timeout=timeout, env=env)
 
 
 def generate_in_subprocess(samples: pa.Table, params: GenerateParams, max_new_tokens: int | None = None, *,
@@ -87,13 +76,7 @@ def generate_in_subprocess(samples: pa.Table, params: GenerateParams, max_new_to
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = list(sys.argv[1:] if argv is None else argv)
-    if len(args) != 1:
-        print("usage: python -m engine.generate.worker JOB.json", file=sys.stderr)
-        return 2
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    run_job(json.loads(Path(args[0]).read_text(encoding="utf-8")))
-    return 0
+    return job_main("engine.generate.worker", run_job, argv)
 
 
 if __name__ == "__main__":
