@@ -18,6 +18,7 @@ from typing import Any, Iterator
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
+from engine.data.labels import join_labels
 from engine.errors import InputError
 from engine.io.atomic import write_parquet_atomic
 from engine.io.rundir import RunDirectory
@@ -108,8 +109,6 @@ def prepare(run: RunDirectory, config: Any) -> None:
                 if len(rows) == sizes[index]:
                     table = pa.Table.from_pylist(pending.pop(index), schema=SAMPLE_SCHEMA)
                     if labels:
-                        from engine.data.labels import join_labels
-
                         table = join_labels(table, labels, keep_unmatched=True)
                     write_parquet_atomic(run.path(f"samples/part-{index:05d}.parquet"), table, SAMPLE_SCHEMA)
     spill.unlink(missing_ok=True)

@@ -215,14 +215,12 @@ class RunDirectory:
 
     def read_samples(self, columns: Iterable[str] | None = None) -> pa.Table:
         """Every valid sample as one table; for small runs and reports (prefer `sample_tables`)."""
-        from engine.records import GENERATION_SCHEMA, SAMPLE_SCHEMA
+        from engine.records import SAMPLE_SCHEMA
 
         tables = list(self.sample_tables(columns))
         if not tables:
             schema = SAMPLE_SCHEMA
             return schema.empty_table() if columns is None else pa.schema([schema.field(c) for c in columns]).empty_table()
-        if columns is None:
-            tables = [t.select(GENERATION_SCHEMA.names) if t.schema.names == GENERATION_SCHEMA.names else t for t in tables]
         return pa.concat_tables(tables)
 
     def finish(self, status: str) -> None:
