@@ -35,6 +35,16 @@ def text_field(strategy: str) -> str:
     return "reasoning" if strategy == "cot" else "explanation"
 
 
+def property_order(pack: PromptPack, strategy: str) -> list[str]:
+    """An evaluation's keys in the order the model writes them. Chain-of-thought reasons first,
+    then lists the errors, then gives the label (a grammar-constrained decoder writes the
+    properties in this order, so the reasoning comes before the verdict); the others give the
+    errors, then their explanation, then the label."""
+    order = ("model_name", "reasoning", "errors", "overall_quality") if strategy == "cot" else \
+        ("model_name", "errors", "explanation", "overall_quality")
+    return [pack.field(name) for name in order]
+
+
 def output_schema(
     pack: PromptPack,
     strategy: str,
@@ -64,17 +74,14 @@ def output_schema(
     text = f(text_field(strategy))
 
     def evaluation(name_schema: dict[str, Any]) -> dict[str, Any]:
-        return {
-            "type": "object",
-            "properties": {
-                f("model_name"): name_schema,
-                f("errors"): {"type": "array", "items": error_item, "maxItems": limits.max_errors},
-                text: {"type": "string", "maxLength": limits.max_text_chars},
-                f("overall_quality"): {"type": "string", "enum": [pack.label(label) for label in reversed(LABELS)]},
-            },
-            "required": [f("model_name"), f("errors"), text, f("overall_quality")],
-            "additionalProperties": False,
+        properties = {
+            f("model_name"): name_schema,
+            f("errors"): {"type": "array", "items": error_item, "maxItems": limits.max_errors},
+            text: {"type": "string", "maxLength": limits.max_text_chars},
+            f("overall_quality"): {"type": "string", "enum": [pack.label(label) for label in reversed(LABELS)]},
         }
+        properties = {key: properties[key] for key in property_order(pack, strategy)}
+        return {"type": "object", "properties": properties, "required": list(properties), "additionalProperties": False}
 
     if model_names:
         # One evaluation per candidate, in the prompt's order: with only an enum of names, a
@@ -102,13 +109,6 @@ def example_output(pack: PromptPack, strategy: str, cluster: str | None = None) 
     error: Any = code
     if strategy == "cot":
         error = {f("code"): code, f("confidence"): 0.8, f("justification"): "..."}
-    return {
-        f("evaluations"): [
-            {
-                f("model_name"): f"<{f('model_name')}>",
-                f("errors"): [error],
-                f(text_field(strategy)): "...",
-                f("overall_quality"): pack.label("partial"),
-            }
-        ]
-    }
+    values = {f("model_name"): f"<{f('model_name')}>", f("errors"): [error], f(text_field(strategy)): "...",
+              f("overall_quality"): pack.label("partial")}
+    return {f("evaluations"): [{key: values[key] for key in property_order(pack, strategy)}]}
