@@ -15,9 +15,11 @@ import pytest
 
 from engine.errors import ConfigError
 from engine.judge.messages import Candidate, JudgeItem, build_calls, shared_prefix
-from engine.judge.promptpack import PROMPT_LANGUAGES, STRATEGIES, _read, check_pack, load_pack, resolve_prompt_language
-from engine.judge.schema import output_schema
-from engine.taxonomy import CLUSTERS, leaf_codes
+from engine.judge.promptpack import (PROMPT_LANGUAGES, REFERENCE_MODES, STRATEGIES, _read, check_pack, load_pack,
+                                     resolve_prompt_language)
+from engine.judge.schema import example_output, output_schema
+from engine.records import LABELS
+from engine.taxonomy import CLUSTERS, CODES, TEXT_FIELDS, criteria
 
 GOLDEN = Path(__file__).parent / "golden" / "judge"
 SOURCE = "public class Stack {\n    // Returns the top element without removing it.\n    public int peek() { return items[size - 1]; }\n}\n"
@@ -33,20 +35,26 @@ ITEM = JudgeItem(
 @pytest.mark.parametrize("language", PROMPT_LANGUAGES)
 def test_every_pack_defines_every_key_of_the_reference(language: str) -> None:
     pack = load_pack(language)
-    assert set(pack.data["taxonomy"]) == set(leaf_codes())
     assert set(pack.data["clusters"]) == set(CLUSTERS)
-    for code, entry in pack.data["taxonomy"].items():
-        assert set(entry) == {"name", "include", "exclude"}, code
+    # Every code and parent (40 ids) has its four texts, in this language (not English copied over).
+    assert list(pack.codes) == list(CODES) and len(CODES) == 40
+    for code, entry in pack.codes.items():
+        assert all(getattr(entry, f).strip() for f in TEXT_FIELDS), code
+        if language != "en":
+            assert entry.definition != criteria("en")[code].definition, code
 
 
 def test_a_missing_or_extra_key_is_named() -> None:
     reference = _read("en")
     broken = copy.deepcopy(_read("nl"))
-    del broken["taxonomy"]["SE-HA3"]["exclude"]
+    del broken["principles"]
     broken["headings"]["surprise"] = "x"
+    broken["taxonomy"] = {code: dict(vars(text)) for code, text in criteria("nl").items()}
+    del broken["taxonomy"]["SE-HA3"]["exclude"]
     with pytest.raises(ConfigError) as info:
         check_pack("nl", broken, reference)
-    assert "taxonomy.SE-HA3.exclude: missing" in str(info.value)
+    assert "principles: missing" in str(info.value)
+    assert "SE-HA3.exclude: missing" in str(info.value)
     assert "headings.surprise" in str(info.value)
 
 
@@ -66,11 +74,12 @@ def test_prompt_language_defaults_to_the_sample_language() -> None:
     assert resolve_prompt_language("en", "zh") == "en"
 
 
-def _render(language: str, strategy: str) -> list[dict]:
-    return [
-        {"cluster": call.cluster, "messages": list(call.messages)}
-        for call in build_calls(load_pack(language), ITEM, strategy)
-    ]
+def _render(language: str, strategy: str) -> dict[str, list[dict]]:
+    return {
+        reference: [{"cluster": call.cluster, "messages": list(call.messages)}
+                    for call in build_calls(load_pack(language), ITEM, strategy, reference)]
+        for reference in REFERENCE_MODES
+    }
 
 
 @pytest.mark.parametrize("strategy", STRATEGIES)
@@ -84,7 +93,64 @@ def test_assembled_messages_equal_the_golden_file(language: str, strategy: str) 
         path.write_text(text, encoding="utf-8")
     assert path.is_file(), f"{path} is missing; run with BABELSCORE_REGEN_GOLDEN=1"
     assert json.loads(path.read_text(encoding="utf-8")) == rendered
-    assert len(rendered) == (len(CLUSTERS) if strategy == "hierarchical" else 1)
+    assert all(len(calls) == (len(CLUSTERS) if strategy == "hierarchical" else 1) for calls in rendered.values())
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+@pytest.mark.parametrize("language", PROMPT_LANGUAGES)
+def test_golden_prompts_carry_the_label_definitions_and_the_code_definitions(language: str, strategy: str) -> None:
+    golden = json.loads((GOLDEN / f"{strategy}-{language}.json").read_text(encoding="utf-8"))
+    pack, texts = load_pack(language), criteria(language)
+    for reference, calls in golden.items():
+        labels_key = "rubric" if reference == "with" else "rubric_without"
+        for call in calls:
+            system = call["messages"][0]["content"]
+            for label in LABELS:
+                assert pack.text(labels_key, label) in system, (reference, label)
+            for principle in pack.data["principles"]:
+                assert principle in system
+            shown = list(CLUSTERS[call["cluster"]]) if call["cluster"] else list(CODES)
+            # every code the call may use appears with its definition, inclusion and exclusion;
+            # a hierarchical call shows only its cluster's codes
+            for code in CODES:
+                assert (pack.code_line(code) in system) == (code in shown), (call["cluster"], code)
+            for code in shown:
+                assert all(part in system for part in (texts[code].definition, texts[code].include, texts[code].exclude))
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+@pytest.mark.parametrize("language", PROMPT_LANGUAGES)
+def test_a_reference_free_prompt_holds_no_text_of_the_original_comment(language: str, strategy: str) -> None:
+    golden = json.loads((GOLDEN / f"{strategy}-{language}.json").read_text(encoding="utf-8"))
+    pack = load_pack(language)
+    for call in golden["without"]:
+        text = "\n".join(m["content"] for m in call["messages"])
+        assert COMMENT not in text and "without removing it" not in text
+        assert pack.text("headings", "original") not in text
+        assert "peek()" in text  # the code context stays
+    for call in golden["with"]:
+        assert COMMENT in call["messages"][1]["content"]
+
+
+@pytest.mark.parametrize("language", PROMPT_LANGUAGES)
+def test_cot_schema_and_example_put_reasoning_before_errors_before_the_label(language: str) -> None:
+    pack = load_pack(language)
+    f = pack.field
+    order = [f("model_name"), f("reasoning"), f("errors"), f("overall_quality")]
+    for names in (None, ["codegemma-7b", "starcoder2-7b"]):
+        schema = output_schema(pack, "cot", None, names)
+        evaluations = schema["properties"][f("evaluations")]
+        items = evaluations["prefixItems"] if names else [evaluations["items"]]
+        for item in items:
+            assert list(item["properties"]) == order and item["required"] == order
+            error = item["properties"][f("errors")]["items"]
+            assert list(error["properties"]) == [f("code"), f("confidence"), f("justification")]
+    example = example_output(pack, "cot")[f("evaluations")][0]
+    assert list(example) == order
+    # and the prompt shows that example verbatim
+    system = build_calls(pack, ITEM, "cot")[0].messages[0]["content"]
+    assert json.dumps(example_output(pack, "cot"), ensure_ascii=False) in system
+    assert system.index(f'"{f("reasoning")}"') < system.index(f'"{f("errors")}"') < system.index(f'"{f("overall_quality")}"')
 
 
 @pytest.mark.parametrize("strategy", STRATEGIES)
@@ -94,6 +160,7 @@ def test_shared_part_is_an_identical_prefix_across_calls_and_files(language: str
     other = JudgeItem("7_3", "nl", "x = 1  # zet x\n", 7, 14, "# zet x", (Candidate("a", "# b"),))
     calls = build_calls(pack, ITEM, strategy) + build_calls(pack, other, strategy)
     prefix = shared_prefix(pack, strategy)
+    assert not shared_prefix(pack, strategy, "without").startswith(prefix[:200])  # another system message
     for call in calls:
         assert call.messages[0]["content"].startswith(prefix)
     # Every system message is the same for both files: the file only enters the user message.
