@@ -215,9 +215,10 @@ SIGNIFICANCE_SCHEMA = pa.schema(
     ]
 )
 
-# One row per (file, generator, judge, strategy, prompt language) (stage `judge`). Token counts,
-# latency and the raw answer are those of the call(s) that judged the file, repeated on each
-# generator's row: count them once per (file_id, task, strategy, prompt_language).
+# One row per (file, generator, judge, strategy, prompt language, reference mode) (stage `judge`).
+# Token counts, latency, the raw answer and the response status are those of the call(s) that
+# judged the file, repeated on each generator's row: count them once per
+# (file_id, task, strategy, prompt_language, reference).
 JUDGMENT_SCHEMA = pa.schema(
     [
         pa.field("file_id", pa.string(), nullable=False),
@@ -228,13 +229,16 @@ JUDGMENT_SCHEMA = pa.schema(
         pa.field("task", pa.string(), nullable=False),  # the judge entry's identity
         pa.field("strategy", pa.string(), nullable=False),  # standard | cot | rubric | hierarchical
         pa.field("prompt_language", pa.string(), nullable=False),
+        pa.field("reference", pa.string(), nullable=False),  # with | without: the original comment in the prompt
         pa.field("structured", pa.bool_(), nullable=False),
         pa.field("label", pa.string()),  # correct | partial | incorrect; null unless parse_status is ok
         pa.field("error_codes", pa.list_(pa.string()), nullable=False),  # taxonomy ids
         pa.field("hallucinated_codes", pa.list_(pa.string()), nullable=False),  # codes outside the taxonomy
         pa.field("error_confidence", pa.list_(pa.float64()), nullable=False),  # aligned with error_codes; null if not given
         pa.field("parse_status", pa.string(), nullable=False),  # ok | empty | malformed | truncated | api_error
-        pa.field("parse_method", pa.string(), nullable=False),  # whole | fenced | balanced | ''
+        pa.field("parse_method", pa.string(), nullable=False),  # whole | fenced | balanced | tolerant | ''
+        # the file's call(s) as a whole: ok (every candidate parsed) | "partial k/n" | a failure class
+        pa.field("response_status", pa.string(), nullable=False),
         pa.field("cluster_status", pa.list_(pa.string()), nullable=False),  # hierarchical: "cluster=status"
         pa.field("calls", pa.int32(), nullable=False),
         pa.field("prompt_tokens", pa.int64(), nullable=False),
@@ -244,7 +248,7 @@ JUDGMENT_SCHEMA = pa.schema(
         pa.field("error", pa.string()),  # the backend's error message(s), if any
     ]
 )
-JUDGMENT_KEY = ("sample_id", "task", "strategy", "prompt_language")
+JUDGMENT_KEY = ("sample_id", "task", "strategy", "prompt_language", "reference")
 # One regeneration of the round trip (stage `roundtrip`): a task's comment in one natural
 # language turned back into code by one generator (sample `sample` of V), then run in the sandbox.
 ROUNDTRIP_SCHEMA = pa.schema(

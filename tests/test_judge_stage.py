@@ -35,7 +35,7 @@ def _samples(file_ids=("f1", "f2", "f3"), language="nl") -> pa.Table:
 
 
 class Scripted:
-    """Answers by request id: `file|strategy|language|cluster`; records what it was asked."""
+    """Answers by request id: `file|strategy|language|reference|cluster`; records what it was asked."""
 
     def __init__(self):
         self.requests = []
@@ -44,7 +44,7 @@ class Scripted:
         self.requests.extend(requests)
         out = []
         for r in requests:
-            file_id, strategy, language, cluster = r.request_id.split("|")
+            file_id, strategy, language, reference, cluster = r.request_id.split("|")
             if file_id == "f2":
                 out.append(ChatResponse(r.request_id, None, None, 0, 0, 0.5, "HTTP 503 after 7 attempt(s)"))
                 continue
@@ -106,6 +106,32 @@ def test_rows_calls_and_hierarchical_rules(tmp_path, monkeypatch) -> None:
     assert json.loads(h1["raw_response"])["semantic_code"] == "no json here"
     assert by[("f3/starcoder2-7b", "hierarchical", "nl")]["label"] == "incorrect"
     assert h1["prompt_tokens"] == 100 * len(CLUSTERS)
+    # The file's calls as a whole: one of seven hierarchical calls failed for both candidates.
+    assert standard["response_status"] == "ok" and h1["response_status"] == f"partial {2 * 6}/{2 * 7}"
+    assert failed["response_status"] == "api_error"
+    assert {r["reference"] for r in rows} == {"with"}
+
+
+def test_reference_free_judging_is_its_own_judgment(tmp_path, monkeypatch) -> None:
+    judges = [dict(model="served", backend="http", base_url="http://x/v1", name="j", strategies=["cot", "hierarchical"],
+                   reference=["with", "without"])]
+    out, scripted, task = _run(tmp_path, monkeypatch, judges, _samples())
+    rows = out.to_pylist()
+    assert len(rows) == 3 * 2 * 2 * 2  # files x generators x strategies x reference modes
+    keys = {(r["sample_id"], r["task"], r["strategy"], r["prompt_language"], r["reference"]) for r in rows}
+    assert len(keys) == len(rows)  # `reference` is part of the judgment key
+    for request in scripted.requests:
+        text = "\n".join(m["content"] for m in request.messages)
+        file_id = request.request_id.split("|")[0]
+        assert (f"Geeft {file_id} terug" in text) == ("|with|" in request.request_id)
+        assert "int x()" in text  # the code context stays in both modes
+    # and a judge that only runs `without` is another task
+    other = dict(judges[0], reference=["without"])
+    section = JudgeStage().parse_section({"judges": [judges[0], other]}, tmp_path, "judge")
+    names = [t.task for t in JudgeStage().tasks(SimpleNamespace(section=lambda name: section))]
+    assert len(set(names)) == 2 and task.task in names
+    with pytest.raises(ConfigError, match="reference"):
+        JudgeStage().parse_section({"judges": [dict(judges[0], reference=["sometimes"])]}, tmp_path, "judge")
 
 
 def test_part_invariance(tmp_path, monkeypatch) -> None:

@@ -1,6 +1,7 @@
 """The `judge:` config section: judges, their strategies, prompt languages and backend options."""
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import re
@@ -8,7 +9,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from engine.errors import ConfigError
-from engine.judge.promptpack import PROMPT_LANGUAGES, STRATEGIES
+from engine.judge.promptpack import PROMPT_LANGUAGES, REFERENCE_MODES, STRATEGIES, check_pack_dir
 from engine.params import Params, require
 
 
@@ -25,6 +26,11 @@ class JudgeParams(Params):
         strategies: judge strategies: standard, cot, rubric, hierarchical (seven cluster calls).
         prompt_languages: `sample` (each sample's language; English without a pack) and/or fixed
             prompt languages (en, nl, zh, el, pl); several entries sweep them.
+        reference: whether the prompt shows the original comment: `with` (the study's setting) and/or
+            `without` (reference-free: the code context stays, the original is left out); both sweep them.
+        prompt_pack: a folder of the user's prompt packs (<language>.yaml, the layout of
+            engine/judge/prompts/); languages without a file there use the shipped pack. Default:
+            the section's `prompt_pack`, else the shipped packs.
         structured: strategies answered under a JSON schema: true (all), false (none) or a list.
         temperature: sampling temperature (0: greedy).
         seed: per-request seed.
@@ -54,6 +60,9 @@ class JudgeParams(Params):
     strategies: tuple[str, ...] = ("standard",)
     # `sample` = each sample's own language (English where no pack exists); or fixed languages.
     prompt_languages: tuple[str, ...] = ("sample",)
+    # with: the original comment is in the prompt (the study); without: reference-free judging.
+    reference: tuple[str, ...] = ("with",)
+    prompt_pack: str | None = None  # folder of the user's <language>.yaml packs
     # Strategies answered under a JSON schema: true (all), false (none) or a list of strategies.
     structured: bool | tuple[str, ...] = False
     temperature: float = 0.0
@@ -88,6 +97,10 @@ class JudgeParams(Params):
                     f"'sample' or one of {list(PROMPT_LANGUAGES)}")
         require(len(set(self.prompt_languages)) == len(self.prompt_languages) and self.prompt_languages,
                 "prompt_languages", self.prompt_languages, "a non-empty list without repeats")
+        for mode in self.reference:
+            require(mode in REFERENCE_MODES, "reference", mode, f"one of {list(REFERENCE_MODES)}")
+        require(len(set(self.reference)) == len(self.reference) and self.reference, "reference", self.reference,
+                "a non-empty list without repeats, e.g. [with] or [with, without]")
         if isinstance(self.structured, tuple):
             for strategy in self.structured:
                 require(strategy in self.strategies, "structured", strategy, f"true, false or some of {list(self.strategies)}")
@@ -119,8 +132,14 @@ class JudgeParams(Params):
         return self.name or self.model.rstrip("/").rsplit("/", 1)[-1].split(":")[-1]
 
     def task_name(self) -> str:
-        """`judge-<name>-<digest of every resolved option>`: two differently configured judges never share parts."""
-        digest = hashlib.sha256(json.dumps(self.to_dict(), sort_keys=True, default=str).encode()).hexdigest()[:8]
+        """`judge-<name>-<digest of every resolved option>`: two differently configured judges never share parts.
+
+        The options include `reference` and, for a user prompt pack, the content of its files, so
+        a judgment made with other prompts is never taken for this judge's."""
+        options = self.to_dict()
+        if self.prompt_pack is not None:
+            options["prompt_pack_content"] = check_pack_dir(self.prompt_pack)
+        digest = hashlib.sha256(json.dumps(options, sort_keys=True, default=str).encode()).hexdigest()[:8]
         short = re.sub(r"[^A-Za-z0-9._-]+", "-", self.judge_name).strip("-.")
         return f"judge-{short[:40] or 'model'}-{digest}"
 
@@ -131,12 +150,20 @@ class JudgeSection(Params):
 
     Keys:
         judges: the judges; each is one task (named from all its options), an exact duplicate is an error.
+        prompt_pack: a folder of the user's prompt packs for every judge that names none itself
+            (<language>.yaml files laid out like engine/judge/prompts/; checked at config check).
     """
 
     judges: tuple[JudgeParams, ...]
+    prompt_pack: str | None = None
 
     def __post_init__(self) -> None:
         require(len(self.judges) > 0, "judge.judges", self.judges, "a non-empty list of judges")
+        if self.prompt_pack is not None:
+            # frozen: the section's pack becomes each judge's own, so a part needs only its judge
+            object.__setattr__(self, "judges", tuple(
+                judge if judge.prompt_pack is not None else dataclasses.replace(judge, prompt_pack=self.prompt_pack)
+                for judge in self.judges))
         seen: dict[str, int] = {}
         for i, judge in enumerate(self.judges):
             task = judge.task_name()

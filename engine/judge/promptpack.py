@@ -230,7 +230,10 @@ def check_pack_dir(pack_dir: str) -> str:
     files = _user_files(Path(pack_dir))
     digest = hashlib.sha256()
     for language, path in files.items():
-        load_pack(language, pack_dir)
+        try:
+            load_pack(language, pack_dir)
+        except ConfigError as exc:
+            raise ConfigError(f"judge.prompt_pack ({pack_dir}): {exc}") from exc
         digest.update(language.encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()[:12]
 

@@ -1,7 +1,7 @@
 """Judging one part: files -> chat requests -> answers -> one row per candidate.
 
-One call per (file, strategy, prompt language) with every generator's candidate (seven for
-the hierarchical strategy, one per cluster). All requests of the part go to the backend at
+One call per (file, strategy, prompt language, reference mode) with every generator's
+candidate (seven for the hierarchical strategy, one per cluster). All requests of the part go to the backend at
 once, so a local engine batches them and a server sees them concurrently. Each file's calls
 depend only on that file and fixed seeds, so results do not depend on how files are cut
 into parts.
@@ -18,7 +18,7 @@ import pyarrow as pa
 from engine.judge.backends import ChatBackend, ChatRequest, ChatResponse
 from engine.judge.config import JudgeParams
 from engine.judge.messages import Candidate, JudgeCall, JudgeItem, build_calls
-from engine.judge.parse import Verdict, combine_clusters, parse_response, verdicts
+from engine.judge.parse import ParseResult, Verdict, combine_clusters, parse_response, response_status, verdicts
 from engine.judge.promptpack import load_pack, resolve_prompt_language
 from engine.judge.schema import SchemaLimits, output_schema
 from engine.records import JUDGMENT_SCHEMA
@@ -32,6 +32,7 @@ class _Planned:
     sample_ids: dict[str, str]  # generator -> sample_id
     strategy: str
     prompt_language: str
+    reference: str  # with | without
     calls: tuple[tuple[str, JudgeCall], ...]  # (request id, call)
 
 
@@ -59,9 +60,11 @@ def plan(table: pa.Table, params: JudgeParams) -> list[_Planned]:
         for strategy in params.strategies:
             languages = dict.fromkeys(resolve_prompt_language(s, item.language) for s in params.prompt_languages)
             for language in languages:
-                calls = build_calls(load_pack(language), item, strategy)
-                ids = tuple((f"{item.file_id}|{strategy}|{language}|{call.cluster or ''}", call) for call in calls)
-                planned.append(_Planned(item, sample_ids, strategy, language, ids))
+                for reference in params.reference:
+                    calls = build_calls(load_pack(language, params.prompt_pack), item, strategy, reference)
+                    ids = tuple((f"{item.file_id}|{strategy}|{language}|{reference}|{call.cluster or ''}", call)
+                                for call in calls)
+                    planned.append(_Planned(item, sample_ids, strategy, language, reference, ids))
     return planned
 
 
@@ -72,21 +75,27 @@ def requests_of(planned: Sequence[_Planned], params: JudgeParams) -> list[ChatRe
     for entry in planned:
         names = [c.generator for c in entry.item.candidates]
         for request_id, call in entry.calls:
-            schema = (output_schema(load_pack(call.prompt_language), call.strategy, call.cluster, names, limits)
+            schema = (output_schema(load_pack(call.prompt_language, params.prompt_pack), call.strategy, call.cluster, names, limits)
                       if call.strategy in structured else None)
             out.append(ChatRequest(request_id, call.messages, params.max_tokens, params.temperature, params.seed, schema))
     return out
 
 
-def _verdicts_of(entry: _Planned, answers: dict[str, ChatResponse]) -> dict[str, Verdict]:
+def _verdicts_of(entry: _Planned, answers: dict[str, ChatResponse], params: JudgeParams) -> tuple[dict[str, Verdict], str]:
+    """Each candidate's verdict and the status of the file's call(s) as a whole."""
     generators = [c.generator for c in entry.item.candidates]
+    pack = load_pack(entry.prompt_language, params.prompt_pack)
     per_call = {}
+    results: list[ParseResult] = []
     for request_id, call in entry.calls:
         answer = answers[request_id]
-        per_call[call.cluster] = verdicts(parse_response(answer.text, answer.finish_reason, answer.error), generators)
+        result = parse_response(answer.text, answer.finish_reason, answer.error, generators, pack)
+        results.append(result)
+        per_call[call.cluster] = verdicts(result, generators)
+    status = response_status(results)
     if entry.strategy != "hierarchical":
-        return per_call[None]
-    return {g: combine_clusters({cluster: per_call[cluster][g] for cluster in per_call}) for g in generators}
+        return per_call[None], status
+    return {g: combine_clusters({cluster: per_call[cluster][g] for cluster in per_call}) for g in generators}, status
 
 
 def judge_table(table: pa.Table, params: JudgeParams, task: str, backend: ChatBackend) -> pa.Table:
@@ -104,14 +113,20 @@ def judge_table(table: pa.Table, params: JudgeParams, task: str, backend: ChatBa
         else:
             raw = call_answers[0].text
         errors = sorted({a.error for a in call_answers if a.error})
-        for generator, verdict in _verdicts_of(entry, answers).items():
+        per_generator, status = _verdicts_of(entry, answers, params)
+        if status != "ok":
+            logger.info("judge %s, file %s, %s/%s/%s: response %s", params.judge_name, entry.item.file_id, entry.strategy,
+                        entry.prompt_language, entry.reference, status)
+        for generator, verdict in per_generator.items():
             rows.append({
                 "file_id": entry.item.file_id, "sample_id": entry.sample_ids[generator], "generator": generator,
                 "language": entry.item.language, "judge": params.judge_name, "task": task, "strategy": entry.strategy,
-                "prompt_language": entry.prompt_language, "structured": entry.strategy in structured,
+                "prompt_language": entry.prompt_language, "reference": entry.reference,
+                "structured": entry.strategy in structured,
                 "label": verdict.label if verdict.status == "ok" else None,
                 "error_codes": list(verdict.codes), "hallucinated_codes": list(verdict.hallucinated),
                 "error_confidence": list(verdict.confidences), "parse_status": verdict.status, "parse_method": verdict.method,
+                "response_status": status,
                 "cluster_status": [f"{c}={s}" for c, s in verdict.cluster_status], "calls": len(call_answers),
                 "prompt_tokens": sum(a.prompt_tokens for a in call_answers),
                 "completion_tokens": sum(a.completion_tokens for a in call_answers),

@@ -17,6 +17,20 @@ from engine.records import JUDGMENT_SCHEMA
 from engine.stages.base import PartContext, Stage, StageTask
 
 
+def _resolve_prompt_packs(raw: Mapping[str, Any], base_dir: Path) -> dict[str, Any]:
+    """`prompt_pack` folders (of the section and of each judge) relative to the config's folder."""
+    def resolve(options: Mapping[str, Any]) -> dict[str, Any]:
+        out = dict(options)
+        if isinstance(out.get("prompt_pack"), str):
+            out["prompt_pack"] = str((base_dir / Path(out["prompt_pack"]).expanduser()).resolve())
+        return out
+
+    section = resolve(raw)
+    if isinstance(section.get("judges"), list):
+        section["judges"] = [resolve(j) if isinstance(j, Mapping) else j for j in section["judges"]]
+    return section
+
+
 class JudgeStage(Stage):
     name = "judge"
     section = "judge"
@@ -30,13 +44,17 @@ class JudgeStage(Stage):
         # Relative model paths (./, ../) are already resolved against the config's folder.
         if not isinstance(raw, Mapping):
             raise ConfigError(f"{where}: got {raw!r}; allowed: a mapping with key 'judges'")
-        return JudgeSection.from_mapping(raw, where=where)
+        return JudgeSection.from_mapping(_resolve_prompt_packs(raw, base_dir), where=where)
 
     def check_config(self, config: Any) -> None:
         from engine.runtime import check_model_name as check_model
 
         section: JudgeSection = config.section(self.name)
         for i, judge in enumerate(section.judges):
+            if judge.prompt_pack is not None:  # every file of a user prompt pack, checked before any work
+                from engine.judge.promptpack import check_pack_dir
+
+                check_pack_dir(judge.prompt_pack)
             if judge.backend == "http":  # a served model name, checked by the server
                 continue
             check_model(judge.model, f"judge.judges[{i}].model")
