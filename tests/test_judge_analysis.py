@@ -8,7 +8,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from engine.judge.analysis import agreement, code_detection, code_summary, parse_rates, pooled_confusion, write_analysis
+from engine.judge.analysis import (agreement, code_detection, code_summary, parse_rates, pooled_confusion, reference_comparison,
+                                   write_analysis)
 from engine.records import JUDGMENT_SCHEMA, LABELS, SAMPLE_SCHEMA
 
 EXPERTS = {  # sample_id: (label, codes)
@@ -19,6 +20,10 @@ STANDARD = {  # sample_id: (status, label, codes, hallucinated)
     "f1/a": ("ok", "correct", [], ["XX-1"]), "f1/b": ("ok", "partial", ["SE-HA1"], []), "f2/a": ("ok", "partial", ["SE-HA2"], []),
     "f2/b": ("ok", "incorrect", ["LG-GR4", "SE-MD"], []), "f3/a": ("malformed", None, [], []),
 }
+
+
+_METHOD = {("standard", "f2/b"): "tolerant", ("standard", "f1/b"): "fenced"}
+_RESPONSE = {("standard", "f3"): "malformed", ("hierarchical", "f2"): "partial 13/14"}
 
 
 def _samples() -> pa.Table:
@@ -32,9 +37,11 @@ def _judgments() -> pa.Table:
     for strategy, table in (("standard", STANDARD), ("hierarchical", {s: ("ok", "incorrect", ["SE-HA3"], []) for s in list(EXPERTS)[:4]})):
         for s, (status, label, codes, hallucinated) in table.items():
             rows.append(dict(file_id=s.split("/")[0], sample_id=s, generator=s.split("/")[1], language="en", judge="J", task="judge-J-1",
-                             strategy=strategy, prompt_language="en", structured=False, label=label, error_codes=codes,
-                             hallucinated_codes=hallucinated, error_confidence=[None] * len(codes), parse_status=status,
-                             parse_method="whole" if status == "ok" else "", cluster_status=[], calls=1, prompt_tokens=1,
+                             strategy=strategy, prompt_language="en", reference="with", structured=False, label=label,
+                             error_codes=codes, hallucinated_codes=hallucinated, error_confidence=[None] * len(codes),
+                             parse_status=status, parse_method=_METHOD.get((strategy, s), "whole") if status == "ok" else "",
+                             response_status=_RESPONSE.get((strategy, s.split("/")[0]), "ok"), cluster_status=[], calls=1,
+                             prompt_tokens=1,
                              completion_tokens=1, latency_s=0.0, raw_response="{}", error=None))
     return pa.Table.from_pylist(rows, schema=JUDGMENT_SCHEMA)
 
@@ -89,7 +96,7 @@ def test_per_code_precision_recall_with_parents_by_hand() -> None:
     summary = {r["code"]: r for r in code_summary(detection).to_pylist()}
     ha3 = summary["SE-HA3"]
     assert (ha3["setups"], ha3["mean_precision"], ha3["mean_recall"]) == (2, 0.125, 0.5)
-    assert ha3["best_setup"] == "J/judge-J-1/hierarchical/en" and ha3["best_f1"] == pytest.approx(0.4)
+    assert ha3["best_setup"] == "J/judge-J-1/hierarchical/en/with" and ha3["best_f1"] == pytest.approx(0.4)
     assert "SE-HA1" not in summary  # the experts never gave it
 
 
@@ -101,6 +108,69 @@ def test_parse_rates_hallucination_and_codes_per_comment() -> None:
     assert standard["hallucinated_code_rate"] == 0.2  # 1 of 5 emitted codes
     assert standard["comments_with_hallucinated_code"] == 0.25
     assert rows["hierarchical"]["codes_per_comment"] == 1.0
+    # the share parsed and the route each parsed candidate was read by
+    assert standard["parsed"] == 0.8
+    assert (standard["route_whole"], standard["route_fenced"], standard["route_tolerant"], standard["route_balanced"]) == \
+        (0.5, 0.25, 0.25, 0.0)
+    assert (standard["responses"], standard["responses_partial"]) == (3, 0.0)
+    assert (rows["hierarchical"]["responses"], rows["hierarchical"]["responses_partial"]) == (2, 0.5)
+
+
+# Reference-free judging: 8 items, the labels without the reference closer to the experts'.
+_EXPERT8 = ["correct", "partial", "incorrect", "correct", "partial", "incorrect", "correct", "partial"]
+_WITH8 = ["partial", "partial", "partial", "correct", "correct", "incorrect", "partial", "incorrect"]
+_WITHOUT8 = ["correct", "partial", "incorrect", "correct", "correct", "incorrect", "correct", "partial"]
+
+
+def _reference_data() -> tuple[pa.Table, pa.Table]:
+    samples = pa.Table.from_pylist([dict(sample_id=f"g{i}/a", file_id=f"g{i}", language="nl", source="x", comment_start=0,
+                                         comment_end=1, reference="x", generator="a", label=label, error_codes=[])
+                                    for i, label in enumerate(_EXPERT8)], schema=SAMPLE_SCHEMA)
+    rows = []
+    for mode, labels in (("with", _WITH8), ("without", _WITHOUT8)):
+        for i, label in enumerate(labels):
+            rows.append(dict(file_id=f"g{i}", sample_id=f"g{i}/a", generator="a", language="nl", judge="J", task="judge-J-2",
+                             strategy="cot", prompt_language="nl", reference=mode, structured=False,
+                             label=label, error_codes=[], hallucinated_codes=[], error_confidence=[],
+                             parse_status="ok", parse_method="whole", response_status="ok", cluster_status=[], calls=1,
+                             prompt_tokens=1, completion_tokens=1, latency_s=0.0, raw_response="{}", error=None))
+    # one more item parsed only without the reference: not a pair, so not in the comparison
+    rows.append(dict(rows[-1], file_id="g9", sample_id="g9/a"))
+    samples = pa.concat_tables([samples, pa.Table.from_pylist([dict(samples.to_pylist()[0], sample_id="g9/a", file_id="g9")],
+                                                              schema=SAMPLE_SCHEMA)])
+    return pa.Table.from_pylist(rows, schema=JUDGMENT_SCHEMA), samples
+
+
+def test_reference_comparison_kappa_side_by_side_with_williams_test() -> None:
+    metrics = pytest.importorskip("sklearn.metrics")
+    stats = pytest.importorskip("scipy.stats")
+    from engine.perturb.significance import williams_test
+
+    judgments, samples = _reference_data()
+    [row] = reference_comparison(judgments, samples).to_pylist()
+    assert (row["language"], row["strategy"], row["n_with"], row["n_without"], row["n"]) == ("nl", "cot", 8, 9, 8)
+    kappa = lambda pred: metrics.cohen_kappa_score(_EXPERT8, pred, labels=list(LABELS), weights="quadratic")  # noqa: E731
+    assert row["kappa_with"] == pytest.approx(kappa(_WITH8)) and row["kappa_without"] == pytest.approx(kappa(_WITHOUT8))
+    ordinal = lambda labels: [LABELS.index(x) for x in labels]  # noqa: E731
+    r_xz = stats.pearsonr(ordinal(_WITHOUT8), ordinal(_EXPERT8)).statistic
+    r_yz = stats.pearsonr(ordinal(_WITH8), ordinal(_EXPERT8)).statistic
+    r_xy = stats.pearsonr(ordinal(_WITHOUT8), ordinal(_WITH8)).statistic
+    assert (row["r_without"], row["r_with"], row["r_between"]) == pytest.approx((r_xz, r_yz, r_xy))
+    t, p = williams_test(r_xz, r_yz, r_xy, 8)
+    assert (row["t"], row["p"]) == pytest.approx((t, p)) and row["t"] > 0 and row["reason"] is None
+    # The agreement table keeps the two modes apart (reference is part of the setup).
+    modes = {r["reference"]: r for r in agreement(judgments, samples).to_pylist()}
+    assert set(modes) == {"with", "without"} and modes["without"]["n"] == 9
+
+
+def test_reference_comparison_says_why_a_test_is_missing() -> None:
+    judgments, samples = _reference_data()
+    only_with = judgments.filter(pa.compute.equal(judgments["reference"], "with"))
+    [row] = reference_comparison(only_with, samples).to_pylist()
+    assert row["reason"] == "only judged with the reference" and math.isnan(row["t"]) and math.isnan(row["kappa_without"])
+    few = judgments.filter(pa.compute.is_in(judgments["sample_id"], pa.array(["g0/a", "g1/a", "g2/a"])))
+    [row] = reference_comparison(few, samples).to_pylist()
+    assert row["n"] == 3 and "needs more than 3" in row["reason"]
 
 
 def test_write_analysis_reads_the_run_directory(tmp_path) -> None:
@@ -109,7 +179,8 @@ def test_write_analysis_reads_the_run_directory(tmp_path) -> None:
     pq.write_table(table.slice(0, 5), tmp_path / "judgments" / "judge-J-1__part-00000.parquet")
     pq.write_table(table.slice(5), tmp_path / "judgments" / "judge-J-1__part-00001.parquet")
     paths = write_analysis(tmp_path, _samples())
-    assert sorted(paths) == ["agreement", "code_detection", "code_summary", "parse_rates", "pooled_confusion"]
+    assert sorted(paths) == ["agreement", "code_detection", "code_summary", "parse_rates", "pooled_confusion",
+                             "reference_comparison"]
     assert pq.read_table(paths["agreement"]).num_rows == 2
     assert write_analysis(tmp_path / "none", _samples()) == {}
     assert np.isfinite(pq.read_table(paths["pooled_confusion"]).column("kappa").to_numpy()).all()
@@ -123,6 +194,20 @@ def test_report_section_shows_the_tables(tmp_path) -> None:
     anchor, title, body = judge_section(tmp_path)
     assert anchor == "judges" and "kappa" in body and "SE-HA3" in body and "malformed" in body
     assert "1 (1.000 / 0.500)" in body  # pooled: expert incorrect judged partial once; column 'partial' holds 2
+    # share parsed per strategy and the routes used
+    assert "Candidates parsed per strategy" in body and "<th>tolerant</th>" in body and "0.250" in body
+    assert "Reference-free" not in body  # only one mode was judged
+
+
+def test_report_shows_kappa_with_and_without_side_by_side(tmp_path) -> None:
+    from engine.judge.report import judge_section
+
+    judgments, samples = _reference_data()
+    write_analysis(tmp_path, samples, judgments)
+    _anchor, _title, body = judge_section(tmp_path)
+    [row] = pq.read_table(tmp_path / "judge_analysis" / "reference_comparison.parquet").to_pylist()
+    assert "Reference-free judging" in body and "<th>kappa with</th><th>kappa without</th>" in body
+    assert f"{row['kappa_with']:.3f}" in body and f"{row['kappa_without']:.3f}" in body and f"{row['t']:.3f}" in body
 
 
 def test_report_puts_the_best_metric_kappa_beside_the_judges(tmp_path) -> None:
@@ -143,7 +228,7 @@ def test_report_puts_the_best_metric_kappa_beside_the_judges(tmp_path) -> None:
     pq.write_table(pa.Table.from_pylist(rows, schema=CALIBRATION_SCHEMA), tmp_path / "calibration.parquet")
     assert best_metric_kappa(tmp_path) == {"en": (0.5, "meteor/score"), "zh": (0.1, "bleu/score")}
     (tmp_path / "judge_analysis").mkdir()
-    for name in ("pooled_confusion", "code_summary", "parse_rates"):
+    for name in ("pooled_confusion", "code_summary", "parse_rates", "reference_comparison"):
         pq.write_table(pa.table({"x": pa.array([], pa.int64())}), tmp_path / "judge_analysis" / f"{name}.parquet")
     agreement = [{"language": "en", "judge": "j", "strategy": "cot", "prompt_language": "en", "n_rows": 5, "n": 5, "kappa": 0.3}]
     pq.write_table(pa.Table.from_pylist(agreement), tmp_path / "judge_analysis" / "agreement.parquet")

@@ -11,9 +11,17 @@ detection, parse failures. Writes RUN/judge_analysis/*.parquet.
   experts annotated; a parent counts when any of its children does (both sides); precision
   is 0 for a code never predicted, recall NaN for a code the experts never gave;
 - code_summary: per code, the mean precision/recall over setups and the best setup (by F1);
-- parse_rates: per (judge, task, strategy, prompt language), the share of each parse class,
-  the hallucinated-code rates and the mean number of codes per judged comment.
-Failures are never labels: rows whose parse failed only enter parse_rates.
+- parse_rates: per setup, the share of each parse class, the share of parsed candidates
+  read by each extraction route (whole, fenced, balanced, tolerant), the share of responses
+  (files) that parsed only in part, the hallucinated-code rates and the mean number of codes
+  per judged comment;
+- reference_comparison: per (language, judge, task, strategy, prompt language) run with and
+  without the reference comment, on the candidates parsed in both modes and labelled by the
+  experts: kappa with and without side by side, and Williams' t for "the reference-free
+  labels correlate better with the experts'" (labels as ordinals 0..2, Pearson; the two
+  modes judge the same items, so their correlations are dependent).
+A setup is (judge, task, strategy, prompt language, reference). Failures are never labels:
+rows whose parse failed only enter parse_rates.
 """
 from __future__ import annotations
 
@@ -32,7 +40,8 @@ from engine.records import LABELS
 from engine.taxonomy import CODES, accumulate
 
 OUTPUT_DIR = "judge_analysis"
-SETUP = ("judge", "task", "strategy", "prompt_language")
+SETUP = ("judge", "task", "strategy", "prompt_language", "reference")
+ROUTES = ("whole", "fenced", "balanced", "tolerant")
 _MATRIX = pa.list_(pa.list_(pa.float64()))
 
 
@@ -42,7 +51,8 @@ def _experts(samples: pa.Table) -> dict[str, tuple[str | None, list[str] | None]
 
 
 def _rows(judgments: pa.Table) -> list[dict[str, Any]]:
-    keep = ["sample_id", "file_id", "generator", "language", *SETUP, "label", "error_codes", "hallucinated_codes", "parse_status"]
+    keep = ["sample_id", "file_id", "generator", "language", *SETUP, "label", "error_codes", "hallucinated_codes", "parse_status",
+            "parse_method", "response_status"]
     return judgments.select(keep).to_pylist()
 
 
@@ -159,11 +169,65 @@ def parse_rates(judgments: pa.Table) -> pa.Table:
         hallucinated = sum(len(r["hallucinated_codes"]) for r in ok)
         record = {**dict(zip(SETUP, setup)), "n": len(rows)}
         record.update({f"rate_{c}": sum(r["parse_status"] == c for r in rows) / len(rows) for c in PARSE_CLASSES})
+        record["parsed"] = len(ok) / len(rows)
+        record.update({f"route_{m}": sum(r["parse_method"] == m for r in ok) / len(ok) if ok else math.nan for m in ROUTES})
+        responses = {r["file_id"]: r["response_status"] for r in rows}  # one status per file's call(s)
+        record["responses"] = len(responses)
+        record["responses_partial"] = sum(v.startswith("partial") for v in responses.values()) / len(responses)
         record["hallucinated_code_rate"] = hallucinated / emitted if emitted else 0.0
         record["comments_with_hallucinated_code"] = sum(bool(r["hallucinated_codes"]) for r in ok) / len(ok) if ok else math.nan
         record["codes_per_comment"] = sum(len(r["error_codes"]) for r in ok) / len(ok) if ok else math.nan
         out.append(record)
     return pa.Table.from_pylist(out, schema=PARSE_RATES_SCHEMA)
+
+
+def _pearson(a: np.ndarray, b: np.ndarray) -> float:
+    if a.size < 3 or np.all(a == a[0]) or np.all(b == b[0]):
+        return math.nan
+    return float(np.corrcoef(a, b)[0, 1])
+
+
+def reference_comparison(judgments: pa.Table, samples: pa.Table) -> pa.Table:
+    """Kappa with and without the reference comment, side by side, with Williams' test."""
+    from engine.perturb.significance import williams_test
+
+    experts = _experts(samples)
+    by_mode: dict[tuple, dict[str, dict[str, str]]] = defaultdict(lambda: {"with": {}, "without": {}})
+    for row in _rows(judgments):
+        expert = experts.get(row["sample_id"], (None, None))[0]
+        if row["parse_status"] == "ok" and row["label"] in LABELS and expert in LABELS:
+            key = (row["language"], row["judge"], row["task"], row["strategy"], row["prompt_language"])
+            by_mode[key][row["reference"]][row["sample_id"]] = row["label"]
+    out = []
+    for key in sorted(by_mode):
+        modes = by_mode[key]
+        if not modes["with"] and not modes["without"]:
+            continue
+        common = sorted(set(modes["with"]) & set(modes["without"]))
+        record: dict[str, Any] = dict(zip(("language", "judge", "task", "strategy", "prompt_language"), key))
+        record.update(n_with=len(modes["with"]), n_without=len(modes["without"]), n=len(common), t=math.nan, p=math.nan,
+                      reason=None)
+        pairs = {mode: [(experts[s][0], modes[mode][s]) for s in common] for mode in ("with", "without")}
+        record["kappa_with"] = _matrix_fields(_confusion(pairs["with"]))["kappa"]
+        record["kappa_without"] = _matrix_fields(_confusion(pairs["without"]))["kappa"]
+        z = np.array([LABELS.index(experts[s][0]) for s in common], dtype=float)
+        x = np.array([LABELS.index(modes["without"][s]) for s in common], dtype=float)
+        y = np.array([LABELS.index(modes["with"][s]) for s in common], dtype=float)
+        record["r_without"], record["r_with"], record["r_between"] = _pearson(x, z), _pearson(y, z), _pearson(x, y)
+        if not common:
+            record["reason"] = "not judged in both modes" if modes["with"] and modes["without"] else \
+                f"only judged {'with' if modes['with'] else 'without'} the reference"
+        elif len(common) <= 3:
+            record["reason"] = f"{len(common)} items judged in both modes; Williams' test needs more than 3"
+        elif any(math.isnan(record[k]) for k in ("r_without", "r_with", "r_between")):
+            record["reason"] = "a correlation is undefined (constant labels)"
+        else:
+            try:
+                record["t"], record["p"] = williams_test(record["r_without"], record["r_with"], record["r_between"], len(common))
+            except ValueError as exc:
+                record["reason"] = str(exc)
+        out.append(record)
+    return pa.Table.from_pylist(out, schema=REFERENCE_SCHEMA)
 
 
 def read_judgments(run_root: Path) -> pa.Table | None:
@@ -185,7 +249,8 @@ def write_analysis(run_root: str | Path, samples: pa.Table, judgments: pa.Table 
     out_dir.mkdir(parents=True, exist_ok=True)
     detection = code_detection(judgments, samples)
     tables = {"agreement": agreement(judgments, samples), "pooled_confusion": pooled_confusion(judgments, samples),
-              "code_detection": detection, "code_summary": code_summary(detection), "parse_rates": parse_rates(judgments)}
+              "code_detection": detection, "code_summary": code_summary(detection), "parse_rates": parse_rates(judgments),
+              "reference_comparison": reference_comparison(judgments, samples)}
     paths = {}
     for name, table in tables.items():
         path = out_dir / f"{name}.parquet"
@@ -211,5 +276,13 @@ CODE_SUMMARY_SCHEMA = _schema([("code", pa.string()), ("setups", pa.int64()), ("
                                ("mean_recall", pa.float64()), ("best_setup", pa.string()), ("best_precision", pa.float64()),
                                ("best_recall", pa.float64()), ("best_f1", pa.float64())])
 PARSE_RATES_SCHEMA = _schema([*_SETUP_FIELDS, ("n", pa.int64()), *[(f"rate_{c}", pa.float64()) for c in PARSE_CLASSES],
+                              ("parsed", pa.float64()), *[(f"route_{m}", pa.float64()) for m in ROUTES],
+                              ("responses", pa.int64()), ("responses_partial", pa.float64()),
                               ("hallucinated_code_rate", pa.float64()), ("comments_with_hallucinated_code", pa.float64()),
                               ("codes_per_comment", pa.float64())])
+REFERENCE_SCHEMA = _schema([("language", pa.string()), *[(k, pa.string()) for k in SETUP if k != "reference"],
+                            ("n_with", pa.int64()), ("n_without", pa.int64()), ("n", pa.int64()),
+                            ("kappa_with", pa.float64()), ("kappa_without", pa.float64()), ("r_with", pa.float64()),
+                            ("r_without", pa.float64()), ("r_between", pa.float64()), ("t", pa.float64()),
+                            ("p", pa.float64()),  # one-sided, H1: without the reference agrees better
+                            ("reason", pa.string())])

@@ -12,7 +12,7 @@ from typing import Any, Sequence
 
 import pyarrow.parquet as pq
 
-from engine.judge.analysis import OUTPUT_DIR
+from engine.judge.analysis import OUTPUT_DIR, ROUTES
 from engine.judge.parse import PARSE_CLASSES
 
 
@@ -55,13 +55,32 @@ def best_metric_kappa(run_root: str | Path) -> dict[str, tuple[float, str]]:
     return best
 
 
+def _reference_part(rows: list[dict[str, Any]]) -> list[str]:
+    """Kappa with and without the original comment in the prompt, per language, with Williams' test."""
+    if not any(row["n_without"] for row in rows):  # no judge ran reference-free: nothing to compare
+        return []
+    for row in rows:
+        row["finding"] = row["reason"] or (
+            "without agrees better (p < 0.05)" if row["p"] < 0.05 else
+            "with agrees better (p < 0.05)" if row["p"] > 0.95 else "no significant difference")
+    return [
+        "<h3>Reference-free judging: kappa with and without the original comment, side by side</h3>",
+        "<p>On the candidates parsed in both modes. Williams' t (one-sided, df = n - 3) tests whether the "
+        "reference-free labels correlate better with the experts' (labels as ordinals, Pearson).</p>",
+        _table(rows, ["language", "judge", "strategy", "prompt_language", "n", "kappa_with", "kappa_without", "r_with",
+                      "r_without", "t", "p", "finding"],
+               ["language", "judge", "strategy", "prompt_language", "n", "kappa with", "kappa without", "r with",
+                "r without", "Williams t", "p", "finding"]),
+    ]
+
+
 def judge_section(run_root: str | Path) -> tuple[str, str, str] | None:
     folder = Path(run_root) / OUTPUT_DIR
     if not (folder / "agreement.parquet").is_file():
         return None
-    read = {name: pq.read_table(folder / f"{name}.parquet").to_pylist()
-            for name in ("agreement", "pooled_confusion", "code_summary", "parse_rates")}
-    setup = ["judge", "strategy", "prompt_language"]
+    read = {name: pq.read_table(folder / f"{name}.parquet").to_pylist() if (folder / f"{name}.parquet").is_file() else []
+            for name in ("agreement", "pooled_confusion", "code_summary", "parse_rates", "reference_comparison")}
+    setup = ["judge", "strategy", "prompt_language", "reference"]
     metrics = best_metric_kappa(run_root)
     for row in read["agreement"]:
         kappa, setting = metrics.get(row["language"], (math.nan, "–"))
@@ -74,6 +93,16 @@ def judge_section(run_root: str | Path) -> tuple[str, str, str] | None:
     ]
     for row in read["pooled_confusion"]:
         parts.append(f"<h4>judge {escape(row['judge'])} (n = {row['n']}, kappa {_fmt(row['kappa'])})</h4>{_matrix(row)}")
+    parts += _reference_part(read["reference_comparison"])
+    route_columns = [f"route_{m}" for m in ROUTES]
+    parts += [
+        "<h3>Candidates parsed per strategy, and the extraction route that read them</h3>",
+        "<p>Routes: whole (the answer is JSON), fenced (a ```json block), balanced (an object in prose), "
+        "tolerant (decoded after removing comments and trailing commas). Partial responses: files whose "
+        "answer parsed for some candidates only.</p>",
+        _table(read["parse_rates"], [*setup, "n", "parsed", *route_columns, "responses", "responses_partial"],
+               [*setup, "candidates", "parsed", *ROUTES, "responses", "partial responses"]),
+    ]
     rate_columns = [f"rate_{c}" for c in PARSE_CLASSES]
     parts += [
         "<h3>Parse classes, hallucinated codes, codes per comment</h3>",
