@@ -15,6 +15,7 @@ REPO = Path(__file__).resolve().parents[1]
 SHIPPED = [
     "engine/resources/model_cards.yaml",
     "engine/resources/encoders.yaml",
+    *[f"engine/resources/taxonomy_{lang}.yaml" for lang in ("en", "nl", "zh", "el", "pl")],
     "engine/data/demo/samples.jsonl",
     *[f"engine/data/demo/content_{lang}.yaml" for lang in ("en", "nl", "zh", "el", "pl")],
     "engine/roundtrip/prompts/regenerate.txt",
