@@ -8,8 +8,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from engine.judge.analysis import (agreement, code_detection, code_summary, parse_rates, pooled_confusion, reference_comparison,
-                                   write_analysis)
+from engine.judge.analysis import agreement, code_detection, code_summary, parse_rates, pooled_confusion, reference_comparison, write_analysis
 from engine.records import JUDGMENT_SCHEMA, LABELS, SAMPLE_SCHEMA
 
 EXPERTS = {  # sample_id: (label, codes)
