@@ -102,14 +102,6 @@ def _maps(pack: PromptPack | None = None) -> _Maps:
     return _USER[key]
 
 
-def key_map() -> dict[str, str]:
-    return _maps().keys
-
-
-def label_map() -> dict[str, str]:
-    return _maps().labels
-
-
 @dataclass(frozen=True)
 class Evaluation:
     """One evaluation as read from the answer (label None when missing or unknown)."""

@@ -25,7 +25,8 @@ def _fmt(value: Any) -> str:
 def _table(rows: Sequence[dict[str, Any]], columns: Sequence[str], headers: Sequence[str] | None = None) -> str:
     head = "".join(f"<th>{escape(h)}</th>" for h in (headers or columns))
     body = "".join("<tr>" + "".join(f"<td>{_fmt(r.get(c))}</td>" for c in columns) + "</tr>" for r in rows)
-    return f'<table class="judge"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+    # in a scroll box: a wide setup table scrolls instead of overflowing the page
+    return f'<div class="scroll"><table class="judge"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>'
 
 
 def _matrix(row: dict[str, Any]) -> str:
