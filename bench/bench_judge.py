@@ -53,7 +53,7 @@ def worker(args: argparse.Namespace) -> None:
     from engine.generate.vllm_backend import VllmChatBackend
 
     start = time.perf_counter()
-    backend = VllmChatBackend(model=args.model, tokenizer=args.model, dtype="float32", seed=42, max_model_len=4096,
+    backend = VllmChatBackend(model=args.model, tokenizer=args.model, dtype="float32", seed=42, max_model_len=8192,
                               enforce_eager=True, gpu_memory_utilization=0.2, enable_prefix_caching=args.caching == "on")
     result = {"load_s": time.perf_counter() - start}
     # Warm-up (not timed): grammar compilation, cache allocation, and the shared system prompts
