@@ -5,7 +5,7 @@ The unit is (item, segment): a segment is one context setting of an embedding or
 entry, or one metric of a lexical entry. A segment of an item is reused when the earlier run
 has every row of it (each variant), none an error row, each with the signature this run would
 write. The segments left are computed by the entry's scorer restricted to them (same options
-otherwise, so the same numbers).
+otherwise, so the same numbers); a likelihood item with a segment left is computed whole.
 
 Row order of a fresh part (what the merge reproduces, see the scorers' `score`):
 - embedding: context (config order), then item (part order), then variant;
@@ -30,6 +30,10 @@ logger = logging.getLogger(__name__)
 # kind -> the option that lists an entry's segments; kinds absent here are always computed.
 SEGMENT_OPTION = {"embedding": "contexts", "likelihood": "contexts", "lexical": "metrics"}
 Key = tuple[str, str, str]  # (metric, context, variant)
+# Kinds whose scorer can be restricted to some segments without loading its model again
+# (lexical has none; the embedding encoder is shared). A likelihood item with any segment
+# left is computed whole by the entry's own scorer.
+RESTRICTABLE = ("embedding", "lexical")
 
 
 def _layout(spec: Any, scorer: Any) -> list[Key] | None:
@@ -110,6 +114,8 @@ def score_part(stage: Any, ctx: Any, sources: ReuseSources) -> tuple[pa.Table, d
                 continue
             row = ScoreRow(item.sample_id, item.noise, key[0], "", key[1], key[2], hit.value, hit.signature)
             found[seg].append((row, hit.run))
+        if spec.kind not in RESTRICTABLE and not all(complete.values()):
+            complete = {s: False for s in segments}  # computed whole: one loaded model, never two
         needs.append(tuple(s for s in segments if not complete[s]))
         for seg in segments:
             if complete[seg]:
