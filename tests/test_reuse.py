@@ -207,7 +207,7 @@ def test_error_rows_and_failed_parts_of_the_earlier_run_are_recomputed(world, mo
             assert info["computed"] == 1
 
 
-def test_resume_with_reuse_completes_and_equals_a_fresh_run(world, run_a, fresh_b, monkeypatch):
+def test_resume_with_reuse_under_ray_completes_and_equals_a_fresh_run(world, run_a, fresh_b, monkeypatch):
     from engine.stages.score import ScoreStage
 
     original = ScoreStage.run_part
@@ -220,7 +220,9 @@ def test_resume_with_reuse_completes_and_equals_a_fresh_run(world, run_a, fresh_
     with pytest.raises(PartFailedError):
         execute_run(_config_b(world, [run_a]), str(out))
     monkeypatch.setattr(ScoreStage, "run_part", original)
-    execute_run(_config_b(world, [run_a]), str(out), resume=True)
+    # Resumed under Ray: its workers read the earlier run themselves.
+    execute_run(_config_b(world, [run_a]), str(out), resume=True, executor_name="ray",
+                ray_options={"num_cpus": 2, "actors_per_model": 1})
     _same_rows(_part_tables(out), _part_tables(fresh_b))
     tasks = _reuse(out)["tasks"]
     assert sum(v["computed"] for v in tasks.values()) == sum(
@@ -239,3 +241,32 @@ def test_an_earlier_run_still_being_written_is_refused(world, run_a):
         lock.release()
     with pytest.raises(RunDirectoryError, match="not a babelscore run"):
         execute_run(_config_b(world, [world["tmp"]]), str(world["tmp"] / "h2"))
+
+
+def test_cli_reuse_prints_one_line_per_task_and_the_config_key_works(world, tmp_path, capsys):
+    import yaml
+
+    from engine.cli import main
+    from engine.io.lock import ReaderLock, RunLock
+
+    config = {"name": "cli", "input": str(world["ordered"]), "part_size": 9, "stages": ["score"],
+              "score": {"scorers": [LEXICAL]}}
+    path = tmp_path / "a.yaml"
+    path.write_text(yaml.safe_dump(config))
+    assert main(["run", str(path), "--out", str(tmp_path / "a")]) == 0
+    capsys.readouterr()
+    assert main(["run", str(path), "--out", str(tmp_path / "b"), "--reuse", str(tmp_path / "a")]) == 0
+    lines = [line for line in capsys.readouterr().out.splitlines() if "reused" in line]
+    rows = sum(pq.read_table(p).num_rows for p in (tmp_path / "b" / "scores").glob("*.parquet"))
+    assert len(lines) == 1 and lines[0].endswith(f": {rows:,} rows reused from {tmp_path / 'a'}, 0 computed")
+    # The config key, relative to the config's folder; a run being read cannot be resumed meanwhile.
+    path.write_text(yaml.safe_dump({**config, "reuse": ["a"]}))
+    assert main(["run", str(path), "--out", str(tmp_path / "c")]) == 0
+    assert _reuse(tmp_path / "c")["tasks"] and all(v["computed"] == 0 for v in _reuse(tmp_path / "c")["tasks"].values())
+    reader = ReaderLock(tmp_path / "a", "test")
+    reader.acquire()
+    try:
+        with pytest.raises(RunDirectoryError, match="reuses its rows"):
+            RunLock(tmp_path / "a").acquire()
+    finally:
+        reader.release()

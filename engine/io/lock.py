@@ -34,6 +34,11 @@ class RunLock:
         except OSError:
             holder = _read_holder(fd)
             os.close(fd)
+            if not holder:  # no writer recorded: held shared by runs that reuse its rows (ReaderLock)
+                raise RunDirectoryError(
+                    f"{self.path.parent} is being read by another babelscore run that reuses its rows (--reuse); "
+                    "wait for that run to finish, then rerun"
+                ) from None
             raise RunDirectoryError(
                 f"{self.path.parent} is being written by another babelscore process "
                 f"(pid {holder.get('pid', '?')} on host {holder.get('host', '?')}, since {holder.get('since', '?')}); "
