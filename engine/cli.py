@@ -94,7 +94,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     if getattr(args, "reuse", None):
         import dataclasses
 
-        config = dataclasses.replace(config, reuse=tuple(args.reuse))
+        # Absolute: Ray workers need not share the driver's working directory.
+        config = dataclasses.replace(config, reuse=tuple(str(Path(p).resolve()) for p in args.reuse))
     ray_options = {
         "actors_per_model": args.ray_actors_per_model,
         "gpus_per_actor": args.ray_gpus_per_actor,

@@ -236,7 +236,7 @@ def parse_reuse(value: Any, base_dir: Path) -> tuple[str, ...]:
     paths = [value] if isinstance(value, str) else value
     if not isinstance(paths, list) or not all(isinstance(p, str) and p for p in paths):
         raise ConfigError(f"reuse: got {value!r}; allowed: an earlier run directory or a list of them")
-    return tuple(str(p) if Path(p).expanduser().is_absolute() else str(base_dir / p) for p in paths)
+    return tuple(str((base_dir / Path(p).expanduser()).resolve()) for p in paths)
 
 
 def check_config(config: RunConfig) -> None:

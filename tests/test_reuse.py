@@ -243,7 +243,7 @@ def test_an_earlier_run_still_being_written_is_refused(world, run_a):
         execute_run(_config_b(world, [world["tmp"]]), str(world["tmp"] / "h2"))
 
 
-def test_cli_reuse_prints_one_line_per_task_and_the_config_key_works(world, tmp_path, capsys):
+def test_cli_reuse_prints_one_line_per_task_and_the_config_key_works(world, tmp_path, capsys, monkeypatch):
     import yaml
 
     from engine.cli import main
@@ -255,10 +255,12 @@ def test_cli_reuse_prints_one_line_per_task_and_the_config_key_works(world, tmp_
     path.write_text(yaml.safe_dump(config))
     assert main(["run", str(path), "--out", str(tmp_path / "a")]) == 0
     capsys.readouterr()
-    assert main(["run", str(path), "--out", str(tmp_path / "b"), "--reuse", str(tmp_path / "a")]) == 0
+    monkeypatch.chdir(tmp_path)  # `--reuse a`, relative to the working directory, as the console shows it
+    assert main(["run", str(path), "--out", str(tmp_path / "b"), "--reuse", "a"]) == 0
     lines = [line for line in capsys.readouterr().out.splitlines() if "reused" in line]
     rows = sum(pq.read_table(p).num_rows for p in (tmp_path / "b" / "scores").glob("*.parquet"))
-    assert len(lines) == 1 and lines[0].endswith(f": {rows:,} rows reused from {tmp_path / 'a'}, 0 computed")
+    assert len(lines) == 1 and lines[0].endswith(f": {rows:,} rows reused from a, 0 computed"), lines
+    assert _reuse(tmp_path / "b")["from"] == [str(tmp_path / "a")]
     # The config key, relative to the config's folder; a run being read cannot be resumed meanwhile.
     path.write_text(yaml.safe_dump({**config, "reuse": ["a"]}))
     assert main(["run", str(path), "--out", str(tmp_path / "c")]) == 0
@@ -270,3 +272,26 @@ def test_cli_reuse_prints_one_line_per_task_and_the_config_key_works(world, tmp_
             RunLock(tmp_path / "a").acquire()
     finally:
         reader.release()
+
+
+def test_a_changed_reference_recomputes_every_row_of_an_idf_task(world, fresh_b):
+    rows = [json.loads(line) for line in world["ordered"].read_text().splitlines()]
+    file_id = rows[0]["file_id"]
+    for row in rows:
+        if row["file_id"] == file_id:  # one letter of the comment, in the reference and in the source alike
+            start, end = row["comment_start"], row["comment_end"]
+            i = next(k for k in range(len(row["reference"]) - 1, 0, -1) if row["reference"][k].isalpha())
+            reference = row["reference"][:i] + ("q" if row["reference"][i] != "q" else "z") + row["reference"][i + 1:]
+            row["reference"], row["source"] = reference, row["source"][:start] + reference + row["source"][end:]
+    path = write_jsonl(world["tmp"] / "edited-reference.jsonl", rows)
+    reused = _run(replace(_config_b(world, [fresh_b]), input=str(path)), world["tmp"] / "i-reuse")
+    fresh = _run(replace(_config_b(world), input=str(path)), world["tmp"] / "i-fresh")
+    _same_rows(_part_tables(reused), _part_tables(fresh))
+    tables = _part_tables(fresh)
+    edited = {r["sample_id"] for r in rows if r["file_id"] == file_id}
+    for task, info in _reuse(reused)["tasks"].items():
+        task_rows = [r for name, t in tables.items() if name.startswith(task + "__") for r in t]
+        if "roberta" in task:  # idf over the run's references: another corpus, every row computed again
+            assert info["reused"] == {} and info["computed"] == len(task_rows)
+        else:  # the edited file's rows (its noise predictions follow from the reference too) and nothing else
+            assert info["computed"] == sum(r["sample_id"] in edited for r in task_rows) > 0, task

@@ -116,6 +116,17 @@ def summarize_reuse(run: Any, config: Any) -> dict[str, Any] | None:
     return summary
 
 
+def _shown(path: str) -> str:
+    """A run directory as the console shows it: relative to the working directory when inside it."""
+    import os
+
+    try:
+        relative = os.path.relpath(path)
+    except ValueError:
+        return path
+    return path if relative.startswith("..") else relative
+
+
 def reuse_lines(summary: dict[str, Any] | None) -> list[str]:
     """One console line per task: `TASK: N rows reused from runs/a, M computed`."""
     if not summary:
@@ -125,7 +136,7 @@ def reuse_lines(summary: dict[str, Any] | None) -> list[str]:
         reused = info["reused"]
         verb = "generated" if info["stage"] == "generate" else "computed"
         if reused:
-            sources = ", ".join(f"{n:,} rows reused from {source}" for source, n in reused.items())
+            sources = ", ".join(f"{n:,} rows reused from {_shown(source)}" for source, n in reused.items())
         else:
             sources = "0 rows reused"
         lines.append(f"{task}: {sources}, {info['computed']:,} {verb}")
