@@ -50,6 +50,8 @@ def _command(args: argparse.Namespace, out: str | None = None, resume: bool = Fa
     parts = ["babelscore", "run", args.config, "--out", out or args.out]
     if getattr(args, "executor", "local") != "local":
         parts += ["--executor", args.executor]
+    if getattr(args, "reuse", None):
+        parts += ["--reuse", *args.reuse]
     return shlex.join(parts) + (" --resume" if resume else "")
 
 
@@ -89,6 +91,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     from engine.runner import execute_run
 
     config = load_config(args.config)
+    if getattr(args, "reuse", None):
+        import dataclasses
+
+        # Absolute: Ray workers need not share the driver's working directory.
+        config = dataclasses.replace(config, reuse=tuple(str(Path(p).resolve()) for p in args.reuse))
     ray_options = {
         "actors_per_model": args.ray_actors_per_model,
         "gpus_per_actor": args.ray_gpus_per_actor,
@@ -100,6 +107,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     )
     counts = summary.counts
     print(f"run complete: {summary.run_dir}")
+    _print_reuse(summary.run_dir)
     print(
         f"input rows {counts.get('input_rows')}, valid {counts.get('valid_rows')}, rejected {counts.get('rejected_rows')}"
         + (f" (see {summary.run_dir}/rejected.parquet)" if counts.get("rejected_rows") else "")
@@ -113,6 +121,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     if report.exists():
         print(f"\nreport: open {report.resolve()}")
     return 0
+
+
+def _print_reuse(run_dir: str) -> None:
+    from engine.io.rundir import RunDirectory
+    from engine.reuse import reuse_lines
+
+    for line in reuse_lines(RunDirectory.open_existing(run_dir).manifest.get("reuse")):
+        print(line)
 
 
 def _print_kappa(run_dir: str) -> None:
@@ -268,6 +284,9 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run a config", epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     run.add_argument("config", help="YAML run config")
     add_run_options(run)
+    run.add_argument("--reuse", nargs="+", default=None, metavar="RUN",
+                     help="earlier run directories: every identical finished row is taken from them, not computed "
+                     "(replaces the config's `reuse:`)")
     run.set_defaults(func=cmd_run)
 
     demo = sub.add_parser("demo", help="run the embedded demo (configs/demo.yaml) offline")

@@ -65,6 +65,9 @@ class RunConfig:
     sections: Mapping[str, Any] = field(default_factory=dict)
     report: ReportParams = ReportParams()
     validation: ValidationParams = ValidationParams()
+    # Earlier run directories whose finished results this run takes (engine.reuse). Not part
+    # of the run's identity: reuse never changes a row, so it stays out of to_dict and the hash.
+    reuse: tuple[str, ...] = ()
 
     @property
     def score(self) -> Any:
@@ -94,7 +97,7 @@ class RunConfig:
 
 
 SECTION_NAMES = (*DRIVER_SECTION_PARAMS, *PART_STAGES)
-TOP_LEVEL_KEYS = {"name", "input", "labels", "stages", "seed", "part_size", "report", "validation", *SECTION_NAMES}
+TOP_LEVEL_KEYS = {"name", "input", "labels", "stages", "seed", "part_size", "report", "validation", "reuse", *SECTION_NAMES}
 
 # Option names whose values are model or tokenizer locations: a value starting with ./ or ../
 # is a path relative to the config file, like `input`.
@@ -206,6 +209,7 @@ def config_from_mapping(
         if section in raw or section in ordered:
             options = _with_seed(section, raw.get(section) if raw.get(section) is not None else {}, seed)
             sections[section] = _parse_section(section, options, base_dir)
+    reuse = parse_reuse(raw.get("reuse"), base_dir)
     report = ReportParams.from_mapping(raw.get("report") or {}, where="report")
     validation = ValidationParams.from_mapping(raw.get("validation") or {}, where="validation")
     config = RunConfig(
@@ -218,10 +222,21 @@ def config_from_mapping(
         sections=sections,
         report=report,
         validation=validation,
+        reuse=reuse,
     )
     if check:
         check_config(config)
     return config
+
+
+def parse_reuse(value: Any, base_dir: Path) -> tuple[str, ...]:
+    """`reuse:` (one earlier run directory or a list of them), relative to the config's folder."""
+    if value is None:
+        return ()
+    paths = [value] if isinstance(value, str) else value
+    if not isinstance(paths, list) or not all(isinstance(p, str) and p for p in paths):
+        raise ConfigError(f"reuse: got {value!r}; allowed: an earlier run directory or a list of them")
+    return tuple(str((base_dir / Path(p).expanduser()).resolve()) for p in paths)
 
 
 def check_config(config: RunConfig) -> None:

@@ -37,6 +37,9 @@ TOP_LEVEL: tuple[tuple[str, str, str, str], ...] = (
      "the stages to run, in the order shown under Stages; a section for a stage not listed here is an error."),
     ("seed", "int", "0", "run-wide seed (noise and calibration have their own `seed` keys)."),
     ("part_size", "int", "64", "samples per part: the unit of work, of retry and of resume."),
+    ("reuse", "a run directory or a list of them", "null",
+     "earlier runs whose finished, identical rows this run takes instead of computing them (relative to the "
+     "config file's folder; `babelscore run --reuse` replaces it). Not part of the run's identity."),
 )
 _KEY_LINE = re.compile(r"^    ([A-Za-z_][A-Za-z0-9_]*): (.*)$")
 

@@ -111,7 +111,12 @@ def execute_part(run_root: str, config: Any, part: PartTask, prepass: dict[str, 
         _input_reader=lambda index: read_part_input(run_root, config, part.stage, index),
         _output_reader=lambda name, index: read_stage_output(run_root, config, name, index),
     )
-    table = stage.run_part(ctx)
+    if getattr(config, "reuse", ()):
+        from engine.reuse import run_part_reusing
+
+        table = run_part_reusing(stage, ctx)
+    else:
+        table = stage.run_part(ctx)
     return table.cast(stage.schema) if table.schema != stage.schema else table
 
 

@@ -148,6 +148,14 @@ def _record_signatures(run: RunDirectory, config: RunConfig) -> None:
     run.save()
 
 
+def _record_reuse(run: RunDirectory, config: RunConfig) -> None:
+    """Task identities (what later runs reuse by) and, with `reuse`, what this run reused."""
+    from engine.reuse import record_identities, summarize_reuse
+
+    record_identities(run, config, lambda stage: _prepass_results(run, config, stage))
+    summarize_reuse(run, config)
+
+
 def make_executor(name: str, ray_address: str | None = None, ray_options: dict[str, Any] | None = None) -> Any:
     if name == "local":
         from engine.executors.local import LocalExecutor
@@ -171,11 +179,26 @@ def execute_run(
     from engine.preflight import preflight
 
     preflight(config)  # config-time checks that read the input: before the run directory exists
-    run = open_run(config, out, resume)
+    readers = _hold_reuse_sources(config, out)
     try:
-        return _execute(run, config, executor_name, ray_address, ray_options)
+        run = open_run(config, out, resume)
+        try:
+            return _execute(run, config, executor_name, ray_address, ray_options)
+        finally:
+            run.close()
     finally:
-        run.close()
+        for reader in readers:
+            reader.release()
+
+
+def _hold_reuse_sources(config: RunConfig, out: str) -> list[Any]:
+    """Earlier runs named by `reuse`: checked, and held read-only for the whole run (engine.reuse)."""
+    if not config.reuse:
+        return []
+    from engine.reuse import forget_sources, hold_earlier_runs
+
+    forget_sources()  # indexes of an earlier run in this process may be out of date
+    return hold_earlier_runs(config.reuse, out)
 
 
 def _execute(run: RunDirectory, config: RunConfig, executor_name: str, ray_address: str | None, ray_options: dict[str, Any] | None) -> RunSummary:
@@ -189,6 +212,7 @@ def _execute(run: RunDirectory, config: RunConfig, executor_name: str, ray_addre
         finally:
             executor.close()
         _record_signatures(run, config)
+        _record_reuse(run, config)
     failed = run.manifest["failed_parts"]
     blocked = run.manifest.get("blocked_parts", {})
     if failed or blocked:

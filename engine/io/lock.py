@@ -34,6 +34,11 @@ class RunLock:
         except OSError:
             holder = _read_holder(fd)
             os.close(fd)
+            if not holder:  # no writer recorded: held shared by runs that reuse its rows (ReaderLock)
+                raise RunDirectoryError(
+                    f"{self.path.parent} is being read by another babelscore run that reuses its rows (--reuse); "
+                    "wait for that run to finish, then rerun"
+                ) from None
             raise RunDirectoryError(
                 f"{self.path.parent} is being written by another babelscore process "
                 f"(pid {holder.get('pid', '?')} on host {holder.get('host', '?')}, since {holder.get('since', '?')}); "
@@ -66,3 +71,45 @@ def _read_holder(fd: int) -> dict[str, object]:
         return json.loads(data.decode("utf-8")) if data.strip() else {}
     except (OSError, ValueError):
         return {}
+
+
+class ReaderLock:
+    """A shared lock on an earlier run's `RUN/.lock`, held while another run reads from it.
+
+    Taken without waiting: a run whose writer's lock is held is still being written and is
+    refused (its parts may still change). While held, that run cannot be resumed, so what a
+    reader found finished stays finished until it is done.
+    """
+
+    def __init__(self, root: str | Path, purpose: str):
+        self.path = Path(root) / LOCK_FILE
+        self.purpose = purpose
+        self._fd: int | None = None
+
+    def acquire(self) -> None:
+        if not self.path.parent.is_dir():
+            raise RunDirectoryError(f"{self.purpose}: {self.path.parent} is not a directory; give an earlier run's --out")
+        # O_RDONLY: a reader may only have read access to an earlier run on a shared filesystem.
+        try:
+            fd = os.open(self.path, os.O_RDONLY)
+        except FileNotFoundError:
+            return  # a run directory copied without its lock file: nobody can be writing it through a lock
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except OSError:
+            holder = _read_holder(fd)
+            os.close(fd)
+            raise RunDirectoryError(
+                f"{self.purpose}: {self.path.parent} is still being written (pid {holder.get('pid', '?')} on host "
+                f"{holder.get('host', '?')}, since {holder.get('since', '?')}); wait until that run ends, then rerun"
+            ) from None
+        self._fd = fd
+
+    def release(self) -> None:
+        if self._fd is None:
+            return
+        try:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+        finally:
+            os.close(self._fd)
+            self._fd = None

@@ -282,12 +282,17 @@ class ScoreStage(Stage):
             scorer.use_corpus_idf(prepass["idf"], prepass_hash(prepass))
         return scorer.signatures()
 
-    def run_part(self, ctx: PartContext) -> pa.Table:
+    def part_scorer(self, ctx: PartContext) -> tuple[ScorerSpec, Any]:
+        """The entry of this part and its scorer (built, not loaded), with the run's corpus idf."""
         spec = ctx.config.section("score").scorers[ctx.part.entry]
         release_scorers(keep_model_key=ctx.part.model_key)
         scorer = get_scorer(spec)
         if ctx.prepass:
             scorer.use_corpus_idf(ctx.prepass["idf"], prepass_hash(ctx.prepass))
+        return spec, scorer
+
+    def part_items(self, ctx: PartContext) -> tuple[list[ScoreItem], dict[str, str]]:
+        """Every item of the part in scoring order, and why items without a prediction lack one."""
         samples = ctx.input_table()
         self.require_columns(samples, "the part's samples")
         extra: list[dict[str, Any]] = []
@@ -300,7 +305,6 @@ class ScoreStage(Stage):
                     table = scored_perturbations(table)
                 extra.extend(table.select(["sample_id", "noise", "prediction"]).to_pylist())
         items = list(score_items(samples, _group_by_sample(extra)))
-        ready = [item for item in items if item.prediction is not None]
         missing = [item for item in items if item.prediction is None]
         reasons: dict[str, str] = {}
         if missing and "generation_error" in samples.column_names:
@@ -309,6 +313,13 @@ class ScoreStage(Stage):
                 for r in samples.select(["sample_id", "generation_error"]).to_pylist()
                 if r["generation_error"]
             }
+        return items, reasons
+
+    def run_part(self, ctx: PartContext) -> pa.Table:
+        spec, scorer = self.part_scorer(ctx)
+        items, reasons = self.part_items(ctx)
+        ready = [item for item in items if item.prediction is not None]
+        missing = [item for item in items if item.prediction is None]
         rows = scorer.score(ready) + _missing_prediction_rows(scorer, missing, reasons)
         items_by_id = {item.sample_id: item for item in items}
         return rows_to_table(rows, items_by_id, spec.scorer_label)

@@ -1,0 +1,143 @@
+"""Growing a sweep: a run takes every result an earlier run already finished, exactly.
+
+`reuse: [runs/a, ...]` in the config (or `babelscore run --reuse runs/a ...`) names earlier
+run directories. For each part of the score and generate stages, `run_part_reusing` splits
+the work into rows found in those runs (same task identity, pre-pass, item content and
+signature: `engine.reuse.keys`) and rows to compute, and writes both into the one part file a
+fresh run would write, in a fresh run's row order. Other stages compute as usual.
+
+Bookkeeping: each part's counts go to RUN/reuse/<stage>/<task>__part-NNNNN.json (written by
+the worker next to its inputs); the driver sums the counts of committed parts into the
+manifest (`reuse`) and the console lines. Every run records its tasks' identities in its
+manifest (`reuse_identities`), which is what a later run matches against.
+"""
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Any, Callable
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from engine.io.atomic import write_json_atomic
+from engine.reuse.sources import IDENTITIES_KEY, forget_sources, hold_earlier_runs, sources_for
+
+logger = logging.getLogger(__name__)
+
+REUSE_DIR = "reuse"
+REUSING_STAGES = ("generate", "score")
+
+__all__ = ["run_part_reusing", "record_identities", "summarize_reuse", "reuse_lines", "hold_earlier_runs", "forget_sources"]
+
+
+def _record_path(run_root: Path, part: Any) -> Path:
+    return Path(run_root) / REUSE_DIR / part.stage / f"{part.task}__part-{part.index:05d}.json"
+
+
+def run_part_reusing(stage: Any, ctx: Any) -> pa.Table:
+    """The part's table, with the rows earlier runs finished taken from them (see the module doc).
+
+    The one hook of reuse into part execution: `engine.pipeline.execute_part` calls it
+    instead of `stage.run_part` when the run names earlier runs.
+    """
+    record = _record_path(ctx.run_root, ctx.part)
+    record.unlink(missing_ok=True)  # a record of an earlier attempt of this part must not outlive it
+    result = None
+    if stage.name in REUSING_STAGES:
+        sources = sources_for(tuple(ctx.config.reuse))
+        if stage.name == "score":
+            from engine.reuse.score import score_part
+
+            result = score_part(stage, ctx, sources)
+        else:
+            from engine.reuse.generate import generate_part
+
+            result = generate_part(ctx, sources)
+    if result is None:
+        return stage.run_part(ctx)
+    table, per_run, computed = result
+    write_json_atomic(record, {"reused": per_run, "computed": computed, "rows": table.num_rows})
+    return table
+
+
+# ----- driver side ------------------------------------------------------------------------------
+def record_identities(run: Any, config: Any, prepass_of: Callable[[str], dict[str, Any]]) -> None:
+    """Record every score and generate task's identity in the manifest (what later runs match)."""
+    from engine.reuse.keys import generate_identity, score_identity
+    from engine.stages.registry import get_stage
+
+    identities: dict[str, dict[str, str]] = {}
+    for name in REUSING_STAGES:
+        if name not in config.stages:
+            continue
+        stage = get_stage(name)
+        prepass = prepass_of(name)
+        for task in stage.tasks(config):
+            if name == "score":
+                digest = score_identity(config.section("score").scorers[task.entry], prepass.get(task.task, {}))
+            else:
+                digest = generate_identity(config.section("generate").generators[task.entry], prepass.get(task.task, {}))
+            identities[task.task] = {"stage": name, "identity": digest}
+    run.manifest[IDENTITIES_KEY] = identities
+    run.save()
+
+
+def summarize_reuse(run: Any, config: Any) -> dict[str, Any] | None:
+    """Sum the per-part counts of committed parts into manifest['reuse'] (None without reuse)."""
+    from engine.pipeline import plan_parts
+    from engine.stages.registry import get_stage
+
+    if not getattr(config, "reuse", ()):
+        return None
+    tasks: dict[str, dict[str, Any]] = {}
+    for name in REUSING_STAGES:
+        if name not in config.stages:
+            continue
+        n_parts = len(get_stage(name).own_parts(config, run.root) or run.manifest["part_rows"])
+        for part in plan_parts(config, name, n_parts):
+            if not run.is_done(part.key):
+                continue
+            entry = tasks.setdefault(part.task, {"stage": name, "reused": {}, "computed": 0})
+            path = _record_path(run.root, part)
+            if path.is_file():
+                counts = json.loads(path.read_text(encoding="utf-8"))
+                for source, n in counts["reused"].items():
+                    entry["reused"][source] = entry["reused"].get(source, 0) + n
+                entry["computed"] += counts["computed"]
+            else:
+                entry["computed"] += pq.ParquetFile(run.path(part.relative_path)).metadata.num_rows
+    summary = {"from": list(config.reuse), "tasks": dict(sorted(tasks.items()))}
+    run.manifest["reuse"] = summary
+    run.save()
+    for line in reuse_lines(summary):
+        logger.info("%s", line)
+    return summary
+
+
+def _shown(path: str) -> str:
+    """A run directory as the console shows it: relative to the working directory when inside it."""
+    import os
+
+    try:
+        relative = os.path.relpath(path)
+    except ValueError:
+        return path
+    return path if relative.startswith("..") else relative
+
+
+def reuse_lines(summary: dict[str, Any] | None) -> list[str]:
+    """One console line per task: `TASK: N rows reused from runs/a, M computed`."""
+    if not summary:
+        return []
+    lines = []
+    for task, info in summary["tasks"].items():
+        reused = info["reused"]
+        verb = "generated" if info["stage"] == "generate" else "computed"
+        if reused:
+            sources = ", ".join(f"{n:,} rows reused from {_shown(source)}" for source, n in reused.items())
+        else:
+            sources = "0 rows reused"
+        lines.append(f"{task}: {sources}, {info['computed']:,} {verb}")
+    return lines

@@ -1,0 +1,60 @@
+"""Reuse in the generate stage: a file's generation is taken from an earlier run when the
+generator's identity (options, model and tokenizer content, limit, signature) and the sample
+row it is generated from are equal; the other files of the part are generated as usual.
+
+A fresh part has one row per file, in the order the files first appear in the part; the
+merge keeps that order. Reused rows are rebuilt from this run's sample row, with only what
+generation produced taken from the earlier run. Rows with a generation error are generated again.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from engine.reuse.keys import generate_identity, generation_input_hash
+from engine.reuse.sources import ReuseSources
+
+GENERATED_FIELDS = ("prime", "prediction", "raw_generation", "prompt_tokens", "generated_tokens")
+
+
+def generate_part(ctx: Any, sources: ReuseSources) -> tuple[pa.Table, dict[str, int], int] | None:
+    """(table, rows reused per earlier run, rows generated), or None when nothing can be reused."""
+    from engine.generate.stage import _first_row_per_file, _output_row
+    from engine.generate.stage import generate_part as generate
+    from engine.records import GENERATION_SCHEMA
+
+    params = ctx.config.section("generate").generators[ctx.part.entry]
+    index = sources.generation_index(generate_identity(params, ctx.prepass))
+    if not index:
+        return None
+    samples = ctx.input_table()
+    rows = _first_row_per_file(samples)
+    hits = [index.get(generation_input_hash(row)) for row in rows]
+    if not any(hits):
+        return None
+    todo = [row["file_id"] for row, hit in zip(rows, hits) if hit is None]
+    generated: dict[str, dict[str, Any]] = {}
+    if todo:
+        subset = samples.filter(pc.is_in(samples["file_id"], value_set=pa.array(todo)))
+        for out in generate(subset, params, int(ctx.prepass["max_new_tokens"])).to_pylist():
+            generated[out["file_id"]] = out
+    merged: list[dict[str, Any]] = []
+    per_run: dict[str, int] = {}
+    for row, hit in zip(rows, hits):
+        if hit is None:
+            merged.append(generated[row["file_id"]])
+            continue
+        earlier, run = hit
+        out = _output_row(row, params.generator_name)
+        out.update({name: earlier[name] for name in GENERATED_FIELDS})
+        merged.append(out)
+        per_run[run] = per_run.get(run, 0) + 1
+    table = pa.Table.from_pylist(merged, schema=GENERATION_SCHEMA)
+    labels_path = getattr(ctx.config, "labels", None)
+    if labels_path:
+        from engine.data.labels import join_labels
+
+        table = join_labels(table, labels_path)
+    return table, per_run, len(todo)

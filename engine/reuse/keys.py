@@ -1,0 +1,87 @@
+"""What makes two results the same result: task identities and per-row content hashes.
+
+A result may be taken from an earlier run only when everything it was computed from is equal:
+
+- the task's identity: its kind, every option that can change a number (options that only
+  select which rows exist, such as `metrics` or `contexts`, are left out: the row key carries
+  them), the full identity of every model and tokenizer (directory content hash or hub
+  commit) and the hash of the task's corpus pre-pass (idf counts, a generation limit);
+- the content of the scored item: language, source, comment offsets, reference, prime,
+  prediction and the noise kind (a noise prediction's text follows from its kind and seed);
+- the row's signature, which must equal the one the new run would write (library versions,
+  dtype actually used, attention and kernels of this machine).
+
+Every run records its tasks' identities in its manifest (`reuse_identities`), so a later run
+compares digests instead of re-deriving an earlier config.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any, Iterable, Mapping
+
+from engine.items import ScoreItem
+
+# Generator options that only schedule work (they never change a generated token).
+GENERATE_SCHEDULING_OPTIONS = frozenset({"batch_size", "gpu_memory_utilization"})
+# The sample columns a generation is computed from (the seed derives from file_id).
+GENERATION_INPUT_COLUMNS = ("file_id", "language", "source", "comment_start", "comment_end", "reference")
+
+
+def digest(payload: Any) -> str:
+    """sha256 of canonical JSON: the one hashing rule of every reuse key."""
+    text = json.dumps(payload, sort_keys=True, ensure_ascii=True, default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _model_identities(options: Mapping[str, Any], names: Iterable[str]) -> dict[str, str]:
+    from engine.runtime import resolve_model
+
+    out = {}
+    for name in names:
+        value = options.get(name)
+        if isinstance(value, str) and value:
+            out[name] = resolve_model(value, "tokenizer" if name == "tokenizer" else "model").identity
+    return out
+
+
+def score_identity(spec: Any, prepass: Mapping[str, Any]) -> str:
+    """Identity of a `score.scorers` entry: kind, number-changing options, models, pre-pass."""
+    from engine.stages.base import prepass_hash
+    from engine.stages.score import MODEL_OPTIONS, NON_IDENTITY_OPTIONS
+
+    options = {k: v for k, v in spec.params.to_dict().items() if k not in NON_IDENTITY_OPTIONS}
+    return digest({
+        "stage": "score",
+        "kind": spec.kind,
+        "options": options,
+        "models": _model_identities(options, MODEL_OPTIONS),
+        "prepass": prepass_hash(prepass) if prepass else "",
+    })
+
+
+def generate_identity(params: Any, plan: Mapping[str, Any]) -> str:
+    """Identity of a generator: its options but scheduling ones, models, limit and signature."""
+    from engine.generate.stage import signature
+
+    options = {k: v for k, v in params.to_dict().items() if k not in GENERATE_SCHEDULING_OPTIONS}
+    return digest({
+        "stage": "generate",
+        "options": options,
+        "models": _model_identities({"model": params.model, "tokenizer": params.tokenizer_name}, ("model", "tokenizer")),
+        "max_new_tokens": plan.get("max_new_tokens"),
+        "signature": signature(params, dict(plan)),
+    })
+
+
+def item_hash(item: ScoreItem) -> str:
+    """Content hash of one scored item (what its numbers are computed from)."""
+    return digest([
+        item.language, item.source, item.comment_start, item.comment_end, item.reference, item.prime,
+        item.prediction, item.noise,
+    ])
+
+
+def generation_input_hash(row: Mapping[str, Any]) -> str:
+    """Content hash of the sample row a generation is computed from."""
+    return digest([row.get(c) for c in GENERATION_INPUT_COLUMNS])
