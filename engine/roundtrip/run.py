@@ -84,9 +84,9 @@ def _regenerate(model: ModelParams, jobs: list[tuple[dict, str, int, str]], p: R
     if model.backend == ORACLE:
         return [(task["code"], None) for task, _lang, _v, _c in jobs]
     gen = _generator(model)
-    python_template, java_template = p.prompt("regenerate.txt"), p.prompt("regenerate.java.txt")
-    prompts = [generation.regenerate_java_prompt(java_template, task, comment) if task["programming_language"] == "java"
-               else generation.regenerate_prompt(python_template, task, comment) for task, _lang, _v, comment in jobs]
+    templates = {lang: p.prompt(generation.regenerate_template_name(lang)) for lang in {t["programming_language"] for t, *_ in jobs}}
+    prompts = [generation.regenerate_code_prompt(templates[task["programming_language"]], task, comment)
+               for task, _lang, _v, comment in jobs]
     seeds = [generation.request_seed(model.seed, "regenerate", task["task_id"], lang, v, comment) for task, lang, v, comment in jobs]
     out: list[tuple[str | None, str | None]] = []
     # One sample decodes greedily; V > 1 samples draw at `sample_temperature`, each with its own seed.
@@ -94,10 +94,8 @@ def _regenerate(model: ModelParams, jobs: list[tuple[dict, str, int, str]], p: R
     for (task, _lang, _v, _c), text in zip(jobs, gen.complete(prompts, seeds, temperature=temperature)):
         if isinstance(text, Exception):
             out.append((None, f"code generation failed: {text}"))
-        elif task["programming_language"] == "java":
-            out.append((generation.java_class_from_completion(task, text), None))
         else:
-            out.append((generation.function_from_completion(task["signature"], text), None))
+            out.append((generation.code_from_completion(task, text), None))
     return out
 
 

@@ -265,6 +265,8 @@ def _classify(returncode: int | None, timed_out: bool, stderr: str, verdict: tup
         return "memory", f"address-space limit of {memory_mb} MB"
     if "Resource temporarily unavailable" in stderr or "unable to create native thread" in stderr:
         return "processes", f"process-count limit of {processes}"
+    if "Network is unreachable" in stderr or "Temporary failure in name resolution" in stderr:
+        return "blocked", "network unreachable inside the sandbox's network namespace"
     if "File too large" in stderr:
         return "filesize", f"file-size limit of {limits.file_size_mb} MB reached"
     return "failed", f"exit status {returncode}: {_telling_line(stderr)[:300]}"
@@ -289,9 +291,12 @@ def _read_verdict(raw: bytes, token: str) -> tuple[str, str] | None:
     return parts[1].strip(), rest.decode("utf-8", "replace")
 
 
+_next_slot = [0]
+
+
 @contextmanager
 def _claimed_uid(limits: SandboxLimits) -> Iterator[int | None]:
-    """A uid no other run on this machine holds (None when not root: no uid change)."""
+    """A uid no other run on this machine holds and no process runs under (None when not root)."""
     if not _drop_privileges():
         yield None
         return
@@ -299,64 +304,82 @@ def _claimed_uid(limits: SandboxLimits) -> Iterator[int | None]:
     folder.mkdir(mode=0o700, exist_ok=True)
     delay = 0.01
     while True:
-        for uid in range(limits.uid, limits.uid + limits.uid_slots):
+        # Start where the last claim stopped: the uid just released may still have a zombie.
+        first = _next_slot[0]
+        for offset in range(limits.uid_slots):
+            slot = (first + offset) % limits.uid_slots
+            uid = limits.uid + slot
             fd = os.open(folder / f"{uid}.lock", os.O_CREAT | os.O_RDWR, 0o600)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 os.close(fd)
                 continue
-            if not _reap_uid(uid):  # processes of an earlier run still count against its limit
+            if _kill_uid(uid):  # processes of an earlier run (zombies too) count against its limit
                 os.close(fd)
                 continue
+            _next_slot[0] = slot + 1
             try:
                 yield uid
             finally:
-                _reap_uid(uid)  # the next run of this uid starts with no process of this one
+                _end_uid(uid)  # the next run of this uid starts with no process of this one
                 os.close(fd)  # releases the lock
             return
         time.sleep(delay)
         delay = min(delay * 2, 0.5)
 
 
-def uid_processes(uid: int) -> list[int]:
-    """Pids of the processes (zombies included) whose real uid is `uid`."""
-    pids = []
-    for entry in Path("/proc").iterdir():
+def _uid_processes(uid: int) -> list[tuple[int, str]]:
+    """(pid, state letter) of the processes (zombies included) whose real uid is `uid`."""
+    found = []
+    for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
             continue
         try:
-            for line in (entry / "status").read_text().splitlines():
-                if line.startswith("Uid:"):
-                    if int(line.split()[1]) == uid:
-                        pids.append(int(entry.name))
-                    break
-        except (OSError, ValueError):
+            with open(f"/proc/{entry.name}/status", encoding="ascii", errors="replace") as handle:
+                state = ""
+                for line in handle:
+                    if line.startswith("State:"):
+                        state = line.split()[1]
+                    elif line.startswith("Uid:"):
+                        if int(line.split()[1]) == uid:
+                            found.append((int(entry.name), state))
+                        break
+        except (OSError, ValueError, IndexError):
             continue
-    return pids
+    return found
 
 
-def _reap_uid(uid: int, seconds: float = 5.0) -> bool:
-    """Kill what is left of the sandbox uid's processes and wait until none remains.
+def uid_processes(uid: int) -> list[int]:
+    """Pids of the processes (zombies included) whose real uid is `uid`."""
+    return [pid for pid, _state in _uid_processes(uid)]
 
-    RLIMIT_NPROC counts every process of the uid, dying ones too: a run that starts while the
-    killed processes of the previous run are still exiting would hit the limit at its first
-    fork. The uid range belongs to the sandbox, so whatever runs under it is a leftover. False
-    when processes remain after `seconds` (the caller takes another uid).
-    """
-    deadline = time.monotonic() + seconds
-    while True:
-        pids = uid_processes(uid)
-        if not pids:
-            return True
-        if time.monotonic() > deadline:
-            return False
-        for pid in pids:
+
+def _kill_uid(uid: int) -> int:
+    """SIGKILL every live process of `uid`; the number of its processes found (zombies included)."""
+    found = _uid_processes(uid)
+    for pid, state in found:
+        if state != "Z":
             try:
                 os.kill(pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
-        time.sleep(0.01)
+    return len(found)
+
+
+def _end_uid(uid: int, seconds: float = 5.0) -> None:
+    """Kill what is left of a run's uid and wait until nothing of it runs (zombies excepted).
+
+    The uid range belongs to the sandbox, so whatever runs under it is a leftover of this run.
+    A zombie holds no file and runs no code; the init that adopts it reaps it, and until then
+    `_claimed_uid` gives the next run another uid, because RLIMIT_NPROC still counts it.
+    """
+    deadline = time.monotonic() + seconds
+    while True:
+        _kill_uid(uid)
+        if all(state == "Z" for _pid, state in _uid_processes(uid)) or time.monotonic() > deadline:
+            return
+        time.sleep(0.005)
 
 
 def _wait_unreaped(pid: int, seconds: float) -> bool:
@@ -457,7 +480,7 @@ def _run(argv: Sequence[str], files: Mapping[str, str | bytes], limits: SandboxL
         _kill_group(proc.pid)
         proc.wait()
         if uid is not None:
-            _reap_uid(uid)  # whatever left the group (and may hold a pipe open) ends here
+            _end_uid(uid)  # whatever left the group (and may hold a pipe open) ends here
         for drain in drains:
             drain.join(timeout=5)
         proc.stdout.close()

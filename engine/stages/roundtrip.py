@@ -65,7 +65,15 @@ class RoundTripStage(Stage):
         from engine.roundtrip.tasks import load_tasks
         from engine.runtime import check_model_name as check_model
 
+        from engine.roundtrip.sandbox import unavailable
+
         params = config.section(self.section)
+        why = unavailable(params.sandbox)
+        if why:  # no silent weaker fallback: generated code runs isolated or by explicit choice
+            raise ConfigError(f"roundtrip.sandbox.isolation: {why}")
+        if params.sandbox.isolation == "hook":
+            log.warning("roundtrip: sandbox.isolation: hook runs generated code WITHOUT isolation "
+                        "(not a security boundary); its rows say isolation=hook-not-a-boundary")
         for i, g in enumerate(params.generators):
             if g.backend != ORACLE:
                 check_model(g.model, f"roundtrip.generators[{i}].model")
@@ -131,13 +139,13 @@ class RoundTripStage(Stage):
         return None if body is None else ("roundtrip", "Execution round trip", body)
 
     def signatures(self, config: Any, task: StageTask, prepass: dict[str, Any]) -> dict[str, Any]:
-        from engine.roundtrip.sandbox import interpreter_version, resolve_isolation
+        from engine.roundtrip.sandbox import interpreter_version, isolation_name
         from engine.roundtrip.scores import signature
         from engine.signature import package_version
 
         p = config.section(self.section)
         box = p.sandbox
-        sandbox = {"isolation": resolve_isolation(box), "cpu": box.cpu_seconds, "wall": box.wall_seconds,
+        sandbox = {"isolation": isolation_name(box), "cpu": box.cpu_seconds, "wall": box.wall_seconds,
                    "mem": box.memory_mb, "nproc": box.max_processes, "python": interpreter_version(box)}
         generators = [g.display_name for g in p.generators]
         comments = p.comment_generator.display_name if p.comment_generator else "given"
