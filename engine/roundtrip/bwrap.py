@@ -2,7 +2,8 @@
 
 Every run gets the same fixed set of isolation flags (`--unshare-all`: new user, pid, net, ipc,
 uts and cgroup namespaces; `--die-with-parent`; `--new-session`), a fresh /proc, a minimal /dev,
-private tmpfs mounts of a fixed size for /tmp, /dev/shm and the work directory, and read-only
+private tmpfs mounts of a fixed size for /tmp, /dev/shm and the work directory (the root itself
+read-only), and read-only
 binds of exactly what the toolchains need: /usr (interpreters and compilers of the Debian
 packages), /etc/alternatives (the symlinks behind /usr/bin/java and friends), the JDK's
 configuration under /etc and the dynamic linker's cache. Nothing else of the host is visible:
@@ -55,6 +56,8 @@ def command(argv: Sequence[str], files: Sequence[tuple[int, str]], tmpfs_bytes: 
         if parent:
             out += ["--dir", f"{WORKDIR}/{parent}"]
         out += ["--file", str(fd), f"{WORKDIR}/{name}"]
+    # bwrap's own root is an unbounded tmpfs: read-only, so only the capped mounts take writes.
+    out += ["--remount-ro", "/"]
     out += ["--chdir", WORKDIR, "--setenv", "HOME", WORKDIR, "--setenv", "TMPDIR", "/tmp", "--"]
     return out + list(argv)
 
