@@ -56,6 +56,8 @@ TASK_SCHEMA = pa.schema(
 REQUIRED_COLUMNS = ("task_id", "code", "entry_point", "tests")
 PROGRAMMING_LANGUAGES = ("python", "java", "javascript", "cpp", "go", "rust")
 BUILTIN = "humaneval"
+POLYGLOT = "polyglot"  # hand-written tasks, three per programming language (engine/roundtrip/data/polyglot.jsonl)
+POLYGLOT_PATH = Path(__file__).resolve().parent / "data" / "polyglot.jsonl"
 
 
 def humaneval_path() -> Path:
@@ -170,15 +172,23 @@ def normalise_rows(raw_rows: Iterable[dict[str, Any]], source: str) -> list[dict
     return rows
 
 
-def load_tasks(spec: str, base_dir: Path | None = None) -> pa.Table:
-    """'humaneval' -> the built-in set; otherwise a path (relative to `base_dir`) to the user's table."""
+def load_tasks(spec: str, base_dir: Path | None = None, programming_languages: Iterable[str] = ()) -> pa.Table:
+    """'humaneval' / 'polyglot' -> a built-in set; otherwise a path (relative to `base_dir`) to the
+    user's table. `programming_languages` keeps only the tasks in those languages (empty: all)."""
     if spec == BUILTIN:
         rows = humaneval_rows()
+    elif spec == POLYGLOT:
+        rows = normalise_rows(_read_user_table(POLYGLOT_PATH), POLYGLOT)
     else:
         path = Path(spec)
         if not path.is_absolute() and base_dir is not None:
             path = base_dir / path
         rows = normalise_rows(_read_user_table(path), str(path))
+    wanted = set(programming_languages)
+    if wanted:
+        rows = [r for r in rows if r["programming_language"] in wanted]
+        if not rows:
+            raise InputError(f"{spec}: no task in programming language(s) {sorted(wanted)}")
     return pa.Table.from_pylist(rows, schema=TASK_SCHEMA)
 
 

@@ -49,11 +49,11 @@ class RoundTripStage(Stage):
     # ----- configuration ------------------------------------------------------------------
     def parse_section(self, raw: Any, base_dir: Path, where: str) -> Any:
         from engine.roundtrip.params import RoundTripParams
-        from engine.roundtrip.tasks import BUILTIN
+        from engine.roundtrip.tasks import BUILTIN, POLYGLOT
 
         options = dict(raw or {})
         tasks = options.get("tasks", BUILTIN)
-        if isinstance(tasks, str) and tasks != BUILTIN and not Path(tasks).is_absolute():
+        if isinstance(tasks, str) and tasks not in (BUILTIN, POLYGLOT) and not Path(tasks).is_absolute():
             options["tasks"] = str((base_dir / tasks).resolve())
         prompts = options.get("prompts_dir")
         if isinstance(prompts, str) and not Path(prompts).is_absolute():
@@ -82,7 +82,7 @@ class RoundTripStage(Stage):
         if params.fluency_model:
             check_model(params.fluency_model, "roundtrip.fluency_model")
         try:
-            load_tasks(params.tasks)
+            load_tasks(params.tasks, programming_languages=params.programming_languages)
         except InputError as exc:
             raise ConfigError(f"roundtrip.tasks: {exc}") from exc
 
@@ -108,7 +108,7 @@ class RoundTripStage(Stage):
         if index_path.exists():
             return list(json.loads(index_path.read_text(encoding="utf-8"))["rows_per_part"])
         params = config.section(self.section)
-        table = load_tasks(params.tasks)
+        table = load_tasks(params.tasks, programming_languages=params.programming_languages)
         if params.limit:
             table = table.slice(0, params.limit)
         size = params.tasks_per_part
@@ -149,8 +149,10 @@ class RoundTripStage(Stage):
                    "mem": box.memory_mb, "nproc": box.max_processes, "python": interpreter_version(box)}
         generators = [g.display_name for g in p.generators]
         comments = p.comment_generator.display_name if p.comment_generator else "given"
-        common = {"tasks": p.tasks if p.tasks == "humaneval" else Path(p.tasks).name, "generators": generators,
+        common = {"tasks": p.tasks if p.tasks in ("humaneval", "polyglot") else Path(p.tasks).name, "generators": generators,
                   "samples": p.samples, "comments": comments, "seed": p.seed, "transformers": package_version("transformers")}
+        if p.programming_languages:
+            common["programming_languages"] = list(p.programming_languages)
         out = {
             "pass@1": signature("pass@1", **common, **sandbox),
             "correctness": signature("correctness", **common, inputs=p.inputs, call_s=p.call_seconds, **sandbox),
