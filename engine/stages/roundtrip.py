@@ -62,10 +62,9 @@ class RoundTripStage(Stage):
 
     def check_config(self, config: Any) -> None:
         from engine.roundtrip.params import ORACLE
+        from engine.roundtrip.sandbox import unavailable
         from engine.roundtrip.tasks import load_tasks
         from engine.runtime import check_model_name as check_model
-
-        from engine.roundtrip.sandbox import unavailable
 
         params = config.section(self.section)
         why = unavailable(params.sandbox)
