@@ -182,6 +182,14 @@ def _row(task: dict, lang: str, generator: str, sample: int, comment: tuple, cod
     }
 
 
+def _given(task: dict) -> str:
+    """What the model was given (excluded from abstraction's tokens): signature, context, for Java the class header."""
+    given = task["signature"] + "\n" + task["context"]
+    if task["programming_language"] == "java":
+        given += f"\npublic class {generation.java_class_name(task['code'])} {{ }}"
+    return given
+
+
 def _group_scores(rows: list[dict], tasks: Sequence[dict], comments: dict, compressed: dict, squeeze_correct: dict,
                   fluency: dict, p: RoundTripParams) -> None:
     """Per (task, language) scores, written on every row of the group."""
@@ -189,10 +197,10 @@ def _group_scores(rows: list[dict], tasks: Sequence[dict], comments: dict, compr
     by_group: dict[tuple[str, str], list[dict]] = {}
     for row in rows:
         by_group.setdefault((row["task_id"], row["language"]), []).append(row)
-    given = {t["task_id"]: t["signature"] + "\n" + t["context"] for t in tasks}
+    given = {t["task_id"]: _given(t) for t in tasks}
     for (task_id, lang), group in by_group.items():
         codes = [r["code"] for r in group if r["code"] is not None]
-        value = scores.abstraction(codes, given[task_id]) if group[0]["programming_language"] == "python" else math.nan
+        value = scores.abstraction(codes, given[task_id], group[0]["programming_language"])
         concise = None
         if p.compressions and comments[(task_id, lang)][0]:
             base = [r["correctness"] for r in group if r["generator"] == first_generator and r["sample"] == 0]
