@@ -92,3 +92,19 @@ def test_java_regeneration_keeps_the_method_only():
     assert prompt.endswith("public static int add(int a, int b) {") and "* /" in prompt
     if not languages.toolchain_missing("java"):
         assert run_tests(JAVA_TASK, code, LIMITS).status == "passed"
+
+
+def test_documented_example_table_loads_and_passes(tmp_path):
+    import re
+
+    from conftest import REPO
+
+    doc = (REPO / "docs" / "roundtrip_tasks.md").read_text(encoding="utf-8")
+    block = re.search(r"```json\n(.*?)```", doc, re.S).group(1)
+    (tmp_path / "tasks.jsonl").write_text(block)
+    tasks = load_tasks("tasks.jsonl", base_dir=tmp_path).to_pylist()
+    assert [t["programming_language"] for t in tasks] == ["javascript", "rust", "python"]
+    for task in tasks:
+        if languages.toolchain_missing(task["programming_language"]):
+            continue
+        assert run_tests(task, task["code"], LIMITS).status == "passed", task["task_id"]
