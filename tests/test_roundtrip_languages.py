@@ -2,6 +2,7 @@
 solution and fails with a broken one, compiled and run inside the sandbox."""
 from __future__ import annotations
 
+import ast
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -93,3 +94,26 @@ def test_brace_language_regeneration_keeps_the_function_only(language):
     body = task["code"][task["code"].index("{") + 1:]
     completion = body + '\n\nfunction other() { return "}"; }\n'
     assert generation.code_from_completion(task, completion) == task["code"]
+
+
+@pytest.mark.skipif(bool(BWRAP), reason=BWRAP or "bwrap runs")
+def test_java_correctness_by_differential_inputs():
+    from engine.roundtrip import difftest, java_difftest
+
+    why = toolchain_missing("java")
+    if why:
+        pytest.skip(why)
+    task = next(t for t in TASKS if t["task_id"] == "polyglot/java/vowels")
+    inputs = difftest.task_inputs(task, 6, seed=0)
+    assert len(inputs) == 6 and all(isinstance(ast.literal_eval(text), tuple) for text in inputs)
+    same, _ = difftest.agreement(task, task["code"], inputs, LIMITS)
+    assert same == [True] * 6
+    fewer_vowels, _ = difftest.agreement(task, task["code"].replace('"aeiou"', '"ae"'), inputs, LIMITS)
+    assert fewer_vowels is not None and 0 < fewer_vowels.count(False) < 6
+    # A regeneration that exits early or throws everywhere is not a match.
+    thrower = task["code"].replace("int n = 0;", "if (true) throw new IllegalStateException();\n        int n = 0;")
+    assert difftest.agreement(task, thrower, inputs, LIMITS)[0] == [False] * 6
+    assert java_difftest.parse_signature("public static int f(java.util.Map<String, Integer> m)") is None
+    assert difftest.task_inputs({**task, "signature": "public static int f(Object o)"}, 5, 0) is None
+    assert java_difftest.java_expression([1, 2], "List<Long>") == "new java.util.ArrayList<Long>(java.util.Arrays.<Long>asList(1L, 2L))"
+    assert java_difftest.java_expression('a"\n', "String") == '"a\\"\\n"'

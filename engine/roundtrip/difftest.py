@@ -217,15 +217,39 @@ def _limits_for(limits: SandboxLimits, n_inputs: int, call_seconds: float) -> tu
     return max(limits.cpu_seconds, budget), max(limits.wall_seconds, 2.0 * budget)
 
 
-def outcomes(context: str, code: str, entry_point: str, inputs: list[str], limits: SandboxLimits,
+# Programming languages with differential testing (the others have correctness NaN).
+CORRECTNESS_LANGUAGES = ("python", "java")
+
+
+def task_inputs(task: Mapping[str, str], n: int, seed: int) -> list[str] | None:
+    """The task's differential-testing inputs, or None when its language or signature has none."""
+    if task["programming_language"] == "python":
+        return generate_inputs(task["signature"], task["tests"], task["entry_point"], n, seed)
+    if task["programming_language"] == "java":
+        from engine.roundtrip import java_difftest
+
+        return java_difftest.generate_inputs(task["signature"], task["tests"], n, seed)
+    return None
+
+
+def outcomes(task: Mapping[str, str], code: str, inputs: list[str], limits: SandboxLimits,
              call_seconds: float = 1.0) -> tuple[list[list] | None, SandboxResult]:
     """One sandboxed run of `code` on every input: the encoded outcome per input, or None when the run broke."""
-    files = {"_harness.py": python_harness(limits.isolation == "hook"), "impl.py": f"{context}\n\n{code}\n",
-             "inputs.json": json.dumps(inputs)}
-    argv = [python_for(limits), "-I", "-B", "_harness.py", "outcomes", "impl.py", "inputs.json", entry_point,
-            json.dumps({"seconds": float(call_seconds)})]
     cpu, wall = _limits_for(limits, len(inputs), call_seconds)
-    result = run_program(argv, files, limits, cpu_seconds=cpu, wall_seconds=wall)
+    if task["programming_language"] == "java":
+        from engine.roundtrip import java_difftest, languages
+
+        files = java_difftest.harness_files(task, code, inputs, call_seconds)
+        if files is None:
+            return None, SandboxResult("skipped", "unsupported Java signature", None, "", "", 0.0, limits.isolation)
+        result = languages.run_toolchain(languages.java_command("BabelscoreDiff", limits), files, limits,
+                                         cpu_seconds=cpu, wall_seconds=wall)
+    else:
+        files = {"_harness.py": python_harness(limits.isolation == "hook"), "impl.py": f"{task['context']}\n\n{code}\n",
+                 "inputs.json": json.dumps(inputs)}
+        argv = [python_for(limits), "-I", "-B", "_harness.py", "outcomes", "impl.py", "inputs.json", task["entry_point"],
+                json.dumps({"seconds": float(call_seconds)})]
+        result = run_program(argv, files, limits, cpu_seconds=cpu, wall_seconds=wall)
     if result.status != "passed":
         return None, result
     try:
@@ -243,12 +267,13 @@ _ORIGINALS_LOCK = threading.Lock()
 
 def _original_outcomes(task: Mapping[str, str], inputs: list[str], limits: SandboxLimits, call_seconds: float):
     """The original's outcomes, run once per (code, inputs, limits) and shared by every regeneration."""
-    key = hashlib.sha256(json.dumps([task["context"], task["code"], task["entry_point"], inputs, call_seconds,
+    key = hashlib.sha256(json.dumps([task["programming_language"], task["context"], task["code"], task["entry_point"],
+                                     task.get("signature", ""), inputs, call_seconds,
                                      repr(limits)]).encode("utf-8")).hexdigest()
     with _ORIGINALS_LOCK:
         if key in _ORIGINALS:
             return _ORIGINALS[key]
-    found = outcomes(task["context"], task["code"], task["entry_point"], inputs, limits, call_seconds)
+    found = outcomes(task, task["code"], inputs, limits, call_seconds)
     with _ORIGINALS_LOCK:
         if len(_ORIGINALS) > 4096:
             _ORIGINALS.clear()
@@ -268,7 +293,7 @@ def agreement(task: Mapping[str, str], regenerated: str, inputs: list[str], limi
     original, original_run = _original_outcomes(task, inputs, limits, call_seconds)
     if original is None or all(o[0] == "missing" for o in original):
         return None, original_run
-    mine, result = outcomes(task["context"], regenerated, task["entry_point"], inputs, limits, call_seconds)
+    mine, result = outcomes(task, regenerated, inputs, limits, call_seconds)
     if mine is None:
         return None, result
     return [None if left[0] == "timeout" else same_outcome(left, right) for left, right in zip(original, mine)], result

@@ -154,12 +154,9 @@ def build(task: Mapping[str, str], implementation: str, limits: SandboxLimits) -
                  "tests.py": tests}
         return Build(files, [python_for(limits), "-I", "-B", "_harness.py", "tests", "impl.py", "tests.py", entry, call], {})
     if language == "java":
-        heap = max(16, limits.memory_mb // 2)
-        jvm = f"-Xmx{heap}m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Xshare:auto"
         files = {f"{java_class_name(implementation)}.java": implementation, f"{entry}.java": tests,
                  "BabelscoreHarness.java": JAVA_HARNESS.replace("ENTRY", entry)}
-        javac = " ".join(f"-J{flag}" for flag in jvm.split())
-        return Build(files, _script(f"javac {javac} -nowarn -d . *.java", f"java {jvm} -cp . BabelscoreHarness"), {})
+        return Build(files, java_command("BabelscoreHarness", limits), {})
     if language == "javascript":
         files = {"harness.js": JS_HARNESS, "program.js": _join(context, implementation, tests)}
         heap = max(16, limits.memory_mb // 2)
@@ -182,6 +179,25 @@ def build(task: Mapping[str, str], implementation: str, limits: SandboxLimits) -
     raise ValueError(f"unknown programming language {language!r}; allowed: {list(LANGUAGES)}")
 
 
+def java_command(main_class: str, limits: SandboxLimits) -> list[str]:
+    """Compile every .java file of the work directory, then run `main_class` (one sandboxed run)."""
+    heap = max(16, limits.memory_mb // 2)
+    jvm = f"-Xmx{heap}m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Xshare:auto"
+    javac = " ".join(f"-J{flag}" for flag in jvm.split())
+    return _script(f"javac {javac} -encoding UTF-8 -nowarn -d . *.java", f"java {jvm} -cp . {main_class}")
+
+
+def run_toolchain(argv: list[str], files: Mapping[str, str], limits: SandboxLimits, env: Mapping[str, str] | None = None,
+                  cpu_seconds: int = 0, wall_seconds: float = 0.0) -> SandboxResult:
+    """A compiled language's run: the toolchain allowances on top of the limits."""
+    return run_program(
+        argv, files, limits, env=env,
+        memory_mb=limits.memory_mb + limits.toolchain_memory_mb, max_processes=limits.toolchain_max_processes,
+        cpu_seconds=max(limits.cpu_seconds, limits.toolchain_seconds, cpu_seconds),
+        wall_seconds=max(limits.wall_seconds, 2.0 * limits.toolchain_seconds, wall_seconds),
+    )
+
+
 def _go_file(source: str) -> str:
     return source if re.match(r"\s*(//[^\n]*\n\s*)*package\s+\w+", source) else "package main\n\n" + source
 
@@ -198,9 +214,4 @@ def run_tests(task: Mapping[str, str], implementation: str, limits: SandboxLimit
         return SandboxResult("failed", str(exc), None, "", "", 0.0, limits.isolation)
     if language == "python":
         return run_program(job.argv, job.files, limits, env=job.env)
-    return run_program(
-        job.argv, job.files, limits, env=job.env,
-        memory_mb=limits.memory_mb + limits.toolchain_memory_mb, max_processes=limits.toolchain_max_processes,
-        cpu_seconds=max(limits.cpu_seconds, limits.toolchain_seconds),
-        wall_seconds=max(limits.wall_seconds, 2.0 * limits.toolchain_seconds),
-    )
+    return run_toolchain(job.argv, job.files, limits, job.env)

@@ -130,11 +130,9 @@ def run_roundtrip(tasks: Sequence[dict], p: RoundTripParams) -> pa.Table:
     comments = _comments(tasks, p)
     compressed = _compressions(tasks, comments, p)
     by_id = {t["task_id"]: t for t in tasks}
-    inputs = {
-        t["task_id"]: difftest.generate_inputs(t["signature"], t["tests"], t["entry_point"], p.inputs,
-                                               generation.request_seed(p.seed, "inputs", t["task_id"]))
-        for t in tasks if t["programming_language"] == "python"
-    }
+    inputs = {t["task_id"]: difftest.task_inputs(t, p.inputs, generation.request_seed(p.seed, "inputs", t["task_id"]))
+              for t in tasks}
+    inputs = {k: v for k, v in inputs.items() if v is not None}
     base_jobs = [(t, lang, v, comments[(t["task_id"], lang)][0]) for t in tasks for lang in p.languages
                  for v in range(p.samples) if comments[(t["task_id"], lang)][0] is not None]
     rows: list[dict[str, Any]] = []
