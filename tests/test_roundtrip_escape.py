@@ -134,6 +134,37 @@ def test_no_process_survives_and_a_held_pipe_does_not_stall_the_run():
 
 
 @needs_bwrap
+def test_killing_the_engine_ends_the_sandboxed_run():
+    import subprocess
+    import sys
+    import time
+
+    from conftest import REPO
+
+    marker = f"babelscore-orphan-{uuid.uuid4().hex[:8]}"
+    program = (f"import os\nos.execv('/usr/bin/sleep', [{marker!r}, '1000'])\n")
+    engine = subprocess.Popen([sys.executable, "-c", (
+        "from engine.roundtrip.execute import run_tests\nfrom engine.roundtrip.sandbox import SandboxLimits\n"
+        f"run_tests({{'programming_language': 'python', 'tests': {program!r}, 'entry_point': '', 'context': ''}}, '',"
+        " SandboxLimits(wall_seconds=600.0, cpu_seconds=600))\n")], cwd=REPO)
+
+    def running() -> list[int]:
+        return [p.pid for p in psutil.process_iter(["cmdline", "status"])
+                if p.info["cmdline"] and p.info["cmdline"][0] == marker and p.info["status"] != psutil.STATUS_ZOMBIE]
+
+    deadline = time.monotonic() + 60
+    while not running() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert running(), "the sandboxed program never started"
+    engine.kill()  # SIGKILL: no cleanup code of the engine runs
+    engine.wait()
+    deadline = time.monotonic() + 10
+    while running() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert running() == []
+
+
+@needs_bwrap
 def test_wall_clock_ends_a_process_that_ignores_signals():
     source = "import signal, time\nfor s in (signal.SIGTERM, signal.SIGINT, signal.SIGXCPU):\n    signal.signal(s, signal.SIG_IGN)\ntime.sleep(1000)\n"
     result = _python(source, dataclasses.replace(LIMITS, wall_seconds=1.0))
