@@ -49,7 +49,10 @@ def _limits(mode: str) -> SandboxLimits:
 @pytest.mark.parametrize("case", sorted(HOSTILE))
 def test_hostile_program_is_stopped_with_reason(mode, case):
     source, status, reason = HOSTILE[case]
-    result = run_python(source, _limits(mode))
+    limits = _limits(mode)
+    if case == "infinite loop":  # on a loaded machine 1 s of CPU can take longer than the wall limit
+        limits = dataclasses.replace(limits, wall_seconds=60.0)
+    result = run_python(source, limits)
     assert (result.status, result.isolation) == (status, mode), result
     assert reason in result.reason, result
     assert psutil.Process().children(recursive=True) == []
@@ -92,13 +95,16 @@ def test_program_outside_python_is_bounded_by_the_namespaces():
 
 
 def test_forty_runs_leave_no_process_or_file():
-    before = set(glob.glob(os.path.join(tempfile.gettempdir(), "babelscore-sandbox-*")))
+    # Work directories of this process only: other test runs on the machine share /tmp.
+    pattern = os.path.join(tempfile.gettempdir(), f"{sandbox.WORKDIR_PREFIX}{os.getpid()}-*")
     own_limits = {name: resource.getrlimit(getattr(resource, name)) for name in ("RLIMIT_CPU", "RLIMIT_AS", "RLIMIT_NPROC", "RLIMIT_FSIZE")}
     own_uid, own_cwd = os.getuid(), os.getcwd()
     quick = [HOSTILE[c][0] for c in ("memory bomb", "fork bomb")] + ["print(1)\n", "import sys\nsys.exit(0)\n"]
     statuses = set()
     for i in range(40):
         limits = dataclasses.replace(LIMITS, wall_seconds=0.5) if i % 20 == 0 else LIMITS
+        if i % 5 == 1:  # some runs under the hook, which has a host work directory to remove
+            limits = dataclasses.replace(limits, isolation="hook")
         source = "import time\ntime.sleep(1000)\n" if i % 20 == 0 else quick[i % len(quick)]
         statuses.add(run_python(source, limits).status)
     assert statuses == {"timeout", "memory", "processes", "passed", "failed"}
@@ -107,7 +113,7 @@ def test_forty_runs_leave_no_process_or_file():
     live = [p.pid for p in psutil.process_iter(["uids", "status"])
             if p.info["uids"] and p.info["uids"].real in sandbox_uids and p.info["status"] != psutil.STATUS_ZOMBIE]
     assert live == []
-    assert set(glob.glob(os.path.join(tempfile.gettempdir(), "babelscore-sandbox-*"))) == before
+    assert glob.glob(pattern) == []
     # The engine's own process keeps its limits, identity and directory.
     assert {name: resource.getrlimit(getattr(resource, name)) for name in own_limits} == own_limits
     assert (os.getuid(), os.getcwd()) == (own_uid, own_cwd)

@@ -36,7 +36,6 @@ program printing without end cannot fill the engine's memory.
 """
 from __future__ import annotations
 
-import fcntl
 import json
 import logging
 import os
@@ -49,14 +48,14 @@ import sys
 import tempfile
 import threading
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Iterator, Literal, Mapping, Sequence
+from typing import Literal, Mapping, Sequence
 
 from engine.params import Params, require
 from engine.roundtrip import bwrap
+from engine.roundtrip.uids import claimed_uid, end_uid
 
 log = logging.getLogger(__name__)
 
@@ -67,6 +66,7 @@ STATUSES = ("passed", "failed", "compile_error", "timeout", "memory", "processes
 EXIT_COMPILE = 85
 TOKEN_FD, VERDICT_FD = 3, 4
 VERDICT_BYTES = 1 << 22  # a differential-testing record of many inputs fits
+WORKDIR_PREFIX = "babelscore-sandbox-"  # host work directories of `isolation: hook` runs (bwrap runs have none)
 
 # Sets the limits in the child, moves the verdict pipes to fds 3 and 4, then runs the program.
 LAUNCHER = r'''
@@ -74,8 +74,8 @@ import os, resource, sys, json
 spec = json.loads(sys.argv[1])
 for name, (soft, hard) in spec["limits"].items():
     resource.setrlimit(getattr(resource, name), (soft, hard))
-os.dup2(spec["token_fd"], 3)
-os.dup2(spec["verdict_fd"], 4)
+os.dup2(spec["token_fd"], spec["fds"][0])
+os.dup2(spec["verdict_fd"], spec["fds"][1])
 os.execvpe(spec["argv"][0], spec["argv"], spec["env"])
 '''
 
@@ -291,97 +291,6 @@ def _read_verdict(raw: bytes, token: str) -> tuple[str, str] | None:
     return parts[1].strip(), rest.decode("utf-8", "replace")
 
 
-_next_slot = [0]
-
-
-@contextmanager
-def _claimed_uid(limits: SandboxLimits) -> Iterator[int | None]:
-    """A uid no other run on this machine holds and no process runs under (None when not root)."""
-    if not _drop_privileges():
-        yield None
-        return
-    folder = Path(tempfile.gettempdir()) / "babelscore-sandbox-uids"
-    folder.mkdir(mode=0o700, exist_ok=True)
-    delay = 0.01
-    while True:
-        # Start where the last claim stopped: the uid just released may still have a zombie.
-        first = _next_slot[0]
-        for offset in range(limits.uid_slots):
-            slot = (first + offset) % limits.uid_slots
-            uid = limits.uid + slot
-            fd = os.open(folder / f"{uid}.lock", os.O_CREAT | os.O_RDWR, 0o600)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                os.close(fd)
-                continue
-            if _kill_uid(uid):  # processes of an earlier run (zombies too) count against its limit
-                os.close(fd)
-                continue
-            _next_slot[0] = slot + 1
-            try:
-                yield uid
-            finally:
-                _end_uid(uid)  # the next run of this uid starts with no process of this one
-                os.close(fd)  # releases the lock
-            return
-        time.sleep(delay)
-        delay = min(delay * 2, 0.5)
-
-
-def _uid_processes(uid: int) -> list[tuple[int, str]]:
-    """(pid, state letter) of the processes (zombies included) whose real uid is `uid`."""
-    found = []
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry.name}/status", encoding="ascii", errors="replace") as handle:
-                state = ""
-                for line in handle:
-                    if line.startswith("State:"):
-                        state = line.split()[1]
-                    elif line.startswith("Uid:"):
-                        if int(line.split()[1]) == uid:
-                            found.append((int(entry.name), state))
-                        break
-        except (OSError, ValueError, IndexError):
-            continue
-    return found
-
-
-def uid_processes(uid: int) -> list[int]:
-    """Pids of the processes (zombies included) whose real uid is `uid`."""
-    return [pid for pid, _state in _uid_processes(uid)]
-
-
-def _kill_uid(uid: int) -> int:
-    """SIGKILL every live process of `uid`; the number of its processes found (zombies included)."""
-    found = _uid_processes(uid)
-    for pid, state in found:
-        if state != "Z":
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-    return len(found)
-
-
-def _end_uid(uid: int, seconds: float = 5.0) -> None:
-    """Kill what is left of a run's uid and wait until nothing of it runs (zombies excepted).
-
-    The uid range belongs to the sandbox, so whatever runs under it is a leftover of this run.
-    A zombie holds no file and runs no code; the init that adopts it reaps it, and until then
-    `_claimed_uid` gives the next run another uid, because RLIMIT_NPROC still counts it.
-    """
-    deadline = time.monotonic() + seconds
-    while True:
-        _kill_uid(uid)
-        if all(state == "Z" for _pid, state in _uid_processes(uid)) or time.monotonic() > deadline:
-            return
-        time.sleep(0.005)
-
-
 def _wait_unreaped(pid: int, seconds: float) -> bool:
     """Wait for `pid` to exit without reaping it; False on time-out.
 
@@ -416,7 +325,7 @@ def run_program(
         from engine.errors import ConfigError
 
         raise ConfigError(f"roundtrip.sandbox.isolation: {why}")
-    with _claimed_uid(limits) as uid:
+    with claimed_uid(limits.uid, limits.uid_slots) as uid:
         return _run(argv, files, limits, uid, memory_mb or limits.memory_mb, max_processes or limits.max_processes,
                     cpu_seconds or limits.cpu_seconds, wall_seconds or limits.wall_seconds, dict(env or {}))
 
@@ -449,7 +358,7 @@ def _run(argv: Sequence[str], files: Mapping[str, str | bytes], limits: SandboxL
             cwd = "/"
             base_env.update(HOME=bwrap.WORKDIR, TMPDIR="/tmp")
         else:
-            workdir = Path(tempfile.mkdtemp(prefix="babelscore-sandbox-"))
+            workdir = Path(tempfile.mkdtemp(prefix=f"{WORKDIR_PREFIX}{os.getpid()}-"))
             for name, blob in blobs.items():
                 target = workdir / name
                 target.parent.mkdir(parents=True, exist_ok=True)
@@ -460,7 +369,8 @@ def _run(argv: Sequence[str], files: Mapping[str, str | bytes], limits: SandboxL
             inner, cwd = list(argv), str(workdir)
             base_env.update(HOME=str(workdir), TMPDIR=str(workdir))
         spec = json.dumps({"limits": _rlimits(limits, memory_mb, max_processes, cpu_seconds), "argv": inner,
-                           "env": {**base_env, **env}, "token_fd": token_r, "verdict_fd": verdict_w})
+                           "env": {**base_env, **env}, "token_fd": token_r, "verdict_fd": verdict_w,
+                           "fds": [TOKEN_FD, VERDICT_FD]})
         kwargs: dict = {"user": uid, "group": uid, "extra_groups": []} if uid is not None else {}
         proc = subprocess.Popen(
             [_launcher_python(), "-I", "-S", "-c", LAUNCHER, spec], cwd=cwd, stdin=subprocess.DEVNULL,
@@ -480,7 +390,7 @@ def _run(argv: Sequence[str], files: Mapping[str, str | bytes], limits: SandboxL
         _kill_group(proc.pid)
         proc.wait()
         if uid is not None:
-            _end_uid(uid)  # whatever left the group (and may hold a pipe open) ends here
+            end_uid(uid)  # whatever left the group (and may hold a pipe open) ends here
         for drain in drains:
             drain.join(timeout=5)
         proc.stdout.close()
