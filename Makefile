@@ -10,9 +10,9 @@ PYTEST_ARGS ?=
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: setup wordnet browser demo test bench lint clean
+.PHONY: setup wordnet toolchains browser demo test bench lint clean
 
-setup: $(STAMP) wordnet
+setup: $(STAMP) wordnet toolchains
 
 # Re-runs only when the dependency declarations change.
 $(STAMP): pyproject.toml Makefile
@@ -42,6 +42,16 @@ wordnet:
 	@test -f /usr/share/wordnet/data.noun -a -f /usr/share/wordnet/index.sense || ! command -v apt-get >/dev/null 2>&1 || \
 	  { $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
 	    --no-install-recommends wordnet-base wordnet-sense-index; }
+
+# The round trip's sandbox (bubblewrap) and the toolchains of its six programming languages, from
+# Debian's packages (engine/roundtrip/languages.py runs them from /usr/bin inside the sandbox).
+# Skipped when all are present or without apt-get.
+TOOLCHAIN_PACKAGES := bwrap:bubblewrap node:nodejs g++:g++ javac:default-jdk-headless go:golang-go rustc:rustc
+toolchains:
+	@missing=""; for pair in $(TOOLCHAIN_PACKAGES); do test -x /usr/bin/$${pair%%:*} || missing="$$missing $${pair#*:}"; done; \
+	  test -z "$$missing" || ! command -v apt-get >/dev/null 2>&1 || \
+	  { $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+	    --no-install-recommends $$missing; }
 
 # Headless Chromium (Debian's package) for tests/test_report_browser.py; skipped when present.
 browser:

@@ -19,7 +19,8 @@ SHIPPED = [
     "engine/data/demo/samples.jsonl",
     *[f"engine/data/demo/content_{lang}.yaml" for lang in ("en", "nl", "zh", "el", "pl")],
     "engine/roundtrip/prompts/regenerate.txt",
-    "engine/roundtrip/prompts/regenerate.java.txt",
+    *[f"engine/roundtrip/prompts/regenerate.{lang}.txt" for lang in ("java", "javascript", "cpp", "go", "rust")],
+    "engine/roundtrip/data/polyglot.jsonl",
     *[f"engine/roundtrip/prompts/{kind}.{lang}.txt" for kind in ("explain", "compress") for lang in ("en", "nl", "zh", "el", "pl")],
 ]
 

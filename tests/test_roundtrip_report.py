@@ -43,6 +43,7 @@ def test_section_html(tmp_path):
     page = section_html(tmp_path, {"roundtrip-abc": {"pass@1": "metric:roundtrip-pass@1|seed:0"}})
     assert 'data-language="zh"' in page and '<td data-metric="drop_pass_at_1">+0.500</td>' in page
     assert "metric:roundtrip-pass@1|seed:0" in page and "error: 1" in page
+    assert '<li data-programming-language="python">python: pass@1 0.750 over 4 regenerations</li>' in page
 
 
 def test_demo_config_loads():
@@ -51,3 +52,4 @@ def test_demo_config_loads():
     params = config.section("roundtrip")
     assert [g.backend for g in params.generators] == ["oracle", "transformers"]
     assert set(params.languages) == {"en", "nl", "zh", "el", "pl"}
+    assert params.tasks == "polyglot" and params.programming_languages == ("python", "javascript")

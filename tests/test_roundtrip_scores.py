@@ -113,3 +113,24 @@ def test_fluency_is_inverse_perplexity(tmp_path):
     assert values[0] == pytest.approx(math.exp(-float(loss)), rel=1e-5)
     assert values == pytest.approx(fluency(texts[::-1], model, tokenizer, batch_size=1)[::-1], rel=1e-5)
     assert all(0 < v <= 1 for v in values)
+
+
+JAVA_GIVEN = "public static int add(int a, int b)\n\npublic class Solution { }"
+J1 = "public class Solution {\n    public static int add(int a, int b) {\n        return a + b;\n    }\n}\n"
+J2 = "public class Solution {\n    public static int add(int a, int b) {\n        int total = a;\n        total += b;\n        return total;\n    }\n}\n"
+
+
+def test_java_abstraction_through_javalang():
+    from engine.roundtrip import java_ast
+
+    assert ("MethodDeclaration", "ReturnStatement") in java_ast.ast_edges(J1)
+    # Keywords, primitive types and what the model was given (names, braces, parentheses) are left out.
+    assert java_ast.implementation_tokens(J1, JAVA_GIVEN) == {"+", ";"}
+    assert java_ast.implementation_tokens(J2, JAVA_GIVEN) == {"total", "=", "+=", ";"}
+    assert abstraction([J1, J1], JAVA_GIVEN, "java") == 0.0
+    edges = java_ast.ast_edges(J1), java_ast.ast_edges(J2)
+    expected = 1 - (len(edges[0] & edges[1]) / len(edges[0] | edges[1]) + 1 / 5) / 2
+    assert abstraction([J1, J2], JAVA_GIVEN, "java") == pytest.approx(expected)
+    assert 0.0 < abstraction([J1, J2], JAVA_GIVEN, "java") < 1.0
+    assert java_ast.ast_edges("public class {") == set()
+    assert math.isnan(abstraction([J1, J2], JAVA_GIVEN, "rust"))

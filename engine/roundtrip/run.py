@@ -84,9 +84,9 @@ def _regenerate(model: ModelParams, jobs: list[tuple[dict, str, int, str]], p: R
     if model.backend == ORACLE:
         return [(task["code"], None) for task, _lang, _v, _c in jobs]
     gen = _generator(model)
-    python_template, java_template = p.prompt("regenerate.txt"), p.prompt("regenerate.java.txt")
-    prompts = [generation.regenerate_java_prompt(java_template, task, comment) if task["programming_language"] == "java"
-               else generation.regenerate_prompt(python_template, task, comment) for task, _lang, _v, comment in jobs]
+    templates = {lang: p.prompt(generation.regenerate_template_name(lang)) for lang in {t["programming_language"] for t, *_ in jobs}}
+    prompts = [generation.regenerate_code_prompt(templates[task["programming_language"]], task, comment)
+               for task, _lang, _v, comment in jobs]
     seeds = [generation.request_seed(model.seed, "regenerate", task["task_id"], lang, v, comment) for task, lang, v, comment in jobs]
     out: list[tuple[str | None, str | None]] = []
     # One sample decodes greedily; V > 1 samples draw at `sample_temperature`, each with its own seed.
@@ -94,10 +94,8 @@ def _regenerate(model: ModelParams, jobs: list[tuple[dict, str, int, str]], p: R
     for (task, _lang, _v, _c), text in zip(jobs, gen.complete(prompts, seeds, temperature=temperature)):
         if isinstance(text, Exception):
             out.append((None, f"code generation failed: {text}"))
-        elif task["programming_language"] == "java":
-            out.append((generation.java_class_from_completion(task, text), None))
         else:
-            out.append((generation.function_from_completion(task["signature"], text), None))
+            out.append((generation.code_from_completion(task, text), None))
     return out
 
 
@@ -132,11 +130,9 @@ def run_roundtrip(tasks: Sequence[dict], p: RoundTripParams) -> pa.Table:
     comments = _comments(tasks, p)
     compressed = _compressions(tasks, comments, p)
     by_id = {t["task_id"]: t for t in tasks}
-    inputs = {
-        t["task_id"]: difftest.generate_inputs(t["signature"], t["tests"], t["entry_point"], p.inputs,
-                                               generation.request_seed(p.seed, "inputs", t["task_id"]))
-        for t in tasks if t["programming_language"] == "python"
-    }
+    inputs = {t["task_id"]: difftest.task_inputs(t, p.inputs, generation.request_seed(p.seed, "inputs", t["task_id"]))
+              for t in tasks}
+    inputs = {k: v for k, v in inputs.items() if v is not None}
     base_jobs = [(t, lang, v, comments[(t["task_id"], lang)][0]) for t in tasks for lang in p.languages
                  for v in range(p.samples) if comments[(t["task_id"], lang)][0] is not None]
     rows: list[dict[str, Any]] = []
@@ -184,6 +180,14 @@ def _row(task: dict, lang: str, generator: str, sample: int, comment: tuple, cod
     }
 
 
+def _given(task: dict) -> str:
+    """What the model was given (excluded from abstraction's tokens): signature, context, for Java the class header."""
+    given = task["signature"] + "\n" + task["context"]
+    if task["programming_language"] == "java":
+        given += f"\npublic class {generation.java_class_name(task['code'])} {{ }}"
+    return given
+
+
 def _group_scores(rows: list[dict], tasks: Sequence[dict], comments: dict, compressed: dict, squeeze_correct: dict,
                   fluency: dict, p: RoundTripParams) -> None:
     """Per (task, language) scores, written on every row of the group."""
@@ -191,10 +195,10 @@ def _group_scores(rows: list[dict], tasks: Sequence[dict], comments: dict, compr
     by_group: dict[tuple[str, str], list[dict]] = {}
     for row in rows:
         by_group.setdefault((row["task_id"], row["language"]), []).append(row)
-    given = {t["task_id"]: t["signature"] + "\n" + t["context"] for t in tasks}
+    given = {t["task_id"]: _given(t) for t in tasks}
     for (task_id, lang), group in by_group.items():
         codes = [r["code"] for r in group if r["code"] is not None]
-        value = scores.abstraction(codes, given[task_id]) if group[0]["programming_language"] == "python" else math.nan
+        value = scores.abstraction(codes, given[task_id], group[0]["programming_language"])
         concise = None
         if p.compressions and comments[(task_id, lang)][0]:
             base = [r["correctness"] for r in group if r["generator"] == first_generator and r["sample"] == 0]

@@ -1,42 +1,46 @@
 """Run untrusted programs (regenerated code and its tests) outside the engine's process.
 
-Every run happens in a fresh child process, in a throwaway directory that is removed
-afterwards, under these layers:
+Every run is a fresh child process under these layers:
 
-- **resource limits** set in the child before the program starts: CPU seconds
-  (RLIMIT_CPU), address space (RLIMIT_AS), processes (RLIMIT_NPROC), written file size
-  (RLIMIT_FSIZE), no core files;
-- **a hard wall-clock timeout** after which the whole process group is killed (the child
-  starts its own session, so `os.killpg` reaches every descendant that did not leave it);
 - **isolation** (`isolation`):
-  - `namespace`: Linux user + network + pid + mount namespaces through util-linux
-    `unshare`. The network namespace has no interface but loopback, so any connection
-    fails; the pid namespace ends every process the program left behind when it exits;
-    private tmpfs mounts over /tmp, /var/tmp and /dev/shm swallow writes there. When the
-    engine runs as root the child first drops to an unprivileged uid, because root ignores
-    RLIMIT_NPROC and owns root's files. RLIMIT_NPROC counts every process of a uid, so runs at
-    the same time (threads, other engine processes on the node) each claim their own uid from
-    `uid` .. `uid + uid_slots - 1` with a file lock;
-  - `hook`: the fallback where unprivileged namespaces are unavailable (containers without
-    user namespaces, macOS). Only the resource limits, the session kill and the audit hook
-    below apply; it is weaker against native code.
-  - `auto`: `namespace` when a probe run succeeds, else `hook`.
-- **an audit hook** (PEP 578) installed in Python children before the untrusted code is
-  loaded: it ends the process with a marker on any socket creation or connection, any write,
-  rename or removal outside the sandbox directory, and any attempt to start other programs
-  or load native code with ctypes. It cannot be caught by the program (the process exits at
-  once), so the reason reaches the engine.
+  - `bwrap` (the default): bubblewrap (engine.roundtrip.bwrap) gives the run its own user, pid,
+    network, IPC, UTS and mount namespaces, a fresh /proc, private size-capped tmpfs mounts for
+    /tmp, /dev/shm and its work directory (its files are copied in from memory), and read-only
+    binds of the toolchains only. When the pid namespace's first process ends, the kernel ends
+    every other process of the namespace; `--die-with-parent` ends the namespace when the
+    engine kills bwrap. When bubblewrap cannot run, the stage refuses the config (no silent
+    weaker fallback).
+  - `hook`: explicit opt-in for machines without bubblewrap, **not a security boundary**: only
+    the limits below and, for Python, an audit hook (PEP 578) that ends the run on sockets,
+    writes outside its directory, subprocesses and ctypes. Rows say `isolation=hook` in their
+    signatures.
+- **resource limits** set in the child before the program starts: CPU seconds (RLIMIT_CPU),
+  address space per process (RLIMIT_AS), processes (RLIMIT_NPROC), written file size
+  (RLIMIT_FSIZE), no core files. As root the child first drops to an unprivileged uid of its
+  own (root ignores RLIMIT_NPROC), claimed per run from `uid .. uid + uid_slots - 1` with a
+  file lock, so RLIMIT_NPROC counts exactly this run's processes. The memory of one run is
+  therefore bounded by `max_processes x memory_mb` plus the tmpfs mounts (`3 x tmpfs_mb`): a
+  cgroup v2 group is not used (machines here mount cgroup v2 without the memory and pids
+  controllers), so the per-run process cap times the address-space cap is the documented bound.
+- **a hard wall-clock timeout** after which every process of the run is killed: the process
+  group, then every process of the run's uid, so a process that left the group and holds an
+  output pipe open cannot make the engine wait.
+- **the verdict channel**: the engine writes a per-run random token into a pipe the program
+  reads as fd 3 and reads the verdict from a pipe the program writes as fd 4. Test harnesses
+  (engine.roundtrip.harness) read the token before the code under test runs and write
+  `<token> passed` only after every test has run. Exit status, stdout and stderr never make a
+  pass; they only explain a failure (a program can make its own verdict worse, never better).
 
-stdout and stderr are drained by threads that keep only the first `output_bytes` of each, so
-a program printing without end cannot fill the engine's memory.
+stdout and stderr are drained by threads that keep only the first `output_bytes` of each, so a
+program printing without end cannot fill the engine's memory.
 """
 from __future__ import annotations
 
-import dataclasses
-import fcntl
 import json
 import logging
 import os
+import re
+import secrets
 import shutil
 import signal
 import subprocess
@@ -44,117 +48,57 @@ import sys
 import tempfile
 import threading
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Iterator, Literal, Mapping, Sequence
+from typing import Literal, Mapping, Sequence
 
 from engine.params import Params, require
+from engine.roundtrip import bwrap
+from engine.roundtrip.uids import claimed_uid, end_uid
 
 log = logging.getLogger(__name__)
 
-STATUSES = ("passed", "failed", "timeout", "memory", "processes", "filesize", "blocked", "crashed", "skipped")
+STATUSES = ("passed", "failed", "compile_error", "timeout", "memory", "processes", "filesize", "blocked", "crashed",
+            "skipped")
+# Exit status of a language's build script when the compiler rejects the code (a program that
+# exits with it only turns its own failure into a compile error: never a pass).
+EXIT_COMPILE = 85
+TOKEN_FD, VERDICT_FD = 3, 4
+VERDICT_BYTES = 1 << 22  # a differential-testing record of many inputs fits
+WORKDIR_PREFIX = "babelscore-sandbox-"  # host work directories of `isolation: hook` runs (bwrap runs have none)
 
-# Exit codes the bootstrap uses to say why the program stopped (chosen away from shells' 126-128+).
-EXIT_BLOCKED = 86
-EXIT_MEMORY = 87
-EXIT_PROCESSES = 88
-MARKER = "babelscore-sandbox:"
-
-# Installed before the untrusted code runs; argv[1] is the program file, relative to the cwd.
-BOOTSTRAP = r'''
-import os, sys
-ROOT = os.path.realpath(os.getcwd())
-MARK = "babelscore-sandbox:"
-_busy = [False]
-def _stop(code, why):
-    try:
-        os.write(2, ("\n%s %s\n" % (MARK, why)).encode("utf-8", "replace"))
-    finally:
-        os._exit(code)
-def _inside(path):
-    if isinstance(path, int):
-        return True
-    if isinstance(path, bytes):
-        path = os.fsdecode(path)
-    full = os.path.realpath(os.path.join(ROOT, os.fspath(path)))
-    return full == ROOT or full.startswith(ROOT + os.sep) or full == os.devnull
-_WRITE = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
-_PATH_EVENTS = {"os.remove", "os.rename", "os.replace", "os.mkdir", "os.rmdir", "os.chmod", "os.chown",
-                "os.symlink", "os.link", "os.truncate", "os.utime", "shutil.rmtree", "shutil.move",
-                "os.mkfifo", "os.mknod"}
-_NEVER = ("socket.", "subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn",
-          "pty.spawn", "ctypes.dlopen", "ctypes.dlsym", "ctypes.cdata", "os.startfile", "os.kill", "os.killpg")
-def _hook(event, args):
-    if _busy[0]:
-        return
-    _busy[0] = True
-    try:
-        if event.startswith(_NEVER):
-            _stop(86, "blocked: %s" % event)
-        if event == "open" and len(args) >= 3:
-            path, mode, flags = args[0], args[1], args[2]
-            writes = (mode is not None and any(c in str(mode) for c in "wax+")) or (
-                mode is None and isinstance(flags, int) and flags & _WRITE)
-            if writes and path is not None and not _inside(path):
-                _stop(86, "blocked: write outside the sandbox directory: %r" % (path,))
-        elif event in _PATH_EVENTS:
-            for p in args:
-                if isinstance(p, (str, bytes, os.PathLike)) and not _inside(p):
-                    _stop(86, "blocked: %s outside the sandbox directory: %r" % (event, p))
-    finally:
-        _busy[0] = False
-sys.path.insert(0, ROOT)
-program = sys.argv[1]
-sys.argv = sys.argv[1:]
-import runpy
-sys.addaudithook(_hook)
-try:
-    runpy.run_path(program, run_name="__main__")
-except MemoryError:
-    _stop(87, "memory: MemoryError (address-space limit)")
-except BlockingIOError as exc:
-    _stop(88, "processes: %s (process-count limit)" % exc)
-'''
-
-# Sets the limits in the child, then replaces itself by the isolation wrapper and the program.
+# Sets the limits in the child, moves the verdict pipes to fds 3 and 4, then runs the program.
 LAUNCHER = r'''
 import os, resource, sys, json
 spec = json.loads(sys.argv[1])
 for name, (soft, hard) in spec["limits"].items():
     resource.setrlimit(getattr(resource, name), (soft, hard))
-os.execvp(spec["argv"][0], spec["argv"])
+os.dup2(spec["token_fd"], spec["fds"][0])
+os.dup2(spec["verdict_fd"], spec["fds"][1])
+os.execvpe(spec["argv"][0], spec["argv"], spec["env"])
 '''
-
-# Runs inside the new namespaces as the mapped root: the sandbox directory stays writable, the
-# rest of the file tree becomes read-only, /dev/shm a private tmpfs; then the program. The shell
-# (pid 1 of the namespace) reports a killing signal itself: unshare does not relay it.
-NAMESPACE_PROLOGUE = (
-    'set -e; mount --bind "$PWD" "$PWD"; cd "$PWD"; mount -o remount,bind,ro /; '
-    'if [ -d /dev/shm ]; then mount -t tmpfs -o size=16m tmpfs /dev/shm; fi; set +e; "$@"; rc=$?; '
-    'if [ $rc -gt 128 ]; then echo "babelscore-sandbox: signal $((rc - 128))" >&2; fi; exit $rc'
-)
-UNSHARE_FLAGS = ("--user", "--map-root-user", "--net", "--pid", "--fork", "--kill-child", "--mount")
 
 
 @dataclass(frozen=True)
 class SandboxLimits(Params):
-    """Limits of one sandboxed run. Java runs get `java_extra_memory_mb` on top of the address space.
+    """Limits of one sandboxed run. Languages other than Python get the `toolchain_*` allowances.
 
     Keys:
         cpu_seconds: CPU-time limit (RLIMIT_CPU).
-        wall_seconds: wall-clock limit; the whole process group is killed past it.
-        memory_mb: address-space limit (RLIMIT_AS).
-        max_processes: process-count limit (RLIMIT_NPROC, under the sandbox's own uid).
+        wall_seconds: wall-clock limit; every process of the run is killed past it.
+        memory_mb: address-space limit per process (RLIMIT_AS).
+        max_processes: process-count limit of the run (RLIMIT_NPROC, under the run's own uid).
         file_size_mb: largest file the code may write (RLIMIT_FSIZE).
+        tmpfs_mb: size of each private tmpfs of a bwrap run (/tmp, /dev/shm, the work directory).
         output_bytes: captured stdout/stderr kept per stream.
-        isolation: `namespace` (Linux user/net/pid/mount namespaces), `hook` (audit-hook fallback), `auto`.
+        isolation: `bwrap` (bubblewrap namespaces; refused at config check when it cannot run) or `hook` (no isolation, not a security boundary).
         uid: first unprivileged uid used when the engine runs as root.
         uid_slots: sandbox runs at once per machine (each holds one uid).
-        python: interpreter for untrusted Python ('' = this one if the sandbox uid can run it, else python3).
-        java_extra_memory_mb: address space added for a JVM beyond its heap.
-        java_max_processes: process limit for Java runs (a JVM starts dozens of threads).
+        python: interpreter for untrusted Python ('' = /usr/bin/python3 when present, else this one's base interpreter).
+        toolchain_memory_mb: address space added for compilers and VMs (JVM, V8, Go, rustc) beyond memory_mb.
+        toolchain_max_processes: process limit for languages other than Python (RLIMIT_NPROC counts threads).
+        toolchain_seconds: CPU and wall-clock floor for a compile-and-run of a compiled language.
     """
 
     cpu_seconds: int = 5
@@ -162,13 +106,15 @@ class SandboxLimits(Params):
     memory_mb: int = 512
     max_processes: int = 16
     file_size_mb: int = 16
+    tmpfs_mb: int = 64
     output_bytes: int = 16384
-    isolation: Literal["auto", "namespace", "hook"] = "auto"
+    isolation: Literal["bwrap", "hook"] = "bwrap"
     uid: int = 200000  # first unprivileged uid used when the engine runs as root (no account needed)
     uid_slots: int = 64  # runs at once per machine; each holds one uid
-    python: str = ""  # interpreter for untrusted Python; '' = this one if the sandbox uid can run it, else python3
-    java_extra_memory_mb: int = 4096  # the JVM reserves address space far beyond its heap
-    java_max_processes: int = 256  # RLIMIT_NPROC counts threads; a JVM starts dozens
+    python: str = ""
+    toolchain_memory_mb: int = 4096  # a JVM, V8 or Go reserves address space far beyond its heap
+    toolchain_max_processes: int = 256  # RLIMIT_NPROC counts threads; a JVM or `go build` starts dozens
+    toolchain_seconds: int = 30
 
     def __post_init__(self) -> None:
         require(self.cpu_seconds >= 1, "cpu_seconds", self.cpu_seconds, "an integer >= 1")
@@ -176,9 +122,11 @@ class SandboxLimits(Params):
         require(self.memory_mb >= 32, "memory_mb", self.memory_mb, "an integer >= 32")
         require(self.max_processes >= 1, "max_processes", self.max_processes, "an integer >= 1")
         require(self.file_size_mb >= 1, "file_size_mb", self.file_size_mb, "an integer >= 1")
+        require(self.tmpfs_mb >= 1, "tmpfs_mb", self.tmpfs_mb, "an integer >= 1")
         require(self.output_bytes >= 256, "output_bytes", self.output_bytes, "an integer >= 256")
         require(self.uid >= 1000, "uid", self.uid, "an integer >= 1000 (an unprivileged uid)")
         require(self.uid_slots >= 1, "uid_slots", self.uid_slots, "an integer >= 1")
+        require(self.toolchain_seconds >= 1, "toolchain_seconds", self.toolchain_seconds, "an integer >= 1")
 
 
 @dataclass(frozen=True)
@@ -190,6 +138,7 @@ class SandboxResult:
     stderr: str
     wall_s: float
     isolation: str
+    payload: str = ""  # what the harness reported after its token (differential-testing outcomes)
 
 
 class _Drain(threading.Thread):
@@ -218,14 +167,21 @@ def _drop_privileges() -> bool:
     return os.geteuid() == 0
 
 
+def python_for(limits: SandboxLimits) -> str:
+    """The interpreter that runs untrusted Python: one the sandbox uid can reach and bwrap binds."""
+    if limits.python:
+        return limits.python
+    if os.path.exists("/usr/bin/python3"):
+        return "/usr/bin/python3"
+    return getattr(sys, "_base_executable", sys.executable)
+
+
 @lru_cache(maxsize=None)
-def _interpreter_for(uid: int, configured: str) -> str:
-    if configured:
-        return configured
+def _launcher_python() -> str:
+    """A Python the sandbox uid can execute (a venv under /root is not reachable by it)."""
     if not _drop_privileges():
         return sys.executable
-    # The sandbox uid must be able to reach the interpreter (a venv under /root is not).
-    for candidate in (sys.executable, "/usr/bin/python3", "/usr/local/bin/python3"):
+    for candidate in ("/usr/bin/python3", sys.executable, getattr(sys, "_base_executable", sys.executable)):
         path = Path(os.path.realpath(candidate))
         if path.exists() and all(os.stat(p).st_mode & 0o001 for p in [path, *path.parents]):
             return candidate
@@ -235,47 +191,30 @@ def _interpreter_for(uid: int, configured: str) -> str:
 @lru_cache(maxsize=None)
 def interpreter_version(limits: SandboxLimits) -> str:
     """Version of the Python that runs untrusted code (it goes into signatures)."""
-    python = _interpreter_for(limits.uid, limits.python)
     try:
-        done = subprocess.run([python, "-I", "-S", "-c", "import platform; print(platform.python_version())"],
+        done = subprocess.run([python_for(limits), "-I", "-S", "-c", "import platform; print(platform.python_version())"],
                               capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.SubprocessError):
         return "unknown"
     return done.stdout.strip() or "unknown"
 
 
-@lru_cache(maxsize=None)
-def namespaces_available(uid: int) -> bool:
-    """Whether `unshare` can create user, network, pid and mount namespaces here (probed once)."""
-    if sys.platform != "linux" or shutil.which("unshare") is None:
-        return False
-    kwargs = {"user": uid, "group": uid, "extra_groups": []} if _drop_privileges() else {}
-    probe_dir = tempfile.mkdtemp(prefix="babelscore-sandbox-probe-")
-    try:
-        if _drop_privileges():
-            os.chown(probe_dir, uid, uid)
-        done = subprocess.run(
-            ["unshare", *UNSHARE_FLAGS, "sh", "-c", NAMESPACE_PROLOGUE, "sh", "true"],
-            capture_output=True, timeout=20, cwd=probe_dir, **kwargs,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return False
-    finally:
-        shutil.rmtree(probe_dir, ignore_errors=True)
-    if done.returncode != 0:
-        log.info("sandbox: namespaces unavailable (%s); using the audit-hook fallback", done.stderr.decode(errors="replace").strip())
-    return done.returncode == 0
+def unavailable(limits: SandboxLimits) -> str:
+    """'' when the configured isolation can run here; otherwise the reason and the fix."""
+    if limits.isolation == "hook":
+        return ""
+    why = bwrap.unavailable(limits.uid if _drop_privileges() else None)
+    return f"{why}; {bwrap.INSTALL_HINT}" if why else ""
 
 
-def resolve_isolation(limits: SandboxLimits) -> str:
-    if limits.isolation == "auto":
-        return "namespace" if namespaces_available(limits.uid) else "hook"
-    return limits.isolation
+def isolation_name(limits: SandboxLimits) -> str:
+    """The isolation as signatures name it: `bwrap-<version>` or `hook (not a security boundary)`."""
+    return f"bwrap-{bwrap.version()}" if limits.isolation == "bwrap" else "hook-not-a-boundary"
 
 
-def _rlimits(limits: SandboxLimits, memory_mb: int, processes: int) -> dict[str, tuple[int, int]]:
+def _rlimits(limits: SandboxLimits, memory_mb: int, processes: int, cpu_seconds: int) -> dict[str, tuple[int, int]]:
     mb = 1024 * 1024
-    nproc = processes
+    nproc = processes + (bwrap.OWN_PROCESSES if limits.isolation == "bwrap" else 0)
     if not _drop_privileges():
         # RLIMIT_NPROC counts every process of the (real) user, not only the sandbox's.
         import psutil
@@ -284,7 +223,7 @@ def _rlimits(limits: SandboxLimits, memory_mb: int, processes: int) -> dict[str,
         nproc += sum(1 for p in psutil.process_iter(["uids"]) if p.info["uids"] and p.info["uids"].real == uid)
     return {
         # SIGXCPU at the soft limit names the cause; SIGKILL a second later if it is ignored.
-        "RLIMIT_CPU": (limits.cpu_seconds, limits.cpu_seconds + 1),
+        "RLIMIT_CPU": (cpu_seconds, cpu_seconds + 1),
         "RLIMIT_AS": (memory_mb * mb, memory_mb * mb),
         "RLIMIT_NPROC": (nproc, nproc),
         "RLIMIT_FSIZE": (limits.file_size_mb * mb, limits.file_size_mb * mb),
@@ -292,107 +231,64 @@ def _rlimits(limits: SandboxLimits, memory_mb: int, processes: int) -> dict[str,
     }
 
 
-def _classify(returncode: int | None, timed_out: bool, stderr: str, limits: SandboxLimits) -> tuple[str, str]:
-    marker = next((line[len(MARKER):].strip() for line in reversed(stderr.splitlines()) if line.startswith(MARKER)), "")
-    if marker.startswith("signal ") and marker[7:].isdigit():
-        returncode, marker = -int(marker[7:]), ""
+def _classify(returncode: int | None, timed_out: bool, stderr: str, verdict: tuple[str, str] | None,
+              limits: SandboxLimits, memory_mb: int, processes: int, cpu_seconds: int, wall_seconds: float) -> tuple[str, str]:
     if timed_out:
-        return "timeout", f"wall-clock limit of {limits.wall_seconds:g} s reached; process group killed"
+        return "timeout", f"wall-clock limit of {wall_seconds:g} s reached; every process of the run killed"
+    if verdict is not None:
+        word, text = verdict
+        if word in ("passed", "outcomes") and returncode == 0:
+            return "passed", ""
+        if word in ("blocked", "memory", "processes"):
+            return word, text
     if returncode == 0:
-        return "passed", ""
-    if returncode == EXIT_BLOCKED:
-        return "blocked", marker or "blocked by the sandbox"
-    if returncode == EXIT_MEMORY:
-        return "memory", marker or f"address-space limit of {limits.memory_mb} MB"
-    if returncode == EXIT_PROCESSES:
-        return "processes", marker or f"process-count limit of {limits.max_processes}"
+        return "failed", "exit status 0 without a verdict from the test harness: the program ended before its tests finished"
+    if returncode == EXIT_COMPILE:
+        last = [line for line in stderr.splitlines() if line.strip()][-3:]
+        return "compile_error", "compiler rejected the code: " + " | ".join(line.strip() for line in last)[:400]
+    if returncode is not None and limits.isolation == "bwrap" and returncode > 128:
+        returncode = -(returncode - 128)  # bwrap reports a child killed by signal N as 128 + N
     if returncode is not None and returncode < 0:
         sig = -returncode
-        if sig == signal.SIGXCPU or (sig == signal.SIGKILL and "cpu" in marker):
-            return "timeout", f"CPU-time limit of {limits.cpu_seconds} s reached (SIGXCPU)"
+        if sig == signal.SIGXCPU or sig == signal.SIGKILL and cpu_seconds and "cpu" in stderr.lower():
+            return "timeout", f"CPU-time limit of {cpu_seconds} s reached (SIGXCPU)"
         if sig == signal.SIGXFSZ:
             return "filesize", f"file-size limit of {limits.file_size_mb} MB reached (SIGXFSZ)"
-        return "crashed", f"killed by signal {signal.Signals(sig).name}"
-    if "MemoryError" in stderr or "OutOfMemoryError" in stderr:
-        return "memory", f"address-space limit of {limits.memory_mb} MB"
+        try:
+            name = signal.Signals(sig).name
+        except ValueError:
+            name = str(sig)
+        if sig == signal.SIGABRT:  # C/C++ assert() aborts
+            return "failed", f"aborted (SIGABRT): {_telling_line(stderr)[:300]}"
+        return "crashed", f"killed by signal {name}"
+    if "MemoryError" in stderr or "OutOfMemoryError" in stderr or "std::bad_alloc" in stderr or "memory allocation" in stderr:
+        return "memory", f"address-space limit of {memory_mb} MB"
+    if "Resource temporarily unavailable" in stderr or "unable to create native thread" in stderr:
+        return "processes", f"process-count limit of {processes}"
     if "Network is unreachable" in stderr or "Temporary failure in name resolution" in stderr:
         return "blocked", "network unreachable inside the sandbox's network namespace"
-    if "Resource temporarily unavailable" in stderr or "unable to create native thread" in stderr:
-        return "processes", f"process-count limit of {limits.max_processes}"
     if "File too large" in stderr:
         return "filesize", f"file-size limit of {limits.file_size_mb} MB reached"
-    last = next((line.strip() for line in reversed(stderr.splitlines()) if line.strip()), "")
-    return "failed", f"exit status {returncode}: {last[:300]}"
+    return "failed", f"exit status {returncode}: {_telling_line(stderr)[:300]}"
 
 
-@contextmanager
-def _claimed_uid(limits: SandboxLimits) -> Iterator[int | None]:
-    """A uid no other run on this machine holds (None when not root: no uid change)."""
-    if not _drop_privileges():
-        yield None
-        return
-    folder = Path(tempfile.gettempdir()) / "babelscore-sandbox-uids"
-    folder.mkdir(mode=0o700, exist_ok=True)
-    delay = 0.01
-    while True:
-        for uid in range(limits.uid, limits.uid + limits.uid_slots):
-            fd = os.open(folder / f"{uid}.lock", os.O_CREAT | os.O_RDWR, 0o600)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                os.close(fd)
-                continue
-            if not _reap_uid(uid):  # processes of an earlier run still count against its limit
-                os.close(fd)
-                continue
-            try:
-                yield uid
-            finally:
-                _reap_uid(uid)  # the next run of this uid starts with no process of this one
-                os.close(fd)  # releases the lock
-            return
-        time.sleep(delay)
-        delay = min(delay * 2, 0.5)
+def _telling_line(stderr: str) -> str:
+    """The line of a failure's output that names it (an assertion, a panic), else the last one."""
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    named = [line for line in lines if _TELLING.search(line)]
+    return named[-1] if named else (lines[-1] if lines else "")
 
 
-def _uid_processes(uid: int) -> list[int]:
-    """Pids of the processes (zombies included) whose real uid is `uid`."""
-    pids = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            for line in (entry / "status").read_text().splitlines():
-                if line.startswith("Uid:"):
-                    if int(line.split()[1]) == uid:
-                        pids.append(int(entry.name))
-                    break
-        except (OSError, ValueError):
-            continue
-    return pids
+_TELLING = re.compile(r"Error\b|Exception\b|panicked|^panic:|Assertion")
 
 
-def _reap_uid(uid: int, seconds: float = 5.0) -> bool:
-    """Kill what is left of the sandbox uid's processes and wait until none remains.
-
-    RLIMIT_NPROC counts every process of the uid, dying ones too: a run that starts while the
-    killed group of the previous run is still exiting would hit the limit at its first fork.
-    The uid range belongs to the sandbox, so whatever runs under it is a leftover. False when
-    processes remain after `seconds` (the caller takes another uid).
-    """
-    deadline = time.monotonic() + seconds
-    while True:
-        pids = _uid_processes(uid)
-        if not pids:
-            return True
-        if time.monotonic() > deadline:
-            return False
-        for pid in pids:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-        time.sleep(0.01)
+def _read_verdict(raw: bytes, token: str) -> tuple[str, str] | None:
+    """(word, text) when the channel holds exactly one record that starts with this run's token."""
+    head, _, rest = raw.partition(b"\n")
+    parts = head.decode("ascii", "replace").split(" ", 1)
+    if len(parts) != 2 or not secrets.compare_digest(parts[0], token):
+        return None
+    return parts[1].strip(), rest.decode("utf-8", "replace")
 
 
 def _wait_unreaped(pid: int, seconds: float) -> bool:
@@ -418,52 +314,101 @@ def run_program(
     *,
     memory_mb: int | None = None,
     max_processes: int | None = None,
+    cpu_seconds: int | None = None,
+    wall_seconds: float | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> SandboxResult:
-    """Run `argv` (relative paths resolve in the throwaway directory holding `files`)."""
-    isolation = resolve_isolation(limits)
-    with _claimed_uid(limits) as uid:
-        return _run(argv, files, limits, isolation, uid, memory_mb or limits.memory_mb, max_processes or limits.max_processes)
+    """Run `argv` in the work directory holding `files` (relative paths resolve there)."""
+    why = unavailable(limits)
+    if why:
+        # The stage refuses such a config at check time; this guards direct callers.
+        from engine.errors import ConfigError
+
+        raise ConfigError(f"roundtrip.sandbox.isolation: {why}")
+    with claimed_uid(limits.uid, limits.uid_slots) as uid:
+        return _run(argv, files, limits, uid, memory_mb or limits.memory_mb, max_processes or limits.max_processes,
+                    cpu_seconds or limits.cpu_seconds, wall_seconds or limits.wall_seconds, dict(env or {}))
 
 
-def _run(argv: Sequence[str], files: Mapping[str, str | bytes], limits: SandboxLimits, isolation: str, uid: int | None,
-         memory_mb: int, max_processes: int) -> SandboxResult:
-    workdir = Path(tempfile.mkdtemp(prefix="babelscore-sandbox-"))
+def _run(argv: Sequence[str], files: Mapping[str, str | bytes], limits: SandboxLimits, uid: int | None,
+         memory_mb: int, max_processes: int, cpu_seconds: int, wall_seconds: float, env: dict[str, str]) -> SandboxResult:
     started = time.perf_counter()
+    token = secrets.token_hex(16)
+    token_r, token_w = os.pipe()
+    verdict_r, verdict_w = os.pipe()
+    os.write(token_w, token.encode("ascii"))
+    os.close(token_w)
+    opened = [token_r, verdict_w]
+    if uid is not None:
+        for fd in opened:  # a JVM reopens them through /proc/self/fd, which checks the pipe's owner
+            os.fchown(fd, uid, uid)
+    workdir = None
     try:
-        for name, content in files.items():
-            target = workdir / name
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(content.encode("utf-8") if isinstance(content, str) else content)
-        kwargs: dict = {}
-        if uid is not None:
-            for path in [workdir, *workdir.rglob("*")]:
-                os.chown(path, uid, uid)
-            kwargs = {"user": uid, "group": uid, "extra_groups": []}
-        inner = list(argv)
-        if isolation == "namespace":
-            inner = ["unshare", *UNSHARE_FLAGS, "sh", "-c", NAMESPACE_PROLOGUE, "sh", *inner]
-        spec = json.dumps({"limits": _rlimits(limits, memory_mb, max_processes), "argv": inner})
+        blobs = {name: content.encode("utf-8") if isinstance(content, str) else content for name, content in files.items()}
+        base_env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"}
+        if limits.isolation == "bwrap":
+            fds = []
+            for name, blob in blobs.items():
+                fd = os.memfd_create(f"babelscore-{Path(name).name}", 0)
+                os.write(fd, blob)
+                os.lseek(fd, 0, os.SEEK_SET)
+                opened.append(fd)
+                fds.append((fd, name))
+            inner = bwrap.command(argv, fds, limits.tmpfs_mb * 1024 * 1024)
+            cwd = "/"
+            base_env.update(HOME=bwrap.WORKDIR, TMPDIR="/tmp")
+        else:
+            workdir = Path(tempfile.mkdtemp(prefix=f"{WORKDIR_PREFIX}{os.getpid()}-"))
+            for name, blob in blobs.items():
+                target = workdir / name
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(blob)
+            if uid is not None:
+                for path in [workdir, *workdir.rglob("*")]:
+                    os.chown(path, uid, uid)
+            inner, cwd = list(argv), str(workdir)
+            base_env.update(HOME=str(workdir), TMPDIR=str(workdir))
+        spec = json.dumps({"limits": _rlimits(limits, memory_mb, max_processes, cpu_seconds), "argv": inner,
+                           "env": {**base_env, **env}, "token_fd": token_r, "verdict_fd": verdict_w,
+                           "fds": [TOKEN_FD, VERDICT_FD]})
+        kwargs: dict = {"user": uid, "group": uid, "extra_groups": []} if uid is not None else {}
         proc = subprocess.Popen(
-            [_interpreter_for(limits.uid, limits.python), "-I", "-S", "-c", LAUNCHER, spec],
-            cwd=workdir, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            start_new_session=True, env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8", "HOME": str(workdir)},
-            **kwargs,
+            [_launcher_python(), "-I", "-S", "-c", LAUNCHER, spec], cwd=cwd, stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True, pass_fds=tuple(opened),
+            env={"PATH": base_env["PATH"], "LANG": "C.UTF-8"}, **kwargs,
         )
-        drains = [_Drain(proc.stdout, limits.output_bytes), _Drain(proc.stderr, limits.output_bytes)]
+        for fd in opened:
+            os.close(fd)
+        opened = []
+        verdict_pipe = os.fdopen(verdict_r, "rb", buffering=0)
+        verdict_r = -1
+        drains = [_Drain(proc.stdout, limits.output_bytes), _Drain(proc.stderr, limits.output_bytes),
+                  _Drain(verdict_pipe, VERDICT_BYTES)]
         for drain in drains:
             drain.start()
-        timed_out = not _wait_unreaped(proc.pid, limits.wall_seconds)
+        timed_out = not _wait_unreaped(proc.pid, wall_seconds)
         _kill_group(proc.pid)
         proc.wait()
+        if uid is not None:
+            end_uid(uid)  # whatever left the group (and may hold a pipe open) ends here
         for drain in drains:
             drain.join(timeout=5)
         proc.stdout.close()
         proc.stderr.close()
+        verdict_pipe.close()
         stdout, stderr = drains[0].text(), drains[1].text()
-        status, reason = _classify(proc.returncode, timed_out, stderr, limits)
-        return SandboxResult(status, reason, proc.returncode, stdout, stderr, time.perf_counter() - started, isolation)
+        verdict = _read_verdict(bytes(drains[2].kept), token)
+        status, reason = _classify(proc.returncode, timed_out, stderr, verdict, limits, memory_mb, max_processes,
+                                   cpu_seconds, wall_seconds)
+        payload = verdict[1] if verdict is not None and status == "passed" else ""
+        return SandboxResult(status, reason, proc.returncode, stdout, stderr, time.perf_counter() - started,
+                             limits.isolation, payload)
     finally:
-        shutil.rmtree(workdir, ignore_errors=True)
+        for fd in [*opened, verdict_r]:
+            if fd >= 0:
+                os.close(fd)
+        if workdir is not None:
+            shutil.rmtree(workdir, ignore_errors=True)
 
 
 def _kill_group(pgid: int) -> None:
@@ -472,34 +417,3 @@ def _kill_group(pgid: int) -> None:
         os.killpg(pgid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
-
-
-def run_python(source: str, limits: SandboxLimits, extra_files: Mapping[str, str] | None = None) -> SandboxResult:
-    """Run a Python program (code + tests in one source) under the audit-hook bootstrap."""
-    files = {"_bootstrap.py": BOOTSTRAP, "program.py": source, **(extra_files or {})}
-    python = _interpreter_for(limits.uid, limits.python)
-    return run_program([python, "-I", "-B", "_bootstrap.py", "program.py"], files, limits)
-
-
-def java_available() -> str:
-    """'' when javac and java are on PATH; otherwise why Java tasks are skipped."""
-    missing = [tool for tool in ("javac", "java") if shutil.which(tool) is None]
-    return f"no JDK: {', '.join(missing)} not on PATH (install a JDK to run Java tasks)" if missing else ""
-
-
-def run_java(files: Mapping[str, str], main_class: str, limits: SandboxLimits) -> SandboxResult:
-    """Compile every .java file and run `main_class`; one sandbox run does both steps."""
-    why = java_available()
-    if why:
-        return SandboxResult("skipped", why, None, "", "", 0.0, "none")
-    heap = max(16, limits.memory_mb // 2)
-    jvm = f"-J-Xmx{heap}m -J-XX:+UseSerialGC -J-XX:TieredStopAtLevel=1 -J-Xshare:auto"
-    script = (
-        f"javac {jvm} -nowarn -d . *.java || exit 3; "
-        f"exec java -Xmx{heap}m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -cp . {main_class}"
-    )
-    java_limits = dataclasses.replace(limits, cpu_seconds=max(limits.cpu_seconds, 20), wall_seconds=max(limits.wall_seconds, 60.0))
-    return run_program(
-        ["sh", "-c", script], files, java_limits,
-        memory_mb=limits.memory_mb + limits.java_extra_memory_mb, max_processes=limits.java_max_processes,
-    )

@@ -8,6 +8,8 @@
   comment; similarity = mean of the Jaccard index of AST edges (parent type, child type) and
   the Jaccard index of code tokens, docstrings removed, without Python keywords and without the
   tokens of the signature and context the model was given (those are shared by construction).
+  Java uses the same two views through `javalang` (engine.roundtrip.java_ast); the other
+  languages have no parser here and get NaN.
 - conciseness: 1 - the largest relative shortening (in characters) among the compressions of
   the comment whose regenerated code keeps the correctness of the original comment's; 0 when
   no compression keeps it.
@@ -101,18 +103,28 @@ def jaccard(a: set, b: set) -> float:
     return len(a & b) / len(a | b)
 
 
-def similarity(code_a: str, code_b: str, given: str) -> float:
+# Languages with a parser the project uses for abstraction (the others get NaN).
+ABSTRACTION_LANGUAGES = ("python", "java")
+
+
+def similarity(code_a: str, code_b: str, given: str, language: str = "python") -> float:
+    if language == "java":
+        from engine.roundtrip import java_ast
+
+        edges = jaccard(java_ast.ast_edges(code_a), java_ast.ast_edges(code_b))
+        tokens = jaccard(java_ast.implementation_tokens(code_a, given), java_ast.implementation_tokens(code_b, given))
+        return (edges + tokens) / 2.0
     edges = jaccard(ast_edges(code_a), ast_edges(code_b))
     tokens = jaccard(implementation_tokens(code_a, given), implementation_tokens(code_b, given))
     return (edges + tokens) / 2.0
 
 
-def abstraction(codes: Sequence[str], given: str) -> float:
-    """1 - mean pairwise similarity; NaN with fewer than two regenerations (no pair)."""
+def abstraction(codes: Sequence[str], given: str, language: str = "python") -> float:
+    """1 - mean pairwise similarity; NaN with fewer than two regenerations (no pair) or without a parser."""
     pairs = list(itertools.combinations(range(len(codes)), 2))
-    if not pairs:
+    if not pairs or language not in ABSTRACTION_LANGUAGES:
         return math.nan
-    return 1.0 - sum(similarity(codes[i], codes[j], given) for i, j in pairs) / len(pairs)
+    return 1.0 - sum(similarity(codes[i], codes[j], given, language) for i, j in pairs) / len(pairs)
 
 
 # ----- conciseness --------------------------------------------------------------------------

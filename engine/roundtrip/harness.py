@@ -1,0 +1,236 @@
+"""The Python test harness that runs inside the sandbox and reports over the verdict channel.
+
+The harness reads the run's token from fd 3 before any code under test runs, keeps its own
+references to the few functions it needs (so patching `os` cannot silence or fake it), and
+writes `<token> <word>` to fd 4 only at the end:
+
+- mode `tests`: executes the implementation (context + function), then the tests in a
+  namespace of their own with a clean copy of the builtins, calls `check(candidate)` when the
+  tests follow HumanEval's convention, and reports `passed` after the last assert. The
+  function the tests see is wrapped so that it may only return values of built-in types:
+  an object with its own `__eq__` that says "equal" to everything cannot pass an assert.
+  `sys.exit(0)`, `os._exit(0)`, exit handlers and printed markers all end the run without
+  the token, hence `failed`.
+- mode `outcomes`: executes the implementation and calls the entry point on each
+  differential-testing input (a per-call time limit from SIGALRM), then reports `outcomes`
+  with one JSON-encoded outcome per input. The engine compares the outcomes of the original
+  and of the regenerated code, each from its own sandboxed run (engine.roundtrip.difftest).
+
+What remains possible: code written to search the harness's own memory for the token can
+forge a pass. The verdict channel closes every accidental and every generic way (exits,
+handlers, output, always-equal objects); a targeted attack on this harness needs the
+harness's source and is outside what a model writing a HumanEval function does.
+"""
+from __future__ import annotations
+
+PYTHON_HARNESS = r'''
+import builtins, os, sys
+_read, _write, _close, _exit = os.read, os.write, os.close, os._exit
+_TOKEN = _read(3, 64)
+_close(3)
+_CLEAN_BUILTINS = dict(vars(builtins))
+
+
+def _report(word, text=""):
+    data = _TOKEN + b" " + word.encode("ascii") + b"\n" + text.encode("utf-8", "replace")
+    while data:
+        data = data[_write(4, data):]
+
+
+def _stop(word, why):
+    try:
+        _report(word, why)
+    finally:
+        _exit(1)
+
+__HOOK__
+
+_PLAIN = (int, float, complex, str, bytes, bool, type(None))
+
+
+def _plain(value, depth=0):
+    kind = type(value)
+    if kind in _PLAIN:
+        return True
+    if depth > 100:
+        return False
+    if kind in (list, tuple, set, frozenset):
+        return all(_plain(v, depth + 1) for v in value)
+    if kind is dict:
+        return all(_plain(k, depth + 1) and _plain(v, depth + 1) for k, v in value.items())
+    return False
+
+
+def _guard(fn):
+    def candidate(*args, **kwargs):
+        value = fn(*args, **kwargs)
+        if not _plain(value):
+            raise TypeError("the function returned a %s, not a value of built-in types" % type(value).__name__)
+        return value
+    return candidate
+
+
+def _load(path, space):
+    with open(path, encoding="utf-8") as handle:
+        exec(compile(handle.read(), path, "exec"), space)
+
+
+def _encode(value, depth=0):
+    kind = type(value)
+    if depth > 100:
+        return ["object", "too-deep"]
+    if kind is bool:
+        return ["bool", value]
+    if kind is int:
+        return ["int", str(value)]
+    if kind is float:
+        return ["float", repr(value)]
+    if kind is str:
+        return ["str", value]
+    if value is None:
+        return ["none"]
+    if kind in (list, tuple):
+        return [kind.__name__, [_encode(v, depth + 1) for v in value]]
+    if kind in (set, frozenset):
+        import json
+        return ["set", sorted(json.dumps(_encode(v, depth + 1)) for v in value)]
+    if kind is dict:
+        import json
+        return ["dict", sorted(([_encode(k, depth + 1), _encode(v, depth + 1)] for k, v in value.items()),
+                               key=lambda kv: json.dumps(kv[0]))]
+    if kind in (bytes, complex):
+        return [kind.__name__, repr(value)]
+    return ["object", kind.__qualname__]
+
+
+def _outcomes(space, entry, inputs, seconds):
+    import ast, copy, signal
+
+    class _Late(BaseException):
+        pass
+
+    def _alarm(signum, frame):
+        raise _Late()
+
+    signal.signal(signal.SIGALRM, _alarm)
+    fn = space.get(entry)
+    out = []
+    for text in inputs:
+        if not callable(fn):
+            out.append(["missing"])
+            continue
+        args = ast.literal_eval(text)
+        signal.setitimer(signal.ITIMER_REAL, seconds)
+        try:
+            out.append(["ok", _encode(fn(*copy.deepcopy(args)))])
+        except _Late:
+            out.append(["timeout"])
+        except RecursionError:
+            out.append(["raise", "RecursionError"])
+        except Exception as exc:
+            out.append(["raise", type(exc).__name__])
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+    return out
+
+
+def _main():
+    import json, traceback
+    mode, impl, tests, entry, extra = sys.argv[1:6]
+    sys.argv = [impl]
+    sys.path.insert(0, os.getcwd())
+    space = {"__name__": "__main__", "__builtins__": builtins}
+    try:
+        if mode == "outcomes":
+            options = json.loads(extra)
+            import signal
+            # Module-level code that never ends must not eat the budget of every input.
+            signal.signal(signal.SIGALRM, signal.default_int_handler)
+            signal.setitimer(signal.ITIMER_REAL, max(2.0, options["seconds"]))
+            try:
+                _load(impl, space)
+            except BaseException:
+                space = {}
+            finally:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+            with open(tests, encoding="utf-8") as handle:
+                inputs = json.load(handle)
+            result = json.dumps(_outcomes(space, entry, inputs, options["seconds"]))
+            _report("outcomes", result)
+            _exit(0)
+        _load(impl, space)
+        checked = dict(space)
+        checked["__builtins__"] = dict(_CLEAN_BUILTINS)
+        if entry and callable(space.get(entry)):
+            checked[entry] = _guard(space[entry])
+        _load(tests, checked)
+        if extra == "check":
+            checked["check"](checked[entry])
+    except MemoryError:
+        _stop("memory", "memory: MemoryError (address-space limit)")
+    except BlockingIOError as exc:
+        _stop("processes", "processes: %s (process-count limit)" % exc)
+    except BaseException:
+        traceback.print_exc()
+        sys.stderr.flush()
+        _exit(1)
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except BaseException:
+        pass
+    _report("passed")
+    _exit(0)
+
+
+_main()
+'''
+
+# The audit hook of `isolation: hook` (not a security boundary: code that knows it can switch it off).
+AUDIT_HOOK = r'''
+_ROOT = os.path.realpath(os.getcwd())
+_busy = [False]
+
+
+def _inside(path):
+    if isinstance(path, int):
+        return True
+    if isinstance(path, bytes):
+        path = os.fsdecode(path)
+    full = os.path.realpath(os.path.join(_ROOT, os.fspath(path)))
+    return full == _ROOT or full.startswith(_ROOT + os.sep) or full == os.devnull
+
+_WRITE = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
+_PATH_EVENTS = {"os.remove", "os.rename", "os.replace", "os.mkdir", "os.rmdir", "os.chmod", "os.chown",
+                "os.symlink", "os.link", "os.truncate", "os.utime", "shutil.rmtree", "shutil.move",
+                "os.mkfifo", "os.mknod"}
+_NEVER = ("socket.", "subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn",
+          "pty.spawn", "ctypes.dlopen", "ctypes.dlsym", "ctypes.cdata", "os.startfile", "os.kill", "os.killpg")
+
+
+def _hook(event, args):
+    if _busy[0]:
+        return
+    _busy[0] = True
+    try:
+        if event.startswith(_NEVER):
+            _stop("blocked", "blocked: %s" % event)
+        if event == "open" and len(args) >= 3:
+            path, mode, flags = args[0], args[1], args[2]
+            writes = (mode is not None and any(c in str(mode) for c in "wax+")) or (
+                mode is None and isinstance(flags, int) and flags & _WRITE)
+            if writes and path is not None and not _inside(path):
+                _stop("blocked", "blocked: write outside the sandbox directory: %r" % (path,))
+        elif event in _PATH_EVENTS:
+            for p in args:
+                if isinstance(p, (str, bytes, os.PathLike)) and not _inside(p):
+                    _stop("blocked", "blocked: %s outside the sandbox directory: %r" % (event, p))
+    finally:
+        _busy[0] = False
+
+sys.addaudithook(_hook)
+'''
+
+
+def python_harness(hook: bool) -> str:
+    return PYTHON_HARNESS.replace("__HOOK__", AUDIT_HOOK if hook else "")

@@ -1,0 +1,217 @@
+"""The six programming languages of the round trip: how a task's code and tests become one run.
+
+Every language runs through the same sandbox (engine.roundtrip.sandbox) and reports its verdict
+over the same channel: a small harness in the language reads the run's token from fd 3 before
+the tests start and writes `<token> passed` to fd 4 after the tests' `main` returned normally.
+Compiled languages compile and run within one sandboxed run; a compiler that rejects the code
+ends the run with EXIT_COMPILE, reported as `compile_error`.
+
+| language | toolchain (Debian package) | files | tests |
+|---|---|---|---|
+| python | python3 | impl.py = context + code, tests.py | `check(candidate)` or plain asserts |
+| java | javac/java (default-jdk-headless) | one file per public class, harness | class `entry_point` with `main` that throws on failure |
+| javascript | node (nodejs) | program.js = context + code + tests | statements (node:assert) that throw on failure |
+| cpp | g++ | program.cpp = context + code + tests | `int main()` that returns non-zero or aborts (assert) on failure |
+| go | go (golang-go) | solution.go (package main), tests.go | `func main()` that panics on failure |
+| rust | rustc | main.rs = context + code + tests | `fn main()` that panics (assert!) on failure |
+
+For C++, Go and Rust the tests' `main` is renamed (`babelscore_tests_main`) and called from the
+harness's own `main`, so the verdict is written only after it returned.
+"""
+from __future__ import annotations
+
+import re
+import shutil
+from dataclasses import dataclass
+from typing import Mapping
+
+from engine.roundtrip.harness import python_harness
+from engine.roundtrip.sandbox import EXIT_COMPILE, SandboxLimits, SandboxResult, python_for, run_program
+
+LANGUAGES = ("python", "java", "javascript", "cpp", "go", "rust")
+TOOLS = {"python": (), "java": ("javac", "java"), "javascript": ("node",), "cpp": ("g++",), "go": ("go",), "rust": ("rustc",)}
+PACKAGES = {"java": "default-jdk-headless", "javascript": "nodejs", "cpp": "g++", "go": "golang-go", "rust": "rustc"}
+# Inside the sandbox only the Debian toolchains under /usr are bound.
+SANDBOX_PATH = "/usr/bin:/bin"
+
+
+@dataclass(frozen=True)
+class Build:
+    files: dict[str, str]
+    argv: list[str]
+    env: dict[str, str]
+
+
+def toolchain_missing(language: str) -> str:
+    """'' when the language's toolchain is installed under /usr/bin; otherwise why it is skipped."""
+    missing = [tool for tool in TOOLS[language] if shutil.which(tool, path=SANDBOX_PATH) is None]
+    if not missing:
+        return ""
+    return (f"no {language} toolchain: {', '.join(missing)} not in /usr/bin "
+            f"(install the Debian package {PACKAGES[language]}, or run `make setup`)")
+
+
+def _script(compile_step: str, run_step: str) -> list[str]:
+    return ["/bin/sh", "-c", f"{compile_step} || exit {EXIT_COMPILE}; exec {run_step}"]
+
+
+def _rename_main(tests: str, pattern: str, replacement: str, language: str) -> str:
+    renamed, count = re.subn(pattern, replacement, tests, count=1)
+    if count != 1:
+        raise ValueError(f"{language} tests need a main function to run ({pattern!r} not found)")
+    return renamed
+
+
+JAVA_HARNESS = """public class BabelscoreHarness {
+    public static void main(String[] args) throws Exception {
+        byte[] buffer = new byte[64];
+        int n;
+        try (java.io.FileInputStream in = new java.io.FileInputStream("/proc/self/fd/3")) { n = in.read(buffer); }
+        byte[] token = java.util.Arrays.copyOf(buffer, Math.max(n, 0));
+        java.io.FileOutputStream out = new java.io.FileOutputStream("/proc/self/fd/4");
+        ENTRY.main(args);
+        System.out.flush();
+        out.write(token);
+        out.write(" passed\\n".getBytes("US-ASCII"));
+        out.close();
+        Runtime.getRuntime().halt(0);
+    }
+}
+"""
+
+JS_HARNESS = """'use strict';
+const fs = require('fs');
+const token = fs.readFileSync(3);
+fs.closeSync(3);
+const write = fs.writeSync;
+require('./program.js');
+write(4, Buffer.concat([token, Buffer.from(' passed\\n')]));
+process.reallyExit(0);
+"""
+
+CPP_HARNESS = """#include <string>
+#include <unistd.h>
+int babelscore_tests_main();
+int main() {
+    char token[64];
+    ssize_t n = read(3, token, sizeof token);
+    close(3);
+    int rc = babelscore_tests_main();
+    if (rc != 0 || n <= 0) return rc ? rc : 1;
+    std::string line(token, n);
+    line += " passed\\n";
+    if (write(4, line.data(), line.size()) < 0) return 1;
+    _exit(0);
+}
+"""
+
+GO_HARNESS = """package main
+
+import "os"
+
+func main() {
+\ttokenFile := os.NewFile(3, "token")
+\ttoken := make([]byte, 64)
+\tn, _ := tokenFile.Read(token)
+\ttokenFile.Close()
+\tbabelscoreTestsMain()
+\tos.NewFile(4, "verdict").Write(append(token[:n], []byte(" passed\\n")...))
+\tos.Exit(0)
+}
+"""
+
+RUST_HARNESS = """
+fn main() {
+    use std::io::{Read, Write};
+    use std::os::unix::io::FromRawFd;
+    let mut token = Vec::new();
+    unsafe { std::fs::File::from_raw_fd(3) }.read_to_end(&mut token).expect("token");
+    babelscore_tests_main();
+    let mut out = unsafe { std::fs::File::from_raw_fd(4) };
+    out.write_all(&token).expect("verdict");
+    out.write_all(b" passed\\n").expect("verdict");
+    std::process::exit(0);
+}
+"""
+
+
+def java_class_name(code: str) -> str:
+    public = re.search(r"public\s+(?:final\s+|abstract\s+)*class\s+(\w+)", code)
+    return public.group(1) if public else "Solution"
+
+
+def _join(*parts: str) -> str:
+    return "\n\n".join(p.strip("\n") for p in parts if p and p.strip()) + "\n"
+
+
+def build(task: Mapping[str, str], implementation: str, limits: SandboxLimits) -> Build:
+    """The files and command of one test run of `implementation` against the task's tests."""
+    language, tests, entry = task["programming_language"], task["tests"], task["entry_point"]
+    context = task.get("context") or ""
+    if language == "python":
+        call = "check" if "def check(" in tests else "plain"
+        files = {"_harness.py": python_harness(limits.isolation == "hook"), "impl.py": _join(context, implementation),
+                 "tests.py": tests}
+        return Build(files, [python_for(limits), "-I", "-B", "_harness.py", "tests", "impl.py", "tests.py", entry, call], {})
+    if language == "java":
+        files = {f"{java_class_name(implementation)}.java": implementation, f"{entry}.java": tests,
+                 "BabelscoreHarness.java": JAVA_HARNESS.replace("ENTRY", entry)}
+        return Build(files, java_command("BabelscoreHarness", limits), {})
+    if language == "javascript":
+        files = {"harness.js": JS_HARNESS, "program.js": _join(context, implementation, tests)}
+        heap = max(16, limits.memory_mb // 2)
+        return Build(files, ["/usr/bin/node", f"--max-old-space-size={heap}", "harness.js"], {})
+    if language == "cpp":
+        renamed = _rename_main(tests, r"\bint\s+main\s*\(\s*(?:void\s*)?\)", "int babelscore_tests_main()", language)
+        files = {"program.cpp": _join(context, implementation, renamed), "harness.cpp": CPP_HARNESS}
+        return Build(files, _script("g++ -std=c++17 -O1 -w -o program program.cpp harness.cpp", "./program"), {})
+    if language == "go":
+        renamed = _rename_main(tests, r"\bfunc\s+main\s*\(\s*\)", "func babelscoreTestsMain()", language)
+        files = {"solution.go": _go_file(_join(context, implementation)), "tests.go": _go_file(renamed),
+                 "harness.go": GO_HARNESS}
+        env = {"GOCACHE": "/tmp/go-cache", "GOPATH": "/tmp/go", "GO111MODULE": "off", "GOTOOLCHAIN": "local",
+               "CGO_ENABLED": "0", "GOFLAGS": "-buildvcs=false"}
+        return Build(files, _script("go build -o program solution.go tests.go harness.go", "./program"), env)
+    if language == "rust":
+        renamed = _rename_main(tests, r"\bfn\s+main\s*\(\s*\)", "fn babelscore_tests_main()", language)
+        files = {"main.rs": _join(context, implementation, renamed, RUST_HARNESS)}
+        return Build(files, _script("rustc --edition 2021 -C opt-level=1 -A warnings -o program main.rs", "./program"), {})
+    raise ValueError(f"unknown programming language {language!r}; allowed: {list(LANGUAGES)}")
+
+
+def java_command(main_class: str, limits: SandboxLimits) -> list[str]:
+    """Compile every .java file of the work directory, then run `main_class` (one sandboxed run)."""
+    heap = max(16, limits.memory_mb // 2)
+    jvm = f"-Xmx{heap}m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Xshare:auto"
+    javac = " ".join(f"-J{flag}" for flag in jvm.split())
+    return _script(f"javac {javac} -encoding UTF-8 -nowarn -d . *.java", f"java {jvm} -cp . {main_class}")
+
+
+def run_toolchain(argv: list[str], files: Mapping[str, str], limits: SandboxLimits, env: Mapping[str, str] | None = None,
+                  cpu_seconds: int = 0, wall_seconds: float = 0.0) -> SandboxResult:
+    """A compiled language's run: the toolchain allowances on top of the limits."""
+    return run_program(
+        argv, files, limits, env=env,
+        memory_mb=limits.memory_mb + limits.toolchain_memory_mb, max_processes=limits.toolchain_max_processes,
+        cpu_seconds=max(limits.cpu_seconds, limits.toolchain_seconds, cpu_seconds),
+        wall_seconds=max(limits.wall_seconds, 2.0 * limits.toolchain_seconds, wall_seconds),
+    )
+
+
+def _go_file(source: str) -> str:
+    return source if re.match(r"\s*(//[^\n]*\n\s*)*package\s+\w+", source) else "package main\n\n" + source
+
+
+def run_tests(task: Mapping[str, str], implementation: str, limits: SandboxLimits) -> SandboxResult:
+    """`passed` only when the harness reported the token after the last test."""
+    language = task["programming_language"]
+    why = toolchain_missing(language) if language in TOOLS else f"unknown programming language {language!r}"
+    if why:
+        return SandboxResult("skipped", why, None, "", "", 0.0, "none")
+    try:
+        job = build(task, implementation, limits)
+    except ValueError as exc:
+        return SandboxResult("failed", str(exc), None, "", "", 0.0, limits.isolation)
+    if language == "python":
+        return run_program(job.argv, job.files, limits, env=job.env)
+    return run_toolchain(job.argv, job.files, limits, job.env)
