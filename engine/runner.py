@@ -20,7 +20,7 @@ from typing import Any
 import pyarrow as pa
 
 from engine.config import RunConfig, config_hash, file_fingerprint
-from engine.errors import InputError, PartFailedError
+from engine.errors import InputError, PartFailedError, StageError
 from engine.io.atomic import write_json_atomic
 from engine.io.rundir import RunDirectory
 from engine.pipeline import PartTask, plan_parts, read_part_input, sample_part_path, upstream_parts
@@ -146,6 +146,19 @@ def _record_signatures(run: RunDirectory, config: RunConfig) -> None:
             if signatures:
                 run.manifest["signatures"][task.task] = signatures
     run.save()
+    unsigned = unsigned_tasks(run.manifest)
+    if unsigned:
+        raise StageError(
+            unsigned[0].split("/")[0],
+            f"task(s) {unsigned} wrote rows but record no signature in the manifest; the stage's `signatures()` "
+            "must describe every task whose rows it writes (model identity, options, versions)",
+        )
+
+
+def unsigned_tasks(manifest: dict[str, Any]) -> list[str]:
+    """`stage/task` of every task with committed rows and no signature in the manifest."""
+    with_rows = {key.rsplit("/", 1)[0] for key, info in manifest["parts"].items() if info.get("rows")}
+    return sorted(key for key in with_rows if not manifest["signatures"].get(key.split("/", 1)[1]))
 
 
 def make_executor(name: str, ray_address: str | None = None, ray_options: dict[str, Any] | None = None) -> Any:

@@ -171,6 +171,7 @@ def signature(params: GenerateParams, plan: dict[str, Any] | None = None) -> str
         "tok": params.tokenizer_name,
         "tok_id": tokenizer.short_identity,
         "card": params.card,
+        "prime_rule": params.prime_rule or get_card(params.card, params.cards_file).prime_rule,
         "backend": params.backend,
         "dtype": params.resolved_dtype,
         "decode": "greedy",

@@ -1,15 +1,13 @@
 """The `judge:` config section: judges, their strategies, prompt languages and backend options."""
 from __future__ import annotations
 
-import hashlib
-import json
 import re
 from dataclasses import dataclass
 from typing import Literal
 
 from engine.errors import ConfigError
 from engine.judge.promptpack import PROMPT_LANGUAGES, STRATEGIES
-from engine.params import Params, require
+from engine.params import Params, option_digest, require
 
 
 @dataclass(frozen=True)
@@ -120,7 +118,7 @@ class JudgeParams(Params):
 
     def task_name(self) -> str:
         """`judge-<name>-<digest of every resolved option>`: two differently configured judges never share parts."""
-        digest = hashlib.sha256(json.dumps(self.to_dict(), sort_keys=True, default=str).encode()).hexdigest()[:8]
+        digest = option_digest(self.to_dict())
         short = re.sub(r"[^A-Za-z0-9._-]+", "-", self.judge_name).strip("-.")
         return f"judge-{short[:40] or 'model'}-{digest}"
 

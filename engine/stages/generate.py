@@ -51,6 +51,12 @@ class GenerateStage(Stage):
 
         return plan_generation(tables, config.section("generate").generators[task.entry])
 
+    def signatures(self, config: Any, task: StageTask, prepass: dict[str, Any]) -> dict[str, Any]:
+        """Model and tokenizer identities, the dtype actually used, card, prime rule, decoding, seed, limit."""
+        from engine.generate.stage import signature
+
+        return {"generation": signature(config.section("generate").generators[task.entry], prepass)}
+
     def run_part(self, ctx: PartContext) -> pa.Table:
         from engine.generate.stage import generate_part
 

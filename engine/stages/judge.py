@@ -50,6 +50,22 @@ class JudgeStage(Stage):
             for i, judge in enumerate(section.judges)
         ]
 
+    def signatures(self, config: Any, task: StageTask, prepass: dict[str, Any]) -> dict[str, Any]:
+        """The judge's model identity (local backends), backend, decoding and prompt setup."""
+        from engine.signature import format_signature, package_version
+
+        judge = config.section(self.name).judges[task.entry]
+        fields: dict[str, object] = {"stage": "judge", "model": judge.model, "backend": judge.backend}
+        if judge.backend != "http":  # a served model has no identity the client can check
+            from engine.runtime import resolve_model
+
+            fields["model_id"] = resolve_model(judge.model, "model").short_identity
+            fields["dtype"] = judge.dtype
+        fields.update(strategies=list(judge.strategies), prompt_languages=list(judge.prompt_languages),
+                      structured=list(judge.structured_strategies()), temperature=judge.temperature,
+                      seed=judge.seed, max_tokens=judge.max_tokens, babelscore_prompts=package_version("babelscore"))
+        return {"judgment": format_signature(fields)}
+
     def run_part(self, ctx: PartContext) -> pa.Table:
         from engine.judge.backends import get_chat_backend, needs_own_process
         from engine.judge.run import judge_table

@@ -3,13 +3,12 @@ optionally, of predictions labelled correct), written to RUN/perturbations/ and 
 score stage like noise predictions (see `engine.perturb.items`)."""
 from __future__ import annotations
 
-import hashlib
-import json
 from pathlib import Path
 from typing import Any, Iterable
 
 import pyarrow as pa
 
+from engine.params import option_digest
 from engine.perturb.perturber import INPUT_COLUMNS, PerturbParams, foreign_pool, make_perturbations
 from engine.records import PERTURB_SCHEMA
 from engine.stages.base import PartContext, Stage, StageTask, prepass_hash
@@ -28,7 +27,7 @@ class PerturbStage(Stage):
 
     def tasks(self, config: Any) -> list[StageTask]:
         params = config.section(self.name)
-        digest = hashlib.sha256(json.dumps(params.to_dict(), sort_keys=True).encode("utf-8")).hexdigest()[:8]
+        digest = option_digest(params.to_dict())
         return [StageTask(self.name, f"perturb-{digest}")]
 
     def needs_prepass(self, config: Any, task: StageTask) -> bool:

@@ -15,7 +15,6 @@ one (task, language), so the whole section runs within each part.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 from pathlib import Path
@@ -25,6 +24,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from engine.errors import ConfigError, InputError
+from engine.params import option_digest
 from engine.records import ROUNDTRIP_SCHEMA
 from engine.stages.base import PartContext, Stage, StageTask
 
@@ -81,7 +81,7 @@ class RoundTripStage(Stage):
     # ----- identity and planning ----------------------------------------------------------
     def tasks(self, config: Any) -> list[StageTask]:
         params = config.section(self.section)
-        digest = hashlib.sha256(json.dumps(params.to_dict(), sort_keys=True).encode("utf-8")).hexdigest()[:8]
+        digest = option_digest(params.to_dict())
         from engine.roundtrip.params import ORACLE
 
         models = [g.model for g in (*params.generators, params.comment_generator) if g is not None and g.backend != ORACLE]
