@@ -36,7 +36,9 @@ TOP_LEVEL: tuple[tuple[str, str, str, str], ...] = (
     ("stages", "a list of stage names", '["score"]',
      "the stages to run, in the order shown under Stages; a section for a stage not listed here is an error."),
     ("seed", "int", "0", "run-wide seed (noise and calibration have their own `seed` keys)."),
-    ("part_size", "int", "64", "samples per part: the unit of work, of retry and of resume."),
+    ("part_size", "int", "64",
+     "the least number of sample rows per part (a part holds whole files and closes once it has this many): "
+     "the unit of work, of retry and of resume. The round trip cuts its tasks by `roundtrip.tasks_per_part`."),
 )
 _KEY_LINE = re.compile(r"^    ([A-Za-z_][A-Za-z0-9_]*): (.*)$")
 

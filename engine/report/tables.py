@@ -20,7 +20,7 @@ if TYPE_CHECKING:  # load.py imports this module
     from engine.report.load import SampleStats, ScoreIndex
 
 LANGUAGE_NAMES = {"en": "English", "nl": "Dutch", "zh": "Chinese", "el": "Greek", "pl": "Polish"}
-STUDY_LANGUAGE_ORDER = ("en", "nl", "pl", "el", "zh")  # the study's tables list languages so
+STUDY_LANGUAGE_ORDER = ("en", "nl", "pl", "el", "zh")  # the order of languages in the study's tables
 CONTEXT_ORDER = ("", "none", "minimal", "full")
 # The variant that stands for a (metric, scorer) in figures; the tables keep every variant.
 HEADLINE_ORDER = ("F", "score", "avg")
@@ -64,10 +64,6 @@ def order_languages(languages: Any) -> list[str]:
 
 def context_rank(context: str) -> int:
     return CONTEXT_ORDER.index(context) if context in CONTEXT_ORDER else len(CONTEXT_ORDER)
-
-
-def describe_error_code(code: str) -> str:
-    return taxonomy.describe(code)
 
 
 def display_status(manifest: dict[str, Any]) -> str:
