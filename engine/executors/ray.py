@@ -99,7 +99,9 @@ def needs_model(part: PartTask) -> bool:
 
 # ----- worker side ----------------------------------------------------------------------------
 def _driver_env() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if k.startswith(FORWARDED_ENV_PREFIX)}
+    from engine.stages.registry import forwarded_env
+
+    return {**{k: v for k, v in os.environ.items() if k.startswith(FORWARDED_ENV_PREFIX)}, **forwarded_env()}
 
 
 def _apply_env(env: dict[str, str]) -> None:

@@ -76,11 +76,15 @@ def display_status(manifest: dict[str, Any]) -> str:
     status = str(manifest.get("status", "unknown"))
     if status != "running" or manifest.get("failed_parts"):
         return status
+    from engine.stages import flow
+
     stages = manifest.get("config", {}).get("stages", [])
     done = manifest.get("stages", {})
-    scored = "score" not in stages or "score_rows" in (manifest.get("counts") or {})
-    calibrated = "calibrate" not in stages or bool(done.get("calibrate", {}).get("done"))
-    return "complete" if scored and calibrated and "report" in stages else status
+    counts = manifest.get("counts") or {}
+    drivers = flow.listed(stages, "driver")
+    counted = all(f"{s.name}_rows" in counts for s in flow.listed(stages, "part"))
+    driven = all(done.get(s.name, {}).get("done") for s in drivers if not s.after_complete)
+    return "complete" if counted and driven and any(s.after_complete for s in drivers) else status
 
 
 # ----- which variant stands for a (metric, scorer) -------------------------------------------------

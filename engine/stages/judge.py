@@ -14,13 +14,19 @@ import pyarrow as pa
 from engine.errors import ConfigError
 from engine.judge.config import JudgeSection
 from engine.records import JUDGMENT_SCHEMA
-from engine.stages.base import PartContext, Stage, StageTask
+from engine.stages.base import JUDGMENTS, SAMPLES, PartContext, Stage, StageTask
 
 
 class JudgeStage(Stage):
     name = "judge"
+    package = "engine.judge"
     section = "judge"
     params_class = "engine.judge.config:JudgeSection"
+    provides = JUDGMENTS
+    consumes = (SAMPLES,)
+    # Not `seeded`: a judge keeps its own seed (default 42, the study's) whatever the run seed,
+    # so that a sweep over the run seed reuses the same judge tasks; the seed only matters
+    # when a judge samples (temperature > 0).
     directory = "judgments"
     schema = JUDGMENT_SCHEMA
     input_columns = ("sample_id", "file_id", "language", "source", "comment_start", "comment_end", "reference",
@@ -82,9 +88,10 @@ class JudgeStage(Stage):
     def analyze(self, run: Any, config: Any) -> None:
         from engine.judge.analysis import write_analysis
 
-        write_analysis(run.root, run.read_samples(["sample_id", "label", "error_codes"]), run.read_parts("judge/", JUDGMENT_SCHEMA))
+        write_analysis(run.root, run.read_samples(["sample_id", "label", "error_codes"]),
+                       run.read_parts(f"{self.name}/", JUDGMENT_SCHEMA))
 
-    def report_section(self, run_root: Path) -> tuple[str, str, str] | None:
+    def report_section(self, ctx: Any) -> tuple[str, str, str] | None:
         from engine.judge.report import judge_section
 
-        return judge_section(run_root)
+        return judge_section(ctx.data.root)
