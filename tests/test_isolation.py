@@ -98,3 +98,29 @@ def test_roundtrip_out_of_memory_at_batch_size_one_is_retried_then_a_failed_part
     assert not manifest["parts"] and not list((tmp_path / "run").glob("roundtrip/*.parquet"))
     # each attempt: the 4 tasks' regeneration prompts, halved down to one prompt
     assert attempts == [4, 2, 1] * 3
+
+
+def test_a_judge_call_that_fails_alone_is_an_api_error_and_the_other_calls_are_judged() -> None:
+    from test_judge_stage import Scripted, _samples
+
+    from engine.judge.config import JudgeSection
+    from engine.judge.run import judge_table
+
+    class OneBadCall(Scripted):
+        def chat(self, requests):
+            if any(r.request_id.startswith("f3|") for r in requests):
+                raise ValueError("prompt too long for the model")
+            return super().chat(requests)
+
+    judge = JudgeSection.from_mapping({"judges": [{"model": "served", "backend": "http", "base_url": "http://x/v1",
+                                                    "name": "j"}]}).judges[0]
+    rows = judge_table(_samples(), judge, "judge-j", OneBadCall()).to_pylist()
+    by_file = {r["file_id"]: r for r in rows}
+    assert by_file["f3"]["parse_status"] == "api_error" and "prompt too long" in by_file["f3"]["error"]
+    assert by_file["f1"]["parse_status"] == "ok" and by_file["f1"]["label"] is not None
+    with pytest.raises(TransientError):
+        class OutOfMemory(Scripted):
+            def chat(self, requests):
+                raise _oom()
+
+        judge_table(_samples(), judge, "judge-j", OutOfMemory())
