@@ -51,7 +51,7 @@ JUDGMENTS = "judgments"
 ROUNDTRIP_ROWS = "roundtrip-rows"
 INPUT = "input"  # the run's input table, made by a source stage instead of read from `input:`
 CALIBRATION = "calibration"
-REPORT = "report"
+REPORT = "report-page"
 # Option names whose values are model or tokenizer locations in most sections.
 MODEL_PATH_OPTIONS = ("model", "tokenizer")
 
@@ -201,7 +201,8 @@ class Stage:
         raise NotImplementedError
 
     def signatures(self, config: Any, task: StageTask, prepass: dict[str, Any]) -> dict[str, Any]:
-        """Signature strings of this task's outputs, for the manifest."""
+        """Signature strings of this task's outputs, for the manifest. Required of every stage that
+        writes rows: the runner refuses a task with committed rows and no signature."""
         return {}
 
     # ----- data flow -----------------------------------------------------------------------
