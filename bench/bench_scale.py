@@ -137,7 +137,7 @@ def child(args: argparse.Namespace) -> None:
 
     stage_seconds: dict[str, float] = {}
     original = runner.run_part_stage
-    original_calibrate = runner.calibrate_run
+    original_driver = runner.run_driver_stage
 
     def timed(run: Any, config: Any, stage: str, executor: Any) -> None:
         sampler.phase = stage
@@ -145,14 +145,17 @@ def child(args: argparse.Namespace) -> None:
         original(run, config, stage, executor)
         stage_seconds[stage] = time.perf_counter() - start
 
-    def timed_calibrate(run: Any, config: Any) -> None:
-        sampler.phase = "calibrate"
+    def timed_driver(run: Any, config: Any, stage: Any) -> None:
+        if stage.kind != "driver" or stage.after_complete:  # the report is timed on its own below
+            original_driver(run, config, stage)
+            return
+        sampler.phase = stage.name
         start = time.perf_counter()
-        original_calibrate(run, config)
-        stage_seconds["calibrate"] = time.perf_counter() - start
+        original_driver(run, config, stage)
+        stage_seconds[stage.name] = time.perf_counter() - start
 
     runner.run_part_stage = timed
-    runner.calibrate_run = timed_calibrate
+    runner.run_driver_stage = timed_driver
     work = Path(args.work)
     warm = runner.execute_run(load_config(args.warmup_config), str(work / f"warm-{os.getpid()}"), executor_name=args.executor)
     del warm

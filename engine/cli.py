@@ -112,10 +112,13 @@ def cmd_run(args: argparse.Namespace) -> int:
         f"input rows {counts.get('input_rows')}, valid {counts.get('valid_rows')}, rejected {counts.get('rejected_rows')}"
         + (f" (see {summary.run_dir}/rejected.parquet)" if counts.get("rejected_rows") else "")
     )
-    if "score" in config.stages:
-        print(f"score rows {counts.get('score_rows')}\n")
+    from engine.stages import flow
+    from engine.stages.base import CALIBRATION, SCORES
+
+    for stage in flow.providers(config.stages, SCORES):
+        print(f"{stage.name} rows {counts.get(f'{stage.name}_rows')}\n")
         print(run_summary(summary.run_dir))
-    if "calibrate" in config.stages:
+    if flow.provider_of(config.stages, CALIBRATION) is not None:
         _print_kappa(summary.run_dir)
     report = Path(summary.run_dir) / "report" / "index.html"
     if report.exists():

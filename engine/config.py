@@ -1,55 +1,33 @@
 """Run configs: YAML -> frozen, validated `RunConfig`, and the config hash that names a run.
 
-Sections are parsed by their stage: part stages through the stage registry
-(`Stage.parse_section`), `build` and `calibrate` by their parameter classes, imported lazily
-so a lexical-only run never imports torch. Unknown keys and bad values fail here, before any
+Sections are parsed by their stage, every kind alike (`Stage.parse_section` of the stage
+registry; parameter classes are imported lazily so a lexical-only run never imports torch). Unknown keys and bad values fail here, before any
 work, with the key, the value and what is allowed. After parsing, every stage's config-time
 checks run (model and tokenizer names resolve, sections belong to listed stages), so a run
 never discovers a config mistake in the middle of its work.
 
-The top-level `seed` is the default seed of every stage that has one (noise, generate,
-calibrate, build); a section's own `seed` overrides it.
+The top-level `seed` is the default seed of every stage that declares `seeded` (build,
+generate: each generator, noise, perturb, roundtrip: the section and each generator, calibrate);
+a section's own `seed` overrides it. The judges keep their own seed (the judge stage says why).
+Relative paths: the values of each stage's `path_options` that start with ./ or ../ are
+resolved against the config file's folder, in nested entries too (`resolve_path_options`).
 """
 from __future__ import annotations
 
 import hashlib
-import importlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Mapping
+from typing import Any, Mapping
 
 import yaml
 
 from engine.data.validate import ValidationParams
 from engine.errors import ConfigError
-from engine.params import Params, require
-from engine.stages.registry import PART_STAGES, STAGE_ORDER, get_stage
+from engine.stages import registry
+from engine.stages.registry import DEFAULT_STAGES, get_stage
 
-# Sections that are not part stages: "module:ParamsClass".
-DRIVER_SECTION_PARAMS = {
-    "build": "engine.data.build:BuildParams",
-    "calibrate": "engine.calibrate.stage:CalibrateParams",
-}
 BUILTIN_INPUTS = {"demo": Path(__file__).parent / "data" / "demo" / "samples.jsonl"}
-# Stages whose options carry a seed that the top-level `seed` defaults.
-SEEDED_SECTIONS = ("build", "noise", "perturb", "calibrate")
-
-
-@dataclass(frozen=True)
-class ReportParams(Params):
-    """Options of stage `report`.
-
-    Keys:
-        max_strip_points: at most this many points per strip plot (a random, seeded subset beyond it).
-        image_format: file format of the report's figures.
-    """
-
-    max_strip_points: int = 5000
-    image_format: Literal["png", "svg"] = "png"
-
-    def __post_init__(self) -> None:
-        require(self.max_strip_points > 0, "report.max_strip_points", self.max_strip_points, "a positive integer")
 
 
 @dataclass(frozen=True)
@@ -63,15 +41,17 @@ class RunConfig:
     part_size: int = 64
     labels: str | None = None
     sections: Mapping[str, Any] = field(default_factory=dict)
-    report: ReportParams = ReportParams()
     validation: ValidationParams = ValidationParams()
     # Earlier run directories whose finished results this run takes (engine.reuse). Not part
     # of the run's identity: reuse never changes a row, so it stays out of to_dict and the hash.
     reuse: tuple[str, ...] = ()
 
-    @property
-    def score(self) -> Any:
-        return self.sections.get("score")
+    def __getattr__(self, name: str) -> Any:
+        """A listed section by its key as an attribute (`config.score`), like `section(name)`."""
+        sections = self.__dict__.get("sections") or {}
+        if name in sections:
+            return sections[name]
+        raise AttributeError(f"{type(self).__name__!r} has no attribute or section {name!r}")
 
     def section(self, name: str) -> Any:
         if name not in self.sections:
@@ -91,28 +71,44 @@ class RunConfig:
             out["labels"] = self.labels
         for name in sorted(self.sections):
             out[name] = self.sections[name].to_dict()
-        out["report"] = self.report.to_dict()
         out["validation"] = self.validation.to_dict()
         return out
 
 
-SECTION_NAMES = (*DRIVER_SECTION_PARAMS, *PART_STAGES)
-TOP_LEVEL_KEYS = {"name", "input", "labels", "stages", "seed", "part_size", "report", "validation", "reuse", *SECTION_NAMES}
-
-# Option names whose values are model or tokenizer locations: a value starting with ./ or ../
-# is a path relative to the config file, like `input`.
-PATH_OPTIONS = ("model", "tokenizer", "baseline", "source_dir", "cards_file", "tasks")
+RUN_KEYS = ("name", "input", "labels", "stages", "seed", "part_size", "validation", "reuse")
 
 
-def _resolve_relative_paths(options: Mapping[str, Any], base_dir: Path) -> dict[str, Any]:
+def section_names() -> tuple[str, ...]:
+    """Section keys of the registered stages, read from the registry when asked (so a stage
+    registered at run time, e.g. by a test, is known)."""
+    return tuple(name for name in registry.STAGES if get_stage(name).section)
+
+
+def top_level_keys() -> set[str]:
+    return {*RUN_KEYS, *section_names()}
+
+
+def __getattr__(name: str) -> Any:  # SECTION_NAMES / TOP_LEVEL_KEYS: the registry's, when asked
+    if name == "SECTION_NAMES":
+        return section_names()
+    if name == "TOP_LEVEL_KEYS":
+        return top_level_keys()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def resolve_path_options(options: Mapping[str, Any], base_dir: Path, keys: tuple[str, ...]) -> dict[str, Any]:
+    """The one rule for relative paths in sections: a string value of an option named in `keys`
+    (a stage's `path_options`) that starts with ./ or ../ is resolved against `base_dir` (the
+    config file's folder); other values (hub ids, built-in names, absolute paths) are kept.
+    Nested entries (lists of mappings, mappings) are resolved by the same rule."""
     out = dict(options)
-    for key in PATH_OPTIONS:
-        value = out.get(key)
-        if isinstance(value, str) and value.startswith(("./", "../")):
-            out[key] = str((base_dir / value).resolve())
     for key, value in out.items():
-        if isinstance(value, list) and value and all(isinstance(v, Mapping) for v in value):
-            out[key] = [_resolve_relative_paths(v, base_dir) for v in value]
+        if key in keys and isinstance(value, str) and value.startswith(("./", "../")):
+            out[key] = str((base_dir / value).resolve())
+        elif isinstance(value, Mapping):
+            out[key] = resolve_path_options(value, base_dir, keys)
+        elif isinstance(value, list) and value and all(isinstance(v, Mapping) for v in value):
+            out[key] = [resolve_path_options(v, base_dir, keys) for v in value]
     return out
 
 
@@ -128,26 +124,11 @@ def resolve_input(value: str, base_dir: Path, key: str = "input") -> str:
     return str(path.resolve())
 
 
-def _with_seed(section: str, options: Any, seed: int) -> Any:
-    """Default a section's seed(s) to the top-level seed (a section's own seed wins)."""
-    if not isinstance(options, Mapping):
-        return options
-    out = dict(options)
-    if section in SEEDED_SECTIONS:
-        out.setdefault("seed", seed)
-    if section == "generate" and isinstance(out.get("generators"), list):
-        out["generators"] = [dict(g, seed=g.get("seed", seed)) if isinstance(g, Mapping) else g for g in out["generators"]]
-    return out
-
-
-def _parse_section(name: str, options: Any, base_dir: Path) -> Any:
+def _parse_section(name: str, options: Any, base_dir: Path, seed: int) -> Any:
+    stage = get_stage(name)
     if isinstance(options, Mapping):
-        options = _resolve_relative_paths(options, base_dir)
-    if name in PART_STAGES:
-        return get_stage(name).parse_section(options if options is not None else {}, base_dir, name)
-    module_name, class_name = DRIVER_SECTION_PARAMS[name].split(":")
-    params_class = getattr(importlib.import_module(module_name), class_name)
-    return params_class.from_mapping(options, where=name)
+        options = stage.with_run_seed(resolve_path_options(options, base_dir, stage.path_options), seed)
+    return stage.parse_section(options if options is not None else {}, base_dir, name)
 
 
 def _int_option(raw: Mapping[str, Any], key: str, default: int, minimum: int | None, allowed: str) -> int:
@@ -166,10 +147,11 @@ def config_from_mapping(
     """
     raw = dict(raw)
     raw.update(overrides or {})
+    STAGE_ORDER, SECTION_NAMES, TOP_LEVEL_KEYS = tuple(registry.STAGES), section_names(), top_level_keys()
     unknown = sorted(set(raw) - TOP_LEVEL_KEYS)
     if unknown:
         raise ConfigError(f"{unknown[0]}: unknown top-level key (value {raw[unknown[0]]!r}); allowed: {sorted(TOP_LEVEL_KEYS)}")
-    stages = raw.get("stages", ["score"])
+    stages = raw.get("stages", list(DEFAULT_STAGES))
     if not isinstance(stages, list) or not stages:
         raise ConfigError(f"stages: got {stages!r}; allowed: a non-empty list drawn from {list(STAGE_ORDER)}")
     for stage in stages:
@@ -178,7 +160,7 @@ def config_from_mapping(
     ordered = tuple(s for s in STAGE_ORDER if s in stages)
     if list(ordered) != list(stages):
         raise ConfigError(f"stages: got {stages!r}; stages run in the order {list(STAGE_ORDER)}, list them in that order")
-    for section in (*SECTION_NAMES, "report"):
+    for section in SECTION_NAMES:
         if section in raw and section not in ordered:
             raise ConfigError(
                 f"{section}: the config has a `{section}:` section but `stages` ({list(ordered)}) does not list "
@@ -190,7 +172,9 @@ def config_from_mapping(
     seed = _int_option(raw, "seed", 0, None, "an integer")
     part_size = _int_option(raw, "part_size", 64, 1, "a positive integer (samples per part; a file never spans two parts)")
     input_value = raw.get("input")
-    if "build" not in ordered:
+    from engine.stages import flow
+
+    if flow.input_source(ordered) is None:
         if not isinstance(input_value, str) or not input_value:
             raise ConfigError("input: required key is missing; give a Parquet or JSONL sample table (or builtin:demo)")
         input_path = resolve_input(input_value, base_dir)
@@ -201,16 +185,11 @@ def config_from_mapping(
         if not isinstance(labels, str) or not labels:
             raise ConfigError(f"labels: got {labels!r}; allowed: a Parquet or JSONL table of file_id, generator, label, error_codes")
         labels = resolve_input(labels, base_dir, key="labels")
-    for section in ("score",):
-        if section in ordered and section not in raw:
-            raise ConfigError(f"{section}: the config lists stage {section!r} but has no `{section}:` section")
     sections: dict[str, Any] = {}
     for section in SECTION_NAMES:
         if section in raw or section in ordered:
-            options = _with_seed(section, raw.get(section) if raw.get(section) is not None else {}, seed)
-            sections[section] = _parse_section(section, options, base_dir)
+            sections[section] = _parse_section(section, raw.get(section) if raw.get(section) is not None else {}, base_dir, seed)
     reuse = parse_reuse(raw.get("reuse"), base_dir)
-    report = ReportParams.from_mapping(raw.get("report") or {}, where="report")
     validation = ValidationParams.from_mapping(raw.get("validation") or {}, where="validation")
     config = RunConfig(
         name=name,
@@ -220,7 +199,6 @@ def config_from_mapping(
         part_size=part_size,
         labels=labels,
         sections=sections,
-        report=report,
         validation=validation,
         reuse=reuse,
     )
@@ -243,9 +221,10 @@ def check_config(config: RunConfig) -> None:
     """Every config-time check of every listed part stage (models resolve, inputs present)."""
     if config.labels is not None and not Path(config.labels).is_file():
         raise ConfigError(f"labels: {config.labels!r} does not exist; fix `labels:` in the config")
-    for name in PART_STAGES:
-        if name in config.stages:
-            get_stage(name).check_config(config)
+    from engine.stages import flow
+
+    for stage in flow.listed(config.stages):
+        stage.check_config(config)
 
 
 def _yaml_error(path: Path, exc: yaml.YAMLError) -> ConfigError:

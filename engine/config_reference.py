@@ -23,6 +23,7 @@ import typing
 from typing import Any, Iterator
 
 from engine.params import Params, _describe
+from engine.stages.registry import DEFAULT_STAGES
 
 # Top-level keys are not a Params class (RunConfig holds the parsed sections); documented here.
 TOP_LEVEL: tuple[tuple[str, str, str, str], ...] = (
@@ -33,10 +34,15 @@ TOP_LEVEL: tuple[tuple[str, str, str, str], ...] = (
     ("labels", "str or null", "null",
      "expert labels for generated rows: a Parquet / JSON Lines table of file_id, generator, label, "
      "error_codes, joined by (file_id, generator name); relative to the config file's folder."),
-    ("stages", "a list of stage names", '["score"]',
+    ("stages", "a list of stage names", json.dumps(list(DEFAULT_STAGES)),
      "the stages to run, in the order shown under Stages; a section for a stage not listed here is an error."),
-    ("seed", "int", "0", "run-wide seed (noise and calibration have their own `seed` keys)."),
-    ("part_size", "int", "64", "samples per part: the unit of work, of retry and of resume."),
+    ("seed", "int", "0",
+     "run-wide seed: the default `seed` of every stage that has one (build, each generator, noise, perturb, "
+     "roundtrip and its generators, calibrate); a section's own `seed` wins. The judges keep their own "
+     "(default 42) so that a sweep over the run seed reuses the same judge tasks."),
+    ("part_size", "int", "64",
+     "the least number of sample rows per part (a part holds whole files and closes once it has this many): "
+     "the unit of work, of retry and of resume. The round trip cuts its tasks by `roundtrip.tasks_per_part`."),
     ("reuse", "a run directory or a list of them", "null",
      "earlier runs whose finished, identical rows this run takes instead of computing them (relative to the "
      "config file's folder; `babelscore run --reuse` replaces it). Not part of the run's identity."),
@@ -132,27 +138,32 @@ def _import(target: str) -> Any:
 def sections() -> list[tuple[str, type[Params]]]:
     """(section key, Params class) of every stage section, in stage order, then `validation`.
 
-    Part stages name their class in `Stage.params_class`; driver stages are in
-    engine.config.DRIVER_SECTION_PARAMS (and `report`). A stage with neither is left out, which
-    the docs test reports.
+    Every stage names its class in `Stage.params_class`; a section without one (the score
+    stage's list of scorer kinds) is documented by kind instead (`scorer_kinds`).
     """
-    from engine import config as config_module
-    from engine.stages.registry import PART_STAGES, STAGE_ORDER, get_stage
+    from engine.stages.registry import STAGE_ORDER, get_stage
 
     out = []
-    for stage in STAGE_ORDER:
-        if stage == "score":
-            continue  # a list of scorers; documented per kind
-        if stage in PART_STAGES:
-            target = get_stage(stage).params_class
-        elif stage == "report":
-            target = "engine.config:ReportParams"
-        else:
-            target = config_module.DRIVER_SECTION_PARAMS.get(stage)
-        if target:
-            out.append((get_stage(stage).section if stage in PART_STAGES else stage, _import(target)))
+    for name in STAGE_ORDER:
+        stage = get_stage(name)
+        if stage.section and stage.params_class:
+            out.append((stage.section, _import(stage.params_class)))
     out.append(("validation", _import("engine.data.validate:ValidationParams")))
     return out
+
+
+def scorers_section() -> str:
+    """The section key of the stage whose entries are scorers of several kinds (no params class)."""
+    from engine.stages.registry import STAGE_ORDER, get_stage
+
+    return next(s.section for s in map(get_stage, STAGE_ORDER) if s.section and not s.params_class)
+
+
+def path_option_names() -> list[str]:
+    """Every option name some stage resolves as a path (`Stage.path_options`), sorted."""
+    from engine.stages.registry import STAGE_ORDER, get_stage
+
+    return sorted({key for name in STAGE_ORDER for key in get_stage(name).path_options})
 
 
 def scorer_kinds() -> list[tuple[str, type[Params]]]:
@@ -164,7 +175,8 @@ def scorer_kinds() -> list[tuple[str, type[Params]]]:
 def all_params_classes() -> list[tuple[str, type[Params]]]:
     """Every documented (where, class), nested ones included: what the docs test walks."""
     out = []
-    for where, cls in [*sections(), *((f"score.scorers[] kind: {k}", c) for k, c in scorer_kinds())]:
+    scorers = scorers_section()
+    for where, cls in [*sections(), *((f"{scorers}.scorers[] kind: {k}", c) for k, c in scorer_kinds())]:
         seen = {cls}
         out.append((where, cls))
         for _, sub in params_table(cls, where):
@@ -186,9 +198,10 @@ def reference_markdown() -> str:
         "value outside the allowed ones stops the run with the key, the value and what is allowed "
         "(`babelscore config check my.yaml` runs every check without doing work).",
         "",
-        "Relative paths (`input`, and `model`, `tokenizer`, `baseline`, `source_dir`, `cards_file` "
-        "values starting with `./` or `../`) resolve against the folder of the config file, not "
-        "the current directory.",
+        "Relative paths (`input`, and "
+        + ", ".join(f"`{k}`" for k in path_option_names())
+        + " values starting with `./` or `../`, in the sections that have them) resolve against the "
+        "folder of the config file, not the current directory.",
         "",
         "## Top level",
         "",
@@ -198,11 +211,12 @@ def reference_markdown() -> str:
     for key, type_text, default, meaning in TOP_LEVEL:
         lines.append(f"| `{key}` | {type_text} | `{default}` | {meaning} |")
     lines += ["", "## Stages", "", "`stages` lists them in this order: " + ", ".join(f"`{s}`" for s in STAGE_ORDER) + ".", ""]
-    lines += ["### `score`", "", "`score.scorers` is a non-empty list; each entry has a `kind` "
+    scorers = scorers_section()
+    lines += [f"### `{scorers}`", "", f"`{scorers}.scorers` is a non-empty list; each entry has a `kind` "
               "(" + ", ".join(f"`{k}`" for k, _ in scorer_kinds()) + ") and that kind's keys.", ""]
     for kind, cls in scorer_kinds():
-        lines += [f"#### `score.scorers[]` with `kind: {kind}`", ""]
-        lines += [line for line, _ in params_table(cls, f"score.scorers[{kind}]")]
+        lines += [f"#### `{scorers}.scorers[]` with `kind: {kind}`", ""]
+        lines += [line for line, _ in params_table(cls, f"{scorers}.scorers[{kind}]")]
         lines.append("")
     for where, cls in sections():
         heading = "## `validation`" if where == "validation" else f"### `{where}`"

@@ -125,6 +125,19 @@ class Params:
         return {f.name: plain(getattr(self, f.name)) for f in dataclasses.fields(self)}
 
 
+def option_digest(options: Mapping[str, Any], exclude: tuple[str, ...] = ()) -> str:
+    """8 hex digits over every resolved option (canonical JSON) but those in `exclude`.
+
+    The one digest of task names (scorer entries, judges, perturbation and round-trip
+    sections): two entries that differ in any option get different tasks and part files.
+    """
+    import hashlib
+    import json
+
+    kept = {k: v for k, v in options.items() if k not in exclude}
+    return hashlib.sha256(json.dumps(kept, sort_keys=True, default=str).encode("utf-8")).hexdigest()[:8]
+
+
 def require(condition: bool, where: str, value: Any, allowed: str) -> None:
     """Raise the standard ConfigError when a range check in `__post_init__` fails."""
     if not condition:

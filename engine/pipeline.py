@@ -18,7 +18,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from engine.errors import StageError
-from engine.records import GENERATION_SCHEMA, SAMPLE_SCHEMA
+from engine.records import SAMPLE_SCHEMA
+from engine.stages import flow
 from engine.stages.base import PartContext, PartTask
 from engine.stages.registry import get_stage
 
@@ -52,28 +53,24 @@ def part_output_paths(run_root: str | Path, config: Any, stage: str, index: int)
     return [Path(run_root) / part.relative_path for part in parts_at(config, stage, index)]
 
 
-def _reads_generated_rows(config: Any, stage: str) -> bool:
-    return stage != "generate" and "generate" in config.stages
-
-
 def upstream_parts(config: Any, stage: str, index: int) -> list[PartTask]:
-    """The parts of earlier stages whose outputs part `index` of `stage` reads: the generated
-    rows (when generation ran) and the stages it declares in `reads`."""
-    earlier = (["generate"] if _reads_generated_rows(config, stage) else []) + [
-        name for name in get_stage(stage).reads if name in config.stages
-    ]
-    return [part for name in earlier for part in parts_at(config, name, index)]
+    """The parts of earlier stages whose outputs part `index` of `stage` reads, as its declared
+    data flow resolves (engine.stages.flow.upstream: the stage that made its samples, if any,
+    and the providers of every other kind it consumes)."""
+    return [part for st in flow.upstream(config.stages, stage) for part in parts_at(config, st.name, index)]
 
 
 def read_part_input(run_root: str | Path, config: Any, stage: str, index: int) -> pa.Table:
-    """The sample rows a stage works on for part `index`: generated rows when generation ran
-    (every generator's rows of that part, in config order), else the validated samples."""
-    if _reads_generated_rows(config, stage):
-        paths = part_output_paths(run_root, config, "generate", index)
+    """The sample rows a stage works on for part `index`: the rows of the stage that made the
+    samples (every task's rows of that part, in config order), else the validated samples."""
+    source = flow.sample_source(config.stages, stage)
+    if source is not None:
+        paths = part_output_paths(run_root, config, source.name, index)
         missing = [p for p in paths if not p.exists()]
         if missing:
-            raise StageError(stage, f"part {index} needs the generated rows {[str(p) for p in missing]}, which are not committed")
-        return pa.concat_tables([pq.read_table(p, schema=GENERATION_SCHEMA) for p in paths])
+            raise StageError(stage, f"part {index} needs the {source.name} rows {[str(p) for p in missing]}, "
+                             "which are not committed")
+        return pa.concat_tables([pq.read_table(p, schema=source.schema) for p in paths])
     return pq.read_table(sample_part_path(run_root, index), schema=SAMPLE_SCHEMA)
 
 

@@ -4,10 +4,11 @@
 at the input table or across sections, so that a mistake stops the run before any work
 instead of failing every part later:
 
-- the input exists and has a readable format (unless stage `build` makes it);
-- stage `noise`: every generator has a tokenizer. The generators are the `generate` section's
-  names when the run generates, else the distinct `generator` values of the input (read only
-  when `noise.tokenizer` does not already cover every generator).
+- the input exists and has a readable format (unless a source stage, e.g. `build`, makes it);
+- each listed stage's own `Stage.preflight` hook (e.g. the noise stage: every generator has a
+  tokenizer). The generators are those of the stage that generates the samples
+  (`Stage.row_generators`) when the run generates, else the distinct `generator` values of the
+  input (read only when a default tokenizer does not already cover every generator).
 
 `babelscore config check` runs `load_config` and `preflight` and nothing else; `babelscore run`
 runs them before it opens the run directory.
@@ -25,12 +26,16 @@ logger = logging.getLogger(__name__)
 
 def preflight(config: Any) -> list[str]:
     """Run every check; ConfigError on the first failing one. Returns what was checked (for the CLI)."""
+    from engine.stages import flow
+
     done = []
-    if "build" not in config.stages:
+    if flow.input_source(config.stages) is None:
         _check_input(config.input)
         done.append(f"input {config.input} exists and is a Parquet / JSON Lines file")
-    if "noise" in config.stages:
-        done.append(_check_noise_tokenizers(config))
+    for stage in flow.listed(config.stages):
+        checked = stage.preflight(config)
+        if checked:
+            done.append(checked)
     return done
 
 
@@ -47,11 +52,22 @@ def _check_input(path: str) -> None:
         raise ConfigError(f"input: {exc}") from None
 
 
+def generated_names(config: Any) -> list[str | None] | None:
+    """The generator names of the rows a listed stage generates (None: the run generates nothing)."""
+    from engine.stages import flow
+
+    source = flow.sample_source(config.stages)
+    return None if source is None else list(source.row_generators(config))
+
+
 def run_generators(config: Any) -> list[str | None]:
-    """The generator names the noise stage will see (None: input rows without a generator)."""
-    if "generate" in config.stages:
-        return [g.generator_name for g in config.section("generate").generators]
-    if "build" in config.stages:
+    """The generator names the later stages will see (None: input rows without a generator)."""
+    from engine.stages import flow
+
+    generated = generated_names(config)
+    if generated is not None:
+        return generated
+    if flow.input_source(config.stages) is not None:
         return [None]
     return sorted(set(_input_generators(config.input)), key=lambda g: (g is None, g or ""))
 
@@ -73,19 +89,3 @@ def _input_generators(path: str) -> Iterator[str | None]:
     for row in iter_raw_rows(path):
         value = (row.values or {}).get("generator")
         yield value if isinstance(value, str) else None
-
-
-def _check_noise_tokenizers(config: Any) -> str:
-    params = config.section("noise")
-    if params.tokenizer is not None:
-        return f"noise: every generator has a tokenizer (default {params.tokenizer})"
-    missing = [g for g in run_generators(config) if g is None or g not in params.generator_tokenizers]
-    if missing:
-        shown = ", ".join("(rows without a generator)" if g is None else repr(g) for g in missing[:10])
-        more = f" and {len(missing) - 10} more" if len(missing) > 10 else ""
-        raise ConfigError(
-            f"noise.tokenizer: no tokenizer for generator(s) {shown}{more}; noise draws tokens with each "
-            "generator's tokenizer. Set noise.tokenizer (used for every generator not listed) or add each "
-            "generator to noise.generator_tokenizers (generator: tokenizer)"
-        )
-    return "noise: every generator has a tokenizer in noise.generator_tokenizers"

@@ -23,6 +23,7 @@ from engine.errors import InputError
 from engine.io.atomic import write_parquet_atomic
 from engine.io.rundir import RunDirectory
 from engine.records import REJECTED_SCHEMA, SAMPLE_SCHEMA
+from engine.stages import flow
 
 logger = logging.getLogger(__name__)
 
@@ -31,11 +32,11 @@ SPILL_BATCH = 2048
 
 
 def _input_rows(config: Any) -> Iterator[Any]:
-    if "build" in config.stages:
-        from engine.data.build import build_samples
+    source = flow.input_source(config.stages)
+    if source is not None:  # a source stage (e.g. build) makes the input
         from engine.data.reader import RawRow
 
-        table = build_samples(config.section("build"))
+        table = source.input_table(config)
         for index, values in enumerate(table.to_pylist()):
             yield RawRow(index, values, None, None)
     else:
@@ -48,8 +49,10 @@ def _spill_valid_rows(run: RunDirectory, config: Any) -> tuple[Any, list[dict[st
     """Pass 1: validate, spill valid rows; returns (validator, rejected, rows per file, file order, merged)."""
     from engine.data.validate import SampleValidator
 
-    validator = SampleValidator(require_prediction="generate" not in config.stages, params=config.validation)
-    one_row_per_file = "generate" in config.stages
+    # When a stage generates the samples, the input needs no prediction and each file is generated once.
+    generated = flow.generates_samples(config.stages)
+    validator = SampleValidator(require_prediction=not generated, params=config.validation)
+    one_row_per_file = generated
     rejected: list[dict[str, Any]] = []
     rows_per_file: dict[str, int] = {}
     merged = 0
@@ -99,7 +102,7 @@ def prepare(run: RunDirectory, config: Any) -> None:
     part_of, sizes = _assign_parts(rows_per_file, file_order, config.part_size)
     pending: dict[int, list[dict[str, Any]]] = {}
     spill = run.path(SPILL)
-    labels = config.labels if "generate" not in config.stages else None
+    labels = None if flow.generates_samples(config.stages) else config.labels  # else joined to the generated rows
     with ipc.open_stream(str(spill)) as reader:
         for batch in reader:
             for row in batch.to_pylist():

@@ -133,14 +133,6 @@ def is_perturbation(noise: str | None) -> bool:
     return noise is not None and noise.startswith(PERTURB_PREFIX)
 
 
-def parse_perturb_noise(noise: str) -> tuple[str, str]:
-    """(target, family) of a `perturb:<target>:<family>` value; ValueError otherwise."""
-    if not is_perturbation(noise) or noise.count(":") != 2:
-        raise ValueError(f"not a perturbation noise value: {noise!r}")
-    _, target, family = noise.split(":")
-    return target, family
-
-
 # Stage `perturb` (RUN/perturbations/): one row per (sample, target, family), plus, for a
 # perturbed reference, its unperturbed span (family `original`). `noise` and `prediction` are what
 # the score stage scores (a row that could not apply has prediction null and is not scored).

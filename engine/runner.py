@@ -1,6 +1,8 @@
-"""The driver of a run: prepare the input, run the part stages of the registry through an
-executor, then the driver-side stages (calibrate, report). The driver alone writes the manifest
-and holds the run directory's lock.
+"""The driver of a run: prepare the input (from a source stage or the input file), run the
+part stages of the registry through an executor, then the driver work: each part stage's
+`analyze` and each driver stage's `run_driver`, in registry order. The driver alone writes the
+manifest and holds the run directory's lock. Nothing here names a stage: what runs and in
+which order follows from the registry and each stage's `kind`.
 
 Recovery: a part that fails (after the executor's retries) is recorded and the other parts go
 on; a later stage's part whose inputs failed is recorded as blocked. The run then ends
@@ -20,14 +22,15 @@ from typing import Any
 import pyarrow as pa
 
 from engine.config import RunConfig, config_hash, file_fingerprint
-from engine.errors import InputError, PartFailedError
+from engine.errors import InputError, PartFailedError, StageError
 from engine.io.atomic import write_json_atomic
 from engine.io.rundir import RunDirectory
 from engine.pipeline import PartTask, plan_parts, read_part_input, sample_part_path, upstream_parts
 from engine.prepare import prepare
 from engine.records import SCORE_SCHEMA
 from engine.signature import library_versions
-from engine.stages.base import Stage, prepass_hash
+from engine.stages import flow
+from engine.stages.base import SCORES, Stage, prepass_hash
 from engine.stages.registry import get_stage, part_stages_of
 
 logger = logging.getLogger(__name__)
@@ -47,8 +50,9 @@ class RunSummary:
 
 
 def _input_fingerprint(config: RunConfig) -> str:
-    if "build" in config.stages:
-        return "build"
+    source = flow.input_source(config.stages)
+    if source is not None:  # the input is made from the source stage's options, which the config hash covers
+        return source.name
     if not Path(config.input).is_file():
         raise InputError(f"input {config.input!r} does not exist; fix `input:` in the config")
     return file_fingerprint(config.input)
@@ -75,6 +79,9 @@ class _Committer:
         self.run.commit_part(part.key, part.relative_path, table, part.schema)
         self.commits += 1
         if self.crash_after is not None and self.commits >= self.crash_after:
+            # The summary is written first so that a test can read from manifest.json how many
+            # parts were committed; resuming reads the completion markers either way.
+            self.run.save()
             os.kill(os.getpid(), signal.SIGKILL)
 
     def fail(self, part: PartTask, error: str, attempts: int) -> None:
@@ -135,7 +142,10 @@ def run_part_stage(run: RunDirectory, config: RunConfig, stage_name: str, execut
         return
     prepass = _prepass_results(run, config, stage_name)
     committer = _Committer(run)
-    executor.run_parts(str(run.root), config, todo, prepass, committer.commit, committer.fail, rows_per_part)
+    try:
+        executor.run_parts(str(run.root), config, todo, prepass, committer.commit, committer.fail, rows_per_part)
+    finally:
+        run.save()  # the manifest summarises the stage's completion markers once, not per commit
 
 
 def _record_signatures(run: RunDirectory, config: RunConfig) -> None:
@@ -146,6 +156,19 @@ def _record_signatures(run: RunDirectory, config: RunConfig) -> None:
             if signatures:
                 run.manifest["signatures"][task.task] = signatures
     run.save()
+    unsigned = unsigned_tasks(run.manifest)
+    if unsigned:
+        raise StageError(
+            unsigned[0].split("/")[0],
+            f"task(s) {unsigned} wrote rows but record no signature in the manifest; the stage's `signatures()` "
+            "must describe every task whose rows it writes (model identity, options, versions)",
+        )
+
+
+def unsigned_tasks(manifest: dict[str, Any]) -> list[str]:
+    """`stage/task` of every task with committed rows and no signature in the manifest."""
+    with_rows = {key.rsplit("/", 1)[0] for key, info in manifest["parts"].items() if info.get("rows")}
+    return sorted(key for key in with_rows if not manifest["signatures"].get(key.split("/", 1)[1]))
 
 
 def _record_reuse(run: RunDirectory, config: RunConfig) -> None:
@@ -231,34 +254,36 @@ def _execute(run: RunDirectory, config: RunConfig, executor_name: str, ray_addre
         run.manifest["counts"][f"{stage.name}_rows"] = sum(
             info["rows"] for key, info in run.manifest["parts"].items() if key.startswith(prefix)
         )
-    for stage in stages:
-        marker = f"{stage.name}-analysis"
-        if type(stage).analyze is not Stage.analyze and not run.stage_done(marker):
-            stage.analyze(run, config)
-            run.mark_stage(marker)
-    if "calibrate" in config.stages and not run.stage_done("calibrate"):
-        calibrate_run(run, config)
-    # The scores are final here; the report is a view of them and can be rewritten any time
-    # (`babelscore report RUN`), so the run is complete before the report is drawn.
+    driver_work = [s for s in flow.listed(config.stages) if s.kind == "driver" or _analyzes(s)]
+    for stage in [s for s in driver_work if not s.after_complete]:
+        run_driver_stage(run, config, stage)
+    # The outputs are final here; a stage that is only a view of them (the report) can be
+    # redrawn any time (`babelscore report RUN`), so the run is complete before it runs.
     run.finish("complete")
-    if "report" in config.stages:
-        from engine.report.build import write_report
-
-        write_report(str(run.root))
-        run.mark_stage("report")
+    for stage in [s for s in driver_work if s.after_complete]:
+        run_driver_stage(run, config, stage)
     return RunSummary(str(run.root), "complete", dict(run.manifest["counts"]), {})
 
 
-def calibrate_run(run: RunDirectory, config: RunConfig) -> None:
-    from engine.calibrate.run import calibrate_run_dir
-    from engine.io.atomic import write_parquet_atomic
-    from engine.records import CALIBRATION_SCHEMA
+def _analyzes(stage: Stage) -> bool:
+    return stage.kind == "part" and type(stage).analyze is not Stage.analyze
 
-    table = calibrate_run_dir(run, config.section("calibrate"))
-    write_parquet_atomic(run.path("calibration.parquet"), table, CALIBRATION_SCHEMA)
-    run.mark_stage("calibrate", rows=table.num_rows)
+
+def run_driver_stage(run: RunDirectory, config: RunConfig, stage: Stage) -> None:
+    """One piece of driver work, once per run: a part stage's `analyze` (marked
+    `<stage>-analysis`) or a driver stage's `run_driver` (which marks `<stage>`); a view
+    (`after_complete`) is redrawn on every run."""
+    if stage.kind == "part":
+        marker = f"{stage.name}-analysis"
+        if not run.stage_done(marker):
+            stage.analyze(run, config)
+            run.mark_stage(marker)
+    elif stage.after_complete or not run.stage_done(stage.name):
+        stage.run_driver(run, config)
 
 
 def read_scores(run_dir: str) -> pa.Table:
-    return RunDirectory.open_existing(run_dir).read_parts("score/", SCORE_SCHEMA)
+    run = RunDirectory.open_existing(run_dir)
+    tables = [run.read_parts(prefix, SCORE_SCHEMA) for prefix in flow.key_prefixes(run.stages, SCORES)]
+    return pa.concat_tables(tables) if tables else SCORE_SCHEMA.empty_table()
 

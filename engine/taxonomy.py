@@ -86,10 +86,6 @@ def canonical_code(code: str) -> str | None:
     return code if code in CODES else None
 
 
-def is_known(code: str) -> bool:
-    return canonical_code(code) is not None
-
-
 def parent(code: str) -> str | None:
     return CODES[code][0]
 

@@ -1,4 +1,4 @@
-"""Hot loops: torch masked pooling / greedy matching, numba kernels, optional Triton on CUDA.
+"""Hot loops: torch masked pooling / greedy matching and numba kernels (KDE).
 
 Each kernel has a slow, obvious version in `kernels.reference` used as a test oracle.
 """

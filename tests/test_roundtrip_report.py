@@ -11,7 +11,7 @@ from conftest import REPO
 
 from engine.config import config_from_mapping
 from engine.records import ROUNDTRIP_SCHEMA
-from engine.report.roundtrip import section_html, summarise
+from engine.roundtrip.report import section_html, summarise
 
 
 def _row(task, lang, gen, p, c, a=0.5, error=None):

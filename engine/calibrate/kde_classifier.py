@@ -28,16 +28,6 @@ class PackedGroups:
     offsets: np.ndarray
     class_names: Sequence[tuple[str, ...]]
 
-    @classmethod
-    def from_groups(cls, groups: Sequence[tuple[np.ndarray, np.ndarray, tuple[str, ...]]]) -> "PackedGroups":
-        """From (values (n,), class_ids (n,), class_names) triples."""
-        sizes = [len(v) for v, _, _ in groups]
-        offsets = np.zeros(len(groups) + 1, np.int64)
-        np.cumsum(sizes, out=offsets[1:])
-        values = np.concatenate([np.asarray(v, np.float64) for v, _, _ in groups]) if groups else np.zeros(0)
-        ids = np.concatenate([np.asarray(c, np.int64) for _, c, _ in groups]) if groups else np.zeros(0, np.int64)
-        return cls(values, ids, offsets, [names for _, _, names in groups])
-
 
 @dataclass(frozen=True)
 class GroupFit:

@@ -17,13 +17,6 @@ from engine.errors import ConfigError
 DEFAULT_LANGUAGES = ("en", "nl", "zh", "el", "pl")
 
 
-def supported_languages() -> tuple[str, ...]:
-    """ISO 639-1 codes lingua knows."""
-    from lingua import Language
-
-    return tuple(sorted(lang.iso_code_639_1.name.lower() for lang in Language.all()))
-
-
 def _language(code: str):
     from lingua import IsoCode639_1, Language
 

@@ -1,6 +1,7 @@
 """What an executor does: compute parts (anywhere) and hand each result to the driver to commit."""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Callable, Protocol, Sequence
 
 import pyarrow as pa
@@ -12,6 +13,35 @@ from engine.pipeline import PartTask
 CommitFn = Callable[[PartTask, pa.Table], None]
 # Called once per part that failed after its retries: (part, error text, attempts).
 FailFn = Callable[[PartTask, str, int], None]
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """When a part that did not finish is tried again; both executors apply it.
+
+    A part is tried at most `max_attempts` times in all. It is tried again after a *system*
+    failure (its worker or node died, an actor could not start) or a `TransientError` raised
+    by its code (out of memory on one item, a lost device: engine.errors); any other exception
+    raised by its code would fail again, so it fails the part at once unless
+    `retry_exceptions` is set.
+    """
+
+    max_attempts: int = 3
+    retry_exceptions: bool = False
+
+    def __post_init__(self) -> None:
+        if self.max_attempts < 1:
+            raise ValueError(f"max_attempts: got {self.max_attempts!r}; allowed: an integer >= 1")
+
+    def is_retried(self, exc: BaseException) -> bool:
+        """Whether an exception raised by a part's own code is worth another attempt."""
+        from engine.errors import TransientError
+
+        return isinstance(exc, TransientError) or self.retry_exceptions
+
+    def try_again(self, attempt: int, retried: bool) -> bool:
+        """After failed attempt `attempt` (1-based) of a failure that `is_retried` (or a system failure)."""
+        return retried and attempt < self.max_attempts
 
 
 class Executor(Protocol):

@@ -1,8 +1,9 @@
 """In-process executor: parts run one after another in this process (CPU or one GPU).
 
-A part whose code raises a `TransientError` (out of memory at batch size 1, a lost device)
-is tried again, up to `max_attempts` in all; any other exception fails the part at once (it
-would fail again). A failed part is handed to `fail`; the other parts go on.
+A part is tried again as `RetryPolicy` (engine.executors.base) says, the same policy as the
+Ray executor's: a `TransientError` (out of memory at batch size 1, a lost device) is retried
+up to `max_attempts` in all; any other exception fails the part at once (it would fail
+again). A failed part is handed to `fail`; the other parts go on.
 """
 from __future__ import annotations
 
@@ -11,8 +12,7 @@ import traceback
 from typing import Any, Sequence
 
 from engine.config import RunConfig
-from engine.errors import TransientError
-from engine.executors.base import CommitFn, FailFn
+from engine.executors.base import CommitFn, FailFn, RetryPolicy
 from engine.pipeline import PartTask, execute_part
 from engine.progress import progress_bar
 
@@ -22,8 +22,8 @@ logger = logging.getLogger(__name__)
 class LocalExecutor:
     name = "local"
 
-    def __init__(self, max_attempts: int = 3):
-        self.max_attempts = max_attempts
+    def __init__(self, retry: RetryPolicy = RetryPolicy()):
+        self.retry = retry
 
     def run_parts(
         self,
@@ -39,12 +39,12 @@ class LocalExecutor:
             return
         with progress_bar(parts[0].stage, sum(rows_per_part[p.index] for p in parts)) as bar:
             for part in parts:
-                for attempt in range(1, self.max_attempts + 1):
+                for attempt in range(1, self.retry.max_attempts + 1):
                     try:
                         table = execute_part(run_root, config, part, prepass)
                     except Exception as exc:  # a whole-part failure: recorded, the other parts go on
                         logger.debug("part %s failed:\n%s", part.key, traceback.format_exc())
-                        if attempt == self.max_attempts or not isinstance(exc, TransientError):
+                        if not self.retry.try_again(attempt, self.retry.is_retried(exc)):
                             fail(part, f"{type(exc).__name__}: {exc}", attempt)
                             break
                         logger.warning("part %s: attempt %d failed (%s); trying again", part.key, attempt, exc)

@@ -3,7 +3,7 @@
 How work is laid out:
 - Parts that need no model (lexical scores, noise) run as Ray tasks on any CPU of the cluster.
 - Parts of a model (embedding and likelihood scorers, generation) run in a fixed-size pool of
-  actors per model. An actor holds one model (`engine.pipeline.get_scorer` caches it per
+  actors per model. An actor holds one model (the stage's model cache keeps it per
   process) and holds up to `max_in_flight_per_actor` parts (one running, the next waiting), so
   it does not wait for input between parts.
 - Pools are made one model after another (model-major): a model's actors are killed as soon
@@ -35,8 +35,7 @@ import ray
 from ray.exceptions import RayActorError, RayError, RayTaskError
 
 from engine.config import RunConfig
-from engine.errors import TransientError
-from engine.executors.base import CommitFn, FailFn
+from engine.executors.base import CommitFn, FailFn, RetryPolicy
 from engine.params import Params, require
 from engine.pipeline import PartTask, execute_part
 from engine.progress import progress_bar
@@ -56,7 +55,9 @@ class RayOptions(Params):
     gpu_resource: the resource a model actor asks for ('GPU', or a custom resource name);
     when the cluster has none of it, model actors run on CPUs. actors_per_model: size of each
     model's pool (None: as many as the cluster has units of gpu_resource / gpus_per_actor, at
-    least 1). max_retries: resubmissions of a part lost to a dead worker or node.
+    least 1). max_retries, retry_exceptions: the executors' `RetryPolicy` (engine.executors.base)
+    with max_attempts = max_retries + 1: resubmissions of a part lost to a dead worker or node,
+    or whose code raised a TransientError (any exception with retry_exceptions).
     num_cpus / object_store_memory / include_dashboard only apply to a local `ray.init()`.
     """
 
@@ -88,13 +89,19 @@ class RayOptions(Params):
 
 
 def needs_model(part: PartTask) -> bool:
-    """Model parts go to actor pools; noise only needs a tokenizer and runs as a task."""
-    return part.model_key != "" and part.stage != "noise"
+    """Parts of a task with a model key go to that model's actor pool; the others run as Ray tasks.
+
+    A stage says which by its tasks' `model_key` (engine.stages.base.StageTask): empty when a
+    part loads no model worth keeping between parts (lexical scores, noise, oracle round trips).
+    """
+    return part.model_key != ""
 
 
 # ----- worker side ----------------------------------------------------------------------------
 def _driver_env() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if k.startswith(FORWARDED_ENV_PREFIX)}
+    from engine.stages.registry import forwarded_env
+
+    return {**{k: v for k, v in os.environ.items() if k.startswith(FORWARDED_ENV_PREFIX)}, **forwarded_env()}
 
 
 def _apply_env(env: dict[str, str]) -> None:
@@ -202,6 +209,7 @@ class RayExecutor:
             raise TypeError("give RayOptions or keyword options, not both")
         self.address = address
         self.options = options or RayOptions(**option_values)
+        self.retry = RetryPolicy(self.options.max_retries + 1, self.options.retry_exceptions)
         self.placements: dict[str, dict[str, Any]] = {}
         self.models_started: list[str] = []  # model keys in the order their pools were made
         self._owns_ray = False
@@ -285,6 +293,7 @@ class _StageRun:
                  stage_info: dict[str, Any], commit: CommitFn, fail: FailFn, rows_per_part: Sequence[int]):
         self.ex = executor
         self.opts = executor.options
+        self.retry = executor.retry
         self.run_root = run_root
         self.commit = commit
         self.fail = fail
@@ -381,7 +390,7 @@ class _StageRun:
         except RayError as exc:
             pool.creation_failures += 1
             logger.warning("model %s: an actor could not start (%s)", pool.model_key, _error_text(exc))
-            if pool.creation_failures <= self.opts.max_retries:
+            if self.retry.try_again(pool.creation_failures, retried=True):
                 pool.generation[slot] += 1
                 pool._start(slot)
             elif not any(pool.ready) and not pool.ready_refs:  # no actor left to run this model's parts
@@ -401,10 +410,10 @@ class _StageRun:
             self._actor_died(call, exc)
             return
         except RayTaskError as exc:  # the part's own code raised; a TransientError is worth another try
-            self._retry_or_fail(call, exc, charged=True, system=isinstance(exc.cause, TransientError))
+            self._retry_or_fail(call, exc, charged=True, retried=self.retry.is_retried(exc.cause))
             return
         except RayError as exc:  # worker crashed, node died, object lost: system failures
-            self._retry_or_fail(call, exc, charged=True, system=True)
+            self._retry_or_fail(call, exc, charged=True, retried=True)
             return
         self._done(call, table, where)
 
@@ -442,12 +451,12 @@ class _StageRun:
                 failed.append(call)
         running = min(failed, key=lambda c: c.seq)  # an actor runs its calls in submission order
         for call in sorted(failed, key=lambda c: c.seq, reverse=True):  # requeued at the front, in order
-            self._retry_or_fail(call, exc, charged=call is running, system=True)
+            self._retry_or_fail(call, exc, charged=call is running, retried=True)
 
-    def _retry_or_fail(self, call: _Call, exc: BaseException, charged: bool, system: bool) -> None:
+    def _retry_or_fail(self, call: _Call, exc: BaseException, charged: bool, retried: bool) -> None:
+        """retried: whether the failure is one the retry policy tries again (system failures are)."""
         error = _error_text(exc)
-        retry = system or self.opts.retry_exceptions
-        if charged and (not retry or call.attempt > self.opts.max_retries):
+        if charged and not self.retry.try_again(call.attempt, retried):
             self._give_up(call.part, error, call.attempt)
             return
         attempt = call.attempt + 1 if charged else call.attempt

@@ -87,10 +87,6 @@ class FimCard(Params):
         return tuple(self.tokens[n] for n in names)
 
     @property
-    def stop_tokens(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys(self.tokens[n] for n in self.stop))
-
-    @property
     def special_tokens(self) -> tuple[str, ...]:
         """Every special token the card knows, in declaration order."""
         return tuple(dict.fromkeys(self.tokens.values()))

@@ -33,7 +33,7 @@ from typing import Any, Iterable, Literal
 
 import pyarrow as pa
 
-from engine.errors import ConfigError, ModelLoadError, StageError, TransientError
+from engine.errors import StageError
 from engine.generate.backend import BackendSpec, GenerationRequest, get_backend
 from engine.generate.cards import get_card
 from engine.generate.prompts import FimPromptBuilder, FimTokenError, PromptError
@@ -171,6 +171,7 @@ def signature(params: GenerateParams, plan: dict[str, Any] | None = None) -> str
         "tok": params.tokenizer_name,
         "tok_id": tokenizer.short_identity,
         "card": params.card,
+        "prime_rule": params.prime_rule or get_card(params.card, params.cards_file).prime_rule,
         "backend": params.backend,
         "dtype": params.resolved_dtype,
         "decode": "greedy",
@@ -321,24 +322,12 @@ def generate_samples(samples: pa.Table, params: GenerateParams, max_new_tokens: 
 
 
 def _generate_isolating_failures(backend: Any, requests: list[GenerationRequest], stop_ids: tuple[int, ...]) -> list:
-    """Backend outputs in request order; if the batch fails, each request alone, its error as a string."""
-    if not requests:
-        return []
-    try:
-        return backend.generate(requests, stop_ids)
-    except (ConfigError, ModelLoadError, TransientError):
-        raise
-    except Exception as exc:  # noqa: BLE001 - one bad prompt must not kill the others: retry one by one
-        logger.warning("batch of %d prompts failed (%s); retrying one by one", len(requests), exc)
-    results: list = []
-    for request in requests:
-        try:
-            results.extend(backend.generate([request], stop_ids))
-        except TransientError:  # out of memory on one prompt: the part fails and is redone
-            raise
-        except Exception as exc:  # noqa: BLE001 - recorded on the row, the run goes on
-            results.append(f"backend error: {type(exc).__name__}: {exc}")
-    return results
+    """Backend outputs in request order; a request that fails alone gets its error as a string
+    (engine.isolation: out of memory on one prompt fails the part, to be retried)."""
+    from engine.isolation import ItemFailure, run_isolated
+
+    results = run_isolated(lambda batch: backend.generate(list(batch), stop_ids), requests, what="batch of prompts")
+    return [f"backend error: {r.error}" if isinstance(r, ItemFailure) else r for r in results]
 
 
 @dataclasses.dataclass(frozen=True)

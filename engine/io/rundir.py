@@ -1,9 +1,14 @@
 """The run directory and its manifest, owned by the driver (one writer, enforced by a lock).
 
 Exactly-once: each part is written to a temp file, renamed into place when complete, and
-then recorded in `manifest.json` (itself replaced atomically). A part whose file exists but
-is not recorded (crash between rename and manifest update) is simply redone on resume and
-overwrites its own file, so there is never a duplicate and never a partial file.
+then recorded by its **completion marker** `RUN/commits/<part key>.json` (a few hundred bytes,
+itself written atomically): the marker is the commit point, so a commit writes O(1) bytes
+whatever the number of parts (as datatrove's completion files). `manifest.json` (replaced
+atomically) summarises the markers under `parts`; the driver rewrites it when a stage ends,
+when a part fails and when the run ends, and every reader (resume, reports) merges the markers
+into it on opening, so a summary that a crash left behind is never trusted over the markers.
+A part whose file exists but has no marker (crash between rename and marker) is simply redone
+on resume and overwrites its own file, so there is never a duplicate and never a partial file.
 """
 from __future__ import annotations
 
@@ -24,6 +29,7 @@ logger = logging.getLogger(__name__)
 
 MANIFEST = "manifest.json"
 MANIFEST_FORMAT = 1
+COMMITS = "commits"  # completion markers: COMMITS/<stage>/<task>/<index>.json
 
 
 def _now() -> str:
@@ -89,6 +95,7 @@ class RunDirectory:
             if removed:
                 logger.info("removed %d temp file(s) left by an interrupted run", removed)
             run = cls(root, manifest, lock)
+            run._merge_markers()
             # Failures of an earlier attempt are history: every failed or blocked part is retried now.
             earlier = {**manifest.get("failed_parts", {}), **manifest.get("blocked_parts", {})}
             if earlier:
@@ -132,7 +139,26 @@ class RunDirectory:
         manifest_path = Path(root) / MANIFEST
         if not manifest_path.exists():
             raise RunDirectoryError(f"{root} is not a babelscore run directory (no {MANIFEST})")
-        return cls(root, json.loads(manifest_path.read_text(encoding="utf-8")))
+        run = cls(root, json.loads(manifest_path.read_text(encoding="utf-8")))
+        run._merge_markers()
+        return run
+
+    # ----- completion markers --------------------------------------------------------------
+    def marker_path(self, part_key: str) -> Path:
+        return self.root / COMMITS / f"{part_key}.json"
+
+    def _merge_markers(self) -> None:
+        """Every committed part's record from its marker into `manifest["parts"]` (the markers win)."""
+        folder = self.root / COMMITS
+        if not folder.is_dir():
+            return
+        parts = self.manifest.setdefault("parts", {})
+        for path in folder.rglob("*.json"):
+            if path.name.startswith(".tmp-"):
+                continue
+            key = path.relative_to(folder).with_suffix("").as_posix()
+            parts[key] = json.loads(path.read_text(encoding="utf-8"))
+            self.manifest.get("failed_parts", {}).pop(key, None)
 
     # ----- manifest ------------------------------------------------------------------------
     def save(self) -> None:
@@ -153,11 +179,13 @@ class RunDirectory:
         self.save()
 
     def commit_part(self, part_key: str, relative: str, table: pa.Table, schema: pa.Schema, info: dict[str, Any] | None = None) -> None:
-        """Write a part's table atomically, then record it; the record is the commit point."""
+        """Write a part's table atomically, then its completion marker: the marker is the commit
+        point. O(1) bytes per commit: the manifest's summary is written by `save` later."""
         write_parquet_atomic(self.root / relative, table, schema)
-        self.manifest["parts"][part_key] = {"file": relative, "rows": table.num_rows, "at": _now(), **(info or {})}
+        record = {"file": relative, "rows": table.num_rows, "at": _now(), **(info or {})}
+        write_json_atomic(self.marker_path(part_key), record)
+        self.manifest["parts"][part_key] = record
         self.manifest["failed_parts"].pop(part_key, None)
-        self.save()
 
     def record_failed_part(self, part_key: str, error: str, attempts: int) -> None:
         self.manifest["failed_parts"][part_key] = {"error": error, "attempts": attempts, "at": _now()}
@@ -180,19 +208,41 @@ class RunDirectory:
             return empty.empty_table()
         return pa.concat_tables([pq.read_table(f, columns=cols, schema=schema) for f in files])
 
+    @property
+    def stages(self) -> tuple[str, ...]:
+        """The stages the run lists (from the manifest's resolved config); every registered stage
+        when the manifest names none (a run directory written by hand, e.g. in tests)."""
+        listed = tuple(self.manifest.get("config", {}).get("stages", ()))
+        if listed:
+            return listed
+        from engine.stages.registry import STAGE_ORDER
+
+        return STAGE_ORDER
+
+    def kind_files(self, kind: str) -> list[Path]:
+        """Committed part files of the rows of `kind` (engine.stages.base: SAMPLES, SCORES, ...),
+        from the stages that provide it as the declared data flow resolves (engine.stages.flow)."""
+        from engine.stages import flow
+
+        return [path for prefix in flow.key_prefixes(self.stages, kind) for path in self.part_files(prefix)]
+
     def sample_tables(self, columns: Iterable[str] | None = None) -> Iterator[pa.Table]:
-        """Every valid sample of the run, one table per part (generated rows when generation ran).
+        """Every valid sample of the run, one table per part (the generated rows when a stage
+        generates the samples).
 
         Streams: callers that need a statistic over all samples read part by part, and name
         the `columns` they need (the `source` column is most of a sample's bytes).
         """
-        from engine.records import GENERATION_SCHEMA, SAMPLE_SCHEMA
+        from engine.records import SAMPLE_SCHEMA
+        from engine.stages import flow
+        from engine.stages.base import SAMPLES
 
         cols = list(columns) if columns is not None else None
-        generated = self.part_files("generate/")
+        source = flow.sample_source(self.stages)
+        generated = self.kind_files(SAMPLES) if source is not None else []
         if generated:
             for path in generated:
-                yield pq.read_table(path, schema=GENERATION_SCHEMA, columns=cols)
+                yield pq.read_table(path, schema=source.schema, columns=cols)
             return
         for path in sorted(self.path("samples").glob("part-*.parquet")):
             yield pq.read_table(path, schema=SAMPLE_SCHEMA, columns=cols)
@@ -200,9 +250,10 @@ class RunDirectory:
     def score_tables(self, columns: Iterable[str] | None = None) -> Iterator[pa.Table]:
         """The committed score parts, one table per part file (streams; see `score_dataset`)."""
         from engine.records import SCORE_SCHEMA
+        from engine.stages.base import SCORES
 
         cols = list(columns) if columns is not None else None
-        for path in self.part_files("score/"):
+        for path in self.kind_files(SCORES):
             yield pq.read_table(path, schema=SCORE_SCHEMA, columns=cols)
 
     def score_dataset(self) -> Any:
@@ -210,8 +261,9 @@ class RunDirectory:
         import pyarrow.dataset as ds
 
         from engine.records import SCORE_SCHEMA
+        from engine.stages.base import SCORES
 
-        return ds.dataset([str(p) for p in self.part_files("score/")], schema=SCORE_SCHEMA, format="parquet")
+        return ds.dataset([str(p) for p in self.kind_files(SCORES)], schema=SCORE_SCHEMA, format="parquet")
 
     def read_samples(self, columns: Iterable[str] | None = None) -> pa.Table:
         """Every valid sample as one table; for small runs and reports (prefer `sample_tables`)."""

@@ -35,6 +35,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from engine.calibrate.agreement import confusion_matrix, normalise_columns, normalise_rows, quadratic_kappa
+from engine.io.atomic import write_parquet_atomic
 from engine.judge.parse import PARSE_CLASSES
 from engine.records import LABELS
 from engine.taxonomy import CODES, accumulate
@@ -254,9 +255,7 @@ def write_analysis(run_root: str | Path, samples: pa.Table, judgments: pa.Table 
     paths = {}
     for name, table in tables.items():
         path = out_dir / f"{name}.parquet"
-        tmp = path.with_suffix(".parquet.tmp")
-        pq.write_table(table, tmp)
-        tmp.replace(path)  # atomic: a crash leaves the old file or the new one
+        write_parquet_atomic(path, table)  # a crash leaves the old file or the new one
         paths[name] = path
     return paths
 

@@ -2,15 +2,13 @@
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import json
 import re
 from dataclasses import dataclass
 from typing import Literal
 
 from engine.errors import ConfigError
 from engine.judge.promptpack import PROMPT_LANGUAGES, REFERENCE_MODES, STRATEGIES, check_pack_dir
-from engine.params import Params, require
+from engine.params import Params, option_digest, require
 
 
 @dataclass(frozen=True)
@@ -139,7 +137,7 @@ class JudgeParams(Params):
         options = self.to_dict()
         if self.prompt_pack is not None:
             options["prompt_pack_content"] = check_pack_dir(self.prompt_pack)
-        digest = hashlib.sha256(json.dumps(options, sort_keys=True, default=str).encode()).hexdigest()[:8]
+        digest = option_digest(options)
         short = re.sub(r"[^A-Za-z0-9._-]+", "-", self.judge_name).strip("-.")
         return f"judge-{short[:40] or 'model'}-{digest}"
 

@@ -98,12 +98,22 @@ def _verdicts_of(entry: _Planned, answers: dict[str, ChatResponse], params: Judg
     return {g: combine_clusters({cluster: per_call[cluster][g] for cluster in per_call}) for g in generators}, status
 
 
+def _answers(backend: ChatBackend, requests: Sequence[ChatRequest], name: str) -> dict[str, ChatResponse]:
+    """Answers by request id (engine.isolation: a call that fails alone is an `api_error` answer,
+    out of memory on one call fails the part, to be retried)."""
+    from engine.isolation import ItemFailure, run_isolated
+
+    results = run_isolated(lambda batch: backend.chat(list(batch)), requests, what=f"judge {name}: batch of calls")
+    return {request.request_id: ChatResponse(request.request_id, None, None, error=result.error)
+            if isinstance(result, ItemFailure) else result for request, result in zip(requests, results)}
+
+
 def judge_table(table: pa.Table, params: JudgeParams, task: str, backend: ChatBackend) -> pa.Table:
     """The judgment rows of one part's sample rows."""
     planned = plan(table, params)
     requests = requests_of(planned, params)
     logger.info("judge %s: %d files, %d calls", params.judge_name, len({p.item.file_id for p in planned}), len(requests))
-    answers = {a.request_id: a for a in backend.chat(requests)}
+    answers = _answers(backend, requests, params.judge_name)
     structured = set(params.structured_strategies())
     rows = []
     for entry in planned:

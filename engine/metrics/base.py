@@ -6,9 +6,7 @@ A scorer is built once from its validated parameter object (a frozen dataclass w
 """
 from __future__ import annotations
 
-import hashlib
 import importlib
-import json
 import re
 from typing import Any, Mapping, Protocol, Sequence
 
@@ -56,8 +54,9 @@ def build_scorer(kind: str, params: Mapping[str, Any], where: str) -> Scorer:
 
 def options_digest(params: Any) -> str:
     """8 hex digits over every option of an entry but its device: part of its task name."""
-    options = {k: v for k, v in params.to_dict().items() if k != "device"}
-    return hashlib.sha256(json.dumps(options, sort_keys=True, default=str).encode()).hexdigest()[:8]
+    from engine.params import option_digest
+
+    return option_digest(params.to_dict(), exclude=("device",))
 
 
 def task_name_for(metric: str, model: str, params: Any) -> str:

@@ -13,10 +13,9 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Sequence
 
-from engine.errors import ModelLoadError, TransientError
+from engine.errors import ModelLoadError
+from engine.isolation import ItemFailure, run_isolated
 from engine.runtime import (
-    free_accelerator_memory,
-    is_oom,
     load_model,
     load_tokenizer,
     resolve_device,
@@ -215,21 +214,16 @@ class EncoderRuntime:
                 return [Tokenized(tuple(e.ids), tuple(e.offsets) if offsets else None) for e in encodings]
             except Exception:
                 pass  # isolate the failing text below
-        try:
-            enc = self.tokenizer(list(texts), add_special_tokens=False, return_offsets_mapping=True, verbose=False)
+
+        def encode(batch: Sequence[str]) -> list[Tokenized]:
+            enc = self.tokenizer(list(batch), add_special_tokens=False, return_offsets_mapping=True, verbose=False)
             return [
                 Tokenized(tuple(ids), tuple((int(a), int(b)) for a, b in offsets))
                 for ids, offsets in zip(enc["input_ids"], enc["offset_mapping"])
             ]
-        except Exception:  # isolate the text that fails
-            if len(texts) == 1:
-                try:
-                    enc = self.tokenizer(texts[0], add_special_tokens=False, return_offsets_mapping=True, verbose=False)
-                    return [Tokenized(tuple(enc["input_ids"]), tuple((int(a), int(b)) for a, b in enc["offset_mapping"]))]
-                except Exception as exc:
-                    return [exc]
-            half = len(texts) // 2
-            return self.tokenize(texts[:half]) + self.tokenize(texts[half:])
+
+        results = run_isolated(encode, texts, what="tokenizer batch")  # the text that fails gets its error
+        return [r.exception if isinstance(r, ItemFailure) else r for r in results]  # type: ignore[misc]
 
     def forward(
         self,
@@ -273,36 +267,31 @@ class EncoderRuntime:
         errors: list[str | None],
         budget: int,
     ) -> int:
-        """Forward one batch; on CUDA OOM halve it (and the budget) and retry; returns the budget to go on with."""
+        """Forward one batch through `engine.isolation.run_isolated` (out of memory halves it, and
+        the budget of the batches after it; a failing sequence gets its error); returns the budget
+        to go on with."""
         import torch
 
-        try:
+        def forward(indices: Sequence[int]) -> list["torch.Tensor"]:
             with torch.inference_mode():
-                hidden = self._forward_ids([sequences[i] for i in batch])  # (B, T, D) or (B, T, L+1, D)
-                for row, i in enumerate(batch):
-                    index = torch.as_tensor(list(keep[i]), dtype=torch.long, device=hidden.device)
-                    out[i] = hidden[row].index_select(0, index)
-            return budget
-        except Exception as exc:
-            if is_oom(exc):
-                free_accelerator_memory()
-                if len(batch) == 1:
-                    raise TransientError(f"out of memory on one sequence of {len(sequences[batch[0]])} tokens "
-                                         f"({exc}); the part will be retried: lower batch_tokens or max_length, "
-                                         "or use a device with more memory") from exc
-                self.oom_halvings += 1
-                logger.warning("out of memory on a batch of %d sequences; halving and retrying", len(batch))
-                half = len(batch) // 2
-                budget = max(1, budget // 2)
-                budget = self._run_batch(batch[:half], sequences, keep, out, errors, budget)
-                return self._run_batch(batch[half:], sequences, keep, out, errors, budget)
-            if len(batch) > 1:  # find the sequence that fails
-                half = len(batch) // 2
-                budget = self._run_batch(batch[:half], sequences, keep, out, errors, budget)
-                return self._run_batch(batch[half:], sequences, keep, out, errors, budget)
-            errors[batch[0]] = f"{type(exc).__name__}: {exc}"
-            logger.warning("model forward failed for a sequence of %d tokens: %s", len(sequences[batch[0]]), exc)
-            return budget
+                hidden = self._forward_ids([sequences[i] for i in indices])  # (B, T, D) or (B, T, L+1, D)
+                return [
+                    hidden[row].index_select(0, torch.as_tensor(list(keep[i]), dtype=torch.long, device=hidden.device))
+                    for row, i in enumerate(indices)
+                ]
+
+        halvings: list[int] = []
+        results = run_isolated(forward, batch, what="encoder batch", on_halve=halvings.append)
+        self.oom_halvings += len(halvings)
+        for _ in halvings:
+            budget = max(1, budget // 2)
+        for i, result in zip(batch, results):
+            if isinstance(result, ItemFailure):
+                errors[i] = result.error
+                logger.warning("model forward failed for a sequence of %d tokens: %s", len(sequences[i]), result.error)
+            else:
+                out[i] = result
+        return budget
 
     def _forward_ids(self, seqs: Sequence[Sequence[int]]) -> "torch.Tensor":
         import torch

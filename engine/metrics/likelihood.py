@@ -40,14 +40,13 @@ import time
 from typing import TYPE_CHECKING, Any, Literal, Sequence
 
 from engine.context import candidate_text, plan_windows, reference_text, span_token_mask
-from engine.errors import ModelLoadError, TransientError
+from engine.errors import ModelLoadError
+from engine.isolation import ItemFailure, run_isolated
 from engine.items import ScoreItem, ScoreRow
 from engine.metrics.base import task_name_for
 from engine.params import Params, require
 from engine.runtime import (
     check_dtype,
-    free_accelerator_memory,
-    halve_on_oom,
     load_model,
     load_tokenizer,
     resolve_dtype,
@@ -394,15 +393,14 @@ class LikelihoodScorer:
                             len(order), rate, (all_tokens - done_tokens) / rate)
                 last_log = now
             done_tokens += sum(j.length for j in batch)
-            try:
-                results = halve_on_oom(self._forward, batch)
-            except TransientError:  # out of memory on one sequence: the part fails and is redone
-                raise
-            except Exception as exc:  # a sequence the model cannot take: find it, keep the rest
-                logger.warning("likelihood batch of %d failed (%s); retrying its sequences one by one",
-                               len(batch), _describe_error(exc))
-                results = [self._forward_alone(job, errors) for job in batch]
-            for job, (logp_sum, count) in zip(batch, results):
+            # Out of memory halves the batch (a TransientError at one sequence fails the part); a
+            # sequence the model cannot take gets its error, the rest keep their values.
+            results = run_isolated(self._forward, batch, what=f"{self.task_name}: likelihood batch")
+            for job, result in zip(batch, results):
+                if isinstance(result, ItemFailure):
+                    errors.setdefault(job.key, _describe_error(result.exception))
+                    result = (math.nan, 0.0)
+                logp_sum, count = result
                 total = totals.setdefault(job.key, [0.0, 0.0])
                 total[0] += logp_sum
                 total[1] += count
@@ -410,16 +408,6 @@ class LikelihoodScorer:
         logger.info("%s: %d sequences, %d tokens in %.1fs (%.0f tokens/s)", self.task_name, len(order),
                     all_tokens, elapsed, all_tokens / max(elapsed, 1e-9))
         return totals
-
-    def _forward_alone(self, job: _Job, errors: dict[tuple[int, str, str], str]) -> tuple[float, float]:
-        free_accelerator_memory()
-        try:
-            return halve_on_oom(self._forward, [job])[0]
-        except TransientError:
-            raise
-        except Exception as exc:
-            errors.setdefault(job.key, _describe_error(exc))
-            return math.nan, 0.0
 
     def _forward(self, batch: list[_Job]) -> list[tuple[float, float]]:
         """(sum of scored log p, scored count) per job of `batch`."""

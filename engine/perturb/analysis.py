@@ -175,10 +175,14 @@ def sensitivity_table(task_tables: Iterable[pa.Table], perturb_tables: Iterable[
 
 # ----- run directory ----------------------------------------------------------------------------------
 def score_task_files(run: Any) -> dict[str, list[Path]]:
-    """Committed score part files grouped by task (part keys `score/<task>/<index>`)."""
+    """Committed score part files grouped by task (part keys `<scores stage>/<task>/<index>`)."""
+    from engine.stages import flow
+    from engine.stages.base import SCORES
+
+    prefixes = tuple(flow.key_prefixes(run.stages, SCORES))
     files: dict[str, list[Path]] = defaultdict(list)
     for key, info in sorted(run.manifest["parts"].items()):
-        if key.startswith("score/"):
+        if prefixes and key.startswith(prefixes):
             files[key.split("/")[1]].append(run.root / info["file"])
     return dict(files)
 

@@ -23,7 +23,6 @@ from engine.report import page
 from engine.report.context import FigureWriter, ReportContext, Section
 from engine.report.load import RunData, load_run
 from engine.report.page import PAGE
-from engine.report.perturbation import perturbation_sections
 from engine.report.sections import NOISE_TASKS, STUDY_SECTIONS
 from engine.report.tables import (
     by_key,
@@ -134,26 +133,21 @@ def render_page(data: RunData, sections: list[Section], elapsed_note: str) -> st
 
 # The page, in order: one function per section (or group of sections), each taking the
 # ReportContext. A new section is a function and an entry here.
-def perturb_sections(ctx: ReportContext) -> list[Section]:
-    """Perturbation sensitivity and significance (when the run has them)."""
-    return perturbation_sections(ctx.data, ctx.fw, Section)
-
-
 def stage_sections(ctx: ReportContext) -> list[Section]:
-    """The sections of the run's part stages that report on their own outputs (judge, ...)."""
-    from engine.stages.registry import part_stages_of
+    """The sections of the run's stages that report on their own outputs (`Stage.report_section`:
+    perturbation sensitivity, judges, round trip, ...), in run order."""
+    from engine.stages import flow
 
-    stages = tuple(ctx.data.manifest.get("config", {}).get("stages", []))
-    out = []
-    for stage in part_stages_of(stages):
-        section = stage.report_section(ctx.data.root)
-        if section is not None:
-            out.append(Section(*section))
+    out: list[Section] = []
+    for stage in flow.listed(ctx.data.manifest.get("config", {}).get("stages", [])):
+        made = stage.report_section(ctx)
+        for section in made if isinstance(made, list) else [made] if made is not None else []:
+            out.append(section if isinstance(section, Section) else Section(*section))
     return out
 
 
 SECTION_BUILDERS: list[Callable[[ReportContext], Section | list[Section]]] = [
-    *STUDY_SECTIONS, perturb_sections, stage_sections, provenance_section,
+    *STUDY_SECTIONS, stage_sections, provenance_section,
 ]
 
 

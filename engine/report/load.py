@@ -25,6 +25,8 @@ from engine.calibrate.stage import label_codes
 from engine.io.rundir import RunDirectory
 from engine.records import CALIBRATION_SCHEMA, LABELS, NOISE_KINDS, PERTURB_PREFIX
 from engine.report.tables import ConfigKey, context_rank, order_languages
+from engine.stages import flow
+from engine.stages.base import CALIBRATION, SCORES
 
 SAMPLE_COLUMNS = ["language", "generator", "label", "error_codes"]
 _INDEX_KEYS = ["metric", "scorer", "context", "variant", "noise", "language"]
@@ -214,7 +216,7 @@ def load_run(run_dir: str | Path) -> RunData:
     run = RunDirectory.open_existing(run_dir)
     stats = read_sample_stats(run)
     scores = None
-    if run.part_files("score/"):
+    if run.kind_files(SCORES):
         index = ScoreIndex(run, expert_labels(run) if stats.n_labelled else expert_labels_empty())
         scores = index if index.n_rows else None
     notes: dict[str, str] = {}
@@ -222,7 +224,7 @@ def load_run(run_dir: str | Path) -> RunData:
     cal_path = run.path("calibration.parquet")
     if cal_path.exists():
         calibration = pq.read_table(cal_path, schema=CALIBRATION_SCHEMA)
-    elif "calibrate" not in run.manifest.get("config", {}).get("stages", []):
+    elif flow.provider_of(run.stages, CALIBRATION) is None:
         notes["calibration"] = "the run's stages do not include <code>calibrate</code>, so there is no calibration.parquet"
     else:
         status = html.escape(str(run.manifest.get("status")))

@@ -20,7 +20,7 @@ if TYPE_CHECKING:  # load.py imports this module
     from engine.report.load import SampleStats, ScoreIndex
 
 LANGUAGE_NAMES = {"en": "English", "nl": "Dutch", "zh": "Chinese", "el": "Greek", "pl": "Polish"}
-STUDY_LANGUAGE_ORDER = ("en", "nl", "pl", "el", "zh")  # the study's tables list languages so
+STUDY_LANGUAGE_ORDER = ("en", "nl", "pl", "el", "zh")  # the order of languages in the study's tables
 CONTEXT_ORDER = ("", "none", "minimal", "full")
 # The variant that stands for a (metric, scorer) in figures; the tables keep every variant.
 HEADLINE_ORDER = ("F", "score", "avg")
@@ -66,10 +66,6 @@ def context_rank(context: str) -> int:
     return CONTEXT_ORDER.index(context) if context in CONTEXT_ORDER else len(CONTEXT_ORDER)
 
 
-def describe_error_code(code: str) -> str:
-    return taxonomy.describe(code)
-
-
 def display_status(manifest: dict[str, Any]) -> str:
     """The run's status as the page shows it.
 
@@ -80,11 +76,15 @@ def display_status(manifest: dict[str, Any]) -> str:
     status = str(manifest.get("status", "unknown"))
     if status != "running" or manifest.get("failed_parts"):
         return status
+    from engine.stages import flow
+
     stages = manifest.get("config", {}).get("stages", [])
     done = manifest.get("stages", {})
-    scored = "score" not in stages or "score_rows" in (manifest.get("counts") or {})
-    calibrated = "calibrate" not in stages or bool(done.get("calibrate", {}).get("done"))
-    return "complete" if scored and calibrated and "report" in stages else status
+    counts = manifest.get("counts") or {}
+    drivers = flow.listed(stages, "driver")
+    counted = all(f"{s.name}_rows" in counts for s in flow.listed(stages, "part"))
+    driven = all(done.get(s.name, {}).get("done") for s in drivers if not s.after_complete)
+    return "complete" if counted and driven and any(s.after_complete for s in drivers) else status
 
 
 # ----- which variant stands for a (metric, scorer) -------------------------------------------------

@@ -181,19 +181,15 @@ class TextGenerator:
             requests.append(GenerationRequest(str(i), ids, limit, seed, temperature))
             where.append(i)
         if requests:
-            try:
-                results = self.backend.generate(requests, stop_ids)
-            except Exception as exc:  # noqa: BLE001 - one bad prompt must not stop the others
-                log.warning("generator %s: batch failed (%s); retrying prompt by prompt", self.params.display_name, exc)
-                results = []
-                for request in requests:
-                    try:
-                        results.extend(self.backend.generate([request], stop_ids))
-                    except Exception as one:  # noqa: BLE001 - recorded on the row
-                        results.append(one)
+            from engine.isolation import ItemFailure, run_isolated
+
+            # Out of memory on one prompt is a TransientError: the part fails and is retried, it
+            # never becomes a row's "generation failed".
+            results = run_isolated(lambda batch: self.backend.generate(list(batch), stop_ids), requests,
+                                   what=f"generator {self.params.display_name}: batch of prompts")
             for i, result in zip(where, results):
-                if isinstance(result, Exception):
-                    out[i] = result
+                if isinstance(result, ItemFailure):
+                    out[i] = result.exception
                 else:
                     ids = [t for t in result.token_ids if t not in stop_ids]
                     out[i] = self.tokenizer.decode(ids, skip_special_tokens=True)

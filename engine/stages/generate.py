@@ -13,13 +13,18 @@ from typing import Any, Iterable
 import pyarrow as pa
 
 from engine.records import GENERATION_SCHEMA
-from engine.stages.base import PartContext, Stage, StageTask
+from engine.stages.base import MODEL_PATH_OPTIONS, SAMPLES, PartContext, Stage, StageTask
 
 
 class GenerateStage(Stage):
     name = "generate"
+    package = "engine.generate"
     section = "generate"
     params_class = "engine.generate.stage:GenerateSection"
+    provides = SAMPLES  # its rows replace the input samples for every later stage
+    consumes = (SAMPLES,)
+    seeded = True
+    path_options = (*MODEL_PATH_OPTIONS, "cards_file")
     directory = "generations"
     schema = GENERATION_SCHEMA
     input_columns = ("sample_id", "file_id", "source", "comment_start", "comment_end", "reference")
@@ -28,6 +33,16 @@ class GenerateStage(Stage):
         from engine.generate.stage import GenerateSection
 
         return GenerateSection.from_mapping(raw, where=where)
+
+    def with_run_seed(self, options: dict[str, Any], seed: int) -> dict[str, Any]:
+        """Each generator's seed defaults to the run's."""
+        generators = options.get("generators")
+        if isinstance(generators, list):
+            options["generators"] = [dict(g, seed=g.get("seed", seed)) if isinstance(g, dict) else g for g in generators]
+        return options
+
+    def row_generators(self, config: Any) -> list[str]:
+        return [g.generator_name for g in config.section(self.name).generators]
 
     def check_config(self, config: Any) -> None:
         from engine.runtime import check_model_name
@@ -50,6 +65,12 @@ class GenerateStage(Stage):
         from engine.generate.stage import plan_generation
 
         return plan_generation(tables, config.section("generate").generators[task.entry])
+
+    def signatures(self, config: Any, task: StageTask, prepass: dict[str, Any]) -> dict[str, Any]:
+        """Model and tokenizer identities, the dtype actually used, card, prime rule, decoding, seed, limit."""
+        from engine.generate.stage import signature
+
+        return {"generation": signature(config.section("generate").generators[task.entry], prepass)}
 
     def run_part(self, ctx: PartContext) -> pa.Table:
         from engine.generate.stage import generate_part

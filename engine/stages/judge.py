@@ -14,7 +14,7 @@ import pyarrow as pa
 from engine.errors import ConfigError
 from engine.judge.config import JudgeSection
 from engine.records import JUDGMENT_SCHEMA
-from engine.stages.base import PartContext, Stage, StageTask
+from engine.stages.base import JUDGMENTS, SAMPLES, PartContext, Stage, StageTask
 
 
 def _resolve_prompt_packs(raw: Mapping[str, Any], base_dir: Path) -> dict[str, Any]:
@@ -33,8 +33,14 @@ def _resolve_prompt_packs(raw: Mapping[str, Any], base_dir: Path) -> dict[str, A
 
 class JudgeStage(Stage):
     name = "judge"
+    package = "engine.judge"
     section = "judge"
     params_class = "engine.judge.config:JudgeSection"
+    provides = JUDGMENTS
+    consumes = (SAMPLES,)
+    # Not `seeded`: a judge keeps its own seed (default 42, the study's) whatever the run seed,
+    # so that a sweep over the run seed reuses the same judge tasks; the seed only matters
+    # when a judge samples (temperature > 0).
     directory = "judgments"
     schema = JUDGMENT_SCHEMA
     input_columns = ("sample_id", "file_id", "language", "source", "comment_start", "comment_end", "reference",
@@ -68,6 +74,22 @@ class JudgeStage(Stage):
             for i, judge in enumerate(section.judges)
         ]
 
+    def signatures(self, config: Any, task: StageTask, prepass: dict[str, Any]) -> dict[str, Any]:
+        """The judge's model identity (local backends), backend, decoding and prompt setup."""
+        from engine.signature import format_signature, package_version
+
+        judge = config.section(self.name).judges[task.entry]
+        fields: dict[str, object] = {"stage": "judge", "model": judge.model, "backend": judge.backend}
+        if judge.backend != "http":  # a served model has no identity the client can check
+            from engine.runtime import resolve_model
+
+            fields["model_id"] = resolve_model(judge.model, "model").short_identity
+            fields["dtype"] = judge.dtype
+        fields.update(strategies=list(judge.strategies), prompt_languages=list(judge.prompt_languages),
+                      structured=list(judge.structured_strategies()), temperature=judge.temperature,
+                      seed=judge.seed, max_tokens=judge.max_tokens, babelscore_prompts=package_version("babelscore"))
+        return {"judgment": format_signature(fields)}
+
     def run_part(self, ctx: PartContext) -> pa.Table:
         from engine.judge.backends import get_chat_backend, needs_own_process
         from engine.judge.run import judge_table
@@ -84,9 +106,10 @@ class JudgeStage(Stage):
     def analyze(self, run: Any, config: Any) -> None:
         from engine.judge.analysis import write_analysis
 
-        write_analysis(run.root, run.read_samples(["sample_id", "label", "error_codes"]), run.read_parts("judge/", JUDGMENT_SCHEMA))
+        write_analysis(run.root, run.read_samples(["sample_id", "label", "error_codes"]),
+                       run.read_parts(f"{self.name}/", JUDGMENT_SCHEMA))
 
-    def report_section(self, run_root: Path) -> tuple[str, str, str] | None:
+    def report_section(self, ctx: Any) -> tuple[str, str, str] | None:
         from engine.judge.report import judge_section
 
-        return judge_section(run_root)
+        return judge_section(ctx.data.root)

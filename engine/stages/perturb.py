@@ -3,22 +3,26 @@ optionally, of predictions labelled correct), written to RUN/perturbations/ and 
 score stage like noise predictions (see `engine.perturb.items`)."""
 from __future__ import annotations
 
-import hashlib
-import json
 from pathlib import Path
 from typing import Any, Iterable
 
 import pyarrow as pa
 
+from engine.params import option_digest
 from engine.perturb.perturber import INPUT_COLUMNS, PerturbParams, foreign_pool, make_perturbations
 from engine.records import PERTURB_SCHEMA
-from engine.stages.base import PartContext, Stage, StageTask, prepass_hash
+from engine.stages.base import CANDIDATES, SAMPLES, SCORES, PartContext, Stage, StageTask, prepass_hash
 
 
 class PerturbStage(Stage):
     name = "perturb"
+    package = "engine.perturb"
     section = "perturb"
     params_class = "engine.perturb.perturber:PerturbParams"
+    provides = CANDIDATES
+    consumes = (SAMPLES,)
+    seeded = True
+    path_options = ()
     directory = "perturbations"
     schema = PERTURB_SCHEMA
     input_columns = INPUT_COLUMNS
@@ -28,7 +32,7 @@ class PerturbStage(Stage):
 
     def tasks(self, config: Any) -> list[StageTask]:
         params = config.section(self.name)
-        digest = hashlib.sha256(json.dumps(params.to_dict(), sort_keys=True).encode("utf-8")).hexdigest()[:8]
+        digest = option_digest(params.to_dict())
         return [StageTask(self.name, f"perturb-{digest}")]
 
     def needs_prepass(self, config: Any, task: StageTask) -> bool:
@@ -43,15 +47,30 @@ class PerturbStage(Stage):
         self.require_columns(table, f"part {ctx.part.index}")
         return make_perturbations(table, ctx.config.section(self.name), ctx.prepass)
 
+    def as_candidates(self, table: pa.Table) -> pa.Table:
+        """The perturbations that are scored (engine.perturb.items), as (sample_id, noise, prediction)."""
+        from engine.perturb.items import scored_perturbations
+
+        return super().as_candidates(scored_perturbations(table))
+
     def analyze(self, run: Any, config: Any) -> None:
         """RUN/sensitivity.parquet and RUN/significance.parquet from the committed scores (streamed)."""
-        if "score" not in config.stages:
+        from engine.stages import flow
+
+        if not flow.providers(config.stages, SCORES):
             return
         from engine.perturb.analysis import write_sensitivity
         from engine.perturb.significance import write_significance
 
         write_sensitivity(run, config)
         write_significance(run, config)
+
+    def report_section(self, ctx: Any) -> list[Any]:
+        """Perturbation sensitivity and significance (when the run has them)."""
+        from engine.perturb.report import perturbation_sections
+        from engine.report.context import Section
+
+        return perturbation_sections(ctx.data, ctx.fw, Section)
 
     def signatures(self, config: Any, task: StageTask, prepass: dict[str, Any]) -> dict[str, Any]:
         params = config.section(self.name)

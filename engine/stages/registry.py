@@ -1,35 +1,69 @@
 """The registry of stages: adding a stage is one module and one line here.
 
-Part stages are listed in the order they run; each reads the outputs of earlier ones.
-`build` makes the input and `calibrate` / `report` run in the driver after every part.
+Stages are listed in the order they run. Each stage's class says what it is (`kind`: source,
+part or driver) and what rows it provides and consumes (engine.stages.flow resolves that data
+flow); nothing else in the engine names a stage.
 """
 from __future__ import annotations
 
 import importlib
+import json
+import os
 from functools import cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from engine.stages.base import Stage
 
 # name -> "module:Class", in run order.
-PART_STAGES: dict[str, str] = {
+STAGES: dict[str, str] = {
+    "build": "engine.stages.build:BuildStage",
     "generate": "engine.stages.generate:GenerateStage",
     "noise": "engine.stages.noise:NoiseStage",
     "perturb": "engine.stages.perturb:PerturbStage",
     "score": "engine.stages.score:ScoreStage",
     "judge": "engine.stages.judge:JudgeStage",
     "roundtrip": "engine.stages.roundtrip:RoundTripStage",
+    "calibrate": "engine.stages.calibrate:CalibrateStage",
+    "report": "engine.stages.report:ReportStage",
 }
-DRIVER_STAGES = ("calibrate", "report")
-STAGE_ORDER = ("build", *PART_STAGES, *DRIVER_STAGES)
+DEFAULT_STAGES = ("score",)  # `stages:` when a config leaves it out
+
+
+# Workers in other processes (Ray) receive the driver's registry through this variable, so a
+# stage registered in the driver (a plugin, a test) is known where its parts run.
+REGISTRY_ENV = "BABELSCORE_STAGE_REGISTRY"
+
+
+def forwarded_env() -> dict[str, str]:
+    """The registry as an environment entry for the executors to send to their workers."""
+    return {REGISTRY_ENV: json.dumps(STAGES)}
 
 
 @cache
 def get_stage(name: str) -> "Stage":
-    module_name, class_name = PART_STAGES[name].split(":")
+    target = STAGES.get(name) or json.loads(os.environ.get(REGISTRY_ENV) or "{}").get(name)
+    if target is None:
+        raise KeyError(f"no stage {name!r} in the registry (engine.stages.registry.STAGES)")
+    module_name, class_name = target.split(":")
     return getattr(importlib.import_module(module_name), class_name)()
 
 
+def stages_of_kind(kind: str) -> dict[str, str]:
+    """The registry lines of one kind (part, source, driver), in run order."""
+    return {name: target for name, target in STAGES.items() if get_stage(name).kind == kind}
+
+
 def part_stages_of(stages: tuple[str, ...]) -> list["Stage"]:
-    return [get_stage(name) for name in PART_STAGES if name in stages]
+    """The listed part stages, in run order."""
+    return [get_stage(name) for name in STAGES if name in stages and get_stage(name).kind == "part"]
+
+
+def __getattr__(name: str) -> Any:
+    # PART_STAGES is derived from the stage classes, so it is computed on first use (importing
+    # the stage modules at import time would import them before the registry is complete).
+    if name == "PART_STAGES":
+        return stages_of_kind("part")
+    if name == "STAGE_ORDER":  # every registered stage, in run order
+        return tuple(STAGES)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

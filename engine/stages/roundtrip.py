@@ -15,7 +15,6 @@ one (task, language), so the whole section runs within each part.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 from pathlib import Path
@@ -25,8 +24,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from engine.errors import ConfigError, InputError
+from engine.params import option_digest
 from engine.records import ROUNDTRIP_SCHEMA
-from engine.stages.base import PartContext, Stage, StageTask
+from engine.stages.base import MODEL_PATH_OPTIONS, ROUNDTRIP_ROWS, PartContext, Stage, StageTask
 
 log = logging.getLogger(__name__)
 
@@ -40,8 +40,13 @@ def task_part_path(run_root: str | Path, index: int) -> Path:
 
 class RoundTripStage(Stage):
     name = "roundtrip"
+    package = "engine.roundtrip"
     section = "roundtrip"
     params_class = "engine.roundtrip.params:RoundTripParams"
+    provides = ROUNDTRIP_ROWS
+    consumes = ()  # its own task table (own_parts), not the samples
+    seeded = True
+    path_options = (*MODEL_PATH_OPTIONS, "fluency_model", "tasks", "prompts_dir")
     directory = "roundtrip"
     schema = ROUNDTRIP_SCHEMA
     input_columns = ()
@@ -49,16 +54,21 @@ class RoundTripStage(Stage):
     # ----- configuration ------------------------------------------------------------------
     def parse_section(self, raw: Any, base_dir: Path, where: str) -> Any:
         from engine.roundtrip.params import RoundTripParams
-        from engine.roundtrip.tasks import BUILTIN, POLYGLOT
 
-        options = dict(raw or {})
-        tasks = options.get("tasks", BUILTIN)
-        if isinstance(tasks, str) and tasks not in (BUILTIN, POLYGLOT) and not Path(tasks).is_absolute():
-            options["tasks"] = str((base_dir / tasks).resolve())
-        prompts = options.get("prompts_dir")
-        if isinstance(prompts, str) and not Path(prompts).is_absolute():
-            options["prompts_dir"] = str((base_dir / prompts).resolve())
-        return RoundTripParams.from_mapping(options, where=where)
+        # Relative `tasks`, `prompts_dir` and model paths (./, ../) are already resolved
+        # against the config's folder by the config loader (`path_options`).
+        return RoundTripParams.from_mapping(dict(raw or {}), where=where)
+
+    def with_run_seed(self, options: dict[str, Any], seed: int) -> dict[str, Any]:
+        """The section's seed (inputs, requests) and each model entry's seed default to the run's."""
+        options.setdefault("seed", seed)
+        for key in ("generators", "comment_generator"):
+            value = options.get(key)
+            if isinstance(value, list):
+                options[key] = [dict(g, seed=g.get("seed", seed)) if isinstance(g, dict) else g for g in value]
+            elif isinstance(value, dict):
+                options[key] = dict(value, seed=value.get("seed", seed))
+        return options
 
     def check_config(self, config: Any) -> None:
         from engine.roundtrip.params import ORACLE
@@ -88,7 +98,7 @@ class RoundTripStage(Stage):
     # ----- identity and planning ----------------------------------------------------------
     def tasks(self, config: Any) -> list[StageTask]:
         params = config.section(self.section)
-        digest = hashlib.sha256(json.dumps(params.to_dict(), sort_keys=True).encode("utf-8")).hexdigest()[:8]
+        digest = option_digest(params.to_dict())
         from engine.roundtrip.params import ORACLE
 
         models = [g.model for g in (*params.generators, params.comment_generator) if g is not None and g.backend != ORACLE]
@@ -129,12 +139,10 @@ class RoundTripStage(Stage):
         tasks = pq.read_table(task_part_path(ctx.run_root, ctx.part.index), schema=TASK_SCHEMA).to_pylist()
         return run_roundtrip(tasks, ctx.config.section(self.section))
 
-    def report_section(self, run_root: Path) -> tuple[str, str, str] | None:
-        from engine.report.roundtrip import section_html
+    def report_section(self, ctx: Any) -> tuple[str, str, str] | None:
+        from engine.roundtrip.report import section_html
 
-        manifest = Path(run_root) / "manifest.json"
-        signatures = json.loads(manifest.read_text(encoding="utf-8")).get("signatures", {}) if manifest.exists() else {}
-        body = section_html(run_root, signatures)
+        body = section_html(ctx.data.root, ctx.data.manifest.get("signatures", {}))
         return None if body is None else ("roundtrip", "Execution round trip", body)
 
     def signatures(self, config: Any, task: StageTask, prepass: dict[str, Any]) -> dict[str, Any]:

@@ -27,7 +27,7 @@ from engine.errors import ConfigError
 from engine.items import ScoreItem, ScoreRow
 from engine.params import Params
 from engine.records import SCORE_SCHEMA
-from engine.stages.base import PartContext, Stage, StageTask, prepass_hash
+from engine.stages.base import CANDIDATES, SAMPLES, SCORES, PartContext, Stage, StageTask, prepass_hash
 
 logger = logging.getLogger(__name__)
 
@@ -240,11 +240,15 @@ def _missing_prediction_rows(scorer: Any, items: Sequence[ScoreItem], reasons: M
 
 class ScoreStage(Stage):
     name = "score"
+    package = "engine.metrics"
     section = "score"
     directory = "scores"
     schema = SCORE_SCHEMA
     input_columns = ("sample_id", "file_id", "language", "source", "comment_start", "comment_end", "reference", "prime", "prediction")
-    reads = ("noise", "perturb")
+    provides = SCORES
+    consumes = (SAMPLES, CANDIDATES)
+    # Every scorer entry's location options (embedding baselines are files).
+    path_options = ("model", "tokenizer", "baseline")
 
     def parse_section(self, raw: Any, base_dir: Path, where: str) -> ScoreSection:
         return parse_scorers(raw)
@@ -252,31 +256,31 @@ class ScoreStage(Stage):
     def check_config(self, config: Any) -> None:
         from engine.runtime import check_model_name
 
-        for i, spec in enumerate(config.section("score").scorers):
+        for i, spec in enumerate(config.section(self.name).scorers):
             model = spec.params.to_dict().get("model")
             if model:
                 check_model_name(model, f"score.scorers[{i}].model")
 
     def tasks(self, config: Any) -> list[StageTask]:
         out = []
-        for i, spec in enumerate(config.section("score").scorers):
+        for i, spec in enumerate(config.section(self.name).scorers):
             scorer = get_scorer(spec)
             out.append(StageTask(self.name, scorer.task_name, scorer.model_key, i))
         return out
 
     # ----- corpus pre-pass: idf document frequencies over the run's unique references ---------
     def needs_prepass(self, config: Any, task: StageTask) -> bool:
-        spec = config.section("score").scorers[task.entry]
+        spec = config.section(self.name).scorers[task.entry]
         return spec.kind == "embedding" and bool(spec.params.to_dict().get("idf"))
 
     def prepass(self, config: Any, task: StageTask, tables: Iterable[pa.Table]) -> dict[str, Any]:
-        spec = config.section("score").scorers[task.entry]
+        spec = config.section(self.name).scorers[task.entry]
         scorer = get_scorer(spec)
         counts = scorer.reference_document_frequencies(score_items(t, {}) for t in tables)
         return {"idf": counts}
 
     def signatures(self, config: Any, task: StageTask, prepass: dict[str, Any]) -> dict[str, Any]:
-        spec = config.section("score").scorers[task.entry]
+        spec = config.section(self.name).scorers[task.entry]
         scorer = get_scorer(spec)
         if prepass:
             scorer.use_corpus_idf(prepass["idf"], prepass_hash(prepass))
@@ -284,7 +288,7 @@ class ScoreStage(Stage):
 
     def part_scorer(self, ctx: PartContext) -> tuple[ScorerSpec, Any]:
         """The entry of this part and its scorer (built, not loaded), with the run's corpus idf."""
-        spec = ctx.config.section("score").scorers[ctx.part.entry]
+        spec = ctx.config.section(self.name).scorers[ctx.part.entry]
         release_scorers(keep_model_key=ctx.part.model_key)
         scorer = get_scorer(spec)
         if ctx.prepass:
@@ -295,15 +299,11 @@ class ScoreStage(Stage):
         """Every item of the part in scoring order, and why items without a prediction lack one."""
         samples = ctx.input_table()
         self.require_columns(samples, "the part's samples")
-        extra: list[dict[str, Any]] = []
-        for stage in self.reads:
-            if stage in ctx.config.stages:
-                table = ctx.stage_output(stage)
-                if stage == "perturb":
-                    from engine.perturb.items import scored_perturbations
+        from engine.stages import flow
 
-                    table = scored_perturbations(table)
-                extra.extend(table.select(["sample_id", "noise", "prediction"]).to_pylist())
+        extra: list[dict[str, Any]] = []
+        for provider in flow.providers(ctx.config.stages, CANDIDATES, before=self.name):
+            extra.extend(provider.as_candidates(ctx.stage_output(provider.name)).to_pylist())
         items = list(score_items(samples, _group_by_sample(extra)))
         missing = [item for item in items if item.prediction is None]
         reasons: dict[str, str] = {}

@@ -1,0 +1,32 @@
+"""Stage `build`: the run's input made from a folder of source files (engine.data.build has
+the method) instead of read from `input:`. A source stage: its rows are validated and cut
+into sample parts like an input file's, before any part stage runs."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from engine.stages.base import INPUT, MODEL_PATH_OPTIONS, Stage
+
+
+class BuildStage(Stage):
+    name = "build"
+    package = "engine.data"
+    kind = "source"
+    section = "build"
+    params_class = "engine.data.build:BuildParams"
+    provides = INPUT
+    seeded = True
+    path_options = (*MODEL_PATH_OPTIONS, "source_dir")
+
+    def parse_section(self, raw: Any, base_dir: Path, where: str) -> Any:
+        from engine.data.build import BuildParams
+
+        return BuildParams.from_mapping(raw, where=where)
+
+    def input_table(self, config: Any) -> pa.Table:
+        from engine.data.build import build_samples
+
+        return build_samples(config.section(self.name))
