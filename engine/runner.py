@@ -176,7 +176,7 @@ def _record_reuse(run: RunDirectory, config: RunConfig) -> None:
     from engine.reuse import record_identities, summarize_reuse
 
     record_identities(run, config, lambda stage: _prepass_results(run, config, stage))
-    summarize_reuse(run, config)
+    summarize_reuse(run, config, plan_parts)
 
 
 def make_executor(name: str, ray_address: str | None = None, ray_options: dict[str, Any] | None = None) -> Any:

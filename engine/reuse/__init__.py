@@ -27,7 +27,6 @@ from engine.reuse.sources import IDENTITIES_KEY, forget_sources, hold_earlier_ru
 logger = logging.getLogger(__name__)
 
 REUSE_DIR = "reuse"
-REUSING_STAGES = ("generate", "score")
 
 __all__ = ["run_part_reusing", "record_identities", "summarize_reuse", "reuse_lines", "hold_earlier_runs", "forget_sources"]
 
@@ -45,16 +44,8 @@ def run_part_reusing(stage: Any, ctx: Any) -> pa.Table:
     record = _record_path(ctx.run_root, ctx.part)
     record.unlink(missing_ok=True)  # a record of an earlier attempt of this part must not outlive it
     result = None
-    if stage.name in REUSING_STAGES:
-        sources = sources_for(tuple(ctx.config.reuse))
-        if stage.name == "score":
-            from engine.reuse.score import score_part
-
-            result = score_part(stage, ctx, sources)
-        else:
-            from engine.reuse.generate import generate_part
-
-            result = generate_part(ctx, sources)
+    if stage.reusable:
+        result = _reuse_part(stage, ctx, sources_for(tuple(ctx.config.reuse)))
     if result is None:
         return stage.run_part(ctx)
     table, per_run, computed = result
@@ -62,44 +53,67 @@ def run_part_reusing(stage: Any, ctx: Any) -> pa.Table:
     return table
 
 
-# ----- driver side ------------------------------------------------------------------------------
-def record_identities(run: Any, config: Any, prepass_of: Callable[[str], dict[str, Any]]) -> None:
-    """Record every score and generate task's identity in the manifest (what later runs match)."""
-    from engine.reuse.keys import generate_identity, score_identity
-    from engine.stages.registry import get_stage
+def _reuse_part(stage: Any, ctx: Any, sources: Any) -> tuple[pa.Table, dict[str, int], int] | None:
+    """Reuse by the kind of rows the stage provides: scores, or generated samples."""
+    from engine.stages.base import SAMPLES, SCORES
 
+    if stage.provides == SCORES:
+        from engine.reuse.score import score_part
+
+        return score_part(stage, ctx, sources)
+    if stage.provides == SAMPLES:
+        from engine.reuse.generate import generate_part
+
+        return generate_part(stage, ctx, sources)
+    return None
+
+
+def _identity(stage: Any, config: Any, task: Any, prepass: dict[str, Any]) -> str:
+    """A reusable task's identity: equal identities compute equal rows from equal items."""
+    from engine.reuse.keys import generate_identity, score_identity
+    from engine.stages.base import SAMPLES, SCORES
+
+    section = config.section(stage.name)
+    if stage.provides == SCORES:
+        return score_identity(section.scorers[task.entry], prepass)
+    if stage.provides == SAMPLES:
+        return generate_identity(section.generators[task.entry], prepass)
+    raise ValueError(f"stage {stage.name!r} is marked reusable but provides {stage.provides!r}, which reuse cannot take")
+
+
+# ----- driver side ------------------------------------------------------------------------------
+def _reusing_stages(config: Any) -> list[Any]:
+    from engine.stages import flow
+
+    return [stage for stage in flow.listed(config.stages, "part") if stage.reusable]
+
+
+def record_identities(run: Any, config: Any, prepass_of: Callable[[str], dict[str, Any]]) -> None:
+    """Record every reusable task's identity in the manifest (what later runs match)."""
     identities: dict[str, dict[str, str]] = {}
-    for name in REUSING_STAGES:
-        if name not in config.stages:
-            continue
-        stage = get_stage(name)
-        prepass = prepass_of(name)
+    for stage in _reusing_stages(config):
+        prepass = prepass_of(stage.name)
         for task in stage.tasks(config):
-            if name == "score":
-                digest = score_identity(config.section("score").scorers[task.entry], prepass.get(task.task, {}))
-            else:
-                digest = generate_identity(config.section("generate").generators[task.entry], prepass.get(task.task, {}))
-            identities[task.task] = {"stage": name, "identity": digest}
+            digest = _identity(stage, config, task, prepass.get(task.task, {}))
+            identities[task.task] = {"stage": stage.name, "identity": digest}
     run.manifest[IDENTITIES_KEY] = identities
     run.save()
 
 
-def summarize_reuse(run: Any, config: Any) -> dict[str, Any] | None:
-    """Sum the per-part counts of committed parts into manifest['reuse'] (None without reuse)."""
-    from engine.pipeline import plan_parts
-    from engine.stages.registry import get_stage
+def summarize_reuse(run: Any, config: Any, plan_parts: Callable[[Any, str, int], list[Any]]) -> dict[str, Any] | None:
+    """Sum the per-part counts of committed parts into manifest['reuse'] (None without reuse).
 
+    `plan_parts` is the runner's planner (engine.pipeline.plan_parts), passed in because the
+    pipeline calls this package to run its parts."""
     if not getattr(config, "reuse", ()):
         return None
     tasks: dict[str, dict[str, Any]] = {}
-    for name in REUSING_STAGES:
-        if name not in config.stages:
-            continue
-        n_parts = len(get_stage(name).own_parts(config, run.root) or run.manifest["part_rows"])
-        for part in plan_parts(config, name, n_parts):
+    for stage in _reusing_stages(config):
+        n_parts = len(stage.own_parts(config, run.root) or run.manifest["part_rows"])
+        for part in plan_parts(config, stage.name, n_parts):
             if not run.is_done(part.key):
                 continue
-            entry = tasks.setdefault(part.task, {"stage": name, "reused": {}, "computed": 0})
+            entry = tasks.setdefault(part.task, {"stage": stage.name, "verb": stage.reuse_verb, "reused": {}, "computed": 0})
             path = _record_path(run.root, part)
             if path.is_file():
                 counts = json.loads(path.read_text(encoding="utf-8"))
@@ -134,7 +148,7 @@ def reuse_lines(summary: dict[str, Any] | None) -> list[str]:
     lines = []
     for task, info in summary["tasks"].items():
         reused = info["reused"]
-        verb = "generated" if info["stage"] == "generate" else "computed"
+        verb = info.get("verb", "computed")
         if reused:
             sources = ", ".join(f"{n:,} rows reused from {_shown(source)}" for source, n in reused.items())
         else:

@@ -19,13 +19,13 @@ from engine.reuse.sources import ReuseSources
 GENERATED_FIELDS = ("prime", "prediction", "raw_generation", "prompt_tokens", "generated_tokens")
 
 
-def generate_part(ctx: Any, sources: ReuseSources) -> tuple[pa.Table, dict[str, int], int] | None:
+def generate_part(stage: Any, ctx: Any, sources: ReuseSources) -> tuple[pa.Table, dict[str, int], int] | None:
     """(table, rows reused per earlier run, rows generated), or None when nothing can be reused."""
     from engine.generate.stage import _first_row_per_file, _output_row
     from engine.generate.stage import generate_part as generate
     from engine.records import GENERATION_SCHEMA
 
-    params = ctx.config.section("generate").generators[ctx.part.entry]
+    params = ctx.config.section(stage.name).generators[ctx.part.entry]
     index = sources.generation_index(generate_identity(params, ctx.prepass))
     if not index:
         return None

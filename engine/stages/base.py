@@ -157,6 +157,10 @@ class Stage:
     path_options: ClassVar[tuple[str, ...]] = MODEL_PATH_OPTIONS
     # A driver stage that only views final outputs runs after the run is marked complete.
     after_complete: ClassVar[bool] = False
+    # Whether parts can take finished rows of earlier runs (`reuse:`; engine.reuse knows how
+    # for the kinds of rows it provides), and the console's verb for rows it made itself.
+    reusable: ClassVar[bool] = False
+    reuse_verb: ClassVar[str] = "computed"
 
     # ----- configuration ------------------------------------------------------------------
     def parse_section(self, raw: Any, base_dir: Path, where: str) -> Any:

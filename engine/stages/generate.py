@@ -20,6 +20,8 @@ class GenerateStage(Stage):
     name = "generate"
     package = "engine.generate"
     section = "generate"
+    reusable = True
+    reuse_verb = "generated"
     params_class = "engine.generate.stage:GenerateSection"
     provides = SAMPLES  # its rows replace the input samples for every later stage
     consumes = (SAMPLES,)

@@ -242,6 +242,7 @@ class ScoreStage(Stage):
     name = "score"
     package = "engine.metrics"
     section = "score"
+    reusable = True
     directory = "scores"
     schema = SCORE_SCHEMA
     input_columns = ("sample_id", "file_id", "language", "source", "comment_start", "comment_end", "reference", "prime", "prediction")
