@@ -112,8 +112,8 @@ def confusion_card(row: dict[str, Any], heading: str, sub: str) -> str:
     classes, counts = list(row["classes"]), row["confusion"]
     return (
         f'<div class="cmpair"><h4>{esc(heading)}</h4><p class=sub>{esc(sub)} · κ {row["kappa"]:.3f} · n = {row["n"]}</p>'
-        f'<p>row-normalised (recall)</p>{matrix_html(classes, row["confusion_row_norm"], counts, "row")}'
-        f'<p>column-normalised (precision)</p>{matrix_html(classes, row["confusion_col_norm"], counts, "column")}</div>'
+        f'<div class=cms><div class=cmbox><p>row-normalised (recall)</p>{matrix_html(classes, row["confusion_row_norm"], counts, "row")}</div>'
+        f'<div class=cmbox><p>column-normalised (precision)</p>{matrix_html(classes, row["confusion_col_norm"], counts, "column")}</div></div></div>'
     )
 
 
@@ -193,8 +193,11 @@ code.sig { word-break:break-all; }
 pre { background:#0f1720; color:#dce3ea; padding:14px; border-radius:8px; overflow:auto; font-size:12.5px; max-height:520px; }
 details { margin:8px 0; border:1px solid var(--line); border-radius:8px; padding:6px 12px; }
 summary { cursor:pointer; font-weight:550; }
-.cmgrid { display:grid; grid-template-columns:repeat(auto-fill,minmax(230px,1fr)); gap:14px; margin-top:10px; }
-.cmpair { border:1px solid var(--line); border-radius:8px; padding:10px 12px; }
+/* Confusion cards: each card as wide as its two matrices (side by side when they fit, else one
+   under the other), cards wrap to the next line; a matrix wider than the screen scrolls in its box. */
+.cmgrid { display:flex; flex-wrap:wrap; align-items:flex-start; gap:14px; margin-top:10px; }
+.cmpair { flex:0 1 auto; min-width:0; max-width:100%; border:1px solid var(--line); border-radius:8px; padding:10px 12px; }
+.cms { display:flex; flex-wrap:wrap; gap:2px 18px; } .cmbox { min-width:0; max-width:100%; overflow-x:auto; }
 .cmpair p { margin:6px 0 2px; font-size:12px; color:var(--muted); } .cmpair p.sub { margin-top:0; }
 table.cm { font-size:12px; margin:0; } table.cm td { text-align:right; min-width:52px; font-variant-numeric:tabular-nums; }
 table.cm td small { display:block; font-size:10px; opacity:.75; } table.cm th { font-weight:500; }
