@@ -25,6 +25,8 @@ from engine.report.load import RunData, load_run
 from engine.report.page import PAGE
 from engine.report.perturbation import perturbation_sections
 from engine.report.sections import NOISE_TASKS, STUDY_SECTIONS
+from engine.report.sweep import representative_layers
+from engine.report.sweep_sections import sweep_sections
 from engine.report.tables import (
     by_key,
     calibration_keys,
@@ -153,7 +155,7 @@ def stage_sections(ctx: ReportContext) -> list[Section]:
 
 
 SECTION_BUILDERS: list[Callable[[ReportContext], Section | list[Section]]] = [
-    *STUDY_SECTIONS, perturb_sections, stage_sections, provenance_section,
+    *STUDY_SECTIONS, sweep_sections, perturb_sections, stage_sections, provenance_section,
 ]
 
 
@@ -162,7 +164,8 @@ def report_context(data: RunData, folder: Path) -> ReportContext:
     # settings present in the scores or only in calibration.parquet (scores of another run layout)
     calibrated = [r for t in ("agreement", *NOISE_TASKS) for per_gen in (False, True) for r in data.calibration_rows(t, per_gen)]
     keys = (data.scores.keys() if data.scores else []) + calibration_keys(calibrated)
-    head_keys = set(headline_keys(keys, headline_variants(keys, agreement_rows)))
+    defaults = representative_layers(data.manifest.get("config", {}))
+    head_keys = set(headline_keys(keys, headline_variants(keys, defaults)))
     groups = figure_groups(sorted(k for k in head_keys if data.scores and k in data.scores.groups))
     return ReportContext(data, FigureWriter(folder, data.image_format), head_keys, groups, by_key(agreement_rows))
 
