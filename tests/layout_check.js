@@ -74,7 +74,7 @@
       if (!node.textContent.trim() || !node.parentElement || node.parentElement.closest("script,style")) continue;
       var range = document.createRange();
       range.selectNodeContents(node);
-      var box = scrollAncestor(node.parentElement);
+      var box = scrolls(node.parentElement) ? node.parentElement : scrollAncestor(node.parentElement);
       var limit = box ? box.getBoundingClientRect() : null;
       var rects = range.getClientRects();
       id += 1;

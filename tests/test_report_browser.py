@@ -73,7 +73,7 @@ def overflow_page(root: Path) -> Path:
         '<section id="fine"><h2>fine</h2><div class="scroll" style="width:300px"><table id="scrolls"><tr>'
         + "".join(f"<td>column-{i}</td>" for i in range(12)) + "</tr></table></div></section>"
     )
-    values = dict(title="overflow", name="overflow", path=str(root), meta="", chips="", toc="", notice="", body=body, footer="")
+    values = dict(title="overflow", name="overflow", path=str(root), meta="", chips="", counted="", toc="", notice="", body=body, footer="")
     root.mkdir(parents=True, exist_ok=True)
     page = root / "index.html"
     page.write_text(Template(PAGE).substitute(values), encoding="utf-8")

@@ -161,6 +161,7 @@ header.top code { background:rgba(255,255,255,.15); padding:1px 6px; border-radi
 .stat { background:rgba(255,255,255,.12); border-radius:8px; padding:8px 12px; }
 .stat span { display:block; font-size:11px; text-transform:uppercase; letter-spacing:.05em; opacity:.8; }
 .stat b { font-size:18px; font-weight:600; word-break:break-word; }
+header.top p.counted { margin:10px 0 0; font-size:12.5px; opacity:.85; max-width:1100px; }
 .layout { display:grid; grid-template-columns:230px minmax(0,1fr); gap:28px; max-width:1440px; margin:0 auto; padding:24px 32px 48px; }
 nav.toc { position:sticky; top:16px; align-self:start; background:var(--card); border:1px solid var(--line); border-radius:10px; padding:14px 16px; }
 nav.toc h2 { font-size:12px; text-transform:uppercase; letter-spacing:.06em; color:var(--muted); margin:0 0 8px; }
@@ -216,6 +217,7 @@ footer { color:var(--muted); font-size:12px; text-align:center; padding:0 0 30px
   <div class="path">$path</div>
   <div class="meta">$meta</div>
   <div class="stats">$chips</div>
+  <p class="counted">$counted</p>
 </header>
 <div class="layout">
 <nav class="toc"><h2>Contents</h2><ol>$toc</ol></nav>

@@ -120,12 +120,19 @@ class BestRow:
     hi: float | None
     n: int
     next_key: ConfigKey | None = None
+    next_layer: int | None = None
     next_kappa: float | None = None
     n_common: int = 0
     t: float | None = None
     p: float | None = None
     significant: bool | None = None  # None: not tested (reason says why)
     reason: str = ""
+
+
+def setting_layer(key: ConfigKey, defaults: dict[str, int]) -> int | None:
+    """The encoder layer a setting scores with: its sweep layer, else its scorer's representative."""
+    layer = layer_of(key.variant)
+    return defaults.get(key.scorer) if layer is None else layer
 
 
 def ranked_settings(rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
@@ -186,13 +193,12 @@ def best_settings(rows: list[dict[str, Any]], read: ScoreReader, labels: dict[st
     for language, ranked in ranked_settings(rows).items():
         for rank, row in enumerate(ranked[:top], start=1):
             key = _key(row)
-            layer = layer_of(key.variant)
-            if layer is None and key.scorer in defaults:
-                layer = defaults[key.scorer]
-            best = BestRow(language, rank, key, layer, float(row["kappa"]), row.get("kappa_lo"), row.get("kappa_hi"), int(row["n"]))
+            best = BestRow(language, rank, key, setting_layer(key, defaults), float(row["kappa"]), row.get("kappa_lo"),
+                           row.get("kappa_hi"), int(row["n"]))
             if rank < len(ranked):
                 nxt = ranked[rank]
                 best.next_key, best.next_kappa = _key(nxt), float(nxt["kappa"])
+                best.next_layer = setting_layer(best.next_key, defaults)
                 result = compare(read(key, language), read(best.next_key, language), labels, correlation)
                 best.n_common, best.reason = result["n"], result.get("reason", "")
                 if "p" in result:
@@ -287,7 +293,7 @@ def best_lines(run_dir: str | Path) -> str:
     lines = ["best setting per language (highest kappa, bootstrap interval; against the runner-up by Williams' test):"]
     width = max(len(language_name(r.language)) for r in rows)
     for r in rows:
-        nxt = f" | next: {setting_text(r.next_key)} κ {r.next_kappa:.2f}, {verdict_text(r)}" if r.next_key is not None else ""
+        nxt = f" | next: {setting_text(r.next_key, r.next_layer)} κ {r.next_kappa:.2f}, {verdict_text(r)}" if r.next_key is not None else ""
         lines.append(f"  {language_name(r.language).ljust(width)}  {setting_text(r.key, r.layer)}  κ {r.kappa:.2f} "
                      f"{interval_text(r.lo, r.hi)}, n = {r.n}{nxt}")
     return "\n".join(lines)

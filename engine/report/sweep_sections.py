@@ -21,6 +21,7 @@ from engine.report.sweep import (
     layer_curves,
     representative_layers,
     run_scores,
+    setting_text,
     significance_options,
 )
 from engine.report.tables import language_name, short_scorer
@@ -85,10 +86,10 @@ def _best_row(r: BestRow) -> str:
     else:
         verdict = f"{'yes' if r.significant else 'no'}<small>p = {r.p:.3g}, n = {r.n_common}</small>"
         title = f"Williams t = {r.t:.2f} against the next setting, one-sided"
-    nxt = f"{esc(r.next_key.label())}<small>κ {r.next_kappa:.3f}</small>" if r.next_key is not None else "–"
+    nxt = f"{esc(setting_text(r.next_key, r.next_layer))}<small>κ {r.next_kappa:.3f}</small>" if r.next_key is not None else "–"
     attrs = (f'data-language="{esc(r.language)}" data-rank="{r.rank}" data-metric="{esc(r.key.metric)}" '
              f'data-scorer="{esc(r.key.scorer)}" data-context="{esc(r.key.context)}" data-variant="{esc(r.key.variant)}" '
-             f'data-kappa="{r.kappa!r}" data-significant="{"" if r.significant is None else str(r.significant).lower()}" '
+             f'data-ranked-kappa="{r.kappa!r}" data-significant="{"" if r.significant is None else str(r.significant).lower()}" '
              f'data-p="{"" if r.p is None else repr(r.p)}"')
     return (f"<tr {attrs}><td>{r.rank}</td><th scope=row>{esc(r.key.metric)}</th><td class=\"lbl sc\" title=\"{esc(r.key.scorer)}\">"
             f"{esc(short_scorer(r.key.scorer)) or '—'}</td><td>{'–' if r.layer is None else r.layer}</td>"
