@@ -61,6 +61,8 @@ def text_overlaps(fig: plt.Figure, min_px: float = 1.0) -> list[tuple[str, str]]
     renderer = fig.canvas.get_renderer()
     texts = [t for t in fig.findobj(matplotlib.text.Text) if t.get_visible() and t.get_text().strip() and t.figure is fig]
     boxes = np.array([t.get_window_extent(renderer).extents for t in texts]).reshape(-1, 4)  # x0, y0, x1, y1
+    drawn = np.isfinite(boxes).all(axis=1)  # a text at a non-finite position is not drawn
+    texts, boxes = [t for t, d in zip(texts, drawn) if d], boxes[drawn]
     if len(texts) < 2:
         return []
     w = np.minimum(boxes[:, None, 2], boxes[None, :, 2]) - np.maximum(boxes[:, None, 0], boxes[None, :, 0])

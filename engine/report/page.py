@@ -188,6 +188,7 @@ table.values td small, table.values td small { display:block; font-size:10.5px; 
 table.values td.nf { color:#999; cursor:help; } table.values td.na { color:#bbb; text-align:center; }
 table.counts td { text-align:right; } table.counts td.desc { text-align:left; color:var(--muted); white-space:normal; }
 td.total { font-weight:600; } td.sc { color:var(--muted); }
+table.best td.verdict { text-align:left; cursor:help; }
 table.kv th { color:var(--muted); font-weight:500; white-space:nowrap; }
 code { font:12.5px/1.4 ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; }
 code.sig { word-break:break-all; }
@@ -204,7 +205,7 @@ table.cm { font-size:12px; margin:0; } table.cm td { text-align:right; min-width
 table.cm td small { display:block; font-size:10px; opacity:.75; } table.cm th { font-weight:500; }
 table.cm th.corner { white-space:nowrap; font-size:11px; color:var(--muted); }
 footer { color:var(--muted); font-size:12px; text-align:center; padding:0 0 30px; }
-@media (max-width: 900px) {
+@media (max-width: 1100px) {  /* the contents go above the sections: tables and figures keep the full width */
   .layout { grid-template-columns:1fr; padding:16px; }
   nav.toc { position:static; }
   header.top { padding:20px 16px; }

@@ -81,12 +81,13 @@ def layer_section(ctx: ReportContext) -> Section | None:
 
 def _best_row(r: BestRow) -> str:
     variant = LAYER_VARIANT.sub(r"\2", r.key.variant)
+    nxt = f"{setting_text(r.next_key, r.next_layer)} (κ {r.next_kappa:.3f})" if r.next_key is not None else "none"
     if r.significant is None:
-        verdict, title = "–", r.reason
+        verdict, title = "–", f"not tested: {r.reason}"
     else:
-        verdict = f"{'yes' if r.significant else 'no'}<small>p = {r.p:.3g}, n = {r.n_common}</small>"
-        title = f"Williams t = {r.t:.2f} against the next setting, one-sided"
-    nxt = f"{esc(setting_text(r.next_key, r.next_layer))}<small>κ {r.next_kappa:.3f}</small>" if r.next_key is not None else "–"
+        verdict = f"{'yes' if r.significant else 'no'}<small>p = {r.p:.3g}</small>"
+        title = f"Williams t = {r.t:.2f}, one-sided p = {r.p:.3g}, n = {r.n_common} common labelled items"
+    title += f"; next: {nxt}"
     attrs = (f'data-language="{esc(r.language)}" data-rank="{r.rank}" data-metric="{esc(r.key.metric)}" '
              f'data-scorer="{esc(r.key.scorer)}" data-context="{esc(r.key.context)}" data-variant="{esc(r.key.variant)}" '
              f'data-ranked-kappa="{r.kappa!r}" data-significant="{"" if r.significant is None else str(r.significant).lower()}" '
@@ -95,7 +96,7 @@ def _best_row(r: BestRow) -> str:
             f"{esc(short_scorer(r.key.scorer)) or '—'}</td><td>{'–' if r.layer is None else r.layer}</td>"
             f"<td class=lbl>{esc(r.key.context or '—')}</td><td class=lbl>{esc(variant)}</td>"
             f'<td style="{kappa_style(r.kappa)}">{r.kappa:.3f}<small>{interval_text(r.lo, r.hi)}</small></td><td>{r.n}</td>'
-            f'<td title="{esc(title)}">{verdict}</td><td class=lbl>{nxt}</td></tr>')
+            f'<td class=verdict title="{esc(title)}">{verdict}</td></tr>')
 
 
 def best_section(ctx: ReportContext) -> Section | None:
@@ -114,10 +115,11 @@ def best_section(ctx: ReportContext) -> Section | None:
         f"Per language, the {BEST_ROWS} settings (metric, scorer, layer, context, variant) whose KDE classifier agrees best "
         "with the experts (quadratic kappa, bootstrap interval below it). <em>Better than next</em>: Williams' test that "
         f"the setting's scores correlate with the expert labels ({esc(correlation)}) better than those of the setting "
-        f"ranked next, on their common labelled items; one-sided, significant when p &lt; {alpha:g} (not adjusted for "
-        "the number of comparisons). The layer of a non-sweep embedding scorer is its configured or shipped default.")]
+        f"ranked next (the row below; for the last row the next one not listed), on their common labelled items; "
+        f"one-sided, significant when p &lt; {alpha:g} (not adjusted for the number of comparisons); hover for t, n and "
+        "the next setting. The layer of a non-sweep embedding scorer is its configured or shipped default.")]
     head = ("<tr><th>rank</th><th>metric</th><th>scorer</th><th>layer</th><th>context</th><th>variant</th><th>kappa</th>"
-            "<th>n</th><th>better than next</th><th>next</th></tr>")
+            "<th>n</th><th>better than next</th></tr>")
     for language in dict.fromkeys(r.language for r in best):
         body = "".join(_best_row(r) for r in best if r.language == language)
         parts.append(f"<h3>{esc(language_name(language))}</h3><div class=\"scroll\"><table class=\"values best\" "
