@@ -5,11 +5,13 @@
 //   overflow      an element's content is wider than its box and the box does not scroll
 //                 (scrollWidth > clientWidth with overflow-x hidden/clip/visible)
 //   outside       an element's box reaches outside its parent's box (a card over its neighbour)
+//   squeezed      a table header cell (row or column name) wrapped over more than 3 lines
 //   overlap       two pieces of text are drawn over each other
 // Boxes meant to scroll (overflow-x auto or scroll: .scroll, pre) may be wider inside: their
 // own box must fit, and their content is checked only where it is visible.
 (function () {
   var TOLERANCE = 1.5;  // px: sub-pixel rounding of borders and table cells
+  var MAX_LINES = 3;    // a header cell wrapped further was squeezed by its wide neighbours
 
   function scrolls(el) {
     var ox = getComputedStyle(el).overflowX;
@@ -65,6 +67,17 @@
           problems.push({ kind: "outside", what: describe(el), parent: describe(parent), by: over });
         }
       }
+    }
+    // squeezed: a header cell (a row or column name) broken over more than MAX_LINES lines
+    var heads = document.body.querySelectorAll("th");
+    for (var t = 0; t < heads.length; t++) {
+      var range0 = document.createRange();
+      range0.selectNodeContents(heads[t]);
+      var tops = {};
+      var lineRects = range0.getClientRects();
+      for (var q = 0; q < lineRects.length; q++) if (lineRects[q].width > 0) tops[Math.round(lineRects[q].top)] = true;
+      var lines = Object.keys(tops).length;
+      if (lines > MAX_LINES) problems.push({ kind: "squeezed", what: describe(heads[t]), by: lines });
     }
     // overlap: every line box of every text node against the others (clipped to its scroll box)
     var boxes = [];

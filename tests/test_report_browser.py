@@ -59,7 +59,8 @@ def layout_problems(index: Path, width: int, profile: Path, screenshot: Path) ->
 
 def overflow_page(root: Path) -> Path:
     """A page made to overflow (for the test of the layout check): a table wider than its card, text
-    drawn over other text, text clipped by its box, and a wide table in a box meant to scroll."""
+    drawn over other text, text clipped by its box, a row name squeezed over many lines by wide
+    cells, and a wide table in a box meant to scroll (which is fine)."""
     from engine.report.page import PAGE
 
     body = (
@@ -70,6 +71,8 @@ def overflow_page(root: Path) -> Path:
         '<span style="position:absolute;left:10px;top:2px">second label</span></div></section>'
         '<section id="clip"><h2>clip</h2><div id="clipper" style="width:80px;overflow:hidden;white-space:nowrap">'
         "a sentence far longer than eighty pixels</div></section>"
+        '<section id="squeeze"><h2>squeeze</h2><table><tr><th id="squeezed" style="width:40px">a b c d e f g h</th>'
+        + "".join(f"<td style='white-space:nowrap'>a long value {i} that does not wrap</td>" for i in range(3)) + "</tr></table></section>"
         '<section id="fine"><h2>fine</h2><div class="scroll" style="width:300px"><table id="scrolls"><tr>'
         + "".join(f"<td>column-{i}</td>" for i in range(12)) + "</tr></table></div></section>"
     )
@@ -86,6 +89,7 @@ def test_layout_check_finds_overflow_overlap_and_clipping(tmp_path: Path) -> Non
     kinds = {(p["kind"], p["what"].split(" ")[0]) for p in problems}
     assert ("outside", "table#too-wide") in kinds, problems
     assert ("overflow", "div#clipper") in kinds, problems
+    assert ("squeezed", "th#squeezed") in kinds, problems
     assert any(p["kind"] == "overlap" and "first label" in p["what"] + p["other"] for p in problems), problems
     assert not [p for p in problems if "#fine" in p["what"] or "scrolls" in p["what"]], problems
 

@@ -184,6 +184,10 @@ th, td { padding:5px 9px; border-bottom:1px solid var(--line); text-align:left; 
 thead th { background:#eef1f5; font-weight:600; position:sticky; top:0; }
 table.values td { text-align:right; font-variant-numeric:tabular-nums; white-space:nowrap; }
 table.values td.lbl { text-align:left; }
+/* Row names stay on one line (wide value cells used to squeeze them over five) and, in a table
+   wider than its box, stay in view while the values scroll under them. */
+table.values th[scope=row] { white-space:nowrap; }
+.scroll > table.values th[scope=row] { position:sticky; left:0; z-index:1; background:var(--card); }
 table.values td small, table.values td small { display:block; font-size:10.5px; opacity:.8; }
 table.values td.nf { color:#999; cursor:help; } table.values td.na { color:#bbb; text-align:center; }
 table.counts td { text-align:right; } table.counts td.desc { text-align:left; color:var(--muted); white-space:normal; }
