@@ -108,4 +108,4 @@ def test_demo_report_figures_have_no_overlapping_text(demo_run: Path, caplog: py
 
     with caplog.at_level(logging.WARNING, logger="engine.report.figures"):
         write_report(str(demo_run))
-    assert not [r.getMessage() for r in caplog.records if "drawn over" in r.getMessage()]
+    assert not [r.getMessage() for r in caplog.records if ("drawn over" in r.getMessage() or "cut off" in r.getMessage())]

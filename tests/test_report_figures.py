@@ -46,7 +46,7 @@ def test_heatmaps_have_no_overlapping_text(shape: str, tmp_path: Path, caplog: p
     path = tmp_path / "heatmap.png"
     with caplog.at_level(logging.WARNING, logger="engine.report.figures"):
         figures.heatmap_figure(path, "title", rows, cols, panels, "value", diverging=shape == "sensitivity")
-    assert not [r for r in caplog.records if "drawn over" in r.getMessage()], caplog.text
+    assert not [r for r in caplog.records if ("drawn over" in r.getMessage() or "cut off" in r.getMessage())], caplog.text
     with Image.open(path) as im:
         assert im.width > 200 and im.height > 100
 
@@ -57,4 +57,21 @@ def test_layer_figure_has_no_overlapping_text(tmp_path: Path, caplog: pytest.Log
               for c in ("none", "minimal", "full") for lang in ("en", "nl", "pl", "el", "zh")]
     with caplog.at_level(logging.WARNING, logger="engine.report.figures"):
         figures.layer_figure(tmp_path / "layers.png", "Kappa against layer — bertscore · all-MiniLM-L6-v2", curves)
-    assert not [r for r in caplog.records if "drawn over" in r.getMessage()], caplog.text
+    assert not [r for r in caplog.records if ("drawn over" in r.getMessage() or "cut off" in r.getMessage())], caplog.text
+
+
+def test_cut_off_measure_finds_text_past_the_edge() -> None:
+    fig, ax = plt.subplots(figsize=(3, 2))
+    ax.text(0.5, 0.5, "inside")
+    ax.text(0.95, 0.5, "a label much too long to fit", transform=fig.transFigure)
+    try:
+        assert figures.text_cut_off(fig) == ["a label much too long to fit"]
+    finally:
+        plt.close(fig)
+
+
+def test_heatmap_row_labels_are_never_cut_off(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    rows = ["bertscore · an-encoder-with-a-very-long-hub-name-that-goes-on-and-on · minimal · layer-11/F", "bleu"]
+    with caplog.at_level(logging.WARNING, logger="engine.report.figures"):
+        figures.heatmap_figure(tmp_path / "h.png", "title", rows, ["en", "zh"], [("p", np.ones((2, 2)))], "kappa")
+    assert not [r for r in caplog.records if "cut off" in r.getMessage()], caplog.text

@@ -71,10 +71,28 @@ def text_overlaps(fig: plt.Figure, min_px: float = 1.0) -> list[tuple[str, str]]
     return [(texts[i].get_text(), texts[j].get_text()) for i, j in zip(*np.nonzero(hit))]
 
 
+def text_cut_off(fig: plt.Figure, min_px: float = 1.0) -> list[str]:
+    """Visible texts of `fig` reaching past the figure's edges (cut off in the image)."""
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    width, height = fig.canvas.get_width_height()
+    out = []
+    for t in fig.findobj(matplotlib.text.Text):
+        if t.get_visible() and t.get_text().strip() and t.figure is fig:
+            x0, y0, x1, y1 = t.get_window_extent(renderer).extents
+            if all(map(math.isfinite, (x0, y0, x1, y1))) and (x0 < -min_px or y0 < -min_px or x1 > width + min_px or y1 > height + min_px):
+                out.append(t.get_text())
+    return out
+
+
 def _save(fig: plt.Figure, path: Path) -> None:
+    # layout bugs to fix in the figure's function (tests look for these warnings); the figure is still written
     overlaps = text_overlaps(fig)
-    if overlaps:  # a layout bug to fix in the figure's function; the figure is still written
+    if overlaps:
         logger.warning("figure %s: %d text(s) drawn over others, e.g. %r over %r", path.name, len(overlaps), *overlaps[0])
+    cut = text_cut_off(fig)
+    if cut:
+        logger.warning("figure %s: %d text(s) cut off at its edges, e.g. %r", path.name, len(cut), cut[0])
     fig.savefig(path, dpi=DPI, format=path.suffix.lstrip("."), metadata={"Software": None} if path.suffix == ".png" else None)
     plt.close(fig)
 
@@ -326,7 +344,7 @@ def accuracy_figure(path: Path, title: str, table: AccuracyTable) -> None:
     ax.legend(loc="lower right", bbox_to_anchor=(1.0, 1.0), ncol=3, fontsize=8)
     fig.suptitle(title, x=0.01, ha="left", fontsize=11, fontweight="bold")
     h = fig.get_figheight()
-    label_width = min(3.6, 0.4 + 0.058 * max((len(n) for n in names), default=8))
+    label_width = 0.25 + max((_text_size(n, 7.5)[0] for n in names), default=0.5)  # measured: long names are never cut off
     fig.subplots_adjust(left=label_width / WIDTH, right=0.98, top=1 - 0.6 / h, bottom=0.5 / h)
     _save(fig, path)
 
