@@ -20,7 +20,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from engine.report.tables import ConfigKey, language_name, order_languages, short_scorer
+from engine.report.tables import ConfigKey, context_rank, language_name, order_languages, short_scorer
 
 BEST_ROWS = 5  # settings listed per language in the report's table
 LAYER_VARIANT = re.compile(r"layer-(\d+)/(.+)")
@@ -101,8 +101,6 @@ def layer_curves(rows: list[dict[str, Any]], defaults: dict[str, int], part: str
         curves.append(LayerCurve(metric, scorer, context, language, layers, col("kappa"), col("kappa_lo"), col("kappa_hi"),
                                  [int(by_layer[k]["n"]) for k in layers], defaults.get(scorer)))
     order = {lang: i for i, lang in enumerate(order_languages({c.language for c in curves}))}
-    from engine.report.tables import context_rank
-
     return sorted(curves, key=lambda c: (c.metric, c.scorer, context_rank(c.context), order[c.language]))
 
 
