@@ -162,7 +162,7 @@ header.top code { background:rgba(255,255,255,.15); padding:1px 6px; border-radi
 .stat span { display:block; font-size:11px; text-transform:uppercase; letter-spacing:.05em; opacity:.8; }
 .stat b { font-size:18px; font-weight:600; word-break:break-word; }
 header.top p.counted { margin:10px 0 0; font-size:12.5px; opacity:.85; max-width:1100px; }
-.layout { display:grid; grid-template-columns:230px minmax(0,1fr); gap:28px; max-width:1440px; margin:0 auto; padding:24px 32px 48px; }
+.layout { display:grid; grid-template-columns:230px minmax(0,1fr); gap:28px; max-width:1680px; margin:0 auto; padding:24px 32px 48px; }
 nav.toc { position:sticky; top:16px; align-self:start; background:var(--card); border:1px solid var(--line); border-radius:10px; padding:14px 16px; }
 nav.toc h2 { font-size:12px; text-transform:uppercase; letter-spacing:.06em; color:var(--muted); margin:0 0 8px; }
 nav.toc ol { margin:0; padding-left:18px; } nav.toc li { margin:4px 0; font-size:14px; }
@@ -205,7 +205,8 @@ summary { cursor:pointer; font-weight:550; }
 .cmpair { flex:0 1 auto; min-width:0; max-width:100%; border:1px solid var(--line); border-radius:8px; padding:10px 12px; }
 .cms { display:flex; flex-wrap:wrap; gap:2px 18px; } .cmbox { min-width:0; max-width:100%; overflow-x:auto; }
 .cmpair p { margin:6px 0 2px; font-size:12px; color:var(--muted); } .cmpair p.sub { margin-top:0; }
-table.cm { font-size:12px; margin:0; } table.cm td { text-align:right; min-width:52px; font-variant-numeric:tabular-nums; }
+table.cm { font-size:12px; margin:0; } table.cm td { text-align:right; min-width:44px; font-variant-numeric:tabular-nums; }
+table.cm th, table.cm td { padding:4px 6px; }
 table.cm td small { display:block; font-size:10px; opacity:.75; } table.cm th { font-weight:500; }
 table.cm th.corner { white-space:nowrap; font-size:11px; color:var(--muted); }
 footer { color:var(--muted); font-size:12px; text-align:center; padding:0 0 30px; }
