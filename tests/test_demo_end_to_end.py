@@ -109,3 +109,17 @@ def test_demo_report_figures_have_no_overlapping_text(demo_run: Path, caplog: py
     with caplog.at_level(logging.WARNING, logger="engine.report.figures"):
         write_report(str(demo_run))
     assert not [r.getMessage() for r in caplog.records if ("drawn over" in r.getMessage() or "cut off" in r.getMessage())]
+
+
+def test_demo_header_counts_every_score_row_and_says_what_it_counts(demo_run: Path) -> None:
+    """The header's score rows are the console's (manifest counts), split into the rows the score
+    views read and the perturbation rows."""
+    manifest = json.loads((demo_run / "manifest.json").read_text())
+    noise = pq.read_table(demo_run / "scores", columns=["noise"]).column("noise").to_pylist()
+    perturbed = sum(n.startswith("perturb:") for n in noise)
+    assert perturbed > 0 and len(noise) == manifest["counts"]["score_rows"]
+    text = (demo_run / "report" / "index.html").read_text(encoding="utf-8")
+    assert f"<span>score rows</span><b>{len(noise):,}</b>" in text
+    note = re.search(r'<p class="counted">(.*?)</p>', text).group(1)
+    assert f"Of the {len(noise):,} score rows, {len(noise) - perturbed:,} score the real predictions" in note
+    assert f"{perturbed:,} score perturbed texts" in note
