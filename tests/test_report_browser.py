@@ -58,14 +58,14 @@ def layout_problems(index: Path, width: int, profile: Path, screenshot: Path) ->
 
 
 def overflow_page(root: Path) -> Path:
-    """A page made to overflow (for the test of the layout check): a table wider than its card, text
+    """A page made to overflow (for the test of the layout check): a row of cells wider than its card, text
     drawn over other text, text clipped by its box, a row name squeezed over many lines by wide
     cells, and a wide table in a box meant to scroll (which is fine)."""
     from engine.report.page import PAGE
 
     body = (
-        '<section id="wide"><h2>wide</h2><div style="width:300px" id="card"><table id="too-wide"><tr>'
-        + "".join(f"<td>column-{i}</td>" for i in range(12)) + "</tr></table></div></section>"
+        '<section id="wide"><h2>wide</h2><div style="width:300px" id="card"><div id="too-wide" style="display:flex">'
+        + "".join(f"<span style='flex:none;width:60px'>cell-{i}</span>" for i in range(12)) + "</div></div></section>"
         '<section id="over"><h2>over</h2><div style="position:relative;height:40px">'
         '<span style="position:absolute;left:0;top:0">first label</span>'
         '<span style="position:absolute;left:10px;top:2px">second label</span></div></section>'
@@ -87,7 +87,7 @@ def test_layout_check_finds_overflow_overlap_and_clipping(tmp_path: Path) -> Non
     """The test of the test: each planted fault is found, the box meant to scroll is not."""
     problems = layout_problems(overflow_page(tmp_path / "page"), 1000, tmp_path / "profile", tmp_path / "shot.png")
     kinds = {(p["kind"], p["what"].split(" ")[0]) for p in problems}
-    assert ("outside", "table#too-wide") in kinds, problems
+    assert ("overflow", "div#card") in kinds and ("outside", "span") in kinds, problems
     assert ("overflow", "div#clipper") in kinds, problems
     assert ("squeezed", "th#squeezed") in kinds, problems
     assert any(p["kind"] == "overlap" and "first label" in p["what"] + p["other"] for p in problems), problems
@@ -145,3 +145,25 @@ def test_each_study_result_is_a_numbered_heading(browser_page: tuple[Path, str, 
     headings = re.findall(r"<h2>(.*?)</h2>", dom)
     for number in STUDY_NUMBERS:
         assert any(h.startswith(number + " — ") for h in headings), (number, headings)
+
+
+def test_stage_sections_hold_at_1000_px(tmp_path: Path) -> None:
+    """A stage's own section (the round trip: a wide table outside a .scroll box, long signatures
+    in a list) in the report page: it scrolls inside itself instead of widening the page."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from test_roundtrip_report import ROWS
+
+    from engine.records import ROUNDTRIP_SCHEMA
+    from engine.report.page import PAGE
+    from engine.report.roundtrip import section_html
+
+    (tmp_path / "run" / "roundtrip").mkdir(parents=True)
+    pq.write_table(pa.Table.from_pylist(ROWS, schema=ROUNDTRIP_SCHEMA), tmp_path / "run" / "roundtrip" / "t__part-00000.parquet")
+    signature = "metric:roundtrip-pass@1|" + "|".join(f"option-{i}:value-{i}" for i in range(40))
+    body = f'<section id="roundtrip"><h2>Execution round trip</h2>{section_html(tmp_path / "run", {"rt": {"pass@1": signature}})}</section>'
+    values = dict(title="t", name="t", path="p", meta="", chips="", counted="", toc="", notice="", body=body, footer="")
+    (tmp_path / "report").mkdir()
+    index = tmp_path / "report" / "index.html"
+    index.write_text(Template(PAGE).substitute(values), encoding="utf-8")
+    assert layout_problems(index, 1000, tmp_path / "profile", tmp_path / "shot.png") == []

@@ -179,6 +179,10 @@ p.missing { background:#fff4ec; border:1px solid #f3c7a8; color:#7a3300; padding
 figure { margin:14px 0 22px; } figure img { display:block; max-width:100%; height:auto; border-radius:6px; border:1px solid var(--line); }
 figcaption { color:var(--muted); font-size:13px; margin-top:6px; }
 .scroll { overflow-x:auto; }
+/* A table outside a .scroll box (a stage's own section) scrolls inside itself rather than widen
+   the page; long unbroken strings (signatures) in lists wrap. */
+main :not(.scroll) > table:not(.cm) { display:block; max-width:100%; overflow-x:auto; }
+main li { overflow-wrap:anywhere; }
 table { border-collapse:collapse; font-size:13px; margin:6px 0 12px; }
 th, td { padding:5px 9px; border-bottom:1px solid var(--line); text-align:left; vertical-align:top; }
 thead th { background:#eef1f5; font-weight:600; position:sticky; top:0; }
