@@ -143,6 +143,11 @@ def _print_kappa(run_dir: str) -> None:
     if path.exists():
         print()
         print(kappa_summary(pq.read_table(path)))
+        from engine.report.sweep import best_lines
+
+        best = best_lines(run_dir)
+        if best:
+            print("\n" + best)
 
 
 def cmd_validate(args: argparse.Namespace) -> int:

@@ -15,6 +15,8 @@ def test_demo_configs_load():
     assert judge.backend == "vllm" and judge.structured_strategies() == ("standard",) and "cot" in judge.strategies
     generate = load_config(REPO / "configs" / "demo_generate.yaml")
     assert len(generate.section("generate").generators) == 2
+    sweep = load_config(REPO / "configs" / "demo_sweep.yaml")
+    assert [s.params.all_layers for s in sweep.score.scorers if s.kind == "embedding"] == [True]
 
 
 def test_paper_config_is_the_full_study():

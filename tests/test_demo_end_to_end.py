@@ -12,7 +12,7 @@ import yaml
 from conftest import REPO, write_demo_subset
 from PIL import Image
 from test_report import STUDY_NUMBERS, check_kappa_cells, parse
-from test_report_browser import CHROMIUM, _chromium
+from test_report_browser import CHROMIUM, _chromium, layout_problems
 
 from engine.config import config_from_mapping
 from engine.records import SCORE_KEY
@@ -90,3 +90,36 @@ def test_demo_report_opens_in_a_browser_with_every_image_and_the_right_kappas(de
         colours = im.convert("RGB").getcolors(maxcolors=1 << 20)
     assert colours is None or len(colours) > 50
     assert check_kappa_cells(dom, demo_run / "calibration.parquet") > 0
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (the Makefile's test set-up installs Debian's `chromium`)")
+@pytest.mark.parametrize("width", [1000, 1600])
+def test_demo_report_layout_holds(demo_run: Path, width: int, tmp_path: Path) -> None:
+    """No element overflows its box (boxes meant to scroll aside) and no text overlaps, in the page."""
+    problems = layout_problems(demo_run / "report" / "index.html", width, tmp_path / "profile", tmp_path / "shot.png")
+    assert problems == [], problems[:10]
+
+
+def test_demo_report_figures_have_no_overlapping_text(demo_run: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """The figures' own measure (engine.report.figures.text_overlaps) over every figure of the demo report."""
+    import logging
+
+    from engine.report.build import write_report
+
+    with caplog.at_level(logging.WARNING, logger="engine.report.figures"):
+        write_report(str(demo_run))
+    assert not [r.getMessage() for r in caplog.records if ("drawn over" in r.getMessage() or "cut off" in r.getMessage())]
+
+
+def test_demo_header_counts_every_score_row_and_says_what_it_counts(demo_run: Path) -> None:
+    """The header's score rows are the console's (manifest counts), split into the rows the score
+    views read and the perturbation rows."""
+    manifest = json.loads((demo_run / "manifest.json").read_text())
+    noise = pq.read_table(demo_run / "scores", columns=["noise"]).column("noise").to_pylist()
+    perturbed = sum(n.startswith("perturb:") for n in noise)
+    assert perturbed > 0 and len(noise) == manifest["counts"]["score_rows"]
+    text = (demo_run / "report" / "index.html").read_text(encoding="utf-8")
+    assert f"<span>score rows</span><b>{len(noise):,}</b>" in text
+    note = re.search(r'<p class="counted">(.*?)</p>', text).group(1)
+    assert f"Of the {len(noise):,} score rows, {len(noise) - perturbed:,} score the real predictions" in note
+    assert f"{perturbed:,} score perturbed texts" in note

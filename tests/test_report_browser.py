@@ -6,10 +6,12 @@ that the page is not blank, and that the kappa table equals calibration.parquet.
 """
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
 from pathlib import Path
+from string import Template
 
 import pytest
 from PIL import Image
@@ -19,17 +21,84 @@ CHROMIUM = shutil.which("chromium")
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (the Makefile's test set-up installs Debian's `chromium`)")
 
 
-def _chromium(page: Path, screenshot: Path, profile: Path) -> str:
+def _chromium(page: Path, screenshot: Path, profile: Path, size: tuple[int, int] = (1280, 2000)) -> str:
     """Screenshot the page and return its DOM after scripts ran (one browser start)."""
     command = [
         CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
         "--disable-background-networking", "--disable-component-update", "--disable-sync", "--disable-extensions",
-        f"--user-data-dir={profile}", f"--screenshot={screenshot}", "--window-size=1280,2000", "--dump-dom",
-        page.resolve().as_uri(),
+        "--hide-scrollbars", f"--user-data-dir={profile}", f"--screenshot={screenshot}", f"--window-size={size[0]},{size[1]}",
+        "--dump-dom", page.resolve().as_uri(),
     ]
     result = subprocess.run(command, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, f"chromium failed ({result.returncode}): {result.stderr[-2000:]}"
     return result.stdout
+
+
+LAYOUT_CHECK = Path(__file__).with_name("layout_check.js")
+
+
+def layout_problems(index: Path, width: int, profile: Path, screenshot: Path) -> list[dict]:
+    """The problems tests/layout_check.js finds in the page `index` opened `width` px wide.
+
+    The check runs in a copy of the page beside it (same folder, so its images load), with the
+    script added before </body>; the page itself is left as the report wrote it.
+    """
+    copy = index.with_name(f".layout-check-{width}.html")
+    text = index.read_text(encoding="utf-8")
+    script = "<script>" + LAYOUT_CHECK.read_text(encoding="utf-8") + "</script>"
+    copy.write_text(text.replace("</body>", script + "</body>", 1), encoding="utf-8")
+    try:
+        dom = _chromium(copy, screenshot, profile, (width, 1400))
+    finally:
+        copy.unlink()
+    [body] = parse(dom, "data-layout-checked").cells or [{}]
+    assert "data-layout-error" not in body, body.get("data-layout-error")
+    assert int(body.get("data-layout-checked", 0)) > 0, "the layout check did not run (no data-layout-checked on <body>)"
+    return json.loads(body["data-layout"])
+
+
+def overflow_page(root: Path) -> Path:
+    """A page made to overflow (for the test of the layout check): a row of cells wider than its card, text
+    drawn over other text, text clipped by its box, a row name squeezed over many lines by wide
+    cells, and a wide table in a box meant to scroll (which is fine)."""
+    from engine.report.page import PAGE
+
+    body = (
+        '<section id="wide"><h2>wide</h2><div style="width:300px" id="card"><div id="too-wide" style="display:flex">'
+        + "".join(f"<span style='flex:none;width:60px'>cell-{i}</span>" for i in range(12)) + "</div></div></section>"
+        '<section id="over"><h2>over</h2><div style="position:relative;height:40px">'
+        '<span style="position:absolute;left:0;top:0">first label</span>'
+        '<span style="position:absolute;left:10px;top:2px">second label</span></div></section>'
+        '<section id="clip"><h2>clip</h2><div id="clipper" style="width:80px;overflow:hidden;white-space:nowrap">'
+        "a sentence far longer than eighty pixels</div></section>"
+        '<section id="squeeze"><h2>squeeze</h2><table><tr><th id="squeezed" style="width:40px">a b c d e f g h</th>'
+        + "".join(f"<td style='white-space:nowrap'>a long value {i} that does not wrap</td>" for i in range(3)) + "</tr></table></section>"
+        '<section id="fine"><h2>fine</h2><div class="scroll" style="width:300px"><table id="scrolls"><tr>'
+        + "".join(f"<td>column-{i}</td>" for i in range(12)) + "</tr></table></div></section>"
+    )
+    values = dict(title="overflow", name="overflow", path=str(root), meta="", chips="", counted="", toc="", notice="", body=body, footer="")
+    root.mkdir(parents=True, exist_ok=True)
+    page = root / "index.html"
+    page.write_text(Template(PAGE).substitute(values), encoding="utf-8")
+    return page
+
+
+def test_layout_check_finds_overflow_overlap_and_clipping(tmp_path: Path) -> None:
+    """The test of the test: each planted fault is found, the box meant to scroll is not."""
+    problems = layout_problems(overflow_page(tmp_path / "page"), 1000, tmp_path / "profile", tmp_path / "shot.png")
+    kinds = {(p["kind"], p["what"].split(" ")[0]) for p in problems}
+    assert ("overflow", "div#card") in kinds and ("outside", "span") in kinds, problems
+    assert ("overflow", "div#clipper") in kinds, problems
+    assert ("squeezed", "th#squeezed") in kinds, problems
+    assert any(p["kind"] == "overlap" and "first label" in p["what"] + p["other"] for p in problems), problems
+    assert not [p for p in problems if "#fine" in p["what"] or "scrolls" in p["what"]], problems
+
+
+@pytest.mark.parametrize("width", [1000, 1600])
+def test_fixture_report_layout_holds(browser_page: tuple[Path, str, Path], width: int, tmp_path: Path) -> None:
+    run, _, _ = browser_page
+    problems = layout_problems(run / "report" / "index.html", width, tmp_path / "profile", tmp_path / "shot.png")
+    assert problems == [], problems
 
 
 @pytest.fixture(scope="module")
@@ -76,3 +145,25 @@ def test_each_study_result_is_a_numbered_heading(browser_page: tuple[Path, str, 
     headings = re.findall(r"<h2>(.*?)</h2>", dom)
     for number in STUDY_NUMBERS:
         assert any(h.startswith(number + " — ") for h in headings), (number, headings)
+
+
+def test_stage_sections_hold_at_1000_px(tmp_path: Path) -> None:
+    """A stage's own section (the round trip: a wide table outside a .scroll box, long signatures
+    in a list) in the report page: it scrolls inside itself instead of widening the page."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from engine.report.roundtrip import section_html
+    from test_roundtrip_report import ROWS
+
+    from engine.records import ROUNDTRIP_SCHEMA
+    from engine.report.page import PAGE
+
+    (tmp_path / "run" / "roundtrip").mkdir(parents=True)
+    pq.write_table(pa.Table.from_pylist(ROWS, schema=ROUNDTRIP_SCHEMA), tmp_path / "run" / "roundtrip" / "t__part-00000.parquet")
+    signature = "metric:roundtrip-pass@1|" + "|".join(f"option-{i}:value-{i}" for i in range(40))
+    body = f'<section id="roundtrip"><h2>Execution round trip</h2>{section_html(tmp_path / "run", {"rt": {"pass@1": signature}})}</section>'
+    values = dict(title="t", name="t", path="p", meta="", chips="", counted="", toc="", notice="", body=body, footer="")
+    (tmp_path / "report").mkdir()
+    index = tmp_path / "report" / "index.html"
+    index.write_text(Template(PAGE).substitute(values), encoding="utf-8")
+    assert layout_problems(index, 1000, tmp_path / "profile", tmp_path / "shot.png") == []

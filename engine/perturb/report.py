@@ -101,7 +101,7 @@ def sensitivity_section(data: Any, fw: Any, section: Callable[..., Any]) -> Any 
                     cells.append('<td class="na">–</td>')
                     continue
                 share = r["share_dropped"]
-                ci = f"<small>dS {_fmt(r['ds'])} [{_fmt(r['ds_lo'])}, {_fmt(r['ds_hi'])}], n = {r['n']}" \
+                ci = f"<small>dS {_fmt(r['ds'])} [{_fmt(r['ds_lo'])}, {_fmt(r['ds_hi'])}]<br>n = {r['n']}" \
                      + (f", {r['n_skipped']} skipped" if r["n_skipped"] else "") + "</small>"
                 cells.append(f'<td data-family="{esc(f)}" data-language="{esc(lang)}" data-metric="{esc(s[0])}" '
                              f'data-share-dropped="{share!r}" data-ds="{r["ds"]!r}" style="{kappa_style(share)}">'

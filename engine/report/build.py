@@ -24,6 +24,8 @@ from engine.report.context import FigureWriter, ReportContext, Section
 from engine.report.load import RunData, load_run
 from engine.report.page import PAGE
 from engine.report.sections import NOISE_TASKS, STUDY_SECTIONS
+from engine.report.sweep import representative_layers
+from engine.report.sweep_sections import sweep_sections
 from engine.report.tables import (
     by_key,
     calibration_keys,
@@ -80,6 +82,30 @@ def provenance_section(ctx: ReportContext) -> Section:
 
 
 # ----- page -------------------------------------------------------------------------------------
+def _score_rows(data: RunData) -> int:
+    """Every score row of the run (the number the console prints), perturbation rows included."""
+    scores = data.scores
+    counted = (data.manifest.get("counts") or {}).get("score_rows")
+    return int(counted) if counted is not None else (scores.n_rows + scores.n_perturbed if scores else 0)
+
+
+def _counted_note(data: RunData) -> str:
+    """What the header's counts count: the score views read real predictions and noise only."""
+    scores = data.scores
+    total = _score_rows(data)
+    real = scores.n_rows if scores else 0
+    perturbed = scores.n_perturbed if scores else 0
+    text = (f"A score row is one value: one sample × noise kind (or perturbation) × metric × scorer × context × variant. "
+            f"Of the {total:,} score rows, {real:,} score the real predictions and their noise (the sections from Fig. 2 on "
+            f"read these)")
+    if perturbed:
+        text += f" and {perturbed:,} score perturbed texts (the perturbation sections read these)"
+    other = total - real - perturbed
+    if other > 0:  # parts counted by the run but unreadable now (e.g. removed files)
+        text += f"; {other:,} counted by the run are not in its score files"
+    return esc(text + f". Settings: distinct (metric, scorer, context, variant); error rows: score rows with an error, among the {real:,}.")
+
+
 def _header(data: RunData) -> tuple[str, str]:
     m = data.manifest
     config = m.get("config", {})
@@ -92,7 +118,7 @@ def _header(data: RunData) -> tuple[str, str]:
         ("labelled", f"{data.n_labelled:,}"),
         ("languages", ", ".join(languages) or "–"),
         ("generators", str(len(generators))),
-        ("score rows", f"{scores.n_rows:,}" if scores else "0"),
+        ("score rows", f"{_score_rows(data):,}"),
         ("settings", str(len(scores.groups)) if scores else "0"),
         ("error rows", f"{scores.n_errors:,}" if scores else "0"),
         ("rejected rows", f"{counts.get('rejected_rows', data.rejected_rows):,}"),
@@ -124,6 +150,7 @@ def render_page(data: RunData, sections: list[Section], elapsed_note: str) -> st
         path=esc(str(data.root.resolve())),
         meta=meta,
         chips=chips,
+        counted=_counted_note(data),
         toc=toc,
         notice=notice,
         body=body,
@@ -147,7 +174,7 @@ def stage_sections(ctx: ReportContext) -> list[Section]:
 
 
 SECTION_BUILDERS: list[Callable[[ReportContext], Section | list[Section]]] = [
-    *STUDY_SECTIONS, stage_sections, provenance_section,
+    *STUDY_SECTIONS, sweep_sections, stage_sections, provenance_section,
 ]
 
 
@@ -156,7 +183,8 @@ def report_context(data: RunData, folder: Path) -> ReportContext:
     # settings present in the scores or only in calibration.parquet (scores of another run layout)
     calibrated = [r for t in ("agreement", *NOISE_TASKS) for per_gen in (False, True) for r in data.calibration_rows(t, per_gen)]
     keys = (data.scores.keys() if data.scores else []) + calibration_keys(calibrated)
-    head_keys = set(headline_keys(keys, headline_variants(keys, agreement_rows)))
+    defaults = representative_layers(data.manifest.get("config", {}))
+    head_keys = set(headline_keys(keys, headline_variants(keys, defaults)))
     groups = figure_groups(sorted(k for k in head_keys if data.scores and k in data.scores.groups))
     return ReportContext(data, FigureWriter(folder, data.image_format), head_keys, groups, by_key(agreement_rows))
 

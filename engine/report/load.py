@@ -110,14 +110,17 @@ class ScoreIndex:
         self.labels = labels
         self.dataset = run.score_dataset()
         self.groups: dict[ConfigKey, int] = Counter()
-        self.n_rows = 0
+        self.n_rows = 0  # rows of real predictions and noise: the rows the score views read
+        self.n_perturbed = 0  # rows of perturbed texts (the perturbation sections read them)
         self.n_errors = 0
         languages: set[str] = set()
         noise: set[str] = set()
         signatures: set[tuple[str, str, str, str]] = set()
         for part in run.score_tables(columns=[*_INDEX_KEYS, "error", "signature"]):
+            total = part.num_rows
             part = _without_perturbations(part)
             self.n_rows += part.num_rows
+            self.n_perturbed += total - part.num_rows
             self.n_errors += int(pc.sum(part["error"].is_valid()).as_py() or 0)
             counted = part.group_by(_INDEX_KEYS).aggregate([([], "count_all")])
             for row in counted.to_pylist():

@@ -112,8 +112,8 @@ def confusion_card(row: dict[str, Any], heading: str, sub: str) -> str:
     classes, counts = list(row["classes"]), row["confusion"]
     return (
         f'<div class="cmpair"><h4>{esc(heading)}</h4><p class=sub>{esc(sub)} · κ {row["kappa"]:.3f} · n = {row["n"]}</p>'
-        f'<p>row-normalised (recall)</p>{matrix_html(classes, row["confusion_row_norm"], counts, "row")}'
-        f'<p>column-normalised (precision)</p>{matrix_html(classes, row["confusion_col_norm"], counts, "column")}</div>'
+        f'<div class=cms><div class=cmbox><p>row-normalised (recall)</p>{matrix_html(classes, row["confusion_row_norm"], counts, "row")}</div>'
+        f'<div class=cmbox><p>column-normalised (precision)</p>{matrix_html(classes, row["confusion_col_norm"], counts, "column")}</div></div></div>'
     )
 
 
@@ -161,7 +161,8 @@ header.top code { background:rgba(255,255,255,.15); padding:1px 6px; border-radi
 .stat { background:rgba(255,255,255,.12); border-radius:8px; padding:8px 12px; }
 .stat span { display:block; font-size:11px; text-transform:uppercase; letter-spacing:.05em; opacity:.8; }
 .stat b { font-size:18px; font-weight:600; word-break:break-word; }
-.layout { display:grid; grid-template-columns:230px minmax(0,1fr); gap:28px; max-width:1440px; margin:0 auto; padding:24px 32px 48px; }
+header.top p.counted { margin:10px 0 0; font-size:12.5px; opacity:.85; max-width:1100px; }
+.layout { display:grid; grid-template-columns:230px minmax(0,1fr); gap:28px; max-width:1680px; margin:0 auto; padding:24px 32px 48px; }
 nav.toc { position:sticky; top:16px; align-self:start; background:var(--card); border:1px solid var(--line); border-radius:10px; padding:14px 16px; }
 nav.toc h2 { font-size:12px; text-transform:uppercase; letter-spacing:.06em; color:var(--muted); margin:0 0 8px; }
 nav.toc ol { margin:0; padding-left:18px; } nav.toc li { margin:4px 0; font-size:14px; }
@@ -178,29 +179,42 @@ p.missing { background:#fff4ec; border:1px solid #f3c7a8; color:#7a3300; padding
 figure { margin:14px 0 22px; } figure img { display:block; max-width:100%; height:auto; border-radius:6px; border:1px solid var(--line); }
 figcaption { color:var(--muted); font-size:13px; margin-top:6px; }
 .scroll { overflow-x:auto; }
+/* A table outside a .scroll box (a stage's own section) scrolls inside itself rather than widen
+   the page; long unbroken strings (signatures) in lists wrap. */
+main :not(.scroll) > table:not(.cm) { display:block; max-width:100%; overflow-x:auto; }
+main li { overflow-wrap:anywhere; }
 table { border-collapse:collapse; font-size:13px; margin:6px 0 12px; }
 th, td { padding:5px 9px; border-bottom:1px solid var(--line); text-align:left; vertical-align:top; }
 thead th { background:#eef1f5; font-weight:600; position:sticky; top:0; }
 table.values td { text-align:right; font-variant-numeric:tabular-nums; white-space:nowrap; }
 table.values td.lbl { text-align:left; }
+/* Row names stay on one line (wide value cells used to squeeze them over five) and, in a table
+   wider than its box, stay in view while the values scroll under them. */
+table.values th[scope=row] { white-space:nowrap; }
+.scroll > table.values th[scope=row] { position:sticky; left:0; z-index:1; background:var(--card); }
 table.values td small, table.values td small { display:block; font-size:10.5px; opacity:.8; }
 table.values td.nf { color:#999; cursor:help; } table.values td.na { color:#bbb; text-align:center; }
 table.counts td { text-align:right; } table.counts td.desc { text-align:left; color:var(--muted); white-space:normal; }
 td.total { font-weight:600; } td.sc { color:var(--muted); }
+table.best td.verdict { text-align:left; cursor:help; }
 table.kv th { color:var(--muted); font-weight:500; white-space:nowrap; }
 code { font:12.5px/1.4 ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; }
 code.sig { word-break:break-all; }
 pre { background:#0f1720; color:#dce3ea; padding:14px; border-radius:8px; overflow:auto; font-size:12.5px; max-height:520px; }
 details { margin:8px 0; border:1px solid var(--line); border-radius:8px; padding:6px 12px; }
 summary { cursor:pointer; font-weight:550; }
-.cmgrid { display:grid; grid-template-columns:repeat(auto-fill,minmax(230px,1fr)); gap:14px; margin-top:10px; }
-.cmpair { border:1px solid var(--line); border-radius:8px; padding:10px 12px; }
+/* Confusion cards: each card as wide as its two matrices (side by side when they fit, else one
+   under the other), cards wrap to the next line; a matrix wider than the screen scrolls in its box. */
+.cmgrid { display:flex; flex-wrap:wrap; align-items:flex-start; gap:14px; margin-top:10px; }
+.cmpair { flex:0 1 auto; min-width:0; max-width:100%; border:1px solid var(--line); border-radius:8px; padding:10px 12px; }
+.cms { display:flex; flex-wrap:wrap; gap:2px 18px; } .cmbox { min-width:0; max-width:100%; overflow-x:auto; }
 .cmpair p { margin:6px 0 2px; font-size:12px; color:var(--muted); } .cmpair p.sub { margin-top:0; }
-table.cm { font-size:12px; margin:0; } table.cm td { text-align:right; min-width:52px; font-variant-numeric:tabular-nums; }
+table.cm { font-size:12px; margin:0; } table.cm td { text-align:right; min-width:44px; font-variant-numeric:tabular-nums; }
+table.cm th, table.cm td { padding:4px 6px; }
 table.cm td small { display:block; font-size:10px; opacity:.75; } table.cm th { font-weight:500; }
 table.cm th.corner { white-space:nowrap; font-size:11px; color:var(--muted); }
 footer { color:var(--muted); font-size:12px; text-align:center; padding:0 0 30px; }
-@media (max-width: 900px) {
+@media (max-width: 1100px) {  /* the contents go above the sections: tables and figures keep the full width */
   .layout { grid-template-columns:1fr; padding:16px; }
   nav.toc { position:static; }
   header.top { padding:20px 16px; }
@@ -213,6 +227,7 @@ footer { color:var(--muted); font-size:12px; text-align:center; padding:0 0 30px
   <div class="path">$path</div>
   <div class="meta">$meta</div>
   <div class="stats">$chips</div>
+  <p class="counted">$counted</p>
 </header>
 <div class="layout">
 <nav class="toc"><h2>Contents</h2><ol>$toc</ol></nav>

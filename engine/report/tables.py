@@ -93,24 +93,23 @@ def _layer_number(variant: str) -> int:
     return int(match.group(1)) if match else -1
 
 
-def headline_variants(keys: list[ConfigKey], agreement: list[dict[str, Any]]) -> dict[tuple[str, str], str]:
-    """(metric, scorer) -> the variant figures show: F, score or avg; for layer sweeps the
-    layer whose F agrees best with the experts (mean kappa), else the deepest layer."""
+def headline_variants(keys: list[ConfigKey], default_layers: dict[str, int] | None = None) -> dict[tuple[str, str], str]:
+    """(metric, scorer) -> the variant figures show: F, score or avg; for layer sweeps the F of
+    the scorer's representative layer (`default_layers`: its configured or shipped default),
+    else of the deepest layer (what the scorer uses without a default). Never the layer that
+    agrees best: that choice is made on the items it would then be judged on (the layer sweep
+    section shows every layer)."""
     variants: dict[tuple[str, str], set[str]] = defaultdict(set)
     for key in keys:
         variants[(key.metric, key.scorer)].add(key.variant)
-    kappas: dict[tuple[str, str, str], list[float]] = defaultdict(list)
-    for row in agreement:
-        if row["fitted"] and row["kappa"] is not None and math.isfinite(row["kappa"]):
-            kappas[(row["metric"], row["scorer"], row["variant"])].append(row["kappa"])
     out = {}
     for pair, names in variants.items():
         choice = next((v for v in HEADLINE_ORDER if v in names), None)
         if choice is None:
             layered = sorted((v for v in names if v.endswith("/F")), key=_layer_number)
-            scored = [v for v in layered if kappas.get((*pair, v))]
-            if scored:
-                choice = max(scored, key=lambda v: float(np.mean(kappas[(*pair, v)])))
+            default = (default_layers or {}).get(pair[1])
+            if default is not None and f"layer-{default}/F" in names:
+                choice = f"layer-{default}/F"
             elif layered:
                 choice = layered[-1]
             else:

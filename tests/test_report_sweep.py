@@ -1,0 +1,141 @@
+"""The sweep views on a real run of configs/demo_sweep.yaml (an all-layer embedding scorer) on
+a subset of the demo data: the kappa-against-layer figure with the best layer marked, the
+best-settings table recomputed with pandas from calibration.parquet, Williams' test against the
+next setting recomputed from the score parts, and the console's best-per-language lines."""
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+import yaml
+from conftest import REPO, write_demo_subset
+from scipy import stats
+from test_report import parse
+
+from engine.config import config_from_mapping
+from engine.perturb.significance import williams_test
+from engine.records import LABELS
+from engine.report.sweep import BEST_ROWS
+from engine.runner import execute_run
+
+MODEL = "pypi:all-MiniLM-L6-v2"
+DEFAULT_LAYER = 5  # engine/resources/encoders.yaml
+
+
+@pytest.fixture(scope="module")
+def sweep_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    tmp = tmp_path_factory.mktemp("sweep")
+    write_demo_subset(tmp / "subset.jsonl", 3)
+    raw = yaml.safe_load((REPO / "configs" / "demo_sweep.yaml").read_text(encoding="utf-8"))
+    raw["input"] = str(tmp / "subset.jsonl")
+    raw["calibrate"]["bootstrap"] = 50
+    raw["report"] = {"image_format": "svg"}  # SVG keeps the figure's text as text: the test reads it
+    execute_run(config_from_mapping(raw, REPO / "configs"), str(tmp / "run"))
+    return tmp / "run"
+
+
+def _agreement(run: Path) -> pd.DataFrame:
+    cal = pq.read_table(run / "calibration.parquet").to_pandas()
+    cal = cal[(cal["task"] == "agreement") & (cal["group_by"].fillna("language") == "language")]
+    return cal[cal["fitted"] & cal["kappa"].notna()]
+
+
+def _html(run: Path) -> str:
+    return (run / "report" / "index.html").read_text(encoding="utf-8")
+
+
+def test_layer_figure_marks_the_best_layer(sweep_run: Path) -> None:
+    cal = _agreement(sweep_run)
+    layered = cal[cal["variant"].str.fullmatch(r"layer-\d+/F")].copy()
+    layered["layer"] = layered["variant"].str.extract(r"layer-(\d+)/F", expand=False).astype(int)
+    # best layer per (metric, scorer, context, language): highest kappa, the shallowest on a tie
+    best = (layered.sort_values(["kappa", "layer"], ascending=[False, True])
+            .groupby(["metric", "scorer", "context", "language"]).head(1))
+    assert set(layered["scorer"]) == {MODEL} and layered["layer"].nunique() == 7  # MiniLM: embeddings + 6 layers
+    text = _html(sweep_run)
+    section = text[text.index('<section id="layers">'):]
+    section = section[:section.index("</section>")]
+    rows = parse(section, "data-best-layer").cells
+    shown = {(r["data-metric"], r["data-scorer"], r["data-context"], r["data-language"]): (int(r["data-best-layer"]), float(r["data-best-kappa"]))
+             for r in rows}
+    expected = {(b.metric, b.scorer, b.context, b.language): (int(b.layer), float(b.kappa)) for b in best.itertuples()}
+    assert shown == expected and len(expected) == 2 * 5  # contexts none, minimal x 5 languages
+    [image] = parse(section, "data-never").images
+    svg = (sweep_run / "report" / image["src"]).read_text(encoding="utf-8")
+    for b in best.itertuples():  # each panel names its best layer, drawn as a starred point
+        assert f"best layer {int(b.layer)}: κ {b.kappa:.2f}" in svg, (b.language, b.context, b.layer)
+    assert "shipped default layer" in svg
+
+
+def test_representative_variant_is_the_default_layer(sweep_run: Path) -> None:
+    from engine.report.build import report_context
+    from engine.report.load import load_run
+
+    ctx = report_context(load_run(sweep_run), sweep_run / "report")
+    variants = {k.variant for k in ctx.head_keys if k.scorer == MODEL}
+    assert variants == {f"layer-{DEFAULT_LAYER}/F"}
+
+
+def test_best_settings_table_equals_pandas_on_calibration_parquet(sweep_run: Path) -> None:
+    cal = _agreement(sweep_run)
+    ranked = cal.sort_values(["language", "kappa", "metric", "scorer", "context", "variant"],
+                             ascending=[True, False, True, True, True, True])
+    expected = ranked.groupby("language").head(BEST_ROWS)
+    expected = {(r.language, r.metric, r.scorer, r.context, r.variant, float(r.kappa)) for r in expected.itertuples()}
+    text = _html(sweep_run)
+    rows = parse(text, "data-rank").cells
+    shown = {(r["data-language"], r["data-metric"], r["data-scorer"], r["data-context"], r["data-variant"], float(r["data-ranked-kappa"]))
+             for r in rows}
+    assert shown == expected and len(rows) == len(expected) == 5 * BEST_ROWS
+    for language, group in ((lang, [r for r in rows if r["data-language"] == lang]) for lang in {r["data-language"] for r in rows}):
+        kappas = [float(r["data-ranked-kappa"]) for r in sorted(group, key=lambda r: int(r["data-rank"]))]
+        assert kappas == sorted(kappas, reverse=True), language
+
+
+def test_williams_against_the_next_setting_recomputed(sweep_run: Path) -> None:
+    cal = _agreement(sweep_run)
+    scores = pq.read_table(sweep_run / "scores").to_pandas()
+    scores = scores[(scores["noise"] == "none") & scores["error"].isna() & scores["value"].notna()]
+    samples = pq.read_table(sweep_run / "samples").to_pandas()
+    labels = samples[samples["label"].isin(LABELS)].set_index("sample_id")["label"].map(LABELS.index)
+    rows = {(r["data-language"], int(r["data-rank"])): r for r in parse(_html(sweep_run), "data-rank").cells}
+    checked = 0
+    for language, group in cal.groupby("language"):
+        top = group.sort_values(["kappa", "metric", "scorer", "context", "variant"], ascending=[False, True, True, True, True]).head(2)
+        x, y = (scores[(scores["language"] == language) & (scores["metric"] == s.metric) & (scores["scorer"] == s.scorer)
+                       & (scores["context"] == s.context) & (scores["variant"] == s.variant)].set_index("sample_id")["value"]
+                for s in top.itertuples())
+        both = pd.concat({"x": x, "y": y, "z": labels}, axis=1, join="inner")
+        r_xz, r_yz, r_xy = (stats.spearmanr(both[a], both[b]).statistic for a, b in (("x", "z"), ("y", "z"), ("x", "y")))
+        row = rows[(language, 1)]
+        if not all(math.isfinite(r) for r in (r_xz, r_yz, r_xy)):
+            assert row["data-significant"] == ""
+            continue
+        _, p = williams_test(r_xz, r_yz, r_xy, len(both))
+        assert float(row["data-p"]) == pytest.approx(p, rel=1e-9)
+        assert row["data-significant"] == ("true" if p < 0.05 else "false")
+        checked += 1
+    assert checked >= 1
+
+
+def test_console_prints_the_best_setting_per_language(sweep_run: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from engine.cli import _print_kappa
+
+    _print_kappa(str(sweep_run))
+    out = capsys.readouterr().out
+    lines = out[out.index("best setting per language"):].splitlines()[1:6]
+    cal = _agreement(sweep_run)
+    names = {"en": "English", "nl": "Dutch", "pl": "Polish", "el": "Greek", "zh": "Chinese"}
+    for line in lines:
+        language = next(code for code, name in names.items() if line.strip().startswith(name))
+        group = cal[cal["language"] == language]
+        best = group.sort_values(["kappa", "metric", "scorer", "context", "variant"], ascending=[False, True, True, True, True]).iloc[0]
+        assert f"κ {best.kappa:.2f}" in line and best.metric in line, line
+        match = re.search(r"layer (\d+)", line)
+        if best.variant.startswith("layer-"):
+            assert match and int(match.group(1)) == int(best.variant.split("/")[0].split("-")[1]), line
+    assert len(lines) == 5
