@@ -190,7 +190,7 @@ def _pearson(a: np.ndarray, b: np.ndarray) -> float:
 
 def reference_comparison(judgments: pa.Table, samples: pa.Table) -> pa.Table:
     """Kappa with and without the reference comment, side by side, with Williams' test."""
-    from engine.perturb.significance import williams_test
+    from engine.stats import williams_test
 
     experts = _experts(samples)
     by_mode: dict[tuple, dict[str, dict[str, str]]] = defaultdict(lambda: {"with": {}, "without": {}})

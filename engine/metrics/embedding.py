@@ -51,6 +51,7 @@ from engine.errors import ConfigError
 from engine.items import ScoreItem, ScoreRow
 from engine.metrics.base import task_name_for
 from engine.params import Params, require
+from engine.resources import default_layer_table  # noqa: F401 - also imported from here by callers
 from engine.signature import format_signature, package_version
 
 logger = logging.getLogger(__name__)
@@ -136,24 +137,6 @@ class EmbeddingParams(Params):
         from engine.runtime import resolve_dtype
 
         return resolve_dtype(self.requested_dtype, self.device, self.strict_dtype)
-
-
-def default_layer_table(path: Path | None = None) -> dict[str, int]:
-    """Model name -> default layer, from the table shipped in the package (or the file `path`)."""
-    import yaml
-
-    from engine.resources import ENCODERS, read_text
-
-    if path is None:
-        text = read_text(ENCODERS)
-    elif path.is_file():
-        text = path.read_text(encoding="utf-8")
-    else:
-        logger.warning("default layer table %s is missing; models without `layer` use their last layer", path)
-        return {}
-    data = yaml.safe_load(text) or {}
-    table = data.get("default_layers", {})
-    return {str(k): int(v) for k, v in table.items()}
 
 
 class EmbeddingScorer:

@@ -36,7 +36,7 @@ def representative_layers(config: dict[str, Any]) -> dict[str, int]:
     """Embedding scorer (model) -> the layer it reports without a sweep: the config's `layer`,
     else the shipped default (engine/resources/encoders.yaml). Models in neither are absent
     (they use their last layer)."""
-    from engine.metrics.embedding import default_layer_table
+    from engine.resources import default_layer_table
 
     table = default_layer_table()
     out = {}
@@ -159,7 +159,7 @@ def _corr(a: np.ndarray, b: np.ndarray, kind: str) -> float:
 def compare(x: dict[str, float], y: dict[str, float], labels: dict[str, int], correlation: str) -> dict[str, Any]:
     """Williams' test that setting x correlates with the expert labels better than y on their
     common labelled items. Returns n, t, p (one-sided), or a reason when it cannot be tested."""
-    from engine.perturb.significance import williams_test
+    from engine.stats import williams_test
 
     ids = sorted(s for s in x.keys() & y.keys() if s in labels)
     out: dict[str, Any] = {"n": len(ids)}

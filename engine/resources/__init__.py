@@ -6,7 +6,11 @@ checkout) finds them. Users who want their own copy pass its path where an optio
 """
 from __future__ import annotations
 
+import logging
 from importlib import resources
+from pathlib import Path
+
+logger = logging.getLogger(__name__)
 
 MODEL_CARDS = "model_cards.yaml"
 ENCODERS = "encoders.yaml"
@@ -23,3 +27,19 @@ def resource(*parts: str) -> resources.abc.Traversable:
 def read_text(*parts: str) -> str:
     """The UTF-8 text of a shipped file."""
     return resource(*parts).read_text(encoding="utf-8")
+
+
+def default_layer_table(path: Path | None = None) -> dict[str, int]:
+    """Model name -> default layer, from the table shipped in the package (or the file `path`)."""
+    import yaml
+
+    if path is None:
+        text = read_text(ENCODERS)
+    elif path.is_file():
+        text = path.read_text(encoding="utf-8")
+    else:
+        logger.warning("default layer table %s is missing; models without `layer` use their last layer", path)
+        return {}
+    data = yaml.safe_load(text) or {}
+    table = data.get("default_layers", {})
+    return {str(k): int(v) for k, v in table.items()}

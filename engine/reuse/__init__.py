@@ -113,7 +113,7 @@ def summarize_reuse(run: Any, config: Any, plan_parts: Callable[[Any, str, int],
         for part in plan_parts(config, stage.name, n_parts):
             if not run.is_done(part.key):
                 continue
-            entry = tasks.setdefault(part.task, {"stage": stage.name, "verb": stage.reuse_verb, "reused": {}, "computed": 0})
+            entry = tasks.setdefault(part.task, {"stage": stage.name, "reused": {}, "computed": 0})
             path = _record_path(run.root, part)
             if path.is_file():
                 counts = json.loads(path.read_text(encoding="utf-8"))
@@ -143,12 +143,14 @@ def _shown(path: str) -> str:
 
 def reuse_lines(summary: dict[str, Any] | None) -> list[str]:
     """One console line per task: `TASK: N rows reused from runs/a, M computed`."""
+    from engine.stages.registry import get_stage
+
     if not summary:
         return []
     lines = []
     for task, info in summary["tasks"].items():
         reused = info["reused"]
-        verb = info.get("verb", "computed")
+        verb = get_stage(info["stage"]).reuse_verb
         if reused:
             sources = ", ".join(f"{n:,} rows reused from {_shown(source)}" for source, n in reused.items())
         else:
