@@ -5,6 +5,8 @@ at the input table or across sections, so that a mistake stops the run before an
 instead of failing every part later:
 
 - the input exists and has a readable format (unless stage `build` makes it);
+- every model the run loads fits its device's memory budget on its own (estimated from its
+  config; see engine.runtime.memory);
 - stage `noise`: every generator has a tokenizer. The generators are the `generate` section's
   names when the run generates, else the distinct `generator` values of the input (read only
   when `noise.tokenizer` does not already cover every generator).
@@ -31,7 +33,17 @@ def preflight(config: Any) -> list[str]:
         done.append(f"input {config.input} exists and is a Parquet / JSON Lines file")
     if "noise" in config.stages:
         done.append(_check_noise_tokenizers(config))
+    done.extend(_check_memory(config))
     return done
+
+
+def _check_memory(config: Any) -> list[str]:
+    """Refuse a model that cannot fit its device even alone (engine.runtime.memory)."""
+    from engine.runtime.memory import check_plan, plan_run
+
+    plan = plan_run(config)
+    check_plan(plan)
+    return [f"memory: {planned.line()}" for planned in plan]
 
 
 def _check_input(path: str) -> None:

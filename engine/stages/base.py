@@ -130,6 +130,10 @@ class Stage:
     def check_config(self, config: Any) -> None:
         """Config-time checks that need the whole config (models resolvable, inputs present)."""
 
+    def model_needs(self, config: Any) -> list[Any]:
+        """The models its parts load (engine.runtime.memory.ModelNeed), for memory planning."""
+        return []
+
     # ----- identity and planning ----------------------------------------------------------
     def tasks(self, config: Any) -> list[StageTask]:
         raise NotImplementedError
