@@ -108,3 +108,52 @@ def test_a_dead_worker_is_a_transient_error_and_is_loaded_again() -> None:
     assert second.limit_denominator(1) == Fraction(0, 1) or second.limit_denominator(1) == Fraction(1, 1)
     registry.release_all()
     assert len(registry.records()) == 2
+
+
+# ----- memory planning (engine.runtime.memory) --------------------------------------------------
+def _likelihood_config(tmp_path):
+    from engine.config import load_config
+    from tests.conftest import write_demo_subset
+
+    path = tmp_path / "config.yaml"
+    path.write_text(
+        f"name: plan\ninput: {write_demo_subset(tmp_path / 'in.jsonl', files_per_language=1)}\nstages: [score]\n"
+        "score:\n  scorers:\n    - kind: likelihood\n      model: demo:tiny-bart\n      contexts: [none]\n"
+        "      dtype: float32\n", encoding="utf-8")
+    return load_config(path)
+
+
+def test_parameters_are_counted_from_the_weights_on_disk() -> None:
+    import torch  # noqa: F401 - transformers needs it
+
+    from engine.runtime import load_model, resolve_model
+    from engine.runtime.memory import TORCH_FIXED_BYTES, TORCH_MARGIN, _safetensors_parameters, estimate_model_bytes
+
+    model = load_model("demo:tiny-bart", "AutoModelForSeq2SeqLM", dtype="float32", device="cpu").model
+    n_params = sum(p.numel() for p in model.parameters())
+    from pathlib import Path
+
+    counted = _safetensors_parameters(Path(resolve_model("demo:tiny-bart").path))
+    assert n_params <= counted <= 1.01 * n_params  # the saved buffers (BART's final_logits_bias) too
+    expected = int(counted * 4 * (1 + TORCH_MARGIN) + TORCH_FIXED_BYTES)
+    assert estimate_model_bytes("demo:tiny-bart", dtype="float32", device="cpu") == expected
+    assert estimate_model_bytes("demo:tiny-bart", dtype="bfloat16", device="cpu") < expected
+
+
+def test_memory_planning_refuses_a_model_over_the_budget_before_any_work(tmp_path, monkeypatch) -> None:
+    from engine.errors import ConfigError
+    from engine.preflight import preflight
+    from engine.runner import execute_run
+
+    config = _likelihood_config(tmp_path)
+    checked = preflight(config)  # the machine's own budget: it fits, and the plan says so
+    assert any(line.startswith("memory: score.scorers[0]: demo:tiny-bart (transformers) on cpu") for line in checked)
+    monkeypatch.setenv(BUDGET_BYTES_ENV, "1000000")
+    message = r"^score\.scorers\[0\]\.model: 'demo:tiny-bart' needs an estimated .* more than the 976\.6 KiB budget \(set by " \
+              r"BABELSCORE_MODEL_BUDGET_BYTES\) even with no other model loaded; pick a smaller dtype"
+    with pytest.raises(ConfigError, match=message):
+        preflight(config)  # what `babelscore config check` runs
+    out = tmp_path / "run"
+    with pytest.raises(ConfigError, match=message):
+        execute_run(config, str(out))
+    assert not out.exists()  # refused before the run directory, before any work
