@@ -93,7 +93,9 @@ def _rows(run: Path, directory: str, schema, drop: tuple[str, ...] = ()) -> list
     return sorted(rows, key=lambda r: tuple(str(r.get(k)) for k in sorted(r)))
 
 
-VLLM_MODELS = ("tiny-fim", "fim-seed1", "tiny-chat")
+def _score_values(run: Path) -> list[tuple[tuple, float]]:
+    keys = ("sample_id", "noise", "metric", "scorer", "context", "variant")
+    return [(tuple(r[k] for k in keys), r["value"]) for r in _rows(run, "scores", SCORE_SCHEMA)]
 
 
 def _is_vllm(record: dict[str, Any]) -> bool:
@@ -140,7 +142,12 @@ def test_ray_run_with_vllm_in_actors_equals_the_local_run(case, local_run, one_m
     finally:
         ray.shutdown()
     assert _rows(out, "generations", GENERATION_SCHEMA) == _rows(local_run, "generations", GENERATION_SCHEMA)
-    assert _rows(out, "scores", SCORE_SCHEMA) == _rows(local_run, "scores", SCORE_SCHEMA)
+    ray_scores, local_scores = (_rows(r, "scores", SCORE_SCHEMA, ("value",)) for r in (out, local_run))
+    assert ray_scores == local_scores
+    values = {r: sorted(_score_values(r)) for r in (out, local_run)}
+    assert [k for k, _v in values[out]] == [k for k, _v in values[local_run]]
+    for (_k, got), (_k2, want) in zip(values[out], values[local_run]):
+        assert got == pytest.approx(want, abs=1e-6, nan_ok=True)  # fp32 neural scores: within 1e-6 (DESIGN)
     drop = ("latency_s",)
     assert _rows(out, "judgments", JUDGMENT_SCHEMA, drop) == _rows(local_run, "judgments", JUDGMENT_SCHEMA, drop)
     records = _manifest(out)["models"]

