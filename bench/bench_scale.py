@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))  # this tree's `engine`, in the measured children too
 MEMORY_BOUND = 1.5
 GENERATOR_BOUND = 1.2
 
@@ -122,7 +123,6 @@ def generator_memory(work: Path, n_samples: int) -> None:
     """Driver peak RSS: two generators + the encoder vs the encoder alone (see the module docstring)."""
     import importlib.util
 
-    sys.path.insert(0, str(HERE.parent))
     from engine.testing.tiny_fim import build_tiny_fim_model
 
     sys.path.insert(0, str(HERE))

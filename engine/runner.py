@@ -23,7 +23,7 @@ from engine.config import RunConfig, config_hash, file_fingerprint
 from engine.errors import InputError, PartFailedError
 from engine.io.atomic import write_json_atomic
 from engine.io.rundir import RunDirectory
-from engine.pipeline import PartTask, plan_parts, read_part_input, sample_part_path, upstream_parts
+from engine.pipeline import PartTask, plan_parts, read_part_input, release_models, sample_part_path, upstream_parts
 from engine.prepare import prepare
 from engine.records import SCORE_SCHEMA
 from engine.signature import library_versions
@@ -102,6 +102,7 @@ def _prepass_results(run: RunDirectory, config: RunConfig, stage_name: str) -> d
         logger.info("%s: corpus pre-pass over %d part(s)", task.task, n_parts)
         tables = (read_part_input(run.root, config, stage_name, i) for i in range(n_parts))
         result = stage.prepass(config, task, tables)
+        release_models()  # a pre-pass may load a model here (a tokenizer's owner); the parts load their own
         write_json_atomic(path, result)
         run.manifest["prepass"][task.task] = {"file": f"prepass/{task.task}.json", "hash": prepass_hash(result)}
         run.save()

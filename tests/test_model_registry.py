@@ -112,8 +112,9 @@ def test_a_dead_worker_is_a_transient_error_and_is_loaded_again() -> None:
 
 # ----- memory planning (engine.runtime.memory) --------------------------------------------------
 def _likelihood_config(tmp_path):
+    from conftest import write_demo_subset
+
     from engine.config import load_config
-    from tests.conftest import write_demo_subset
 
     path = tmp_path / "config.yaml"
     path.write_text(

@@ -16,12 +16,12 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 import yaml
+from conftest import write_demo_subset
 
 from engine.config import load_config
 from engine.records import GENERATION_SCHEMA, JUDGMENT_SCHEMA, SCORE_SCHEMA
 from engine.runner import execute_run
 from engine.testing.tiny_fim import build_tiny_fim_model
-from tests.conftest import write_demo_subset
 
 pytestmark = [
     pytest.mark.slow,
