@@ -89,30 +89,37 @@ def _last(pattern: str, text: str, default: str = "?") -> str:
 
 
 # ----- the mini run (in a child process: `gpu_check.py --mini-run`) --------------------------
+def mini_run_config(folder: Path) -> dict:
+    """The paper's shape with tiny demo models: two vLLM generators, a vLLM judge, an encoder in
+    three contexts and a seq2seq scorer."""
+    from engine.testing.tiny_fim import build_tiny_fim_model
+
+    vllm = {"backend": "vllm", "dtype": "bfloat16", "enforce_eager": True, "gpu_memory_utilization": 0.85}
+    second = build_tiny_fim_model(folder / "fim-seed1", "starcoder2", seed=1)
+    return {
+        "name": "gpu-check", "input": "builtin:demo", "seed": 0, "part_size": 55, "stages": ["generate", "score", "judge"],
+        "generate": {"generators": [
+            {"model": "demo:tiny-fim", "card": "starcoder2", "name": "fim-a", "max_new_tokens": 24, "max_model_len": 1024, **vllm},
+            {"model": second, "card": "starcoder2", "name": "fim-b", "max_new_tokens": 24, "max_model_len": 1024, **vllm},
+        ]},
+        "score": {"scorers": [
+            {"kind": "embedding", "model": "pypi:all-MiniLM-L6-v2", "contexts": ["none", "minimal", "full"]},
+            {"kind": "likelihood", "model": "demo:tiny-bart", "contexts": ["none", "minimal"], "directions": ["forward"]},
+        ]},
+        "judge": {"judges": [{"model": "demo:tiny-chat", "name": "tiny-chat", "max_model_len": 4096,
+                              "strategies": ["standard"], "structured": ["standard"], "prompt_languages": ["en"],
+                              "max_tokens": 300, "max_text_chars": 12, "max_errors": 2, **vllm}]},
+    }
+
+
 def mini_run() -> None:
     import yaml
 
     from engine.config import load_config
     from engine.runner import execute_run
-    from engine.testing.tiny_fim import build_tiny_fim_model
 
-    vllm = {"backend": "vllm", "dtype": "bfloat16", "enforce_eager": True, "gpu_memory_utilization": 0.85}
     with tempfile.TemporaryDirectory(prefix="babelscore-gpu-check-") as tmp:
-        second = build_tiny_fim_model(Path(tmp) / "fim-seed1", "starcoder2", seed=1)
-        config = {
-            "name": "gpu-check", "input": "builtin:demo", "seed": 0, "part_size": 55, "stages": ["generate", "score", "judge"],
-            "generate": {"generators": [
-                {"model": "demo:tiny-fim", "card": "starcoder2", "name": "fim-a", "max_new_tokens": 24, "max_model_len": 2048, **vllm},
-                {"model": second, "card": "starcoder2", "name": "fim-b", "max_new_tokens": 24, "max_model_len": 2048, **vllm},
-            ]},
-            "score": {"scorers": [
-                {"kind": "embedding", "model": "pypi:all-MiniLM-L6-v2", "contexts": ["none", "minimal", "full"]},
-                {"kind": "likelihood", "model": "demo:tiny-bart", "contexts": ["none", "minimal"], "directions": ["forward"]},
-            ]},
-            "judge": {"judges": [{"model": "demo:tiny-chat", "name": "tiny-chat", "max_model_len": 4096,
-                                  "strategies": ["standard"], "structured": ["standard"], "prompt_languages": ["en"],
-                                  "max_tokens": 300, "max_text_chars": 12, "max_errors": 2, **vllm}]},
-        }
+        config = mini_run_config(Path(tmp))
         path = Path(tmp) / "config.yaml"
         path.write_text(yaml.safe_dump(config), encoding="utf-8")
         started = time.perf_counter()
