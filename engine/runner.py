@@ -102,7 +102,7 @@ def _prepass_results(run: RunDirectory, config: RunConfig, stage_name: str) -> d
         logger.info("%s: corpus pre-pass over %d part(s)", task.task, n_parts)
         tables = (read_part_input(run.root, config, stage_name, i) for i in range(n_parts))
         result = stage.prepass(config, task, tables)
-        release_models()  # a pre-pass may load a model here (a tokenizer's owner); the parts load their own
+        release_models()  # an idf pre-pass loads its scorer's model here; free it before the parts load theirs
         write_json_atomic(path, result)
         run.manifest["prepass"][task.task] = {"file": f"prepass/{task.task}.json", "hash": prepass_hash(result)}
         run.save()
