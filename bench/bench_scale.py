@@ -13,11 +13,17 @@ behaviour (model per worker, batches, embeddings per part) is that of any encode
 
     python bench/bench_scale.py                       # 12,500 and 125,000 samples, both scorers
     python bench/bench_scale.py --samples 2000 --scale 10 --scorers lexical --workers 1 2
+    python bench/bench_scale.py --generators          # driver memory with two generators + an encoder
 
 Printed: samples/s of the lexical score stage per worker count (and the speed-up; skip with
 --no-throughput), then per scorer the peak RSS of the driver (whole run and per step), of the
 largest worker and of the whole process tree at N and scale x N samples, with the ratio; the
 check is that driver and worker memory at 10x the input stays within 1.5x.
+
+--generators instead compares the driver's peak RSS (local executor) of a run with two vLLM
+generators (tiny random FIM models; transformers when vllm is not installed) and the tiny
+encoder with that of the encoder alone on the same input: the model registry keeps every vLLM
+engine in a worker process that ends on release, so the driver must stay within 1.2x.
 """
 from __future__ import annotations
 
@@ -34,7 +40,9 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))  # this tree's `engine`, in the measured children too
 MEMORY_BOUND = 1.5
+GENERATOR_BOUND = 1.2
 
 
 # ----- child: one measured run --------------------------------------------------------------
@@ -50,6 +58,7 @@ class TreeSampler(threading.Thread):
         self.peak_driver = 0
         self.peak_worker = 0
         self.peak_tree = 0
+        self.peak_worker_any = 0  # the largest descendant of any kind (e.g. a model worker process)
         self.phase = "start"
         self.peak_phase: dict[str, int] = {}  # driver peak per step
         self.stop = threading.Event()
@@ -71,6 +80,7 @@ class TreeSampler(threading.Thread):
                     except (psutil.NoSuchProcess, psutil.AccessDenied):
                         continue
                     total += rss
+                    self.peak_worker_any = max(self.peak_worker_any, rss)
                     if "ray::" in title or "default_worker" in title:  # a Ray worker, not raylet/GCS
                         self.peak_worker = max(self.peak_worker, rss)
             except psutil.Error:
@@ -90,6 +100,55 @@ def write_config(folder: Path, input_path: Path, part_size: int, scorer: str, mo
         f"score:\n  scorers:\n{entry}calibrate:\n  bootstrap: 20\n"
     )
     return path
+
+
+def write_generator_config(folder: Path, input_path: Path, model_dir: Path, generators: list[Path], backend: str) -> Path:
+    """Stages [generate, score] with the given generators, or [score] alone when there are none."""
+    name = "with-generators" if generators else "encoder-alone"
+    lines = [f"name: bench-scale-{name}", f"input: {input_path}", "part_size: 100",
+             f"stages: [{'generate, ' if generators else ''}score]"]
+    if generators:
+        lines.append("generate:\n  generators:")
+        for i, g in enumerate(generators):
+            lines.append(f"    - {{model: {g}, card: starcoder2, name: gen-{i}, backend: {backend}, max_new_tokens: 8, "
+                         "dtype: float32, max_model_len: 512, enforce_eager: true, gpu_memory_utilization: 0.2}")
+    lines.append(f"score:\n  scorers:\n    - kind: embedding\n      model: {model_dir}\n      contexts: [none]\n"
+                 "      batch_tokens: 8192\n      dtype: float32")
+    path = folder / f"config-{name}.yaml"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def generator_memory(work: Path, n_samples: int) -> None:
+    """Driver peak RSS: two generators + the encoder vs the encoder alone (see the module docstring)."""
+    import importlib.util
+
+    from engine.testing.tiny_fim import build_tiny_fim_model
+
+    sys.path.insert(0, str(HERE))
+    from make_synthetic import write_synthetic
+
+    os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
+    backend = "vllm" if importlib.util.find_spec("vllm") is not None else "transformers"
+    input_path = work / f"synthetic-gen-{n_samples}.parquet"
+    if not input_path.exists():
+        write_synthetic(input_path, n_samples, generators=1)
+    model_dir = build_tiny_encoder(work / "tiny-bert")
+    generators = []
+    for seed in (0, 1):
+        target = work / f"tiny-fim-{seed}"
+        if not (target / "config.json").exists():
+            build_tiny_fim_model(target, "starcoder2", seed=seed)
+        generators.append(target)
+    warmup = write_config(work, input_path, 10, "lexical", None)
+    alone = measure("local", 1, write_generator_config(work, input_path, model_dir, [], backend), warmup, work)
+    both = measure("local", 1, write_generator_config(work, input_path, model_dir, generators, backend), warmup, work)
+    ratio = both["peak_driver"] / alone["peak_driver"]
+    print(f"driver peak RSS, local executor, {n_samples} files; generators on {backend}")
+    print(f"{'encoder alone':>32} {mib(alone['peak_driver']):>12}")
+    print(f"{'two generators + encoder':>32} {mib(both['peak_driver']):>12}  ({both['score_rows']} score rows)")
+    print(f"{'ratio':>32} {ratio:>11.2f}x (bound {GENERATOR_BOUND}x): {'OK' if ratio <= GENERATOR_BOUND else 'OVER'}")
+    print(f"{'largest child process':>32} {mib(both['peak_worker_any']):>12}  (the generators' worker processes)")
 
 
 def build_tiny_encoder(directory: Path) -> Path:
@@ -183,6 +242,7 @@ def child(args: argparse.Namespace) -> None:
         "peak_phase": sampler.peak_phase,
         "peak_worker": sampler.peak_worker,
         "peak_tree": sampler.peak_tree,
+        "peak_worker_any": sampler.peak_worker_any,
         "summary_lines": len(text.splitlines()),
     }
     if args.executor == "ray":
@@ -240,6 +300,9 @@ def main() -> None:
     parser.add_argument("--neural-samples", type=int, default=None,
                         help="small input of the neural runs (default: --samples); the large one is scale x this")
     parser.add_argument("--no-throughput", action="store_true", help="skip the throughput table")
+    parser.add_argument("--generators", action="store_true",
+                        help="only the driver-memory check: two generators + an encoder vs the encoder alone")
+    parser.add_argument("--generator-samples", type=int, default=200, help="files of the --generators runs (default 200)")
     parser.add_argument("--work", default=None, help="folder for inputs and runs (default: a temp folder)")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--config", help=argparse.SUPPRESS)
@@ -254,6 +317,9 @@ def main() -> None:
 
     work = Path(args.work or tempfile.mkdtemp(prefix="babelscore-bench-scale-"))
     work.mkdir(parents=True, exist_ok=True)
+    if args.generators:
+        generator_memory(work, args.generator_samples)
+        return
     sizes = {"lexical": args.samples, "neural": args.neural_samples or args.samples}
     inputs: dict[int, Path] = {}
     for n in {200, *sizes.values(), *(v * args.scale for v in sizes.values())}:

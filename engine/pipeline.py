@@ -117,12 +117,8 @@ def execute_part(run_root: str, config: Any, part: PartTask, prepass: dict[str, 
     return table.cast(stage.schema) if table.schema != stage.schema else table
 
 
-def release_models(keep_model_key: str | None = None) -> None:
-    """Drop cached scorers of other models and loaded generators (called when an executor finishes)."""
-    import sys
+def release_models() -> None:
+    """Free every model this process holds (the model registry ends vLLM worker processes)."""
+    from engine.runtime.registry import release_all_models
 
-    from engine.stages.score import release_scorers
-
-    release_scorers(keep_model_key)
-    if keep_model_key is None and "engine.generate.backend" in sys.modules:
-        sys.modules["engine.generate.backend"].release_backends()
+    release_all_models()

@@ -8,7 +8,9 @@ instead of failing every part later:
 - each listed stage's own `Stage.preflight` hook (e.g. the noise stage: every generator has a
   tokenizer). The generators are those of the stage that generates the samples
   (`Stage.row_generators`) when the run generates, else the distinct `generator` values of the
-  input (read only when a default tokenizer does not already cover every generator).
+  input (read only when a default tokenizer does not already cover every generator);
+- every model the run loads fits its device's memory budget on its own (estimated from its
+  config; see engine.runtime.memory).
 
 `babelscore config check` runs `load_config` and `preflight` and nothing else; `babelscore run`
 runs them before it opens the run directory.
@@ -36,7 +38,17 @@ def preflight(config: Any) -> list[str]:
         checked = stage.preflight(config)
         if checked:
             done.append(checked)
+    done.extend(_check_memory(config))
     return done
+
+
+def _check_memory(config: Any) -> list[str]:
+    """Refuse a model that cannot fit its device even alone (engine.runtime.memory)."""
+    from engine.runtime.memory import check_plan, plan_run
+
+    plan = plan_run(config)
+    check_plan(plan)
+    return [f"memory: {planned.line()}" for planned in plan]
 
 
 def _check_input(path: str) -> None:

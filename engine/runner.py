@@ -25,7 +25,7 @@ from engine.config import RunConfig, config_hash, file_fingerprint
 from engine.errors import InputError, PartFailedError, StageError
 from engine.io.atomic import write_json_atomic
 from engine.io.rundir import RunDirectory
-from engine.pipeline import PartTask, plan_parts, read_part_input, sample_part_path, upstream_parts
+from engine.pipeline import PartTask, plan_parts, read_part_input, release_models, sample_part_path, upstream_parts
 from engine.prepare import prepare
 from engine.records import SCORE_SCHEMA
 from engine.signature import library_versions
@@ -109,6 +109,7 @@ def _prepass_results(run: RunDirectory, config: RunConfig, stage_name: str) -> d
         logger.info("%s: corpus pre-pass over %d part(s)", task.task, n_parts)
         tables = (read_part_input(run.root, config, stage_name, i) for i in range(n_parts))
         result = stage.prepass(config, task, tables)
+        release_models()  # an idf pre-pass loads its scorer's model here; free it before the parts load theirs
         write_json_atomic(path, result)
         run.manifest["prepass"][task.task] = {"file": f"prepass/{task.task}.json", "hash": prepass_hash(result)}
         run.save()
@@ -179,6 +180,31 @@ def _record_reuse(run: RunDirectory, config: RunConfig) -> None:
     summarize_reuse(run, config, plan_parts)
 
 
+def _log_model_plan(run: RunDirectory, config: RunConfig) -> None:
+    """Say, before any work, which models the run loads, where, and what each is estimated to need."""
+    from engine.runtime.memory import plan_run
+
+    plan = plan_run(config)
+    for planned in plan:
+        logger.info("model plan: %s", planned.line())
+    run.manifest["model_plan"] = [
+        {"where": p.need.where, "model": p.need.model, "stage": p.need.stage, "backend": p.need.backend, "device": p.device,
+         "estimated_bytes": p.estimated_bytes, "budget_bytes": p.budget_bytes} for p in plan
+    ]
+    run.save()
+
+
+def _record_models(run: RunDirectory, executor: Any) -> None:
+    """Append the residency records of every model released so far (driver and workers) to
+    manifest["models"]: what was loaded, for which stage, in which process, when, and its peak."""
+    from engine.runtime.registry import model_registry
+
+    records = model_registry().take_records() + getattr(executor, "take_model_records", list)()
+    if records:
+        run.manifest.setdefault("models", []).extend(records)
+        run.save()
+
+
 def make_executor(name: str, ray_address: str | None = None, ray_options: dict[str, Any] | None = None) -> Any:
     if name == "local":
         from engine.executors.local import LocalExecutor
@@ -228,12 +254,15 @@ def _execute(run: RunDirectory, config: RunConfig, executor_name: str, ray_addre
     prepare(run, config)
     stages = part_stages_of(config.stages)
     if stages:
+        _log_model_plan(run, config)
         executor = make_executor(executor_name, ray_address, ray_options)
         try:
             for stage in stages:
                 run_part_stage(run, config, stage.name, executor)
+                _record_models(run, executor)
         finally:
             executor.close()
+            _record_models(run, executor)
         _record_signatures(run, config)
         _record_reuse(run, config)
     failed = run.manifest["failed_parts"]

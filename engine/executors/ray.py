@@ -3,11 +3,12 @@
 How work is laid out:
 - Parts that need no model (lexical scores, noise) run as Ray tasks on any CPU of the cluster.
 - Parts of a model (embedding and likelihood scorers, generation) run in a fixed-size pool of
-  actors per model. An actor holds one model (the stage's model cache keeps it per
-  process) and holds up to `max_in_flight_per_actor` parts (one running, the next waiting), so
+  actors per model. An actor holds one model (the model registry of its process keeps it
+  loaded) and holds up to `max_in_flight_per_actor` parts (one running, the next waiting), so
   it does not wait for input between parts.
 - Pools are made one model after another (model-major): a model's actors are killed as soon
-  as its parts are done, so a device holds one model at a time and every model is loaded once
+  as its parts are done (each first frees its models and reports their residency records for
+  `manifest["models"]`), so a device holds one model at a time and every model is loaded once
   per actor per run. Model-free tasks run beside the current pool.
 
 Workers only compute. Every result comes back to this process (the driver), which alone
@@ -140,6 +141,13 @@ class _ModelWorker:
     def run(self, run_root: str, config: RunConfig, part: PartTask, stage_info: dict[str, Any], env: dict[str, str]) -> Result:
         return _compute(run_root, config, part, stage_info, env)
 
+    def release(self) -> list[dict[str, Any]]:
+        """Free this actor's models (ending vLLM worker processes) and return their residency records."""
+        from engine.runtime.registry import model_registry
+
+        model_registry().release_all()
+        return model_registry().take_records()
+
 
 # ----- driver side ----------------------------------------------------------------------------
 @dataclasses.dataclass
@@ -184,7 +192,16 @@ class _ActorPool:
         candidates = [s for s in range(len(self.actors)) if self.ready[s] and self.in_flight[s] < limit]
         return min(candidates, key=lambda s: self.in_flight[s]) if candidates else None
 
-    def close(self) -> None:
+    def close(self, records: list[dict[str, Any]] | None = None) -> None:
+        """Kill the actors; with `records`, first let the ready ones free their models and
+        append what they report (a killed actor's worker processes die with it either way)."""
+        if records is not None:
+            refs = [actor.release.remote() for slot, actor in enumerate(self.actors) if self.ready[slot]]
+            try:
+                for result in ray.get(refs, timeout=_SETTLE_TIMEOUT_S):
+                    records.extend(result)
+            except RayError as exc:
+                logger.warning("model %s: an actor did not report its models (%s)", self.model_key, _error_text(exc))
         for actor in self.actors:
             ray.kill(actor, no_restart=True)
 
@@ -212,6 +229,7 @@ class RayExecutor:
         self.retry = RetryPolicy(self.options.max_retries + 1, self.options.retry_exceptions)
         self.placements: dict[str, dict[str, Any]] = {}
         self.models_started: list[str] = []  # model keys in the order their pools were made
+        self.model_records: list[dict[str, Any]] = []  # residency records the actors reported
         self._owns_ray = False
 
     # ----- connection ------------------------------------------------------------------------
@@ -279,6 +297,10 @@ class RayExecutor:
                 run.loop()
             finally:
                 run.abandon()
+
+    def take_model_records(self) -> list[dict[str, Any]]:
+        records, self.model_records = self.model_records, []
+        return records
 
     def close(self) -> None:
         if self._owns_ray and ray.is_initialized():
@@ -349,7 +371,7 @@ class _StageRun:
 
     def _maybe_close_pool(self) -> None:
         if self.pool is not None and not self.pool_queue and not any(c.slot is not None for c in self.calls.values()):
-            self.pool.close()
+            self.pool.close(self.ex.model_records)
             self.pool = None
 
     # ----- the loop --------------------------------------------------------------------------

@@ -5,10 +5,10 @@ nothing about FIM or samples: prompts, cleaning and error rows live in the stage
 `transformers` (here, `generate()`) and `vllm` (engine/generate/vllm_backend.py, the only
 module that imports vllm). Both stop at the first of the given stop ids, and return it.
 
-One backend instance per process: `get_backend` keeps the loaded backend of a spec for the
-life of the process. Freeing a vLLM model in-process is unreliable, so asking for a second
-vLLM model in one process is an error (run each generator in its own process, e.g. with
-`engine.generate.stage.generate_in_subprocess`); a transformers model is replaced.
+Loaded backends belong to the model registry (engine.runtime.registry): `get_backend` asks it
+for the backend of a spec. A vLLM engine always runs in a worker process of its own (vLLM
+cannot free an engine in-process), so any number of vLLM generators follow each other in one
+run; the registry ends the previous worker before the next one starts when both do not fit.
 """
 from __future__ import annotations
 
@@ -16,9 +16,7 @@ import gc
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
-
-from engine.errors import StageError
+from typing import Literal, Protocol
 
 logger = logging.getLogger(__name__)
 
@@ -175,33 +173,29 @@ class TransformersBackend:
             torch.cuda.empty_cache()
 
 
-_LOADED: dict[BackendSpec, Any] = {}
+def get_backend(spec: BackendSpec, stage: str = "generate") -> Backend:
+    """The loaded backend for `spec`, from the model registry (loaded there on first use).
+
+    A vLLM engine lives in a worker process of its own (engine.runtime.model_process); a
+    transformers model in this process. Callers keep it only while they use it: the registry
+    decides when it is freed.
+    """
+    from engine.runtime.memory import device_of, estimate_model_bytes
+    from engine.runtime.registry import acquire
+
+    device = device_of(spec.kind, spec.device)
+    return acquire(("generator", spec), lambda: _load_backend(spec), model=spec.model, stage=stage, device=device,
+                   estimate_bytes=lambda: estimate_model_bytes(
+                       spec.model, backend=spec.kind, dtype=spec.dtype, device=device, max_model_len=spec.max_model_len,
+                       gpu_memory_utilization=spec.gpu_memory_utilization))
 
 
-def get_backend(spec: BackendSpec) -> Backend:
-    """The process's backend for `spec`, loaded on first use (one model per process)."""
-    if spec in _LOADED:
-        return _LOADED[spec]
-    for other in list(_LOADED):
-        if other.kind == "vllm":
-            raise StageError(
-                "generate",
-                f"this process already holds vLLM model {other.model!r}; vLLM cannot free a model "
-                f"in-process, so load {spec.model!r} in its own process (generate_in_subprocess)",
-            )
-        _LOADED.pop(other).close()
+def _load_backend(spec: BackendSpec) -> Backend:
     logger.info("loading generator %s with the %s backend", spec.model, spec.kind)
     if spec.kind == "vllm":
-        from engine.generate.vllm_backend import VllmBackend
+        from engine.runtime.model_process import ProcessModel
 
-        backend: Backend = VllmBackend(spec)
-    else:
-        backend = TransformersBackend(spec)
-    _LOADED[spec] = backend
-    return backend
-
-
-def release_backends() -> None:
-    """Free the loaded transformers backends (a vLLM model stays: only the process exit frees it)."""
-    for spec in [s for s in _LOADED if s.kind != "vllm"]:
-        _LOADED.pop(spec).close()
+        # vLLM cannot free an engine in-process: it lives in a worker process of its own.
+        return ProcessModel("engine.generate.vllm_backend:VllmBackend", spec, attrs=("max_model_len",),  # type: ignore[return-value]
+                            label=f"generator {spec.model}")
+    return TransformersBackend(spec)

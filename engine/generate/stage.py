@@ -350,17 +350,6 @@ class GenerateSection(Params):
 
 
 def generate_part(samples: pa.Table, params: GenerateParams, max_new_tokens: int) -> pa.Table:
-    """One part of one generator, in this process when it can hold the model, else in a worker.
-
-    vLLM cannot free a model in-process: a second vLLM generator in the same process runs in
-    a worker subprocess (one model per process) instead of failing.
-    """
-    if params.backend == "vllm":
-        from engine.generate.backend import _LOADED
-
-        held = [spec for spec in _LOADED if spec.kind == "vllm"]
-        if held and held[0] != params.backend_spec():
-            from engine.generate.worker import generate_in_subprocess
-
-            return generate_in_subprocess(samples, params, max_new_tokens)
+    """One part of one generator. The model comes from the model registry, which keeps a vLLM
+    engine in a worker process of its own, so any number of vLLM generators can follow each other."""
     return generate_samples(samples, params, max_new_tokens)

@@ -10,7 +10,8 @@ main. On a CPU-only machine the engine core runs in-process instead (unless
 VLLM_ENABLE_V1_MULTIPROCESSING is set): spawning it re-imports vllm twice more, which costs
 about a minute on two cores and buys nothing there.
 
-One model per process: run each generator in its own worker (engine/generate/worker.py).
+Built only inside a worker process of the model registry (engine.runtime.model_process), which
+ends the process, and the engine with it, when the model is released.
 """
 from __future__ import annotations
 

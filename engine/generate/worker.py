@@ -9,8 +9,9 @@ JOB.json: {"params": {GenerateParams mapping},
 family's stop ids and writes {"token_ids", "finish_reasons", "load_s", "generate_s"} (tests
 and benches compare backends token by token with it). Both share one loaded model.
 
-`generate_in_subprocess` runs the stage this way from any process: the way to use several
-vLLM generators in one run, since vLLM cannot free a model in-process.
+`generate_in_subprocess` runs the stage this way from any process (benchmarks time the load in
+a fresh process with it); within a run the model registry already keeps every vLLM engine in
+a worker process of its own.
 """
 from __future__ import annotations
 

@@ -6,9 +6,8 @@ with xgrammar; in engine/generate/vllm_backend.py, the one module that imports v
 `http` (an OpenAI-compatible server, engine/judge/http_backend.py). A backend never raises
 for one request's failure: the request's answer carries the error instead.
 
-One backend per process: vLLM cannot free a model in-process, so a second vLLM model in one
-process is refused here; the stage runs such a part in a child process instead
-(`needs_own_process`, engine/judge/worker.py).
+Local models belong to the model registry (engine.runtime.registry); a vLLM judge runs in a
+worker process of its own, since vLLM cannot free an engine in-process.
 """
 from __future__ import annotations
 
@@ -105,55 +104,39 @@ class TransformersChatBackend:
         gc.collect()
 
 
-_LOADED: dict[tuple, Any] = {}
-
-
 def _engine_key(params: JudgeParams) -> tuple:
     """Options that decide the loaded engine (not the prompts): judges sharing them share it."""
     return (params.backend, params.model, params.tokenizer, params.dtype, params.max_model_len, params.enforce_eager,
-            params.gpu_memory_utilization, params.enable_prefix_caching, params.base_url, params.api_key_env,
-            params.max_concurrency, params.timeout_s, params.max_retries, params.backoff_base_s, params.backoff_cap_s,
-            params.retry_statuses, params.batch_size)
-
-
-def needs_own_process(params: JudgeParams) -> bool:
-    """Whether this process already holds another vLLM model (a generator's or another judge's):
-    vLLM cannot free it, so any other local model (vLLM or transformers) is judged in a worker."""
-    if params.backend == "http":
-        return False
-    from engine.generate.backend import _LOADED as generators
-
-    if any(spec.kind == "vllm" for spec in generators):
-        return True
-    return any(key[0] == "vllm" and key != _engine_key(params) for key in _LOADED)
+            params.gpu_memory_utilization, params.enable_prefix_caching, params.seed)
 
 
 def get_chat_backend(params: JudgeParams) -> ChatBackend:
-    """The process's backend for a judge, loaded on first use (one local model per process)."""
-    key = _engine_key(params)
-    if key in _LOADED:
-        return _LOADED[key]
+    """The backend of a judge. A local model comes from the model registry (a vLLM engine in a
+    worker process of its own); an http backend holds no model and is made for each call."""
     if params.backend == "http":
         from engine.judge.http_backend import HttpChatBackend
 
-        backend: ChatBackend = HttpChatBackend(params)
-        _LOADED[key] = backend
-        return backend
-    for other in [k for k in _LOADED if k[0] != "http"]:
-        if other[0] == "vllm":
-            raise StageError("judge", f"this process already holds vLLM model {other[1]!r}; vLLM cannot free a model "
-                                      f"in-process, so judge with {params.model!r} in its own worker process")
-        _LOADED.pop(other).close()
+        return HttpChatBackend(params)
+    from engine.runtime.memory import device_of, estimate_model_bytes
+    from engine.runtime.registry import acquire
+
+    device = device_of(params.backend, "auto")
+    return acquire(("judge", _engine_key(params)), lambda: _load(params), model=params.model, stage="judge", device=device,
+                   estimate_bytes=lambda: estimate_model_bytes(
+                       params.model, backend=params.backend, dtype=params.dtype, device=device,
+                       max_model_len=params.max_model_len, gpu_memory_utilization=params.gpu_memory_utilization))
+
+
+def _load(params: JudgeParams) -> ChatBackend:
     logger.info("loading judge %s with the %s backend", params.model, params.backend)
     if params.backend == "vllm":
-        from engine.generate.vllm_backend import VllmChatBackend
+        from engine.runtime.model_process import ProcessModel
 
-        backend = VllmChatBackend(
+        # vLLM cannot free an engine in-process: it lives in a worker process of its own.
+        return ProcessModel(  # type: ignore[return-value]
+            "engine.generate.vllm_backend:VllmChatBackend", label=f"judge {params.model}",
             model=resolve_model(params.model).path, tokenizer=resolve_model(params.tokenizer or params.model).path,
             dtype=params.dtype, seed=params.seed, max_model_len=params.max_model_len, enforce_eager=params.enforce_eager,
             gpu_memory_utilization=params.gpu_memory_utilization, enable_prefix_caching=params.enable_prefix_caching,
         )
-    else:
-        backend = TransformersChatBackend(params)
-    _LOADED[key] = backend
-    return backend
+    return TransformersChatBackend(params)

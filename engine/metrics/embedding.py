@@ -147,7 +147,7 @@ class EmbeddingScorer:
 
     def __init__(self, params: EmbeddingParams):
         self.params = params
-        self._runtime: Any = None
+        self._loaded: tuple[str, str, str, str] | None = None  # attn, linear kernels, dtype, identity once loaded
         self._corpus_idf: dict[str, Any] = {}  # context -> IdfTable from the run's pre-pass
         self._corpus_idf_hash = ""
         self._baselines = None
@@ -199,9 +199,8 @@ class EmbeddingScorer:
         from engine.runtime import attn_implementation, resolve_device, resolve_model
 
         p = self.params
-        if self._runtime is not None:
-            attn, linear = self._runtime.attn_implementation, self._runtime.linear_kernels
-            dtype, identity = self._runtime.dtype_name, self._runtime.resolved.short_identity
+        if self._loaded is not None:
+            attn, linear, dtype, identity = self._loaded
         else:
             device = resolve_device(p.device)
             dtype, identity = p.resolved_dtype, resolve_model(p.model).short_identity
@@ -232,24 +231,37 @@ class EmbeddingScorer:
     # ---------------------------------------------------------------- scoring
     @property
     def runtime(self) -> Any:
-        """The loaded model (loaded once, on first use)."""
-        if self._runtime is None:
-            from engine.metrics.encoder_runtime import EncoderRuntime
+        """The loaded model, from the model registry (loaded there on first use; never kept here)."""
+        from engine.runtime.memory import estimate_model_bytes
+        from engine.runtime.registry import acquire
 
-            p = self.params
-            self._runtime = EncoderRuntime(
-                p.model,
-                layer=None if p.all_layers else self.layer,
-                dtype=p.requested_dtype,
-                device=p.device,
-                add_prefix_space=True,
-                max_length=p.max_length,
-                cpu_fastpath=p.mode == "fast",
-                strict_dtype=p.strict_dtype,
-            )
-            if p.all_layers and self.layer > self._runtime.n_layers:
-                raise ConfigError(f"layer: got {self.layer}; allowed: 0..{self._runtime.n_layers} for {p.model}")
-        return self._runtime
+        p = self.params
+        layer = None if p.all_layers else self.layer
+        key = ("encoder", p.model, layer, p.resolved_dtype, p.device, p.max_length, p.mode == "fast", p.strict_dtype)
+        runtime = acquire(key, lambda: self._load_runtime(layer), model=p.model, stage="score", device=p.device,
+                          estimate_bytes=lambda: estimate_model_bytes(p.model, dtype=p.requested_dtype, device=p.device))
+        if self._loaded is None:
+            self._loaded = (runtime.attn_implementation, runtime.linear_kernels, runtime.dtype_name,
+                            runtime.resolved.short_identity)
+        return runtime
+
+    def _load_runtime(self, layer: int | None) -> Any:
+        from engine.metrics.encoder_runtime import EncoderRuntime
+
+        p = self.params
+        runtime = EncoderRuntime(
+            p.model,
+            layer=layer,
+            dtype=p.requested_dtype,
+            device=p.device,
+            add_prefix_space=True,
+            max_length=p.max_length,
+            cpu_fastpath=p.mode == "fast",
+            strict_dtype=p.strict_dtype,
+        )
+        if p.all_layers and self.layer > runtime.n_layers:
+            raise ConfigError(f"layer: got {self.layer}; allowed: 0..{runtime.n_layers} for {p.model}")
+        return runtime
 
     def variants(self) -> list[str]:
         if self.params.all_layers:

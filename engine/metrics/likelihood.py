@@ -215,10 +215,16 @@ class LikelihoodScorer:
 
     # ----- scoring --------------------------------------------------------------------------
     def score(self, items: Sequence[ScoreItem]) -> list[ScoreRow]:
-        p = self.params
         if not items:
             return []
         self._load()
+        try:
+            return self._score_loaded(items)
+        finally:
+            self._unbind()
+
+    def _score_loaded(self, items: Sequence[ScoreItem]) -> list[ScoreRow]:
+        p = self.params
         jobs: list[_Job] = []
         errors: dict[tuple[int, str, str], str] = {}
         cache: dict[str, _Encoded] = {}
@@ -266,10 +272,27 @@ class LikelihoodScorer:
 
     # ----- model ----------------------------------------------------------------------------
     def _load(self) -> None:
-        if self._model is not None:
-            return
+        """Bind the model of the model registry (loaded there on first use) for one `score` call."""
+        from engine.runtime.memory import estimate_model_bytes
+        from engine.runtime.registry import acquire
+
+        p = self.params
+        key = ("likelihood", p.model, self.architecture, p.resolved_dtype, p.device, p.strict_dtype)
+        loaded, tokenizer = acquire(key, self._load_model, model=p.model, stage="score", device=p.device,
+                                    estimate_bytes=lambda: estimate_model_bytes(p.model, dtype=p.dtype, device=p.device))
         import torch
 
+        self._device = torch.device(loaded.device)
+        self._dtype, self._identity = loaded.dtype, loaded.resolved.short_identity
+        self._model = loaded.model
+        self._tokenizer = tokenizer
+        self._max_length = p.max_length or _model_window(tokenizer, loaded.model.config)
+
+    def _unbind(self) -> None:
+        """Let go of the model after a `score` call: the registry alone decides when it is freed."""
+        self._model = None
+
+    def _load_model(self) -> tuple[Any, Any]:
         p = self.params
         auto_class = "AutoModelForSeq2SeqLM" if self.architecture == "seq2seq" else "AutoModelForCausalLM"
         try:
@@ -280,13 +303,8 @@ class LikelihoodScorer:
                 f"likelihood scorer: {exc}. Scored spans are found from the fast tokenizer's offset mapping "
                 "(a tokenizer.json is required); check the model id or directory, or set `architecture`."
             ) from exc
-        self._device = torch.device(loaded.device)
-        self._dtype, self._identity = loaded.dtype, loaded.resolved.short_identity
-        self._model = loaded.model
-        self._tokenizer = tokenizer
-        self._max_length = p.max_length or _model_window(tokenizer, loaded.model.config)
-        logger.info("loaded %s (%s, %s) on %s, window %d tokens", p.model, self.architecture, loaded.dtype,
-                    loaded.device, self._max_length)
+        logger.info("loaded %s (%s, %s) on %s", p.model, self.architecture, loaded.dtype, loaded.device)
+        return loaded, tokenizer
 
     def _start_ids(self) -> list[int]:
         tok = self._tokenizer

@@ -76,9 +76,8 @@ def _restricted_scorer(spec: Any, scorer: Any, segments: Sequence[str], prepass:
     restricted = get_scorer(replace(spec, params=replace(spec.params, **{option: tuple(segments)})))
     if prepass:  # the run's corpus idf (counted over every context of the entry)
         restricted.use_corpus_idf(prepass["idf"], prepass_hash(prepass))
-    if spec.kind == "embedding":
-        # The encoder does not depend on the contexts scored: one loaded model serves both.
-        restricted._runtime = scorer.runtime
+    # The loaded encoder does not depend on the contexts scored: the model registry's key
+    # leaves them out, so both scorers share one loaded model.
     return restricted
 
 

@@ -162,7 +162,13 @@ class TextGenerator:
             self.tokenizer = load_tokenizer(params.tokenizer_name, fast=False)
         except ModelLoadError as exc:
             raise ModelLoadError(f"cannot load the tokenizer of {params.tokenizer_name!r}: {exc}") from exc
-        self.backend = get_backend(params.backend_spec())
+        self._spec = params.backend_spec()
+        get_backend(self._spec, stage="roundtrip")  # load now: a model that cannot load fails the part here
+
+    @property
+    def backend(self) -> Any:
+        """The loaded backend, asked of the model registry at each use (it owns the model)."""
+        return get_backend(self._spec, stage="roundtrip")
 
     def complete(
         self, prompts: Sequence[str], seeds: Sequence[int], max_new_tokens: int | None = None, temperature: float = 0.0

@@ -117,9 +117,14 @@ def _fluency(comments: dict, p: RoundTripParams) -> dict[tuple[str, str], float]
     if not p.fluency_model:
         return {}
     from engine.runtime import load_model, load_tokenizer
+    from engine.runtime.memory import estimate_model_bytes
+    from engine.runtime.registry import acquire
 
     # float32 on the CPU: perplexities comparable across machines (fluency is a small model).
-    model = load_model(p.fluency_model, "AutoModelForCausalLM", dtype="float32", device="cpu").model
+    model = acquire(("fluency", p.fluency_model),
+                    lambda: load_model(p.fluency_model, "AutoModelForCausalLM", dtype="float32", device="cpu").model,
+                    model=p.fluency_model, stage="roundtrip", device="cpu",
+                    estimate_bytes=lambda: estimate_model_bytes(p.fluency_model, dtype="float32", device="cpu"))
     tokenizer = load_tokenizer(p.fluency_model, fast=False)
     keys = [k for k, (c, _s, _e) in comments.items() if c]
     return dict(zip(keys, scores.fluency([comments[k][0] for k in keys], model, tokenizer)))

@@ -3,7 +3,13 @@
 - names (`engine.runtime.names`): what a configured name points to, config-time checks with
   the key named, and the model identity (hub commit or directory content hash) for signatures;
 - hardware (`engine.runtime.hardware`): the per-device capability probe and dtype choice;
-- loading (`engine.runtime.loading`): tokenizers, models, attention, out-of-memory halving.
+- loading (`engine.runtime.loading`): tokenizers, models, attention, out-of-memory halving;
+- registry (`engine.runtime.registry`): the owner of every loaded model of a process (LRU under
+  a per-device memory budget, residency records for manifest["models"]);
+- model_process (`engine.runtime.model_process`): a model in a worker process of its own (every
+  vLLM engine), ended on release;
+- memory (`engine.runtime.memory`): per-model memory estimates, the run's plan, and the
+  config-time refusal of a model that cannot fit its device.
 """
 from engine.runtime.hardware import (
     DeviceCapability,

@@ -181,6 +181,10 @@ class Stage:
         ConfigError when one fails, else a line saying what was checked (None: nothing)."""
         return None
 
+    def model_needs(self, config: Any) -> list[Any]:
+        """The models its parts load (engine.runtime.memory.ModelNeed), for memory planning."""
+        return []
+
     # ----- identity and planning ----------------------------------------------------------
     def tasks(self, config: Any) -> list[StageTask]:
         raise NotImplementedError

@@ -54,6 +54,12 @@ class GenerateStage(Stage):
             if g.tokenizer_name != g.model:
                 check_model_name(g.tokenizer_name, f"generate.generators[{i}].tokenizer", kind="tokenizer")
 
+    def model_needs(self, config: Any) -> list[Any]:
+        from engine.runtime.memory import ModelNeed
+
+        return [ModelNeed(g.model, self.name, f"generate.generators[{i}]", g.backend, g.dtype, g.device, g.max_model_len,
+                          g.gpu_memory_utilization) for i, g in enumerate(config.section("generate").generators)]
+
     def tasks(self, config: Any) -> list[StageTask]:
         return [
             StageTask(self.name, f"generate-{g.generator_name}", f"generate:{g.model}", i)

@@ -67,6 +67,13 @@ class JudgeStage(Stage):
             if judge.tokenizer is not None:
                 check_model(judge.tokenizer, f"judge.judges[{i}].tokenizer", kind="tokenizer")
 
+    def model_needs(self, config: Any) -> list[Any]:
+        from engine.runtime.memory import ModelNeed
+
+        return [ModelNeed(j.model, self.name, f"judge.judges[{i}]", j.backend, j.dtype, "auto", j.max_model_len,
+                          j.gpu_memory_utilization)
+                for i, j in enumerate(config.section(self.name).judges) if j.backend != "http"]
+
     def tasks(self, config: Any) -> list[StageTask]:
         section: JudgeSection = config.section(self.name)
         return [
@@ -91,16 +98,12 @@ class JudgeStage(Stage):
         return {"judgment": format_signature(fields)}
 
     def run_part(self, ctx: PartContext) -> pa.Table:
-        from engine.judge.backends import get_chat_backend, needs_own_process
+        from engine.judge.backends import get_chat_backend
         from engine.judge.run import judge_table
 
         table = ctx.input_table()
         self.require_columns(table, "sample table")
         judge = ctx.config.section(self.name).judges[ctx.part.entry]
-        if needs_own_process(judge):
-            from engine.judge.worker import judge_in_subprocess
-
-            return judge_in_subprocess(table, judge, ctx.part.task)
         return judge_table(table, judge, ctx.part.task, get_chat_backend(judge))
 
     def analyze(self, run: Any, config: Any) -> None:

@@ -95,6 +95,20 @@ class RoundTripStage(Stage):
         except InputError as exc:
             raise ConfigError(f"roundtrip.tasks: {exc}") from exc
 
+    def model_needs(self, config: Any) -> list[Any]:
+        from engine.roundtrip.params import ORACLE
+        from engine.runtime.memory import ModelNeed
+
+        params = config.section(self.section)
+        entries = [(f"roundtrip.generators[{i}]", g) for i, g in enumerate(params.generators)]
+        if params.comment_generator is not None:
+            entries.append(("roundtrip.comment_generator", params.comment_generator))
+        needs = [ModelNeed(g.model, self.name, where, g.backend, g.dtype, "auto", g.max_model_len)
+                 for where, g in entries if g.backend != ORACLE]
+        if params.fluency_model:
+            needs.append(ModelNeed(params.fluency_model, self.name, "roundtrip.fluency_model", dtype="float32", device="cpu"))
+        return needs
+
     # ----- identity and planning ----------------------------------------------------------
     def tasks(self, config: Any) -> list[StageTask]:
         params = config.section(self.section)

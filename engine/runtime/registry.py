@@ -1,0 +1,268 @@
+"""The model registry: the one owner of every loaded model of a process.
+
+Stages never keep a model themselves. They ask the registry for one by its key (everything
+that decides the loaded weights: backend, model, dtype, device, window...) with a loader, use
+it, and let go of their reference; the registry keeps what fits the device's memory budget
+and frees the least recently used model of that device before it loads another. A model that
+lives in a worker process of its own (every vLLM engine, see `engine.runtime.model_process`)
+is freed by ending that process; an in-process torch model is dropped, garbage-collected, and
+its cached device memory handed back (`torch.cuda.empty_cache()` on CUDA).
+
+Budget per device (bytes): `BABELSCORE_MODEL_BUDGET_BYTES` when set, else the device's memory
+(CUDA: its total memory; CPU: the memory available now plus what resident models hold).
+`BABELSCORE_MODEL_BUDGET_MODELS` caps the number of models resident on one device (tests set
+it to 1 to force one model at a time). The estimate a caller gives is what is charged.
+
+Every load is recorded (`records()`): model, stage, holding pid, device, loaded_at /
+released_at (epoch seconds) and peak bytes (peak device memory on CUDA, peak RSS of the
+holding process on CPU). The executors collect these into `manifest["models"]`.
+"""
+from __future__ import annotations
+
+import atexit
+import gc
+import logging
+import os
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass, field
+from typing import Any
+
+logger = logging.getLogger(__name__)
+
+BUDGET_BYTES_ENV = "BABELSCORE_MODEL_BUDGET_BYTES"
+BUDGET_MODELS_ENV = "BABELSCORE_MODEL_BUDGET_MODELS"
+
+
+def normalize_device(device: str) -> str:
+    """`cpu` or `cuda:N` (`auto` resolved, bare `cuda` is `cuda:0`)."""
+    if device in ("", "auto"):
+        from engine.runtime.hardware import resolve_device
+
+        device = resolve_device("auto")
+    if device == "cuda":
+        return "cuda:0"
+    return device
+
+
+def _env_int(name: str) -> int | None:
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return None
+    try:
+        value = int(float(raw))
+    except ValueError:
+        from engine.errors import ConfigError
+
+        raise ConfigError(f"{name}: got {raw!r}; allowed: a whole number (bytes or a count)") from None
+    return value if value > 0 else None
+
+
+def available_host_bytes() -> int:
+    """MemAvailable of /proc/meminfo (Linux); else physical memory."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+def device_memory_bytes(device: str) -> int:
+    """Total memory of a CUDA device, or the host memory available now for `cpu`."""
+    device = normalize_device(device)
+    if device.startswith("cuda"):
+        import torch
+
+        _free, total = torch.cuda.mem_get_info(torch.device(device))
+        return int(total)
+    return available_host_bytes()
+
+
+def budget_bytes(device: str, resident_bytes: int = 0) -> int:
+    """The memory budget of a device (see the module docstring)."""
+    forced = _env_int(BUDGET_BYTES_ENV)
+    if forced is not None:
+        return forced
+    device = normalize_device(device)
+    if device.startswith("cuda"):
+        return device_memory_bytes(device)
+    return available_host_bytes() + resident_bytes
+
+
+def budget_models() -> int | None:
+    return _env_int(BUDGET_MODELS_ENV)
+
+
+def peak_rss_bytes() -> int:
+    """Peak resident set size of this process (Linux reports KiB)."""
+    import resource
+
+    return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
+
+
+@dataclass
+class _Entry:
+    key: Hashable
+    obj: Any
+    device: str
+    estimate: int
+    record: dict[str, Any] = field(default_factory=dict)
+
+
+class ModelRegistry:
+    """Loaded models of this process, least recently used first (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self._entries: OrderedDict[Hashable, _Entry] = OrderedDict()
+        self._records: list[dict[str, Any]] = []
+        self._lock = threading.RLock()
+
+    # ----- asking for a model ----------------------------------------------------------------
+    def acquire(self, key: Hashable, load: Callable[[], Any], *, model: str, stage: str, device: str,
+                estimate_bytes: int | None | Callable[[], int | None] = 0) -> Any:
+        """The loaded model for `key`, loaded with `load()` on first use (after making room).
+
+        estimate_bytes: what the model will hold on `device` (a callable is only asked when the
+        model has to be loaded); None or 0 when unknown.
+        """
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is not None and getattr(entry.obj, "alive", True):
+                self._entries.move_to_end(key)
+                return entry.obj
+            if entry is not None:  # its worker process died: forget it and load again
+                self._drop(key, reason="its worker process exited")
+            device = normalize_device(device)
+            if callable(estimate_bytes):
+                estimate_bytes = estimate_bytes()
+            estimate_bytes = int(estimate_bytes or 0)
+            self._make_room(device, max(0, int(estimate_bytes)), model)
+            record = {"model": model, "stage": stage, "pid": None, "device": device, "loaded_at": time.time(),
+                      "released_at": None, "peak_bytes": None, "estimated_bytes": int(estimate_bytes)}
+            if device.startswith("cuda"):
+                import torch
+
+                torch.cuda.reset_peak_memory_stats(torch.device(device))
+            logger.info("loading %s for stage %s on %s (estimated %s)", model, stage, device, format_bytes(estimate_bytes))
+            obj = load()
+            record["pid"] = int(getattr(obj, "worker_pid", os.getpid()))
+            record["in_worker"] = hasattr(obj, "worker_pid")
+            self._entries[key] = _Entry(key, obj, device, max(0, int(estimate_bytes)), record)
+            self._records.append(record)
+            return obj
+
+    def _make_room(self, device: str, needed: int, model: str) -> None:
+        on_device = [e for e in self._entries.values() if e.device == device]
+        resident = sum(e.estimate for e in on_device)
+        budget = budget_bytes(device, resident)
+        cap = budget_models()
+        while on_device and (resident + needed > budget or (cap is not None and len(on_device) >= cap)):
+            lru = on_device.pop(0)
+            logger.info("releasing %s to make room for %s on %s", lru.record["model"], model, device)
+            self._drop(lru.key)
+            resident -= lru.estimate
+        if needed > budget:
+            logger.warning("%s is estimated at %s, more than the %s budget of %s; loading it alone", model,
+                           format_bytes(needed), device, format_bytes(budget))
+
+    # ----- giving models back ----------------------------------------------------------------
+    def release(self, key: Hashable) -> None:
+        with self._lock:
+            if key in self._entries:
+                self._drop(key)
+
+    def release_all(self) -> None:
+        with self._lock:
+            for key in list(self._entries):
+                self._drop(key)
+
+    def _drop(self, key: Hashable, reason: str = "") -> None:
+        entry = self._entries.pop(key)
+        record = entry.record
+        obj = entry.obj
+        entry.obj = None
+        peak = None
+        try:
+            if hasattr(obj, "worker_pid"):
+                obj.close()  # ends the worker process; it reports its own peak
+                peak = obj.peak_bytes
+            else:
+                peak = self._in_process_peak(entry.device)
+                close = getattr(obj, "close", None)
+                if close is not None:
+                    close()
+        except Exception as exc:  # noqa: BLE001 - a model that fails to close is still gone from here
+            logger.warning("closing %s failed: %s", record["model"], exc)
+        del obj
+        gc.collect()
+        if entry.device.startswith("cuda"):
+            from engine.runtime.loading import free_accelerator_memory
+
+            free_accelerator_memory()
+        record["released_at"] = time.time()
+        record["peak_bytes"] = peak
+        if reason:
+            record["note"] = reason
+        logger.info("released %s (%s)", record["model"], record["device"])
+
+    @staticmethod
+    def _in_process_peak(device: str) -> int:
+        if device.startswith("cuda"):
+            import torch
+
+            return int(torch.cuda.max_memory_allocated(torch.device(device)))
+        return peak_rss_bytes()
+
+    # ----- what was loaded -------------------------------------------------------------------
+    def resident(self) -> list[dict[str, Any]]:
+        with self._lock:
+            return [dict(e.record) for e in self._entries.values()]
+
+    def records(self) -> list[dict[str, Any]]:
+        """Every load so far (a released one has released_at set)."""
+        with self._lock:
+            return [dict(r) for r in self._records]
+
+    def take_records(self) -> list[dict[str, Any]]:
+        """The records of released models, removed from the registry (resident ones stay)."""
+        with self._lock:
+            done = [r for r in self._records if r["released_at"] is not None]
+            self._records = [r for r in self._records if r["released_at"] is None]
+            return done
+
+
+_REGISTRY = ModelRegistry()
+
+
+def model_registry() -> ModelRegistry:
+    """This process's registry."""
+    return _REGISTRY
+
+
+def acquire(key: Hashable, load: Callable[[], Any], *, model: str, stage: str, device: str,
+            estimate_bytes: int | None | Callable[[], int | None] = 0) -> Any:
+    return _REGISTRY.acquire(key, load, model=model, stage=stage, device=device, estimate_bytes=estimate_bytes)
+
+
+def release_all_models() -> None:
+    _REGISTRY.release_all()
+
+
+def format_bytes(n: int | None) -> str:
+    if n is None:
+        return "unknown"
+    value = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if value < 1024 or unit == "GiB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{value:.1f} GiB"
+
+
+# A worker process must not outlive this one.
+atexit.register(release_all_models)
