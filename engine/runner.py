@@ -19,6 +19,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from engine import throughput
 from engine.config import RunConfig, config_hash, file_fingerprint
 from engine.errors import InputError, PartFailedError
 from engine.io.atomic import write_json_atomic
@@ -44,6 +45,9 @@ class RunSummary:
     status: str
     counts: dict[str, Any] = field(default_factory=dict)
     failed_parts: dict[str, Any] = field(default_factory=dict)
+    # per stage: {"kept": parts already committed by an earlier attempt, "run": parts computed now}
+    parts_by_stage: dict[str, dict[str, int]] = field(default_factory=dict)
+    throughput: dict[str, Any] = field(default_factory=dict)
 
 
 def _input_fingerprint(config: RunConfig) -> str:
@@ -65,13 +69,19 @@ def open_run(config: RunConfig, out: str, resume: bool) -> RunDirectory:
 class _Committer:
     """Commits finished parts; the crash hook lets tests kill the driver between commits."""
 
-    def __init__(self, run: RunDirectory):
+    def __init__(self, run: RunDirectory, rows_per_part: list[int] | None = None):
         self.run = run
+        self.rows_per_part = rows_per_part or []
+        self.recorder = throughput.Recorder(run.manifest)
         self.commits = 0
         limit = os.environ.get(CRASH_AFTER_COMMITS_ENV)
         self.crash_after = int(limit) if limit else None
 
     def commit(self, part: PartTask, table: pa.Table) -> None:
+        table, stats = throughput.detach(table)
+        if stats is not None:  # recorded before the commit, which saves the manifest
+            in_rows = self.rows_per_part[part.index] if part.index < len(self.rows_per_part) else 0
+            self.recorder.add_part(part.stage, part.task, part.model_key, stats, in_rows)
         self.run.commit_part(part.key, part.relative_path, table, part.schema)
         self.commits += 1
         if self.crash_after is not None and self.commits >= self.crash_after:
@@ -101,7 +111,8 @@ def _prepass_results(run: RunDirectory, config: RunConfig, stage_name: str) -> d
             continue
         logger.info("%s: corpus pre-pass over %d part(s)", task.task, n_parts)
         tables = (read_part_input(run.root, config, stage_name, i) for i in range(n_parts))
-        result = stage.prepass(config, task, tables)
+        with throughput.Recorder(run.manifest).timed(f"prepass:{task.task}"):
+            result = stage.prepass(config, task, tables)
         write_json_atomic(path, result)
         run.manifest["prepass"][task.task] = {"file": f"prepass/{task.task}.json", "hash": prepass_hash(result)}
         run.save()
@@ -114,7 +125,8 @@ def _waits_for(run: RunDirectory, config: RunConfig, stage_name: str, index: int
     return [part.key for part in upstream_parts(config, stage_name, index) if not run.is_done(part.key)]
 
 
-def run_part_stage(run: RunDirectory, config: RunConfig, stage_name: str, executor: Any) -> None:
+def run_part_stage(run: RunDirectory, config: RunConfig, stage_name: str, executor: Any) -> dict[str, int]:
+    """Run the parts of a stage not committed yet; returns {"kept": committed before, "run": tried now}."""
     rows_per_part = get_stage(stage_name).own_parts(config, run.root)
     # A stage that cuts its own input (cut in RUN/ before its parts run) waits for no other stage.
     reads_earlier_stages = rows_per_part is None
@@ -122,8 +134,10 @@ def run_part_stage(run: RunDirectory, config: RunConfig, stage_name: str, execut
         rows_per_part = run.manifest["part_rows"]
     n_parts = len(rows_per_part)
     todo: list[PartTask] = []
+    kept = 0
     for part in plan_parts(config, stage_name, n_parts):
         if run.is_done(part.key):
+            kept += 1
             continue
         waits = _waits_for(run, config, stage_name, part.index) if reads_earlier_stages else []
         if waits:
@@ -132,10 +146,13 @@ def run_part_stage(run: RunDirectory, config: RunConfig, stage_name: str, execut
             continue
         todo.append(part)
     if not todo:
-        return
-    prepass = _prepass_results(run, config, stage_name)
-    committer = _Committer(run)
-    executor.run_parts(str(run.root), config, todo, prepass, committer.commit, committer.fail, rows_per_part)
+        return {"kept": kept, "run": 0}
+    with throughput.Recorder(run.manifest).timed(f"stage:{stage_name}"):
+        prepass = _prepass_results(run, config, stage_name)
+        committer = _Committer(run, list(rows_per_part))
+        executor.run_parts(str(run.root), config, todo, prepass, committer.commit, committer.fail, rows_per_part)
+    run.save()
+    return {"kept": kept, "run": len(todo)}
 
 
 def _record_signatures(run: RunDirectory, config: RunConfig) -> None:
@@ -174,18 +191,25 @@ def execute_run(
     run = open_run(config, out, resume)
     try:
         return _execute(run, config, executor_name, ray_address, ray_options)
+    except KeyboardInterrupt:
+        # Ctrl-C: the manifest says so (committed parts stay; `--resume` continues the run).
+        run.finish("interrupted")
+        raise
     finally:
         run.close()
 
 
 def _execute(run: RunDirectory, config: RunConfig, executor_name: str, ray_address: str | None, ray_options: dict[str, Any] | None) -> RunSummary:
-    prepare(run, config)
+    recorder = throughput.Recorder(run.manifest)
+    with recorder.timed("prepare"):
+        prepare(run, config)
     stages = part_stages_of(config.stages)
+    parts_by_stage: dict[str, dict[str, int]] = {}
     if stages:
         executor = make_executor(executor_name, ray_address, ray_options)
         try:
             for stage in stages:
-                run_part_stage(run, config, stage.name, executor)
+                parts_by_stage[stage.name] = run_part_stage(run, config, stage.name, executor)
         finally:
             executor.close()
         _record_signatures(run, config)
@@ -210,19 +234,23 @@ def _execute(run: RunDirectory, config: RunConfig, executor_name: str, ray_addre
     for stage in stages:
         marker = f"{stage.name}-analysis"
         if type(stage).analyze is not Stage.analyze and not run.stage_done(marker):
-            stage.analyze(run, config)
+            with recorder.timed(marker):
+                stage.analyze(run, config)
             run.mark_stage(marker)
     if "calibrate" in config.stages and not run.stage_done("calibrate"):
-        calibrate_run(run, config)
+        with recorder.timed("calibrate"):
+            calibrate_run(run, config)
     # The scores are final here; the report is a view of them and can be rewritten any time
     # (`babelscore report RUN`), so the run is complete before the report is drawn.
     run.finish("complete")
     if "report" in config.stages:
         from engine.report.build import write_report
 
-        write_report(str(run.root))
+        with recorder.timed("report"):
+            write_report(str(run.root))
         run.mark_stage("report")
-    return RunSummary(str(run.root), "complete", dict(run.manifest["counts"]), {})
+    return RunSummary(str(run.root), "complete", dict(run.manifest["counts"]), {}, parts_by_stage,
+                      dict(run.manifest.get("throughput", {})))
 
 
 def calibrate_run(run: RunDirectory, config: RunConfig) -> None:
