@@ -1,4 +1,4 @@
-"""Command line: `babelscore run | validate | config | demo | convert | report | make-tiny-models`."""
+"""Command line: `babelscore run | validate | config | demo | bench | convert | report | make-tiny-models`."""
 from __future__ import annotations
 
 import argparse
@@ -73,9 +73,15 @@ def next_step(args: argparse.Namespace, exc: BaseException) -> str | None:
     return None
 
 
-def _setup_logging(verbose: bool) -> None:
+def _setup_logging(verbose: bool, quiet: bool = False) -> None:
+    import os
+
+    if quiet:  # warnings and errors only, no progress bars, and the models' own logs turned down
+        os.environ.setdefault("BABELSCORE_NO_PROGRESS", "1")
+        os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")
+        os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     logging.basicConfig(
-        level=logging.DEBUG if verbose else logging.INFO,
+        level=logging.DEBUG if verbose else logging.WARNING if quiet else logging.INFO,
         format="%(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
@@ -98,20 +104,34 @@ def cmd_run(args: argparse.Namespace) -> int:
     summary = execute_run(
         config, args.out, resume=args.resume, executor_name=args.executor, ray_address=args.ray_address, ray_options=ray_options
     )
+    from engine import console
+
     counts = summary.counts
+    quiet = getattr(args, "quiet", False)
     print(f"run complete: {summary.run_dir}")
-    print(
-        f"input rows {counts.get('input_rows')}, valid {counts.get('valid_rows')}, rejected {counts.get('rejected_rows')}"
-        + (f" (see {summary.run_dir}/rejected.parquet)" if counts.get("rejected_rows") else "")
-    )
-    if "score" in config.stages:
+    for line in console.resume_lines(summary.parts_by_stage):
+        print(line)
+    if console.reads_samples(config):
+        print(
+            f"input rows {counts.get('input_rows')}, valid {counts.get('valid_rows')}, rejected {counts.get('rejected_rows')}"
+            + (f" (see {summary.run_dir}/rejected.parquet)" if counts.get("rejected_rows") else "")
+        )
+    if "roundtrip" in config.stages and not quiet:
+        print("\n".join(console.roundtrip_lines(summary.run_dir)))
+    if "score" in config.stages and not quiet:
         print(f"score rows {counts.get('score_rows')}\n")
         print(run_summary(summary.run_dir))
-    if "calibrate" in config.stages:
+    if "calibrate" in config.stages and not quiet:
         _print_kappa(summary.run_dir)
+    if not quiet:
+        lines = console.throughput_lines(summary.throughput)
+        if lines:
+            print("\n" + "\n".join(lines))
     report = Path(summary.run_dir) / "report" / "index.html"
     if report.exists():
         print(f"\nreport: open {report.resolve()}")
+    else:
+        print(f"\nreport: none (`report` is not in stages); write one with: babelscore report {shlex.quote(summary.run_dir)}")
     return 0
 
 
@@ -119,11 +139,16 @@ def _print_kappa(run_dir: str) -> None:
     import pyarrow.parquet as pq
 
     from engine.calibrate.stage import kappa_summary
+    from engine.console import small_sample_note
 
     path = Path(run_dir) / "calibration.parquet"
     if path.exists():
+        table = pq.read_table(path)
         print()
-        print(kappa_summary(pq.read_table(path)))
+        print(kappa_summary(table))
+        note = small_sample_note(table)
+        if note:
+            print(note)
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -136,6 +161,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
     for raw in iter_raw_rows(args.input):
         _, rejection = validator.check(raw)
         if rejection is not None and shown < args.show:
+            if not shown:
+                print("rejected rows (numbered from 0 in input order; blank JSONL lines are not counted):")
             print(f"row {rejection['row_index']} ({rejection['sample_id']}): {rejection['reason']}")
             shown += 1
     total = validator.valid + validator.rejected
@@ -144,9 +171,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
         print("rejected rows by reason:")
         for line in validator.summary_lines():
             print("  " + line)
-    warning = validator.unknown_codes_warning()
-    if warning:
-        print(f"warning: {warning}")
+    for warning in (validator.label_warning(), validator.unknown_codes_warning()):
+        if warning:
+            print(f"warning: {warning}")
     if validator.valid == 0:
         raise InputError(f"{args.input}: no valid row ({validator.rejected} rejected); fix the input")
     return EXIT_FAILED_PARTS if validator.rejected else EXIT_OK
@@ -214,6 +241,16 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_bench(args: argparse.Namespace) -> int:
+    from engine.bench import bench, report_lines
+    from engine.config import load_config
+
+    config = load_config(args.config)
+    result = bench(config, args.sample, devices=args.devices, seed=args.seed, compare=args.compare)
+    print("\n".join(report_lines(result)))
+    return EXIT_OK
+
+
 def cmd_convert(args: argparse.Namespace) -> int:
     from engine.data.convert import convert_public_tables
     from engine.io.atomic import write_parquet_atomic
@@ -253,6 +290,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="babelscore", description=__doc__, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    parser.add_argument("-q", "--quiet", action="store_true",
+                        help="warnings and errors only: no progress bars, no tables; the result paths are still printed")
     sub = parser.add_subparsers(dest="command", required=True)
 
     def add_run_options(p: argparse.ArgumentParser) -> None:
@@ -264,6 +303,8 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--ray-gpus-per-actor", type=float, default=1.0, help="GPUs each model actor asks for (0.5: two actors per GPU)")
         p.add_argument("--ray-gpu-resource", default="GPU", help="Ray resource model actors ask for (a custom resource pins models to some nodes)")
         p.add_argument("--ray-max-retries", type=int, default=2, help="resubmissions of a part lost to a dead worker or node")
+        # SUPPRESS: `babelscore run X --quiet` and `babelscore --quiet run X` both work.
+        p.add_argument("-q", "--quiet", action="store_true", default=argparse.SUPPRESS, help="warnings and errors only")
 
     run = sub.add_parser("run", help="run a config", epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     run.add_argument("config", help="YAML run config")
@@ -293,6 +334,20 @@ def build_parser() -> argparse.ArgumentParser:
     config_cmd.add_argument("--write", default=None, help="reference: write it to this file instead (docs/config.md)")
     config_cmd.set_defaults(func=cmd_config)
 
+    bench_cmd = sub.add_parser(
+        "bench", help="time every stage of a config on a seeded sample of its input and project the whole run",
+        description="Runs the config on two seeded samples of its input (whole files; N/2 and N rows) in a "
+        "throwaway directory, each in a fresh process, fits fixed + per-row time per stage, and projects the "
+        "time of the whole input (and for --devices N). Nothing is written beside the config.",
+    )
+    bench_cmd.add_argument("config", help="YAML run config")
+    bench_cmd.add_argument("--sample", type=int, default=100, help="rows of the larger sample (default 100)")
+    bench_cmd.add_argument("--devices", type=int, default=1, help="also project the time on this many devices (GPUs)")
+    bench_cmd.add_argument("--seed", type=int, default=None, help="seed of the sample (default: the config's seed)")
+    bench_cmd.add_argument("--compare", action="store_true",
+                           help="also run the whole input and print measured beside projected time (checks the projection)")
+    bench_cmd.set_defaults(func=cmd_bench)
+
     convert = sub.add_parser(
         "convert",
         help="convert wide per-language tables (the study's public layout) to the input schema",
@@ -319,7 +374,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    _setup_logging(args.verbose)
+    _setup_logging(args.verbose, args.quiet)
     try:
         return args.func(args)
     except BabelscoreError as exc:

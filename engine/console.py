@@ -15,6 +15,15 @@ from engine import throughput
 SMALL_SAMPLE = 30
 
 
+def reads_samples(config: Any) -> bool:
+    """Whether a run's stages read the sample table (a round-trip-only run reads its task table,
+    so its sample counts would say nothing about the work)."""
+    from engine.stages.registry import part_stages_of
+
+    stages = part_stages_of(config.stages)
+    return not stages or any(stage.input_columns for stage in stages)
+
+
 def resume_lines(parts_by_stage: dict[str, dict[str, int]]) -> list[str]:
     """`resume: score kept 3 committed part(s), ran 2` per stage, when anything was kept."""
     if not any(v.get("kept") for v in parts_by_stage.values()):

@@ -145,13 +145,13 @@ def run_part_stage(run: RunDirectory, config: RunConfig, stage_name: str, execut
             run.record_blocked_part(part.key, waits)
             continue
         todo.append(part)
+    if kept:
+        logger.info("%s: %d part(s) committed earlier are kept, %d to run", stage_name, kept, len(todo))
     if not todo:
         return {"kept": kept, "run": 0}
-    with throughput.Recorder(run.manifest).timed(f"stage:{stage_name}"):
-        prepass = _prepass_results(run, config, stage_name)
-        committer = _Committer(run, list(rows_per_part))
-        executor.run_parts(str(run.root), config, todo, prepass, committer.commit, committer.fail, rows_per_part)
-    run.save()
+    prepass = _prepass_results(run, config, stage_name)
+    committer = _Committer(run, list(rows_per_part))
+    executor.run_parts(str(run.root), config, todo, prepass, committer.commit, committer.fail, rows_per_part)
     return {"kept": kept, "run": len(todo)}
 
 
@@ -209,7 +209,10 @@ def _execute(run: RunDirectory, config: RunConfig, executor_name: str, ray_addre
         executor = make_executor(executor_name, ray_address, ray_options)
         try:
             for stage in stages:
-                parts_by_stage[stage.name] = run_part_stage(run, config, stage.name, executor)
+                # The span covers planning (which loads the scorers' resources), pre-passes and parts.
+                with recorder.timed(f"stage:{stage.name}"):
+                    parts_by_stage[stage.name] = run_part_stage(run, config, stage.name, executor)
+                run.save()
         finally:
             executor.close()
         _record_signatures(run, config)

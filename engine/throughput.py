@@ -135,6 +135,7 @@ class Recorder:
         self.section = manifest.setdefault("throughput", {"stages": {}, "tasks": {}, "steps": {}})
         for key in ("stages", "tasks", "steps"):
             self.section.setdefault(key, {})
+        self._seen: set[str] = set()
 
     def add_part(self, stage: str, task: str, model_key: str, stats: dict[str, Any], in_rows: int) -> None:
         if "roundtrip" == stage:  # one output row per sandboxed run
@@ -142,6 +143,13 @@ class Recorder:
         _add(self.section["stages"].setdefault(stage, _empty()), stats, in_rows)
         entry = self.section["tasks"].setdefault(task, {**_empty(), "stage": stage, "model": model_key})
         _add(entry, stats, in_rows)
+        if task not in self._seen:
+            # The first part of a task in this process pays its warm-up (model load, engine start,
+            # compilation): kept apart so that warm rows/s = (total - cold) / (rows - cold rows).
+            self._seen.add(task)
+            entry["cold_parts"] = entry.get("cold_parts", 0) + 1
+            entry["cold_rows"] = entry.get("cold_rows", 0) + in_rows
+            entry["cold_wall_s"] = round(entry.get("cold_wall_s", 0.0) + float(stats.get("wall_s", 0.0)), 6)
 
     @contextmanager
     def timed(self, step: str) -> Iterator[None]:
