@@ -195,7 +195,10 @@ def cmd_config(args: argparse.Namespace) -> int:
         return EXIT_OK
     if not args.file:
         raise ConfigError(f"babelscore config {args.action}: give the config file, e.g. babelscore config {args.action} my.yaml")
-    config = load_config(args.file)
+    from engine.runtime.names import recorded_checks
+
+    with recorded_checks() as model_checks:
+        config = load_config(args.file)
     if args.action == "show":
         import yaml
 
@@ -205,6 +208,10 @@ def cmd_config(args: argparse.Namespace) -> int:
 
     checked = preflight(config)
     print(f"{args.file}: every key valid (stages {list(config.stages)})")
+    for where, kind, resolved in model_checks:
+        print(f"  ok  {where}: {kind} {resolved.name!r} found ({resolved.source}: {resolved.path})")
+    if not model_checks:
+        print("  ok  no model or tokenizer to check (lexical metrics only)")
     for line in checked:
         print(f"  ok  {line}")
     print("config check passed: nothing was run")

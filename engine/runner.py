@@ -156,12 +156,15 @@ def run_part_stage(run: RunDirectory, config: RunConfig, stage_name: str, execut
 
 
 def _record_signatures(run: RunDirectory, config: RunConfig) -> None:
+    from engine.signature import present_languages_only
+
+    languages = {lang for table in run.sample_tables(["language"]) for lang in table.column("language").to_pylist()}
     for stage in part_stages_of(config.stages):
         prepass = _prepass_results(run, config, stage.name)
         for task in stage.tasks(config):
             signatures = stage.signatures(config, task, prepass.get(task.task, {}))
             if signatures:
-                run.manifest["signatures"][task.task] = signatures
+                run.manifest["signatures"][task.task] = present_languages_only(signatures, languages)
     run.save()
 
 

@@ -15,6 +15,7 @@ hash) covers the config text and the input only: repairing a file does not make 
 """
 from __future__ import annotations
 
+import contextvars
 import hashlib
 import importlib.util
 import json
@@ -22,9 +23,10 @@ import logging
 import os
 import re
 import threading
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Iterator, Literal
 
 from engine.errors import ConfigError, ModelLoadError
 
@@ -283,10 +285,29 @@ def check_model_name(name: str, where: str, kind: Kind = "model") -> ResolvedMod
     """Config-time check of a model or tokenizer name; ConfigError naming the key `where` (e.g.
     `score.scorers[1].model`) and what to do. `demo:` models are built here if missing."""
     try:
-        return resolve_model(name, kind)
+        resolved = resolve_model(name, kind)
     except ModelLoadError as exc:
         message = str(exc).removeprefix(f"{kind} {name!r}: ")
         raise ConfigError(f"{where}: {message}") from None
+    log = _check_log.get()
+    if log is not None:
+        log.append((where, kind, resolved))
+    return resolved
+
+
+# The model checks made while `recorded_checks` is active (`babelscore config check` lists them).
+_check_log: contextvars.ContextVar[list | None] = contextvars.ContextVar("babelscore_model_checks", default=None)
+
+
+@contextmanager
+def recorded_checks() -> Iterator[list[tuple[str, str, ResolvedModel]]]:
+    """Collect (config key, kind, resolved model) of every `check_model_name` call made inside."""
+    log: list[tuple[str, str, ResolvedModel]] = []
+    token = _check_log.set(log)
+    try:
+        yield log
+    finally:
+        _check_log.reset(token)
 
 
 def read_config_json(resolved: ResolvedModel) -> dict | None:
