@@ -84,7 +84,7 @@ class StageFit:
     @property
     def fixed_share(self) -> float:
         rows, seconds = self.large
-        return self.fixed_s / seconds if seconds > 0 else 0.0
+        return min(1.0, self.fixed_s / seconds) if seconds > 0 else 0.0
 
 
 def fit(small: tuple[int, float], large: tuple[int, float]) -> tuple[float, float]:
@@ -315,8 +315,9 @@ def bench(config: Any, sample: int, devices: int = 1, seed: int | None = None, c
             per_row = warm
             fixed = max(0.0, sum(t - per_row * n for n, t in points) / len(points))
         fits.append(StageFit(step, stage in models, _tokens(stage, small, large), fixed, per_row, points[0], points[1], full))
+    # Process start, imports, config checks, signatures: paid once per run, whatever its size.
     other = [(m.rows, max(0.0, m.total_s - sum(m.steps.values()))) for m in (small, large)]
-    fixed, per_row = fit_above_noise(other[0], other[1])
+    fixed, per_row = (other[0][1] + other[1][1]) / 2, 0.0
     fits.append(StageFit("startup+other", False, None, fixed, per_row, other[0], other[1], full_rows))
     return BenchResult(fits, small, large, full_rows, full_tasks, large.rows, devices, measured_full)
 

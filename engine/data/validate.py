@@ -99,7 +99,8 @@ def validate_row(
     start, end, source = values["comment_start"], values["comment_end"], values["source"]
     if not (0 <= start < end <= len(source)) or end > INT32_MAX:
         raise RowRejected(
-            f"offsets out of range: comment_start={start}, comment_end={end}, len(source)={len(source)}",
+            f"offsets out of range: comment_start={start}, comment_end={end}, len(source)={len(source)}"
+            + _byte_offsets_hint(source, start, end, values["reference"]),
             "offsets out of range",
         )
     if source[start:end] != values["reference"]:
@@ -152,10 +153,15 @@ def offsets_mismatch(source: str, start: int, end: int, reference: str) -> str:
                    + (f" (first of {more} occurrences)" if more > 1 else ""))
     else:
         reason += "; the reference does not occur in the source"
-    encoded = source.encode("utf-8")
-    if encoded[start:end].decode("utf-8", "replace") == reference:
-        reason += "; the offsets match the UTF-8 bytes: give character offsets (Python string indices)"
-    return reason
+    return reason + _byte_offsets_hint(source, start, end, reference)
+
+
+def _byte_offsets_hint(source: str, start: Any, end: Any, reference: Any) -> str:
+    if not (isinstance(start, int) and isinstance(end, int) and isinstance(reference, str)) or start < 0:
+        return ""
+    if source.encode("utf-8")[start:end].decode("utf-8", "replace") == reference:
+        return "; the offsets match the UTF-8 bytes: give character offsets (Python string indices)"
+    return ""
 
 
 def _storable(text: str) -> str:
