@@ -30,7 +30,7 @@ EXIT_CODES: tuple[tuple[int, type[BaseException] | None, str], ...] = (
     (1, PartFailedError, "work ran but some failed: failed parts (run), rejected rows (validate)"),
     (2, None, "command-line usage error"),
     (3, ConfigError, "config error, nothing ran: fix the config"),
-    (4, InputError, "input error: input unreadable, a converter table not in the wide layout, or no valid row"),
+    (4, InputError, "input error: the input or labels file missing or unreadable, a converter table not in the wide layout, or no valid row"),
     (5, RunDirectoryError, "run directory error: --out holds another run, or --resume finds no run"),
     (6, ModelLoadError, "a model or tokenizer cannot be loaded"),
     (7, BabelscoreError, "any other babelscore error (a stage cannot run)"),
