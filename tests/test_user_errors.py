@@ -402,3 +402,13 @@ def test_the_prime_helper_applies_the_letter_token_rule():
     rows = add_primes([{"reference": "// Returns the name"}, {"reference": "// x y z w", "prime": "// x"}],
                       "pypi:all-MiniLM-L6-v2")
     assert [r["prime"] for r in rows] == ["// Returns the name", "// x"]
+
+
+def test_a_mistyped_model_directory_gets_did_you_mean(tmp_path):
+    from engine.runtime import check_model_name
+
+    (tmp_path / "tiny-bert").mkdir()
+    with pytest.raises(ConfigError, match=rf"directory '{tmp_path}/tiny-bertt' does not exist; did you mean '{tmp_path}/tiny-bert'\?"):
+        check_model_name(str(tmp_path / "tiny-bertt"), "score.scorers[0].model")
+    with pytest.raises(ConfigError, match=r"the path has backslashes; write it with / \('\./models/mini'\)"):
+        check_model_name(".\\models\\mini", "score.scorers[0].model")

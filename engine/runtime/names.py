@@ -250,8 +250,10 @@ def _resolve(name: str, kind: Kind) -> ResolvedModel:
     if path.exists():
         raise UnresolvedModel(f"{name!r} is a file, not a model directory; point to the directory that holds it")
     if _looks_like_path(name):
-        raise UnresolvedModel(f"directory {name!r} does not exist; create it (save_pretrained) or fix the path"
-                              f"{_pypi_suggestion(name)}")
+        from engine.hints import path_hint
+
+        raise UnresolvedModel(f"directory {name!r} does not exist{path_hint(name)}; create it (save_pretrained) or fix "
+                              f"the path{_pypi_suggestion(name)}")
     bare = split_revision(name)[0]
     if "/" not in bare and _pypi_suggestion(bare):
         raise UnresolvedModel(f"{name!r} is not a directory here{_pypi_suggestion(bare)}")
