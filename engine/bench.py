@@ -36,7 +36,7 @@ from typing import Any, Sequence
 
 import yaml
 
-from engine.errors import ConfigError, InputError, StageError
+from engine.errors import ConfigError, StageError
 
 logger = logging.getLogger(__name__)
 
@@ -195,7 +195,8 @@ def run_once(config: Any, workdir: Path, label: str, input_path: str | None, tas
     cfg.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
     env = dict(os.environ, BABELSCORE_NO_PROGRESS="1")
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(_REPO_ROOT), env.get("PYTHONPATH", "")) if p)
-    logger.info("bench: running %s", label)
+    logger.info("bench: running the %s run (%s rows%s)", label, rows if rows is not None else "all",
+                f", {task_limit} round-trip tasks" if task_limit else "")
     start = time.perf_counter()
     proc = subprocess.run([sys.executable, "-m", "engine.cli", "--quiet", "run", str(cfg), "--out", str(out)],
                           env=env, capture_output=True, text=True, timeout=timeout, check=False)
@@ -284,10 +285,11 @@ def bench(config: Any, sample: int, devices: int = 1, seed: int | None = None, c
     if "build" in config.stages:
         raise ConfigError("bench samples the input table; a config with the `build` stage makes its input: "
                           "run it once, then bench a config whose `input:` is the built table")
+    from engine.preflight import preflight
+
+    preflight(config)  # the run's own config-time checks, before any sample is drawn
     seed = config.seed if seed is None else seed
     input_path = Path(config.input)
-    if not input_path.is_file():
-        raise InputError(f"input {config.input!r} does not exist; fix `input:` in the config")
     file_ids = _file_ids(input_path)
     full_rows, full_tasks = len(file_ids), _full_tasks(config)
     with tempfile.TemporaryDirectory(prefix="babelscore-bench-", dir=workdir) as tmp:

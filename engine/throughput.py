@@ -194,14 +194,16 @@ def console_lines(section: dict[str, Any]) -> list[str]:
     for stage, entry in section["stages"].items():
         span = steps.get(f"stage:{stage}", {}).get("wall_s")
         lines.append(
-            f"  {stage:<10} {entry['in_rows']:>7,} rows in {entry['parts']} part(s), wall {span or entry['wall_s']:.1f} s, "
+            f"  {stage:<10} {entry['in_rows']:>7,} rows ({entry['out_rows']:,} out) in {entry['parts']} part(s), "
+            f"wall {span or entry['wall_s']:.1f} s, "
             f"cpu {entry['cpu_s']:.1f} s, gpu {entry['gpu_s']:.1f} s: {_format_rates(rates(stage, entry, span))}"
         )
     models = [(task, e) for task, e in section.get("tasks", {}).items() if e.get("model")]
     if models:
         lines.append("  per model (wall summed over its parts):")
         for task, entry in models:
-            lines.append(f"    {task:<40} {entry['wall_s']:.1f} s: {_format_rates(rates(entry['stage'], entry))}")
+            lines.append(f"    {task:<40} wall {entry['wall_s']:.1f} s, cpu {entry['cpu_s']:.1f} s, gpu {entry['gpu_s']:.1f} s: "
+                         f"{_format_rates(rates(entry['stage'], entry))}")
     driver = [(name, e) for name, e in steps.items() if not name.startswith("stage:")]
     if driver:
         lines.append("  driver steps: " + ", ".join(f"{name} {e['wall_s']:.1f} s" for name, e in driver))

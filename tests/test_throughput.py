@@ -61,7 +61,7 @@ def test_a_run_records_per_stage_throughput_in_the_manifest_and_prints_it(tmp_pa
     (task,) = section["tasks"].values()
     assert task["stage"] == "score" and task["in_rows"] == 6 and task["cold_parts"] == 1
     lines = throughput_lines(summary.throughput)
-    assert lines and any(line.strip().startswith("score") and "6 rows in 3 part(s)" in line and "rows/s" in line
+    assert lines and any(line.strip().startswith("score") and "6 rows (6 out) in 3 part(s)" in line and "rows/s" in line
                          for line in lines), lines
 
 
