@@ -245,6 +245,11 @@ def cmd_demo(args: argparse.Namespace) -> int:
         status = cmd_run(args)
         if status:
             return status
+    print("\nthe demo's reports:")
+    for config, run_dir in jobs:
+        report = run_dir / "report" / "index.html"
+        print(f"  {config.name:<22} " + (f"open {report.resolve()}" if report.exists() else
+                                          f"none (`report` not in its stages): babelscore report {run_dir}"))
     return 0
 
 
