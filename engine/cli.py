@@ -257,6 +257,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from engine.bench import bench, report_lines
     from engine.config import load_config
 
+    if args.devices < 1:
+        raise ConfigError(f"--devices {args.devices}: give 1 or more")
     config = load_config(args.config)
     result = bench(config, args.sample, devices=args.devices, seed=args.seed, compare=args.compare)
     print("\n".join(report_lines(result)))
