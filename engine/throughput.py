@@ -190,7 +190,7 @@ def console_lines(section: dict[str, Any]) -> list[str]:
     if not section or not section.get("stages"):
         return []
     steps = section.get("steps", {})
-    lines = ["throughput (this machine; wall = the stage's span, cpu/gpu = summed over its parts):"]
+    lines = ["throughput (wall = the stage's span in the driver; cpu and gpu = summed over its parts, wherever they ran):"]
     for stage, entry in section["stages"].items():
         span = steps.get(f"stage:{stage}", {}).get("wall_s")
         lines.append(

@@ -336,7 +336,7 @@ def test_a_run_prints_its_throughput_and_signatures_name_only_its_languages(tmp_
     path = _config(tmp_path, "input: in.jsonl\npart_size: 1\nstages: [score]\nscore:\n  scorers: [{kind: lexical, metrics: [bleu]}]\n")
     proc = _cli("run", str(path), "--out", str(tmp_path / "run"))
     assert proc.returncode == 0, proc.stderr
-    assert "throughput (this machine" in proc.stdout and "rows/s" in proc.stdout
+    assert "throughput (wall = the stage's span" in proc.stdout and "rows/s" in proc.stdout
     signatures = json.loads((tmp_path / "run" / "manifest.json").read_text())["signatures"]
     (entry,) = signatures.values()
     assert sorted(entry) == ["bleu/en"]  # the input has English rows only
