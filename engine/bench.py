@@ -59,6 +59,15 @@ class Measured:
     steps: dict[str, float]
     total_s: float
     throughput: dict[str, Any]
+    cpu_steps: dict[str, float] = dataclasses.field(default_factory=dict)
+    total_cpu_s: float = 0.0
+
+    def cpu_view(self) -> "Measured":
+        """The same run in CPU seconds (its processes' own time): other users' load on a shared
+        machine stretches wall time far more than CPU time."""
+        tasks = {name: {**e, "wall_s": e.get("cpu_s", 0.0), "cold_wall_s": e.get("cold_cpu_s", 0.0)}
+                 for name, e in self.throughput.get("tasks", {}).items()}
+        return Measured(self.rows, self.tasks, self.cpu_steps, self.total_cpu_s, {**self.throughput, "tasks": tasks})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -197,19 +206,28 @@ def run_once(config: Any, workdir: Path, label: str, input_path: str | None, tas
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(_REPO_ROOT), env.get("PYTHONPATH", "")) if p)
     logger.info("bench: running the %s run (%s rows%s)", label, rows if rows is not None else "all",
                 f", {task_limit} round-trip tasks" if task_limit else "")
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), _children_cpu()
     proc = subprocess.run([sys.executable, "-m", "engine.cli", "--quiet", "run", str(cfg), "--out", str(out)],
                           env=env, capture_output=True, text=True, timeout=timeout, check=False)
-    total = time.perf_counter() - start
+    total, total_cpu = time.perf_counter() - start, _children_cpu() - cpu_start
     if proc.returncode != 0:
         raise StageError("bench", f"the {label} run exited with {proc.returncode}:\n{proc.stderr[-3000:]}")
     manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
     section = manifest.get("throughput", {})
-    steps = {name: entry["wall_s"] for name, entry in section.get("steps", {}).items() if not name.startswith("prepass:")}
+    kept = {name: entry for name, entry in section.get("steps", {}).items() if not name.startswith("prepass:")}
+    steps = {name: entry["wall_s"] for name, entry in kept.items()}
+    cpu_steps = {name: entry.get("cpu_s", 0.0) for name, entry in kept.items()}
     counts = manifest.get("counts", {})
     tasks_index = out / "roundtrip_tasks" / "index.json"
     tasks = json.loads(tasks_index.read_text(encoding="utf-8"))["n_tasks"] if tasks_index.exists() else 0
-    return Measured(int(counts.get("valid_rows") or 0), tasks, steps, total, section)
+    return Measured(int(counts.get("valid_rows") or 0), tasks, steps, total, section, cpu_steps, total_cpu)
+
+
+def _children_cpu() -> float:
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 # ----- the whole bench --------------------------------------------------------------------------
@@ -223,6 +241,7 @@ class BenchResult:
     sample_rows: int
     devices: int
     measured_full: Measured | None = None
+    cpu_fits: list[StageFit] = dataclasses.field(default_factory=list)
 
 
 def _tokens(stage: str, small: Measured, large: Measured) -> tuple[str, float, float] | None:
@@ -303,6 +322,12 @@ def bench(config: Any, sample: int, devices: int = 1, seed: int | None = None, c
             runs[label] = run_once(config, root, label, str(path), tasks if full_tasks else None, rows=n)
         measured_full = run_once(config, root, "full", None, None) if compare else None
     small, large = runs["small"], runs["large"]
+    fits = _fit_all(small, large, full_rows, full_tasks)
+    cpu_fits = _fit_all(small.cpu_view(), large.cpu_view(), full_rows, full_tasks)
+    return BenchResult(fits, small, large, full_rows, full_tasks, large.rows, devices, measured_full, cpu_fits)
+
+
+def _fit_all(small: Measured, large: Measured, full_rows: int, full_tasks: int) -> list[StageFit]:
     models = {entry.get("stage") for entry in large.throughput.get("tasks", {}).values() if entry.get("model")}
     fits = []
     for step in large.steps:
@@ -321,7 +346,7 @@ def bench(config: Any, sample: int, devices: int = 1, seed: int | None = None, c
     other = [(m.rows, max(0.0, m.total_s - sum(m.steps.values()))) for m in (small, large)]
     fixed, per_row = (other[0][1] + other[1][1]) / 2, 0.0
     fits.append(StageFit("startup+other", False, None, fixed, per_row, other[0], other[1], full_rows))
-    return BenchResult(fits, small, large, full_rows, full_tasks, large.rows, devices, measured_full)
+    return fits
 
 
 def _rate(fit_: StageFit) -> str:
@@ -360,6 +385,7 @@ def report_lines(result: BenchResult) -> list[str]:
             unit, at_sample, warm = f.tokens
             lines.append(f"  {f.step.removeprefix('stage:')}: {at_sample:,.0f} {unit} at the sample, {warm:,.0f} warm")
     lines.append(f"projected time for the whole input on this machine: {_duration(total_projected)}")
+    lines.extend(_cpu_lines(result))
     if result.devices > 1:
         on = sum(f.projected_on(result.devices) for f in result.fits)
         scaled = ", ".join(f.step.removeprefix("stage:") for f in result.fits if f.model) or "none"
@@ -376,6 +402,28 @@ def report_lines(result: BenchResult) -> list[str]:
                  "fixed = the stage's time less its warm row time; driver steps and startup from the two sample "
                  f"sizes (a step that grew by less than {NOISE:.0%} counts as fixed). Timings on a busy machine move "
                  "by 10-30% between runs: check with --compare")
+    return lines
+
+
+def _cpu_lines(result: BenchResult) -> list[str]:
+    """Projected (and measured) CPU seconds per stage: steadier than wall time on a shared machine."""
+    if not result.cpu_fits:
+        return []
+    full = result.measured_full
+    lines = ["cpu time (the runs' own processes; other load on the machine moves it less than wall time):",
+             f"  {'stage':<20}{'projected cpu s':>16}" + (f"{'measured cpu s':>16}{'ratio':>7}" if full else "")]
+    for f in result.cpu_fits:
+        line = f"  {f.step.removeprefix('stage:'):<20}{f.projected_s:>16.1f}"
+        if full:
+            got = (max(0.0, full.total_cpu_s - sum(full.cpu_steps.values())) if f.step == "startup+other"
+                   else full.cpu_steps.get(f.step))
+            line += f"{got:>16.1f}{(f.projected_s / got if got else float('nan')):>7.2f}" if got is not None else f"{'-':>16}"
+        lines.append(line)
+    total = sum(f.projected_s for f in result.cpu_fits)
+    line = f"  {'total':<20}{total:>16.1f}"
+    if full and full.total_cpu_s:
+        line += f"{full.total_cpu_s:>16.1f}{total / full.total_cpu_s:>7.2f}"
+    lines.append(line)
     return lines
 
 

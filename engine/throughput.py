@@ -150,6 +150,7 @@ class Recorder:
             entry["cold_parts"] = entry.get("cold_parts", 0) + 1
             entry["cold_rows"] = entry.get("cold_rows", 0) + in_rows
             entry["cold_wall_s"] = round(entry.get("cold_wall_s", 0.0) + float(stats.get("wall_s", 0.0)), 6)
+            entry["cold_cpu_s"] = round(entry.get("cold_cpu_s", 0.0) + float(stats.get("cpu_s", 0.0)), 6)
 
     @contextmanager
     def timed(self, step: str) -> Iterator[None]:
