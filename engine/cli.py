@@ -1,4 +1,4 @@
-"""Command line: `babelscore run | validate | config | demo | convert | report | make-tiny-models`."""
+"""Command line: `babelscore run | validate | config | demo | bench | convert | report | make-tiny-models`."""
 from __future__ import annotations
 
 import argparse
@@ -30,7 +30,7 @@ EXIT_CODES: tuple[tuple[int, type[BaseException] | None, str], ...] = (
     (1, PartFailedError, "work ran but some failed: failed parts (run), rejected rows (validate)"),
     (2, None, "command-line usage error"),
     (3, ConfigError, "config error, nothing ran: fix the config"),
-    (4, InputError, "input error: input unreadable, a converter table not in the wide layout, or no valid row"),
+    (4, InputError, "input error: the input or labels file missing or unreadable, a converter table not in the wide layout, or no valid row"),
     (5, RunDirectoryError, "run directory error: --out holds another run, or --resume finds no run"),
     (6, ModelLoadError, "a model or tokenizer cannot be loaded"),
     (7, BabelscoreError, "any other babelscore error (a stage cannot run)"),
@@ -75,9 +75,15 @@ def next_step(args: argparse.Namespace, exc: BaseException) -> str | None:
     return None
 
 
-def _setup_logging(verbose: bool) -> None:
+def _setup_logging(verbose: bool, quiet: bool = False) -> None:
+    import os
+
+    if quiet:  # warnings and errors only, no progress bars, and the models' own logs turned down
+        os.environ.setdefault("BABELSCORE_NO_PROGRESS", "1")
+        os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")
+        os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     logging.basicConfig(
-        level=logging.DEBUG if verbose else logging.INFO,
+        level=logging.DEBUG if verbose else logging.WARNING if quiet else logging.INFO,
         format="%(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
@@ -105,24 +111,39 @@ def cmd_run(args: argparse.Namespace) -> int:
     summary = execute_run(
         config, args.out, resume=args.resume, executor_name=args.executor, ray_address=args.ray_address, ray_options=ray_options
     )
+    from engine import console
+
     counts = summary.counts
+    quiet = getattr(args, "quiet", False)
     print(f"run complete: {summary.run_dir}")
     _print_reuse(summary.run_dir)
-    print(
-        f"input rows {counts.get('input_rows')}, valid {counts.get('valid_rows')}, rejected {counts.get('rejected_rows')}"
-        + (f" (see {summary.run_dir}/rejected.parquet)" if counts.get("rejected_rows") else "")
-    )
+    for line in console.resume_lines(summary.parts_by_stage):
+        print(line)
+    if console.reads_samples(config):
+        print(
+            f"input rows {counts.get('input_rows')}, valid {counts.get('valid_rows')}, rejected {counts.get('rejected_rows')}"
+            + (f" (see {summary.run_dir}/rejected.parquet)" if counts.get("rejected_rows") else "")
+        )
     from engine.stages import flow
-    from engine.stages.base import CALIBRATION, SCORES
+    from engine.stages.base import CALIBRATION, ROUNDTRIP_ROWS, SCORES
 
-    for stage in flow.providers(config.stages, SCORES):
-        print(f"{stage.name} rows {counts.get(f'{stage.name}_rows')}\n")
-        print(run_summary(summary.run_dir))
-    if flow.provider_of(config.stages, CALIBRATION) is not None:
+    if not quiet:
+        for stage in flow.providers(config.stages, ROUNDTRIP_ROWS):
+            print("\n".join(console.roundtrip_lines(Path(summary.run_dir) / stage.directory)))
+        for stage in flow.providers(config.stages, SCORES):
+            print(f"{stage.name} rows {counts.get(f'{stage.name}_rows')}\n")
+            print(run_summary(summary.run_dir))
+    if flow.provider_of(config.stages, CALIBRATION) is not None and not quiet:
         _print_kappa(summary.run_dir)
+    if not quiet:
+        lines = console.throughput_lines(summary.throughput)
+        if lines:
+            print("\n" + "\n".join(lines))
     report = Path(summary.run_dir) / "report" / "index.html"
     if report.exists():
         print(f"\nreport: open {report.resolve()}")
+    else:
+        print(f"\nreport: none (`report` is not in stages); write one with: babelscore report {shlex.quote(summary.run_dir)}")
     return 0
 
 
@@ -138,11 +159,16 @@ def _print_kappa(run_dir: str) -> None:
     import pyarrow.parquet as pq
 
     from engine.calibrate.stage import kappa_summary
+    from engine.console import small_sample_note
 
     path = Path(run_dir) / "calibration.parquet"
     if path.exists():
+        table = pq.read_table(path)
         print()
-        print(kappa_summary(pq.read_table(path)))
+        print(kappa_summary(table))
+        note = small_sample_note(table)
+        if note:
+            print(note)
         from engine.report.sweep import best_lines
 
         best = best_lines(run_dir)
@@ -160,6 +186,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
     for raw in iter_raw_rows(args.input):
         _, rejection = validator.check(raw)
         if rejection is not None and shown < args.show:
+            if not shown:
+                print("rejected rows (numbered from 0 in input order; blank JSONL lines are not counted):")
             print(f"row {rejection['row_index']} ({rejection['sample_id']}): {rejection['reason']}")
             shown += 1
     total = validator.valid + validator.rejected
@@ -168,9 +196,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
         print("rejected rows by reason:")
         for line in validator.summary_lines():
             print("  " + line)
-    warning = validator.unknown_codes_warning()
-    if warning:
-        print(f"warning: {warning}")
+    for warning in (validator.label_warning(), validator.unknown_codes_warning()):
+        if warning:
+            print(f"warning: {warning}")
     if validator.valid == 0:
         raise InputError(f"{args.input}: no valid row ({validator.rejected} rejected); fix the input")
     return EXIT_FAILED_PARTS if validator.rejected else EXIT_OK
@@ -192,7 +220,10 @@ def cmd_config(args: argparse.Namespace) -> int:
         return EXIT_OK
     if not args.file:
         raise ConfigError(f"babelscore config {args.action}: give the config file, e.g. babelscore config {args.action} my.yaml")
-    config = load_config(args.file)
+    from engine.runtime.names import recorded_checks
+
+    with recorded_checks() as model_checks:
+        config = load_config(args.file)
     if args.action == "show":
         import yaml
 
@@ -202,6 +233,10 @@ def cmd_config(args: argparse.Namespace) -> int:
 
     checked = preflight(config)
     print(f"{args.file}: every key valid (stages {list(config.stages)})")
+    for where, kind, resolved in model_checks:
+        print(f"  ok  {where}: {kind} {resolved.name!r} found ({resolved.source}: {resolved.path})")
+    if not model_checks:
+        print("  ok  no model or tokenizer to check (lexical metrics only)")
     for line in checked:
         print(f"  ok  {line}")
     print("config check passed: nothing was run")
@@ -235,7 +270,24 @@ def cmd_demo(args: argparse.Namespace) -> int:
         status = cmd_run(args)
         if status:
             return status
+    print("\nthe demo's reports:")
+    for config, run_dir in jobs:
+        report = run_dir / "report" / "index.html"
+        print(f"  {config.name:<22} " + (f"open {report.resolve()}" if report.exists() else
+                                          f"none (`report` not in its stages): babelscore report {run_dir}"))
     return 0
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from engine.bench import bench, report_lines
+    from engine.config import load_config
+
+    if args.devices < 1:
+        raise ConfigError(f"--devices {args.devices}: give 1 or more")
+    config = load_config(args.config)
+    result = bench(config, args.sample, devices=args.devices, seed=args.seed, compare=args.compare)
+    print("\n".join(report_lines(result)))
+    return EXIT_OK
 
 
 def cmd_convert(args: argparse.Namespace) -> int:
@@ -277,6 +329,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="babelscore", description=__doc__, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    parser.add_argument("-q", "--quiet", action="store_true",
+                        help="warnings and errors only: no progress bars, no tables; the result paths are still printed")
     sub = parser.add_subparsers(dest="command", required=True)
 
     def add_run_options(p: argparse.ArgumentParser) -> None:
@@ -288,6 +342,8 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--ray-gpus-per-actor", type=float, default=1.0, help="GPUs each model actor asks for (0.5: two actors per GPU)")
         p.add_argument("--ray-gpu-resource", default="GPU", help="Ray resource model actors ask for (a custom resource pins models to some nodes)")
         p.add_argument("--ray-max-retries", type=int, default=2, help="resubmissions of a part lost to a dead worker or node")
+        # SUPPRESS: `babelscore run X --quiet` and `babelscore --quiet run X` both work.
+        p.add_argument("-q", "--quiet", action="store_true", default=argparse.SUPPRESS, help="warnings and errors only")
 
     run = sub.add_parser("run", help="run a config", epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     run.add_argument("config", help="YAML run config")
@@ -320,6 +376,20 @@ def build_parser() -> argparse.ArgumentParser:
     config_cmd.add_argument("--write", default=None, help="reference: write it to this file instead (docs/config.md)")
     config_cmd.set_defaults(func=cmd_config)
 
+    bench_cmd = sub.add_parser(
+        "bench", help="time every stage of a config on a seeded sample of its input and project the whole run",
+        description="Runs the config on two seeded samples of its input (whole files; N/2 and N rows) in a "
+        "throwaway directory, each in a fresh process, fits fixed + per-row time per stage, and projects the "
+        "time of the whole input (and for --devices N). Nothing is written beside the config.",
+    )
+    bench_cmd.add_argument("config", help="YAML run config")
+    bench_cmd.add_argument("--sample", type=int, default=100, help="rows of the larger sample (default 100)")
+    bench_cmd.add_argument("--devices", type=int, default=1, help="also project the time on this many devices (GPUs)")
+    bench_cmd.add_argument("--seed", type=int, default=None, help="seed of the sample (default: the config's seed)")
+    bench_cmd.add_argument("--compare", action="store_true",
+                           help="also run the whole input and print measured beside projected time (checks the projection)")
+    bench_cmd.set_defaults(func=cmd_bench)
+
     convert = sub.add_parser(
         "convert",
         help="convert wide per-language tables (the study's public layout) to the input schema",
@@ -346,7 +416,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    _setup_logging(args.verbose)
+    _setup_logging(args.verbose, args.quiet)
     try:
         return args.func(args)
     except BabelscoreError as exc:

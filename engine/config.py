@@ -23,7 +23,8 @@ from typing import Any, Mapping
 import yaml
 
 from engine.data.validate import ValidationParams
-from engine.errors import ConfigError
+from engine.errors import ConfigError, InputError
+from engine.hints import did_you_mean, path_hint, yaml_tab_hint
 from engine.stages import registry
 from engine.stages.registry import DEFAULT_STAGES, get_stage
 
@@ -150,13 +151,14 @@ def config_from_mapping(
     STAGE_ORDER, SECTION_NAMES, TOP_LEVEL_KEYS = tuple(registry.STAGES), section_names(), top_level_keys()
     unknown = sorted(set(raw) - TOP_LEVEL_KEYS)
     if unknown:
-        raise ConfigError(f"{unknown[0]}: unknown top-level key (value {raw[unknown[0]]!r}); allowed: {sorted(TOP_LEVEL_KEYS)}")
+        raise ConfigError(f"{unknown[0]}: unknown top-level key (value {raw[unknown[0]]!r}){did_you_mean(unknown[0], TOP_LEVEL_KEYS)}; "
+                          f"allowed: {sorted(TOP_LEVEL_KEYS)}")
     stages = raw.get("stages", list(DEFAULT_STAGES))
     if not isinstance(stages, list) or not stages:
         raise ConfigError(f"stages: got {stages!r}; allowed: a non-empty list drawn from {list(STAGE_ORDER)}")
     for stage in stages:
         if stage not in STAGE_ORDER:
-            raise ConfigError(f"stages: got {stage!r}; allowed: {list(STAGE_ORDER)}")
+            raise ConfigError(f"stages: got {stage!r}{did_you_mean(stage, STAGE_ORDER)}; allowed: {list(STAGE_ORDER)}")
     ordered = tuple(s for s in STAGE_ORDER if s in stages)
     if list(ordered) != list(stages):
         raise ConfigError(f"stages: got {stages!r}; stages run in the order {list(STAGE_ORDER)}, list them in that order")
@@ -220,28 +222,30 @@ def parse_reuse(value: Any, base_dir: Path) -> tuple[str, ...]:
 def check_config(config: RunConfig) -> None:
     """Every config-time check of every listed part stage (models resolve, inputs present)."""
     if config.labels is not None and not Path(config.labels).is_file():
-        raise ConfigError(f"labels: {config.labels!r} does not exist; fix `labels:` in the config")
+        raise InputError(f"labels: {config.labels!r} does not exist{path_hint(config.labels)}; fix `labels:` in the config "
+                         "(relative paths are relative to the config file's folder)")
     from engine.stages import flow
 
     for stage in flow.listed(config.stages):
         stage.check_config(config)
 
 
-def _yaml_error(path: Path, exc: yaml.YAMLError) -> ConfigError:
+def _yaml_error(path: Path, exc: yaml.YAMLError, text: str = "") -> ConfigError:
     mark = getattr(exc, "problem_mark", None)
     where = f"{path}, line {mark.line + 1}, column {mark.column + 1}" if mark is not None else str(path)
     problem = getattr(exc, "problem", None) or str(exc)
-    return ConfigError(f"config file {where}: not valid YAML: {problem}")
+    return ConfigError(f"config file {where}: not valid YAML: {problem}{yaml_tab_hint(text)}")
 
 
 def load_config(path: str | Path, overrides: Mapping[str, Any] | None = None, check: bool = True) -> RunConfig:
     path = Path(path)
     if not path.is_file():
-        raise ConfigError(f"config file {str(path)!r} does not exist")
+        raise ConfigError(f"config file {str(path)!r} does not exist{path_hint(path)}")
+    text = path.read_text(encoding="utf-8")
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        raw = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise _yaml_error(path, exc) from exc
+        raise _yaml_error(path, exc, text) from exc
     if not isinstance(raw, Mapping):
         raise ConfigError(f"config file {str(path)!r}: expected a mapping at the top level, got {type(raw).__name__}")
     return config_from_mapping(raw, path.parent.resolve(), overrides, check=check)

@@ -13,6 +13,7 @@ import typing
 from typing import Any, Literal, Mapping, Union
 
 from engine.errors import ConfigError
+from engine.hints import did_you_mean
 
 
 def _describe(tp: Any) -> str:
@@ -90,8 +91,8 @@ class Params:
         prefix = f"{where}." if where else ""
         if unknown:
             raise ConfigError(
-                f"{prefix}{unknown[0]}: unknown key (value {mapping[unknown[0]]!r}); "
-                f"allowed keys here: {sorted(names)}"
+                f"{prefix}{unknown[0]}: unknown key (value {mapping[unknown[0]]!r})"
+                f"{did_you_mean(unknown[0], names)}; allowed keys here: {sorted(names)}"
             )
         kwargs = {k: _convert(v, hints[k], f"{prefix}{k}") for k, v in mapping.items()}
         try:

@@ -17,6 +17,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from engine import throughput
 from engine.errors import StageError
 from engine.records import SAMPLE_SCHEMA
 from engine.stages import flow
@@ -96,6 +97,9 @@ def _maybe_kill_for_test(part: PartTask) -> None:
 def execute_part(run_root: str, config: Any, part: PartTask, prepass: dict[str, Any]) -> pa.Table:
     """Compute one part's output table. Row-level failures become error rows, not exceptions.
 
+    The table carries the part's throughput stats in its schema metadata (`engine.throughput`);
+    the driver takes them off before it commits the part.
+
     prepass: task name -> that task's corpus pre-pass result (absent when it has none).
     """
     _maybe_kill_for_test(part)
@@ -108,13 +112,15 @@ def execute_part(run_root: str, config: Any, part: PartTask, prepass: dict[str, 
         _input_reader=lambda index: read_part_input(run_root, config, part.stage, index),
         _output_reader=lambda name, index: read_stage_output(run_root, config, name, index),
     )
-    if getattr(config, "reuse", ()):
-        from engine.reuse import run_part_reusing
+    with throughput.part_meter() as meter:
+        if getattr(config, "reuse", ()):
+            from engine.reuse import run_part_reusing
 
-        table = run_part_reusing(stage, ctx)
-    else:
-        table = stage.run_part(ctx)
-    return table.cast(stage.schema) if table.schema != stage.schema else table
+            table = run_part_reusing(stage, ctx)
+        else:
+            table = stage.run_part(ctx)
+    table = table.cast(stage.schema) if table.schema != stage.schema else table
+    return throughput.attach(table, meter)
 
 
 def release_models() -> None:

@@ -54,10 +54,12 @@ def _check_memory(config: Any) -> list[str]:
 def _check_input(path: str) -> None:
     from engine.data.reader import input_format
     from engine.errors import InputError
+    from engine.hints import path_hint
 
     if not Path(path).is_file():
-        raise ConfigError(f"input: {path!r} does not exist or is not a file; fix `input:` (relative paths are "
-                          "relative to the config file's folder)")
+        # An input error (exit 4, as the README's table says), though found at config time.
+        raise InputError(f"input: {path!r} does not exist or is not a file{path_hint(path)}; fix `input:` (relative "
+                         "paths are relative to the config file's folder)")
     try:
         input_format(path)
     except InputError as exc:

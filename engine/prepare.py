@@ -138,6 +138,8 @@ def prepare(run: RunDirectory, config: Any) -> None:
             run.path("rejected.parquet"),
             "\n".join(validator.summary_lines()),
         )
+    if validator.spaced_labels:
+        logger.warning("%s", validator.label_warning())
     if validator.unknown_codes:
         counts["unknown_error_codes"] = dict(validator.unknown_codes)
         logger.warning("%s", validator.unknown_codes_warning())

@@ -21,6 +21,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from engine import throughput
 from engine.config import RunConfig, config_hash, file_fingerprint
 from engine.errors import InputError, PartFailedError, StageError
 from engine.io.atomic import write_json_atomic
@@ -47,6 +48,9 @@ class RunSummary:
     status: str
     counts: dict[str, Any] = field(default_factory=dict)
     failed_parts: dict[str, Any] = field(default_factory=dict)
+    # per stage: {"kept": parts already committed by an earlier attempt, "run": parts computed now}
+    parts_by_stage: dict[str, dict[str, int]] = field(default_factory=dict)
+    throughput: dict[str, Any] = field(default_factory=dict)
 
 
 def _input_fingerprint(config: RunConfig) -> str:
@@ -69,13 +73,19 @@ def open_run(config: RunConfig, out: str, resume: bool) -> RunDirectory:
 class _Committer:
     """Commits finished parts; the crash hook lets tests kill the driver between commits."""
 
-    def __init__(self, run: RunDirectory):
+    def __init__(self, run: RunDirectory, rows_per_part: list[int] | None = None):
         self.run = run
+        self.rows_per_part = rows_per_part or []
+        self.recorder = throughput.Recorder(run.manifest)
         self.commits = 0
         limit = os.environ.get(CRASH_AFTER_COMMITS_ENV)
         self.crash_after = int(limit) if limit else None
 
     def commit(self, part: PartTask, table: pa.Table) -> None:
+        table, stats = throughput.detach(table)
+        if stats is not None:  # summed in the manifest, which is saved when the stage ends
+            in_rows = self.rows_per_part[part.index] if part.index < len(self.rows_per_part) else 0
+            self.recorder.add_part(part.stage, part.task, part.model_key, stats, in_rows)
         self.run.commit_part(part.key, part.relative_path, table, part.schema)
         self.commits += 1
         if self.crash_after is not None and self.commits >= self.crash_after:
@@ -108,7 +118,8 @@ def _prepass_results(run: RunDirectory, config: RunConfig, stage_name: str) -> d
             continue
         logger.info("%s: corpus pre-pass over %d part(s)", task.task, n_parts)
         tables = (read_part_input(run.root, config, stage_name, i) for i in range(n_parts))
-        result = stage.prepass(config, task, tables)
+        with throughput.Recorder(run.manifest).timed(f"prepass:{task.task}"):
+            result = stage.prepass(config, task, tables)
         release_models()  # an idf pre-pass loads its scorer's model here; free it before the parts load theirs
         write_json_atomic(path, result)
         run.manifest["prepass"][task.task] = {"file": f"prepass/{task.task}.json", "hash": prepass_hash(result)}
@@ -122,7 +133,8 @@ def _waits_for(run: RunDirectory, config: RunConfig, stage_name: str, index: int
     return [part.key for part in upstream_parts(config, stage_name, index) if not run.is_done(part.key)]
 
 
-def run_part_stage(run: RunDirectory, config: RunConfig, stage_name: str, executor: Any) -> None:
+def run_part_stage(run: RunDirectory, config: RunConfig, stage_name: str, executor: Any) -> dict[str, int]:
+    """Run the parts of a stage not committed yet; returns {"kept": committed before, "run": tried now}."""
     rows_per_part = get_stage(stage_name).own_parts(config, run.root)
     # A stage that cuts its own input (cut in RUN/ before its parts run) waits for no other stage.
     reads_earlier_stages = rows_per_part is None
@@ -130,8 +142,10 @@ def run_part_stage(run: RunDirectory, config: RunConfig, stage_name: str, execut
         rows_per_part = run.manifest["part_rows"]
     n_parts = len(rows_per_part)
     todo: list[PartTask] = []
+    kept = 0
     for part in plan_parts(config, stage_name, n_parts):
         if run.is_done(part.key):
+            kept += 1
             continue
         waits = _waits_for(run, config, stage_name, part.index) if reads_earlier_stages else []
         if waits:
@@ -139,23 +153,29 @@ def run_part_stage(run: RunDirectory, config: RunConfig, stage_name: str, execut
             run.record_blocked_part(part.key, waits)
             continue
         todo.append(part)
+    if kept:
+        logger.info("%s: %d part(s) committed earlier are kept, %d to run", stage_name, kept, len(todo))
     if not todo:
-        return
+        return {"kept": kept, "run": 0}
     prepass = _prepass_results(run, config, stage_name)
-    committer = _Committer(run)
+    committer = _Committer(run, list(rows_per_part))
     try:
         executor.run_parts(str(run.root), config, todo, prepass, committer.commit, committer.fail, rows_per_part)
     finally:
         run.save()  # the manifest summarises the stage's completion markers once, not per commit
+    return {"kept": kept, "run": len(todo)}
 
 
 def _record_signatures(run: RunDirectory, config: RunConfig) -> None:
+    from engine.signature import present_languages_only
+
+    languages = {lang for table in run.sample_tables(["language"]) for lang in table.column("language").to_pylist()}
     for stage in part_stages_of(config.stages):
         prepass = _prepass_results(run, config, stage.name)
         for task in stage.tasks(config):
             signatures = stage.signatures(config, task, prepass.get(task.task, {}))
             if signatures:
-                run.manifest["signatures"][task.task] = signatures
+                run.manifest["signatures"][task.task] = present_languages_only(signatures, languages)
     run.save()
     unsigned = unsigned_tasks(run.manifest)
     if unsigned:
@@ -233,6 +253,10 @@ def execute_run(
         run = open_run(config, out, resume)
         try:
             return _execute(run, config, executor_name, ray_address, ray_options)
+        except KeyboardInterrupt:
+            # Ctrl-C: the manifest says so (committed parts stay; `--resume` continues the run).
+            run.finish("interrupted")
+            raise
         finally:
             run.close()
     finally:
@@ -251,15 +275,21 @@ def _hold_reuse_sources(config: RunConfig, out: str) -> list[Any]:
 
 
 def _execute(run: RunDirectory, config: RunConfig, executor_name: str, ray_address: str | None, ray_options: dict[str, Any] | None) -> RunSummary:
-    prepare(run, config)
+    recorder = throughput.Recorder(run.manifest)
+    with recorder.timed("prepare"):
+        prepare(run, config)
     stages = part_stages_of(config.stages)
+    parts_by_stage: dict[str, dict[str, int]] = {}
     if stages:
         _log_model_plan(run, config)
         executor = make_executor(executor_name, ray_address, ray_options)
         try:
             for stage in stages:
-                run_part_stage(run, config, stage.name, executor)
+                # The span covers planning (which loads the scorers' resources), pre-passes and parts.
+                with recorder.timed(f"stage:{stage.name}"):
+                    parts_by_stage[stage.name] = run_part_stage(run, config, stage.name, executor)
                 _record_models(run, executor)
+                run.save()
         finally:
             executor.close()
             _record_models(run, executor)
@@ -285,13 +315,22 @@ def _execute(run: RunDirectory, config: RunConfig, executor_name: str, ray_addre
         )
     driver_work = [s for s in flow.listed(config.stages) if s.kind == "driver" or _analyzes(s)]
     for stage in [s for s in driver_work if not s.after_complete]:
-        run_driver_stage(run, config, stage)
+        with recorder.timed(_step_name(stage)):
+            run_driver_stage(run, config, stage)
     # The outputs are final here; a stage that is only a view of them (the report) can be
     # redrawn any time (`babelscore report RUN`), so the run is complete before it runs.
     run.finish("complete")
     for stage in [s for s in driver_work if s.after_complete]:
-        run_driver_stage(run, config, stage)
-    return RunSummary(str(run.root), "complete", dict(run.manifest["counts"]), {})
+        with recorder.timed(_step_name(stage)):
+            run_driver_stage(run, config, stage)
+    run.save()
+    return RunSummary(str(run.root), "complete", dict(run.manifest["counts"]), {}, parts_by_stage,
+                      dict(run.manifest.get("throughput", {})))
+
+
+def _step_name(stage: Stage) -> str:
+    """The throughput step of a piece of driver work: `<stage>-analysis` or the driver stage's name."""
+    return f"{stage.name}-analysis" if stage.kind == "part" else stage.name
 
 
 def _analyzes(stage: Stage) -> bool:

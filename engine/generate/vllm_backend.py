@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 from collections.abc import Sequence
 
 from engine.errors import ModelLoadError
@@ -30,7 +31,20 @@ from engine.generate.backend import (
 logger = logging.getLogger(__name__)
 
 
+def _quiet_vllm_logs() -> None:
+    """vLLM logs its whole engine configuration and each load step at INFO, a screen per model
+    start; keep its warnings and errors unless babelscore runs with --verbose (DEBUG). The
+    environment variable is read when vllm is first imported; VLLM_LOGGING_LEVEL set by the
+    user wins."""
+    if logging.getLogger().getEffectiveLevel() <= logging.DEBUG:
+        return
+    os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
+    if "vllm" in sys.modules and os.environ["VLLM_LOGGING_LEVEL"] == "WARNING":
+        logging.getLogger("vllm").setLevel(logging.WARNING)
+
+
 def _prefer_in_process_engine_on_cpu() -> None:
+    _quiet_vllm_logs()
     import torch
 
     if not torch.cuda.is_available():

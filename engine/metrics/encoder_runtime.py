@@ -13,6 +13,7 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Sequence
 
+from engine import throughput
 from engine.errors import ModelLoadError
 from engine.isolation import ItemFailure, run_isolated
 from engine.runtime import (
@@ -309,6 +310,7 @@ class EncoderRuntime:
             mask[row, : len(s)] = 1
         self.stats["sequences"] += len(seqs)
         self.stats["tokens"] += sum(len(s) for s in seqs)
+        throughput.count("encoder_tokens", sum(len(s) for s in seqs))
         self.stats["padded_tokens"] += rows * width
         self.stats["attention_pairs"] += rows * width * width
         result = self.model(

@@ -120,7 +120,9 @@ class LexicalScorer:
         self._bleu: dict[str, SentenceBleu] = {}
         self._rouge = RougeL()
         self._meteor_tokens = lru_cache(maxsize=_CACHE_SIZE)(meteor_tokens)
-        self._meteor = MeteorParams(synonyms=params.meteor_synonyms == "auto" and wordnet_available())
+        # Loading WordNet takes seconds (tens on a busy machine): only when METEOR is asked for.
+        wants_synonyms = "meteor" in params.metrics and params.meteor_synonyms == "auto"
+        self._meteor = MeteorParams(synonyms=wants_synonyms and wordnet_available())
 
     @property
     def task_name(self) -> str:

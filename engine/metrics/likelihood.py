@@ -39,6 +39,7 @@ import re
 import time
 from typing import TYPE_CHECKING, Any, Literal, Sequence
 
+from engine import throughput
 from engine.context import candidate_text, plan_windows, reference_text, span_token_mask
 from engine.errors import ModelLoadError
 from engine.isolation import ItemFailure, run_isolated
@@ -446,6 +447,7 @@ class LikelihoodScorer:
         import torch
 
         width = max(1, max(len(r) for r in rows))
+        throughput.count("model_tokens", sum(len(r) for r in rows))  # source and target sides
         ids = torch.full((len(rows), width), value, dtype=torch.long)
         mask = torch.zeros((len(rows), width), dtype=torch.long)
         for i, row in enumerate(rows):

@@ -15,6 +15,7 @@ hash) covers the config text and the input only: repairing a file does not make 
 """
 from __future__ import annotations
 
+import contextvars
 import hashlib
 import importlib.util
 import json
@@ -22,9 +23,10 @@ import logging
 import os
 import re
 import threading
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Iterator, Literal
 
 from engine.errors import ConfigError, ModelLoadError
 
@@ -248,8 +250,10 @@ def _resolve(name: str, kind: Kind) -> ResolvedModel:
     if path.exists():
         raise UnresolvedModel(f"{name!r} is a file, not a model directory; point to the directory that holds it")
     if _looks_like_path(name):
-        raise UnresolvedModel(f"directory {name!r} does not exist; create it (save_pretrained) or fix the path"
-                              f"{_pypi_suggestion(name)}")
+        from engine.hints import path_hint
+
+        raise UnresolvedModel(f"directory {name!r} does not exist{path_hint(name)}; create it (save_pretrained) or fix "
+                              f"the path{_pypi_suggestion(name)}")
     bare = split_revision(name)[0]
     if "/" not in bare and _pypi_suggestion(bare):
         raise UnresolvedModel(f"{name!r} is not a directory here{_pypi_suggestion(bare)}")
@@ -283,10 +287,29 @@ def check_model_name(name: str, where: str, kind: Kind = "model") -> ResolvedMod
     """Config-time check of a model or tokenizer name; ConfigError naming the key `where` (e.g.
     `score.scorers[1].model`) and what to do. `demo:` models are built here if missing."""
     try:
-        return resolve_model(name, kind)
+        resolved = resolve_model(name, kind)
     except ModelLoadError as exc:
         message = str(exc).removeprefix(f"{kind} {name!r}: ")
         raise ConfigError(f"{where}: {message}") from None
+    log = _check_log.get()
+    if log is not None:
+        log.append((where, kind, resolved))
+    return resolved
+
+
+# The model checks made while `recorded_checks` is active (`babelscore config check` lists them).
+_check_log: contextvars.ContextVar[list | None] = contextvars.ContextVar("babelscore_model_checks", default=None)
+
+
+@contextmanager
+def recorded_checks() -> Iterator[list[tuple[str, str, ResolvedModel]]]:
+    """Collect (config key, kind, resolved model) of every `check_model_name` call made inside."""
+    log: list[tuple[str, str, ResolvedModel]] = []
+    token = _check_log.set(log)
+    try:
+        yield log
+    finally:
+        _check_log.reset(token)
 
 
 def read_config_json(resolved: ResolvedModel) -> dict | None:

@@ -160,6 +160,10 @@ class Stage:
     # Whether parts can take finished rows of earlier runs (`reuse:`; engine.reuse knows how
     # for the kinds of rows it provides), and the console's verb for rows it made itself.
     reusable: ClassVar[bool] = False
+    # Throughput: what "per second" means for the stage besides rows/s, as (counter, unit) pairs
+    # (engine.throughput), and the counter its output rows stand for, if any (round trip: runs).
+    rates: ClassVar[tuple[tuple[str, str], ...]] = ()
+    output_rows_counter: ClassVar[str | None] = None
     reuse_verb: ClassVar[str] = "computed"
 
     # ----- configuration ------------------------------------------------------------------
@@ -217,6 +221,15 @@ class Stage:
     def row_generators(self, config: Any) -> list[str]:
         """A SAMPLES provider's `generator` values (the names its rows carry)."""
         raise NotImplementedError
+
+    def own_table_rows(self, config: Any) -> int | None:
+        """Rows of the stage's own task table when it does not work on the samples (the round
+        trip's tasks), else None: what a throughput projection scales it by."""
+        return None
+
+    def limit_own_table(self, options: dict[str, Any], limit: int, per_part: int) -> dict[str, Any]:
+        """Section options that cap the stage's own task table at `limit` rows, `per_part` a part."""
+        return options
 
     def as_candidates(self, table: pa.Table) -> pa.Table:
         """A CANDIDATES provider's rows as (sample_id, noise, prediction): what the scorers score."""

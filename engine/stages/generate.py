@@ -22,6 +22,7 @@ class GenerateStage(Stage):
     section = "generate"
     reusable = True
     reuse_verb = "generated"
+    rates = (("generated_tokens", "tokens/s"),)
     params_class = "engine.generate.stage:GenerateSection"
     provides = SAMPLES  # its rows replace the input samples for every later stage
     consumes = (SAMPLES,)

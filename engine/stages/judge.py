@@ -37,6 +37,7 @@ class JudgeStage(Stage):
     section = "judge"
     params_class = "engine.judge.config:JudgeSection"
     provides = JUDGMENTS
+    rates = (("calls", "calls/s"), ("completion_tokens", "tokens/s"))
     consumes = (SAMPLES,)
     # Not `seeded`: a judge keeps its own seed (default 42, the study's) whatever the run seed,
     # so that a sweep over the run seed reuses the same judge tasks; the seed only matters

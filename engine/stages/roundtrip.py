@@ -50,6 +50,8 @@ class RoundTripStage(Stage):
     directory = "roundtrip"
     schema = ROUNDTRIP_SCHEMA
     input_columns = ()
+    rates = (("runs", "runs/s"),)
+    output_rows_counter = "runs"  # one output row per sandboxed run
 
     # ----- configuration ------------------------------------------------------------------
     def parse_section(self, raw: Any, base_dir: Path, where: str) -> Any:
@@ -121,6 +123,16 @@ class RoundTripStage(Stage):
         # Without a model the parts are CPU work (sandbox runs): no model actor, no model key.
         model_key = f"roundtrip:{','.join(models)}" if models else ""
         return [StageTask(self.name, f"roundtrip-{digest}", model_key, 0)]
+
+    def own_table_rows(self, config: Any) -> int | None:
+        from engine.roundtrip.tasks import load_tasks
+
+        params = config.section(self.section)
+        n = load_tasks(params.tasks, programming_languages=params.programming_languages).num_rows
+        return min(n, params.limit) if params.limit else n
+
+    def limit_own_table(self, options: dict[str, Any], limit: int, per_part: int) -> dict[str, Any]:
+        return {**options, "limit": limit, "tasks_per_part": per_part}
 
     def own_parts(self, config: Any, run_root: str | Path) -> list[int]:
         """Cut the task table into parts once per run directory; rows of each part, by index."""

@@ -232,6 +232,7 @@ class ScoreStage(Stage):
     package = "engine.metrics"
     section = "score"
     reusable = True
+    rates = (("encoder_tokens", "encoder tokens/s"), ("model_tokens", "likelihood tokens/s"))
     directory = "scores"
     schema = SCORE_SCHEMA
     input_columns = ("sample_id", "file_id", "language", "source", "comment_start", "comment_end", "reference", "prime", "prediction")

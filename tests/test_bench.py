@@ -1,0 +1,64 @@
+"""`babelscore bench CONFIG`: seeded whole-file samples, the fixed + per-row fit, and the CLI's
+table with projected and (with --compare) measured time side by side. No timing is asserted:
+the projection's accuracy is a measurement (README, "Benchmark your own config")."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from conftest import PYTHON, REPO, make_sample, write_jsonl
+
+from engine.bench import StageFit, choose_files, fit, fit_above_noise, write_sample
+
+
+def test_fit_separates_fixed_and_per_row_costs_and_never_goes_negative():
+    assert fit((10, 12.0), (20, 14.0)) == pytest.approx((10.0, 0.2))
+    assert fit((10, 5.0), (20, 4.0)) == (4.0, 0.0)  # noise made the larger run faster: all fixed
+    assert fit((10, 1.0), (20, 10.0)) == pytest.approx((0.0, 0.5))  # a negative intercept: all per-row
+    assert fit_above_noise((10, 10.0), (20, 11.0)) == (10.5, 0.0)  # grew by less than the noise
+    assert fit_above_noise((10, 10.0), (20, 20.0)) == pytest.approx((0.0, 1.0))
+    stage = StageFit("stage:score", True, None, fixed_s=10.0, per_row_s=0.5, small=(10, 15.0), large=(20, 20.0),
+                     full_rows=1000)
+    assert stage.projected_s == 510.0 and stage.projected_on(4) == 135.0 and stage.fixed_share == 0.5
+    cpu = StageFit("calibrate", False, None, 1.0, 0.01, (10, 1.1), (20, 1.2), 1000)
+    assert cpu.projected_on(4) == cpu.projected_s  # CPU and driver steps do not scale with devices
+
+
+def test_samples_are_whole_files_chosen_by_seed(tmp_path):
+    rows = [make_sample(f"f{i}/g{j}", generator=f"g{j}") for i in range(10) for j in range(3)]
+    ids = [r["file_id"] for r in rows]
+    chosen = choose_files(ids, 7, seed=0)
+    assert len(chosen) == 3  # 3 files x 3 rows >= 7 rows; files are never split
+    assert chosen == choose_files(ids, 7, seed=0) and chosen != choose_files(ids, 7, seed=1)
+    assert choose_files(ids, 4, seed=0) == chosen[:2]  # the smaller sample is part of the larger
+    src = write_jsonl(tmp_path / "in.jsonl", rows)
+    assert write_sample(src, tmp_path / "s.jsonl", set(chosen)) == 9
+    kept = [json.loads(line) for line in (tmp_path / "s.jsonl").read_text().splitlines()]
+    assert {r["file_id"] for r in kept} == set(chosen) and kept == [r for r in rows if r["file_id"] in chosen]
+    pq.write_table(pa.Table.from_pylist(rows), tmp_path / "in.parquet")
+    assert write_sample(tmp_path / "in.parquet", tmp_path / "s.parquet", set(chosen)) == 9
+    assert pq.read_table(tmp_path / "s.parquet").to_pylist() == kept
+
+
+def test_bench_prints_per_stage_rates_and_the_projection_beside_the_measured_run(tmp_path):
+    rows = [make_sample(f"f{i}/gen-a", language=("en", "nl")[i % 2]) for i in range(24)]
+    write_jsonl(tmp_path / "in.jsonl", rows)
+    config = tmp_path / "my.yaml"
+    config.write_text("input: in.jsonl\nstages: [score]\nscore:\n  scorers: [{kind: lexical, metrics: [bleu]}]\n")
+    proc = subprocess.run([PYTHON, "-m", "engine.cli", "bench", str(config), "--sample", "8", "--compare", "--devices", "2"],
+                          capture_output=True, text=True, cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert "samples of 4 and 8 of the input's 24 rows" in out
+    header = next(line for line in out.splitlines() if line.startswith("stage"))
+    for column in ("rows/s", "warm rows/s", "fixed share", "projected s", "measured s", "ratio"):
+        assert column in header
+    score = next(line for line in out.splitlines() if line.startswith("score "))
+    assert len(score.split()) == 10, score  # every column filled for a part stage
+    assert "projected time for the whole input on this machine:" in out
+    assert "projection for 2 devices (not measured" in out and "regime:" in out
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl", "my.yaml"]  # nothing left beside the config
