@@ -309,8 +309,11 @@ def bench(config: Any, sample: int, devices: int = 1, seed: int | None = None, c
           workdir: str | Path | None = None) -> BenchResult:
     if sample < 2:
         raise ConfigError(f"--sample {sample}: give at least 2 rows (two sample sizes are run)")
-    if "build" in config.stages:
-        raise ConfigError("bench samples the input table; a config with the `build` stage makes its input: "
+    from engine.stages import flow
+
+    source = flow.input_source(config.stages)
+    if source is not None:
+        raise ConfigError(f"bench samples the input table; a config with the `{source.name}` stage makes its input: "
                           "run it once, then bench a config whose `input:` is the built table")
     from engine.preflight import preflight
 
