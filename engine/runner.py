@@ -15,6 +15,7 @@ import json
 import logging
 import os
 import signal
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -214,12 +215,15 @@ def _log_model_plan(run: RunDirectory, config: RunConfig) -> None:
     run.save()
 
 
-def _record_models(run: RunDirectory, executor: Any) -> None:
+def _record_models(run: RunDirectory, executor: Any, since: float) -> None:
     """Append the residency records of every model released so far (driver and workers) to
-    manifest["models"]: what was loaded, for which stage, in which process, when, and its peak."""
+    manifest["models"]: what was loaded, for which stage, in which process, when, and its peak.
+    Only loads made since this run's executor started count: a process that ran other work
+    before (an earlier run, a notebook) keeps no records of it in this run's manifest."""
     from engine.runtime.registry import model_registry
 
     records = model_registry().take_records() + getattr(executor, "take_model_records", list)()
+    records = [r for r in records if r["loaded_at"] >= since]
     if records:
         run.manifest.setdefault("models", []).extend(records)
         run.save()
@@ -282,17 +286,18 @@ def _execute(run: RunDirectory, config: RunConfig, executor_name: str, ray_addre
     parts_by_stage: dict[str, dict[str, int]] = {}
     if stages:
         _log_model_plan(run, config)
+        models_since = time.time()
         executor = make_executor(executor_name, ray_address, ray_options)
         try:
             for stage in stages:
                 # The span covers planning (which loads the scorers' resources), pre-passes and parts.
                 with recorder.timed(f"stage:{stage.name}"):
                     parts_by_stage[stage.name] = run_part_stage(run, config, stage.name, executor)
-                _record_models(run, executor)
+                _record_models(run, executor, models_since)
                 run.save()
         finally:
             executor.close()
-            _record_models(run, executor)
+            _record_models(run, executor, models_since)
         _record_signatures(run, config)
         _record_reuse(run, config)
     failed = run.manifest["failed_parts"]

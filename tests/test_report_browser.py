@@ -152,11 +152,11 @@ def test_stage_sections_hold_at_1000_px(tmp_path: Path) -> None:
     in a list) in the report page: it scrolls inside itself instead of widening the page."""
     import pyarrow as pa
     import pyarrow.parquet as pq
-    from engine.report.roundtrip import section_html
     from test_roundtrip_report import ROWS
 
     from engine.records import ROUNDTRIP_SCHEMA
     from engine.report.page import PAGE
+    from engine.roundtrip.report import section_html
 
     (tmp_path / "run" / "roundtrip").mkdir(parents=True)
     pq.write_table(pa.Table.from_pylist(ROWS, schema=ROUNDTRIP_SCHEMA), tmp_path / "run" / "roundtrip" / "t__part-00000.parquet")
