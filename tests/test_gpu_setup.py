@@ -14,7 +14,7 @@ needs_make = pytest.mark.skipif(shutil.which("make") is None, reason="make is no
 
 def _dry_setup(has_cuda: str) -> str:
     # -B: print every step even where .venv is already set up
-    done = subprocess.run(["make", "-n", "-B", "setup", f"HAS_CUDA={has_cuda}"], cwd=REPO, capture_output=True, text=True,
+    done = subprocess.run(["make", "--no-print-directory", "-n", "-B", "setup", f"HAS_CUDA={has_cuda}"], cwd=REPO, capture_output=True, text=True,
                           check=True)
     return done.stdout
 
@@ -33,7 +33,7 @@ def test_gpu_check_says_there_is_no_cuda_device_and_exits_0() -> None:
 
     if torch.cuda.is_available():
         pytest.skip("a CUDA device is present: `make gpu-check` runs the checks there")
-    done = subprocess.run(["make", "gpu-check", f"PYTHON={sys.executable}"], cwd=REPO, capture_output=True, text=True,
+    done = subprocess.run(["make", "--no-print-directory", "gpu-check", f"PYTHON={sys.executable}"], cwd=REPO, capture_output=True, text=True,
                           check=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().splitlines()[-1] == "no CUDA device: nothing to check"
