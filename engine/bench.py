@@ -37,7 +37,6 @@ from typing import Any, Sequence
 import yaml
 
 from engine.errors import ConfigError, StageError
-from engine.stages.base import Stage
 
 logger = logging.getLogger(__name__)
 
@@ -273,13 +272,14 @@ def _own_table_stages(config: Any) -> list[Any]:
     """Listed stages that work on a task table of their own instead of the samples."""
     from engine.stages import flow
 
-    return [s for s in flow.listed(config.stages) if type(s).own_table_rows is not Stage.own_table_rows]
+    return [s for s in flow.listed(config.stages) if s.has_own_table()]
 
 
 def _owns_table(stage: str) -> bool:
-    from engine.stages.registry import STAGES, get_stage
+    from engine.stages.registry import find_stage
 
-    return stage in STAGES and type(get_stage(stage)).own_table_rows is not Stage.own_table_rows
+    found = find_stage(stage)
+    return found is not None and found.has_own_table()
 
 
 def _warm_per_row(stage: str, runs: Sequence[Measured]) -> float | None:

@@ -42,9 +42,10 @@ SUMMED_COLUMNS = {
 
 def stage_rates(stage: str) -> tuple[tuple[str, str], ...]:
     """What "per second" means for a stage besides rows/s: its `rates` (engine.stages.base)."""
-    from engine.stages.registry import STAGES, get_stage
+    from engine.stages.registry import find_stage
 
-    return get_stage(stage).rates if stage in STAGES else ()
+    found = find_stage(stage)
+    return found.rates if found is not None else ()
 
 
 TIMES = ("wall_s", "cpu_s", "gpu_s")
@@ -130,9 +131,10 @@ def _add(total: dict[str, Any], stats: dict[str, Any], in_rows: int) -> None:
 
 
 def _output_rows_counter(stage: str) -> str | None:
-    from engine.stages.registry import STAGES, get_stage
+    from engine.stages.registry import find_stage
 
-    return get_stage(stage).output_rows_counter if stage in STAGES else None
+    found = find_stage(stage)
+    return found.output_rows_counter if found is not None else None
 
 
 class Recorder:

@@ -227,6 +227,10 @@ class Stage:
         trip's tasks), else None: what a throughput projection scales it by."""
         return None
 
+    def has_own_table(self) -> bool:
+        """Whether the stage works on a task table of its own (it defines `own_table_rows`)."""
+        return type(self).own_table_rows is not Stage.own_table_rows
+
     def limit_own_table(self, options: dict[str, Any], limit: int, per_part: int) -> dict[str, Any]:
         """Section options that cap the stage's own task table at `limit` rows, `per_part` a part."""
         return options

@@ -49,6 +49,15 @@ def get_stage(name: str) -> "Stage":
     return getattr(importlib.import_module(module_name), class_name)()
 
 
+def find_stage(name: str) -> "Stage | None":
+    """The stage of that name (the same lookup as `get_stage`), or None for a name that is no
+    stage (a driver step such as `prepare` in the throughput records)."""
+    try:
+        return get_stage(name)
+    except KeyError:
+        return None
+
+
 def stages_of_kind(kind: str) -> dict[str, str]:
     """The registry lines of one kind (part, source, driver), in run order."""
     return {name: target for name, target in STAGES.items() if get_stage(name).kind == kind}
