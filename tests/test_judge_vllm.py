@@ -101,7 +101,7 @@ def test_the_vllm_judge_lived_in_a_worker_process_that_exited_on_release() -> No
         if record["in_worker"]:
             assert record["pid"] != os.getpid() and record["released_at"] is not None
             assert not os.path.exists(f"/proc/{record['pid']}") or _is_zombie_or_gone(record["pid"])
-            assert record["peak_bytes"] > 0
+            assert record["peak_host_bytes"] > 0
 
 
 def _is_zombie_or_gone(pid: int) -> bool:

@@ -46,7 +46,7 @@ def test_least_recently_used_model_is_freed_when_the_budget_is_full(monkeypatch)
     assert sorted(closed) == ["a", "b", "c"]
     records = registry.records()
     assert [r["model"] for r in records] == ["a", "b", "c"]
-    assert all(r["released_at"] >= r["loaded_at"] and r["pid"] == os.getpid() and r["peak_bytes"] > 0 for r in records)
+    assert all(r["released_at"] >= r["loaded_at"] and r["pid"] == os.getpid() and r["peak_host_bytes"] > 0 and r["peak_device_bytes"] is None for r in records)
 
 
 def test_model_cap_holds_one_model_at_a_time_and_intervals_never_overlap(monkeypatch) -> None:
@@ -87,7 +87,7 @@ def test_worker_process_model_forwards_calls_and_exits_on_release() -> None:
         proxy.no_such_method()
     registry.release_all()
     record = registry.records()[0]
-    assert record["pid"] == pid and record["in_worker"] and record["peak_bytes"] > 0
+    assert record["pid"] == pid and record["in_worker"] and record["peak_host_bytes"] > 0 and record["peak_device_bytes"] is None
     assert not proxy.alive
 
 

@@ -109,9 +109,9 @@ def test_local_run_holds_one_model_at_a_time_and_no_engine_in_the_driver(local_r
     # two generators, the judge, the encoder, the seq2seq scorer: each loaded once (model-major)
     assert sorted(r["stage"] for r in records) == ["generate", "generate", "judge", "score", "score"]
     for record in records:
-        assert set(record) >= {"model", "stage", "pid", "device", "loaded_at", "released_at", "peak_bytes"}
+        assert set(record) >= {"model", "stage", "pid", "device", "loaded_at", "released_at", "peak_host_bytes", "peak_device_bytes", "host", "physical_device"}
         assert record["released_at"] is not None and record["released_at"] >= record["loaded_at"]
-        assert record["peak_bytes"] > 0
+        assert record["peak_host_bytes"] > 0 and record["peak_device_bytes"] is None  # CPU: no device memory
     for record in filter(_is_vllm, records):  # every vLLM engine lived in a worker process of its own
         assert record["in_worker"] and record["pid"] != os.getpid()
     for record in records:

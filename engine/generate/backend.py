@@ -51,7 +51,7 @@ class BackendSpec:
     model: str  # the configured name: hub id[@revision], local directory, pypi: or demo:
     tokenizer: str
     dtype: str = "float32"  # the dtype to run in, already resolved by the device probe
-    device: str = "auto"  # transformers backend (auto: cuda when visible); vLLM picks its own platform
+    device: str = "auto"  # auto: cuda when visible; vllm: `cuda:N` becomes its worker's only visible device
     max_model_len: int | None = None
     seed: int = 0
     batch_size: int = 8  # transformers: prompts per generate() call
@@ -196,6 +196,8 @@ def _load_backend(spec: BackendSpec) -> Backend:
         from engine.runtime.model_process import ProcessModel
 
         # vLLM cannot free an engine in-process: it lives in a worker process of its own.
+        from engine.runtime.memory import device_of
+
         return ProcessModel("engine.generate.vllm_backend:VllmBackend", spec, attrs=("max_model_len",),  # type: ignore[return-value]
-                            label=f"generator {spec.model}")
+                            label=f"generator {spec.model}", device=device_of(spec.kind, spec.device))
     return TransformersBackend(spec)

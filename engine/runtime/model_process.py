@@ -5,11 +5,20 @@ a child `python -m engine.runtime.model_process` and lives exactly as long as th
 releasing the model ends it, and the operating system (and the CUDA driver) take back all of
 its memory. The parent never imports vllm.
 
+The child's environment (engine.runtime.cuda.worker_environment) is made before it starts:
+the fork-safe CUDA check, `spawn` for every process vLLM starts, and the model's device as the
+only visible one. The child leads a process group of its own, so ending it ends everything it
+started (a vLLM EngineCore has no watch of its own on its parent): `close` and the proxy's
+finaliser kill the whole group, and the child kills its group itself when its parent dies (it
+watches its parent id; an orphan is re-parented).
+
 Protocol: pickled messages, requests on the child's stdin, answers on its original stdout
 (the child points fd 1 at stderr first, so whatever a library prints cannot corrupt them).
     ("load", "module:Class", args, kwargs, attrs) -> ("ok", {attr: value}) | ("error", exception)
     ("call", method, args, kwargs)               -> ("ok", result) | ("error", exception)
-    ("close",)                                   -> ("ok", peak_bytes), then the child exits
+    ("close",)                                   -> ("ok", peaks), then the child exits
+peaks: {"peak_host_bytes", "peak_device_bytes", "device_bytes_source"} of the child and every
+process under it (engine.runtime.process_usage).
 """
 from __future__ import annotations
 
@@ -17,6 +26,7 @@ import importlib
 import logging
 import os
 import pickle
+import signal
 import subprocess
 import sys
 import traceback
@@ -24,11 +34,13 @@ from pathlib import Path
 from typing import Any
 
 from engine.errors import ModelLoadError, TransientError
+from engine.runtime.cuda import worker_environment
 
 logger = logging.getLogger(__name__)
 
 _REPO_ROOT = Path(__file__).resolve().parents[2]
 _CLOSE_TIMEOUT_S = 60.0
+_PARENT_WATCH_S = 0.5  # how often the child checks that its parent is still there
 
 
 class ModelWorkerError(RuntimeError):
@@ -39,18 +51,21 @@ class ProcessModel:
     """Proxy of one object built in a worker process; `name(...)` calls run there.
 
     attrs: attribute names read once after the object is built (e.g. `max_model_len`), served
-    locally afterwards.
+    locally afterwards. device: where the model runs (`cpu`, `cuda:N` of this process); on CUDA
+    the child sees only that device.
     """
 
-    def __init__(self, factory: str, *args: Any, attrs: tuple[str, ...] = (), label: str = "", **kwargs: Any):
+    def __init__(self, factory: str, *args: Any, attrs: tuple[str, ...] = (), label: str = "", device: str = "cpu",
+                 **kwargs: Any):
         self.label = label or factory
-        env = dict(os.environ)
+        env = worker_environment(device)
         # The child imports this tree's `engine`, even when it is not installed.
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(_REPO_ROOT), env.get("PYTHONPATH", "")) if p)
+        self.cuda_visible_devices = env.get("CUDA_VISIBLE_DEVICES")
         self._proc = subprocess.Popen([sys.executable, "-m", "engine.runtime.model_process"],
-                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, start_new_session=True)
         self.worker_pid = self._proc.pid
-        self.peak_bytes: int | None = None
+        self.peaks: dict[str, Any] = {}
         self._attrs: dict[str, Any] = {}
         try:
             self._attrs = self._ask(("load", factory, args, kwargs, tuple(attrs)), loading=True)
@@ -96,15 +111,20 @@ class ProcessModel:
         """End the worker (its model with it) and keep the peak memory it reported."""
         if self.alive:
             try:
-                self.peak_bytes = self._ask(("close",))
+                self.peaks = dict(self._ask(("close",)))
                 self._proc.wait(timeout=_CLOSE_TIMEOUT_S)
             except (TransientError, subprocess.TimeoutExpired, ModelWorkerError) as exc:
                 logger.warning("worker of %s did not close cleanly (%s); killing it", self.label, exc)
         self._kill()
 
     def _kill(self) -> None:
-        if self._proc.poll() is None:
-            self._proc.kill()
+        """SIGKILL to the worker's whole process group: the worker and whatever it started
+        (an EngineCore that outlived its worker would keep its share of the GPU)."""
+        try:
+            os.killpg(self._proc.pid, signal.SIGKILL)  # the child leads its group (start_new_session)
+        except (ProcessLookupError, PermissionError):
+            pass
+        if self._proc.returncode is None:
             self._proc.wait()
         for stream in (self._proc.stdin, self._proc.stdout):
             try:
@@ -120,18 +140,20 @@ class ProcessModel:
 
 
 # ----- the child -------------------------------------------------------------------------------
-def _peak_bytes() -> int:
-    """Peak device memory on CUDA (what torch's allocator reserved), else peak RSS."""
-    try:
-        import torch
+def _watch_parent() -> None:
+    """End this process group when the parent is gone (killed with -9 included): the parent id
+    changes when an orphan is re-parented. Polling, because PR_SET_PDEATHSIG follows the parent
+    *thread*, and the thread that started this worker may end long before its process."""
+    import threading
 
-        if torch.cuda.is_available() and torch.cuda.is_initialized():
-            return int(max(torch.cuda.max_memory_reserved(i) for i in range(torch.cuda.device_count())))
-    except Exception:  # noqa: BLE001 - fall back to RSS
-        pass
-    import resource
+    parent = os.getppid()
 
-    return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
+    def watch() -> None:
+        while os.getppid() == parent:
+            threading.Event().wait(_PARENT_WATCH_S)
+        os.killpg(os.getpgid(0), signal.SIGKILL)
+
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
 
 
 def _sendable(exc: BaseException) -> BaseException:
@@ -144,6 +166,11 @@ def _sendable(exc: BaseException) -> BaseException:
 
 
 def serve() -> int:
+    from engine.runtime.process_usage import UsageSampler
+
+    _watch_parent()
+    usage = UsageSampler()
+    usage.start()
     channel_in = sys.stdin.buffer
     channel_out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # prints of any library go to stderr, never into the channel
@@ -162,17 +189,20 @@ def serve() -> int:
             return 0
         kind = message[0]
         if kind == "close":
-            send(("ok", _peak_bytes()))
+            send(("ok", usage.stop()))
             return 0
         try:
             if kind == "load":
                 _kind, factory, args, kwargs, attrs = message
                 module, _, cls = factory.partition(":")
                 obj = getattr(importlib.import_module(module), cls)(*args, **kwargs)
+                usage.sample()
                 send(("ok", {name: getattr(obj, name) for name in attrs}))
             elif kind == "call":
                 _kind, method, args, kwargs = message
-                send(("ok", getattr(obj, method)(*args, **kwargs)))
+                result = getattr(obj, method)(*args, **kwargs)
+                usage.sample()  # a short call's peak is seen even between two periodic samples
+                send(("ok", result))
             else:
                 send(("error", ModelWorkerError(f"unknown message {kind!r}")))
         except Exception as exc:  # noqa: BLE001 - sent back, raised in the parent

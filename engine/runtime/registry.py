@@ -13,9 +13,13 @@ Budget per device (bytes): `BABELSCORE_MODEL_BUDGET_BYTES` when set, else the de
 `BABELSCORE_MODEL_BUDGET_MODELS` caps the number of models resident on one device (tests set
 it to 1 to force one model at a time). The estimate a caller gives is what is charged.
 
-Every load is recorded (`records()`): model, stage, holding pid, device, loaded_at /
-released_at (epoch seconds) and peak bytes (peak device memory on CUDA, peak RSS of the
-holding process on CPU). The executors collect these into `manifest["models"]`.
+Every load is recorded (`records()`): model, stage, holding pid, device (this process's
+`cuda:N`) and physical_device (the machine's device id behind it, through CUDA_VISIBLE_DEVICES,
+which Ray sets per actor), host and node, loaded_at / released_at (epoch seconds), and the
+peaks kept apart: `peak_device_bytes` (CUDA memory: for a worker process, NVML's figure over the
+worker and every process under it, vLLM's EngineCore included; in-process, torch's allocator
+peak; None on CPU) and `peak_host_bytes` (RSS: the worker's process tree, or this whole process
+for an in-process model). The executors collect these into `manifest["models"]`.
 """
 from __future__ import annotations
 
@@ -23,6 +27,7 @@ import atexit
 import gc
 import logging
 import os
+import sys
 import threading
 import time
 from collections import OrderedDict
@@ -73,9 +78,18 @@ def available_host_bytes() -> int:
 
 
 def device_memory_bytes(device: str) -> int:
-    """Total memory of a CUDA device, or the host memory available now for `cpu`."""
+    """Total memory of a CUDA device, or the host memory available now for `cpu`.
+
+    On CUDA NVML answers first: asking torch (`mem_get_info`) would make a CUDA context in this
+    process, which holds device memory of its own for as long as the process lives.
+    """
     device = normalize_device(device)
     if device.startswith("cuda"):
+        from engine.runtime.cuda import nvml_total_bytes
+
+        total = nvml_total_bytes(device)
+        if total is not None:
+            return total
         import torch
 
         _free, total = torch.cuda.mem_get_info(torch.device(device))
@@ -103,6 +117,31 @@ def peak_rss_bytes() -> int:
     import resource
 
     return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
+
+
+def _placement(device: str) -> dict[str, Any]:
+    """Where a model of this process on `device` is: host, Ray node (when in one) and the
+    machine's device id behind `cuda:N`."""
+    import socket
+
+    from engine.runtime.cuda import VISIBLE_ENV, physical_device
+
+    where: dict[str, Any] = {"host": socket.gethostname(), "node_id": None, "physical_device": None,
+                             "cuda_visible_devices": os.environ.get(VISIBLE_ENV)}
+    ray = sys.modules.get("ray")  # never imported here just to ask
+    if ray is not None and ray.is_initialized():
+        where["node_id"] = ray.get_runtime_context().get_node_id()
+    if device.startswith("cuda"):
+        where["physical_device"] = f"cuda:{physical_device(device)}"
+    return where
+
+
+def _reset_in_process_peak(device: str) -> None:
+    """Start torch's peak counter of `device` afresh, only where this process already uses CUDA:
+    a model loaded in a worker process must not make a CUDA context here."""
+    torch = sys.modules.get("torch")
+    if device.startswith("cuda") and torch is not None and torch.cuda.is_initialized():
+        torch.cuda.reset_peak_memory_stats(torch.device(device))
 
 
 @dataclass
@@ -142,12 +181,10 @@ class ModelRegistry:
                 estimate_bytes = estimate_bytes()
             estimate_bytes = int(estimate_bytes or 0)
             self._make_room(device, max(0, int(estimate_bytes)), model)
-            record = {"model": model, "stage": stage, "pid": None, "device": device, "loaded_at": time.time(),
-                      "released_at": None, "peak_bytes": None, "estimated_bytes": int(estimate_bytes)}
-            if device.startswith("cuda"):
-                import torch
-
-                torch.cuda.reset_peak_memory_stats(torch.device(device))
+            record = {"model": model, "stage": stage, "pid": None, "device": device, **_placement(device),
+                      "loaded_at": time.time(), "released_at": None, "peak_device_bytes": None, "peak_host_bytes": None,
+                      "estimated_bytes": int(estimate_bytes)}
+            _reset_in_process_peak(device)
             logger.info("loading %s for stage %s on %s (estimated %s)", model, stage, device, format_bytes(estimate_bytes))
             obj = load()
             record["pid"] = int(getattr(obj, "worker_pid", os.getpid()))
@@ -186,13 +223,13 @@ class ModelRegistry:
         record = entry.record
         obj = entry.obj
         entry.obj = None
-        peak = None
+        peaks: dict[str, Any] = {}
         try:
             if hasattr(obj, "worker_pid"):
-                obj.close()  # ends the worker process; it reports its own peak
-                peak = obj.peak_bytes
+                obj.close()  # ends the worker process; it reports its own peaks
+                peaks = dict(obj.peaks)
             else:
-                peak = self._in_process_peak(entry.device)
+                peaks = self._in_process_peaks(entry.device)
                 close = getattr(obj, "close", None)
                 if close is not None:
                     close()
@@ -205,18 +242,22 @@ class ModelRegistry:
 
             free_accelerator_memory()
         record["released_at"] = time.time()
-        record["peak_bytes"] = peak
+        record.update({k: peaks.get(k) for k in ("peak_device_bytes", "peak_host_bytes", "device_bytes_source")})
         if reason:
             record["note"] = reason
         logger.info("released %s (%s)", record["model"], record["device"])
 
     @staticmethod
-    def _in_process_peak(device: str) -> int:
+    def _in_process_peaks(device: str) -> dict[str, Any]:
+        peaks: dict[str, Any] = {"peak_host_bytes": peak_rss_bytes(), "peak_device_bytes": None,
+                                 "device_bytes_source": "none (cpu)"}
         if device.startswith("cuda"):
             import torch
 
-            return int(torch.cuda.max_memory_allocated(torch.device(device)))
-        return peak_rss_bytes()
+            if torch.cuda.is_initialized():
+                peaks["peak_device_bytes"] = int(torch.cuda.max_memory_allocated(torch.device(device)))
+                peaks["device_bytes_source"] = "torch allocator (this process)"
+        return peaks
 
     # ----- what was loaded -------------------------------------------------------------------
     def resident(self) -> list[dict[str, Any]]:

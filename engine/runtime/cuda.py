@@ -1,0 +1,156 @@
+"""CUDA facts the engine relies on, asked without initialising CUDA in the asking process.
+
+Why this module exists (facts read in the sources of torch 2.13.0 and vLLM 0.32.0, the
+versions the Makefile installs):
+
+- `torch.cuda.is_available()` and `device_count()` call `cudaGetDeviceCount`, which initialises
+  the CUDA driver and poisons `fork`: a forked child that then uses CUDA fails with "Cannot
+  re-initialize CUDA in forked subprocess". With `PYTORCH_NVML_BASED_CUDA_CHECK=1` both ask NVML
+  instead and the driver stays uninitialised (`torch/cuda/__init__.py`, `_nvml_based_avail`).
+- vLLM sets that variable only when it is imported (`vllm/env_override.py`), and starts its
+  EngineCore with `fork` (the default of `VLLM_WORKER_MULTIPROC_METHOD`) unless it is set to
+  `spawn`, the process is a Ray actor, or `torch.cuda.is_initialized()` is true
+  (`vllm/utils/system_utils.py`, `_maybe_force_spawn`); `is_available()` alone does not make
+  `is_initialized()` true. A model worker process started by a Ray actor is not a Ray actor.
+
+So the engine sets the NVML check for every process that imports it (`engine/__init__.py`
+calls `use_fork_safe_cuda_check`), and every model worker gets `worker_environment`: the NVML
+check, `VLLM_WORKER_MULTIPROC_METHOD=spawn`, and the configured device as
+`CUDA_VISIBLE_DEVICES` (vLLM runs on whatever device 0 it sees; it has no device argument).
+
+Device memory per process comes from NVML (`pynvml`, the `nvidia-ml-py` package that vLLM's CUDA
+build depends on), which sees every process of a model (a vLLM engine's memory is held by its
+EngineCore child, not by the worker that built it). Without `pynvml`, only the asking process's
+own allocator figures are known, and the record says so.
+"""
+from __future__ import annotations
+
+import functools
+import logging
+import os
+from collections.abc import Iterable, Mapping
+
+logger = logging.getLogger(__name__)
+
+NVML_CHECK_ENV = "PYTORCH_NVML_BASED_CUDA_CHECK"
+MULTIPROC_ENV = "VLLM_WORKER_MULTIPROC_METHOD"
+VISIBLE_ENV = "CUDA_VISIBLE_DEVICES"
+
+
+def use_fork_safe_cuda_check() -> None:
+    """Make `torch.cuda.is_available()` / `device_count()` of this process ask NVML (no CUDA
+    initialisation, so `fork` stays safe). A value the user set wins."""
+    os.environ.setdefault(NVML_CHECK_ENV, "1")
+
+
+def cuda_available() -> bool:
+    """Whether a CUDA device is visible, asked without initialising CUDA here."""
+    use_fork_safe_cuda_check()
+    try:
+        import torch
+    except ImportError:
+        return False
+    return bool(torch.cuda.is_available())
+
+
+def visible_devices(env: Mapping[str, str] | None = None) -> list[str] | None:
+    """The entries of CUDA_VISIBLE_DEVICES (ids or UUIDs), or None when it is not set (all visible)."""
+    raw = (os.environ if env is None else env).get(VISIBLE_ENV)
+    if raw is None:
+        return None
+    return [part.strip() for part in raw.split(",") if part.strip()]
+
+
+def device_index(device: str) -> int:
+    """`cuda:N` -> N; `cuda` -> 0."""
+    _kind, _, index = device.partition(":")
+    return int(index) if index else 0
+
+
+def physical_device(device: str, env: Mapping[str, str] | None = None) -> str:
+    """What `cuda:N` of this process is on the machine: the N-th entry of CUDA_VISIBLE_DEVICES
+    (Ray sets it per actor from the GPUs it assigned), or N itself when nothing is hidden."""
+    if not device.startswith("cuda"):
+        return device
+    index = device_index(device)
+    visible = visible_devices(env)
+    if visible is None:
+        return str(index)
+    if index >= len(visible):
+        from engine.errors import ConfigError
+
+        raise ConfigError(f"device: {device} is not visible here ({VISIBLE_ENV}={','.join(visible) or '(empty)'}); "
+                          f"allowed: cuda:0 .. cuda:{max(0, len(visible) - 1)}, or auto")
+    return visible[index]
+
+
+def worker_environment(device: str, base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment of a model worker process whose model runs on `device`.
+
+    On `cuda:N` the worker sees only that device, as its device 0 (vLLM always uses device 0 of
+    what it sees), and starts every child with spawn. The NVML check is set everywhere.
+    """
+    env = dict(os.environ if base is None else base)
+    env.setdefault(NVML_CHECK_ENV, "1")
+    if device.startswith("cuda"):
+        env[VISIBLE_ENV] = physical_device(device, env)
+        # Forced, not defaulted: `fork` after CUDA use in the worker is always fatal on CUDA.
+        env[MULTIPROC_ENV] = "spawn"
+    return env
+
+
+# ----- NVML: memory per device and per process --------------------------------------------------
+@functools.lru_cache(maxsize=1)
+def _nvml():
+    """pynvml, initialised once per process; None without it or without a driver."""
+    try:
+        import pynvml
+    except ImportError:
+        return None
+    try:
+        pynvml.nvmlInit()
+    except Exception:  # noqa: BLE001 - no driver: NVML answers nothing
+        return None
+    return pynvml
+
+
+def _handle(nvml, physical: str):
+    if physical.isdigit():
+        return nvml.nvmlDeviceGetHandleByIndex(int(physical))
+    return nvml.nvmlDeviceGetHandleByUUID(physical)
+
+
+def nvml_total_bytes(device: str) -> int | None:
+    """Total memory of this process's `cuda:N` by NVML (no CUDA context is made), None without NVML."""
+    nvml = _nvml()
+    if nvml is None:
+        return None
+    try:
+        return int(nvml.nvmlDeviceGetMemoryInfo(_handle(nvml, physical_device(device))).total)
+    except Exception as exc:  # noqa: BLE001 - NVML without this device: the caller falls back
+        logger.debug("NVML could not read %s: %s", device, exc)
+        return None
+
+
+def device_bytes_by_pid(pids: Iterable[int]) -> dict[str, int] | None:
+    """Device memory NVML sees held by `pids`, per physical device id (only devices where one of
+    them holds memory); None when NVML is not available."""
+    nvml = _nvml()
+    if nvml is None:
+        return None
+    wanted = set(pids)
+    out: dict[str, int] = {}
+    try:
+        count = nvml.nvmlDeviceGetCount()
+    except Exception:  # noqa: BLE001
+        return None
+    for index in range(count):
+        try:
+            handle = nvml.nvmlDeviceGetHandleByIndex(index)
+            processes = list(nvml.nvmlDeviceGetComputeRunningProcesses(handle))
+        except Exception:  # noqa: BLE001 - one unreadable device does not hide the others
+            continue
+        used = sum(int(p.usedGpuMemory or 0) for p in processes if p.pid in wanted)
+        if used:
+            out[str(index)] = used
+    return out

@@ -1,0 +1,89 @@
+"""Peak memory of a process and every process under it, on the host and on CUDA devices.
+
+A model worker measures itself with this: a vLLM engine holds its device memory in its
+EngineCore, a child of the worker, so neither the worker's own RSS nor its torch allocator
+says what the model took. Host bytes: the summed RSS of the process tree (psutil). Device
+bytes: NVML's per-process usage summed over the tree (engine.runtime.cuda); without NVML, the
+torch allocator's peak of this process alone, and `device_bytes_source` says so.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from typing import Any
+
+from engine.runtime.cuda import device_bytes_by_pid
+
+SAMPLE_EVERY_S = 0.25
+
+
+def _tree_pids() -> list[int]:
+    import psutil
+
+    me = psutil.Process(os.getpid())
+    try:
+        children = me.children(recursive=True)
+    except psutil.Error:
+        children = []
+    return [me.pid, *(c.pid for c in children)]
+
+
+def _host_bytes(pids: list[int]) -> int:
+    import psutil
+
+    total = 0
+    for pid in pids:
+        try:
+            total += psutil.Process(pid).memory_info().rss
+        except psutil.Error:  # ended between listing and reading
+            continue
+    return total
+
+
+def _own_allocator_peak() -> int | None:
+    torch = sys.modules.get("torch")  # never imported here just to ask
+    if torch is None or not torch.cuda.is_initialized():
+        return None
+    return int(sum(torch.cuda.max_memory_reserved(i) for i in range(torch.cuda.device_count())))
+
+
+class UsageSampler:
+    """Samples the tree every SAMPLE_EVERY_S in a daemon thread (and on `sample()`); `stop()`
+    returns the peaks."""
+
+    def __init__(self) -> None:
+        self.peak_host_bytes = 0
+        self.peak_device_bytes: int | None = None
+        self.device_bytes_source = "none"
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="usage-sampler", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def _loop(self) -> None:
+        while not self._stop.wait(SAMPLE_EVERY_S):
+            self.sample()
+
+    def sample(self) -> None:
+        pids = _tree_pids()
+        host = _host_bytes(pids)
+        by_device = device_bytes_by_pid(pids)
+        if by_device is not None:
+            device, source = (sum(by_device.values()) if by_device else None), "nvml (worker and its children)"
+        else:
+            device, source = _own_allocator_peak(), "torch allocator (worker process only; no NVML)"
+        with self._lock:
+            self.peak_host_bytes = max(self.peak_host_bytes, host)
+            if device is not None:
+                self.peak_device_bytes = max(self.peak_device_bytes or 0, device)
+                self.device_bytes_source = source
+
+    def stop(self) -> dict[str, Any]:
+        self._stop.set()
+        self.sample()
+        with self._lock:
+            return {"peak_host_bytes": self.peak_host_bytes, "peak_device_bytes": self.peak_device_bytes,
+                    "device_bytes_source": self.device_bytes_source}
