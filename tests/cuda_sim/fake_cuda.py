@@ -1,0 +1,225 @@
+"""Simulated CUDA devices shared by the processes of one test (see README.md)."""
+from __future__ import annotations
+
+import importlib.abc
+import importlib.machinery
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+GiB = 2**30
+FORK_ERROR = ("Cannot re-initialize CUDA in forked subprocess. To use CUDA with multiprocessing, "
+              "you must use the 'spawn' start method")
+
+_initialized = False  # torch's lazy init ran in this process
+_driver_touched = False  # cudaGetDeviceCount (or init) ran: fork is poisoned from now on
+_bad_fork = False  # this process is a fork of a process that had touched the driver
+
+
+# ----- shared state ----------------------------------------------------------------------------
+def make_state(folder: Path, nodes: dict[str, int], total_bytes: int = 80 * GiB) -> Path:
+    folder = Path(folder)
+    (folder / "alloc").mkdir(parents=True, exist_ok=True)
+    (folder / "sim.json").write_text(json.dumps({"nodes": {n: {"devices": c, "total_bytes": total_bytes}
+                                                           for n, c in nodes.items()}}))
+    return folder
+
+
+def _dir() -> Path:
+    return Path(os.environ["CUDASIM_DIR"])
+
+
+def node() -> str:
+    return os.environ.get("CUDASIM_NODE", "local")
+
+
+def _node_config() -> dict:
+    config = json.loads((_dir() / "sim.json").read_text())["nodes"]
+    return config.get(node(), {"devices": 0, "total_bytes": 0})
+
+
+def physical_count() -> int:
+    return int(_node_config()["devices"])
+
+
+def total_bytes() -> int:
+    return int(_node_config()["total_bytes"])
+
+
+def visible() -> list[int]:
+    raw = os.environ.get("CUDA_VISIBLE_DEVICES")
+    count = physical_count()
+    if raw is None:
+        return list(range(count))
+    out = []
+    for part in raw.split(","):
+        part = part.strip()
+        if not part.isdigit() or int(part) >= count:
+            break  # CUDA stops at the first invalid entry
+        out.append(int(part))
+    return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+def holders(physical: int) -> dict[int, int]:
+    """pid -> bytes of every live process holding memory on this node's device."""
+    folder = _dir() / "alloc" / node() / str(physical)
+    out = {}
+    for file in folder.glob("*") if folder.exists() else []:
+        pid = int(file.name)
+        if _alive(pid):
+            out[pid] = int(file.read_text() or 0)
+    return out
+
+
+def allocate(physical: int, nbytes: int, what: str) -> None:
+    """This process holds `nbytes` on the device from now on (until it exits)."""
+    folder = _dir() / "alloc" / node() / str(physical)
+    folder.mkdir(parents=True, exist_ok=True)
+    others = holders(physical)
+    (folder / str(os.getpid())).write_text(str(nbytes))
+    event = {"event": what, "node": node(), "device": physical, "pid": os.getpid(), "bytes": nbytes, "time": time.time(),
+             "others": sorted(others), "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
+             "multiproc_method": os.environ.get("VLLM_WORKER_MULTIPROC_METHOD")}
+    with open(_dir() / "events.jsonl", "a") as fh:
+        fh.write(json.dumps(event) + "\n")
+
+
+def own_bytes() -> int:
+    total = 0
+    for physical in range(physical_count()):
+        total += holders(physical).get(os.getpid(), 0)
+    return total
+
+
+# ----- torch.cuda semantics ----------------------------------------------------------------------
+def _mark_bad_fork() -> None:
+    global _bad_fork, _initialized
+    _bad_fork, _initialized = True, False
+
+
+def _touch_driver() -> None:
+    global _driver_touched
+    if not _driver_touched:
+        _driver_touched = True
+        os.register_at_fork(after_in_child=_mark_bad_fork)
+
+
+def lazy_init() -> None:
+    global _initialized
+    if _bad_fork:
+        raise RuntimeError(FORK_ERROR)
+    _touch_driver()
+    _initialized = True
+
+
+def _index(device) -> int:
+    if device is None:
+        return 0
+    if isinstance(device, int):
+        return device
+    index = getattr(device, "index", None)
+    if index is not None:
+        return int(index)
+    text = str(device)
+    return int(text.split(":", 1)[1]) if ":" in text else 0
+
+
+def physical_of(device) -> int:
+    seen = visible()
+    index = _index(device)
+    if index >= len(seen):
+        raise RuntimeError("CUDA error: invalid device ordinal")
+    return seen[index]
+
+
+def is_available() -> bool:
+    if os.environ.get("PYTORCH_NVML_BASED_CUDA_CHECK") == "1":
+        return len(visible()) > 0  # NVML answers; the driver stays untouched
+    if _bad_fork:
+        return False  # cudaGetDeviceCount fails in a poisoned child
+    _touch_driver()
+    return len(visible()) > 0
+
+
+def device_count() -> int:
+    if os.environ.get("PYTORCH_NVML_BASED_CUDA_CHECK") != "1" and not _bad_fork:
+        _touch_driver()
+    return len(visible())
+
+
+def is_initialized() -> bool:
+    return _initialized and not _bad_fork
+
+
+def mem_get_info(device=None) -> tuple[int, int]:
+    lazy_init()
+    physical = physical_of(device)
+    used = sum(holders(physical).values())
+    return total_bytes() - used, total_bytes()
+
+
+def _own_on(device=None) -> int:
+    if not _initialized:
+        return 0
+    return holders(physical_of(device)).get(os.getpid(), 0)
+
+
+def install_torch(torch) -> None:
+    """Replace the parts of torch.cuda the engine and vLLM's start-up use."""
+    cuda = torch.cuda
+    cuda.is_available = is_available
+    cuda.device_count = device_count
+    cuda.is_initialized = is_initialized
+    cuda.init = lazy_init
+    cuda._lazy_init = lazy_init
+    cuda.mem_get_info = mem_get_info
+    cuda.get_device_name = lambda device=None: "NVIDIA H200 (simulated)"
+    cuda.get_device_capability = lambda device=None: (9, 0)
+    cuda.max_memory_reserved = _own_on
+    cuda.max_memory_allocated = _own_on
+    cuda.memory_reserved = _own_on
+    cuda.memory_allocated = _own_on
+    cuda.reset_peak_memory_stats = lambda device=None: lazy_init()
+    cuda.empty_cache = lambda: None
+    cuda.synchronize = lambda device=None: lazy_init()
+
+
+class _TorchFinder(importlib.abc.MetaPathFinder):
+    """Patches torch.cuda right after `import torch` finishes."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "torch":
+            return None
+        sys.meta_path.remove(self)
+        try:
+            spec = importlib.machinery.PathFinder.find_spec(name, path)
+        finally:
+            sys.meta_path.insert(0, self)
+        if spec is None or spec.loader is None:
+            return spec
+        loader = spec.loader
+        original = loader.exec_module
+
+        def exec_module(module):
+            original(module)
+            install_torch(module)
+
+        loader.exec_module = exec_module
+        return spec
+
+
+def install_import_hook() -> None:
+    if "torch" in sys.modules:
+        install_torch(sys.modules["torch"])
+    else:
+        sys.meta_path.insert(0, _TorchFinder())

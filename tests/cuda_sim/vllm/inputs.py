@@ -1,0 +1,2 @@
+def TokensPrompt(**fields):  # a TypedDict in vLLM
+    return dict(fields)

