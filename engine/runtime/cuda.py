@@ -132,6 +132,21 @@ def nvml_total_bytes(device: str) -> int | None:
         return None
 
 
+def nvml_capability(device: str) -> tuple[str, int, int] | None:
+    """(name, major, minor) of this process's `cuda:N` by NVML, None without NVML."""
+    nvml = _nvml()
+    if nvml is None:
+        return None
+    try:
+        handle = _handle(nvml, physical_device(device))
+        major, minor = nvml.nvmlDeviceGetCudaComputeCapability(handle)
+        name = nvml.nvmlDeviceGetName(handle)
+    except Exception as exc:  # noqa: BLE001 - the caller falls back to torch
+        logger.debug("NVML could not read %s: %s", device, exc)
+        return None
+    return (name.decode() if isinstance(name, bytes) else str(name)), int(major), int(minor)
+
+
 def device_bytes_by_pid(pids: Iterable[int]) -> dict[str, int] | None:
     """Device memory NVML sees held by `pids`, per physical device id (only devices where one of
     them holds memory); None when NVML is not available."""

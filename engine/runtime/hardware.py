@@ -4,7 +4,9 @@ Machines differ: one CPU runs a bfloat16 matmul 7x faster than float32 (AMX), an
 slower (AVX2 without AVX512-BF16, where bfloat16 is emulated). A dtype is therefore never
 assumed fast; it is probed:
 
-- GPU (CUDA): compute capability; bfloat16 tensor cores from 8.0 (Ampere), float16 from 7.0;
+- GPU (CUDA): compute capability (by NVML where it is installed, so that asking makes no CUDA
+  context); bfloat16 tensor cores from 8.0 (Ampere), float16 from 7.0; the matmul probe only in
+  a process that already uses CUDA;
 - CPU: `torch.backends.cpu.get_cpu_capability()` and the instruction-set flags torch reports
   (AMX-BF16, AVX512-BF16, AMX-FP16, AVX512-FP16), plus a short matmul probe of each dtype
   (a few 256x256 products, well under 100 ms per dtype even where a dtype is emulated).
@@ -132,11 +134,20 @@ def _probe(device: str) -> DeviceCapability:
 
     kind = device_kind(device)
     if kind == "cuda":
+        from engine.runtime.cuda import nvml_capability
+
         index = torch.device(device).index or 0
-        major, minor = torch.cuda.get_device_capability(index)
-        seconds = {d: _time_matmul(d, device) for d in DTYPES}
-        return DeviceCapability(device, torch.cuda.get_device_name(index), f"sm_{major}{minor}",
-                                native_bf16=major >= 8, native_fp16=major >= 7, seconds=seconds)
+        known = nvml_capability(device)
+        if known is None:
+            name, (major, minor) = torch.cuda.get_device_name(index), torch.cuda.get_device_capability(index)
+        else:
+            name, major, minor = known
+        # Timing needs a CUDA context in this process. A process that only plans (the driver,
+        # whose vLLM models run in worker processes) must not make one: it would hold device
+        # memory for the whole run. The capability alone decides `auto` on a GPU.
+        seconds = {d: _time_matmul(d, device) for d in DTYPES} if torch.cuda.is_initialized() else {}
+        return DeviceCapability(device, name, f"sm_{major}{minor}", native_bf16=major >= 8, native_fp16=major >= 7,
+                                seconds=seconds)
     if kind == "cpu":
         flags = _cpu_flags()
         seconds = {d: _time_matmul(d, "cpu") for d in DTYPES}

@@ -46,3 +46,7 @@ def nvmlDeviceGetComputeRunningProcesses(handle):
 
 def nvmlDeviceGetName(handle) -> str:
     return "NVIDIA H200 (simulated)"
+
+
+def nvmlDeviceGetCudaComputeCapability(handle):
+    return (9, 0)

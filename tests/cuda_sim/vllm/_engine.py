@@ -29,10 +29,8 @@ def _multiproc_method() -> str:
 
 def _start_core(utilization: float) -> None:
     """What the engine core does first: take its share of device 0 of what it sees."""
-    import torch
-
-    torch.cuda.init()  # raises in a poisoned fork, as the real one does
-    free, total = torch.cuda.mem_get_info(0)
+    fake_cuda.lazy_init()  # torch.cuda's init: raises in a poisoned fork, as the real one does
+    free, total = fake_cuda.mem_get_info(0)
     requested = int(utilization * total)
     if free < requested:
         raise ValueError(f"Free memory on device cuda:0 ({free / 2**30:.2f}/{total / 2**30:.2f} GiB) on startup is less "
@@ -69,11 +67,13 @@ def _core_main(conn, utilization: float, vocab: int) -> None:
 class LLM:
     def __init__(self, model, tokenizer=None, dtype="auto", seed=0, gpu_memory_utilization=0.9, max_model_len=None,
                  enforce_eager=False, **_options):
-        from transformers import AutoTokenizer
+        from tokenizers import Tokenizer
 
-        self._tokenizer = AutoTokenizer.from_pretrained(tokenizer or model)
+        self._tokenizer_path = tokenizer or model
+        self._fast = Tokenizer.from_file(os.path.join(self._tokenizer_path, "tokenizer.json"))
+        self._tokenizer = None  # transformers' tokenizer, loaded when asked for (chat templates)
         self.llm_engine = SimpleNamespace(model_config=SimpleNamespace(max_model_len=int(max_model_len or 2048)))
-        vocab = len(self._tokenizer)
+        vocab = self._fast.get_vocab_size()
         if os.environ.get("VLLM_ENABLE_V1_MULTIPROCESSING", "1") == "0":
             _start_core(gpu_memory_utilization)
             self._conn, self.engine_pid = None, os.getpid()
@@ -90,6 +90,10 @@ class LLM:
         self.engine_pid = value
 
     def get_tokenizer(self):
+        if self._tokenizer is None:
+            from transformers import AutoTokenizer
+
+            self._tokenizer = AutoTokenizer.from_pretrained(self._tokenizer_path)
         return self._tokenizer
 
     def generate(self, prompts, sampling_params, use_tqdm=True):
@@ -101,7 +105,7 @@ class LLM:
             outputs = self._conn.recv()
         results = []
         for (ids, max_tokens), tokens in zip(requests, outputs):
-            text = self._tokenizer.decode(tokens)
+            text = self._fast.decode(tokens)
             finish = "length" if len(tokens) >= max_tokens else "stop"
             results.append(SimpleNamespace(prompt_token_ids=ids,
                                            outputs=[SimpleNamespace(token_ids=tokens, text=text, finish_reason=finish)]))
