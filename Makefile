@@ -55,11 +55,10 @@ $(STAMP): pyproject.toml Makefile
 	$(PIP) install -q --upgrade pip
 ifeq ($(HAS_CUDA),yes)
 	# CUDA: PyPI's torch (the CUDA 13.0 build) and the vLLM release built for it (its CUDA wheels
-	# come with it); flash-attn only where a prebuilt wheel for this torch exists (never a source
-	# build; the loader falls back to sdpa).
+	# come with it). No flash-attn: PyPI has only its sdist (a source build needs nvcc and an hour),
+	# and torch's SDPA, which the loader uses, has flash kernels of its own.
 	$(PIP) install -q $(TORCH)
 	$(PIP) install -q $(VLLM_CUDA) $(TORCH)
-	-$(PIP) install -q --only-binary=:all: flash-attn
 else
 	@$(MAKE) --no-print-directory check-torch-cpu
 	$(PIP) install -q $(TORCH_CPU) $(TORCH_CPU_ARGS)
