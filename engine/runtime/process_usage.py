@@ -71,10 +71,10 @@ class UsageSampler:
         pids = _tree_pids()
         host = _host_bytes(pids)
         by_device = device_bytes_by_pid(pids)
-        if by_device is not None:
-            device, source = (sum(by_device.values()) if by_device else None), "nvml (worker and its children)"
-        else:
-            device, source = _own_allocator_peak(), "torch allocator (worker process only; no NVML)"
+        if by_device:
+            device, source = sum(by_device.values()), "nvml (worker and its children)"
+        else:  # no NVML, or NVML lists none of these pids (a container without the host's pid namespace)
+            device, source = _own_allocator_peak(), "torch allocator (worker process only)"
         with self._lock:
             self.peak_host_bytes = max(self.peak_host_bytes, host)
             if device is not None:
