@@ -119,7 +119,8 @@ Result = tuple[pa.Table, dict[str, Any]]  # the part's table, and where it was c
 def _compute(run_root: str, config: RunConfig, part: PartTask, stage_info: dict[str, Any], env: dict[str, str]) -> Result:
     _apply_env(env)
     table = execute_part(run_root, config, part, stage_info)
-    where = {"node_id": ray.get_runtime_context().get_node_id(), "hostname": socket.gethostname(), "pid": os.getpid()}
+    where = {"node_id": ray.get_runtime_context().get_node_id(), "hostname": socket.gethostname(), "pid": os.getpid(),
+             "gpu_ids": [str(g) for g in ray.get_gpu_ids()]}
     return table, where
 
 

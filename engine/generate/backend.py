@@ -193,10 +193,9 @@ def get_backend(spec: BackendSpec, stage: str = "generate") -> Backend:
 def _load_backend(spec: BackendSpec) -> Backend:
     logger.info("loading generator %s with the %s backend", spec.model, spec.kind)
     if spec.kind == "vllm":
-        from engine.runtime.model_process import ProcessModel
-
         # vLLM cannot free an engine in-process: it lives in a worker process of its own.
         from engine.runtime.memory import device_of
+        from engine.runtime.model_process import ProcessModel
 
         return ProcessModel("engine.generate.vllm_backend:VllmBackend", spec, attrs=("max_model_len",),  # type: ignore[return-value]
                             label=f"generator {spec.model}", device=device_of(spec.kind, spec.device))
