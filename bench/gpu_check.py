@@ -64,16 +64,45 @@ def _has(module: str) -> bool:
     return importlib.util.find_spec(module) is not None
 
 
-def cuda_present() -> bool:
-    if not _has("torch"):
+def nvidia_gpu_present() -> bool:
+    """Whether the driver sees a GPU here (nvidia-smi lists one), whatever this Python has."""
+    try:
+        return subprocess.run(["nvidia-smi", "-L"], capture_output=True, timeout=30, check=False).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
         return False
-    import torch
 
-    return bool(torch.cuda.is_available())
+
+def _smi(query: str) -> str:
+    try:
+        out = subprocess.run(["nvidia-smi", f"--query-gpu={query}", "--format=csv,noheader", "-i", _first_gpu()],
+                             capture_output=True, text=True, timeout=30, check=False).stdout
+        return out.strip().splitlines()[0] if out.strip() else "?"
+    except (OSError, subprocess.TimeoutExpired):
+        return "?"
+
+
+def _first_gpu() -> str:
+    """The machine's id of the first GPU this process is allowed to use."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")[0].strip()
+    return visible or "0"
+
+
+_PROBE = ("import json, torch; x = torch.ones(1, device='cuda'); free, total = torch.cuda.mem_get_info(0); "
+          "print(json.dumps({'name': torch.cuda.get_device_name(0), 'total': total, 'torch': torch.__version__, "
+          "'cuda': torch.version.cuda}))")
+
+
+def cuda_probe() -> tuple[dict | None, str]:
+    """Whether torch here can really use the GPU, asked in a child process (this one makes no
+    CUDA context, whose memory would count in every step's figure): (facts, error text)."""
+    done = subprocess.run([sys.executable, "-c", _PROBE], capture_output=True, text=True, timeout=300, check=False)
+    if done.returncode == 0:
+        return json.loads(done.stdout.strip().splitlines()[-1]), ""
+    return None, (done.stderr or done.stdout).strip()[-1500:]
 
 
 class GpuMemorySampler(threading.Thread):
-    """Peak used memory of GPU 0 (MiB, nvidia-smi) while a step runs."""
+    """Peak used memory of the first visible GPU (MiB, nvidia-smi) while a step runs."""
 
     def __init__(self) -> None:
         super().__init__(daemon=True)
@@ -83,7 +112,7 @@ class GpuMemorySampler(threading.Thread):
     def run(self) -> None:
         while not self.stop.is_set():
             try:
-                out = subprocess.run(["nvidia-smi", "--query-gpu=memory.used", "--format=csv,noheader,nounits", "-i", "0"],
+                out = subprocess.run(["nvidia-smi", "--query-gpu=memory.used", "--format=csv,noheader,nounits", "-i", _first_gpu()],
                                      capture_output=True, text=True, timeout=10, check=False).stdout
                 self.peak_mib = max(self.peak_mib, int(out.strip().splitlines()[0]))
             except (OSError, ValueError, IndexError, subprocess.TimeoutExpired):
@@ -170,6 +199,13 @@ def mini_run() -> None:
 
 
 # ----- the driver -------------------------------------------------------------------------
+def _torch_version() -> str:
+    done = subprocess.run([sys.executable, "-c", "import torch; print(torch.__version__, torch.version.cuda)"],
+                          capture_output=True, text=True, timeout=120, check=False)
+    version, _, cuda = done.stdout.strip().partition(" ")
+    return f"{version} (CUDA {cuda})" if done.returncode == 0 else "?"
+
+
 def print_steps(scale: float) -> None:
     print(f"steps (python {sys.executable}):")
     for number, step in enumerate(STEPS, 1):
@@ -215,17 +251,26 @@ def main() -> int:
     print_steps(args.timeout_scale)
     if args.dry_run:
         return 0
+    gpu_here = nvidia_gpu_present()
     if not _has("torch"):
+        if gpu_here:  # a GPU machine, and a Python that cannot use it: that is a failure of the set-up
+            print(f"this machine has an NVIDIA GPU ({_smi('name')}), but {sys.executable} has no torch: "
+                  "make gpu-check PYTHON=<the python with torch>")
+            return 1
         print(f"torch is not installed in {sys.executable}: no CUDA device to look for (make gpu-check PYTHON=<a python with torch>)")
         print("no CUDA device: nothing to check")
         return 0
-    if not cuda_present():
+    if not gpu_here:
         print("no CUDA device: nothing to check")
         return 0
-    import torch
-
-    print(f"GPU: {torch.cuda.get_device_name(0)}, {torch.cuda.mem_get_info(0)[1] / 2**30:.0f} GiB; torch {torch.__version__} "
-          f"(CUDA {torch.version.cuda})")
+    facts, error = cuda_probe()
+    if facts is None:  # e.g. a CPU build of torch, or a driver older than the CUDA of this torch
+        print(f"the GPU is there ({_smi('name')}, driver {_smi('driver_version')}), but torch "
+              f"{_torch_version()} cannot use it (torch 2.13.0 from PyPI is the CUDA 13.0 build: driver 580 or newer):")
+        print(error)
+        return 1
+    print(f"GPU: {facts['name']}, {facts['total'] / 2**30:.0f} GiB; driver {_smi('driver_version')}; torch {facts['torch']} "
+          f"(CUDA {facts['cuda']})")
     table: list[tuple[str, str, str, str]] = []  # figure, value, seconds, peak GPU memory
     failed = False
     for step in STEPS:

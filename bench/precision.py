@@ -20,11 +20,12 @@ from engine.runtime.hardware import SLOW_RATIO, probe_device  # noqa: E402
 def slow_reason(dtype: str, device: str = "cpu") -> str | None:
     """Why `dtype` is skipped on `device` (None: it runs fast enough)."""
     capability = probe_device(device)
-    ratio = capability.ratio(dtype)
-    if dtype == "float32" or ratio <= SLOW_RATIO:
+    if not capability.is_slow(dtype):
         return None
-    return (f"{dtype} is {ratio:.0f}x slower than float32 in the quick probe on {capability.name} "
-            f"({capability.isa}, native bf16: {'yes' if capability.native_bf16 else 'no'}); limit {SLOW_RATIO:.0f}x")
+    how = (f"{capability.ratio(dtype):.0f}x slower than float32 in the quick probe" if capability.seconds
+           else "not native (no tensor cores for it)")
+    return (f"{dtype} is {how} on {capability.name} ({capability.isa}, native bf16: "
+            f"{'yes' if capability.native_bf16 else 'no'}); limit {SLOW_RATIO:.0f}x")
 
 
 def print_hardware(device: str = "cpu") -> None:

@@ -187,3 +187,52 @@ def test_a_worker_whose_parent_is_killed_takes_its_engine_with_it(sim, fim_model
     finally:
         if parent.poll() is None:
             parent.kill()
+
+
+def test_inside_a_container_the_device_figure_is_the_devices_growth(sim, fim_model, monkeypatch) -> None:
+    monkeypatch.setenv("CUDASIM_NVML_HOST_PIDS", "1")  # NVML's pids are the host's: none is the worker's
+    get_backend(spec(fim_model))
+    model_registry().release_all()
+    (record,) = model_registry().take_records()
+    assert record["peak_device_bytes"] == int(0.9 * 80 * GiB)
+    assert record["device_bytes_source"].startswith("nvml device-wide growth")
+
+
+def test_a_tensor_parallel_engine_sees_consecutive_devices_from_its_own() -> None:
+    from engine.errors import ConfigError
+    from engine.runtime.cuda import worker_environment
+
+    ray_actor = {"CUDA_VISIBLE_DEVICES": "2,3"}  # the two GPUs Ray gave an actor with gpus_per_actor: 2
+    assert worker_environment("cuda:0", ray_actor, count=2)["CUDA_VISIBLE_DEVICES"] == "2,3"
+    assert worker_environment("cuda:1", ray_actor)["CUDA_VISIBLE_DEVICES"] == "3"
+    assert worker_environment("cuda:1", {})["VLLM_WORKER_MULTIPROC_METHOD"] == "spawn"
+    with pytest.raises(ConfigError, match="not visible"):
+        worker_environment("cuda:1", ray_actor, count=2)
+    assert "CUDA_VISIBLE_DEVICES" not in worker_environment("cpu", {})
+
+
+def test_a_gpu_without_timings_refuses_a_dtype_it_has_no_tensor_cores_for() -> None:
+    from engine.runtime.hardware import DeviceCapability
+
+    volta = DeviceCapability("cuda:0", "Tesla V100", "sm_70", native_bf16=False, native_fp16=True)
+    hopper = DeviceCapability("cuda:0", "H200", "sm_90", native_bf16=True, native_fp16=True)
+    assert volta.is_slow("bfloat16") and not volta.is_slow("float16") and not volta.is_slow("float32")
+    assert not hopper.is_slow("bfloat16")
+
+
+def test_an_interrupted_call_leaves_nothing_behind_when_the_model_is_closed() -> None:
+    from engine.runtime.model_process import ProcessModel
+
+    model = ProcessModel("threading:Event", label="event")
+    previous = signal.signal(signal.SIGALRM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    signal.setitimer(signal.ITIMER_REAL, 0.5)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            model.wait(5)  # the answer is still on its way when the interrupt lands
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    model.close()  # never reads the stale answer as the close reply; kills the worker's group
+    assert not model.alive
+    with pytest.raises(Exception, match="interrupted|exited"):
+        model.wait(1)

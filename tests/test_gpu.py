@@ -37,7 +37,7 @@ def test_half_precision_on_cuda_matches_float32(dtype: str) -> None:
     from engine.metrics.embedding import EmbeddingScorer
 
     def scores(d: str) -> dict:
-        scorer = EmbeddingScorer(EmbeddingScorer.Params(model=ENCODER, dtype=d, device="cuda", contexts=("none",)))
+        scorer = EmbeddingScorer(EmbeddingScorer.Params(model=ENCODER, mode="fast", dtype=d, device="cuda", contexts=("none",)))
         rows = scorer.score(_items())
         assert scorer.runtime.dtype_name == d and next(scorer.runtime.model.parameters()).dtype == getattr(torch, d)
         return {(r.sample_id, r.variant): r.value for r in rows}

@@ -118,4 +118,5 @@ def test_the_cpu_set_up_stops_before_installing_when_no_index_has_the_cpu_torch(
     done = subprocess.run(["make", "--no-print-directory", "check-torch-cpu", f"PIP={sys.executable} -m pip"], cwd=REPO,
                           capture_output=True, text=True, env=env, check=False)
     assert done.returncode != 0
-    assert "TORCH_CPU_INDEX=" in done.stderr and "Nothing was installed" in done.stderr
+    assert "TORCH_CPU_INDEX=" in done.stderr and "Nothing but pip itself was installed" in done.stderr
+    assert "pip said: " in done.stderr and "torch" in done.stderr.split("pip said: ")[1]  # pip's own reason too

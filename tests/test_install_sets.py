@@ -1,9 +1,14 @@
 """Every pinned install set of `make setup` resolves to wheels for Python 3.12 and 3.13.
 
-This machine has only Python 3.11, so pip resolves each set for the other versions without
-installing (`pip install --dry-run --ignore-installed --only-binary=:all: --python-version X`):
-a pin with no wheel for that Python fails here, before a user meets it. The sets are read from
-`make -n setup` itself (CUDA and CPU paths) and pyproject.toml, never written out twice.
+The venv here is Python 3.11; pip resolves each set for 3.12 and 3.13 without installing
+(`pip install --dry-run --ignore-installed --only-binary=:all:`): a pin with no wheel for that
+Python fails here, before a user meets it. Where an interpreter of that version is on this
+machine (on PATH or under pyenv), pip runs against it (`pip --python`), so environment markers
+(`python_version > "3.11"` requirements of torch, for one) are evaluated for that version too;
+elsewhere `--python-version` checks the wheel tags only (pip then evaluates markers for 3.11).
+The sets are read from `make -n setup` itself (CUDA and CPU paths) and pyproject.toml, never
+written out twice; they are resolved together, where the Makefile installs them in a few pip
+runs one after the other (a set that resolves together also installs that way).
 
 Two things cannot be asked of PyPI and are handled by name:
 - rouge-score 0.1.2 ships only as a pure-Python sdist (it builds on any Python 3); its own
@@ -88,10 +93,27 @@ def _cpu_torch_stand_in(folder: Path, python_version: str) -> Path:
     return folder
 
 
+def interpreter(python_version: str) -> str | None:
+    """A Python of that version on this machine (PATH, then pyenv), or None."""
+    import glob
+
+    pyenv = os.environ.get("PYENV_ROOT", str(Path.home() / ".pyenv"))
+    found = glob.glob(f"{pyenv}/versions/{python_version}*/bin/python{python_version}")
+    for candidate in filter(None, [shutil.which(f"python{python_version}"), *sorted(found)]):
+        done = subprocess.run([candidate, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"], capture_output=True,
+                              text=True, check=False)
+        if done.returncode == 0 and done.stdout.strip() == python_version:
+            return candidate
+    return None
+
+
 def resolve(requirements: list[str], python_version: str, extra: list[str] = ()) -> subprocess.CompletedProcess:
+    target = interpreter(python_version)
+    how = ["--python", target] if target else []
+    tags = [] if target else ["--python-version", python_version]
     return subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed", "--only-binary=:all:", "--quiet",
-         "--python-version", python_version, *extra, *requirements],
+        [sys.executable, "-m", "pip", *how, "install", "--dry-run", "--ignore-installed", "--only-binary=:all:", "--quiet",
+         *tags, *extra, *requirements],
         capture_output=True, text=True, check=False, timeout=600,
         env=dict(os.environ, PIP_DISABLE_PIP_VERSION_CHECK="1"),
     )

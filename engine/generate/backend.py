@@ -198,5 +198,6 @@ def _load_backend(spec: BackendSpec) -> Backend:
         from engine.runtime.model_process import ProcessModel
 
         return ProcessModel("engine.generate.vllm_backend:VllmBackend", spec, attrs=("max_model_len",),  # type: ignore[return-value]
-                            label=f"generator {spec.model}", device=device_of(spec.kind, spec.device))
+                            label=f"generator {spec.model}", device=device_of(spec.kind, spec.device),
+                            devices=spec.tensor_parallel_size)
     return TransformersBackend(spec)

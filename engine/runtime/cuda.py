@@ -3,10 +3,11 @@
 Why this module exists (facts read in the sources of torch 2.13.0 and vLLM 0.32.0, the
 versions the Makefile installs):
 
-- `torch.cuda.is_available()` and `device_count()` call `cudaGetDeviceCount`, which initialises
-  the CUDA driver and poisons `fork`: a forked child that then uses CUDA fails with "Cannot
-  re-initialize CUDA in forked subprocess". With `PYTORCH_NVML_BASED_CUDA_CHECK=1` both ask NVML
-  instead and the driver stays uninitialised (`torch/cuda/__init__.py`, `_nvml_based_avail`).
+- `torch.cuda.is_available()` calls `cudaGetDeviceCount`, which initialises the CUDA driver and
+  poisons `fork`: a forked child that then uses CUDA fails with "Cannot re-initialize CUDA in
+  forked subprocess". With `PYTORCH_NVML_BASED_CUDA_CHECK=1` it asks NVML instead (through
+  `device_count()`, which asks NVML before CUDA is initialised) and the driver stays
+  uninitialised (`torch/cuda/__init__.py`, `_nvml_based_avail`).
 - vLLM sets that variable only when it is imported (`vllm/env_override.py`), and starts its
   EngineCore with `fork` (the default of `VLLM_WORKER_MULTIPROC_METHOD`) unless it is set to
   `spawn`, the process is a Ray actor, or `torch.cuda.is_initialized()` is true
@@ -38,9 +39,12 @@ VISIBLE_ENV = "CUDA_VISIBLE_DEVICES"
 
 
 def use_fork_safe_cuda_check() -> None:
-    """Make `torch.cuda.is_available()` / `device_count()` of this process ask NVML (no CUDA
-    initialisation, so `fork` stays safe). A value the user set wins."""
+    """Make `torch.cuda.is_available()` of this process ask NVML (no CUDA initialisation, so
+    `fork` stays safe), and number CUDA devices in PCI bus order, as NVML, nvidia-smi and Ray do
+    (CUDA's own default puts the fastest first, so on a machine of mixed GPUs `cuda:1` and NVML
+    device 1 could differ). Values the user set win."""
     os.environ.setdefault(NVML_CHECK_ENV, "1")
+    os.environ.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
 
 
 def cuda_available() -> bool:
@@ -84,16 +88,19 @@ def physical_device(device: str, env: Mapping[str, str] | None = None) -> str:
     return visible[index]
 
 
-def worker_environment(device: str, base: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The environment of a model worker process whose model runs on `device`.
+def worker_environment(device: str, base: Mapping[str, str] | None = None, count: int = 1) -> dict[str, str]:
+    """The environment of a model worker process whose model runs on `device` (and the `count` - 1
+    devices after it: a tensor-parallel engine's ranks need one each).
 
-    On `cuda:N` the worker sees only that device, as its device 0 (vLLM always uses device 0 of
-    what it sees), and starts every child with spawn. The NVML check is set everywhere.
+    On `cuda:N` the worker sees only those devices, the first as its device 0 (vLLM always starts
+    from device 0 of what it sees), and starts every child with spawn. The NVML check is set
+    everywhere.
     """
     env = dict(os.environ if base is None else base)
     env.setdefault(NVML_CHECK_ENV, "1")
     if device.startswith("cuda"):
-        env[VISIBLE_ENV] = physical_device(device, env)
+        first = device_index(device)
+        env[VISIBLE_ENV] = ",".join(physical_device(f"cuda:{first + k}", env) for k in range(max(1, count)))
         # Forced, not defaulted: `fork` after CUDA use in the worker is always fatal on CUDA.
         env[MULTIPROC_ENV] = "spawn"
     return env
@@ -145,6 +152,20 @@ def nvml_capability(device: str) -> tuple[str, int, int] | None:
         logger.debug("NVML could not read %s: %s", device, exc)
         return None
     return (name.decode() if isinstance(name, bytes) else str(name)), int(major), int(minor)
+
+
+def device_used_bytes(physicals: Iterable[str]) -> dict[str, int] | None:
+    """Device-wide used memory of these physical devices (every process's), None without NVML."""
+    nvml = _nvml()
+    if nvml is None:
+        return None
+    out: dict[str, int] = {}
+    for physical in physicals:
+        try:
+            out[physical] = int(nvml.nvmlDeviceGetMemoryInfo(_handle(nvml, physical)).used)
+        except Exception:  # noqa: BLE001 - one unreadable device does not hide the others
+            continue
+    return out
 
 
 def device_bytes_by_pid(pids: Iterable[int]) -> dict[str, int] | None:

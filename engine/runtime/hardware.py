@@ -61,6 +61,18 @@ class DeviceCapability:
             return 1.0
         return other / base
 
+    def is_slow(self, dtype: str) -> bool:
+        """Whether `dtype` is not worth running here: measured more than SLOW_RATIO x float32's
+        time, or, where it was not timed (a GPU in a process without a CUDA context), not native
+        to the GPU's compute capability (bfloat16 before 8.0, float16 before 7.0)."""
+        if dtype == "float32":
+            return False
+        if self.seconds.get("float32") and self.seconds.get(dtype):
+            return self.ratio(dtype) > SLOW_RATIO
+        if device_kind(self.device) == "cuda":
+            return not (self.native_bf16 if dtype == "bfloat16" else self.native_fp16)
+        return False
+
     def gflops(self, dtype: str) -> float:
         seconds = self.seconds.get(dtype)
         return 2 * _PROBE_SIZE**3 / seconds / 1e9 if seconds else float("nan")
@@ -192,7 +204,9 @@ def auto_dtype(capability: DeviceCapability) -> str:
 
 
 def _slow_message(requested: str, capability: DeviceCapability) -> str:
-    return (f"dtype {requested} runs {capability.ratio(requested):.1f}x slower than float32 on {capability.device} "
+    how = (f"runs {capability.ratio(requested):.1f}x slower than float32" if capability.seconds
+           else "is not native (no tensor cores for it)")
+    return (f"dtype {requested} {how} on {capability.device} "
             f"({capability.name}, {capability.isa}, native bf16: {'yes' if capability.native_bf16 else 'no'})")
 
 
@@ -210,7 +224,7 @@ def resolve_dtype(requested: str, device: str = "auto", strict: bool = False) ->
     capability = probe_device(device)
     if requested == "auto":
         return auto_dtype(capability)
-    if requested == "float32" or capability.ratio(requested) <= SLOW_RATIO:
+    if not capability.is_slow(requested):
         return requested
     message = _slow_message(requested, capability)
     if strict:

@@ -22,13 +22,16 @@ process under it (engine.runtime.process_usage).
 """
 from __future__ import annotations
 
+import collections
 import importlib
 import logging
 import os
 import pickle
+import select
 import signal
 import subprocess
 import sys
+import threading
 import traceback
 from pathlib import Path
 from typing import Any
@@ -40,6 +43,8 @@ logger = logging.getLogger(__name__)
 
 _REPO_ROOT = Path(__file__).resolve().parents[2]
 _CLOSE_TIMEOUT_S = 60.0
+_LOG_TAIL_LINES = 200  # kept of the worker's stderr
+_LOG_TAIL_SHOWN = 25  # of them, the non-blank ones put into a load error
 _PARENT_WATCH_S = 0.5  # how often the child checks that its parent is still there
 
 
@@ -52,23 +57,34 @@ class ProcessModel:
 
     attrs: attribute names read once after the object is built (e.g. `max_model_len`), served
     locally afterwards. device: where the model runs (`cpu`, `cuda:N` of this process); on CUDA
-    the child sees only that device.
+    the child sees only that device, or `devices` consecutive ones from it (tensor parallelism).
+    The child's stderr passes through to this process's stderr; its last lines are kept, so a
+    model that fails to load names the cause its libraries logged (vLLM's engine core logs the
+    root cause and raises only "Engine core initialization failed. See root cause above.").
     """
 
     def __init__(self, factory: str, *args: Any, attrs: tuple[str, ...] = (), label: str = "", device: str = "cpu",
-                 **kwargs: Any):
+                 devices: int = 1, **kwargs: Any):
         self.label = label or factory
-        env = worker_environment(device)
+        env = worker_environment(device, count=devices)
         # The child imports this tree's `engine`, even when it is not installed.
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(_REPO_ROOT), env.get("PYTHONPATH", "")) if p)
         self.cuda_visible_devices = env.get("CUDA_VISIBLE_DEVICES")
-        self._proc = subprocess.Popen([sys.executable, "-m", "engine.runtime.model_process"],
-                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, start_new_session=True)
+        self._proc = subprocess.Popen([sys.executable, "-m", "engine.runtime.model_process"], stdin=subprocess.PIPE,
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, start_new_session=True)
         self.worker_pid = self._proc.pid
         self.peaks: dict[str, Any] = {}
         self._attrs: dict[str, Any] = {}
+        self._broken = False  # a reply may still be on its way: the channel is out of step
+        self._killed = False
+        self._log_tail: collections.deque[str] = collections.deque(maxlen=_LOG_TAIL_LINES)
+        self._log_thread = threading.Thread(target=self._pass_log_through, name=f"log-{self.worker_pid}", daemon=True)
+        self._log_thread.start()
         try:
             self._attrs = self._ask(("load", factory, args, kwargs, tuple(attrs)), loading=True)
+        except ModelLoadError as exc:
+            self._kill()
+            raise ModelLoadError(f"{exc}{self._tail_text()}") from exc
         except BaseException:
             self._kill()
             raise
@@ -78,21 +94,43 @@ class ProcessModel:
     def alive(self) -> bool:
         return self._proc.poll() is None
 
-    def _ask(self, message: tuple, loading: bool = False) -> Any:
+    def _pass_log_through(self) -> None:
+        for raw in iter(self._proc.stderr.readline, b""):
+            try:
+                os.write(2, raw)
+            except OSError:
+                pass
+            self._log_tail.append(raw.decode("utf-8", "replace").rstrip())
+
+    def _tail_text(self) -> str:
+        self._log_thread.join(timeout=2.0)  # the child's last lines, once it has exited
+        lines = [line for line in self._log_tail if line.strip()][-_LOG_TAIL_SHOWN:]
+        return ("\nlast lines of the worker's log:\n  " + "\n  ".join(lines)) if lines else ""
+
+    def _ask(self, message: tuple, loading: bool = False, timeout: float | None = None) -> Any:
+        if self._broken:
+            raise TransientError(f"the worker of {self.label} was interrupted in the middle of a call; "
+                                 "the part is retried with a new worker")
         if not self.alive:
             raise TransientError(f"the worker process of {self.label} exited with code {self._proc.returncode}; "
                                  "the part is retried with a new worker")
+        self._broken = True  # until the whole answer is read: an interrupt in between leaves it so
         try:
             pickle.dump(message, self._proc.stdin, protocol=pickle.HIGHEST_PROTOCOL)
             self._proc.stdin.flush()
+            if timeout is not None and not select.select([self._proc.stdout], [], [], timeout)[0]:
+                raise TimeoutError(f"no answer from the worker of {self.label} in {timeout:.0f} s")
             answer = pickle.load(self._proc.stdout)
         except (EOFError, BrokenPipeError, OSError) as exc:
+            if isinstance(exc, TimeoutError):
+                raise
             code = self._proc.wait(timeout=_CLOSE_TIMEOUT_S)
             if loading:
-                raise ModelLoadError(f"the worker process loading {self.label} exited with code {code} "
-                                     "(its log is above); check the model files and the device memory") from exc
+                raise ModelLoadError(f"the worker process loading {self.label} exited with code {code}; "
+                                     "check the model files and the device memory") from exc
             raise TransientError(f"the worker process of {self.label} exited with code {code} (killed, or out of "
                                  "memory?); the part is retried with a new worker") from exc
+        self._broken = False
         if answer[0] == "error":
             raise answer[1]
         return answer[1]
@@ -108,18 +146,25 @@ class ProcessModel:
         return lambda *args, **kwargs: self.call(name, *args, **kwargs)
 
     def close(self) -> None:
-        """End the worker (its model with it) and keep the peak memory it reported."""
-        if self.alive:
-            try:
-                self.peaks = dict(self._ask(("close",)))
+        """End the worker (its model with it) and keep the peak memory it reported. The worker's
+        whole process group is killed afterwards in every case: a worker that does not answer
+        within the close timeout, or whose channel an interrupted call left out of step, too."""
+        try:
+            if self.alive and not self._broken:
+                self.peaks = dict(self._ask(("close",), timeout=_CLOSE_TIMEOUT_S))
                 self._proc.wait(timeout=_CLOSE_TIMEOUT_S)
-            except (TransientError, subprocess.TimeoutExpired, ModelWorkerError) as exc:
-                logger.warning("worker of %s did not close cleanly (%s); killing it", self.label, exc)
-        self._kill()
+        except (TransientError, TimeoutError, subprocess.TimeoutExpired, ModelWorkerError) as exc:
+            logger.warning("worker of %s did not close cleanly (%s); killing it", self.label, exc)
+        finally:
+            self._kill()
 
     def _kill(self) -> None:
         """SIGKILL to the worker's whole process group: the worker and whatever it started
-        (an EngineCore that outlived its worker would keep its share of the GPU)."""
+        (an EngineCore that outlived its worker would keep its share of the GPU). Once only: the
+        group id is the worker's pid, which the system may give to another process later."""
+        if self._killed:
+            return
+        self._killed = True
         try:
             os.killpg(self._proc.pid, signal.SIGKILL)  # the child leads its group (start_new_session)
         except (ProcessLookupError, PermissionError):

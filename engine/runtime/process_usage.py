@@ -3,8 +3,13 @@
 A model worker measures itself with this: a vLLM engine holds its device memory in its
 EngineCore, a child of the worker, so neither the worker's own RSS nor its torch allocator
 says what the model took. Host bytes: the summed RSS of the process tree (psutil). Device
-bytes: NVML's per-process usage summed over the tree (engine.runtime.cuda); without NVML, the
-torch allocator's peak of this process alone, and `device_bytes_source` says so.
+bytes, best source first, named in `device_bytes_source`:
+1. NVML's per-process usage summed over the tree (engine.runtime.cuda);
+2. where NVML lists none of the tree's pids (inside a container NVML reports the host's pids),
+   the growth of NVML's device-wide used memory on the worker's devices since it started: every
+   process's, so only the model's own figure while it is the one model on those devices (the
+   registry keeps it so unless two fit);
+3. without NVML, the torch allocator's peak of the worker process alone.
 """
 from __future__ import annotations
 
@@ -53,6 +58,11 @@ class UsageSampler:
     returns the peaks."""
 
     def __init__(self) -> None:
+        from engine.runtime.cuda import VISIBLE_ENV, device_used_bytes
+
+        visible = os.environ.get(VISIBLE_ENV)
+        self._devices = [d.strip() for d in visible.split(",") if d.strip()] if visible else []
+        self._baseline = device_used_bytes(self._devices) if self._devices else None
         self.peak_host_bytes = 0
         self.peak_device_bytes: int | None = None
         self.device_bytes_source = "none"
@@ -73,7 +83,13 @@ class UsageSampler:
         by_device = device_bytes_by_pid(pids)
         if by_device:
             device, source = sum(by_device.values()), "nvml (worker and its children)"
-        else:  # no NVML, or NVML lists none of these pids (a container without the host's pid namespace)
+        elif by_device is not None and self._baseline:
+            from engine.runtime.cuda import device_used_bytes
+
+            now = device_used_bytes(self._baseline) or {}
+            device = sum(max(0, now.get(d, 0) - used) for d, used in self._baseline.items())
+            source = "nvml device-wide growth since the worker started (its pids are not visible to NVML here)"
+        else:
             device, source = _own_allocator_peak(), "torch allocator (worker process only)"
         with self._lock:
             self.peak_host_bytes = max(self.peak_host_bytes, host)

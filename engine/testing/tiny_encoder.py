@@ -21,9 +21,12 @@ def build_tiny_bert(directory: str | Path, *, seed: int = 0, hidden: int = 64, l
     chars = "abcdefghijklmnopqrstuvwxyz0123456789"
     tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *chars, *("##" + c for c in chars),
               *".,;:!?(){}[]<>=+-*/\"'#@&%$_|\\^~`", *_WORDS]
-    vocab = directory / "vocab.txt"
-    vocab.write_text("\n".join(dict.fromkeys(tokens)) + "\n", encoding="utf-8")
-    tokenizer = BertTokenizer(vocab_file=str(vocab), model_max_length=512)
+    vocab = {token: index for index, token in enumerate(dict.fromkeys(tokens))}
+    # A vocabulary given as a mapping: transformers 5 ignores `vocab_file=` here and leaves only the
+    # five special tokens, which turns every word into [UNK] (and every score into 1.0).
+    tokenizer = BertTokenizer(vocab=vocab, model_max_length=512)
+    if len(tokenizer) != len(vocab):
+        raise RuntimeError(f"tiny BERT tokenizer has {len(tokenizer)} tokens, expected {len(vocab)}")
     torch.manual_seed(seed)
     config = BertConfig(vocab_size=len(tokenizer), hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=2,
                         intermediate_size=2 * hidden, max_position_embeddings=512)

@@ -2,6 +2,7 @@
 every device of the node, whatever CUDA_VISIBLE_DEVICES says."""
 from __future__ import annotations
 
+import os
 from types import SimpleNamespace
 
 import fake_cuda
@@ -41,7 +42,9 @@ def nvmlDeviceGetMemoryInfo(handle):
 
 
 def nvmlDeviceGetComputeRunningProcesses(handle):
-    return [SimpleNamespace(pid=pid, usedGpuMemory=nbytes) for pid, nbytes in fake_cuda.holders(handle[1]).items()]
+    # CUDASIM_NVML_HOST_PIDS=1: pids of another pid namespace, as NVML reports them inside a container
+    offset = 4_000_000 if os.environ.get("CUDASIM_NVML_HOST_PIDS") == "1" else 0
+    return [SimpleNamespace(pid=pid + offset, usedGpuMemory=nbytes) for pid, nbytes in fake_cuda.holders(handle[1]).items()]
 
 
 def nvmlDeviceGetName(handle) -> str:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import sys
 import threading
 import traceback
 from types import SimpleNamespace
@@ -51,8 +52,10 @@ def _outputs(requests, vocab: int):
 def _core_main(conn, utilization: float, vocab: int) -> None:
     try:
         _start_core(utilization)
-    except BaseException as exc:  # noqa: BLE001 - reported to the front end like vLLM's core does
-        conn.send(("error", f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}"))
+    except BaseException:  # noqa: BLE001 - like vLLM's core: the cause goes to its log, the front end learns only that it failed
+        traceback.print_exc()
+        sys.stderr.flush()
+        conn.send(("error", ""))
         return
     conn.send(("ready", os.getpid()))
     while True:
@@ -85,8 +88,8 @@ class LLM:
         self._proc.start()
         kind, value = self._conn.recv()
         if kind == "error":
-            raise RuntimeError(f"Engine core initialization failed. See root cause above. Failed core proc(s): "
-                               f"{{'EngineCore_0': 1}}\n{value}")
+            raise RuntimeError("Engine core initialization failed. See root cause above. Failed core proc(s): "
+                               "{'EngineCore_0': 1}")
         self.engine_pid = value
 
     def get_tokenizer(self):
