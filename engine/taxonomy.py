@@ -8,7 +8,11 @@ language, commented-out code) and M (miscellaneous).
 
 Every code and parent also has, in each of the five prompt languages, a name, a definition,
 when to assign it (include) and when not (exclude): engine/resources/taxonomy_<lang>.yaml,
-read with `criteria(language)`. The judge prompts show these texts.
+read with `criteria(language)`. The judge prompts show these texts. The shipped texts carry
+exactly the criteria the study gives: a definition only for MS-ME1, an exclusion only for
+LG-GR, LG-IS, MS-ME1, SE-MD, SE-CS and LG-WL1; a criterion the study does not give is an
+empty string. The study also files the codes under named groups (`GROUPS`: Model-specific,
+Repetition, Memorization, ...), which its judge prompts show the taxonomy by.
 """
 from __future__ import annotations
 
@@ -76,6 +80,25 @@ CLUSTERS: dict[str, tuple[str, ...]] = {
     "model_behavior": ("MS-IG", "MS-CC", "MS-ME1", "MS-ME2", "MS-ME3", "MS-ET", "MS-LT", "MS-RE1", "MS-RE2"),
     "syntax_format": ("ST-IF1", "ST-IF2"),
     "meta": ("E", "M"),
+}
+
+
+# The study's named groups of codes, as its judge prompts list the taxonomy (group key -> codes,
+# in the study's order; the group names are translated in each prompt pack's `groups:`).
+# E and M sit in a group without a name.
+GROUPS: dict[str, tuple[str, ...]] = {
+    "meta": ("E", "M"),
+    "code_snippet": ("SE-CS1", "SE-CS2"),
+    "grammar": ("LG-GR1", "LG-GR2", "LG-GR3", "LG-GR4", "LG-GR5", "LG-GR6"),
+    "hallucination": ("SE-HA1", "SE-HA2", "SE-HA3"),
+    "comment_format": ("ST-IF1", "ST-IF2"),
+    "linguistic": ("LG", "LG-GR", "LG-IS", "LG-WL"),
+    "memorization": ("MS-ME1", "MS-ME2", "MS-ME3"),
+    "model_specific": ("MS", "MS-IG", "MS-CC", "MS-ME", "MS-ET", "MS-LT", "MS-RE"),
+    "repetition": ("MS-RE1", "MS-RE2"),
+    "semantic": ("SE", "SE-MD", "SE-TS", "SE-HA", "SE-CS"),
+    "syntax": ("ST", "ST-IF"),
+    "wrong_language": ("LG-WL1", "LG-WL2"),
 }
 
 
@@ -149,6 +172,7 @@ def check_criteria(data: object, where: str) -> dict[str, CodeText]:
         raise ConfigError(f"{where}: must be a mapping code -> {{{', '.join(TEXT_FIELDS)}}}")
     problems = [f"{code}: missing" for code in CODES if code not in data]
     problems += [f"{code}: not a taxonomy code" for code in data if code not in CODES]
+    criteria_keys = TEXT_FIELDS[1:]  # definition, include, exclude: "" where a code has none
     out = {}
     for code in CODES:
         entry = data.get(code)
@@ -159,13 +183,16 @@ def check_criteria(data: object, where: str) -> dict[str, CodeText]:
             continue
         problems += [f"{code}.{key}: missing" for key in TEXT_FIELDS if key not in entry]
         problems += [f"{code}.{key}: not a key of a code's text" for key in entry if key not in TEXT_FIELDS]
-        problems += [f"{code}.{key}: must be a non-empty string" for key in TEXT_FIELDS
-                     if key in entry and (not isinstance(entry[key], str) or not entry[key].strip())]
+        problems += [f"{code}.{key}: must be a string (\"\" when the code has no such criterion)"
+                     for key in criteria_keys if key in entry and not isinstance(entry[key], str)]
+        if "name" in entry and (not isinstance(entry["name"], str) or not entry["name"].strip()):
+            problems.append(f"{code}.name: must be a non-empty string")
         if all(isinstance(entry.get(k), str) for k in TEXT_FIELDS):
             out[code] = CodeText(*(entry[k].strip() for k in TEXT_FIELDS))
     if problems:
         raise ConfigError(f"{where} is invalid: " + "; ".join(problems)
-                          + f". Every taxonomy code and parent needs {', '.join(TEXT_FIELDS)}.")
+                          + ". Every taxonomy code and parent needs the four keys " + ", ".join(TEXT_FIELDS)
+                          + " (a name, and a string for each criterion: write \"\" for a criterion the code does not have).")
     return out
 
 

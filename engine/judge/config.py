@@ -3,12 +3,32 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from dataclasses import dataclass
-from typing import Literal
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
 from engine.errors import ConfigError
 from engine.judge.promptpack import PROMPT_LANGUAGES, REFERENCE_MODES, STRATEGIES, check_pack_dir
 from engine.params import Params, option_digest, require
+
+
+# Request-body keys the judge's own options set: provider options may not override them.
+_BODY_KEYS = ("model", "messages", "temperature", "seed", "max_tokens", "response_format")
+_SECRET = re.compile(r"(api[_-]?key|token|secret|password|authorization|bearer)", re.IGNORECASE)
+
+
+def _secret_like(options: Any, path: str = "") -> list[str]:
+    """Paths of keys in nested provider options whose names say they hold a secret."""
+    found = []
+    if isinstance(options, dict):
+        for key, value in options.items():
+            where = f"{path}.{key}" if path else str(key)
+            if _SECRET.search(str(key)):
+                found.append(where)
+            found += _secret_like(value, where)
+    elif isinstance(options, (list, tuple)):
+        for i, value in enumerate(options):
+            found += _secret_like(value, f"{path}[{i}]")
+    return found
 
 
 @dataclass(frozen=True)
@@ -21,7 +41,8 @@ class JudgeParams(Params):
         backend: vllm (offline engine), transformers (no structured outputs) or http (OpenAI-compatible server).
         name: the judge's name in RUN/judgments; default: the model's last path component.
         tokenizer: tokenizer location when it differs from the model (local backends).
-        strategies: judge strategies: standard, cot, rubric, hierarchical (seven cluster calls).
+        strategies: judge strategies: standard, cot, rubric, hierarchical (seven cluster calls),
+            combined (the study's fifth: seven cluster calls, each with the rubric and chain-of-thought).
         prompt_languages: `sample` (each sample's language; English without a pack) and/or fixed
             prompt languages (en, nl, zh, el, pl); several entries sweep them.
         reference: whether the prompt shows the original comment: `with` (the study's setting) and/or
@@ -49,6 +70,10 @@ class JudgeParams(Params):
         backoff_base_s: http: first backoff; doubles per retry, at least the server's Retry-After.
         backoff_cap_s: http: longest wait between retries.
         retry_statuses: http: HTTP status codes that are retried.
+        provider_options: http: extra keys of every request body, passed through as given (e.g. OpenRouter's
+            `provider: {quantizations: [fp8], max_price: {prompt: 1, completion: 3.1}}`); recorded in the signature.
+        provider_secret_env: http: body key -> NAME of the environment variable holding its value (secrets:
+            only the key and the variable's name are recorded, never the value).
     """
 
     model: str
@@ -84,6 +109,8 @@ class JudgeParams(Params):
     backoff_base_s: float = 5.0
     backoff_cap_s: float = 120.0
     retry_statuses: tuple[int, ...] = (429, 500, 503, 524)
+    provider_options: dict[str, Any] = field(default_factory=dict)
+    provider_secret_env: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         for strategy in self.strategies:
@@ -116,9 +143,25 @@ class JudgeParams(Params):
         if self.api_key_env is not None:
             require(re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", self.api_key_env) is not None, "api_key_env",
                     self.api_key_env, "the name of an environment variable (never the key itself)")
+        self._check_provider_options()
         if self.backend == "transformers" and self.structured_strategies():
             raise ConfigError("structured: the transformers backend has no structured outputs; "
                               "use backend vllm or http, or set structured: false")
+
+    def _check_provider_options(self) -> None:
+        if not (self.provider_options or self.provider_secret_env):
+            return
+        require(self.backend == "http", "provider_options", self.provider_options,
+                "only with backend http (a local engine has no request body)")
+        for key in (*self.provider_options, *self.provider_secret_env):
+            require(key not in _BODY_KEYS, "provider_options", key,
+                    f"keys other than {list(_BODY_KEYS)}, which the judge's own options set")
+        for path in _secret_like(self.provider_options):
+            raise ConfigError(f"provider_options.{path}: looks like a secret, which would be written to the run's "
+                              f"manifest; give it as provider_secret_env: {{{path.split('.')[0]}: NAME_OF_ENV_VARIABLE}}")
+        for key, name in self.provider_secret_env.items():
+            require(re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", str(name)) is not None, f"provider_secret_env.{key}", name,
+                    "the name of an environment variable (never the value itself)")
 
     def structured_strategies(self) -> tuple[str, ...]:
         if isinstance(self.structured, bool):

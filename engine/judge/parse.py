@@ -70,6 +70,9 @@ def _packs_maps(packs: Sequence[PromptPack], check_conflicts: bool) -> _Maps:
     for pack in packs:
         for name, translated in pack.data["fields"].items():
             keys.setdefault(_norm_key(translated), name)
+        for name, variants in (pack.data.get("field_variants") or {}).items():
+            for variant in variants:
+                keys.setdefault(_norm_key(variant), name)
         for internal in LABELS:
             for value in (internal, pack.data["labels"][internal], *pack.data["label_variants"][internal]):
                 known = labels.setdefault(_norm_label(value), internal)
