@@ -245,3 +245,13 @@ def test_provider_options_reach_the_body_and_the_signature_but_secrets_do_not(mo
         JudgeParams.from_mapping(dict(judge, provider_options={"temperature": 1}))
     with pytest.raises(ConfigError, match="only with backend http"):
         JudgeParams.from_mapping(dict(judge, backend="vllm", base_url=None, provider_secret_env={}))
+
+
+def test_the_docs_name_every_slot_and_the_layout_of_every_strategy() -> None:
+    from engine.judge.templates import LAYOUTS, TEMPLATE_SLOTS
+
+    docs = (Path(__file__).resolve().parents[1] / "docs" / "judge_prompts.md").read_text(encoding="utf-8")
+    assert [slot for slot in TEMPLATE_SLOTS if "{" + slot + "}" not in docs] == []
+    for strategy, messages in LAYOUTS.items():
+        row = next(line for line in docs.splitlines() if line.startswith(f"| {strategy} |"))
+        assert all(f"`{template}`".replace("\n", "\\n") in row for _role, template in messages), strategy
