@@ -133,7 +133,9 @@ def _input(pack: PromptPack, item: JudgeItem, reference: str) -> dict[str, Any]:
 def slot_values(pack: PromptPack, item: JudgeItem, strategy: str, cluster: str | None = None,
                 reference: str = "with") -> dict[str, str]:
     """Every slot of one call (engine/judge/templates.py), filled layer by layer."""
-    dump = lambda value, indent=2: json.dumps(value, ensure_ascii=False, indent=indent)  # noqa: E731
+    def dump(value: Any, indent: int | None = 2) -> str:
+        return json.dumps(value, ensure_ascii=False, indent=indent)
+
     names = [c.generator for c in sorted(item.candidates, key=lambda c: c.generator)]
     values = {
         "language": pack.language, **pack.label_values(), "placeholder": pack.data["placeholder"],

@@ -26,7 +26,7 @@ from typing import Any, Mapping
 import yaml
 
 from engine.errors import ConfigError
-from engine.judge.templates import TEMPLATE_SLOTS, TEXT_SLOTS, slot_problems
+from engine.judge.templates import BASE_SLOTS, TEMPLATE_SLOTS, TEXT_SLOTS, slot_problems
 from engine.records import LABELS
 from engine.taxonomy import CLUSTERS, GROUPS, CodeText, check_criteria, criteria
 
@@ -48,9 +48,11 @@ INPUT_KEYS = ("source", "original", "candidates", "model_name", "comment")
 TAXONOMY_KEYS = ("id", "name", "definition", "include", "exclude")
 MARKS = ("present", "absent")
 RUBRIC_LABELS = ("title", "definition", "present", "absent")
-# Top-level keys whose texts are rendered with slots (TEXT_SLOTS); every other text is used verbatim.
-RENDERED = ("system", "principles", "principles_heading", "assignment", "assignment_without", "labels_heading",
-            "rubric", "rubric_without", "cot_steps_intro", "cot_steps", "output", "cluster_assignment")
+# Top-level keys whose texts are rendered with slots; every other text is used verbatim. The parts
+# of the list slots (principles, cot_steps, labels) are rendered before those slots exist, so
+# they may use the call slots only; the texts may also use the list slots.
+LIST_PARTS = ("principles", "labels_heading", "rubric", "rubric_without", "cot_steps_intro", "cot_steps")
+RENDERED = (*LIST_PARTS, "system", "assignment", "assignment_without", "output", "cluster_assignment")
 # Texts that may be empty: E and M sit in the study's group without a name.
 MAY_BE_EMPTY = ("groups.",)
 OPTIONAL = ("taxonomy", "templates", "field_variants")
@@ -94,19 +96,21 @@ def _shape(node: Any, path: str, problems: list[str]) -> Any:
     """The key structure of `node` (dicts of dicts; leaves 'str' or 'list'), noting bad leaves."""
     if isinstance(node, dict):
         return {k: _shape(v, f"{path}.{k}" if path else str(k), problems) for k, v in node.items()}
-    rendered = path.split(".", 1)[0] in RENDERED
+    top = path.split(".", 1)[0]
+    rendered = top in RENDERED
+    allowed = BASE_SLOTS if top in LIST_PARTS else TEXT_SLOTS
     if isinstance(node, list):
         if not node or not all(isinstance(x, str) and x.strip() for x in node):
             problems.append(f"{path}: must be a non-empty list of non-empty strings")
         elif rendered:
             for i, item in enumerate(node):
-                problems += slot_problems(item, TEXT_SLOTS, f"{path}[{i}]")
+                problems += slot_problems(item, allowed, f"{path}[{i}]")
         return "list"
     if not isinstance(node, str) or (not node.strip() and not path.startswith(MAY_BE_EMPTY)):
         problems.append(f"{path}: must be a non-empty string (got {node!r})")
         return "str"
     if rendered:
-        problems += slot_problems(node, TEXT_SLOTS, path)
+        problems += slot_problems(node, allowed, path)
     return "str"
 
 

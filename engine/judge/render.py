@@ -22,32 +22,28 @@ logger = logging.getLogger(__name__)
 
 def _file_rows(config: Any, sample_id: str | None) -> list[dict[str, Any]]:
     """The valid input rows of the file that holds `sample_id` (default: the first valid row's file)."""
-    from engine.stages import flow
     from engine.data.reader import iter_raw_rows
     from engine.data.validate import SampleValidator
+    from engine.stages import flow
 
     if flow.input_source(config.stages) is not None or flow.generates_samples(config.stages):
         raise ConfigError("judge render reads the predictions from the config's input, but this config makes them in a "
                           "stage (build or generate); point a config's `input:` at the generated samples "
                           "(RUN/generations/) and render that")
-    validator = SampleValidator(require_prediction=True, params=config.validation)
-    file_id: str | None = None
-    rows: list[dict[str, Any]] = []
-    for raw in iter_raw_rows(config.input):
-        sample, rejection = validator.check(raw)
-        if rejection is not None:
-            continue
-        if file_id is None and (sample_id is None or sample["sample_id"] == sample_id):
-            file_id = sample["file_id"]
-            rows = [r for r in rows if r["file_id"] == file_id]
-        if file_id is None:
-            rows.append(sample)  # an earlier row of the file of `sample_id`, not yet known
-        elif sample["file_id"] == file_id:
-            rows.append(sample)
+
+    def valid_rows() -> Iterator[dict[str, Any]]:
+        validator = SampleValidator(require_prediction=True, params=config.validation)
+        for raw in iter_raw_rows(config.input):
+            sample, rejection = validator.check(raw)
+            if rejection is None:
+                yield sample
+
+    # two passes, so only one file's rows are ever held
+    file_id = next((s["file_id"] for s in valid_rows() if sample_id is None or s["sample_id"] == sample_id), None)
     if file_id is None:
         what = f"sample {sample_id!r}" if sample_id else "a valid row"
         raise InputError(f"judge render: {config.input} has no {what}; give --sample with a sample_id of the input")
-    return rows
+    return [s for s in valid_rows() if s["file_id"] == file_id]
 
 
 def _narrowed(judge: JudgeParams, strategy: str | None, language: str | None) -> JudgeParams:

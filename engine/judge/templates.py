@@ -13,8 +13,8 @@ Slots come in three layers, each rendered from the ones before it:
 - the pack's lists (LIST_SLOTS): the principles, the chain-of-thought steps, the label definitions;
 - the pack's texts (BLOCK_SLOTS): the two system messages, the task (assignment), the output
   instructions with their answer example, the cluster task.
-A pack text may use the first two layers; a message template (the shipped layouts below, or a
-pack's own `templates:`) may use all three.
+A pack text may use the first two layers (the parts of a list, the first only); a message
+template (the shipped layouts below, or a pack's own `templates:`) may use all three.
 """
 from __future__ import annotations
 
@@ -93,7 +93,8 @@ def slot_problems(text: str, allowed: Iterable[str], where: str) -> list[str]:
         if name is None:
             continue
         if name not in allowed:
-            hint = (" (a slot of message templates only, not of pack texts)" if name in TEMPLATE_SLOTS
+            hint = (" (a slot that is not filled yet where this text is rendered; use it in a message template)"
+                    if name in TEMPLATE_SLOTS
                     else "; if the braces are meant literally (a JSON example), write them twice: {{ and }}")
             problems.append(f"{where}: unknown placeholder {{{name}}}{hint}; allowed: {list(allowed)}")
         elif spec or conversion:
