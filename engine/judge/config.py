@@ -148,6 +148,9 @@ class JudgeParams(Params):
             raise ConfigError("structured: the transformers backend has no structured outputs; "
                               "use backend vllm or http, or set structured: false")
 
+    def __hash__(self) -> int:  # the dataclass hash would fail on the dict-valued provider options
+        return hash(option_digest(self.to_dict()))
+
     def _check_provider_options(self) -> None:
         if not (self.provider_options or self.provider_secret_env):
             return
