@@ -15,8 +15,7 @@ import pytest
 
 from engine.errors import ConfigError
 from engine.judge.messages import Candidate, JudgeItem, build_calls, taxonomy_json
-from engine.judge.promptpack import (CLUSTERED, PROMPT_LANGUAGES, REFERENCE_MODES, STRATEGIES, _read, check_pack, load_pack,
-                                     resolve_prompt_language)
+from engine.judge.promptpack import CLUSTERED, PROMPT_LANGUAGES, REFERENCE_MODES, STRATEGIES, _read, check_pack, load_pack, resolve_prompt_language
 from engine.judge.schema import REASONING, output_schema
 from engine.records import LABELS
 from engine.taxonomy import CLUSTERS, CODES, criteria

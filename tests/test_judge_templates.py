@@ -16,8 +16,8 @@ from engine.errors import ConfigError
 from engine.judge.backends import ChatRequest, ChatResponse
 from engine.judge.config import JudgeParams
 from engine.judge.messages import Candidate, JudgeItem, build_calls
-from engine.judge.promptpack import PROMPTS_DIR, load_pack
 from engine.judge.prompt_store import read_prompt
+from engine.judge.promptpack import PROMPTS_DIR, load_pack
 from engine.judge.run import judge_table
 from engine.records import SAMPLE_SCHEMA
 from engine.stages.base import PartContext, PartTask

@@ -10,7 +10,6 @@ from engine.errors import ConfigError
 from engine.judge.promptpack import PROMPT_LANGUAGES, REFERENCE_MODES, STRATEGIES, check_pack_dir
 from engine.params import Params, option_digest, require
 
-
 # Request-body keys the judge's own options set: provider options may not override them.
 _BODY_KEYS = ("model", "messages", "temperature", "seed", "max_tokens", "response_format")
 _SECRET = re.compile(r"(api[_-]?key|token|secret|password|authorization|bearer)", re.IGNORECASE)
