@@ -84,21 +84,22 @@ CLUSTERS: dict[str, tuple[str, ...]] = {
 
 
 # The study's named groups of codes, as its judge prompts list the taxonomy (group key -> codes,
-# in the study's order; the group names are translated in each prompt pack's `groups:`).
-# E and M sit in a group without a name.
+# in the study's order: Model-specific ... Syntax, Incorrect comment format, and last E and M, in
+# a group without a name, so M's "none of the categories above" follows every category; the group
+# names are translated in each prompt pack's `groups:`).
 GROUPS: dict[str, tuple[str, ...]] = {
-    "meta": ("E", "M"),
-    "code_snippet": ("SE-CS1", "SE-CS2"),
-    "grammar": ("LG-GR1", "LG-GR2", "LG-GR3", "LG-GR4", "LG-GR5", "LG-GR6"),
-    "hallucination": ("SE-HA1", "SE-HA2", "SE-HA3"),
-    "comment_format": ("ST-IF1", "ST-IF2"),
-    "linguistic": ("LG", "LG-GR", "LG-IS", "LG-WL"),
-    "memorization": ("MS-ME1", "MS-ME2", "MS-ME3"),
     "model_specific": ("MS", "MS-IG", "MS-CC", "MS-ME", "MS-ET", "MS-LT", "MS-RE"),
     "repetition": ("MS-RE1", "MS-RE2"),
-    "semantic": ("SE", "SE-MD", "SE-TS", "SE-HA", "SE-CS"),
-    "syntax": ("ST", "ST-IF"),
+    "memorization": ("MS-ME1", "MS-ME2", "MS-ME3"),
+    "linguistic": ("LG", "LG-GR", "LG-IS", "LG-WL"),
+    "grammar": ("LG-GR1", "LG-GR2", "LG-GR3", "LG-GR4", "LG-GR5", "LG-GR6"),
     "wrong_language": ("LG-WL1", "LG-WL2"),
+    "semantic": ("SE", "SE-MD", "SE-TS", "SE-HA", "SE-CS"),
+    "hallucination": ("SE-HA1", "SE-HA2", "SE-HA3"),
+    "code_snippet": ("SE-CS1", "SE-CS2"),
+    "syntax": ("ST", "ST-IF"),
+    "comment_format": ("ST-IF1", "ST-IF2"),
+    "meta": ("E", "M"),
 }
 
 
@@ -187,12 +188,17 @@ def check_criteria(data: object, where: str) -> dict[str, CodeText]:
                      for key in criteria_keys if key in entry and not isinstance(entry[key], str)]
         if "name" in entry and (not isinstance(entry["name"], str) or not entry["name"].strip()):
             problems.append(f"{code}.name: must be a non-empty string")
+        # the study gives every code an inclusion: a code without one would be assigned on its name alone
+        if isinstance(entry.get("include"), str) and not entry["include"].strip():
+            problems.append(f"{code}.include: must say when the code applies (every code of the study has an "
+                            f"inclusion; copy the shipped text from engine/resources/taxonomy_en.yaml if unsure)")
         if all(isinstance(entry.get(k), str) for k in TEXT_FIELDS):
             out[code] = CodeText(*(entry[k].strip() for k in TEXT_FIELDS))
     if problems:
         raise ConfigError(f"{where} is invalid: " + "; ".join(problems)
                           + ". Every taxonomy code and parent needs the four keys " + ", ".join(TEXT_FIELDS)
-                          + " (a name, and a string for each criterion: write \"\" for a criterion the code does not have).")
+                          + " (a name, a non-empty inclusion, and a string for definition and exclusion: write \"\" for a "
+                          "criterion the code does not have).")
     return out
 
 

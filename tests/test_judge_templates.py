@@ -64,7 +64,14 @@ EXPECTED_STANDARD = (
 EXPECTED_LANGUAGE_CLUSTER = (
     {"role": "user", "content":
         "Only linguistic_language (LG-WL1, LG-WL2):\n"
-        '{\n  "Wrong language": [\n'
+        # the cluster's parents come with their criteria, which apply to the cluster's codes
+        '{\n  "Linguistic": [\n'
+        '    {\n      "code": "LG",\n      "title": "linguistic",\n      "definition": "",\n'
+        '      "when": "errors in the linguistic content of the generated text",\n      "unless": ""\n    },\n'
+        '    {\n      "code": "LG-WL",\n      "title": "wrong language",\n      "definition": "",\n'
+        '      "when": "the comment (or a large part of it) is in another language than the target language",\n'
+        '      "unless": ""\n    }\n  ],\n'
+        '  "Wrong language": [\n'
         '    {\n      "code": "LG-WL1",\n      "title": "undesired translation",\n      "definition": "",\n'
         '      "when": "a translation that is correct but undesired, because the translated word is seldom used in that '
         'context (the term is normally kept as a loan word)",\n'
@@ -87,7 +94,7 @@ def _edit_pack(data: dict) -> None:
     data["label_variants"] = {"correct": ["ok"], "partial": ["partly"], "incorrect": ["wrong"]}
     data["placeholder"] = "[HERE]"
     data["input_keys"] = {"source": "code", "original": "reference", "candidates": "candidates", "model_name": "model",
-                          "comment": "text"}
+                          "comment": "text", "taxonomy": "taxonomy"}
     data["taxonomy_keys"] = {"id": "code", "name": "title", "definition": "definition", "include": "when", "exclude": "unless"}
     data["templates"] = {"standard": STANDARD, "hierarchical": HIERARCHICAL}
 

@@ -48,7 +48,7 @@ def test_a_bad_taxonomy_section_and_an_unknown_file_are_refused(tmp_path) -> Non
     def bad_taxonomy(data):
         data["taxonomy"] = {code: dict(vars(text)) for code, text in criteria("en").items()}
         del data["taxonomy"]["MS-RE"]
-        data["taxonomy"]["SE-MD"]["include"] = ""  # an empty criterion is allowed (the study has many)
+        data["taxonomy"]["SE-MD"]["definition"] = ""  # an empty criterion is allowed (the study has many)
         data["taxonomy"]["SE-MD"]["exclude"] = None
     _pack(tmp_path / "a", "en", bad_taxonomy)
     with pytest.raises(ConfigError, match=r"MS-RE: missing.*SE-MD.exclude: must be a string \(\"\" when the code has no such criterion\)") as info:

@@ -12,21 +12,42 @@ from engine.params import Params, option_digest, require
 
 # Request-body keys the judge's own options set: provider options may not override them.
 _BODY_KEYS = ("model", "messages", "temperature", "seed", "max_tokens", "response_format")
-_SECRET = re.compile(r"(api[_-]?key|token|secret|password|authorization|bearer)", re.IGNORECASE)
+# Keys that would break the call or change what is judged, with why.
+_REFUSED = {
+    "stream": "the judge reads one whole answer per call; a streamed answer would not be read",
+    "n": "the judge reads one answer per call; more choices would be paid for and dropped",
+    "models": "OpenRouter's fallback models would let another model answer under this judge's name; "
+              "give one judge per model instead",
+    "extra_headers": "headers are not recorded and may carry credentials; give a secret as "
+                     "provider_secret_env: {KEY: NAME_OF_ENV_VARIABLE}",
+    "headers": "headers are not recorded and may carry credentials; give a secret as "
+               "provider_secret_env: {KEY: NAME_OF_ENV_VARIABLE}",
+    "credentials": "credentials would be written to the run's manifest; give them as "
+                   "provider_secret_env: {KEY: NAME_OF_ENV_VARIABLE}",
+}
+# Decoding options whose names contain a secret-looking word but hold none.
+_NOT_SECRET = ("max_completion_tokens", "max_new_tokens", "min_tokens", "stop_token_ids", "skip_special_tokens",
+               "top_logprobs_tokens")
+_SECRET = re.compile(r"(api[_-]?key|token|secret|password|authorization|bearer|credential|cookie)", re.IGNORECASE)
+# Values that look like keys (OpenAI/OpenRouter/Anthropic `sk-...`, `Bearer ...`, GitHub and HF tokens).
+_SECRET_VALUE = re.compile(r"^\s*(sk-|sk_|rk-|bearer\s|ghp_|github_pat_|hf_[A-Za-z0-9]{20}|xox[abp]-|AKIA[0-9A-Z]{12})",
+                           re.IGNORECASE)
 
 
 def _secret_like(options: Any, path: str = "") -> list[str]:
-    """Paths of keys in nested provider options whose names say they hold a secret."""
+    """Paths in nested provider options whose key names say they hold a secret, or whose values look like one."""
     found = []
     if isinstance(options, dict):
         for key, value in options.items():
             where = f"{path}.{key}" if path else str(key)
-            if _SECRET.search(str(key)):
+            if _SECRET.search(str(key)) and str(key) not in _NOT_SECRET:
                 found.append(where)
             found += _secret_like(value, where)
     elif isinstance(options, (list, tuple)):
         for i, value in enumerate(options):
             found += _secret_like(value, f"{path}[{i}]")
+    elif isinstance(options, str) and _SECRET_VALUE.match(options):
+        found.append(path)
     return found
 
 
@@ -71,6 +92,8 @@ class JudgeParams(Params):
         retry_statuses: http: HTTP status codes that are retried.
         provider_options: http: extra keys of every request body, passed through as given (e.g. OpenRouter's
             `provider: {quantizations: [fp8], max_price: {prompt: 1, completion: 3.1}}`); recorded in the signature.
+            Refused: `stream`, `n`, `models`, `extra_headers`, `headers`, `credentials`, secret-looking key names
+            and values that look like keys (`sk-...`); see docs/judge_prompts.md.
         provider_secret_env: http: body key -> NAME of the environment variable holding its value (secrets:
             only the key and the variable's name are recorded, never the value).
     """
@@ -158,6 +181,9 @@ class JudgeParams(Params):
         for key in (*self.provider_options, *self.provider_secret_env):
             require(key not in _BODY_KEYS, "provider_options", key,
                     f"keys other than {list(_BODY_KEYS)}, which the judge's own options set")
+        for key in self.provider_options:
+            if key in _REFUSED:
+                raise ConfigError(f"provider_options.{key}: not allowed: {_REFUSED[key]}")
         for path in _secret_like(self.provider_options):
             raise ConfigError(f"provider_options.{path}: looks like a secret, which would be written to the run's "
                               f"manifest; give it as provider_secret_env: {{{path.split('.')[0]}: NAME_OF_ENV_VARIABLE}}")

@@ -8,7 +8,9 @@ three layers (per call, the pack's lists, the pack's texts), so a text may use t
 the principles or the labels. The file (source with the comment marker, original comment,
 candidates `prime + prediction` sorted by generator name) comes last, so the calls of one
 (strategy, prompt language, reference mode) share everything before it. A clustered call
-(hierarchical, combined) shows only its cluster's codes.
+(hierarchical, combined) shows only its cluster's codes, with their parents: a parent's criteria
+(LG-GR's and SE-CS's exclusions, MS-RE's inclusion) apply to its children, so a cluster call
+without them would judge by less than the study's criteria.
 """
 from __future__ import annotations
 
@@ -20,7 +22,7 @@ from engine.judge.promptpack import CLUSTERED, REFERENCE_MODES, STRATEGIES, Prom
 from engine.judge.schema import codes_for, output_schema
 from engine.judge.templates import LAYOUTS, render
 from engine.records import LABELS
-from engine.taxonomy import CLUSTERS, CODES, GROUPS
+from engine.taxonomy import CLUSTERS, CODES, GROUPS, ancestors
 
 
 @dataclass(frozen=True)
@@ -58,8 +60,16 @@ def masked_source(item: JudgeItem, placeholder: str) -> str:
 
 
 def _shown_codes(cluster: str | None) -> list[str]:
-    """The codes a call's taxonomy shows: every code and parent, or one cluster's codes."""
-    return list(CLUSTERS[cluster]) if cluster is not None else list(CODES)
+    """The codes a call's taxonomy shows, in table order: every code and parent, or one cluster's
+    codes with all their parents (whose criteria apply to them)."""
+    if cluster is None:
+        return list(CODES)
+    shown = {a for code in CLUSTERS[cluster] for a in ancestors(code)}
+    return [code for code in CODES if code in shown]
+
+
+def _dump(pack: PromptPack, value: Any, indent: int | None = 2) -> str:
+    return json.dumps(value, ensure_ascii=pack.json_ascii, indent=indent)
 
 
 def _taxonomy_entries(pack: PromptPack, cluster: str | None) -> list[tuple[str, list[str]]]:
@@ -73,14 +83,18 @@ def _taxonomy_entries(pack: PromptPack, cluster: str | None) -> list[tuple[str, 
     return out
 
 
-def taxonomy_json(pack: PromptPack, cluster: str | None, indent: int | None = 2) -> str:
+def taxonomy_value(pack: PromptPack, cluster: str | None) -> dict[str, Any]:
     keys = pack.data["taxonomy_keys"]
     value: dict[str, Any] = {}
     for group, codes in _taxonomy_entries(pack, cluster):
         value[group] = [{keys["id"]: code, keys["name"]: pack.codes[code].name, keys["definition"]: pack.codes[code].definition,
                          keys["include"]: pack.codes[code].include, keys["exclude"]: pack.codes[code].exclude}
                         for code in codes]
-    return json.dumps(value, ensure_ascii=False, indent=indent)
+    return value
+
+
+def taxonomy_json(pack: PromptPack, cluster: str | None, indent: int | None = 2) -> str:
+    return _dump(pack, taxonomy_value(pack, cluster), indent)
 
 
 def taxonomy_lines(pack: PromptPack, cluster: str | None) -> str:
@@ -100,7 +114,7 @@ def taxonomy_lines(pack: PromptPack, cluster: str | None) -> str:
 def taxonomy_rubric(pack: PromptPack, cluster: str | None) -> str:
     """The codes as a rubric: per named group, each code with when to mark it PRESENT or ABSENT."""
     words = pack.data["rubric_labels"]
-    parts = [f"# {words['title']}"]
+    parts = [f"# {words['title']}", words["instruction"]]
     for group, codes in _taxonomy_entries(pack, cluster):
         if group:
             parts.append(f"## {group}")
@@ -121,6 +135,23 @@ def _candidates(pack: PromptPack, item: JudgeItem) -> list[dict[str, str]]:
     return [{keys["model_name"]: c.generator, keys["comment"]: c.comment} for c in sorted(item.candidates, key=lambda c: c.generator)]
 
 
+def _predictions(item: JudgeItem) -> dict[str, str]:
+    """The study's `model_predictions`: model name -> predicted comment, sorted by model name."""
+    return {c.generator: c.comment for c in sorted(item.candidates, key=lambda c: c.generator)}
+
+
+def _components(pack: PromptPack, item: JudgeItem, cluster: str | None, reference: str) -> dict[str, Any]:
+    """The study's JSON block after the separator: taxonomy, source with the marker, original comment,
+    model_predictions as a mapping."""
+    keys = pack.data["input_keys"]
+    value: dict[str, Any] = {keys["taxonomy"]: taxonomy_value(pack, cluster),
+                             keys["source"]: masked_source(item, pack.data["placeholder"])}
+    if reference == "with":
+        value[keys["original"]] = item.reference
+    value[keys["candidates"]] = _predictions(item)
+    return value
+
+
 def _input(pack: PromptPack, item: JudgeItem, reference: str) -> dict[str, Any]:
     keys = pack.data["input_keys"]
     value: dict[str, Any] = {keys["source"]: masked_source(item, pack.data["placeholder"])}
@@ -134,13 +165,18 @@ def slot_values(pack: PromptPack, item: JudgeItem, strategy: str, cluster: str |
                 reference: str = "with") -> dict[str, str]:
     """Every slot of one call (engine/judge/templates.py), filled layer by layer."""
     def dump(value: Any, indent: int | None = 2) -> str:
-        return json.dumps(value, ensure_ascii=False, indent=indent)
+        return _dump(pack, value, indent)
 
     names = [c.generator for c in sorted(item.candidates, key=lambda c: c.generator)]
     values = {
         "language": pack.language, **pack.label_values(), "placeholder": pack.data["placeholder"],
         "separator": pack.data["separator"], "source": masked_source(item, pack.data["placeholder"]),
         "original_comment": item.reference if reference == "with" else "",
+        "source_json": dump(masked_source(item, pack.data["placeholder"])),
+        "original_comment_json": dump(item.reference if reference == "with" else ""),
+        "model_predictions_json": dump(_predictions(item)), "model_predictions_json_compact": dump(_predictions(item), None),
+        "components_json": dump(_components(pack, item, cluster, reference)),
+        "components_json_compact": dump(_components(pack, item, cluster, reference), None),
         "candidates_json": dump(_candidates(pack, item)), "candidates_json_compact": dump(_candidates(pack, item), None),
         "input_json": dump(_input(pack, item, reference)), "input_json_compact": dump(_input(pack, item, reference), None),
         "taxonomy_json": taxonomy_json(pack, cluster), "taxonomy_json_compact": taxonomy_json(pack, cluster, None),

@@ -44,10 +44,10 @@ PROMPTS_DIR = Path(__file__).resolve().parent / "prompts"
 # Output fields, by their internal name (what the parser maps translated keys back to).
 FIELDS = ("evaluations", "model_name", "errors", "explanation", "reasoning", "overall_quality",
           "code", "confidence", "justification")
-INPUT_KEYS = ("source", "original", "candidates", "model_name", "comment")
+INPUT_KEYS = ("source", "original", "candidates", "model_name", "comment", "taxonomy")
 TAXONOMY_KEYS = ("id", "name", "definition", "include", "exclude")
 MARKS = ("present", "absent")
-RUBRIC_LABELS = ("title", "definition", "present", "absent")
+RUBRIC_LABELS = ("title", "instruction", "definition", "present", "absent")
 # Top-level keys whose texts are rendered with slots; every other text is used verbatim. The parts
 # of the list slots (principles, cot_steps, labels) are rendered before those slots exist, so
 # they may use the call slots only; the texts may also use the list slots.
@@ -55,7 +55,9 @@ LIST_PARTS = ("principles", "labels_heading", "rubric", "rubric_without", "cot_s
 RENDERED = (*LIST_PARTS, "system", "assignment", "assignment_without", "output", "cluster_assignment")
 # Texts that may be empty: E and M sit in the study's group without a name.
 MAY_BE_EMPTY = ("groups.",)
-OPTIONAL = ("taxonomy", "templates", "field_variants")
+# `json_ascii`: true writes every JSON slot with non-ASCII characters as \u escapes
+# (json.dumps ensure_ascii), as a study that wrote its JSON so would have sent it.
+OPTIONAL = ("taxonomy", "templates", "field_variants", "json_ascii")
 
 
 @dataclass(frozen=True)
@@ -85,6 +87,10 @@ class PromptPack:
     def text(self, *path: str, values: Mapping[str, str] | None = None) -> str:
         """A text of the pack with its slots filled from `values` (default: the labels only)."""
         return self.raw(*path).format_map(dict(values) if values is not None else self.label_values())
+
+    @property
+    def json_ascii(self) -> bool:
+        return bool(self.data.get("json_ascii", False))
 
     def templates(self, strategy: str) -> tuple[tuple[str, str], ...] | None:
         """The pack's own (role, template) messages for `strategy`, or None (the shipped layout)."""
@@ -145,7 +151,7 @@ def _check_reference_content(data: dict[str, Any], problems: list[str]) -> None:
 
 
 def _check_templates(templates: Any, problems: list[str]) -> None:
-    from engine.judge.templates import LAYOUTS
+    from engine.judge.templates import CANDIDATE_SLOTS, LAYOUTS, slot_names
 
     if not isinstance(templates, dict):
         problems.append(f"templates: must map strategies ({list(LAYOUTS)}) to lists of messages {{role, content}}")
@@ -168,6 +174,12 @@ def _check_templates(templates: Any, problems: list[str]) -> None:
                 problems.append(f"{where}[{i}].content: must be a string (use a YAML block scalar |- for long texts)")
             else:
                 problems += slot_problems(message["content"], TEMPLATE_SLOTS, f"{where}[{i}].content")
+        # a prompt without the predictions would be judged on nothing (the answers still parse)
+        used = {name for m in messages if isinstance(m, dict) and isinstance(m.get("content"), str)
+                for name in slot_names(m["content"])}
+        if not used & set(CANDIDATE_SLOTS):
+            problems.append(f"{where}: no message shows the predictions; use one of the slots "
+                            + ", ".join("{" + s + "}" for s in CANDIDATE_SLOTS))
 
 
 def _check_distinct(data: dict[str, Any], problems: list[str]) -> None:
@@ -210,6 +222,8 @@ def check_pack(language: str, data: Any, reference: dict[str, Any] | None, where
     _check_distinct({**data, **optional}, problems)
     if "templates" in optional:
         _check_templates(optional["templates"], problems)
+    if "json_ascii" in optional and not isinstance(optional["json_ascii"], bool):
+        problems.append(f"json_ascii: must be true or false (got {optional['json_ascii']!r})")
     codes: dict[str, CodeText] = {}
     if "taxonomy" in optional:
         try:
@@ -217,9 +231,12 @@ def check_pack(language: str, data: Any, reference: dict[str, Any] | None, where
         except ConfigError as exc:
             problems.append(str(exc))
     if problems:
+        # the closing advice only where a key is missing or extra; slot and criteria problems carry their own fix
+        keys_wrong = any(p.endswith((": missing", ": not a key of the reference pack")) for p in problems)
         raise ConfigError(
-            f"judge prompt pack {language!r} ({where}) is invalid: " + "; ".join(problems)
-            + ". Fix the file so it defines every key of the shipped English pack (engine/judge/prompts/en.yaml)."
+            f"judge prompt pack {language!r} ({where}) is invalid: " + "; ".join(problems).rstrip(".")
+            + (". Fix the file so it defines every key of the shipped English pack (engine/judge/prompts/en.yaml)."
+               if keys_wrong else ".")
         )
     return codes
 

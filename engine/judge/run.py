@@ -112,15 +112,18 @@ def _answers(backend: ChatBackend, requests: Sequence[ChatRequest], name: str) -
 def judge_table(table: pa.Table, params: JudgeParams, task: str, backend: ChatBackend,
                 prompt_root: str | Path | None = None) -> pa.Table:
     """The judgment rows of one part's sample rows. `prompt_root`: the run directory, where the
-    rendered prompt of every call is stored (engine/judge/prompt_store.py) before it is sent."""
+    rendered prompt of every call is stored (engine/judge/prompt_store.py) once its answer is in."""
     from engine.judge.prompt_store import prompt_id, store_prompt
 
     planned = plan(table, params)
     requests = requests_of(planned, params)
-    ids = {r.request_id: store_prompt(prompt_root, r.messages) if prompt_root is not None else prompt_id(r.messages)
-           for r in requests}
     logger.info("judge %s: %d files, %d calls", params.judge_name, len({p.item.file_id for p in planned}), len(requests))
     answers = _answers(backend, requests, params.judge_name)
+    # Stored once the answers are in, so a part that fails while calling leaves no prompt files
+    # that no row links; one that fails after this (before its commit) may leave some, which are
+    # harmless: a file is named by its content's hash and a retry writes the same one.
+    ids = {r.request_id: store_prompt(prompt_root, r.messages) if prompt_root is not None else prompt_id(r.messages)
+           for r in requests}
     structured = set(params.structured_strategies())
     rows = []
     for entry in planned:

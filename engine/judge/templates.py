@@ -7,7 +7,9 @@ written from a given prompt renders exactly that prompt.
 
 Slots come in three layers, each rendered from the ones before it:
 - per call (BASE_SLOTS): the file's parts (the source with the comment marker, the original
-  comment, the candidates and all of them as one JSON object), the taxonomy (as JSON grouped
+  comment, raw and as JSON string literals; the candidates as a list or as the study's mapping
+  model name -> comment; all of them as one JSON object, with or without the taxonomy, so a
+  template can write the study's JSON block either way), the taxonomy (as JSON grouped
   by the study's named groups, as lines, as a PRESENT/ABSENT rubric; a cluster call gets only
   its cluster's codes), the output schema, the labels, the cluster;
 - the pack's lists (LIST_SLOTS): the principles, the chain-of-thought steps, the label definitions;
@@ -31,12 +33,23 @@ BASE_SLOTS: dict[str, str] = {
     "separator": "the pack's separator line between the instructions and the file's JSON",
     "source": "the whole source file with the comment replaced by the marker",
     "original_comment": "the original comment (empty when the prompt is reference-free)",
+    "source_json": "the source with the marker as a JSON string literal, quotes included (escaped: safe inside a JSON "
+                   "template)",
+    "original_comment_json": "the original comment as a JSON string literal, quotes included (\"\" when "
+                             "reference-free)",
     "candidates_json": "the candidates as a JSON list of {model name key: generator, comment key: prime + prediction}, "
                        "sorted by generator name, indented by 2",
     "candidates_json_compact": "the same list on one line",
     "input_json": "one JSON object: {source key: source, original key: original comment, candidates key: candidates} "
                   "(no original without the reference), indented by 2",
     "input_json_compact": "the same object on one line",
+    "model_predictions_json": "the candidates as a JSON object {generator: prime + prediction}, sorted by generator "
+                              "name, indented by 2",
+    "model_predictions_json_compact": "the same object on one line",
+    "components_json": "the study's components object: {taxonomy key: the call's taxonomy (as taxonomy_json), source "
+                       "key: source, original key: original comment, candidates key: {generator: prime + "
+                       "prediction}} (no original without the reference), indented by 2",
+    "components_json_compact": "the same object on one line",
     "taxonomy_json": "the call's codes as JSON: {group name: [{id, name, definition, include, exclude}]} with the "
                      "pack's `taxonomy_keys`, indented by 2",
     "taxonomy_json_compact": "the same on one line",
@@ -61,6 +74,10 @@ BLOCK_SLOTS: dict[str, str] = {
     "output_reasoning": "the pack's `output.reasoning`",
     "cluster_assignment": "the pack's `cluster_assignment`",
 }
+# The slots that show the predictions: a message template must use one of them.
+CANDIDATE_SLOTS = ("candidates_json", "candidates_json_compact", "input_json", "input_json_compact",
+                   "model_predictions_json", "model_predictions_json_compact", "components_json",
+                   "components_json_compact")
 TEXT_SLOTS = (*BASE_SLOTS, *LIST_SLOTS)  # what a pack text may use
 TEMPLATE_SLOTS = (*BASE_SLOTS, *LIST_SLOTS, *BLOCK_SLOTS)  # what a message template may use
 
@@ -100,6 +117,14 @@ def slot_problems(text: str, allowed: Iterable[str], where: str) -> list[str]:
         elif spec or conversion:
             problems.append(f"{where}: {{{name}}} takes no format spec or conversion; write the slot name alone")
     return problems
+
+
+def slot_names(text: str) -> set[str]:
+    """The slot names `text` uses (none when its braces are unbalanced)."""
+    try:
+        return {name for _literal, name, _spec, _conv in string.Formatter().parse(text) if name}
+    except ValueError:
+        return set()
 
 
 def render(text: str, values: Mapping[str, str]) -> str:
