@@ -5,11 +5,11 @@
 Each caching setting runs in its own worker process (vLLM holds one model per process) on
 the same judge calls (`standard` strategy, prompts in the files' languages, 3 candidates per
 file). Within a worker, structured and free batches alternate, each on files no other batch
-saw (so only the shared system prompt is reusable), after an untimed warm-up; the best of
+saw (so only the shared prompt prefix is reusable: the system message and the instructions before the file's JSON), after an untimed warm-up; the best of
 `--repeats` counts. Without --model a tiny random chat model
 is built (hidden 128, 2 layers; --hidden/--layers make it bigger), so on a CPU this measures
 engine overhead (grammar masking, scheduling) more than model compute; with a bigger model
-the prefill of the long shared system prompt, which prefix caching saves, starts to count. Prints prompts/s and output tokens/s per
+the prefill of the long shared prefix, which prefix caching saves, starts to count. Prints prompts/s and output tokens/s per
 setting and the ratios: caching on / off, structured / free.
 """
 from __future__ import annotations
@@ -56,7 +56,7 @@ def worker(args: argparse.Namespace) -> None:
     backend = VllmChatBackend(model=args.model, tokenizer=args.model, dtype="float32", seed=42, max_model_len=8192,
                               enforce_eager=True, gpu_memory_utilization=0.2, enable_prefix_caching=args.caching == "on")
     result = {"load_s": time.perf_counter() - start}
-    # Warm-up (not timed): grammar compilation, cache allocation, and the shared system prompts
+    # Warm-up (not timed): grammar compilation, cache allocation, and the shared prompt prefixes
     # of every language, which a long judge run has cached after its first calls.
     backend.chat(_requests(len(PROMPT_LANGUAGES), 8, True, "warm", first=10_000))
     # Every batch judges files no other batch saw, so only the shared prefix can be reused;

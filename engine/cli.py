@@ -1,4 +1,4 @@
-"""Command line: `babelscore run | validate | config | demo | bench | convert | report | make-tiny-models`."""
+"""Command line: `babelscore run | validate | config | demo | bench | convert | report | make-tiny-models | judge render`."""
 from __future__ import annotations
 
 import argparse
@@ -6,6 +6,7 @@ import logging
 import shlex
 import sys
 from pathlib import Path
+from typing import Any
 
 from engine.errors import (
     BabelscoreError,
@@ -324,6 +325,42 @@ def cmd_make_tiny_models(args: argparse.Namespace) -> int:
     return 0
 
 
+# ----- `babelscore judge render` (the judge's own commands; kept apart from the others) -----------
+def cmd_judge(args: argparse.Namespace) -> int:
+    """Print (or write) the exact messages of each judge call of a config, as a JSON list."""
+    import json
+
+    from engine.config import load_config
+    from engine.judge.render import render_calls
+
+    config = load_config(args.config, check=False)  # no model is loaded or checked: nothing is sent
+    records = list(render_calls(config, args.sample, args.strategy, args.language, args.judge))
+    text = json.dumps(records, ensure_ascii=False, indent=1) + "\n"
+    if args.out:
+        Path(args.out).write_text(text, encoding="utf-8")
+        print(f"wrote {len(records)} call(s) to {args.out}")
+    else:
+        sys.stdout.write(text)
+    return EXIT_OK
+
+
+def _add_judge_commands(sub: Any) -> None:
+    judge = sub.add_parser("judge", help="judge tools: render (the exact prompts of each call, without a model)")
+    judge_sub = judge.add_subparsers(dest="judge_command", required=True)
+    render = judge_sub.add_parser(
+        "render", help="print the exact messages each judge call of a config would send",
+        description="Plans the judge calls of one file of the config's input as a run would and prints each call's "
+                    "messages as JSON ({judge, request_id, id, messages}); `id` is the name under which a run stores "
+                    "the same prompt in RUN/judge_prompts/<id>.json. No model is loaded.")
+    render.add_argument("config", help="YAML run config with a judge stage")
+    render.add_argument("--sample", default=None, help="a sample_id of the input: its file is rendered (default: the first file)")
+    render.add_argument("--strategy", default=None, help="only this strategy (one the judge runs)")
+    render.add_argument("--language", default=None, help="only this prompt language (en, nl, zh, el, pl)")
+    render.add_argument("--judge", default=None, help="only the judge of this name (default: every judge)")
+    render.add_argument("--out", default=None, help="write the JSON to this file instead of stdout")
+    render.set_defaults(func=cmd_judge)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="babelscore", description=__doc__, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -411,6 +448,7 @@ def build_parser() -> argparse.ArgumentParser:
     tiny = sub.add_parser("make-tiny-models", help="build the tiny random models the demo uses")
     tiny.add_argument("dir")
     tiny.set_defaults(func=cmd_make_tiny_models)
+    _add_judge_commands(sub)
     return parser
 
 

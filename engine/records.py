@@ -219,7 +219,7 @@ JUDGMENT_SCHEMA = pa.schema(
         pa.field("language", pa.string(), nullable=False),
         pa.field("judge", pa.string(), nullable=False),
         pa.field("task", pa.string(), nullable=False),  # the judge entry's identity
-        pa.field("strategy", pa.string(), nullable=False),  # standard | cot | rubric | hierarchical
+        pa.field("strategy", pa.string(), nullable=False),  # standard | cot | rubric | hierarchical | combined
         pa.field("prompt_language", pa.string(), nullable=False),
         pa.field("reference", pa.string(), nullable=False),  # with | without: the original comment in the prompt
         pa.field("structured", pa.bool_(), nullable=False),
@@ -236,7 +236,9 @@ JUDGMENT_SCHEMA = pa.schema(
         pa.field("prompt_tokens", pa.int64(), nullable=False),
         pa.field("completion_tokens", pa.int64(), nullable=False),
         pa.field("latency_s", pa.float64(), nullable=False),
-        pa.field("raw_response", pa.string()),  # hierarchical: JSON object cluster -> answer
+        pa.field("raw_response", pa.string()),  # hierarchical, combined: JSON object cluster -> answer
+        # ids of the call(s)' rendered prompts in RUN/judge_prompts/<id>.json (engine/judge/prompt_store.py)
+        pa.field("prompt_ids", pa.list_(pa.string()), nullable=False),
         pa.field("error", pa.string()),  # the backend's error message(s), if any
     ]
 )

@@ -8,7 +8,11 @@ language, commented-out code) and M (miscellaneous).
 
 Every code and parent also has, in each of the five prompt languages, a name, a definition,
 when to assign it (include) and when not (exclude): engine/resources/taxonomy_<lang>.yaml,
-read with `criteria(language)`. The judge prompts show these texts.
+read with `criteria(language)`. The judge prompts show these texts. The shipped texts carry
+exactly the criteria the study gives: a definition only for MS-ME1, an exclusion only for
+LG-GR, LG-IS, MS-ME1, SE-MD, SE-CS and LG-WL1; a criterion the study does not give is an
+empty string. The study also files the codes under named groups (`GROUPS`: Model-specific,
+Repetition, Memorization, ...), which its judge prompts show the taxonomy by.
 """
 from __future__ import annotations
 
@@ -75,6 +79,26 @@ CLUSTERS: dict[str, tuple[str, ...]] = {
     "semantic_code": ("SE-CS1", "SE-CS2"),
     "model_behavior": ("MS-IG", "MS-CC", "MS-ME1", "MS-ME2", "MS-ME3", "MS-ET", "MS-LT", "MS-RE1", "MS-RE2"),
     "syntax_format": ("ST-IF1", "ST-IF2"),
+    "meta": ("E", "M"),
+}
+
+
+# The study's named groups of codes, as its judge prompts list the taxonomy (group key -> codes,
+# in the study's order: Model-specific ... Syntax, Incorrect comment format, and last E and M, in
+# a group without a name, so M's "none of the categories above" follows every category; the group
+# names are translated in each prompt pack's `groups:`).
+GROUPS: dict[str, tuple[str, ...]] = {
+    "model_specific": ("MS", "MS-IG", "MS-CC", "MS-ME", "MS-ET", "MS-LT", "MS-RE"),
+    "repetition": ("MS-RE1", "MS-RE2"),
+    "memorization": ("MS-ME1", "MS-ME2", "MS-ME3"),
+    "linguistic": ("LG", "LG-GR", "LG-IS", "LG-WL"),
+    "grammar": ("LG-GR1", "LG-GR2", "LG-GR3", "LG-GR4", "LG-GR5", "LG-GR6"),
+    "wrong_language": ("LG-WL1", "LG-WL2"),
+    "semantic": ("SE", "SE-MD", "SE-TS", "SE-HA", "SE-CS"),
+    "hallucination": ("SE-HA1", "SE-HA2", "SE-HA3"),
+    "code_snippet": ("SE-CS1", "SE-CS2"),
+    "syntax": ("ST", "ST-IF"),
+    "comment_format": ("ST-IF1", "ST-IF2"),
     "meta": ("E", "M"),
 }
 
@@ -149,6 +173,7 @@ def check_criteria(data: object, where: str) -> dict[str, CodeText]:
         raise ConfigError(f"{where}: must be a mapping code -> {{{', '.join(TEXT_FIELDS)}}}")
     problems = [f"{code}: missing" for code in CODES if code not in data]
     problems += [f"{code}: not a taxonomy code" for code in data if code not in CODES]
+    criteria_keys = TEXT_FIELDS[1:]  # definition, include, exclude: "" where a code has none
     out = {}
     for code in CODES:
         entry = data.get(code)
@@ -159,13 +184,21 @@ def check_criteria(data: object, where: str) -> dict[str, CodeText]:
             continue
         problems += [f"{code}.{key}: missing" for key in TEXT_FIELDS if key not in entry]
         problems += [f"{code}.{key}: not a key of a code's text" for key in entry if key not in TEXT_FIELDS]
-        problems += [f"{code}.{key}: must be a non-empty string" for key in TEXT_FIELDS
-                     if key in entry and (not isinstance(entry[key], str) or not entry[key].strip())]
+        problems += [f"{code}.{key}: must be a string (\"\" when the code has no such criterion)"
+                     for key in criteria_keys if key in entry and not isinstance(entry[key], str)]
+        if "name" in entry and (not isinstance(entry["name"], str) or not entry["name"].strip()):
+            problems.append(f"{code}.name: must be a non-empty string")
+        # the study gives every code an inclusion: a code without one would be assigned on its name alone
+        if isinstance(entry.get("include"), str) and not entry["include"].strip():
+            problems.append(f"{code}.include: must say when the code applies (every code of the study has an "
+                            f"inclusion; copy the shipped text from engine/resources/taxonomy_en.yaml if unsure)")
         if all(isinstance(entry.get(k), str) for k in TEXT_FIELDS):
             out[code] = CodeText(*(entry[k].strip() for k in TEXT_FIELDS))
     if problems:
         raise ConfigError(f"{where} is invalid: " + "; ".join(problems)
-                          + f". Every taxonomy code and parent needs {', '.join(TEXT_FIELDS)}.")
+                          + ". Every taxonomy code and parent needs the four keys " + ", ".join(TEXT_FIELDS)
+                          + " (a name, a non-empty inclusion, and a string for definition and exclusion: write \"\" for a "
+                          "criterion the code does not have).")
     return out
 
 

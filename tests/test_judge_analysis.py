@@ -65,8 +65,11 @@ def test_kappa_and_confusion_equal_scikit_learn() -> None:
                                                       labels=list(LABELS), weights="quadratic")
 
 
-def test_pooled_confusion_leaves_hierarchical_out() -> None:
-    rows = {r["judge"]: r for r in pooled_confusion(_judgments(), _samples()).to_pylist()}
+def test_pooled_confusion_leaves_the_clustered_strategies_out() -> None:
+    judgments = _judgments()
+    combined = [dict(r, strategy="combined") for r in judgments.to_pylist() if r["strategy"] == "hierarchical"]
+    judgments = pa.concat_tables([judgments, pa.Table.from_pylist(combined, schema=JUDGMENT_SCHEMA)])
+    rows = {r["judge"]: r for r in pooled_confusion(judgments, _samples()).to_pylist()}
     assert set(rows) == {"J", "*"}
     assert rows["*"]["confusion"] == [[0, 1, 0], [1, 1, 0], [0, 0, 1]] and rows["*"]["n"] == 4
 

@@ -38,6 +38,9 @@ def test_the_corpus_covers_every_shape_and_several_languages() -> None:
         assert shape in names, shape
     assert {c["name"].rsplit("(", 1)[1].rstrip(")") for c in CORPUS} >= {"en", "nl", "zh", "el", "pl"}
     assert {c["route"] for c in CORPUS} >= {"whole", "fenced", "balanced", "tolerant", ""}
+    # the study's key and label names, which the shipped packs ask for, in every language
+    assert {c["name"].rsplit("(", 1)[1].rstrip(")") for c in CORPUS if c["name"].startswith("study keys")} == \
+        {"en", "nl", "zh", "el", "pl"}
 
 
 def test_a_failed_call_counts_as_none_parsed_and_a_hierarchical_file_sums_its_calls() -> None:

@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 
 from engine.errors import ConfigError
-from engine.judge.messages import Candidate, JudgeItem, build_calls, shared_prefix
-from engine.judge.promptpack import PROMPT_LANGUAGES, REFERENCE_MODES, STRATEGIES, _read, check_pack, load_pack, resolve_prompt_language
-from engine.judge.schema import example_output, output_schema
+from engine.judge.messages import Candidate, JudgeItem, build_calls, taxonomy_json
+from engine.judge.promptpack import CLUSTERED, PROMPT_LANGUAGES, REFERENCE_MODES, STRATEGIES, _read, check_pack, load_pack, resolve_prompt_language
+from engine.judge.schema import REASONING, output_schema
 from engine.records import LABELS
-from engine.taxonomy import CLUSTERS, CODES, TEXT_FIELDS, criteria
+from engine.taxonomy import CLUSTERS, CODES, criteria
 
 GOLDEN = Path(__file__).parent / "golden" / "judge"
 SOURCE = "public class Stack {\n    // Returns the top element without removing it.\n    public int peek() { return items[size - 1]; }\n}\n"
@@ -35,36 +35,46 @@ ITEM = JudgeItem(
 def test_every_pack_defines_every_key_of_the_reference(language: str) -> None:
     pack = load_pack(language)
     assert set(pack.data["clusters"]) == set(CLUSTERS)
-    # Every code and parent (40 ids) has its four texts, in this language (not English copied over).
+    # Every code and parent (40 ids) has its texts, in this language (not English copied over).
     assert list(pack.codes) == list(CODES) and len(CODES) == 40
     for code, entry in pack.codes.items():
-        assert all(getattr(entry, f).strip() for f in TEXT_FIELDS), code
+        assert entry.name.strip() and entry.include.strip(), code
         if language != "en":
-            assert entry.definition != criteria("en")[code].definition, code
+            assert entry.include != criteria("en")[code].include, code
+    # the answer example of the pack uses the pack's own answer keys and label values
+    for key, names in (("basic", ("evaluations", "model_name", "errors", "explanation", "overall_quality")),
+                       ("reasoning", ("evaluations", "model_name", "reasoning", "errors", "code", "confidence",
+                                      "justification", "overall_quality"))):
+        example = pack.text("output", key)
+        assert all(f'"{pack.field(name)}"' in example for name in names), (key, names)
+        assert all(pack.label(label) in example for label in LABELS)
 
 
 def test_a_missing_or_extra_key_is_named() -> None:
     reference = _read("en")
     broken = copy.deepcopy(_read("nl"))
     del broken["principles"]
-    broken["headings"]["surprise"] = "x"
+    broken["groups"]["surprise"] = "x"
     broken["taxonomy"] = {code: dict(vars(text)) for code, text in criteria("nl").items()}
     del broken["taxonomy"]["SE-HA3"]["exclude"]
     with pytest.raises(ConfigError) as info:
         check_pack("nl", broken, reference)
     assert "principles: missing" in str(info.value)
-    assert "SE-HA3.exclude: missing" in str(info.value)
-    assert "headings.surprise" in str(info.value)
+    assert "SE-HA3.exclude: missing" in str(info.value) and 'write "" for a criterion' in str(info.value)
+    assert "groups.surprise" in str(info.value)
 
 
-def test_unknown_placeholder_and_duplicate_labels_are_refused() -> None:
+def test_unknown_placeholder_and_duplicate_labels_are_refused_with_the_fix() -> None:
     reference = _read("en")
     broken = copy.deepcopy(_read("pl"))
     broken["rubric"]["correct"] = "{label_corect}: typo"
+    broken["output"]["basic"] = 'Return {"ewaluacje": []}'  # literal braces not doubled
     broken["labels"]["partial"] = broken["labels"]["correct"]
     with pytest.raises(ConfigError) as info:
         check_pack("pl", broken, reference)
-    assert "unknown placeholder {label_corect}" in str(info.value) and "label values must differ" in str(info.value)
+    message = str(info.value)
+    assert "unknown placeholder {label_corect}" in message and "label values must differ" in message
+    assert "output.basic: unknown placeholder" in message and "write them twice: {{ and }}" in message
 
 
 def test_prompt_language_defaults_to_the_sample_language() -> None:
@@ -92,64 +102,74 @@ def test_assembled_messages_equal_the_golden_file(language: str, strategy: str) 
         path.write_text(text, encoding="utf-8")
     assert path.is_file(), f"{path} is missing; run with BABELSCORE_REGEN_GOLDEN=1"
     assert json.loads(path.read_text(encoding="utf-8")) == rendered
-    assert all(len(calls) == (len(CLUSTERS) if strategy == "hierarchical" else 1) for calls in rendered.values())
+    assert all(len(calls) == (len(CLUSTERS) if strategy in CLUSTERED else 1) for calls in rendered.values())
 
 
 @pytest.mark.parametrize("strategy", STRATEGIES)
 @pytest.mark.parametrize("language", PROMPT_LANGUAGES)
-def test_golden_prompts_carry_the_label_definitions_and_the_code_definitions(language: str, strategy: str) -> None:
+def test_golden_prompts_follow_the_study_layout(language: str, strategy: str) -> None:
+    """A short system message; the task with the taxonomy as JSON, the label definitions and the
+    principles in the user message, then the separator and the file's JSON last."""
     golden = json.loads((GOLDEN / f"{strategy}-{language}.json").read_text(encoding="utf-8"))
-    pack, texts = load_pack(language), criteria(language)
+    pack = load_pack(language)
+    basic = strategy in ("standard", "hierarchical")
     for reference, calls in golden.items():
         labels_key = "rubric" if reference == "with" else "rubric_without"
         for call in calls:
-            system = call["messages"][0]["content"]
+            system, user = (m["content"] for m in call["messages"])
+            assert [m["role"] for m in call["messages"]] == ["system", "user"]
+            assert system.startswith(pack.raw("system", "basic" if basic else "enhanced").split("\n")[0])
+            assert len(system) < len(user) / 2 and pack.data["separator"] not in system
             for label in LABELS:
-                assert pack.text(labels_key, label) in system, (reference, label)
-            for principle in pack.data["principles"]:
-                assert principle in system
-            shown = list(CLUSTERS[call["cluster"]]) if call["cluster"] else list(CODES)
-            # every code the call may use appears with its definition, inclusion and exclusion;
-            # a hierarchical call shows only its cluster's codes
-            for code in CODES:
-                assert (pack.code_line(code) in system) == (code in shown), (call["cluster"], code)
-            for code in shown:
-                assert all(part in system for part in (texts[code].definition, texts[code].include, texts[code].exclude))
+                assert pack.text(labels_key, label) in user, (reference, label)
+            if call["cluster"] is None:  # the cluster task has no principles, as the study's
+                assert all(principle in user for principle in pack.data["principles"])
+            head, file_json = user.rsplit("\n" + pack.data["separator"] + "\n", 1)
+            shown = json.loads(file_json)
+            keys = pack.data["input_keys"]
+            assert list(shown) == ([keys["source"], keys["original"], keys["candidates"]] if reference == "with"
+                                   else [keys["source"], keys["candidates"]])
+            assert [c[keys["model_name"]] for c in shown[keys["candidates"]]] == ["codegemma-7b", "starcoder2-7b"]
+            assert pack.data["placeholder"] in shown[keys["source"]] and COMMENT not in shown[keys["source"]]
+            # the taxonomy as JSON: every code (or the cluster's codes) with exactly its criteria
+            assert taxonomy_json(load_pack(language), call["cluster"]) in head
+            assert ("```" not in user) and ("##" not in head or strategy in ("rubric", "combined"))
+            assert (pack.raw("cot_steps_intro") in head) == (strategy in REASONING)
+            assert (pack.raw("rubric_labels", "title") in head) == (strategy in ("rubric", "combined"))
 
 
 @pytest.mark.parametrize("strategy", STRATEGIES)
 @pytest.mark.parametrize("language", PROMPT_LANGUAGES)
 def test_a_reference_free_prompt_holds_no_text_of_the_original_comment(language: str, strategy: str) -> None:
     golden = json.loads((GOLDEN / f"{strategy}-{language}.json").read_text(encoding="utf-8"))
-    pack = load_pack(language)
     for call in golden["without"]:
         text = "\n".join(m["content"] for m in call["messages"])
         assert COMMENT not in text and "without removing it" not in text
-        assert pack.text("headings", "original") not in text
+        assert "original_comment\"" not in text  # no such key in the file's JSON
         assert "peek()" in text  # the code context stays
     for call in golden["with"]:
-        assert COMMENT in call["messages"][1]["content"]
+        assert json.dumps(COMMENT) in call["messages"][1]["content"]
 
 
 @pytest.mark.parametrize("language", PROMPT_LANGUAGES)
-def test_cot_schema_and_example_put_reasoning_before_errors_before_the_label(language: str) -> None:
+def test_reasoning_schema_and_example_put_reasoning_before_errors_before_the_label(language: str) -> None:
     pack = load_pack(language)
     f = pack.field
     order = [f("model_name"), f("reasoning"), f("errors"), f("overall_quality")]
-    for names in (None, ["codegemma-7b", "starcoder2-7b"]):
-        schema = output_schema(pack, "cot", None, names)
-        evaluations = schema["properties"][f("evaluations")]
-        items = evaluations["prefixItems"] if names else [evaluations["items"]]
-        for item in items:
-            assert list(item["properties"]) == order and item["required"] == order
-            error = item["properties"][f("errors")]["items"]
-            assert list(error["properties"]) == [f("code"), f("confidence"), f("justification")]
-    example = example_output(pack, "cot")[f("evaluations")][0]
-    assert list(example) == order
-    # and the prompt shows that example verbatim
-    system = build_calls(pack, ITEM, "cot")[0].messages[0]["content"]
-    assert json.dumps(example_output(pack, "cot"), ensure_ascii=False) in system
-    assert system.index(f'"{f("reasoning")}"') < system.index(f'"{f("errors")}"') < system.index(f'"{f("overall_quality")}"')
+    for strategy in REASONING:
+        for names in (None, ["codegemma-7b", "starcoder2-7b"]):
+            schema = output_schema(pack, strategy, None, names)
+            evaluations = schema["properties"][f("evaluations")]
+            items = evaluations["prefixItems"] if names else [evaluations["items"]]
+            for item in items:
+                assert list(item["properties"]) == order and item["required"] == order
+                error = item["properties"][f("errors")]["items"]
+                assert list(error["properties"]) == [f("code"), f("confidence"), f("justification")]
+    example = pack.text("output", "reasoning")
+    assert example.index(f'"{f("reasoning")}"') < example.index(f'"{f("errors")}"') < example.index(f'"{f("overall_quality")}"')
+    user = build_calls(pack, ITEM, "cot")[0].messages[1]["content"]
+    assert example in user and "FIM" in user  # the study's seven steps, the FIM one included
+    assert all(step.split("{")[0] in user for step in pack.data["cot_steps"])
 
 
 @pytest.mark.parametrize("strategy", STRATEGIES)
@@ -157,25 +177,21 @@ def test_cot_schema_and_example_put_reasoning_before_errors_before_the_label(lan
 def test_shared_part_is_an_identical_prefix_across_calls_and_files(language: str, strategy: str) -> None:
     pack = load_pack(language)
     other = JudgeItem("7_3", "nl", "x = 1  # zet x\n", 7, 14, "# zet x", (Candidate("a", "# b"),))
-    calls = build_calls(pack, ITEM, strategy) + build_calls(pack, other, strategy)
-    prefix = shared_prefix(pack, strategy)
-    assert not shared_prefix(pack, strategy, "without").startswith(prefix[:200])  # another system message
-    for call in calls:
-        assert call.messages[0]["content"].startswith(prefix)
-    # Every system message is the same for both files: the file only enters the user message.
-    n = len(calls) // 2
-    assert [c.messages[0] for c in calls[:n]] == [c.messages[0] for c in calls[n:]]
-    user = calls[0].messages[1]["content"]
-    assert pack.data["placeholder"] in user and COMMENT not in user.split("```")[1]
-    assert user.index("codegemma-7b") < user.index("starcoder2-7b")
+    calls, others = build_calls(pack, ITEM, strategy), build_calls(pack, other, strategy)
+    separator = "\n" + pack.data["separator"] + "\n"
+    for call, twin in zip(calls, others):
+        # only the file's JSON after the separator differs between two files
+        assert call.messages[0] == twin.messages[0]
+        assert call.messages[1]["content"].split(separator)[0] == twin.messages[1]["content"].split(separator)[0]
+        assert call.messages[1]["content"] != twin.messages[1]["content"]
 
 
 def _sample_output(language: str, strategy: str, label: str, cluster: str | None = None) -> dict:
     pack = load_pack(language)
     f = pack.field
     code = (CLUSTERS[cluster] if cluster else ("SE-HA3",))[0]
-    error = {f("code"): code, f("confidence"): 0.7, f("justification"): "x"} if strategy == "cot" else code
-    text = f("reasoning") if strategy == "cot" else f("explanation")
+    error = {f("code"): code, f("confidence"): 0.7, f("justification"): "x"} if strategy in REASONING else code
+    text = f("reasoning") if strategy in REASONING else f("explanation")
     return {f("evaluations"): [
         {f("model_name"): "codegemma-7b", f("errors"): [error], text: "...", f("overall_quality"): pack.label(label)},
         {f("model_name"): "starcoder2-7b", f("errors"): [], text: "", f("overall_quality"): pack.label("correct")},
@@ -188,7 +204,7 @@ def test_schema_accepts_sample_outputs_and_rejects_a_wrong_label(language: str, 
     jsonschema = pytest.importorskip("jsonschema")
     pack = load_pack(language)
     names = ["codegemma-7b", "starcoder2-7b"]
-    cluster = "semantic_accuracy" if strategy == "hierarchical" else None
+    cluster = "semantic_accuracy" if strategy in CLUSTERED else None
     schema = output_schema(pack, strategy, cluster, names)
     jsonschema.Draft202012Validator.check_schema(schema)
     validator = jsonschema.Draft202012Validator(schema)
@@ -205,10 +221,10 @@ def test_schema_accepts_sample_outputs_and_rejects_a_wrong_label(language: str, 
     bad_code = _sample_output(language, strategy, "partial", cluster)
     entry = next(iter(bad_code.values()))[0]
     errors_key = pack.field("errors")
-    entry[errors_key] = ["XX-9"] if strategy != "cot" else [dict(entry[errors_key][0], **{pack.field("code"): "XX-9"})]
+    entry[errors_key] = ["XX-9"] if strategy not in REASONING else [dict(entry[errors_key][0], **{pack.field("code"): "XX-9"})]
     assert list(validator.iter_errors(bad_code))
     too_long = _sample_output(language, strategy, "partial", cluster)
-    text_key = pack.field("reasoning") if strategy == "cot" else pack.field("explanation")
+    text_key = pack.field("reasoning") if strategy in REASONING else pack.field("explanation")
     next(iter(too_long.values()))[0][text_key] = "x" * 501
     assert list(validator.iter_errors(too_long))
     one = _sample_output(language, strategy, "partial", cluster)

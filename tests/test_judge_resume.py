@@ -30,7 +30,7 @@ class _Judge(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         user = body["messages"][-1]["content"]
-        candidates = json.loads(user[user.rindex("\n[") + 1:])
+        candidates = json.loads(user.rsplit("--- TEXT TO EVALUATE ---\n", 1)[1])["model_predictions"]
         evaluations = []
         for candidate in candidates:
             name, comment = list(candidate.values())

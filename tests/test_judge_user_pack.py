@@ -36,11 +36,11 @@ def _judge() -> dict:
 
 
 def test_a_missing_key_is_refused_at_config_check_naming_the_key_and_the_file(tmp_path) -> None:
-    folder = _pack(tmp_path / "packs", "en", lambda d: (d.pop("principles"), d["system"].pop("cot")))
+    folder = _pack(tmp_path / "packs", "en", lambda d: (d.pop("principles"), d["system"].pop("enhanced")))
     with pytest.raises(ConfigError) as info:
         config_from_mapping(_config(tmp_path, {"prompt_pack": "packs", "judges": [_judge()]}), tmp_path)
     message = str(info.value)
-    assert "principles: missing" in message and "system.cot: missing" in message
+    assert "principles: missing" in message and "system.enhanced: missing" in message
     assert str(folder / "en.yaml") in message and "judge.prompt_pack" in message
 
 
@@ -48,10 +48,12 @@ def test_a_bad_taxonomy_section_and_an_unknown_file_are_refused(tmp_path) -> Non
     def bad_taxonomy(data):
         data["taxonomy"] = {code: dict(vars(text)) for code, text in criteria("en").items()}
         del data["taxonomy"]["MS-RE"]
-        data["taxonomy"]["SE-MD"]["include"] = ""
+        data["taxonomy"]["SE-MD"]["definition"] = ""  # an empty criterion is allowed (the study has many)
+        data["taxonomy"]["SE-MD"]["exclude"] = None
     _pack(tmp_path / "a", "en", bad_taxonomy)
-    with pytest.raises(ConfigError, match=r"MS-RE: missing.*SE-MD.include: must be a non-empty string"):
+    with pytest.raises(ConfigError, match=r"MS-RE: missing.*SE-MD.exclude: must be a string \(\"\" when the code has no such criterion\)") as info:
         config_from_mapping(_config(tmp_path, {"judges": [dict(_judge(), prompt_pack=str(tmp_path / "a"))]}), tmp_path)
+    assert "SE-MD.include" not in str(info.value)
     (tmp_path / "b").mkdir()
     (tmp_path / "b" / "de.yaml").write_text("language: de\n")
     with pytest.raises(ConfigError, match=r"unknown: \['de.yaml'\]"):
@@ -64,7 +66,7 @@ def test_the_users_texts_are_the_prompt_and_their_wording_is_parsed(tmp_path) ->
     def edit(data):
         data["labels"]["correct"] = "CORRECT_STUDY"
         data["fields"]["evaluations"] = "model_predictions"
-        data["system"]["cot"] = "Reason first, as the study asked."
+        data["system"]["enhanced"] = "Reason first, as the study asked."
         data["taxonomy"] = {code: dict(vars(text), definition=f"study definition of {code}") for code, text in criteria("en").items()}
     folder = _pack(tmp_path / "packs", "en", edit)
     config = config_from_mapping(_config(tmp_path, {"prompt_pack": "packs", "judges": [_judge(), dict(_judge(), name="b")]}),
@@ -76,9 +78,9 @@ def test_the_users_texts_are_the_prompt_and_their_wording_is_parsed(tmp_path) ->
     pack = load_pack("en", str(folder))
     assert pack.source == str(folder / "en.yaml") and load_pack("nl", str(folder)).source == "shipped"
     item = JudgeItem("f", "en", "x = 1  # set x\n", 7, 14, "# set x", (Candidate("a", "# b"),))
-    system = build_calls(pack, item, "cot")[0].messages[0]["content"]
-    assert "Reason first, as the study asked." in system and "CORRECT_STUDY" in system
-    assert all(f"study definition of {code}" in system for code in CODES)
+    system, user = (m["content"] for m in build_calls(pack, item, "cot")[0].messages)
+    assert system == "Reason first, as the study asked." and "CORRECT_STUDY" in user
+    assert all(f"study definition of {code}" in user for code in CODES)
     answer = json.dumps({"model_predictions": [{"model_name": "a", "reasoning": "..", "errors": [], "overall_quality": "CORRECT_STUDY"}]})
     result = parse_response(answer, "stop", None, ["a"], pack)
     assert verdicts(result, ["a"])["a"].label == "correct" and result.status == "ok"

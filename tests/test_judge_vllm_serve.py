@@ -40,7 +40,7 @@ def served(tmp_path_factory):
     with open(log, "w") as handle:
         proc = subprocess.Popen(
             [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", model, "--served-model-name", "tiny-judge",
-             "--dtype", "float32", "--max-model-len", "4096", "--enforce-eager", "--port", str(port), "--host", "127.0.0.1",
+             "--dtype", "float32", "--max-model-len", "8192", "--enforce-eager", "--port", str(port), "--host", "127.0.0.1",
              "--structured-outputs-config", json.dumps({"backend": "xgrammar", "disable_any_whitespace": True})],
             stdout=handle, stderr=subprocess.STDOUT, env=env)
     try:

@@ -51,7 +51,7 @@ def case(tmp_path_factory) -> Path:
              "dtype": "float32"},
         ]},
         "judge": {"judges": [
-            {"model": "demo:tiny-chat", "name": "tiny-chat", "max_model_len": 4096, "strategies": ["standard"],
+            {"model": "demo:tiny-chat", "name": "tiny-chat", "max_model_len": 8192, "strategies": ["standard"],
              "structured": ["standard"], "prompt_languages": ["en"], "max_tokens": 200, "max_text_chars": 12,
              "max_errors": 2, **VLLM},
         ]},

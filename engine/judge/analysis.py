@@ -5,7 +5,8 @@ detection, parse failures. Writes RUN/judge_analysis/*.parquet.
   the expert labels, pooled over generators, with the confusion matrix and its row- and
   column-normalised forms (labels ordered incorrect < partial < correct);
 - pooled_confusion: per judge and over all judges, every language and strategy pooled
-  except `hierarchical` (whose labels are a worst-over-clusters rule, not one judgment);
+  except the clustered ones, `hierarchical` and `combined` (whose labels are a
+  worst-over-clusters rule, not one judgment);
 - code_detection: per setup (judge, task, strategy, prompt language) and taxonomy code,
   precision and recall over (file, generator) pairs the judge labelled (parse ok) and the
   experts annotated; a parent counts when any of its children does (both sides); precision
@@ -37,6 +38,7 @@ import pyarrow.parquet as pq
 from engine.calibrate.agreement import confusion_matrix, normalise_columns, normalise_rows, quadratic_kappa
 from engine.io.atomic import write_parquet_atomic
 from engine.judge.parse import PARSE_CLASSES
+from engine.judge.promptpack import CLUSTERED
 from engine.records import LABELS
 from engine.taxonomy import CODES, accumulate
 
@@ -97,7 +99,7 @@ def pooled_confusion(judgments: pa.Table, samples: pa.Table) -> pa.Table:
     groups: dict[str, list[tuple[str, str]]] = defaultdict(list)
     for row in _rows(judgments):
         expert = experts.get(row["sample_id"], (None, None))[0]
-        if row["strategy"] == "hierarchical" or row["parse_status"] != "ok" or expert not in LABELS or row["label"] not in LABELS:
+        if row["strategy"] in CLUSTERED or row["parse_status"] != "ok" or expert not in LABELS or row["label"] not in LABELS:
             continue
         groups[row["judge"]].append((expert, row["label"]))
         groups["*"].append((expert, row["label"]))

@@ -3,12 +3,52 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from dataclasses import dataclass
-from typing import Literal
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
 from engine.errors import ConfigError
 from engine.judge.promptpack import PROMPT_LANGUAGES, REFERENCE_MODES, STRATEGIES, check_pack_dir
 from engine.params import Params, option_digest, require
+
+# Request-body keys the judge's own options set: provider options may not override them.
+_BODY_KEYS = ("model", "messages", "temperature", "seed", "max_tokens", "response_format")
+# Keys that would break the call or change what is judged, with why.
+_REFUSED = {
+    "stream": "the judge reads one whole answer per call; a streamed answer would not be read",
+    "n": "the judge reads one answer per call; more choices would be paid for and dropped",
+    "models": "OpenRouter's fallback models would let another model answer under this judge's name; "
+              "give one judge per model instead",
+    "extra_headers": "headers are not recorded and may carry credentials; give a secret as "
+                     "provider_secret_env: {KEY: NAME_OF_ENV_VARIABLE}",
+    "headers": "headers are not recorded and may carry credentials; give a secret as "
+               "provider_secret_env: {KEY: NAME_OF_ENV_VARIABLE}",
+    "credentials": "credentials would be written to the run's manifest; give them as "
+                   "provider_secret_env: {KEY: NAME_OF_ENV_VARIABLE}",
+}
+# Decoding options whose names contain a secret-looking word but hold none.
+_NOT_SECRET = ("max_completion_tokens", "max_new_tokens", "min_tokens", "stop_token_ids", "skip_special_tokens",
+               "top_logprobs_tokens")
+_SECRET = re.compile(r"(api[_-]?key|token|secret|password|authorization|bearer|credential|cookie)", re.IGNORECASE)
+# Values that look like keys (OpenAI/OpenRouter/Anthropic `sk-...`, `Bearer ...`, GitHub and HF tokens).
+_SECRET_VALUE = re.compile(r"^\s*(sk-|sk_|rk-|bearer\s|ghp_|github_pat_|hf_[A-Za-z0-9]{20}|xox[abp]-|AKIA[0-9A-Z]{12})",
+                           re.IGNORECASE)
+
+
+def _secret_like(options: Any, path: str = "") -> list[str]:
+    """Paths in nested provider options whose key names say they hold a secret, or whose values look like one."""
+    found = []
+    if isinstance(options, dict):
+        for key, value in options.items():
+            where = f"{path}.{key}" if path else str(key)
+            if _SECRET.search(str(key)) and str(key) not in _NOT_SECRET:
+                found.append(where)
+            found += _secret_like(value, where)
+    elif isinstance(options, (list, tuple)):
+        for i, value in enumerate(options):
+            found += _secret_like(value, f"{path}[{i}]")
+    elif isinstance(options, str) and _SECRET_VALUE.match(options):
+        found.append(path)
+    return found
 
 
 @dataclass(frozen=True)
@@ -21,7 +61,8 @@ class JudgeParams(Params):
         backend: vllm (offline engine), transformers (no structured outputs) or http (OpenAI-compatible server).
         name: the judge's name in RUN/judgments; default: the model's last path component.
         tokenizer: tokenizer location when it differs from the model (local backends).
-        strategies: judge strategies: standard, cot, rubric, hierarchical (seven cluster calls).
+        strategies: judge strategies: standard, cot, rubric, hierarchical (seven cluster calls),
+            combined (the study's fifth: seven cluster calls, each with the rubric and chain-of-thought).
         prompt_languages: `sample` (each sample's language; English without a pack) and/or fixed
             prompt languages (en, nl, zh, el, pl); several entries sweep them.
         reference: whether the prompt shows the original comment: `with` (the study's setting) and/or
@@ -49,6 +90,12 @@ class JudgeParams(Params):
         backoff_base_s: http: first backoff; doubles per retry, at least the server's Retry-After.
         backoff_cap_s: http: longest wait between retries.
         retry_statuses: http: HTTP status codes that are retried.
+        provider_options: http: extra keys of every request body, passed through as given (e.g. OpenRouter's
+            `provider: {quantizations: [fp8], max_price: {prompt: 1, completion: 3.1}}`); recorded in the signature.
+            Refused: `stream`, `n`, `models`, `extra_headers`, `headers`, `credentials`, secret-looking key names
+            and values that look like keys (`sk-...`); see docs/judge_prompts.md.
+        provider_secret_env: http: body key -> NAME of the environment variable holding its value (secrets:
+            only the key and the variable's name are recorded, never the value).
     """
 
     model: str
@@ -84,6 +131,8 @@ class JudgeParams(Params):
     backoff_base_s: float = 5.0
     backoff_cap_s: float = 120.0
     retry_statuses: tuple[int, ...] = (429, 500, 503, 524)
+    provider_options: dict[str, Any] = field(default_factory=dict)
+    provider_secret_env: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         for strategy in self.strategies:
@@ -116,9 +165,31 @@ class JudgeParams(Params):
         if self.api_key_env is not None:
             require(re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", self.api_key_env) is not None, "api_key_env",
                     self.api_key_env, "the name of an environment variable (never the key itself)")
+        self._check_provider_options()
         if self.backend == "transformers" and self.structured_strategies():
             raise ConfigError("structured: the transformers backend has no structured outputs; "
                               "use backend vllm or http, or set structured: false")
+
+    def __hash__(self) -> int:  # the dataclass hash would fail on the dict-valued provider options
+        return hash(option_digest(self.to_dict()))
+
+    def _check_provider_options(self) -> None:
+        if not (self.provider_options or self.provider_secret_env):
+            return
+        require(self.backend == "http", "provider_options", self.provider_options,
+                "only with backend http (a local engine has no request body)")
+        for key in (*self.provider_options, *self.provider_secret_env):
+            require(key not in _BODY_KEYS, "provider_options", key,
+                    f"keys other than {list(_BODY_KEYS)}, which the judge's own options set")
+        for key in self.provider_options:
+            if key in _REFUSED:
+                raise ConfigError(f"provider_options.{key}: not allowed: {_REFUSED[key]}")
+        for path in _secret_like(self.provider_options):
+            raise ConfigError(f"provider_options.{path}: looks like a secret, which would be written to the run's "
+                              f"manifest; give it as provider_secret_env: {{{path.split('.')[0]}: NAME_OF_ENV_VARIABLE}}")
+        for key, name in self.provider_secret_env.items():
+            require(re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", str(name)) is not None, f"provider_secret_env.{key}", name,
+                    "the name of an environment variable (never the value itself)")
 
     def structured_strategies(self) -> tuple[str, ...]:
         if isinstance(self.structured, bool):

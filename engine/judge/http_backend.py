@@ -5,7 +5,9 @@ Standard library only (urllib). Requests run with bounded concurrency; a 429/500
 (base * 2^attempt, at least the server's Retry-After, at most the cap); when the retries are
 spent the request's answer is an error, which the stage records as `api_error`. The API key
 is read from the environment variable the config names and goes only into the
-Authorization header: never into answers, errors, logs or the run directory.
+Authorization header: never into answers, errors, logs or the run directory. `provider_options`
+are added to every request body as configured; `provider_secret_env` values are read from the
+environment and added the same way, but never recorded.
 """
 from __future__ import annotations
 
@@ -57,6 +59,13 @@ class HttpChatBackend:
                 raise ModelLoadError(f"judge {params.judge_name!r}: environment variable {params.api_key_env} "
                                      "is not set; export the API key under that name")
             self._headers["Authorization"] = f"Bearer {key}"
+        self._secrets: dict[str, str] = {}
+        for body_key, name in params.provider_secret_env.items():
+            value = os.environ.get(name)
+            if not value:
+                raise ModelLoadError(f"judge {params.judge_name!r}: environment variable {name} (provider_secret_env."
+                                     f"{body_key}) is not set; export it")
+            self._secrets[body_key] = value
 
     def chat(self, requests: Sequence[ChatRequest]) -> list[ChatResponse]:
         if not requests:
@@ -72,6 +81,9 @@ class HttpChatBackend:
             "seed": request.seed,
             "max_tokens": request.max_tokens,
         }
+        # provider routing, quantisation pins, price caps...: passed through as configured
+        body.update(self.params.provider_options)
+        body.update(self._secrets)
         if request.schema is not None:
             body["response_format"] = {"type": "json_schema",
                                        "json_schema": {"name": "judgment", "schema": request.schema, "strict": True}}

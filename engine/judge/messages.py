@@ -1,23 +1,28 @@
 """Assembling a judge call's chat messages from a prompt pack.
 
-Layout for prefix caching: the system message holds everything shared by the calls of one
-(strategy, prompt language, reference mode) — instructions, the taxonomy with each code's
-definition, inclusion and exclusion criteria, the label definitions, the evaluation
-principles, the output format — and is byte-identical across files, so a server with prefix
-caching computes it once. A hierarchical call shows only its cluster's codes, after the part
-shared by all seven cluster calls. The user message holds the file: the original comment
-(left out when `reference` is `without`), the source with the comment replaced by a
-placeholder, and the candidates as JSON (`prime + prediction`, sorted by generator name).
+Each call's messages come from a template per strategy: the pack's own (`templates:`) or the
+shipped layout (engine/judge/templates.py LAYOUTS, the study's: a short system message, then
+the task, the taxonomy as JSON, the instructions, the label definitions and the answer format
+in the user message, then a separator line and the file as JSON). The slots are filled in
+three layers (per call, the pack's lists, the pack's texts), so a text may use the taxonomy,
+the principles or the labels. The file (source with the comment marker, original comment,
+candidates `prime + prediction` sorted by generator name) comes last, so the calls of one
+(strategy, prompt language, reference mode) share everything before it. A clustered call
+(hierarchical, combined) shows only its cluster's codes, with their parents: a parent's criteria
+(LG-GR's and SE-CS's exclusions, MS-RE's inclusion) apply to its children, so a cluster call
+without them would judge by less than the study's criteria.
 """
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from typing import Any
 
-from engine.judge.promptpack import REFERENCE_MODES, STRATEGIES, PromptPack
-from engine.judge.schema import codes_for, example_output
+from engine.judge.promptpack import CLUSTERED, REFERENCE_MODES, STRATEGIES, PromptPack
+from engine.judge.schema import codes_for, output_schema
+from engine.judge.templates import LAYOUTS, render
 from engine.records import LABELS
-from engine.taxonomy import CLUSTERS, CODES, ancestors
+from engine.taxonomy import CLUSTERS, CODES, GROUPS, ancestors
 
 
 @dataclass(frozen=True)
@@ -41,7 +46,7 @@ class JudgeItem:
 
 @dataclass(frozen=True)
 class JudgeCall:
-    """One request of a strategy: `cluster` is set for the hierarchical strategy's calls."""
+    """One request of a strategy: `cluster` is set for the calls of a clustered strategy."""
 
     strategy: str
     prompt_language: str
@@ -50,79 +55,167 @@ class JudgeCall:
     reference: str = "with"  # with | without: whether the prompt shows the original comment
 
 
-def _code_lines(pack: PromptPack, codes: list[str], tree: bool) -> str:
-    """Each code with its definition, inclusion and exclusion criteria (`tree`: children indented under parents)."""
-    return "\n".join(f"{'  ' * (len(ancestors(code)) - 1) if tree else ''}- {pack.code_line(code)}" for code in codes)
-
-
-def _output_section(pack: PromptPack, strategy: str, cluster: str | None) -> str:
-    example = json.dumps(example_output(pack, strategy, cluster), ensure_ascii=False)
-    return f"## {pack.text('headings', 'output')}\n{pack.text('output', 'instruction')}\n{example}"
-
-
-def shared_prefix(pack: PromptPack, strategy: str, reference: str = "with") -> str:
-    """The part of the system message every call of (strategy, language, reference) starts with.
-
-    The hierarchical strategy's calls share everything but their cluster's codes, so the
-    taxonomy is left out here and each call lists only its cluster's codes after this prefix.
-    """
-    if reference not in REFERENCE_MODES:
-        raise ValueError(f"unknown reference mode {reference!r}; allowed: {list(REFERENCE_MODES)}")
-    intro = pack.text("system", "intro" if reference == "with" else "intro_without")
-    labels_key = "rubric" if reference == "with" else "rubric_without"
-    labels = "\n".join(f"- {pack.text(labels_key, label)}" for label in reversed(LABELS))
-    principles = "\n".join(f"- {p}" for p in pack.data["principles"])
-    taxonomy = ""
-    if strategy != "hierarchical":
-        taxonomy = f"## {pack.text('headings', 'taxonomy')}\n{_code_lines(pack, list(CODES), tree=True)}\n\n"
-    return (
-        f"{intro}\n{pack.text('system', strategy)}\n\n{taxonomy}"
-        f"## {pack.text('headings', 'rubric')}\n{labels}\n\n"
-        f"## {pack.text('headings', 'principles')}\n{principles}\n\n"
-    )
-
-
-def system_message(pack: PromptPack, strategy: str, cluster: str | None = None, reference: str = "with") -> str:
-    if strategy not in STRATEGIES:
-        raise ValueError(f"unknown judge strategy {strategy!r}; allowed: {list(STRATEGIES)}")
-    text = shared_prefix(pack, strategy, reference)
-    if cluster is not None:
-        codes = codes_for(cluster)
-        text += (
-            f"## {pack.text('headings', 'cluster')}\n{pack.text('clusters', cluster)}\n{_code_lines(pack, codes, tree=False)}\n"
-            f"{pack.text('output', 'cluster_codes')} {', '.join(codes)}\n\n"
-        )
-    return text + _output_section(pack, strategy, cluster)
-
-
 def masked_source(item: JudgeItem, placeholder: str) -> str:
     return item.source[: item.comment_start] + placeholder + item.source[item.comment_end :]
 
 
-def user_message(pack: PromptPack, item: JudgeItem, reference: str = "with") -> str:
-    """The file's part of a call; `reference` `without` leaves the original comment out (the code stays)."""
-    candidates = [
-        {pack.field("model_name"): c.generator, pack.field("comment"): c.comment}
-        for c in sorted(item.candidates, key=lambda c: c.generator)
-    ]
-    original = f"## {pack.text('headings', 'original')}\n{item.reference}\n\n" if reference == "with" else ""
-    return (
-        f"{pack.text('user', 'task')}\n\n{original}"
-        f"## {pack.text('headings', 'source')}\n```\n{masked_source(item, pack.data['placeholder'])}\n```\n\n"
-        f"## {pack.text('headings', 'candidates')}\n{json.dumps(candidates, ensure_ascii=False, indent=2)}\n"
-    )
+def _shown_codes(cluster: str | None) -> list[str]:
+    """The codes a call's taxonomy shows, in table order: every code and parent, or one cluster's
+    codes with all their parents (whose criteria apply to them)."""
+    if cluster is None:
+        return list(CODES)
+    shown = {a for code in CLUSTERS[cluster] for a in ancestors(code)}
+    return [code for code in CODES if code in shown]
+
+
+def _dump(pack: PromptPack, value: Any, indent: int | None = 2) -> str:
+    return json.dumps(value, ensure_ascii=pack.json_ascii, indent=indent)
+
+
+def _taxonomy_entries(pack: PromptPack, cluster: str | None) -> list[tuple[str, list[str]]]:
+    """(group name, codes) in the study's group order, only groups with a shown code."""
+    shown = set(_shown_codes(cluster))
+    out = []
+    for group, codes in GROUPS.items():
+        kept = [c for c in codes if c in shown]
+        if kept:
+            out.append((pack.raw("groups", group), kept))
+    return out
+
+
+def taxonomy_value(pack: PromptPack, cluster: str | None) -> dict[str, Any]:
+    keys = pack.data["taxonomy_keys"]
+    value: dict[str, Any] = {}
+    for group, codes in _taxonomy_entries(pack, cluster):
+        value[group] = [{keys["id"]: code, keys["name"]: pack.codes[code].name, keys["definition"]: pack.codes[code].definition,
+                         keys["include"]: pack.codes[code].include, keys["exclude"]: pack.codes[code].exclude}
+                        for code in codes]
+    return value
+
+
+def taxonomy_json(pack: PromptPack, cluster: str | None, indent: int | None = 2) -> str:
+    return _dump(pack, taxonomy_value(pack, cluster), indent)
+
+
+def taxonomy_lines(pack: PromptPack, cluster: str | None) -> str:
+    words = pack.data["rubric_labels"]
+    lines = []
+    for code in _shown_codes(cluster):
+        text = pack.codes[code]
+        line = f"- {code} ({text.name}): {text.include}"
+        if text.definition:
+            line += f" {words['definition']}: {text.definition}"
+        if text.exclude:
+            line += f" {words['absent']}: {text.exclude}"
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def taxonomy_rubric(pack: PromptPack, cluster: str | None) -> str:
+    """The codes as a rubric: per named group, each code with when to mark it PRESENT or ABSENT."""
+    words = pack.data["rubric_labels"]
+    parts = [f"# {words['title']}", words["instruction"]]
+    for group, codes in _taxonomy_entries(pack, cluster):
+        if group:
+            parts.append(f"## {group}")
+        for code in codes:
+            text = pack.codes[code]
+            lines = [f"### [{code}] {text.name}"]
+            if text.definition:
+                lines.append(f"**{words['definition']}:** {text.definition}")
+            lines.append(f"**{words['present']}:**\n  - {text.include}")
+            if text.exclude:
+                lines.append(f"**{words['absent']}:**\n  - {text.exclude}")
+            parts.append("\n".join(lines))
+    return "\n\n".join(parts)
+
+
+def _candidates(pack: PromptPack, item: JudgeItem) -> list[dict[str, str]]:
+    keys = pack.data["input_keys"]
+    return [{keys["model_name"]: c.generator, keys["comment"]: c.comment} for c in sorted(item.candidates, key=lambda c: c.generator)]
+
+
+def _predictions(item: JudgeItem) -> dict[str, str]:
+    """The study's `model_predictions`: model name -> predicted comment, sorted by model name."""
+    return {c.generator: c.comment for c in sorted(item.candidates, key=lambda c: c.generator)}
+
+
+def _components(pack: PromptPack, item: JudgeItem, cluster: str | None, reference: str) -> dict[str, Any]:
+    """The study's JSON block after the separator: taxonomy, source with the marker, original comment,
+    model_predictions as a mapping."""
+    keys = pack.data["input_keys"]
+    value: dict[str, Any] = {keys["taxonomy"]: taxonomy_value(pack, cluster),
+                             keys["source"]: masked_source(item, pack.data["placeholder"])}
+    if reference == "with":
+        value[keys["original"]] = item.reference
+    value[keys["candidates"]] = _predictions(item)
+    return value
+
+
+def _input(pack: PromptPack, item: JudgeItem, reference: str) -> dict[str, Any]:
+    keys = pack.data["input_keys"]
+    value: dict[str, Any] = {keys["source"]: masked_source(item, pack.data["placeholder"])}
+    if reference == "with":
+        value[keys["original"]] = item.reference
+    value[keys["candidates"]] = _candidates(pack, item)
+    return value
+
+
+def slot_values(pack: PromptPack, item: JudgeItem, strategy: str, cluster: str | None = None,
+                reference: str = "with") -> dict[str, str]:
+    """Every slot of one call (engine/judge/templates.py), filled layer by layer."""
+    def dump(value: Any, indent: int | None = 2) -> str:
+        return _dump(pack, value, indent)
+
+    names = [c.generator for c in sorted(item.candidates, key=lambda c: c.generator)]
+    values = {
+        "language": pack.language, **pack.label_values(), "placeholder": pack.data["placeholder"],
+        "separator": pack.data["separator"], "source": masked_source(item, pack.data["placeholder"]),
+        "original_comment": item.reference if reference == "with" else "",
+        "source_json": dump(masked_source(item, pack.data["placeholder"])),
+        "original_comment_json": dump(item.reference if reference == "with" else ""),
+        "model_predictions_json": dump(_predictions(item)), "model_predictions_json_compact": dump(_predictions(item), None),
+        "components_json": dump(_components(pack, item, cluster, reference)),
+        "components_json_compact": dump(_components(pack, item, cluster, reference), None),
+        "candidates_json": dump(_candidates(pack, item)), "candidates_json_compact": dump(_candidates(pack, item), None),
+        "input_json": dump(_input(pack, item, reference)), "input_json_compact": dump(_input(pack, item, reference), None),
+        "taxonomy_json": taxonomy_json(pack, cluster), "taxonomy_json_compact": taxonomy_json(pack, cluster, None),
+        "taxonomy_lines": taxonomy_lines(pack, cluster), "taxonomy_rubric": taxonomy_rubric(pack, cluster),
+        "output_schema": dump(output_schema(pack, strategy, cluster, names)),
+        "cluster": cluster or "", "cluster_description": pack.raw("clusters", cluster) if cluster else "",
+        "cluster_codes": ", ".join(codes_for(cluster)),
+    }
+    labels_key = "rubric" if reference == "with" else "rubric_without"
+    values["principles"] = "\n".join(f"- {render(p, values)}" for p in pack.raw("principles"))
+    values["cot_steps"] = "\n".join([render(pack.raw("cot_steps_intro"), values),
+                                     *(f"{i}. {render(s, values)}" for i, s in enumerate(pack.raw("cot_steps"), 1))])
+    values["labels"] = "\n".join([render(pack.raw("labels_heading"), values),
+                                  *(f"- {render(pack.raw(labels_key, label), values)}" for label in reversed(LABELS))])
+    values.update({
+        "system_basic": render(pack.raw("system", "basic"), values),
+        "system_enhanced": render(pack.raw("system", "enhanced"), values),
+        "assignment": render(pack.raw("assignment" if reference == "with" else "assignment_without"), values),
+        "output_basic": render(pack.raw("output", "basic"), values),
+        "output_reasoning": render(pack.raw("output", "reasoning"), values),
+        "cluster_assignment": render(pack.raw("cluster_assignment"), values),
+    })
+    return values
+
+
+def render_messages(pack: PromptPack, item: JudgeItem, strategy: str, cluster: str | None = None,
+                    reference: str = "with") -> tuple[dict[str, str], ...]:
+    """The messages of one call: the pack's own templates for the strategy, else the shipped layout."""
+    if strategy not in STRATEGIES:
+        raise ValueError(f"unknown judge strategy {strategy!r}; allowed: {list(STRATEGIES)}")
+    if reference not in REFERENCE_MODES:
+        raise ValueError(f"unknown reference mode {reference!r}; allowed: {list(REFERENCE_MODES)}")
+    values = slot_values(pack, item, strategy, cluster, reference)
+    layout = pack.templates(strategy) or LAYOUTS[strategy]
+    return tuple({"role": role, "content": render(template, values)} for role, template in layout)
 
 
 def build_calls(pack: PromptPack, item: JudgeItem, strategy: str, reference: str = "with") -> list[JudgeCall]:
-    """The calls of one (file, strategy, prompt language, reference): one, or one per cluster (hierarchical)."""
-    clusters: list[str | None] = list(CLUSTERS) if strategy == "hierarchical" else [None]
-    user = user_message(pack, item, reference)
-    return [
-        JudgeCall(
-            strategy, pack.language, cluster,
-            ({"role": "system", "content": system_message(pack, strategy, cluster, reference)},
-             {"role": "user", "content": user}),
-            reference,
-        )
-        for cluster in clusters
-    ]
+    """The calls of one (file, strategy, prompt language, reference): one, or one per cluster."""
+    clusters: list[str | None] = list(CLUSTERS) if strategy in CLUSTERED else [None]
+    return [JudgeCall(strategy, pack.language, cluster, render_messages(pack, item, strategy, cluster, reference), reference)
+            for cluster in clusters]

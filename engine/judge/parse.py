@@ -3,7 +3,8 @@
 JSON is found by the routes of engine/judge/extract.py (whole text, fenced block, balanced
 object, tolerant decoding of comments and trailing commas). Keys, label values and rubric
 marks may be in any of the prompt languages (or English whatever the prompt language, or
-the user pack's wording): they are mapped back to internal names. The per-candidate list
+the user pack's wording), with or without accents (`id_błędu` = `id_bledu`): they are mapped
+back to internal names. The per-candidate list
 may sit under `evaluations` or under any other top-level key (`results`,
 `model_predictions`, ...) when its items name their candidate. Errors may come as a list
 of ids, a list of objects (`code`, `confidence`, `justification`, or a PRESENT/ABSENT mark),
@@ -13,7 +14,8 @@ evaluation itself. Codes outside the taxonomy are kept apart as hallucinated.
 
 Per-candidate classes: `ok` (a label was read), `empty` (no text, or valid JSON with no
 evaluation for the candidate), `malformed` (no JSON object, or an evaluation without a
-usable label), `truncated` (the answer hit the token limit and is not whole JSON),
+usable label, or with an error object whose code cannot be read: neither a code key nor one value
+that is a taxonomy id), `truncated` (the answer hit the token limit and is not whole JSON),
 `api_error` (no answer). A response is `ok` only when every candidate it had to judge
 parsed; when only some did it is `partial` and says how many. A failure is never turned
 into a label: the label stays missing and the class is counted.
@@ -21,6 +23,7 @@ into a label: the label stays missing and the class is counted.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
@@ -48,12 +51,23 @@ _ALIASES = {
 _EXTRA_ABSENT = ("n/a", "na", "-", "0", "n", "not_present", "not applicable")
 
 
+# Letters NFKD does not split into a base letter and a mark (Polish ł, ...).
+_UNSPLIT = str.maketrans({"ł": "l", "đ": "d", "ø": "o", "ß": "ss"})
+
+
+def _fold(text: str) -> str:
+    """Casefolded, accents removed: the shipped packs write Greek and Polish keys without accents
+    (`id_bledu`), a judge often with them (`id_błędu`, `αναγνωριστικό_σφάλματος`); both must match."""
+    decomposed = unicodedata.normalize("NFKD", str(text).strip().casefold())
+    return "".join(ch for ch in decomposed if not unicodedata.combining(ch)).translate(_UNSPLIT)
+
+
 def _norm_key(text: str) -> str:
-    return re.sub(r"[\s\-]+", "_", str(text).strip().casefold())
+    return re.sub(r"[\s\-]+", "_", _fold(text))
 
 
 def _norm_label(text: str) -> str:
-    return re.sub(r"[\s_\-]+", " ", re.sub(r"[.!。:：\"'`*]", "", str(text).strip().casefold())).strip()
+    return re.sub(r"[\s_\-]+", " ", re.sub(r"[.!。:：\"'`*]", "", _fold(text))).strip()
 
 
 @dataclass(frozen=True)
@@ -70,6 +84,9 @@ def _packs_maps(packs: Sequence[PromptPack], check_conflicts: bool) -> _Maps:
     for pack in packs:
         for name, translated in pack.data["fields"].items():
             keys.setdefault(_norm_key(translated), name)
+        for name, variants in (pack.data.get("field_variants") or {}).items():
+            for variant in variants:
+                keys.setdefault(_norm_key(variant), name)
         for internal in LABELS:
             for value in (internal, pack.data["labels"][internal], *pack.data["label_variants"][internal]):
                 known = labels.setdefault(_norm_label(value), internal)
@@ -112,6 +129,7 @@ class Evaluation:
     codes: tuple[str, ...]
     hallucinated: tuple[str, ...]
     confidences: tuple[float | None, ...]  # aligned with `codes`
+    problem: str = ""  # why the errors could not all be read (the evaluation then does not count as parsed)
 
 
 @dataclass(frozen=True)
@@ -143,6 +161,18 @@ class _Reader:
 
     def __init__(self, maps: _Maps):
         self.maps = maps
+        self.problems: list[str] = []  # of the evaluation being read
+
+    def object_code(self, fields: Mapping[str, Any], item: Mapping[str, Any]) -> Any:
+        """The code of an error object: its code key, else its only value that is a taxonomy id;
+        None (noted as a problem) when neither, so an unreadable error is never silently dropped."""
+        if fields.get("code") is not None:
+            return fields["code"]
+        ids = [v for v in item.values() if isinstance(v, str) and canonical_code(v) is not None]
+        if len(ids) == 1:
+            return ids[0]
+        self.problems.append(f"an error object without a recognisable code key: {sorted(map(str, item))}")
+        return None
 
     def internal(self, obj: Mapping[str, Any]) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -208,8 +238,9 @@ class _Reader:
             for item in errors:
                 if isinstance(item, Mapping):
                     fields = self.internal(item)
-                    if fields.get("code") is not None and ("mark" not in fields or self.present(fields["mark"])):
-                        out.append((str(fields["code"]), _confidence(fields.get("confidence"))))
+                    code = self.object_code(fields, item)
+                    if code is not None and ("mark" not in fields or self.present(fields["mark"])):
+                        out.append((str(code), _confidence(fields.get("confidence"))))
                 elif isinstance(item, (str, int)):
                     out.extend(self.error_entries(str(item)))
             return out
@@ -231,6 +262,7 @@ class _Reader:
         return out
 
     def evaluation(self, obj: Mapping[str, Any], name: str | None = None) -> Evaluation:
+        self.problems = []
         fields = self.internal(obj)
         raw_label = fields.get("overall_quality")
         label = self.maps.labels.get(_norm_label(raw_label)) if isinstance(raw_label, str) else None
@@ -249,6 +281,7 @@ class _Reader:
         return Evaluation(
             None if model_name is None else str(model_name), label,
             None if raw_label is None else str(raw_label), tuple(codes), tuple(dict.fromkeys(hallucinated)), tuple(confidences),
+            "; ".join(dict.fromkeys(self.problems)),
         )
 
     def names_candidate(self, value: Any) -> bool:
@@ -350,10 +383,10 @@ def parse_response(text: str | None, finish_reason: str | None = None, error: st
     evaluations = tuple(reader.evaluation(obj, name) for obj, name in objects)
     if generators is None:
         return ParseResult("ok", method, evaluations)
-    parsed = sum(e is not None and e.label is not None for e in _match(evaluations, generators).values())
+    parsed = sum(e is not None and e.label is not None and not e.problem for e in _match(evaluations, generators).values())
     if parsed == expected:
         return ParseResult("ok", method, evaluations, "", parsed, expected)
-    status = "partial" if parsed else ("malformed" if any(e.label is None for e in evaluations) else "empty")
+    status = "partial" if parsed else ("malformed" if any(e.label is None or e.problem for e in evaluations) else "empty")
     return ParseResult(status, method, evaluations, f"{parsed} of {expected} candidates parsed", parsed, expected)
 
 
@@ -366,8 +399,8 @@ def verdicts(result: ParseResult, generators: Sequence[str]) -> dict[str, Verdic
         if evaluation is None:
             out[generator] = Verdict("empty", result.method)
             continue
-        status = "ok" if evaluation.label is not None else "malformed"
-        out[generator] = Verdict(status, result.method, evaluation.label, evaluation.codes,
+        status = "ok" if evaluation.label is not None and not evaluation.problem else "malformed"
+        out[generator] = Verdict(status, result.method, evaluation.label if status == "ok" else None, evaluation.codes,
                                  evaluation.hallucinated, evaluation.confidences)
     return out
 

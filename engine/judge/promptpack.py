@@ -1,46 +1,63 @@
 """Judge prompt packs: one YAML file per prompt language, shipped in engine/judge/prompts/ or
 given by the user (`judge.prompt_pack: DIR`, the same layout).
 
-A pack holds everything a judge prompt says in one language: instructions per strategy (with
-and without the reference comment), the three label definitions, the evaluation principles,
-section headings, the output's field names, label values and rubric marks. The taxonomy's
-texts (each code's name, definition, inclusion and exclusion criteria, parents included) come
-from the taxonomy the project ships (engine/resources/taxonomy_<lang>.yaml); a pack may
-replace them with a `taxonomy:` section of the same layout. Error ids are never translated.
-The shipped English pack is the reference: every other pack, shipped or the user's, must
-define exactly its keys (checked on load, each missing or extra key named with the file).
+A pack holds everything a judge prompt says in one language: the system messages, the task,
+the principles, the label definitions, the chain-of-thought steps, the output instructions
+with their answer example, the cluster task; and the names the prompt uses: label values,
+answer keys (`fields`, with `field_variants` the parser also reads), the keys of the file's
+JSON (`input_keys`), of each taxonomy entry (`taxonomy_keys`), the study's group names, the
+comment marker and the separator line. The shipped layout of each strategy
+(engine/judge/templates.py LAYOUTS) puts these together; a pack may instead give its own
+message templates per strategy (`templates:`, rendered byte for byte). The taxonomy's texts
+come from engine/resources/taxonomy_<lang>.yaml; a pack may replace them with a `taxonomy:`
+section of the same layout. Error ids are never translated. The shipped English pack is the
+reference: every other pack, shipped or the user's, must define exactly its keys (checked on
+load, each missing or extra key named with the file).
 """
 from __future__ import annotations
 
 import hashlib
 import logging
-import string
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 import yaml
 
 from engine.errors import ConfigError
+from engine.judge.templates import BASE_SLOTS, TEMPLATE_SLOTS, TEXT_SLOTS, slot_problems
 from engine.records import LABELS
-from engine.taxonomy import CLUSTERS, CodeText, check_criteria, criteria
+from engine.taxonomy import CLUSTERS, GROUPS, CodeText, check_criteria, criteria
 
 logger = logging.getLogger(__name__)
 
 PROMPT_LANGUAGES = ("en", "nl", "zh", "el", "pl")
 REFERENCE_LANGUAGE = "en"
-STRATEGIES = ("standard", "cot", "rubric", "hierarchical")
+# `combined`: the study's fifth strategy, every technique in one prompt (one call per cluster,
+# the taxonomy as a rubric, chain-of-thought answers).
+STRATEGIES = ("standard", "cot", "rubric", "hierarchical", "combined")
+CLUSTERED = ("hierarchical", "combined")  # one call per cluster, verdicts combined over clusters
 # `with`: the prompt shows the original comment (the study's setting); `without`: reference-free.
 REFERENCE_MODES = ("with", "without")
 PROMPTS_DIR = Path(__file__).resolve().parent / "prompts"
-# Placeholders a text of a pack may use; any other `{...}` is a typo caught on load.
-PLACEHOLDERS = ("label_correct", "label_partial", "label_incorrect", "placeholder")
-CODE_LINE_PLACEHOLDERS = ("code", "name", "definition", "include", "exclude")
 # Output fields, by their internal name (what the parser maps translated keys back to).
-FIELDS = ("evaluations", "model_name", "comment", "errors", "explanation", "reasoning", "overall_quality",
+FIELDS = ("evaluations", "model_name", "errors", "explanation", "reasoning", "overall_quality",
           "code", "confidence", "justification")
+INPUT_KEYS = ("source", "original", "candidates", "model_name", "comment", "taxonomy")
+TAXONOMY_KEYS = ("id", "name", "definition", "include", "exclude")
 MARKS = ("present", "absent")
+RUBRIC_LABELS = ("title", "instruction", "definition", "present", "absent")
+# Top-level keys whose texts are rendered with slots; every other text is used verbatim. The parts
+# of the list slots (principles, cot_steps, labels) are rendered before those slots exist, so
+# they may use the call slots only; the texts may also use the list slots.
+LIST_PARTS = ("principles", "labels_heading", "rubric", "rubric_without", "cot_steps_intro", "cot_steps")
+RENDERED = (*LIST_PARTS, "system", "assignment", "assignment_without", "output", "cluster_assignment")
+# Texts that may be empty: E and M sit in the study's group without a name.
+MAY_BE_EMPTY = ("groups.",)
+# `json_ascii`: true writes every JSON slot with non-ASCII characters as \u escapes
+# (json.dumps ensure_ascii), as a study that wrote its JSON so would have sent it.
+OPTIONAL = ("taxonomy", "templates", "field_variants", "json_ascii")
 
 
 @dataclass(frozen=True)
@@ -57,48 +74,49 @@ class PromptPack:
         """The label value the output uses for internal label `internal` (correct/partial/incorrect)."""
         return self.data["labels"][internal]
 
-    def text(self, *path: str) -> str:
-        """A text of the pack with its placeholders filled in."""
+    def label_values(self) -> dict[str, str]:
+        return {"label_correct": self.label("correct"), "label_partial": self.label("partial"),
+                "label_incorrect": self.label("incorrect")}
+
+    def raw(self, *path: str) -> Any:
         node: Any = self.data
         for key in path:
             node = node[key]
-        return node.format_map(self._values())
+        return node
 
-    def code_line(self, code: str) -> str:
-        """One code with its definition, inclusion and exclusion criteria, in the pack's wording."""
-        entry = self.codes[code]
-        return self.data["code_line"].format(code=code, name=entry.name, definition=entry.definition,
-                                             include=entry.include, exclude=entry.exclude)
+    def text(self, *path: str, values: Mapping[str, str] | None = None) -> str:
+        """A text of the pack with its slots filled from `values` (default: the labels only)."""
+        return self.raw(*path).format_map(dict(values) if values is not None else self.label_values())
 
-    def _values(self) -> dict[str, str]:
-        return {
-            "label_correct": self.label("correct"),
-            "label_partial": self.label("partial"),
-            "label_incorrect": self.label("incorrect"),
-            "placeholder": self.data["placeholder"],
-        }
+    @property
+    def json_ascii(self) -> bool:
+        return bool(self.data.get("json_ascii", False))
+
+    def templates(self, strategy: str) -> tuple[tuple[str, str], ...] | None:
+        """The pack's own (role, template) messages for `strategy`, or None (the shipped layout)."""
+        own = (self.data.get("templates") or {}).get(strategy)
+        return None if own is None else tuple((m["role"], m["content"]) for m in own)
 
 
 def _shape(node: Any, path: str, problems: list[str]) -> Any:
     """The key structure of `node` (dicts of dicts; leaves 'str' or 'list'), noting bad leaves."""
     if isinstance(node, dict):
         return {k: _shape(v, f"{path}.{k}" if path else str(k), problems) for k, v in node.items()}
+    top = path.split(".", 1)[0]
+    rendered = top in RENDERED
+    allowed = BASE_SLOTS if top in LIST_PARTS else TEXT_SLOTS
     if isinstance(node, list):
         if not node or not all(isinstance(x, str) and x.strip() for x in node):
             problems.append(f"{path}: must be a non-empty list of non-empty strings")
+        elif rendered:
+            for i, item in enumerate(node):
+                problems += slot_problems(item, allowed, f"{path}[{i}]")
         return "list"
-    if not isinstance(node, str) or not node.strip():
+    if not isinstance(node, str) or (not node.strip() and not path.startswith(MAY_BE_EMPTY)):
         problems.append(f"{path}: must be a non-empty string (got {node!r})")
         return "str"
-    allowed = CODE_LINE_PLACEHOLDERS if path == "code_line" else PLACEHOLDERS
-    try:
-        names = [name for _text, name, _spec, _conv in string.Formatter().parse(node)]
-    except ValueError as exc:
-        problems.append(f"{path}: unbalanced braces ({exc})")
-        return "str"
-    for name in names:
-        if name is not None and name not in allowed:
-            problems.append(f"{path}: unknown placeholder {{{name}}}; allowed: {list(allowed)}")
+    if rendered:
+        problems += slot_problems(node, allowed, path)
     return "str"
 
 
@@ -120,20 +138,66 @@ def _compare(reference: Any, other: Any, path: str, problems: list[str]) -> None
 
 def _check_reference_content(data: dict[str, Any], problems: list[str]) -> None:
     """What the reference pack must contain (the other packs must then have the same keys)."""
-    if set(data.get("clusters", {})) != set(CLUSTERS):
-        problems.append(f"clusters: must name exactly {sorted(CLUSTERS)}")
-    for key in ("labels", "label_variants", "rubric", "rubric_without"):
-        if set(data.get(key, {})) != set(LABELS):
-            problems.append(f"{key}: must have exactly the keys {list(LABELS)}")
-    if set(data.get("marks", {})) != set(MARKS):
-        problems.append(f"marks: must have exactly the keys {list(MARKS)}")
-    if set(data.get("fields", {})) != set(FIELDS):
-        problems.append(f"fields: must have exactly the keys {list(FIELDS)}")
-    for key in ("intro", "intro_without", *STRATEGIES):
-        if key not in data.get("system", {}):
-            problems.append(f"system.{key}: missing")
-    if not isinstance(data.get("principles"), list):
-        problems.append("principles: must be a list of texts")
+    exact = {"clusters": CLUSTERS, "labels": LABELS, "label_variants": LABELS, "rubric": LABELS, "rubric_without": LABELS,
+             "marks": MARKS, "fields": FIELDS, "input_keys": INPUT_KEYS, "taxonomy_keys": TAXONOMY_KEYS,
+             "groups": GROUPS, "rubric_labels": RUBRIC_LABELS, "system": ("basic", "enhanced"),
+             "output": ("basic", "reasoning")}
+    for key, names in exact.items():
+        if set(data.get(key, {})) != set(names):
+            problems.append(f"{key}: must have exactly the keys {list(names)}")
+    for key in ("principles", "cot_steps"):
+        if not isinstance(data.get(key), list):
+            problems.append(f"{key}: must be a list of texts")
+
+
+def _check_templates(templates: Any, problems: list[str]) -> None:
+    from engine.judge.templates import CANDIDATE_SLOTS, LAYOUTS, slot_names
+
+    if not isinstance(templates, dict):
+        problems.append(f"templates: must map strategies ({list(LAYOUTS)}) to lists of messages {{role, content}}")
+        return
+    for strategy, messages in templates.items():
+        where = f"templates.{strategy}"
+        if strategy not in STRATEGIES:
+            problems.append(f"{where}: not a strategy; allowed: {list(STRATEGIES)}")
+            continue
+        if not isinstance(messages, list) or not messages:
+            problems.append(f"{where}: must be a non-empty list of messages, each {{role: ..., content: ...}}")
+            continue
+        for i, message in enumerate(messages):
+            if not isinstance(message, dict) or set(message) != {"role", "content"}:
+                problems.append(f"{where}[{i}]: must be a mapping with exactly the keys role and content")
+                continue
+            if not isinstance(message["role"], str) or not message["role"].strip():
+                problems.append(f"{where}[{i}].role: must be a role name such as system or user")
+            if not isinstance(message["content"], str):
+                problems.append(f"{where}[{i}].content: must be a string (use a YAML block scalar |- for long texts)")
+            else:
+                problems += slot_problems(message["content"], TEMPLATE_SLOTS, f"{where}[{i}].content")
+        # a prompt without the predictions would be judged on nothing (the answers still parse)
+        used = {name for m in messages if isinstance(m, dict) and isinstance(m.get("content"), str)
+                for name in slot_names(m["content"])}
+        if not used & set(CANDIDATE_SLOTS):
+            problems.append(f"{where}: no message shows the predictions; use one of the slots "
+                            + ", ".join("{" + s + "}" for s in CANDIDATE_SLOTS))
+
+
+def _check_distinct(data: dict[str, Any], problems: list[str]) -> None:
+    for key, what in (("labels", "the three label values"), ("fields", "the answer keys"), ("input_keys", "the input keys"),
+                      ("groups", "the group names"), ("taxonomy_keys", "the taxonomy keys")):
+        values = list(data.get(key, {}).values()) if isinstance(data.get(key), dict) else []
+        if len(set(values)) != len(values):
+            problems.append(f"{key}: {what} must differ (got {values})")
+    variants = data.get("field_variants")
+    if variants is not None:
+        if not isinstance(variants, dict) or not all(k in FIELDS and isinstance(v, list) and all(isinstance(x, str) for x in v)
+                                                     for k, v in variants.items()):
+            problems.append(f"field_variants: must map answer fields ({list(FIELDS)}) to lists of other key names")
+    marks = data.get("marks", {})
+    if isinstance(marks, dict) and isinstance(marks.get("present"), list) and isinstance(marks.get("absent"), list):
+        both = {m.casefold() for m in marks["present"]} & {m.casefold() for m in marks["absent"]}
+        if both:
+            problems.append(f"marks: {sorted(both)} both present and absent")
 
 
 def check_pack(language: str, data: Any, reference: dict[str, Any] | None, where: str | None = None) -> dict[str, CodeText]:
@@ -146,35 +210,33 @@ def check_pack(language: str, data: Any, reference: dict[str, Any] | None, where
     if not isinstance(data, dict):
         raise ConfigError(f"judge prompt pack {language!r} ({where}): the file must hold a mapping")
     data = dict(data)
-    taxonomy = data.pop("taxonomy", None)  # optional: replaces the shipped taxonomy texts
+    optional = {key: data.pop(key) for key in OPTIONAL if key in data}
     shape = _shape(data, "", problems)
     if data.get("language") != language:
         problems.append(f"language: must be {language!r} (got {data.get('language')!r})")
     if reference is None:
         _check_reference_content(data, problems)
     else:
-        reference = {k: v for k, v in reference.items() if k != "taxonomy"}
+        reference = {k: v for k, v in reference.items() if k not in OPTIONAL}
         _compare(_shape(reference, "", []), shape, "", problems)
-    for key in ("labels", "fields"):
-        values = list(data.get(key, {}).values()) if isinstance(data.get(key), dict) else []
-        if len(set(values)) != len(values):
-            problems.append(f"{key}: the values must differ (got {values})" if key == "fields"
-                            else f"labels: the three label values must differ (got {values})")
-    marks = data.get("marks", {})
-    if isinstance(marks, dict) and isinstance(marks.get("present"), list) and isinstance(marks.get("absent"), list):
-        both = {m.casefold() for m in marks["present"]} & {m.casefold() for m in marks["absent"]}
-        if both:
-            problems.append(f"marks: {sorted(both)} both present and absent")
+    _check_distinct({**data, **optional}, problems)
+    if "templates" in optional:
+        _check_templates(optional["templates"], problems)
+    if "json_ascii" in optional and not isinstance(optional["json_ascii"], bool):
+        problems.append(f"json_ascii: must be true or false (got {optional['json_ascii']!r})")
     codes: dict[str, CodeText] = {}
-    if taxonomy is not None:
+    if "taxonomy" in optional:
         try:
-            codes = check_criteria(taxonomy, "taxonomy")
+            codes = check_criteria(optional["taxonomy"], "taxonomy")
         except ConfigError as exc:
             problems.append(str(exc))
     if problems:
+        # the closing advice only where a key is missing or extra; slot and criteria problems carry their own fix
+        keys_wrong = any(p.endswith((": missing", ": not a key of the reference pack")) for p in problems)
         raise ConfigError(
-            f"judge prompt pack {language!r} ({where}) is invalid: " + "; ".join(problems)
-            + ". Fix the file so it defines every key of the shipped English pack (engine/judge/prompts/en.yaml)."
+            f"judge prompt pack {language!r} ({where}) is invalid: " + "; ".join(problems).rstrip(".")
+            + (". Fix the file so it defines every key of the shipped English pack (engine/judge/prompts/en.yaml)."
+               if keys_wrong else ".")
         )
     return codes
 

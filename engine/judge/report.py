@@ -90,7 +90,7 @@ def judge_section(run_root: str | Path) -> tuple[str, str, str] | None:
         "<h3>Agreement with the experts (quadratic kappa, pooled over generators), beside the best metric</h3>",
         _table(read["agreement"], ["language", *setup, "n_rows", "n", "kappa", "metric_kappa", "metric_setting"],
                ["language", *setup, "n_rows", "n", "judge kappa", "best metric kappa", "metric setting"]),
-        "<h3>Pooled confusion (counts, row- / column-normalised; hierarchical left out)</h3>",
+        "<h3>Pooled confusion (counts, row- / column-normalised; the clustered strategies hierarchical and combined left out)</h3>",
     ]
     for row in read["pooled_confusion"]:
         parts.append(f"<h4>judge {escape(row['judge'])} (n = {row['n']}, kappa {_fmt(row['kappa'])})</h4>{_matrix(row)}")

@@ -1,7 +1,7 @@
 """Judging one part: files -> chat requests -> answers -> one row per candidate.
 
 One call per (file, strategy, prompt language, reference mode) with every generator's
-candidate (seven for the hierarchical strategy, one per cluster). All requests of the part go to the backend at
+candidate (seven for the clustered strategies hierarchical and combined, one per cluster). All requests of the part go to the backend at
 once, so a local engine batches them and a server sees them concurrently. Each file's calls
 depend only on that file and fixed seeds, so results do not depend on how files are cut
 into parts.
@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Sequence
 
 import pyarrow as pa
@@ -19,7 +20,7 @@ from engine.judge.backends import ChatBackend, ChatRequest, ChatResponse
 from engine.judge.config import JudgeParams
 from engine.judge.messages import Candidate, JudgeCall, JudgeItem, build_calls
 from engine.judge.parse import ParseResult, Verdict, combine_clusters, parse_response, response_status, verdicts
-from engine.judge.promptpack import load_pack, resolve_prompt_language
+from engine.judge.promptpack import CLUSTERED, load_pack, resolve_prompt_language
 from engine.judge.schema import SchemaLimits, output_schema
 from engine.records import JUDGMENT_SCHEMA
 
@@ -93,7 +94,7 @@ def _verdicts_of(entry: _Planned, answers: dict[str, ChatResponse], params: Judg
         results.append(result)
         per_call[call.cluster] = verdicts(result, generators)
     status = response_status(results)
-    if entry.strategy != "hierarchical":
+    if entry.strategy not in CLUSTERED:
         return per_call[None], status
     return {g: combine_clusters({cluster: per_call[cluster][g] for cluster in per_call}) for g in generators}, status
 
@@ -108,17 +109,26 @@ def _answers(backend: ChatBackend, requests: Sequence[ChatRequest], name: str) -
             if isinstance(result, ItemFailure) else result for request, result in zip(requests, results)}
 
 
-def judge_table(table: pa.Table, params: JudgeParams, task: str, backend: ChatBackend) -> pa.Table:
-    """The judgment rows of one part's sample rows."""
+def judge_table(table: pa.Table, params: JudgeParams, task: str, backend: ChatBackend,
+                prompt_root: str | Path | None = None) -> pa.Table:
+    """The judgment rows of one part's sample rows. `prompt_root`: the run directory, where the
+    rendered prompt of every call is stored (engine/judge/prompt_store.py) once its answer is in."""
+    from engine.judge.prompt_store import prompt_id, store_prompt
+
     planned = plan(table, params)
     requests = requests_of(planned, params)
     logger.info("judge %s: %d files, %d calls", params.judge_name, len({p.item.file_id for p in planned}), len(requests))
     answers = _answers(backend, requests, params.judge_name)
+    # Stored once the answers are in, so a part that fails while calling leaves no prompt files
+    # that no row links; one that fails after this (before its commit) may leave some, which are
+    # harmless: a file is named by its content's hash and a retry writes the same one.
+    ids = {r.request_id: store_prompt(prompt_root, r.messages) if prompt_root is not None else prompt_id(r.messages)
+           for r in requests}
     structured = set(params.structured_strategies())
     rows = []
     for entry in planned:
         call_answers = [answers[request_id] for request_id, _call in entry.calls]
-        if entry.strategy == "hierarchical":
+        if entry.strategy in CLUSTERED:
             raw = json.dumps({call.cluster: answers[rid].text for rid, call in entry.calls}, ensure_ascii=False)
         else:
             raw = call_answers[0].text
@@ -141,6 +151,7 @@ def judge_table(table: pa.Table, params: JudgeParams, task: str, backend: ChatBa
                 "prompt_tokens": sum(a.prompt_tokens for a in call_answers),
                 "completion_tokens": sum(a.completion_tokens for a in call_answers),
                 "latency_s": float(sum(a.latency_s for a in call_answers)), "raw_response": raw,
+                "prompt_ids": [ids[request_id] for request_id, _call in entry.calls],
                 "error": "; ".join(errors) or None,
             })
     return pa.Table.from_pylist(rows, schema=JUDGMENT_SCHEMA)

@@ -1,7 +1,8 @@
 """JSON schemas of a judge's answer, built from the taxonomy and a prompt pack's field names.
 
 Used for structured outputs (vLLM with xgrammar, or an OpenAI-compatible server's
-`response_format`) and shown to the model as the output format. Every free-text field has a
+`response_format`); a prompt template may show it (slot `{output_schema}`), while the shipped
+prompts show the pack's answer example with placeholders, as the study's do. Every free-text field has a
 `maxLength` and every array a `maxItems`, and confidences come from a fixed grid, so that a
 weak model constrained by the grammar always reaches the end of the object instead of
 filling the token budget with text, items or digits.
@@ -30,9 +31,13 @@ def codes_for(cluster: str | None) -> list[str]:
     return list(CLUSTERS[cluster]) if cluster is not None else leaf_codes()
 
 
+# Strategies whose answers reason first and give each error with a confidence and a justification.
+REASONING = ("cot", "combined")
+
+
 def text_field(strategy: str) -> str:
-    """Internal name of the free-text field: chain-of-thought reasons, the others explain."""
-    return "reasoning" if strategy == "cot" else "explanation"
+    """Internal name of the free-text field: chain-of-thought (and combined) reasons, the others explain."""
+    return "reasoning" if strategy in REASONING else "explanation"
 
 
 def property_order(pack: PromptPack, strategy: str) -> list[str]:
@@ -40,7 +45,7 @@ def property_order(pack: PromptPack, strategy: str) -> list[str]:
     then lists the errors, then gives the label (a grammar-constrained decoder writes the
     properties in this order, so the reasoning comes before the verdict); the others give the
     errors, then their explanation, then the label."""
-    order = ("model_name", "reasoning", "errors", "overall_quality") if strategy == "cot" else \
+    order = ("model_name", "reasoning", "errors", "overall_quality") if strategy in REASONING else \
         ("model_name", "errors", "explanation", "overall_quality")
     return [pack.field(name) for name in order]
 
@@ -58,7 +63,7 @@ def output_schema(
     """
     f = pack.field
     codes = codes_for(cluster)
-    if strategy == "cot":
+    if strategy in REASONING:
         error_item: dict[str, Any] = {
             "type": "object",
             "properties": {
@@ -100,15 +105,3 @@ def output_schema(
         "required": [f("evaluations")],
         "additionalProperties": False,
     }
-
-
-def example_output(pack: PromptPack, strategy: str, cluster: str | None = None) -> dict[str, Any]:
-    """An answer of the right shape, shown in the prompt (the same for every file)."""
-    f = pack.field
-    code = codes_for(cluster)[0]
-    error: Any = code
-    if strategy == "cot":
-        error = {f("code"): code, f("confidence"): 0.8, f("justification"): "..."}
-    values = {f("model_name"): f"<{f('model_name')}>", f("errors"): [error], f(text_field(strategy)): "...",
-              f("overall_quality"): pack.label("partial")}
-    return {f("evaluations"): [{key: values[key] for key in property_order(pack, strategy)}]}

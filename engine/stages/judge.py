@@ -2,7 +2,8 @@
 
 One task per configured judge (named from its complete resolved options); within a part,
 one call per (file, strategy, prompt language) with all generators' candidates. Output:
-RUN/judgments/, one row per (file, generator, judge, strategy, prompt language).
+RUN/judgments/, one row per (file, generator, judge, strategy, prompt language), each linking
+the rendered prompt(s) of its call(s) in RUN/judge_prompts/ (content-addressed, stored once).
 """
 from __future__ import annotations
 
@@ -96,6 +97,12 @@ class JudgeStage(Stage):
         fields.update(strategies=list(judge.strategies), prompt_languages=list(judge.prompt_languages),
                       structured=list(judge.structured_strategies()), temperature=judge.temperature,
                       seed=judge.seed, max_tokens=judge.max_tokens, babelscore_prompts=package_version("babelscore"))
+        if judge.provider_options:
+            import json
+
+            fields["provider_options"] = json.dumps(judge.provider_options, sort_keys=True, ensure_ascii=False)
+        if judge.provider_secret_env:  # which body keys carry a secret, never their values
+            fields["provider_secret_keys"] = ",".join(sorted(judge.provider_secret_env))
         return {"judgment": format_signature(fields)}
 
     def run_part(self, ctx: PartContext) -> pa.Table:
@@ -105,7 +112,7 @@ class JudgeStage(Stage):
         table = ctx.input_table()
         self.require_columns(table, "sample table")
         judge = ctx.config.section(self.name).judges[ctx.part.entry]
-        return judge_table(table, judge, ctx.part.task, get_chat_backend(judge))
+        return judge_table(table, judge, ctx.part.task, get_chat_backend(judge), prompt_root=ctx.run_root)
 
     def analyze(self, run: Any, config: Any) -> None:
         from engine.judge.analysis import write_analysis

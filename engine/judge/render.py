@@ -1,0 +1,79 @@
+"""`babelscore judge render`: the exact messages each judge call of a config would send, without a model.
+
+The calls are planned by the same code as a run's (engine/judge/run.py `plan`), from the
+config's input rows of one file, so what this prints for a call is what a run stores in
+RUN/judge_prompts/<id>.json for it (engine/judge/prompt_store.py), id included.
+"""
+from __future__ import annotations
+
+import dataclasses
+import logging
+from typing import Any, Iterator
+
+import pyarrow as pa
+
+from engine.errors import ConfigError, InputError
+from engine.judge.config import JudgeParams
+from engine.judge.prompt_store import prompt_record
+from engine.records import SAMPLE_SCHEMA
+
+logger = logging.getLogger(__name__)
+
+
+def _file_rows(config: Any, sample_id: str | None) -> list[dict[str, Any]]:
+    """The valid input rows of the file that holds `sample_id` (default: the first valid row's file)."""
+    from engine.data.reader import iter_raw_rows
+    from engine.data.validate import SampleValidator
+    from engine.stages import flow
+
+    if flow.input_source(config.stages) is not None or flow.generates_samples(config.stages):
+        raise ConfigError("judge render reads the predictions from the config's input, but this config makes them in a "
+                          "stage (build or generate); point a config's `input:` at the generated samples "
+                          "(RUN/generations/) and render that")
+
+    def valid_rows() -> Iterator[dict[str, Any]]:
+        validator = SampleValidator(require_prediction=True, params=config.validation)
+        for raw in iter_raw_rows(config.input):
+            sample, rejection = validator.check(raw)
+            if rejection is None:
+                yield sample
+
+    # two passes, so only one file's rows are ever held
+    file_id = next((s["file_id"] for s in valid_rows() if sample_id is None or s["sample_id"] == sample_id), None)
+    if file_id is None:
+        what = f"sample {sample_id!r}" if sample_id else "a valid row"
+        raise InputError(f"judge render: {config.input} has no {what}; give --sample with a sample_id of the input")
+    return [s for s in valid_rows() if s["file_id"] == file_id]
+
+
+def _narrowed(judge: JudgeParams, strategy: str | None, language: str | None) -> JudgeParams:
+    changes: dict[str, Any] = {}
+    if strategy is not None:
+        if strategy not in judge.strategies:
+            raise ConfigError(f"judge render --strategy {strategy}: judge {judge.judge_name!r} runs {list(judge.strategies)}")
+        changes["strategies"] = (strategy,)
+        if isinstance(judge.structured, tuple):
+            changes["structured"] = tuple(s for s in judge.structured if s == strategy)
+    if language is not None:
+        changes["prompt_languages"] = (language,)
+    return dataclasses.replace(judge, **changes) if changes else judge
+
+
+def render_calls(config: Any, sample_id: str | None = None, strategy: str | None = None, language: str | None = None,
+                 judge_name: str | None = None) -> Iterator[dict[str, Any]]:
+    """One record per call: judge, request id, prompt id and messages, in the run's order."""
+    from engine.judge.run import plan
+
+    if "judge" not in config.stages:
+        raise ConfigError("judge render: the config has no judge stage; add `judge` to `stages` and a `judge:` section")
+    judges = config.section("judge").judges
+    if judge_name is not None:
+        judges = tuple(j for j in judges if j.judge_name == judge_name)
+        if not judges:
+            names = [j.judge_name for j in config.section("judge").judges]
+            raise ConfigError(f"judge render --judge {judge_name}: no such judge; the config's judges: {names}")
+    table = pa.Table.from_pylist(_file_rows(config, sample_id), schema=SAMPLE_SCHEMA)
+    for judge in judges:
+        for entry in plan(table, _narrowed(judge, strategy, language)):
+            for request_id, call in entry.calls:
+                yield {"judge": judge.judge_name, "request_id": request_id, **prompt_record(call.messages)}
