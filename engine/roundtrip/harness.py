@@ -77,7 +77,7 @@ def _load(path, space):
 
 def _encode(value, depth=0):
     kind = type(value)
-    if depth > 100:
+    if depth > 30:  # engine.roundtrip.wire.MAX_DEPTH is 32
         return ["object", "too-deep"]
     if kind is bool:
         return ["bool", value]

@@ -195,6 +195,7 @@ def run_toolchain(argv: list[str], files: Mapping[str, str], limits: SandboxLimi
         memory_mb=limits.memory_mb + limits.toolchain_memory_mb, max_processes=limits.toolchain_max_processes,
         cpu_seconds=max(limits.cpu_seconds, limits.toolchain_seconds, cpu_seconds),
         wall_seconds=max(limits.wall_seconds, 2.0 * limits.toolchain_seconds, wall_seconds),
+        open_files=limits.toolchain_max_open_files,
     )
 
 

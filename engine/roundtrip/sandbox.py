@@ -54,13 +54,14 @@ from pathlib import Path
 from typing import Literal, Mapping, Sequence
 
 from engine.params import Params, require
-from engine.roundtrip import bwrap
+from engine.roundtrip import bwrap, seccomp
 from engine.roundtrip.uids import claimed_uid, end_uid
+from engine.roundtrip.wire import program_text
 
 log = logging.getLogger(__name__)
 
 STATUSES = ("passed", "failed", "compile_error", "timeout", "memory", "processes", "filesize", "blocked", "crashed",
-            "skipped")
+            "skipped", "rejected", "error")
 # Exit status of a language's build script when the compiler rejects the code (a program that
 # exits with it only turns its own failure into a compile error: never a pass).
 EXIT_COMPILE = 85
@@ -99,6 +100,8 @@ class SandboxLimits(Params):
         toolchain_memory_mb: address space added for compilers and VMs (JVM, V8, Go, rustc) beyond memory_mb.
         toolchain_max_processes: process limit for languages other than Python (RLIMIT_NPROC counts threads).
         toolchain_seconds: CPU and wall-clock floor for a compile-and-run of a compiled language.
+        max_open_files: open file descriptors per process (RLIMIT_NOFILE) of a Python run.
+        toolchain_max_open_files: RLIMIT_NOFILE of the other languages (javac and `go build` open many files).
     """
 
     cpu_seconds: int = 5
@@ -115,6 +118,8 @@ class SandboxLimits(Params):
     toolchain_memory_mb: int = 4096  # a JVM, V8 or Go reserves address space far beyond its heap
     toolchain_max_processes: int = 256  # RLIMIT_NPROC counts threads; a JVM or `go build` starts dozens
     toolchain_seconds: int = 30
+    max_open_files: int = 64
+    toolchain_max_open_files: int = 512
 
     def __post_init__(self) -> None:
         require(self.cpu_seconds >= 1, "cpu_seconds", self.cpu_seconds, "an integer >= 1")
@@ -127,6 +132,9 @@ class SandboxLimits(Params):
         require(self.uid >= 1000, "uid", self.uid, "an integer >= 1000 (an unprivileged uid)")
         require(self.uid_slots >= 1, "uid_slots", self.uid_slots, "an integer >= 1")
         require(self.toolchain_seconds >= 1, "toolchain_seconds", self.toolchain_seconds, "an integer >= 1")
+        require(self.max_open_files >= 16, "max_open_files", self.max_open_files, "an integer >= 16")
+        require(self.toolchain_max_open_files >= 16, "toolchain_max_open_files", self.toolchain_max_open_files,
+                "an integer >= 16")
 
 
 @dataclass(frozen=True)
@@ -204,7 +212,9 @@ def unavailable(limits: SandboxLimits) -> str:
     if limits.isolation == "hook":
         return ""
     why = bwrap.unavailable(limits.uid if _drop_privileges() else None)
-    return f"{why}; {bwrap.INSTALL_HINT}" if why else ""
+    if why:
+        return f"{why}; {bwrap.INSTALL_HINT}"
+    return seccomp.unavailable()
 
 
 def isolation_name(limits: SandboxLimits) -> str:
@@ -212,7 +222,8 @@ def isolation_name(limits: SandboxLimits) -> str:
     return f"bwrap-{bwrap.version()}" if limits.isolation == "bwrap" else "hook-not-a-boundary"
 
 
-def _rlimits(limits: SandboxLimits, memory_mb: int, processes: int, cpu_seconds: int) -> dict[str, tuple[int, int]]:
+def _rlimits(limits: SandboxLimits, memory_mb: int, processes: int, cpu_seconds: int,
+             open_files: int) -> dict[str, tuple[int, int]]:
     mb = 1024 * 1024
     nproc = processes + (bwrap.OWN_PROCESSES if limits.isolation == "bwrap" else 0)
     if not _drop_privileges():
@@ -228,6 +239,7 @@ def _rlimits(limits: SandboxLimits, memory_mb: int, processes: int, cpu_seconds:
         "RLIMIT_NPROC": (nproc, nproc),
         "RLIMIT_FSIZE": (limits.file_size_mb * mb, limits.file_size_mb * mb),
         "RLIMIT_CORE": (0, 0),
+        "RLIMIT_NOFILE": (open_files, open_files),
     }
 
 
@@ -240,12 +252,12 @@ def _classify(returncode: int | None, timed_out: bool, stderr: str, verdict: tup
         if word in ("passed", "outcomes") and returncode == 0:
             return "passed", ""
         if word in ("blocked", "memory", "processes"):
-            return word, text
+            return word, program_text(text)
     if returncode == 0:
         return "failed", "exit status 0 without a verdict from the test harness: the program ended before its tests finished"
     if returncode == EXIT_COMPILE:
         last = [line for line in stderr.splitlines() if line.strip()][-3:]
-        return "compile_error", "compiler rejected the code: " + " | ".join(line.strip() for line in last)[:400]
+        return "compile_error", "compiler rejected the code: " + program_text(" | ".join(line.strip() for line in last), 400)
     if returncode is not None and limits.isolation == "bwrap" and returncode > 128:
         returncode = -(returncode - 128)  # bwrap reports a child killed by signal N as 128 + N
     if returncode is not None and returncode < 0:
@@ -259,7 +271,7 @@ def _classify(returncode: int | None, timed_out: bool, stderr: str, verdict: tup
         except ValueError:
             name = str(sig)
         if sig == signal.SIGABRT:  # C/C++ assert() aborts
-            return "failed", f"aborted (SIGABRT): {_telling_line(stderr)[:300]}"
+            return "failed", f"aborted (SIGABRT): {program_text(_telling_line(stderr))}"
         return "crashed", f"killed by signal {name}"
     if "MemoryError" in stderr or "OutOfMemoryError" in stderr or "std::bad_alloc" in stderr or "memory allocation" in stderr:
         return "memory", f"address-space limit of {memory_mb} MB"
@@ -269,7 +281,7 @@ def _classify(returncode: int | None, timed_out: bool, stderr: str, verdict: tup
         return "blocked", "network unreachable inside the sandbox's network namespace"
     if "File too large" in stderr:
         return "filesize", f"file-size limit of {limits.file_size_mb} MB reached"
-    return "failed", f"exit status {returncode}: {_telling_line(stderr)[:300]}"
+    return "failed", f"exit status {returncode}: {program_text(_telling_line(stderr))}"
 
 
 def _telling_line(stderr: str) -> str:
@@ -317,6 +329,7 @@ def run_program(
     cpu_seconds: int | None = None,
     wall_seconds: float | None = None,
     env: Mapping[str, str] | None = None,
+    open_files: int | None = None,
 ) -> SandboxResult:
     """Run `argv` in the work directory holding `files` (relative paths resolve there)."""
     why = unavailable(limits)
@@ -327,11 +340,13 @@ def run_program(
         raise ConfigError(f"roundtrip.sandbox.isolation: {why}")
     with claimed_uid(limits.uid, limits.uid_slots) as uid:
         return _run(argv, files, limits, uid, memory_mb or limits.memory_mb, max_processes or limits.max_processes,
-                    cpu_seconds or limits.cpu_seconds, wall_seconds or limits.wall_seconds, dict(env or {}))
+                    cpu_seconds or limits.cpu_seconds, wall_seconds or limits.wall_seconds, dict(env or {}),
+                    open_files or limits.max_open_files)
 
 
 def _run(argv: Sequence[str], files: Mapping[str, str | bytes], limits: SandboxLimits, uid: int | None,
-         memory_mb: int, max_processes: int, cpu_seconds: int, wall_seconds: float, env: dict[str, str]) -> SandboxResult:
+         memory_mb: int, max_processes: int, cpu_seconds: int, wall_seconds: float, env: dict[str, str],
+         open_files: int) -> SandboxResult:
     started = time.perf_counter()
     token = secrets.token_hex(16)
     token_r, token_w = os.pipe()
@@ -345,16 +360,16 @@ def _run(argv: Sequence[str], files: Mapping[str, str | bytes], limits: SandboxL
     workdir = None
     try:
         blobs = {name: content.encode("utf-8") if isinstance(content, str) else content for name, content in files.items()}
-        base_env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"}
+        base_env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
         if limits.isolation == "bwrap":
+            filter_fd = _memfd("babelscore-seccomp", seccomp.program())
+            opened.append(filter_fd)
             fds = []
             for name, blob in blobs.items():
-                fd = os.memfd_create(f"babelscore-{Path(name).name}", 0)
-                os.write(fd, blob)
-                os.lseek(fd, 0, os.SEEK_SET)
+                fd = _memfd(f"babelscore-{Path(name).name}", blob)
                 opened.append(fd)
                 fds.append((fd, name))
-            inner = bwrap.command(argv, fds, limits.tmpfs_mb * 1024 * 1024)
+            inner = bwrap.command(argv, fds, limits.tmpfs_mb * 1024 * 1024, seccomp_fd=filter_fd)
             cwd = "/"
             base_env.update(HOME=bwrap.WORKDIR, TMPDIR="/tmp")
         else:
@@ -368,7 +383,7 @@ def _run(argv: Sequence[str], files: Mapping[str, str | bytes], limits: SandboxL
                     os.chown(path, uid, uid)
             inner, cwd = list(argv), str(workdir)
             base_env.update(HOME=str(workdir), TMPDIR=str(workdir))
-        spec = json.dumps({"limits": _rlimits(limits, memory_mb, max_processes, cpu_seconds), "argv": inner,
+        spec = json.dumps({"limits": _rlimits(limits, memory_mb, max_processes, cpu_seconds, open_files), "argv": inner,
                            "env": {**base_env, **env}, "token_fd": token_r, "verdict_fd": verdict_w,
                            "fds": [TOKEN_FD, VERDICT_FD]})
         kwargs: dict = {"user": uid, "group": uid, "extra_groups": []} if uid is not None else {}
@@ -409,6 +424,14 @@ def _run(argv: Sequence[str], files: Mapping[str, str | bytes], limits: SandboxL
                 os.close(fd)
         if workdir is not None:
             shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _memfd(name: str, blob: bytes) -> int:
+    """A readable fd holding `blob`, in the engine's memory (never on the host's disk)."""
+    fd = os.memfd_create(name, 0)
+    os.write(fd, blob)
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
 
 
 def _kill_group(pgid: int) -> None:
