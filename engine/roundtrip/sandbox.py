@@ -222,6 +222,20 @@ def isolation_name(limits: SandboxLimits) -> str:
     return f"bwrap-{bwrap.version()}" if limits.isolation == "bwrap" else "hook-not-a-boundary"
 
 
+# Pipe buffers of one unprivileged uid beyond the kernel's soft limit get one page each
+# (/proc/sys/fs/pipe-user-pages-soft, 16384 pages by default): at most this much per run.
+PIPE_BUFFERS_MB = 64
+
+
+def memory_bound_mb(limits: SandboxLimits, toolchain: bool = False) -> int:
+    """The documented bound on the memory one run can hold (docs/sandbox.md): every process at
+    its address-space limit, every capped tmpfs full, and the pipe buffers of its uid. memfds,
+    System V segments and new mounts, which no limit would count, are refused by seccomp."""
+    memory = limits.memory_mb + (limits.toolchain_memory_mb if toolchain else 0)
+    processes = limits.toolchain_max_processes if toolchain else limits.max_processes
+    return processes * memory + 3 * limits.tmpfs_mb + PIPE_BUFFERS_MB
+
+
 def _rlimits(limits: SandboxLimits, memory_mb: int, processes: int, cpu_seconds: int,
              open_files: int) -> dict[str, tuple[int, int]]:
     mb = 1024 * 1024
