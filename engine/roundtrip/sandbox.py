@@ -66,17 +66,24 @@ STATUSES = ("passed", "failed", "compile_error", "timeout", "memory", "processes
 # exits with it only turns its own failure into a compile error: never a pass).
 EXIT_COMPILE = 85
 TOKEN_FD, VERDICT_FD = 3, 4
+FIRST_BWRAP_FD = 10  # the seccomp filter and the task's files, as bwrap reads them (channel fds are below)
 VERDICT_BYTES = 1 << 22  # a differential-testing record of many inputs fits
 WORKDIR_PREFIX = "babelscore-sandbox-"  # host work directories of `isolation: hook` runs (bwrap runs have none)
 
-# Sets the limits in the child, moves the verdict pipes to fds 3 and 4, then runs the program.
+# Moves the passed fds to their numbers (verdict pipes 3 and 4, relay pipes, bwrap's inputs), sets
+# the limits, then runs the program.
 LAUNCHER = r'''
-import os, resource, sys, json
+import fcntl, os, resource, sys, json
 spec = json.loads(sys.argv[1])
+# Lift every passed fd above the targets first, so that moving one cannot overwrite another.
+high = [(fcntl.fcntl(host, fcntl.F_DUPFD, 200), child) for host, child in spec["fds"]]
+for host, _child in spec["fds"]:
+    os.close(host)
+for fd, child in high:
+    os.dup2(fd, child)
+    os.close(fd)
 for name, (soft, hard) in spec["limits"].items():
     resource.setrlimit(getattr(resource, name), (soft, hard))
-os.dup2(spec["token_fd"], spec["fds"][0])
-os.dup2(spec["verdict_fd"], spec["fds"][1])
 os.execvpe(spec["argv"][0], spec["argv"], spec["env"])
 '''
 
@@ -317,8 +324,8 @@ def _read_verdict(raw: bytes, token: str) -> tuple[str, str] | None:
     return parts[1].strip(), rest.decode("utf-8", "replace")
 
 
-def _wait_unreaped(pid: int, seconds: float) -> bool:
-    """Wait for `pid` to exit without reaping it; False on time-out.
+def _wait_unreaped(pid: int, seconds: float, stop: threading.Event | None = None) -> bool:
+    """Wait for `pid` to exit without reaping it (or for `stop`); False on time-out.
 
     While the leader is unreaped its pid (the group id) cannot be reused, so the group kill
     that follows cannot reach an unrelated process.
@@ -327,6 +334,8 @@ def _wait_unreaped(pid: int, seconds: float) -> bool:
     delay = 0.001
     while os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT | os.WNOHANG) is None:
         if time.monotonic() >= deadline:
+            return False
+        if stop is not None and stop.is_set():
             return False
         time.sleep(delay)
         delay = min(delay * 2, 0.02)
@@ -344,8 +353,16 @@ def run_program(
     wall_seconds: float | None = None,
     env: Mapping[str, str] | None = None,
     open_files: int | None = None,
+    channel: Mapping[int, int] | None = None,
+    verdict: bool = True,
+    stop: threading.Event | None = None,
 ) -> SandboxResult:
-    """Run `argv` in the work directory holding `files` (relative paths resolve there)."""
+    """Run `argv` in the work directory holding `files` (relative paths resolve there).
+
+    channel: child fd -> engine fd of further pipes (engine.roundtrip.relay); they are closed here.
+    verdict: False for a run that gets no token and reports no verdict (a candidate server).
+    stop: set by another thread to end the run early (it is then killed like a time-out).
+    """
     why = unavailable(limits)
     if why:
         # The stage refuses such a config at check time; this guards direct callers.
@@ -355,19 +372,24 @@ def run_program(
     with claimed_uid(limits.uid, limits.uid_slots) as uid:
         return _run(argv, files, limits, uid, memory_mb or limits.memory_mb, max_processes or limits.max_processes,
                     cpu_seconds or limits.cpu_seconds, wall_seconds or limits.wall_seconds, dict(env or {}),
-                    open_files or limits.max_open_files)
+                    open_files or limits.max_open_files, dict(channel or {}), verdict, stop)
 
 
 def _run(argv: Sequence[str], files: Mapping[str, str | bytes], limits: SandboxLimits, uid: int | None,
          memory_mb: int, max_processes: int, cpu_seconds: int, wall_seconds: float, env: dict[str, str],
-         open_files: int) -> SandboxResult:
+         open_files: int, channel: dict[int, int], verdict: bool, stop: threading.Event | None) -> SandboxResult:
     started = time.perf_counter()
     token = secrets.token_hex(16)
-    token_r, token_w = os.pipe()
-    verdict_r, verdict_w = os.pipe()
-    os.write(token_w, token.encode("ascii"))
-    os.close(token_w)
-    opened = [token_r, verdict_w]
+    passed_fds = dict(channel)  # child fd -> engine fd
+    opened = list(channel.values())
+    verdict_r = -1
+    if verdict:
+        token_r, token_w = os.pipe()
+        verdict_r, verdict_w = os.pipe()
+        os.write(token_w, token.encode("ascii"))
+        os.close(token_w)
+        opened += [token_r, verdict_w]
+        passed_fds.update({TOKEN_FD: token_r, VERDICT_FD: verdict_w})
     if uid is not None:
         for fd in opened:  # a JVM reopens them through /proc/self/fd, which checks the pipe's owner
             os.fchown(fd, uid, uid)
@@ -376,14 +398,20 @@ def _run(argv: Sequence[str], files: Mapping[str, str | bytes], limits: SandboxL
         blobs = {name: content.encode("utf-8") if isinstance(content, str) else content for name, content in files.items()}
         base_env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
         if limits.isolation == "bwrap":
+            # bwrap reads these at fixed numbers above the channel's, whatever the engine's numbers are.
+            child = FIRST_BWRAP_FD
             filter_fd = _memfd("babelscore-seccomp", seccomp.program())
             opened.append(filter_fd)
+            passed_fds[child] = filter_fd
+            seccomp_child, child = child, child + 1
             fds = []
             for name, blob in blobs.items():
                 fd = _memfd(f"babelscore-{Path(name).name}", blob)
                 opened.append(fd)
-                fds.append((fd, name))
-            inner = bwrap.command(argv, fds, limits.tmpfs_mb * 1024 * 1024, seccomp_fd=filter_fd)
+                passed_fds[child] = fd
+                fds.append((child, name))
+                child += 1
+            inner = bwrap.command(argv, fds, limits.tmpfs_mb * 1024 * 1024, seccomp_fd=seccomp_child)
             cwd = "/"
             base_env.update(HOME=bwrap.WORKDIR, TMPDIR="/tmp")
         else:
@@ -398,8 +426,8 @@ def _run(argv: Sequence[str], files: Mapping[str, str | bytes], limits: SandboxL
             inner, cwd = list(argv), str(workdir)
             base_env.update(HOME=str(workdir), TMPDIR=str(workdir))
         spec = json.dumps({"limits": _rlimits(limits, memory_mb, max_processes, cpu_seconds, open_files), "argv": inner,
-                           "env": {**base_env, **env}, "token_fd": token_r, "verdict_fd": verdict_w,
-                           "fds": [TOKEN_FD, VERDICT_FD]})
+                           "env": {**base_env, **env},
+                           "fds": [[host, child] for child, host in passed_fds.items()]})
         kwargs: dict = {"user": uid, "group": uid, "extra_groups": []} if uid is not None else {}
         proc = subprocess.Popen(
             [_launcher_python(), "-I", "-S", "-c", LAUNCHER, spec], cwd=cwd, stdin=subprocess.DEVNULL,
@@ -409,13 +437,17 @@ def _run(argv: Sequence[str], files: Mapping[str, str | bytes], limits: SandboxL
         for fd in opened:
             os.close(fd)
         opened = []
-        verdict_pipe = os.fdopen(verdict_r, "rb", buffering=0)
-        verdict_r = -1
-        drains = [_Drain(proc.stdout, limits.output_bytes), _Drain(proc.stderr, limits.output_bytes),
-                  _Drain(verdict_pipe, VERDICT_BYTES)]
+        drains = [_Drain(proc.stdout, limits.output_bytes), _Drain(proc.stderr, limits.output_bytes)]
+        verdict_pipe = None
+        if verdict:
+            verdict_pipe = os.fdopen(verdict_r, "rb", buffering=0)
+            verdict_r = -1
+            drains.append(_Drain(verdict_pipe, VERDICT_BYTES))
         for drain in drains:
             drain.start()
-        timed_out = not _wait_unreaped(proc.pid, wall_seconds)
+        timed_out = not _wait_unreaped(proc.pid, wall_seconds, stop)
+        stopped = stop is not None and stop.is_set()
+        timed_out = timed_out and not stopped
         _kill_group(proc.pid)
         proc.wait()
         if uid is not None:
@@ -424,12 +456,15 @@ def _run(argv: Sequence[str], files: Mapping[str, str | bytes], limits: SandboxL
             drain.join(timeout=5)
         proc.stdout.close()
         proc.stderr.close()
-        verdict_pipe.close()
+        if verdict_pipe is not None:
+            verdict_pipe.close()
         stdout, stderr = drains[0].text(), drains[1].text()
-        verdict = _read_verdict(bytes(drains[2].kept), token)
-        status, reason = _classify(proc.returncode, timed_out, stderr, verdict, limits, memory_mb, max_processes,
+        found = _read_verdict(bytes(drains[2].kept), token) if verdict else None
+        status, reason = _classify(proc.returncode, timed_out, stderr, found, limits, memory_mb, max_processes,
                                    cpu_seconds, wall_seconds)
-        payload = verdict[1] if verdict is not None and status == "passed" else ""
+        if stopped and status not in ("compile_error",):
+            status, reason = "stopped", "ended by the engine after the tests finished"
+        payload = found[1] if found is not None and status == "passed" else ""
         return SandboxResult(status, reason, proc.returncode, stdout, stderr, time.perf_counter() - started,
                              limits.isolation, payload)
     finally:
