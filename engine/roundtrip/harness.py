@@ -161,7 +161,10 @@ def _main():
         _load(impl, space)
         checked = dict(space)
         checked["__builtins__"] = dict(_CLEAN_BUILTINS)
-        if entry and callable(space.get(entry)):
+        if mode == "proxied":
+            # The candidate is in another sandbox (engine.roundtrip.relay): only values come back.
+            checked[entry] = _proxy_for(entry)
+        elif entry and callable(space.get(entry)):
             checked[entry] = _guard(space[entry])
         _load(tests, checked)
         if extra == "check":
@@ -232,5 +235,6 @@ sys.addaudithook(_hook)
 '''
 
 
-def python_harness(hook: bool) -> str:
-    return PYTHON_HARNESS.replace("__HOOK__", AUDIT_HOOK if hook else "")
+def python_harness(hook: bool, proxy: str = "") -> str:
+    """The harness; `proxy` is the code of the proxied mode's `_proxy_for` (engine.roundtrip.proxies.python)."""
+    return PYTHON_HARNESS.replace("__HOOK__", (AUDIT_HOOK if hook else "") + "\n" + proxy)

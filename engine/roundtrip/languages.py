@@ -188,10 +188,10 @@ def java_command(main_class: str, limits: SandboxLimits) -> list[str]:
 
 
 def run_toolchain(argv: list[str], files: Mapping[str, str], limits: SandboxLimits, env: Mapping[str, str] | None = None,
-                  cpu_seconds: int = 0, wall_seconds: float = 0.0) -> SandboxResult:
-    """A compiled language's run: the toolchain allowances on top of the limits."""
+                  cpu_seconds: int = 0, wall_seconds: float = 0.0, **kwargs) -> SandboxResult:
+    """A compiled language's run: the toolchain allowances on top of the limits (`kwargs`: run_program's relay options)."""
     return run_program(
-        argv, files, limits, env=env,
+        argv, files, limits, env=env, **kwargs,
         memory_mb=limits.memory_mb + limits.toolchain_memory_mb, max_processes=limits.toolchain_max_processes,
         cpu_seconds=max(limits.cpu_seconds, limits.toolchain_seconds, cpu_seconds),
         wall_seconds=max(limits.wall_seconds, 2.0 * limits.toolchain_seconds, wall_seconds),
@@ -209,6 +209,12 @@ def run_tests(task: Mapping[str, str], implementation: str, limits: SandboxLimit
     why = toolchain_missing(language) if language in TOOLS else f"unknown programming language {language!r}"
     if why:
         return SandboxResult("skipped", why, None, "", "", 0.0, "none")
+    if task.get("entry_point"):
+        from engine.roundtrip.proxies import split_jobs
+
+        jobs = split_jobs(task, implementation, python_for(limits), limits.isolation == "hook")
+        if jobs is not None:
+            return _run_split(*jobs, limits)
     try:
         job = build(task, implementation, limits)
     except ValueError as exc:
@@ -216,3 +222,20 @@ def run_tests(task: Mapping[str, str], implementation: str, limits: SandboxLimit
     if language == "python":
         return run_program(job.argv, job.files, limits, env=job.env)
     return run_toolchain(job.argv, job.files, limits, job.env)
+
+
+def _run_split(server, tests, toolchain: bool, limits: SandboxLimits) -> SandboxResult:
+    """The candidate as a server in one sandbox, the tests through a proxy in another (engine.roundtrip.relay)."""
+    from engine.roundtrip.relay import run_split
+
+    if toolchain:
+        wall = max(limits.wall_seconds, 2.0 * limits.toolchain_seconds)
+
+        def run(job, **kwargs):
+            return run_toolchain(job.argv, job.files, limits, job.env, **kwargs)
+    else:
+        wall = limits.wall_seconds
+
+        def run(job, **kwargs):
+            return run_program(job.argv, job.files, limits, env=job.env, **kwargs)
+    return run_split(server, tests, run, wall)

@@ -1,0 +1,24 @@
+"""Per language, the two programs of a split run (engine.roundtrip.relay): the candidate's server
+and the tests with a proxy of the function's signature. Each module keeps its language's codec
+of the plain-value stream (engine.roundtrip.plain) on both sides."""
+from __future__ import annotations
+
+from engine.roundtrip.relay import Job
+
+SPLIT_LANGUAGES = ("python", "javascript")
+
+
+def split_jobs(task: dict, code: str, python: str, hook: bool) -> tuple[Job, Job, bool] | None:
+    """(server, tests, uses a toolchain) of `code` against the task's tests; None when the language has no split run."""
+    language = task["programming_language"]
+    if language == "python":
+        from engine.roundtrip.proxies import python as side
+
+        server_files, server_argv, tests_files, tests_argv = side.jobs(task, code, python, hook)
+        return Job(server_files, server_argv), Job(tests_files, tests_argv), False
+    if language == "javascript":
+        from engine.roundtrip.proxies import javascript as side
+
+        server, tests = side.jobs(task, code)
+        return server, tests, True
+    return None
