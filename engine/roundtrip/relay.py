@@ -161,15 +161,15 @@ def run_split(server: Job, tests: Job, run: Callable[..., SandboxResult], wall_s
 
 
 def _verdict(tested: SandboxResult, served: SandboxResult | None, state: _Relay) -> SandboxResult:
-    if state.broken:
-        return dataclasses.replace(tested, status="failed", reason=state.broken, payload="")
-    if tested.status == "passed":
+    if tested.status == "passed" and not state.broken:
         return tested
     if served is not None and served.status in TELLING:
-        return dataclasses.replace(tested, status=served.status, reason=f"candidate: {served.reason}",
+        return dataclasses.replace(tested, status=served.status, reason=f"candidate: {served.reason}", payload="",
                                    stdout=served.stdout, stderr=served.stderr)
     if served is not None and served.status == "timeout":
-        return dataclasses.replace(tested, status="timeout", reason=f"candidate: {served.reason}")
+        return dataclasses.replace(tested, status="timeout", reason=f"candidate: {served.reason}", payload="")
+    if state.broken:
+        return dataclasses.replace(tested, status="failed", reason=state.broken, payload="")
     if served is not None and tested.status == "failed" and served.stderr.strip():
         return dataclasses.replace(tested, reason=f"{tested.reason}; candidate's stderr: {program_text(served.stderr)}")
     return tested

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from engine.roundtrip.relay import Job
 
-SPLIT_LANGUAGES = ("python", "javascript")
+SPLIT_LANGUAGES = ("python", "javascript", "go")
 
 
 def split_jobs(task: dict, code: str, python: str, hook: bool) -> tuple[Job, Job, bool] | None:
@@ -20,5 +20,11 @@ def split_jobs(task: dict, code: str, python: str, hook: bool) -> tuple[Job, Job
         from engine.roundtrip.proxies import javascript as side
 
         server, tests = side.jobs(task, code)
+        return server, tests, True
+    if language == "go":
+        from engine.roundtrip.languages import _script
+        from engine.roundtrip.proxies import go as side
+
+        server, tests = side.jobs(task, code, _script)
         return server, tests, True
     return None
