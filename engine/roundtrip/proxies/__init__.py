@@ -3,9 +3,11 @@ and the tests with a proxy of the function's signature. Each module keeps its la
 of the plain-value stream (engine.roundtrip.plain) on both sides."""
 from __future__ import annotations
 
+import importlib
+
 from engine.roundtrip.relay import Job
 
-SPLIT_LANGUAGES = ("python", "javascript", "go")
+SPLIT_LANGUAGES = ("python", "javascript", "go", "cpp", "rust")
 
 
 def split_jobs(task: dict, code: str, python: str, hook: bool) -> tuple[Job, Job, bool] | None:
@@ -21,9 +23,9 @@ def split_jobs(task: dict, code: str, python: str, hook: bool) -> tuple[Job, Job
 
         server, tests = side.jobs(task, code)
         return server, tests, True
-    if language == "go":
+    if language in ("go", "cpp", "rust"):
         from engine.roundtrip.languages import _script
-        from engine.roundtrip.proxies import go as side
+        side = importlib.import_module(f"engine.roundtrip.proxies.{language}")
 
         server, tests = side.jobs(task, code, _script)
         return server, tests, True
