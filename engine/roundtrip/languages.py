@@ -212,7 +212,8 @@ def run_tests(task: Mapping[str, str], implementation: str, limits: SandboxLimit
     if task.get("entry_point"):
         from engine.roundtrip.proxies import split_jobs
 
-        jobs = split_jobs(task, implementation, python_for(limits), limits.isolation == "hook")
+        jobs = split_jobs(task, implementation, python_for(limits), limits.isolation == "hook",
+                          lambda main: java_command(main, limits))
         if jobs is not None:
             return _run_split(*jobs, limits)
     try:

@@ -7,10 +7,10 @@ import importlib
 
 from engine.roundtrip.relay import Job
 
-SPLIT_LANGUAGES = ("python", "javascript", "go", "cpp", "rust")
+SPLIT_LANGUAGES = ("python", "javascript", "go", "cpp", "rust", "java")
 
 
-def split_jobs(task: dict, code: str, python: str, hook: bool) -> tuple[Job, Job, bool] | None:
+def split_jobs(task: dict, code: str, python: str, hook: bool, command=None) -> tuple[Job, Job, bool] | None:
     """(server, tests, uses a toolchain) of `code` against the task's tests; None when the language has no split run."""
     language = task["programming_language"]
     if language == "python":
@@ -28,5 +28,10 @@ def split_jobs(task: dict, code: str, python: str, hook: bool) -> tuple[Job, Job
         side = importlib.import_module(f"engine.roundtrip.proxies.{language}")
 
         server, tests = side.jobs(task, code, _script)
+        return server, tests, True
+    if language == "java":
+        from engine.roundtrip.proxies import java as side
+
+        server, tests = side.jobs(task, code, command)
         return server, tests, True
     return None
