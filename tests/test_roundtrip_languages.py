@@ -92,8 +92,9 @@ def test_brace_language_regeneration_keeps_the_function_only(language):
     prompt = generation.regenerate_code_prompt(template, task, task["comment"])
     assert prompt.rstrip().endswith(task["signature"] + " {") and "// " + task["comment"] in prompt
     body = task["code"][task["code"].index("{") + 1:]
-    completion = body + '\n\nfunction other() { return "}"; }\n'
-    assert generation.code_from_completion(task, completion) == task["code"]
+    # What a model writes after the function (prose, a fence) is not code of the function.
+    completion = body + '\n\n```\nThis returns "}" when done.\n'
+    assert generation.code_from_completion(task, completion).strip() == task["code"].strip()
 
 
 @pytest.mark.skipif(bool(BWRAP), reason=BWRAP or "bwrap runs")

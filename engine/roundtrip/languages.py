@@ -227,7 +227,13 @@ def run_tests(task: Mapping[str, str], implementation: str, limits: SandboxLimit
 
 def _run_split(server, tests, toolchain: bool, limits: SandboxLimits) -> SandboxResult:
     """The candidate as a server in one sandbox, the tests through a proxy in another (engine.roundtrip.relay)."""
+    from engine.errors import ConfigError
     from engine.roundtrip.relay import run_split
+    from engine.roundtrip.sandbox import unavailable
+
+    why = unavailable(limits)
+    if why:
+        raise ConfigError(f"roundtrip.sandbox.isolation: {why}")
 
     if toolchain:
         wall = max(limits.wall_seconds, 2.0 * limits.toolchain_seconds)

@@ -134,9 +134,15 @@ def run_split(server: Job, tests: Job, run: Callable[..., SandboxResult], wall_s
     state = _Relay()
     outcome: dict[str, SandboxResult] = {}
 
+    failure: list[BaseException] = []
+
     def serve() -> None:
-        outcome["server"] = run(server, channel={SERVER_CALLS: to_server_r, SERVER_REPLIES: from_server_w},
-                                verdict=False, stop=stop)
+        try:
+            outcome["server"] = run(server, channel={SERVER_CALLS: to_server_r, SERVER_REPLIES: from_server_w},
+                                    verdict=False, stop=stop)
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread below
+            failure.append(exc)
+            stop.set()
 
     server_thread = threading.Thread(target=serve, daemon=True)
     relay_thread = threading.Thread(
@@ -156,6 +162,8 @@ def run_split(server: Job, tests: Job, run: Callable[..., SandboxResult], wall_s
                 os.close(fd)
             except OSError:
                 pass
+    if failure:
+        raise failure[0]
     served = outcome.get("server")
     return _verdict(tested, served, state)
 

@@ -24,11 +24,13 @@ import pyarrow as pa
 
 from engine.isolation import PART_FAILURES
 from engine.records import ROUNDTRIP_SCHEMA
-from engine.roundtrip import difftest, generation, scores
+from engine.roundtrip import difftest, extract, generation, scores
 from engine.roundtrip.execute import run_tests
 from engine.roundtrip.params import ORACLE, ModelParams, RoundTripParams
 
 log = logging.getLogger(__name__)
+# Marks a regeneration its language's parser refused (status `rejected`, never run).
+REJECTED = "rejected: "
 
 
 def _generator(params: ModelParams) -> generation.TextGenerator | None:
@@ -95,8 +97,11 @@ def _regenerate(model: ModelParams, jobs: list[tuple[dict, str, int, str]], p: R
     for (task, _lang, _v, _c), text in zip(jobs, gen.complete(prompts, seeds, temperature=temperature)):
         if isinstance(text, Exception):
             out.append((None, f"code generation failed: {text}"))
-        else:
+            continue
+        try:
             out.append((generation.code_from_completion(task, text), None))
+        except extract.Rejected as exc:
+            out.append((None, f"{REJECTED}{exc}"))
     return out
 
 
@@ -202,13 +207,19 @@ def run_roundtrip(tasks: Sequence[dict], p: RoundTripParams) -> pa.Table:
 
 
 def _row(task: dict, lang: str, generator: str, sample: int, comment: tuple, code: str | None, error: str | None) -> dict[str, Any]:
-    return {
+    row = {
         "task_id": task["task_id"], "programming_language": task["programming_language"], "language": lang,
         "generator": generator, "sample": sample, "comment_source": comment[1], "comment": comment[0], "code": code,
         "status": "error" if error else "pending", "reason": error or "", "pass_at_1": math.nan if error else None,
         "correctness": math.nan if error else None, "n_inputs": 0, "abstraction": None, "conciseness": None,
         "fluency": None, "error": error,
     }
+    if error and error.startswith(REJECTED):
+        # A completion the parser could not place is a wrong program, scored as one: never run, never passed.
+        scored = task["programming_language"] in difftest.CORRECTNESS_LANGUAGES
+        row.update(status="rejected", reason=error[len(REJECTED):], error=None, pass_at_1=0.0,
+                   correctness=0.0 if scored else None)
+    return row
 
 
 def _given(task: dict) -> str:

@@ -15,6 +15,9 @@ from engine.roundtrip.harness import python_harness
 CODEC = r'''
 import os as _os
 
+# Bound before the candidate loads: a candidate that patches `os` breaks nothing but its own calls.
+_pv_os_write, _pv_os_read, _pv_os_exit = _os.write, _os.read, _os._exit
+
 
 class _NotPlain(Exception):
     pass
@@ -80,19 +83,19 @@ def _pv_read(data, pos=0):
 def _pv_send(fd, payload):
     data = b"%d\n" % len(payload) + payload
     while data:
-        data = data[_os.write(fd, data):]
+        data = data[_pv_os_write(fd, data):]
 
 
 def _pv_recv(fd):
     header = b""
     while not header.endswith(b"\n"):
-        byte = _os.read(fd, 1)
+        byte = _pv_os_read(fd, 1)
         if not byte:
             return None
         header += byte
     size, data = int(header), b""
     while len(data) < size:
-        chunk = _os.read(fd, size - len(data))
+        chunk = _pv_os_read(fd, size - len(data))
         if not chunk:
             return None
         data += chunk
@@ -116,7 +119,7 @@ def _serve():
     while True:
         call = _pv_recv(3)
         if call is None:
-            _os._exit(0)
+            _pv_os_exit(0)
         if not callable(fn):
             _pv_send(4, b"z " + _pv_text("no function named %s" % entry))
             continue
