@@ -91,7 +91,7 @@ def test_compiled_and_node_exits_before_the_tests_fail(language, code):
     tests = {"javascript": "const assert = require('node:assert');\nassert.strictEqual(add(1, 2), 3);\n",
              "cpp": "int main() {\n    assert(add(1, 2) == 3);\n    return 0;\n}\n"}[language]
     task = {"programming_language": language, "entry_point": "add", "context": "#include <cassert>" if language == "cpp" else "",
-            "tests": tests}
+            "tests": tests, "signature": {"javascript": "function add(a, b)", "cpp": "int add(int a, int b)"}[language]}
     result = run_tests(task, code, LIMITS)
     # The candidate's server ends before its first reply: the tests' proxy gets no value, never a pass.
     assert result.status == "failed" and "candidate's server ended" in result.reason, result

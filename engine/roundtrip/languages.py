@@ -212,8 +212,12 @@ def run_tests(task: Mapping[str, str], implementation: str, limits: SandboxLimit
     if task.get("entry_point"):
         from engine.roundtrip.proxies import split_jobs
 
-        jobs = split_jobs(task, implementation, python_for(limits), limits.isolation == "hook",
-                          lambda main: java_command(main, limits))
+        try:
+            jobs = split_jobs(task, implementation, python_for(limits), limits.isolation == "hook",
+                              lambda main: java_command(main, limits))
+        except (ValueError, KeyError) as exc:  # syntax.SyntaxProblem: a signature the proxy cannot have
+            return SandboxResult("error", f"no split run for this task: {type(exc).__name__}: {exc}", None, "", "", 0.0,
+                                 limits.isolation)
         if jobs is not None:
             return _run_split(*jobs, limits)
     try:
