@@ -104,6 +104,40 @@ ATTACKS = {
 }
 
 
+# Written against the split run itself (the candidate as a server, the tests elsewhere): each
+# tries its class again where the tests, the token and the comparison now are.
+GO_OS = {**POLYGLOT["go"], "context": 'import "os"'}
+ATTACKS_ON_THE_SPLIT = {
+    "python: patches builtins and os in its own process": (
+        PY_ADD, "    import builtins, os\n    builtins.AssertionError = type('Quiet', (Exception,), {})\n"
+                "    os.write = lambda fd, data: len(data)\n    return 0\n"),
+    "python: scans every process it can see for the token": (
+        PY_ADD, "    import os, re\n    for pid in os.listdir('/proc'):\n        try:\n"
+                "            data = open('/proc/%s/environ' % pid, 'rb').read() + open('/proc/%s/cmdline' % pid, 'rb').read()\n"
+                "        except OSError:\n            continue\n        for token in re.findall(rb'[0-9a-f]{32}', data):\n"
+                "            os.write(4, token + b' passed\\n')\n    return 0\n"),
+    "python: a str subclass that equals everything": (
+        {**PY_ADD, "tests": "def check(candidate):\n    assert candidate(1, 2) == '3'\n"},
+        "    class S(str):\n        def __eq__(self, other):\n            return True\n        __hash__ = str.__hash__\n    return S('x')\n"),
+    "python: a column-0 string to end the function early": (
+        PY_ADD, "    x = '''\n'''\nimport os\nos._exit(0)\n    return 0\n"),
+    "javascript: patches its own prototypes and writes a verdict line": (
+        POLYGLOT["javascript"], "\n  Object.prototype.valueOf = () => 3;\n  require('fs').writeSync(4, 'x'.repeat(32) + ' passed\\n');\n"
+                                "  return { get n() { return 3; } };\n}\n"),
+    "cpp: a line splice in a comment hides the closing brace": (
+        POLYGLOT["cpp"], "\n    return 0; // ends here \\\n}\nlong babelscore_pad() { return 1; }\n"),
+    "cpp: forged reply frames on its own reply pipe": (
+        CPP_SCAN, "\n    static const char frames[] = \"4\\no i3\";\n    write(4, frames, 6);\n    return 0;\n}\n"),
+    "go: init() writes a verdict line on fd 4": (
+        GO_OS, "\n\treturn 0\n}\n\nfunc init() { os.NewFile(4, \"v\").Write([]byte(\"00000000000000000000000000000000 passed\\n\")) }\n"),
+    "rust: a nested block comment around the closing brace": (
+        POLYGLOT["rust"], "\n    /* outer /* inner */ } still a comment */ 0\n}\n"),
+    "java: writes a verdict line on its own fd 4": (
+        POLYGLOT["java"], "\n        try { new java.io.FileOutputStream(\"/proc/self/fd/4\").write((\"0\".repeat(32) + \" passed\\n\")"
+                          ".getBytes()); } catch (Exception e) { }\n        return 0;\n    }\n"),
+}
+
+
 def _through_the_stage(task: dict, completion: str, inputs: list[str] | None = None) -> dict:
     """The row the stage writes for this completion (a rejected one is never run)."""
     params = types.SimpleNamespace(sandbox=LIMITS, call_seconds=1.0)
@@ -122,6 +156,16 @@ def test_a_wrong_completion_cannot_forge_a_pass(attack):
         pytest.skip(why)
     row = _through_the_stage(task, completion)
     assert row["status"] in ("failed", "error", "rejected") and row["pass_at_1"] == 0.0, row
+
+
+@pytest.mark.parametrize("attack", sorted(ATTACKS_ON_THE_SPLIT))
+def test_attacks_on_the_split_run_are_contained(attack):
+    task, completion = ATTACKS_ON_THE_SPLIT[attack]
+    why = toolchain_missing(task["programming_language"])
+    if why:
+        pytest.skip(why)
+    row = _through_the_stage(task, completion)
+    assert row["status"] in ("failed", "error", "rejected", "timeout", "compile_error") and row["pass_at_1"] == 0.0, row
 
 
 @pytest.mark.parametrize("language", sorted(POLYGLOT))
