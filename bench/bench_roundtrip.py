@@ -30,7 +30,6 @@ from engine.roundtrip.sandbox import SandboxLimits, isolation_name
 from engine.roundtrip.scores import correctness
 from engine.roundtrip.tasks import load_tasks, python_program
 
-
 # Measured on 2 shared cores with the tests in the candidate's process (busy and quiet machine).
 ANCHOR_RATIO = "0.39-0.76"
 

@@ -30,6 +30,7 @@ import math
 import threading
 from typing import Mapping
 
+from engine.roundtrip import wire
 from engine.roundtrip.harness import python_harness
 from engine.roundtrip.inputs import (  # noqa: F401 - the input drawing, re-exported for callers
     ALPHABET,
@@ -39,7 +40,6 @@ from engine.roundtrip.inputs import (  # noqa: F401 - the input drawing, re-expo
     generate_inputs,
     test_literals,
 )
-from engine.roundtrip import wire
 from engine.roundtrip.sandbox import VERDICT_BYTES, SandboxLimits, SandboxResult, python_for, run_program
 
 

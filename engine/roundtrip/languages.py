@@ -1,10 +1,12 @@
 """The six programming languages of the round trip: how a task's code and tests become one run.
 
-Every language runs through the same sandbox (engine.roundtrip.sandbox) and reports its verdict
-over the same channel: a small harness in the language reads the run's token from fd 3 before
-the tests start and writes `<token> passed` to fd 4 after the tests' `main` returned normally.
-Compiled languages compile and run within one sandboxed run; a compiler that rejects the code
-ends the run with EXIT_COMPILE, reported as `compile_error`.
+A task with an entry point is tested as a split run (engine.roundtrip.relay, one module per
+language in engine.roundtrip.proxies): the candidate as a server in one sandboxed run, the tests
+against a proxy of the signature in another. Whole programs without an entry point (`build`
+below) run in one sandboxed run. Either way a small harness in the language reads the run's
+token from fd 3 before the tests start and writes `<token> passed` to fd 4 after the tests'
+`main` returned normally. Compiled languages compile and run within each sandboxed run; a
+compiler that rejects the code ends the run with EXIT_COMPILE, reported as `compile_error`.
 
 | language | toolchain (Debian package) | files | tests |
 |---|---|---|---|

@@ -40,7 +40,7 @@ TELLING = ("compile_error", "memory", "processes", "filesize", "crashed", "block
 
 @dataclass(frozen=True)
 class Job:
-    """One sandboxed run: `run(argv, files, env, channel=..., verdict=..., stop=...)` -> SandboxResult."""
+    """One side of a split run: its files, its command and its environment."""
 
     files: dict[str, str]
     argv: list[str]
@@ -49,8 +49,7 @@ class Job:
 
 @dataclass
 class _Relay:
-    broken: str = ""
-    calls: int = 0
+    broken: str = ""  # why a reply was refused; once set, every later call is refused too
 
 
 def _read_exact(fd: int, size: int, deadline: float) -> bytes:
@@ -101,7 +100,6 @@ def _forward(calls_in: int, to_server: int, from_server: int, replies_out: int, 
             return
         if call is None:
             return
-        state.calls += 1
         if state.broken:
             answer = b"z " + plain.write(("s", state.broken))
         else:

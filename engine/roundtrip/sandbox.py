@@ -18,18 +18,22 @@ Every run is a fresh child process under these layers:
   address space per process (RLIMIT_AS), processes (RLIMIT_NPROC), written file size
   (RLIMIT_FSIZE), no core files. As root the child first drops to an unprivileged uid of its
   own (root ignores RLIMIT_NPROC), claimed per run from `uid .. uid + uid_slots - 1` with a
-  file lock, so RLIMIT_NPROC counts exactly this run's processes. The memory of one run is
-  therefore bounded by `max_processes x memory_mb` plus the tmpfs mounts (`3 x tmpfs_mb`): a
-  cgroup v2 group is not used (machines here mount cgroup v2 without the memory and pids
-  controllers), so the per-run process cap times the address-space cap is the documented bound.
+  file lock, so RLIMIT_NPROC counts exactly this run's processes; open files (RLIMIT_NOFILE).
+  A cgroup v2 group is not used (machines here mount cgroup v2 without the memory and pids
+  controllers), so the per-run process cap times the address-space cap, plus the capped tmpfs
+  mounts and pipe buffers, is the documented bound (`memory_bound_mb`, docs/sandbox.md).
 - **a hard wall-clock timeout** after which every process of the run is killed: the process
   group, then every process of the run's uid, so a process that left the group and holds an
   output pipe open cannot make the engine wait.
 - **the verdict channel**: the engine writes a per-run random token into a pipe the program
   reads as fd 3 and reads the verdict from a pipe the program writes as fd 4. Test harnesses
-  (engine.roundtrip.harness) read the token before the code under test runs and write
-  `<token> passed` only after every test has run. Exit status, stdout and stderr never make a
-  pass; they only explain a failure (a program can make its own verdict worse, never better).
+  (engine.roundtrip.harness) read the token before the tests run and write `<token> passed`
+  only after every test has run. Exit status, stdout and stderr never make a pass; they only
+  explain a failure. The code under test runs in another run without a verdict channel
+  (`verdict=False`), reached through relay pipes (`channel`, engine.roundtrip.relay), so a
+  program can make its own verdict worse, never better.
+- **a seccomp filter** (engine.roundtrip.seccomp) and `--disable-userns`: memory no limit
+  counts (memfds, System V segments, new mounts) is refused; `memory_bound_mb` is the bound.
 
 stdout and stderr are drained by threads that keep only the first `output_bytes` of each, so a
 program printing without end cannot fill the engine's memory.

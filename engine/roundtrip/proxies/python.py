@@ -10,7 +10,7 @@ each call to the server, and runs the tests against it.
 """
 from __future__ import annotations
 
-from engine.roundtrip.harness import python_harness
+from engine.roundtrip.harness import AUDIT_HOOK, python_harness
 
 CODEC = r'''
 import os as _os
@@ -145,6 +145,17 @@ def _pv_text(text):
 _serve()
 '''
 
+# `isolation: hook` (no namespaces): the audit hook of the harness guards the server too; a
+# blocked event ends the server, so the tests get no reply and fail.
+HOOKED_SERVER_PRELUDE = r'''
+import os, sys
+
+
+def _stop(word, why):
+    sys.stderr.write("%s: %s\\n" % (word, why))
+    os._exit(1)
+'''
+
 # Inserted into the verdict harness: the entry point the tests see.
 PROXY = CODEC + r'''
 
@@ -184,7 +195,8 @@ def jobs(task: dict, code: str, python: str, hook: bool) -> tuple[dict, list[str
     context = task.get("context") or ""
     entry = task["entry_point"]
     call = "check" if "def check(" in task["tests"] else "plain"
-    server_files = {"_server.py": SERVER, "impl.py": f"{context}\n\n{code}\n"}
+    server_files = {"_server.py": (HOOKED_SERVER_PRELUDE + AUDIT_HOOK if hook else "") + SERVER,
+                    "impl.py": f"{context}\n\n{code}\n"}
     tests_files = {"_harness.py": python_harness(hook, proxy=PROXY), "impl.py": f"{context}\n", "tests.py": task["tests"]}
     argv = [python, "-I", "-B", "_harness.py", "proxied", "impl.py", "tests.py", entry, call]
     return server_files, [python, "-I", "-B", "_server.py", "impl.py", entry], tests_files, argv
