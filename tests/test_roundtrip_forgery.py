@@ -168,7 +168,9 @@ def test_attacks_on_the_split_run_are_contained(attack):
     assert row["status"] in ("failed", "error", "rejected", "timeout", "compile_error") and row["pass_at_1"] == 0.0, row
 
 
-@pytest.mark.parametrize("language", sorted(POLYGLOT))
+# The compiled languages' honest solutions pass in tests/test_roundtrip_languages.py (each task),
+# and their completions are cut to the function in test_brace_language_regeneration_keeps_the_function_only.
+@pytest.mark.parametrize("language", ["javascript", "python"])
 def test_the_honest_answer_still_passes_through_the_same_path(language):
     why = toolchain_missing(language)
     if why:
@@ -176,8 +178,6 @@ def test_the_honest_answer_still_passes_through_the_same_path(language):
     task = POLYGLOT[language]
     code = task["code"]
     body = code[code.index("{") + 1:] if language != "python" else code[len(task["signature"]):].lstrip("\n")
-    if language == "java":
-        body = code[code.index("{", code.index(task["signature"])) + 1:code.rstrip().rindex("}")]
     assert _through_the_stage(task, body)["status"] == "passed"
 
 

@@ -107,12 +107,15 @@ def _forward(calls_in: int, to_server: int, from_server: int, replies_out: int, 
                 _write_all(to_server, plain.frame(call))
                 raw = read_message(from_server, deadline)
                 if raw is None:
-                    raise EOFError("the candidate's server ended before it replied")
+                    raise EOFError("end of the server's replies")
                 kind, value = plain.reply(raw)
                 answer = kind.encode() + b" " + plain.write(value)
                 if kind == "z":
                     state.broken = f"the candidate's reply is not plain data: {value[1][:200]}"
-            except (plain.PlainError, TimeoutError, EOFError, OSError) as exc:
+            except (EOFError, BrokenPipeError):
+                state.broken = "reply refused: the candidate's server ended before it replied"
+                answer = b"z " + plain.write(("s", state.broken))
+            except (plain.PlainError, TimeoutError, OSError) as exc:
                 state.broken = f"reply refused: {type(exc).__name__}: {str(exc)[:200]}"
                 answer = b"z " + plain.write(("s", state.broken))
         try:
