@@ -111,7 +111,7 @@ def _forward(calls_in: int, to_server: int, from_server: int, replies_out: int, 
                 kind, value = plain.reply(raw)
                 answer = kind.encode() + b" " + plain.write(value)
                 if kind == "z":
-                    state.broken = f"the candidate's reply is not plain data: {value[1][:200]}"
+                    state.broken = f"the candidate's reply is not plain data: {program_text(value[1])}"
             except (EOFError, BrokenPipeError):
                 state.broken = "reply refused: the candidate's server ended before it replied"
                 answer = b"z " + plain.write(("s", state.broken))
