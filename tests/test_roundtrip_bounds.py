@@ -47,7 +47,8 @@ def fill(path, budget):
     return written
 
 before = meminfo()
-got = {"memfd_mb": 0, "userns": False, "nested_tmpfs_mb": 0, "shm": False, "fds": 0}
+got = {"memfd_mb": 0, "userns": False, "nested_tmpfs_mb": 0, "shm": False, "fds": 0,
+       "usr_local": os.path.exists("/usr/local")}
 memfds = []
 while got["memfd_mb"] < TARGET:
     fd = libc.syscall(319, b"hoard", 0)  # memfd_create
@@ -91,6 +92,7 @@ def test_memfds_nested_tmpfs_shm_and_fds_end_at_the_documented_bound():
     assert result.status == "passed", result
     got = json.loads(result.stdout.strip().splitlines()[-1])
     assert got["memfd_mb"] == 0 and not got["userns"] and got["nested_tmpfs_mb"] == 0 and not got["shm"], got
+    assert not got["usr_local"]  # no toolchain needs it: /usr is bound without it
     assert got["tmpfs_mb"] <= 3 * LIMITS.tmpfs_mb, got
     assert got["fds"] <= LIMITS.max_open_files, got
     # The kernel's shared-memory pages (tmpfs, memfd, shm) grew by the capped mounts at most.

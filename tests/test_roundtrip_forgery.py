@@ -195,6 +195,7 @@ def test_a_forged_outcomes_record_is_a_row_error_not_a_crash(record):
 def test_a_float_next_to_the_int_answer_does_not_agree():
     row = _through_the_stage(PY_ADD, "    return a + b + 5e-10\n", DIFF_INPUTS)
     assert row["status"] == "failed" and row["correctness"] == 0.0, row
+    assert "[program output]" in row["reason"]  # the sandbox's text is marked as the program's, and cut
     honest = _through_the_stage(PY_ADD, "    return a + b\n", DIFF_INPUTS)
     assert honest["status"] == "passed" and honest["correctness"] == 1.0 and not math.isnan(honest["correctness"])
 

@@ -35,6 +35,7 @@ log = logging.getLogger(__name__)
 SERVER_CALLS, SERVER_REPLIES = 3, 4  # in the candidate's sandbox
 PROXY_CALLS, PROXY_REPLIES = 5, 6  # in the tests' sandbox
 # Statuses of the candidate's run that say more than the tests' failure they caused.
+SERVER_GRACE_S = 2.0  # for a server to exit by itself once its calls have ended
 TELLING = ("compile_error", "memory", "processes", "filesize", "crashed", "blocked")
 
 
@@ -92,7 +93,15 @@ def _write_all(fd: int, data: bytes) -> None:
 
 
 def _forward(calls_in: int, to_server: int, from_server: int, replies_out: int, deadline: float, state: _Relay) -> None:
-    """Calls from the tests to the candidate, replies back, until the tests stop calling."""
+    """Calls from the tests to the candidate, replies back, until the tests stop calling; then the
+    server's call pipe is closed (this thread owns it), so an idle server sees the end and exits."""
+    try:
+        _relay_calls(calls_in, to_server, from_server, replies_out, deadline, state)
+    finally:
+        _close(to_server)
+
+
+def _relay_calls(calls_in: int, to_server: int, from_server: int, replies_out: int, deadline: float, state: _Relay) -> None:
     while True:
         try:
             call = read_message(calls_in, deadline)
@@ -122,6 +131,13 @@ def _forward(calls_in: int, to_server: int, from_server: int, replies_out: int, 
             _write_all(replies_out, plain.frame(answer))
         except OSError:
             return
+
+
+def _close(fd: int) -> None:
+    try:
+        os.close(fd)
+    except OSError:
+        pass
 
 
 def run_split(server: Job, tests: Job, run: Callable[..., SandboxResult], wall_seconds: float) -> SandboxResult:
@@ -154,15 +170,16 @@ def run_split(server: Job, tests: Job, run: Callable[..., SandboxResult], wall_s
     try:
         tested = run(tests, channel={PROXY_CALLS: calls_w, PROXY_REPLIES: replies_r}, verdict=True, stop=None)
     finally:
+        # The tests' run has ended: nothing writes calls any more, so the relay sees the end and
+        # closes the server's calls; the server exits by itself, keeping its own status (one that
+        # died of its CPU limit says so). Only a server that does not is stopped.
+        relay_thread.join(timeout=0.5)
+        server_thread.join(timeout=SERVER_GRACE_S)
         stop.set()
-        # The tests' run has ended: nothing writes calls any more, so the relay sees the end.
         server_thread.join(timeout=wall_seconds + 30)
         relay_thread.join(timeout=10)
-        for fd in engine_ends:
-            try:
-                os.close(fd)
-            except OSError:
-                pass
+        for fd in engine_ends[1:]:  # to_server_w is the relay thread's to close
+            _close(fd)
     if failure:
         raise failure[0]
     served = outcome.get("server")
@@ -175,8 +192,11 @@ def _verdict(tested: SandboxResult, served: SandboxResult | None, state: _Relay)
     if served is not None and served.status in TELLING:
         return dataclasses.replace(tested, status=served.status, reason=f"candidate: {served.reason}", payload="",
                                    stdout=served.stdout, stderr=served.stderr)
-    if served is not None and served.status == "timeout":
-        return dataclasses.replace(tested, status="timeout", reason=f"candidate: {served.reason}", payload="")
+    if tested.status == "timeout" or (served is not None and served.status == "timeout"):
+        # Which limit ends an endless candidate first (its CPU time, the tests' wall clock) depends
+        # on the machine's load: one reason for both keeps rows the same from run to run.
+        return dataclasses.replace(tested, status="timeout", payload="",
+                                   reason="the candidate did not reply within its limits (CPU-time or wall-clock limit reached)")
     if state.broken:
         return dataclasses.replace(tested, status="failed", reason=state.broken, payload="")
     if served is not None and tested.status == "failed" and served.stderr.strip():
