@@ -59,6 +59,77 @@ CPP_STACK_SCAN = r"""
 }
 """
 
+# The token scanned from the process's own memory (/proc/self/mem), as the issue found it.
+JS_MEMORY_SCAN = r"""
+  const fs = require('fs');
+  const mem = fs.openSync('/proc/self/mem', 'r');
+  for (const line of fs.readFileSync('/proc/self/maps', 'utf8').split('\n')) {
+    const m = /^([0-9a-f]+)-([0-9a-f]+) rw/.exec(line);
+    if (!m) continue;
+    const lo = parseInt(m[1], 16), hi = parseInt(m[2], 16);
+    if (hi - lo > (256 << 20)) continue;
+    const buf = Buffer.alloc(hi - lo);
+    let n = 0;
+    try { n = fs.readSync(mem, buf, 0, hi - lo, lo); } catch (e) { continue; }
+    const found = /(?<![0-9a-f])[0-9a-f]{32}(?![0-9a-f])/.exec(buf.toString('latin1', 0, n));
+    if (found) { fs.writeSync(4, found[0] + ' passed\n'); process.reallyExit(0); }
+  }
+  return 0;
+}
+"""
+GO_SCAN = {**POLYGLOT["go"], "context": 'import (\n\t"os"\n\t"regexp"\n\t"strconv"\n\t"strings"\n)'}
+GO_MEMORY_SCAN = r"""
+	maps, _ := os.ReadFile("/proc/self/maps")
+	mem, _ := os.Open("/proc/self/mem")
+	hex := regexp.MustCompile(`(^|[^0-9a-f])([0-9a-f]{32})([^0-9a-f]|$)`)
+	for _, line := range strings.Split(string(maps), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 || !strings.HasPrefix(f[1], "rw") {
+			continue
+		}
+		r := strings.Split(f[0], "-")
+		lo, _ := strconv.ParseUint(r[0], 16, 64)
+		hi, _ := strconv.ParseUint(r[1], 16, 64)
+		if hi-lo > 256<<20 {
+			continue
+		}
+		buf := make([]byte, hi-lo)
+		n, _ := mem.ReadAt(buf, int64(lo))
+		if m := hex.FindSubmatch(buf[:n]); m != nil {
+			os.NewFile(4, "v").Write(append(m[2], []byte(" passed\n")...))
+			os.Exit(0)
+		}
+	}
+	return 0
+}
+"""
+RUST_MEMORY_SCAN = r"""
+    use std::io::{Read, Seek, SeekFrom, Write};
+    use std::os::unix::io::FromRawFd;
+    let maps = std::fs::read_to_string("/proc/self/maps").unwrap_or_default();
+    let mut mem = std::fs::File::open("/proc/self/mem").unwrap();
+    let hex = |c: u8| c.is_ascii_digit() || (b'a'..=b'f').contains(&c);
+    for line in maps.lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if f.len() < 2 || !f[1].starts_with("rw") { continue; }
+        let r: Vec<&str> = f[0].split('-').collect();
+        let (lo, hi) = (u64::from_str_radix(r[0], 16).unwrap(), u64::from_str_radix(r[1], 16).unwrap());
+        if hi - lo > 256 << 20 || mem.seek(SeekFrom::Start(lo)).is_err() { continue; }
+        let mut buf = vec![0u8; (hi - lo) as usize];
+        let n = mem.read(&mut buf).unwrap_or(0);
+        for i in 1..n.saturating_sub(32) {
+            if (0..32).all(|k| hex(buf[i + k])) && !hex(buf[i - 1]) && !hex(buf[i + 32]) {
+                let mut out = unsafe { std::fs::File::from_raw_fd(4) };
+                out.write_all(&buf[i..i + 32]).ok();
+                out.write_all(b" passed\n").ok();
+                std::process::exit(0);
+            }
+        }
+    }
+    0
+}
+"""
+
 JAVA_CLASS_JAVA = (
     "\n        return 0; // \\u000a } } class java { static class io { static class FileInputStream implements AutoCloseable {"
     " FileInputStream(String p) throws Exception { Class<?> i = Class.forName(\"java.io.FileInputStream\");"
@@ -84,11 +155,15 @@ ATTACKS = {
                           "fn babelscore_pad() -> &'static str { \"x\"\n"),
     "javascript: top-level return, past a quote in a regex": (
         POLYGLOT["javascript"], "\n  const r = /'/; return 0; }\nreturn;\nfunction babelscorePad() { const q = /'/;\n"),
+    # It also reads the token from fd 3 before the harness does: the token class for Java.
     "java: class java over the harness's names, past \\u000a": (POLYGLOT["java"], JAVA_CLASS_JAVA),
     # The token was reachable in the candidate's process.
     "python: __main__._TOKEN": (
         PY_ADD, "    import __main__, os\n    os.write(4, __main__._TOKEN + b' passed\\n')\n    os._exit(0)\n"),
     "cpp: token scanned from main()'s stack": (CPP_SCAN, CPP_STACK_SCAN),
+    "javascript: token scanned from the process's memory": (POLYGLOT["javascript"], JS_MEMORY_SCAN),
+    "go: token scanned from the process's memory": (GO_SCAN, GO_MEMORY_SCAN),
+    "rust: token scanned from the process's memory": (POLYGLOT["rust"], RUST_MEMORY_SCAN),
     # The return-value guard was bypassable.
     "python: metaclass whose __eq__ passes the type check": (
         {**PY_ADD, "tests": "def check(candidate):\n    assert candidate(1, 2) == 3\n"},
