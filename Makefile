@@ -90,6 +90,7 @@ wordnet:
 
 # The round trip's sandbox (bubblewrap) and the toolchains of its six programming languages, from
 # Debian's packages (engine/roundtrip/languages.py runs them from /usr/bin inside the sandbox).
+# libseccomp (Debian's libseccomp2) builds the sandbox's seccomp filter through pyseccomp.
 # Skipped when all are present or without apt-get.
 TOOLCHAIN_PACKAGES := bwrap:bubblewrap node:nodejs g++:g++ javac:default-jdk-headless go:golang-go rustc:rustc
 toolchains:
@@ -97,6 +98,8 @@ toolchains:
 	  test -z "$$missing" || ! command -v apt-get >/dev/null 2>&1 || \
 	  { $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
 	    --no-install-recommends $$missing; }
+	@ldconfig -p 2>/dev/null | grep -q 'libseccomp\.so\.2' || ! command -v apt-get >/dev/null 2>&1 || \
+	  { $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libseccomp2; }
 
 # Headless Chromium (Debian's package) for tests/test_report_browser.py; skipped when present.
 browser:

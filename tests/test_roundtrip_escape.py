@@ -91,9 +91,10 @@ def test_compiled_and_node_exits_before_the_tests_fail(language, code):
     tests = {"javascript": "const assert = require('node:assert');\nassert.strictEqual(add(1, 2), 3);\n",
              "cpp": "int main() {\n    assert(add(1, 2) == 3);\n    return 0;\n}\n"}[language]
     task = {"programming_language": language, "entry_point": "add", "context": "#include <cassert>" if language == "cpp" else "",
-            "tests": tests}
+            "tests": tests, "signature": {"javascript": "function add(a, b)", "cpp": "int add(int a, int b)"}[language]}
     result = run_tests(task, code, LIMITS)
-    assert result.status == "failed" and "without a verdict" in result.reason, result
+    # The candidate's server ends before its first reply: the tests' proxy gets no value, never a pass.
+    assert result.status == "failed" and "candidate's server ended" in result.reason, result
 
 
 @needs_bwrap
@@ -188,18 +189,13 @@ def test_two_consecutive_runs_cannot_see_each_others_data():
     writer = (
         "import ctypes, os\n"
         "for path in ('/tmp/secret', '/dev/shm/secret', '/work/secret'):\n    open(path, 'w').write('run one')\n"
-        "libc = ctypes.CDLL(None)\n"
-        f"shmid = libc.shmget({key}, 4096, 0o1000 | 0o666)\n"
-        "assert shmid >= 0, 'shmget failed'\n"
-        "print('shm', shmid)\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        # System V segments outlive their mappings (memory no limit counts): the seccomp filter refuses them.
+        f"assert libc.shmget({key}, 4096, 0o1000 | 0o666) == -1 and ctypes.get_errno() == 1, 'shmget was allowed'\n"
     )
     first = _python(writer)
     assert first.status == "passed", first
-    reader = (
-        "import ctypes, os\n"
-        "for path in ('/tmp/secret', '/dev/shm/secret', '/work/secret'):\n    assert not os.path.exists(path), path\n"
-        f"assert ctypes.CDLL(None).shmget({key}, 0, 0) == -1, 'the segment of the first run is visible'\n"
-    )
+    reader = "import os\nfor path in ('/tmp/secret', '/dev/shm/secret', '/work/secret'):\n    assert not os.path.exists(path), path\n"
     second = _python(reader)
     assert second.status == "passed", second
     # Nothing of either run on the host: no System V segment with the key, no file.

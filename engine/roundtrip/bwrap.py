@@ -1,11 +1,13 @@
 """The one place that builds bubblewrap's argument list for a sandboxed run.
 
-Every run gets the same fixed set of isolation flags (`--unshare-all`: new user, pid, net, ipc,
-uts and cgroup namespaces; `--die-with-parent`; `--new-session`), a fresh /proc, a minimal /dev,
+Every run gets the same fixed set of isolation flags (`--unshare-all --unshare-user`: new user,
+pid, net, ipc, uts and cgroup namespaces; `--disable-userns`: no nested user namespace, hence
+no mount of an uncapped tmpfs; `--die-with-parent`; `--new-session`), the seccomp filter of
+engine.roundtrip.seccomp (`--seccomp FD`, installed just before the program starts), a fresh /proc, a minimal /dev,
 private tmpfs mounts of a fixed size for /tmp, /dev/shm and the work directory (the root itself
 read-only), and read-only
-binds of exactly what the toolchains need: /usr (interpreters and compilers of the Debian
-packages), /etc/alternatives (the symlinks behind /usr/bin/java and friends), the JDK's
+binds of exactly what the toolchains need: /usr without /usr/local (interpreters and compilers
+of the Debian packages; no toolchain here needs /usr/local), /etc/alternatives (the symlinks behind /usr/bin/java and friends), the JDK's
 configuration under /etc and the dynamic linker's cache. Nothing else of the host is visible:
 no home, no checkout, no run directory, no host /tmp, no Unix sockets. The task's files are
 copied into the private work directory from file descriptors (`--file FD PATH`), so the run
@@ -28,9 +30,18 @@ INSTALL_HINT = ("install bubblewrap (Debian/Ubuntu: `apt-get install bubblewrap`
                 "or set `roundtrip.sandbox.isolation: hook` to run without isolation (not a security boundary)")
 
 
+def _usr_entries() -> list[str]:
+    """/usr's entries without /usr/local (whatever was installed by hand stays out of the sandbox)."""
+    try:
+        names = sorted(os.listdir("/usr"))
+    except OSError:
+        return []
+    return [f"/usr/{name}" for name in names if name != "local"]
+
+
 def host_binds() -> list[str]:
     """Host paths bound read-only: the toolchains and what they read at start, nothing more."""
-    paths = ["/usr", "/etc/alternatives", "/etc/ld.so.cache"]
+    paths = [*_usr_entries(), "/etc/alternatives", "/etc/ld.so.cache"]
     paths += sorted(glob.glob("/etc/java-*-openjdk"))  # the JDK's conf/ symlinks point here
     base = os.path.realpath(sys.base_prefix)
     if not os.path.exists("/usr/bin/python3") and not base.startswith("/usr/"):
@@ -38,11 +49,18 @@ def host_binds() -> list[str]:
     return [p for p in paths if os.path.exists(p)]
 
 
-def command(argv: Sequence[str], files: Sequence[tuple[int, str]], tmpfs_bytes: int, binds: Sequence[str] = ()) -> list[str]:
-    """bwrap's argv for `argv`; `files` are (readable fd, path under the work directory)."""
-    out = ["bwrap", "--unshare-all", "--die-with-parent", "--new-session"]
+def command(argv: Sequence[str], files: Sequence[tuple[int, str]], tmpfs_bytes: int, binds: Sequence[str] = (),
+            seccomp_fd: int | None = None) -> list[str]:
+    """bwrap's argv for `argv`; `files` are (readable fd, path under the work directory);
+    `seccomp_fd` a readable fd holding the compiled filter (engine.roundtrip.seccomp)."""
+    out = ["bwrap", "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session"]
+    if seccomp_fd is not None:
+        out += ["--seccomp", str(seccomp_fd)]
     for path in [*host_binds(), *binds]:
-        out += ["--ro-bind", path, path]
+        if os.path.islink(path) and path.startswith("/usr/"):
+            out += ["--symlink", os.readlink(path), path]
+        else:
+            out += ["--ro-bind", path, path]
     for link, target in (("/lib", "usr/lib"), ("/lib64", "usr/lib64"), ("/bin", "usr/bin"), ("/sbin", "usr/sbin")):
         if not os.path.lexists(link) or os.path.islink(link):
             out += ["--symlink", target, link]

@@ -13,20 +13,24 @@ Inputs are written as Python literals (`repr`) so the sandboxed harness reads th
 The original and the regenerated function each run in their own sandboxed process (the
 harness's `outcomes` mode, engine.roundtrip.harness): each call on a fresh copy of the input,
 with a per-call time limit, its outcome (return value encoded by type, or the exception type)
-sent back over the verdict channel. The engine compares the two lists itself: equal values
-(floats within 1e-9, NaN equal to NaN) or the same exception type. An input on which the
+sent back over the verdict channel. The engine reads each record with size and depth limits and
+compares the two lists itself (engine.roundtrip.wire): values by type and value (int, float and
+bool distinct; floats within 1e-9 of each other, NaN equal to NaN) or the same exception type.
+A record that is malformed, too deep, too long or of the wrong types makes the run `error`. An input on which the
 original runs out of time is not a usable test input: it is left out (not counted either way).
 The original's outcomes are computed once per task and shared by all its regenerations. The
 CPU and wall limits of one run grow with the number of inputs.
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import math
 import threading
 from typing import Mapping
 
+from engine.roundtrip import wire
 from engine.roundtrip.harness import python_harness
 from engine.roundtrip.inputs import (  # noqa: F401 - the input drawing, re-exported for callers
     ALPHABET,
@@ -36,35 +40,12 @@ from engine.roundtrip.inputs import (  # noqa: F401 - the input drawing, re-expo
     generate_inputs,
     test_literals,
 )
-from engine.roundtrip.sandbox import SandboxLimits, SandboxResult, python_for, run_program
-
-
-def _same_value(a: list, b: list) -> bool:
-    """Equality of two encoded values (engine.roundtrip.harness `_encode`); floats within 1e-9, NaN equal to NaN."""
-    numeric = ("int", "float", "bool")
-    if "float" in (a[0], b[0]) and a[0] in numeric and b[0] in numeric:
-        try:
-            x, y = float(a[1]), float(b[1])
-        except (TypeError, ValueError):
-            return False
-        return (math.isnan(x) and math.isnan(y)) or math.isclose(x, y, rel_tol=1e-9, abs_tol=1e-9)
-    if a[0] != b[0] or a[0] == "object":
-        return False
-    if a[0] in ("list", "tuple"):
-        return len(a[1]) == len(b[1]) and all(_same_value(x, y) for x, y in zip(a[1], b[1]))
-    if a[0] == "dict":
-        keys_a, keys_b = [json.dumps(k) for k, _ in a[1]], [json.dumps(k) for k, _ in b[1]]
-        return keys_a == keys_b and all(_same_value(x, y) for (_, x), (_, y) in zip(a[1], b[1]))
-    return a == b
+from engine.roundtrip.sandbox import VERDICT_BYTES, SandboxLimits, SandboxResult, python_for, run_program
 
 
 def same_outcome(original: list, regenerated: list) -> bool:
-    """Equal return values, or the same exception type on both sides."""
-    if original[0] != regenerated[0] or original[0] in ("missing", "timeout"):
-        return original[0] == regenerated[0] == "timeout"
-    if original[0] == "raise":
-        return original[1] == regenerated[1]
-    return _same_value(original[1], regenerated[1])
+    """Equal return values (by type and value, engine.roundtrip.wire), or the same exception type."""
+    return wire.same_outcome(original, regenerated)
 
 
 def _limits_for(limits: SandboxLimits, n_inputs: int, call_seconds: float) -> tuple[int, float]:
@@ -108,11 +89,10 @@ def outcomes(task: Mapping[str, str], code: str, inputs: list[str], limits: Sand
     if result.status != "passed":
         return None, result
     try:
-        record = json.loads(result.payload)
-    except ValueError:
-        return None, result
-    if not isinstance(record, list) or len(record) != len(inputs) or not all(isinstance(r, list) and r for r in record):
-        return None, result
+        record = wire.outcome_record(result.payload, len(inputs), VERDICT_BYTES)
+    except wire.WireError as exc:
+        # Whatever the program wrote is its row's error, never the stage's.
+        return None, dataclasses.replace(result, status="error", reason=f"differential-testing record refused: {exc}")
     return record, result
 
 

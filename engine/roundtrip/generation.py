@@ -20,6 +20,7 @@ from typing import Any, Mapping, Sequence
 
 from engine.errors import ModelLoadError
 from engine.generate.backend import GenerationRequest, get_backend
+from engine.roundtrip import extract
 from engine.roundtrip.languages import java_class_name
 from engine.roundtrip.params import ModelParams
 
@@ -74,43 +75,16 @@ def regenerate_java_prompt(template: str, task: Mapping[str, str], comment: str)
                            comment=text).lstrip("\n")
 
 
-def _brace_body(completion: str, closing: str = "\n}") -> str:
-    """The completion up to the brace that closes the function whose `{` ends the prompt.
-
-    Braces inside string and character literals and comments are not counted.
-    """
-    depth, i, n = 1, 0, len(completion)
-    while i < n and depth > 0:
-        ch = completion[i]
-        if completion.startswith("//", i):
-            i = completion.find("\n", i)
-            i = n if i < 0 else i
-            continue
-        if completion.startswith("/*", i):
-            end = completion.find("*/", i + 2)
-            i = n if end < 0 else end + 2
-            continue
-        if ch in "\"'`":
-            j = i + 1
-            while j < n and completion[j] != ch and (completion[j] != "\n" or ch == "`"):
-                j += 2 if completion[j] == "\\" else 1
-            i = j + 1
-            continue
-        depth += ch == "{"
-        depth -= ch == "}"
-        i += 1
-    return completion[:i] if depth == 0 else completion + closing
-
-
 def java_class_from_completion(task: Mapping[str, str], completion: str) -> str:
-    """The class holding the signature and the completion up to the brace that closes the method."""
-    body = _brace_body(completion, "\n    }")
+    """The class holding the signature and the completion up to the brace that closes the method
+    (engine.roundtrip.extract: the Java parser places it; `Rejected` when it cannot)."""
+    body = extract.java_method(task["signature"], completion)
     return f"{task['context']}\n\npublic class {java_class_name(task['code'])} {{\n    {task['signature']} {{{body}\n}}\n".lstrip("\n")
 
 
 def function_from_brace_completion(task: Mapping[str, str], completion: str) -> str:
-    """JavaScript, C++, Go, Rust: the signature, `{` and the completion up to the closing brace."""
-    return f"{task['signature']} {{{_brace_body(completion)}\n"
+    """JavaScript, C++, Go, Rust: the function (and the helpers after it) as the language's parser reads them."""
+    return extract.brace_function(task["programming_language"], task["signature"], completion)
 
 
 def line_comment(comment: str, marker: str = "//") -> str:
@@ -128,9 +102,10 @@ def regenerate_code_prompt(template: str, task: Mapping[str, str], comment: str)
 
 
 def code_from_completion(task: Mapping[str, str], completion: str) -> str:
+    """The regenerated function; raises extract.Rejected when its language's parser cannot place it."""
     language = task["programming_language"]
     if language == "python":
-        return function_from_completion(task["signature"], completion)
+        return extract.python_function(task, function_from_completion(task["signature"], completion))
     if language == "java":
         return java_class_from_completion(task, completion)
     return function_from_brace_completion(task, completion)

@@ -16,10 +16,15 @@ writes `<token> <word>` to fd 4 only at the end:
   with one JSON-encoded outcome per input. The engine compares the outcomes of the original
   and of the regenerated code, each from its own sandboxed run (engine.roundtrip.difftest).
 
-What remains possible: code written to search the harness's own memory for the token can
-forge a pass. The verdict channel closes every accidental and every generic way (exits,
-handlers, output, always-equal objects); a targeted attack on this harness needs the
-harness's source and is outside what a model writing a HumanEval function does.
+- mode `proxied`: the tests run against a proxy of the entry point (engine.roundtrip.proxies.
+  python) that calls the candidate in a sandbox of its own (engine.roundtrip.relay); the
+  candidate's code never runs in this process. This is how every task with an entry point is
+  tested; mode `tests` (the candidate in this process, guarded) remains for whole programs
+  without an entry point, which have no candidate to keep apart.
+
+In mode `outcomes` the candidate runs in this process and could forge the record: it gains
+nothing, because the record holds only the candidate's own answers, which the engine reads with
+limits and compares with the original's from another run (engine.roundtrip.wire).
 """
 from __future__ import annotations
 
@@ -77,7 +82,7 @@ def _load(path, space):
 
 def _encode(value, depth=0):
     kind = type(value)
-    if depth > 100:
+    if depth > 30:  # engine.roundtrip.wire.MAX_DEPTH is 32
         return ["object", "too-deep"]
     if kind is bool:
         return ["bool", value]
@@ -161,7 +166,10 @@ def _main():
         _load(impl, space)
         checked = dict(space)
         checked["__builtins__"] = dict(_CLEAN_BUILTINS)
-        if entry and callable(space.get(entry)):
+        if mode == "proxied":
+            # The candidate is in another sandbox (engine.roundtrip.relay): only values come back.
+            checked[entry] = _proxy_for(entry)
+        elif entry and callable(space.get(entry)):
             checked[entry] = _guard(space[entry])
         _load(tests, checked)
         if extra == "check":
@@ -232,5 +240,6 @@ sys.addaudithook(_hook)
 '''
 
 
-def python_harness(hook: bool) -> str:
-    return PYTHON_HARNESS.replace("__HOOK__", AUDIT_HOOK if hook else "")
+def python_harness(hook: bool, proxy: str = "") -> str:
+    """The harness; `proxy` is the code of the proxied mode's `_proxy_for` (engine.roundtrip.proxies.python)."""
+    return PYTHON_HARNESS.replace("__HOOK__", (AUDIT_HOOK if hook else "") + "\n" + proxy)

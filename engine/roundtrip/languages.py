@@ -1,10 +1,12 @@
 """The six programming languages of the round trip: how a task's code and tests become one run.
 
-Every language runs through the same sandbox (engine.roundtrip.sandbox) and reports its verdict
-over the same channel: a small harness in the language reads the run's token from fd 3 before
-the tests start and writes `<token> passed` to fd 4 after the tests' `main` returned normally.
-Compiled languages compile and run within one sandboxed run; a compiler that rejects the code
-ends the run with EXIT_COMPILE, reported as `compile_error`.
+A task with an entry point is tested as a split run (engine.roundtrip.relay, one module per
+language in engine.roundtrip.proxies): the candidate as a server in one sandboxed run, the tests
+against a proxy of the signature in another. Whole programs without an entry point (`build`
+below) run in one sandboxed run. Either way a small harness in the language reads the run's
+token from fd 3 before the tests start and writes `<token> passed` to fd 4 after the tests'
+`main` returned normally. Compiled languages compile and run within each sandboxed run; a
+compiler that rejects the code ends the run with EXIT_COMPILE, reported as `compile_error`.
 
 | language | toolchain (Debian package) | files | tests |
 |---|---|---|---|
@@ -188,13 +190,14 @@ def java_command(main_class: str, limits: SandboxLimits) -> list[str]:
 
 
 def run_toolchain(argv: list[str], files: Mapping[str, str], limits: SandboxLimits, env: Mapping[str, str] | None = None,
-                  cpu_seconds: int = 0, wall_seconds: float = 0.0) -> SandboxResult:
-    """A compiled language's run: the toolchain allowances on top of the limits."""
+                  cpu_seconds: int = 0, wall_seconds: float = 0.0, **kwargs) -> SandboxResult:
+    """A compiled language's run: the toolchain allowances on top of the limits (`kwargs`: run_program's relay options)."""
     return run_program(
-        argv, files, limits, env=env,
+        argv, files, limits, env=env, **kwargs,
         memory_mb=limits.memory_mb + limits.toolchain_memory_mb, max_processes=limits.toolchain_max_processes,
         cpu_seconds=max(limits.cpu_seconds, limits.toolchain_seconds, cpu_seconds),
         wall_seconds=max(limits.wall_seconds, 2.0 * limits.toolchain_seconds, wall_seconds),
+        open_files=limits.toolchain_max_open_files,
     )
 
 
@@ -208,6 +211,17 @@ def run_tests(task: Mapping[str, str], implementation: str, limits: SandboxLimit
     why = toolchain_missing(language) if language in TOOLS else f"unknown programming language {language!r}"
     if why:
         return SandboxResult("skipped", why, None, "", "", 0.0, "none")
+    if task.get("entry_point"):
+        from engine.roundtrip.proxies import split_jobs
+
+        try:
+            jobs = split_jobs(task, implementation, python_for(limits), limits.isolation == "hook",
+                              lambda main: java_command(main, limits))
+        except (ValueError, KeyError) as exc:  # syntax.SyntaxProblem: a signature the proxy cannot have
+            return SandboxResult("error", f"no split run for this task: {type(exc).__name__}: {exc}", None, "", "", 0.0,
+                                 limits.isolation)
+        if jobs is not None:
+            return _run_split(*jobs, limits)
     try:
         job = build(task, implementation, limits)
     except ValueError as exc:
@@ -215,3 +229,26 @@ def run_tests(task: Mapping[str, str], implementation: str, limits: SandboxLimit
     if language == "python":
         return run_program(job.argv, job.files, limits, env=job.env)
     return run_toolchain(job.argv, job.files, limits, job.env)
+
+
+def _run_split(server, tests, toolchain: bool, limits: SandboxLimits) -> SandboxResult:
+    """The candidate as a server in one sandbox, the tests through a proxy in another (engine.roundtrip.relay)."""
+    from engine.errors import ConfigError
+    from engine.roundtrip.relay import run_split
+    from engine.roundtrip.sandbox import unavailable
+
+    why = unavailable(limits)
+    if why:
+        raise ConfigError(f"roundtrip.sandbox.isolation: {why}")
+
+    if toolchain:
+        wall = max(limits.wall_seconds, 2.0 * limits.toolchain_seconds)
+
+        def run(job, **kwargs):
+            return run_toolchain(job.argv, job.files, limits, job.env, **kwargs)
+    else:
+        wall = limits.wall_seconds
+
+        def run(job, **kwargs):
+            return run_program(job.argv, job.files, limits, env=job.env, **kwargs)
+    return run_split(server, tests, run, wall)

@@ -22,12 +22,15 @@ from typing import Any, Sequence
 
 import pyarrow as pa
 
+from engine.isolation import PART_FAILURES
 from engine.records import ROUNDTRIP_SCHEMA
-from engine.roundtrip import difftest, generation, scores
+from engine.roundtrip import difftest, extract, generation, scores
 from engine.roundtrip.execute import run_tests
 from engine.roundtrip.params import ORACLE, ModelParams, RoundTripParams
 
 log = logging.getLogger(__name__)
+# Marks a regeneration its language's parser refused (status `rejected`, never run).
+REJECTED = "rejected: "
 
 
 def _generator(params: ModelParams) -> generation.TextGenerator | None:
@@ -94,12 +97,27 @@ def _regenerate(model: ModelParams, jobs: list[tuple[dict, str, int, str]], p: R
     for (task, _lang, _v, _c), text in zip(jobs, gen.complete(prompts, seeds, temperature=temperature)):
         if isinstance(text, Exception):
             out.append((None, f"code generation failed: {text}"))
-        else:
+            continue
+        try:
             out.append((generation.code_from_completion(task, text), None))
+        except extract.Rejected as exc:
+            out.append((None, f"{REJECTED}{exc}"))
     return out
 
 
 def _execute(task: dict, code: str, inputs: list[str] | None, p: RoundTripParams) -> dict[str, Any]:
+    """One regeneration's sandboxed verdicts; anything that goes wrong is this row's `error`, never the stage's."""
+    try:
+        return _verdicts(task, code, inputs, p)
+    except PART_FAILURES:
+        raise
+    except Exception as exc:  # noqa: BLE001 - one row's failure; the other rows go on
+        log.warning("round trip %s: execution failed: %s: %s", task["task_id"], type(exc).__name__, exc)
+        return {"status": "error", "reason": f"execution failed: {type(exc).__name__}: {str(exc)[:200]}", "pass_at_1": 0.0,
+                "correctness": 0.0 if inputs is not None else None, "n_inputs": 0}
+
+
+def _verdicts(task: dict, code: str, inputs: list[str] | None, p: RoundTripParams) -> dict[str, Any]:
     tested = run_tests(task, code, p.sandbox)
     row = {"status": tested.status, "reason": tested.reason, "pass_at_1": scores.pass_at_1(tested.status)}
     if tested.status == "skipped":
@@ -107,10 +125,24 @@ def _execute(task: dict, code: str, inputs: list[str] | None, p: RoundTripParams
     elif inputs is None:
         row.update(correctness=None, n_inputs=0)
     else:
-        agree, _result = difftest.agreement(task, code, inputs, p.sandbox, p.call_seconds)
+        agree, result = difftest.agreement(task, code, inputs, p.sandbox, p.call_seconds)
         usable = len(inputs) if agree is None else sum(a is not None for a in agree)
         row.update(correctness=scores.correctness(agree), n_inputs=usable)
+        if result.status == "error" and row["status"] != "error":
+            row.update(status="error", reason=result.reason, pass_at_1=0.0)
     return row
+
+
+def _squeezed_correctness(task: dict, code: str, inputs: list[str] | None, p: RoundTripParams) -> float:
+    if inputs is None:
+        return 0.0
+    try:
+        return scores.correctness(difftest.agreement(task, code, inputs, p.sandbox, p.call_seconds)[0])
+    except PART_FAILURES:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a compression that breaks the comparison keeps nothing
+        log.warning("round trip %s: compression's comparison failed: %s: %s", task["task_id"], type(exc).__name__, exc)
+        return 0.0
 
 
 def _fluency(comments: dict, p: RoundTripParams) -> dict[tuple[str, str], float]:
@@ -165,9 +197,8 @@ def run_roundtrip(tasks: Sequence[dict], p: RoundTripParams) -> pa.Table:
     with ThreadPoolExecutor(max_workers=workers) as pool:
         done = list(pool.map(lambda job: _execute(job[1], job[2], inputs.get(job[1]["task_id"]), p), pending))
         squeeze_keys = [k for k, code in squeezed.items() if code is not None]
-        squeeze_agree = list(pool.map(
-            lambda k: scores.correctness(difftest.agreement(by_id[k[0]], squeezed[k], inputs[k[0]], p.sandbox, p.call_seconds)[0])
-            if k[0] in inputs else 0.0, squeeze_keys))
+        squeeze_agree = list(pool.map(lambda k: _squeezed_correctness(by_id[k[0]], squeezed[k], inputs.get(k[0]), p),
+                                      squeeze_keys))
     for (row, _task, _code), result in zip(pending, done):
         row.update(result)
     _group_scores(rows, tasks, comments, compressed, dict(zip(squeeze_keys, squeeze_agree)), _fluency(comments, p), p)
@@ -176,13 +207,19 @@ def run_roundtrip(tasks: Sequence[dict], p: RoundTripParams) -> pa.Table:
 
 
 def _row(task: dict, lang: str, generator: str, sample: int, comment: tuple, code: str | None, error: str | None) -> dict[str, Any]:
-    return {
+    row = {
         "task_id": task["task_id"], "programming_language": task["programming_language"], "language": lang,
         "generator": generator, "sample": sample, "comment_source": comment[1], "comment": comment[0], "code": code,
         "status": "error" if error else "pending", "reason": error or "", "pass_at_1": math.nan if error else None,
         "correctness": math.nan if error else None, "n_inputs": 0, "abstraction": None, "conciseness": None,
         "fluency": None, "error": error,
     }
+    if error and error.startswith(REJECTED):
+        # A completion the parser could not place is a wrong program, scored as one: never run, never passed.
+        scored = task["programming_language"] in difftest.CORRECTNESS_LANGUAGES
+        row.update(status="rejected", reason=error[len(REJECTED):], error=None, pass_at_1=0.0,
+                   correctness=0.0 if scored else None)
+    return row
 
 
 def _given(task: dict) -> str:

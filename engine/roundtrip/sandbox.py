@@ -18,18 +18,22 @@ Every run is a fresh child process under these layers:
   address space per process (RLIMIT_AS), processes (RLIMIT_NPROC), written file size
   (RLIMIT_FSIZE), no core files. As root the child first drops to an unprivileged uid of its
   own (root ignores RLIMIT_NPROC), claimed per run from `uid .. uid + uid_slots - 1` with a
-  file lock, so RLIMIT_NPROC counts exactly this run's processes. The memory of one run is
-  therefore bounded by `max_processes x memory_mb` plus the tmpfs mounts (`3 x tmpfs_mb`): a
-  cgroup v2 group is not used (machines here mount cgroup v2 without the memory and pids
-  controllers), so the per-run process cap times the address-space cap is the documented bound.
+  file lock, so RLIMIT_NPROC counts exactly this run's processes; open files (RLIMIT_NOFILE).
+  A cgroup v2 group is not used (machines here mount cgroup v2 without the memory and pids
+  controllers), so the per-run process cap times the address-space cap, plus the capped tmpfs
+  mounts and pipe buffers, is the documented bound (`memory_bound_mb`, docs/sandbox.md).
 - **a hard wall-clock timeout** after which every process of the run is killed: the process
   group, then every process of the run's uid, so a process that left the group and holds an
   output pipe open cannot make the engine wait.
 - **the verdict channel**: the engine writes a per-run random token into a pipe the program
   reads as fd 3 and reads the verdict from a pipe the program writes as fd 4. Test harnesses
-  (engine.roundtrip.harness) read the token before the code under test runs and write
-  `<token> passed` only after every test has run. Exit status, stdout and stderr never make a
-  pass; they only explain a failure (a program can make its own verdict worse, never better).
+  (engine.roundtrip.harness) read the token before the tests run and write `<token> passed`
+  only after every test has run. Exit status, stdout and stderr never make a pass; they only
+  explain a failure. The code under test runs in another run without a verdict channel
+  (`verdict=False`), reached through relay pipes (`channel`, engine.roundtrip.relay), so a
+  program can make its own verdict worse, never better.
+- **a seccomp filter** (engine.roundtrip.seccomp) and `--disable-userns`: memory no limit
+  counts (memfds, System V segments, new mounts) is refused; `memory_bound_mb` is the bound.
 
 stdout and stderr are drained by threads that keep only the first `output_bytes` of each, so a
 program printing without end cannot fill the engine's memory.
@@ -54,28 +58,36 @@ from pathlib import Path
 from typing import Literal, Mapping, Sequence
 
 from engine.params import Params, require
-from engine.roundtrip import bwrap
+from engine.roundtrip import bwrap, seccomp
 from engine.roundtrip.uids import claimed_uid, end_uid
+from engine.roundtrip.wire import program_text
 
 log = logging.getLogger(__name__)
 
 STATUSES = ("passed", "failed", "compile_error", "timeout", "memory", "processes", "filesize", "blocked", "crashed",
-            "skipped")
+            "skipped", "rejected", "error")
 # Exit status of a language's build script when the compiler rejects the code (a program that
 # exits with it only turns its own failure into a compile error: never a pass).
 EXIT_COMPILE = 85
 TOKEN_FD, VERDICT_FD = 3, 4
+FIRST_BWRAP_FD = 10  # the seccomp filter and the task's files, as bwrap reads them (channel fds are below)
 VERDICT_BYTES = 1 << 22  # a differential-testing record of many inputs fits
 WORKDIR_PREFIX = "babelscore-sandbox-"  # host work directories of `isolation: hook` runs (bwrap runs have none)
 
-# Sets the limits in the child, moves the verdict pipes to fds 3 and 4, then runs the program.
+# Moves the passed fds to their numbers (verdict pipes 3 and 4, relay pipes, bwrap's inputs), sets
+# the limits, then runs the program.
 LAUNCHER = r'''
-import os, resource, sys, json
+import fcntl, os, resource, sys, json
 spec = json.loads(sys.argv[1])
+# Lift every passed fd above the targets first, so that moving one cannot overwrite another.
+high = [(fcntl.fcntl(host, fcntl.F_DUPFD, 200), child) for host, child in spec["fds"]]
+for host, _child in spec["fds"]:
+    os.close(host)
+for fd, child in high:
+    os.dup2(fd, child)
+    os.close(fd)
 for name, (soft, hard) in spec["limits"].items():
     resource.setrlimit(getattr(resource, name), (soft, hard))
-os.dup2(spec["token_fd"], spec["fds"][0])
-os.dup2(spec["verdict_fd"], spec["fds"][1])
 os.execvpe(spec["argv"][0], spec["argv"], spec["env"])
 '''
 
@@ -99,6 +111,8 @@ class SandboxLimits(Params):
         toolchain_memory_mb: address space added for compilers and VMs (JVM, V8, Go, rustc) beyond memory_mb.
         toolchain_max_processes: process limit for languages other than Python (RLIMIT_NPROC counts threads).
         toolchain_seconds: CPU and wall-clock floor for a compile-and-run of a compiled language.
+        max_open_files: open file descriptors per process (RLIMIT_NOFILE) of a Python run.
+        toolchain_max_open_files: RLIMIT_NOFILE of the other languages (javac and `go build` open many files).
     """
 
     cpu_seconds: int = 5
@@ -115,6 +129,8 @@ class SandboxLimits(Params):
     toolchain_memory_mb: int = 4096  # a JVM, V8 or Go reserves address space far beyond its heap
     toolchain_max_processes: int = 256  # RLIMIT_NPROC counts threads; a JVM or `go build` starts dozens
     toolchain_seconds: int = 30
+    max_open_files: int = 64
+    toolchain_max_open_files: int = 512
 
     def __post_init__(self) -> None:
         require(self.cpu_seconds >= 1, "cpu_seconds", self.cpu_seconds, "an integer >= 1")
@@ -127,6 +143,9 @@ class SandboxLimits(Params):
         require(self.uid >= 1000, "uid", self.uid, "an integer >= 1000 (an unprivileged uid)")
         require(self.uid_slots >= 1, "uid_slots", self.uid_slots, "an integer >= 1")
         require(self.toolchain_seconds >= 1, "toolchain_seconds", self.toolchain_seconds, "an integer >= 1")
+        require(self.max_open_files >= 16, "max_open_files", self.max_open_files, "an integer >= 16")
+        require(self.toolchain_max_open_files >= 16, "toolchain_max_open_files", self.toolchain_max_open_files,
+                "an integer >= 16")
 
 
 @dataclass(frozen=True)
@@ -204,7 +223,9 @@ def unavailable(limits: SandboxLimits) -> str:
     if limits.isolation == "hook":
         return ""
     why = bwrap.unavailable(limits.uid if _drop_privileges() else None)
-    return f"{why}; {bwrap.INSTALL_HINT}" if why else ""
+    if why:
+        return f"{why}; {bwrap.INSTALL_HINT}"
+    return seccomp.unavailable()
 
 
 def isolation_name(limits: SandboxLimits) -> str:
@@ -212,7 +233,22 @@ def isolation_name(limits: SandboxLimits) -> str:
     return f"bwrap-{bwrap.version()}" if limits.isolation == "bwrap" else "hook-not-a-boundary"
 
 
-def _rlimits(limits: SandboxLimits, memory_mb: int, processes: int, cpu_seconds: int) -> dict[str, tuple[int, int]]:
+# Pipe buffers of one unprivileged uid beyond the kernel's soft limit get one page each
+# (/proc/sys/fs/pipe-user-pages-soft, 16384 pages by default): at most this much per run.
+PIPE_BUFFERS_MB = 64
+
+
+def memory_bound_mb(limits: SandboxLimits, toolchain: bool = False) -> int:
+    """The documented bound on the memory one run can hold (docs/sandbox.md): every process at
+    its address-space limit, every capped tmpfs full, and the pipe buffers of its uid. memfds,
+    System V segments and new mounts, which no limit would count, are refused by seccomp."""
+    memory = limits.memory_mb + (limits.toolchain_memory_mb if toolchain else 0)
+    processes = limits.toolchain_max_processes if toolchain else limits.max_processes
+    return processes * memory + 3 * limits.tmpfs_mb + PIPE_BUFFERS_MB
+
+
+def _rlimits(limits: SandboxLimits, memory_mb: int, processes: int, cpu_seconds: int,
+             open_files: int) -> dict[str, tuple[int, int]]:
     mb = 1024 * 1024
     nproc = processes + (bwrap.OWN_PROCESSES if limits.isolation == "bwrap" else 0)
     if not _drop_privileges():
@@ -228,6 +264,7 @@ def _rlimits(limits: SandboxLimits, memory_mb: int, processes: int, cpu_seconds:
         "RLIMIT_NPROC": (nproc, nproc),
         "RLIMIT_FSIZE": (limits.file_size_mb * mb, limits.file_size_mb * mb),
         "RLIMIT_CORE": (0, 0),
+        "RLIMIT_NOFILE": (open_files, open_files),
     }
 
 
@@ -240,12 +277,12 @@ def _classify(returncode: int | None, timed_out: bool, stderr: str, verdict: tup
         if word in ("passed", "outcomes") and returncode == 0:
             return "passed", ""
         if word in ("blocked", "memory", "processes"):
-            return word, text
+            return word, program_text(text)
     if returncode == 0:
         return "failed", "exit status 0 without a verdict from the test harness: the program ended before its tests finished"
     if returncode == EXIT_COMPILE:
         last = [line for line in stderr.splitlines() if line.strip()][-3:]
-        return "compile_error", "compiler rejected the code: " + " | ".join(line.strip() for line in last)[:400]
+        return "compile_error", "compiler rejected the code: " + program_text(" | ".join(line.strip() for line in last), 400)
     if returncode is not None and limits.isolation == "bwrap" and returncode > 128:
         returncode = -(returncode - 128)  # bwrap reports a child killed by signal N as 128 + N
     if returncode is not None and returncode < 0:
@@ -259,7 +296,7 @@ def _classify(returncode: int | None, timed_out: bool, stderr: str, verdict: tup
         except ValueError:
             name = str(sig)
         if sig == signal.SIGABRT:  # C/C++ assert() aborts
-            return "failed", f"aborted (SIGABRT): {_telling_line(stderr)[:300]}"
+            return "failed", f"aborted (SIGABRT): {program_text(_telling_line(stderr))}"
         return "crashed", f"killed by signal {name}"
     if "MemoryError" in stderr or "OutOfMemoryError" in stderr or "std::bad_alloc" in stderr or "memory allocation" in stderr:
         return "memory", f"address-space limit of {memory_mb} MB"
@@ -269,7 +306,7 @@ def _classify(returncode: int | None, timed_out: bool, stderr: str, verdict: tup
         return "blocked", "network unreachable inside the sandbox's network namespace"
     if "File too large" in stderr:
         return "filesize", f"file-size limit of {limits.file_size_mb} MB reached"
-    return "failed", f"exit status {returncode}: {_telling_line(stderr)[:300]}"
+    return "failed", f"exit status {returncode}: {program_text(_telling_line(stderr))}"
 
 
 def _telling_line(stderr: str) -> str:
@@ -291,8 +328,8 @@ def _read_verdict(raw: bytes, token: str) -> tuple[str, str] | None:
     return parts[1].strip(), rest.decode("utf-8", "replace")
 
 
-def _wait_unreaped(pid: int, seconds: float) -> bool:
-    """Wait for `pid` to exit without reaping it; False on time-out.
+def _wait_unreaped(pid: int, seconds: float, stop: threading.Event | None = None) -> bool:
+    """Wait for `pid` to exit without reaping it (or for `stop`); False on time-out.
 
     While the leader is unreaped its pid (the group id) cannot be reused, so the group kill
     that follows cannot reach an unrelated process.
@@ -301,6 +338,8 @@ def _wait_unreaped(pid: int, seconds: float) -> bool:
     delay = 0.001
     while os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT | os.WNOHANG) is None:
         if time.monotonic() >= deadline:
+            return False
+        if stop is not None and stop.is_set():
             return False
         time.sleep(delay)
         delay = min(delay * 2, 0.02)
@@ -317,8 +356,17 @@ def run_program(
     cpu_seconds: int | None = None,
     wall_seconds: float | None = None,
     env: Mapping[str, str] | None = None,
+    open_files: int | None = None,
+    channel: Mapping[int, int] | None = None,
+    verdict: bool = True,
+    stop: threading.Event | None = None,
 ) -> SandboxResult:
-    """Run `argv` in the work directory holding `files` (relative paths resolve there)."""
+    """Run `argv` in the work directory holding `files` (relative paths resolve there).
+
+    channel: child fd -> engine fd of further pipes (engine.roundtrip.relay); they are closed here.
+    verdict: False for a run that gets no token and reports no verdict (a candidate server).
+    stop: set by another thread to end the run early (it is then killed like a time-out).
+    """
     why = unavailable(limits)
     if why:
         # The stage refuses such a config at check time; this guards direct callers.
@@ -327,34 +375,47 @@ def run_program(
         raise ConfigError(f"roundtrip.sandbox.isolation: {why}")
     with claimed_uid(limits.uid, limits.uid_slots) as uid:
         return _run(argv, files, limits, uid, memory_mb or limits.memory_mb, max_processes or limits.max_processes,
-                    cpu_seconds or limits.cpu_seconds, wall_seconds or limits.wall_seconds, dict(env or {}))
+                    cpu_seconds or limits.cpu_seconds, wall_seconds or limits.wall_seconds, dict(env or {}),
+                    open_files or limits.max_open_files, dict(channel or {}), verdict, stop)
 
 
 def _run(argv: Sequence[str], files: Mapping[str, str | bytes], limits: SandboxLimits, uid: int | None,
-         memory_mb: int, max_processes: int, cpu_seconds: int, wall_seconds: float, env: dict[str, str]) -> SandboxResult:
+         memory_mb: int, max_processes: int, cpu_seconds: int, wall_seconds: float, env: dict[str, str],
+         open_files: int, channel: dict[int, int], verdict: bool, stop: threading.Event | None) -> SandboxResult:
     started = time.perf_counter()
     token = secrets.token_hex(16)
-    token_r, token_w = os.pipe()
-    verdict_r, verdict_w = os.pipe()
-    os.write(token_w, token.encode("ascii"))
-    os.close(token_w)
-    opened = [token_r, verdict_w]
+    passed_fds = dict(channel)  # child fd -> engine fd
+    opened = list(channel.values())
+    verdict_r = -1
+    if verdict:
+        token_r, token_w = os.pipe()
+        verdict_r, verdict_w = os.pipe()
+        os.write(token_w, token.encode("ascii"))
+        os.close(token_w)
+        opened += [token_r, verdict_w]
+        passed_fds.update({TOKEN_FD: token_r, VERDICT_FD: verdict_w})
     if uid is not None:
         for fd in opened:  # a JVM reopens them through /proc/self/fd, which checks the pipe's owner
             os.fchown(fd, uid, uid)
     workdir = None
     try:
         blobs = {name: content.encode("utf-8") if isinstance(content, str) else content for name, content in files.items()}
-        base_env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"}
+        base_env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
         if limits.isolation == "bwrap":
+            # bwrap reads these at fixed numbers above the channel's, whatever the engine's numbers are.
+            child = FIRST_BWRAP_FD
+            filter_fd = _memfd("babelscore-seccomp", seccomp.program())
+            opened.append(filter_fd)
+            passed_fds[child] = filter_fd
+            seccomp_child, child = child, child + 1
             fds = []
             for name, blob in blobs.items():
-                fd = os.memfd_create(f"babelscore-{Path(name).name}", 0)
-                os.write(fd, blob)
-                os.lseek(fd, 0, os.SEEK_SET)
+                fd = _memfd(f"babelscore-{Path(name).name}", blob)
                 opened.append(fd)
-                fds.append((fd, name))
-            inner = bwrap.command(argv, fds, limits.tmpfs_mb * 1024 * 1024)
+                passed_fds[child] = fd
+                fds.append((child, name))
+                child += 1
+            inner = bwrap.command(argv, fds, limits.tmpfs_mb * 1024 * 1024, seccomp_fd=seccomp_child)
             cwd = "/"
             base_env.update(HOME=bwrap.WORKDIR, TMPDIR="/tmp")
         else:
@@ -368,9 +429,9 @@ def _run(argv: Sequence[str], files: Mapping[str, str | bytes], limits: SandboxL
                     os.chown(path, uid, uid)
             inner, cwd = list(argv), str(workdir)
             base_env.update(HOME=str(workdir), TMPDIR=str(workdir))
-        spec = json.dumps({"limits": _rlimits(limits, memory_mb, max_processes, cpu_seconds), "argv": inner,
-                           "env": {**base_env, **env}, "token_fd": token_r, "verdict_fd": verdict_w,
-                           "fds": [TOKEN_FD, VERDICT_FD]})
+        spec = json.dumps({"limits": _rlimits(limits, memory_mb, max_processes, cpu_seconds, open_files), "argv": inner,
+                           "env": {**base_env, **env},
+                           "fds": [[host, child] for child, host in passed_fds.items()]})
         kwargs: dict = {"user": uid, "group": uid, "extra_groups": []} if uid is not None else {}
         proc = subprocess.Popen(
             [_launcher_python(), "-I", "-S", "-c", LAUNCHER, spec], cwd=cwd, stdin=subprocess.DEVNULL,
@@ -380,13 +441,17 @@ def _run(argv: Sequence[str], files: Mapping[str, str | bytes], limits: SandboxL
         for fd in opened:
             os.close(fd)
         opened = []
-        verdict_pipe = os.fdopen(verdict_r, "rb", buffering=0)
-        verdict_r = -1
-        drains = [_Drain(proc.stdout, limits.output_bytes), _Drain(proc.stderr, limits.output_bytes),
-                  _Drain(verdict_pipe, VERDICT_BYTES)]
+        drains = [_Drain(proc.stdout, limits.output_bytes), _Drain(proc.stderr, limits.output_bytes)]
+        verdict_pipe = None
+        if verdict:
+            verdict_pipe = os.fdopen(verdict_r, "rb", buffering=0)
+            verdict_r = -1
+            drains.append(_Drain(verdict_pipe, VERDICT_BYTES))
         for drain in drains:
             drain.start()
-        timed_out = not _wait_unreaped(proc.pid, wall_seconds)
+        timed_out = not _wait_unreaped(proc.pid, wall_seconds, stop)
+        stopped = stop is not None and stop.is_set()
+        timed_out = timed_out and not stopped
         _kill_group(proc.pid)
         proc.wait()
         if uid is not None:
@@ -395,12 +460,15 @@ def _run(argv: Sequence[str], files: Mapping[str, str | bytes], limits: SandboxL
             drain.join(timeout=5)
         proc.stdout.close()
         proc.stderr.close()
-        verdict_pipe.close()
+        if verdict_pipe is not None:
+            verdict_pipe.close()
         stdout, stderr = drains[0].text(), drains[1].text()
-        verdict = _read_verdict(bytes(drains[2].kept), token)
-        status, reason = _classify(proc.returncode, timed_out, stderr, verdict, limits, memory_mb, max_processes,
+        found = _read_verdict(bytes(drains[2].kept), token) if verdict else None
+        status, reason = _classify(proc.returncode, timed_out, stderr, found, limits, memory_mb, max_processes,
                                    cpu_seconds, wall_seconds)
-        payload = verdict[1] if verdict is not None and status == "passed" else ""
+        if stopped and status not in ("compile_error",):
+            status, reason = "stopped", "ended by the engine after the tests finished"
+        payload = found[1] if found is not None and status == "passed" else ""
         return SandboxResult(status, reason, proc.returncode, stdout, stderr, time.perf_counter() - started,
                              limits.isolation, payload)
     finally:
@@ -409,6 +477,14 @@ def _run(argv: Sequence[str], files: Mapping[str, str | bytes], limits: SandboxL
                 os.close(fd)
         if workdir is not None:
             shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _memfd(name: str, blob: bytes) -> int:
+    """A readable fd holding `blob`, in the engine's memory (never on the host's disk)."""
+    fd = os.memfd_create(name, 0)
+    os.write(fd, blob)
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
 
 
 def _kill_group(pgid: int) -> None:

@@ -1,0 +1,130 @@
+"""The regenerated function, taken from a model's completion with its language's real parser.
+
+The prompt ends inside the function (after `{`, or after the docstring for Python), so the
+function is the prompt's header plus the completion up to where the parser says the function
+ends. Nothing is counted by hand: braces inside strings, raw strings, character literals,
+lifetimes, regular expressions, digit separators and comments are the grammar's business.
+
+- JavaScript, C++, Go, Rust: `signature {` + completion is parsed (tree-sitter); the first
+  top-level node must be the function, without an error node inside it; it ends where that node
+  ends. The functions that follow it at top level (helpers the completion defines, not a `main`)
+  are kept; the first node that is not a complete function ends the code.
+- Java: the completion is placed in `class { signature {`; the method must parse without an
+  error; Unicode escapes (`\\u007d`) are translated first, as javac does before it tokenizes, so
+  the parser sees the braces javac sees.
+- Python: the indented lines after the header (`function_from_completion`), which must parse
+  (`ast`) as exactly one function definition of the entry point's name.
+
+C++ preprocessor directives inside the function are refused: the preprocessor can make the
+compiler see another structure than any parser of the text.
+
+What the parser cannot place raises `Rejected`; the row gets status `rejected` and is never run.
+"""
+from __future__ import annotations
+
+import ast
+import re
+from typing import Mapping
+
+from engine.roundtrip import syntax
+
+FUNCTION_NODES = {"javascript": ("function_declaration",), "cpp": ("function_definition",),
+                  "go": ("function_declaration",), "rust": ("function_item",)}
+
+
+class Rejected(ValueError):
+    """A completion whose function the parser cannot place: never run."""
+
+
+def java_unicode_escapes(text: str) -> str:
+    """`\\uXXXX` translated as JLS 3.3 does (a backslash escaped by another backslash is not one)."""
+    out, i, n = [], 0, len(text)
+    while i < n:
+        ch = text[i]
+        if ch == "\\":
+            run = 1
+            while i + run < n and text[i + run] == "\\":
+                run += 1
+            # In a run of backslashes only an odd-numbered one can start an escape: the last, when the run is odd.
+            out.append("\\" * (run - 1))
+            i += run - 1
+            j = i + 1
+            if run % 2 == 1 and j < n and text[j] == "u":
+                while j < n and text[j] == "u":
+                    j += 1
+                digits = text[j:j + 4]
+                if len(digits) == 4 and re.fullmatch(r"[0-9a-fA-F]{4}", digits):
+                    out.append(chr(int(digits, 16)))
+                    i = j + 4
+                    continue
+            out.append("\\")
+            i += 1
+            continue
+        out.append(ch)
+        i += 1
+    return "".join(out)
+
+
+def _node_name(node) -> str:
+    name = node.child_by_field_name("name") or node.child_by_field_name("declarator")
+    while name is not None and name.child_by_field_name("declarator") is not None:
+        name = name.child_by_field_name("declarator")
+    return name.text.decode("utf-8") if name is not None else ""
+
+
+def _refuse_preprocessor(node) -> None:
+    todo = [node]
+    while todo:
+        current = todo.pop()
+        if current.type.startswith("preproc_"):
+            raise Rejected("a preprocessor directive inside the function (the compiler could see another structure)")
+        todo.extend(current.children)
+
+
+def brace_function(language: str, signature: str, completion: str) -> str:
+    """The function (and following helper functions) of a JavaScript, C++, Go or Rust completion."""
+    prefix = "package main\n" if language == "go" else ""
+    source = f"{prefix}{signature} {{{completion}"
+    data = source.encode("utf-8")
+    tree = syntax.parse(language, source)
+    nodes = [n for n in tree.root_node.named_children if n.type not in ("package_clause", "comment")]
+    if not nodes or nodes[0].type not in FUNCTION_NODES[language] or nodes[0].start_byte != len(prefix.encode()):
+        raise Rejected(f"the completion does not continue the {language} function as one definition")
+    kept = []
+    for index, node in enumerate(nodes):
+        if node.type not in FUNCTION_NODES[language] or node.has_error or (index and _node_name(node) == "main"):
+            if index == 0:
+                raise Rejected(f"the {language} parser cannot place the end of the function (a syntax error inside it)")
+            break
+        if language == "cpp":
+            _refuse_preprocessor(node)
+        kept.append(data[node.start_byte:node.end_byte].decode("utf-8"))
+    return "\n\n".join(kept) + "\n"
+
+
+def java_method(signature: str, completion: str) -> str:
+    """The method body of a Java completion: signature + the body the parser ends."""
+    text = java_unicode_escapes(completion)
+    head = f"class Babelscore {{\n    {signature} {{"
+    source = head + text
+    tree = syntax.parse("java", source)
+    body = tree.root_node.named_children[0].child_by_field_name("body") if tree.root_node.named_children else None
+    methods = [n for n in (body.named_children if body is not None else []) if n.type != "comment"]
+    if not methods or methods[0].type != "method_declaration" or methods[0].has_error:
+        raise Rejected("the java parser cannot place the end of the method (a syntax error inside it)")
+    method = methods[0]
+    data = source.encode("utf-8")
+    # Up to and with the method's closing brace (java_class_from_completion closes the class).
+    return data[len(head.encode("utf-8")):method.end_byte].decode("utf-8")
+
+
+def python_function(task: Mapping[str, str], function: str) -> str:
+    """Refuse a Python function that does not parse as one definition of the entry point."""
+    try:
+        tree = ast.parse(function)
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+        raise Rejected(f"the Python function does not parse: {type(exc).__name__}: {str(exc)[:120]}") from None
+    defs = [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    if len(tree.body) != 1 or not defs or defs[0].name != task["entry_point"]:
+        raise Rejected(f"the completion is not one definition of {task['entry_point']!r}")
+    return function

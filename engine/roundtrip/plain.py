@@ -1,0 +1,167 @@
+"""The plain-value stream: how arguments and return values cross between the two sandboxes.
+
+A candidate (the regenerated function) runs as a small server in one sandbox; the task's tests
+run in another and call it through a proxy of the function's signature (engine.roundtrip.relay).
+Every value between them is text in this one format, written and read by a few lines of code in
+each of the six languages (engine/roundtrip/proxies/) and read by the engine with limits, so
+that no object of the candidate's ever reaches the tests: only values do.
+
+A value is one of (tokens separated by one space, strings length-prefixed so nothing needs
+escaping):
+
+| token | value |
+|---|---|
+| `n` | None / null / nil / unit |
+| `t`, `f` | true, false |
+| `i<decimal>` | an integer (`i-12`) |
+| `d<text>` | a floating-point number (`d1.5`, `dnan`, `dinf`, `d-inf`) |
+| `s<bytes>:<UTF-8 bytes>` | a string |
+| `l<count>`, `u<count>`, `e<count>` | a list, tuple, set: the count of values that follow |
+| `m<count>` | a map: the count of key, value pairs that follow |
+
+A message is `<decimal byte length>\\n<payload>`. A call's payload is the list of its
+arguments (`l2 i1 i2`); a reply is `o <value>` (returned), `x s<n>:<exception type>` (raised)
+or `z s<n>:<why>` (the server could not encode what the function returned: never a pass).
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+MAX_MESSAGE = 1 << 20  # bytes of one call or reply
+MAX_DEPTH = 32
+_DIGITS = 5000
+
+
+class PlainError(ValueError):
+    """A message that is not a well-formed plain value within the limits."""
+
+
+def parse(payload: bytes, max_depth: int = MAX_DEPTH) -> tuple[Any, int]:
+    """(value, end offset) of the value at the start of `payload`; iterative, so depth costs no stack."""
+    pos, n = 0, len(payload)
+    # Each frame: [kind, remaining count, items]; the value under construction goes to the top frame.
+    stack: list[list] = []
+    while True:
+        if pos >= n:
+            raise PlainError("message ends inside a value")
+        tag = payload[pos:pos + 1]
+        if tag == b"s":
+            colon = payload.find(b":", pos, pos + 12)
+            if colon < 0:
+                raise PlainError("string without a length")
+            size = _count(payload[pos + 1:colon])
+            start, pos = colon + 1, colon + 1 + size
+            if pos > n:
+                raise PlainError("string runs past the message")
+            try:
+                value: Any = ("s", payload[start:pos].decode("utf-8"))
+            except UnicodeDecodeError:
+                raise PlainError("string is not UTF-8") from None
+        else:
+            end = payload.find(b" ", pos)
+            end = n if end < 0 else end
+            token = payload[pos:end].decode("ascii", "replace")
+            pos = end
+            if token in ("n", "t", "f"):
+                value = (token,)
+            elif token[:1] == "i":
+                if len(token) > _DIGITS:
+                    raise PlainError("integer too long")
+                try:
+                    value = ("i", int(token[1:]))
+                except ValueError:
+                    raise PlainError(f"bad integer {token[:20]!r}") from None
+            elif token[:1] == "d":
+                try:
+                    value = ("d", float(token[1:]))
+                except ValueError:
+                    raise PlainError(f"bad float {token[:20]!r}") from None
+            elif token[:1] in ("l", "u", "e", "m"):
+                count = _count(token[1:].encode("ascii"))
+                # Every value takes at least two bytes: a count beyond what is left is a lie.
+                if count * (4 if token[0] == "m" else 2) > n - pos + 1:
+                    raise PlainError(f"{token[0]}{count} announces more values than the message holds")
+                if len(stack) >= max_depth:
+                    raise PlainError(f"values nest deeper than {max_depth} levels")
+                stack.append([token[0], count * (2 if token[0] == "m" else 1), []])
+                if stack[-1][1] > 0:
+                    pos = _space(payload, pos)
+                    continue
+                kind, _, items = stack.pop()
+                value = (kind, items)
+            else:
+                raise PlainError(f"unknown token {token[:20]!r}")
+        # Hand the finished value up through every frame it completes.
+        while True:
+            if not stack:
+                return value, pos
+            frame = stack[-1]
+            frame[2].append(value)
+            frame[1] -= 1
+            if frame[1] > 0:
+                break
+            stack.pop()
+            value = (frame[0], frame[2] if frame[0] != "m" else list(zip(frame[2][::2], frame[2][1::2])))
+        pos = _space(payload, pos)
+
+
+def _count(text: bytes) -> int:
+    if not text or not text.isdigit() or len(text) > 9:
+        raise PlainError(f"bad count {text[:20]!r}")
+    return int(text)
+
+
+def _space(payload: bytes, pos: int) -> int:
+    if payload[pos:pos + 1] != b" ":
+        raise PlainError("values must be separated by one space")
+    return pos + 1
+
+
+def write(value: Any) -> bytes:
+    """The stream form of a parsed value (the engine re-writes every reply it forwards)."""
+    out: list[bytes] = []
+    todo = [value]
+    while todo:
+        item = todo.pop()
+        if isinstance(item, bytes):
+            out.append(item)
+            continue
+        kind = item[0]
+        if kind in ("n", "t", "f"):
+            out.append(kind.encode())
+        elif kind == "i":
+            out.append(b"i%d" % item[1])
+        elif kind == "d":
+            x = item[1]
+            out.append(b"d" + (b"nan" if math.isnan(x) else repr(x).encode()))
+        elif kind == "s":
+            data = item[1].encode("utf-8")
+            out.append(b"s%d:" % len(data) + data)
+        else:
+            children = [v for pair in item[1] for v in pair] if kind == "m" else list(item[1])
+            count = len(item[1])
+            out.append(b"%s%d" % (kind.encode(), count))
+            for child in reversed(children):
+                todo.append(child)
+                todo.append(b" ")
+    return b"".join(out)
+
+
+def reply(payload: bytes) -> tuple[str, Any]:
+    """('o', value) / ('x', exception name) / ('z', why) of a server's reply; PlainError otherwise."""
+    if len(payload) > MAX_MESSAGE:
+        raise PlainError(f"reply of {len(payload)} bytes is longer than {MAX_MESSAGE}")
+    kind = payload[:2]
+    if kind not in (b"o ", b"x ", b"z "):
+        raise PlainError("a reply starts with 'o ', 'x ' or 'z '")
+    value, end = parse(payload[2:])
+    if end != len(payload) - 2:
+        raise PlainError("bytes after the reply's value")
+    if kind != b"o " and value[0] != "s":
+        raise PlainError("an exception's name must be a string")
+    return kind[:1].decode(), value
+
+
+def frame(payload: bytes) -> bytes:
+    return b"%d\n" % len(payload) + payload

@@ -1,0 +1,313 @@
+"""C++'s side of the split run: the candidate's server and the tests' proxy (g++ -std=c++17).
+
+The codec is a set of overloads in `namespace bs`: bool (`t`/`f`), the integer types (`i`, a
+value out of the declared type's range is refused), float/double (`d`), char (a one-character
+string), std::string and const char* (`s`), std::vector (`l`), std::pair and std::tuple (`u`),
+std::set / unordered_set (`e`), std::map / unordered_map (`m`), std::optional (`n` or the value).
+The server calls the function through a pointer whose parameter types it decodes into
+(`std::decay_t` of each); the proxy has the task's signature and decodes the reply into the
+function's own return type (`bs::result_of(&NAME)`), so no type is ever written twice.
+"""
+from __future__ import annotations
+
+from engine.roundtrip import syntax
+from engine.roundtrip.relay import Job
+
+CODEC = r'''
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <limits>
+#include <map>
+#include <optional>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <unistd.h>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+namespace bs {
+struct NotPlain : std::runtime_error { using std::runtime_error::runtime_error; };
+struct Reader { const std::string& s; size_t p = 0; };
+
+inline void put(std::string& o, bool v);
+inline void put(std::string& o, char v);
+template <class T> std::enable_if_t<std::is_integral_v<T> && !std::is_same_v<T, bool> && !std::is_same_v<T, char>> put(std::string& o, T v);
+template <class T> std::enable_if_t<std::is_floating_point_v<T>> put(std::string& o, T v);
+inline void put(std::string& o, const std::string& v);
+inline void put(std::string& o, const char* v);
+template <class T, class A> void put(std::string& o, const std::vector<T, A>& v);
+template <class A, class B> void put(std::string& o, const std::pair<A, B>& v);
+template <class... T> void put(std::string& o, const std::tuple<T...>& v);
+template <class T> void put(std::string& o, const std::set<T>& v);
+template <class T> void put(std::string& o, const std::unordered_set<T>& v);
+template <class K, class V> void put(std::string& o, const std::map<K, V>& v);
+template <class K, class V> void put(std::string& o, const std::unordered_map<K, V>& v);
+template <class T> void put(std::string& o, const std::optional<T>& v);
+
+inline void get(Reader& r, bool& v);
+inline void get(Reader& r, char& v);
+template <class T> std::enable_if_t<std::is_integral_v<T> && !std::is_same_v<T, bool> && !std::is_same_v<T, char>> get(Reader& r, T& v);
+template <class T> std::enable_if_t<std::is_floating_point_v<T>> get(Reader& r, T& v);
+inline void get(Reader& r, std::string& v);
+template <class T, class A> void get(Reader& r, std::vector<T, A>& v);
+template <class A, class B> void get(Reader& r, std::pair<A, B>& v);
+template <class... T> void get(Reader& r, std::tuple<T...>& v);
+template <class T> void get(Reader& r, std::set<T>& v);
+template <class T> void get(Reader& r, std::unordered_set<T>& v);
+template <class K, class V> void get(Reader& r, std::map<K, V>& v);
+template <class K, class V> void get(Reader& r, std::unordered_map<K, V>& v);
+template <class T> void get(Reader& r, std::optional<T>& v);
+
+inline std::string token(Reader& r) {
+    size_t end = r.s.find(' ', r.p);
+    if (end == std::string::npos) end = r.s.size();
+    std::string t = r.s.substr(r.p, end - r.p);
+    r.p = end;
+    return t;
+}
+inline void skip(Reader& r) { if (r.p < r.s.size() && r.s[r.p] == ' ') ++r.p; }
+inline size_t count(Reader& r, char tag) {
+    std::string t = token(r);
+    if (t.empty() || t[0] != tag) throw NotPlain(std::string("expected a '") + tag + "' value, got " + t.substr(0, 20));
+    return std::stoul(t.substr(1));
+}
+template <class T> void items(std::string& o, char tag, const T& v) {
+    o += tag + std::to_string(v.size());
+    for (const auto& x : v) { o += ' '; put(o, x); }
+}
+
+inline void put(std::string& o, bool v) { o += v ? "t" : "f"; }
+inline void put(std::string& o, char v) { put(o, std::string(1, v)); }
+template <class T> std::enable_if_t<std::is_integral_v<T> && !std::is_same_v<T, bool> && !std::is_same_v<T, char>> put(std::string& o, T v) {
+    o += "i" + std::to_string(v);
+}
+template <class T> std::enable_if_t<std::is_floating_point_v<T>> put(std::string& o, T v) {
+    if (std::isnan(v)) { o += "dnan"; return; }
+    if (std::isinf(v)) { o += v > 0 ? "dinf" : "d-inf"; return; }
+    char b[64];
+    std::snprintf(b, sizeof b, "d%.17g", static_cast<double>(v));
+    o += b;
+}
+inline void put(std::string& o, const std::string& v) { o += "s" + std::to_string(v.size()) + ":" + v; }
+inline void put(std::string& o, const char* v) { put(o, std::string(v ? v : "")); }
+template <class T, class A> void put(std::string& o, const std::vector<T, A>& v) {
+    o += "l" + std::to_string(v.size());
+    for (size_t i = 0; i < v.size(); ++i) { o += ' '; T x = v[i]; put(o, x); }
+}
+template <class A, class B> void put(std::string& o, const std::pair<A, B>& v) { o += "u2 "; put(o, v.first); o += ' '; put(o, v.second); }
+template <class... T> void put(std::string& o, const std::tuple<T...>& v) {
+    o += "u" + std::to_string(sizeof...(T));
+    std::apply([&](const auto&... x) { ((o += ' ', put(o, x)), ...); }, v);
+}
+template <class T> void put(std::string& o, const std::set<T>& v) { items(o, 'e', v); }
+template <class T> void put(std::string& o, const std::unordered_set<T>& v) { items(o, 'e', v); }
+template <class K, class V> void put(std::string& o, const std::map<K, V>& v) {
+    o += "m" + std::to_string(v.size());
+    for (const auto& kv : v) { o += ' '; put(o, kv.first); o += ' '; put(o, kv.second); }
+}
+template <class K, class V> void put(std::string& o, const std::unordered_map<K, V>& v) {
+    o += "m" + std::to_string(v.size());
+    for (const auto& kv : v) { o += ' '; put(o, kv.first); o += ' '; put(o, kv.second); }
+}
+template <class T> void put(std::string& o, const std::optional<T>& v) { if (v) put(o, *v); else o += "n"; }
+
+inline void get(Reader& r, bool& v) {
+    std::string t = token(r);
+    if (t != "t" && t != "f") throw NotPlain("expected a bool");
+    v = t == "t";
+}
+inline void get(Reader& r, std::string& v) {
+    size_t colon = r.s.find(':', r.p);
+    if (r.s[r.p] != 's' || colon == std::string::npos) throw NotPlain("expected a string");
+    size_t n = std::stoul(r.s.substr(r.p + 1, colon - r.p - 1));
+    v = r.s.substr(colon + 1, n);
+    r.p = colon + 1 + n;
+}
+inline void get(Reader& r, char& v) {
+    std::string s;
+    get(r, s);
+    if (s.size() != 1) throw NotPlain("expected one character");
+    v = s[0];
+}
+template <class T> std::enable_if_t<std::is_integral_v<T> && !std::is_same_v<T, bool> && !std::is_same_v<T, char>> get(Reader& r, T& v) {
+    std::string t = token(r);
+    if (t.size() < 2 || t[0] != 'i') throw NotPlain("expected an integer");
+    errno = 0;
+    char* end = nullptr;
+    long double x = std::is_signed_v<T> ? static_cast<long double>(std::strtoll(t.c_str() + 1, &end, 10))
+                                        : static_cast<long double>(std::strtoull(t.c_str() + 1, &end, 10));
+    if (errno || *end || x < static_cast<long double>(std::numeric_limits<T>::min()) ||
+        x > static_cast<long double>(std::numeric_limits<T>::max()))
+        throw NotPlain("integer out of the declared type's range");
+    v = static_cast<T>(std::is_signed_v<T> ? std::strtoll(t.c_str() + 1, nullptr, 10) : std::strtoull(t.c_str() + 1, nullptr, 10));
+}
+template <class T> std::enable_if_t<std::is_floating_point_v<T>> get(Reader& r, T& v) {
+    std::string t = token(r);
+    if (t.size() < 2 || t[0] != 'd') throw NotPlain("expected a float");
+    v = static_cast<T>(std::strtod(t.c_str() + 1, nullptr));
+}
+template <class T, class A> void get(Reader& r, std::vector<T, A>& v) {
+    size_t n = count(r, 'l');
+    v.clear();
+    for (size_t i = 0; i < n; ++i) { skip(r); T x{}; get(r, x); v.push_back(x); }
+}
+template <class A, class B> void get(Reader& r, std::pair<A, B>& v) {
+    if (count(r, 'u') != 2) throw NotPlain("expected a pair");
+    skip(r); get(r, v.first); skip(r); get(r, v.second);
+}
+template <class... T> void get(Reader& r, std::tuple<T...>& v) {
+    if (count(r, 'u') != sizeof...(T)) throw NotPlain("wrong tuple size");
+    std::apply([&](auto&... x) { ((skip(r), get(r, x)), ...); }, v);
+}
+template <class T> void get(Reader& r, std::set<T>& v) {
+    size_t n = count(r, 'e');
+    for (size_t i = 0; i < n; ++i) { skip(r); T x{}; get(r, x); v.insert(x); }
+}
+template <class T> void get(Reader& r, std::unordered_set<T>& v) {
+    size_t n = count(r, 'e');
+    for (size_t i = 0; i < n; ++i) { skip(r); T x{}; get(r, x); v.insert(x); }
+}
+template <class K, class V> void get(Reader& r, std::map<K, V>& v) {
+    size_t n = count(r, 'm');
+    for (size_t i = 0; i < n; ++i) { skip(r); K k{}; get(r, k); skip(r); V x{}; get(r, x); v[k] = x; }
+}
+template <class K, class V> void get(Reader& r, std::unordered_map<K, V>& v) {
+    size_t n = count(r, 'm');
+    for (size_t i = 0; i < n; ++i) { skip(r); K k{}; get(r, k); skip(r); V x{}; get(r, x); v[k] = x; }
+}
+template <class T> void get(Reader& r, std::optional<T>& v) {
+    if (r.s.compare(r.p, 1, "n") == 0 && (r.p + 1 == r.s.size() || r.s[r.p + 1] == ' ')) { ++r.p; v.reset(); return; }
+    T x{};
+    get(r, x);
+    v = x;
+}
+
+inline void send(int fd, const std::string& payload) {
+    std::string data = std::to_string(payload.size()) + "\n" + payload;
+    size_t done = 0;
+    while (done < data.size()) {
+        ssize_t n = ::write(fd, data.data() + done, data.size() - done);
+        if (n <= 0) std::_Exit(1);
+        done += static_cast<size_t>(n);
+    }
+}
+inline bool recv(int fd, std::string& out) {
+    std::string header;
+    char c;
+    while (header.empty() || header.back() != '\n') {
+        if (::read(fd, &c, 1) != 1) return false;
+        header += c;
+    }
+    size_t n = std::stoul(header);
+    out.assign(n, '\0');
+    size_t got = 0;
+    while (got < n) {
+        ssize_t k = ::read(fd, &out[got], n - got);
+        if (k <= 0) return false;
+        got += static_cast<size_t>(k);
+    }
+    return true;
+}
+inline std::string text(const std::string& s) { return "s" + std::to_string(s.size()) + ":" + s; }
+template <class R, class... A> R result_of(R (*)(A...));
+}  // namespace bs
+'''
+
+SERVER = r'''
+#include <exception>
+#include <typeinfo>
+namespace bs {
+template <class R, class... A> std::string serve(R (*f)(A...), const std::string& call) {
+    Reader r{call};
+    if (count(r, 'l') != sizeof...(A)) return "z " + text("wrong number of arguments");
+    std::tuple<std::decay_t<A>...> args;
+    try {
+        std::apply([&](auto&... x) { ((skip(r), get(r, x)), ...); }, args);
+    } catch (const std::exception& e) {
+        return "z " + text(std::string("arguments: ") + e.what());
+    }
+    std::string out = "o ";
+    try {
+        if constexpr (std::is_void_v<R>) {
+            std::apply(f, args);
+            out += "n";
+        } else {
+            auto value = std::apply(f, args);
+            try { put(out, value); } catch (const std::exception& e) { return "z " + text(e.what()); }
+        }
+    } catch (const std::exception& e) {
+        return "x " + text("std::exception");
+    } catch (...) {
+        return "x " + text("unknown");
+    }
+    return out;
+}
+}  // namespace bs
+
+int main() {
+    std::string call;
+    while (bs::recv(3, call)) bs::send(4, bs::serve(&ENTRY, call));
+    return 0;
+}
+'''
+
+TESTS_HARNESS = r'''
+int babelscore_tests_main();
+int main() {
+    char token[64];
+    ssize_t n = read(3, token, sizeof token);
+    close(3);
+    int rc = babelscore_tests_main();
+    if (rc != 0 || n <= 0) return rc ? rc : 1;
+    std::string line(token, n);
+    line += " passed\n";
+    if (write(4, line.data(), line.size()) < 0) return 1;
+    _exit(0);
+}
+'''
+
+PROXY_CALL = r'''
+namespace bs {
+template <class R, class... A> R call(const A&... args) {
+    std::string payload = "l" + std::to_string(sizeof...(A));
+    ((payload += ' ', put(payload, args)), ...);
+    send(5, payload);
+    std::string reply;
+    if (!recv(6, reply)) { std::fputs("candidate broken: the engine closed the call channel\n", stderr); std::_Exit(1); }
+    Reader r{reply, 2};
+    if (reply[0] == 'o') {
+        if constexpr (std::is_void_v<R>) { return; } else {
+            std::decay_t<R> value{};
+            get(r, value);
+            return value;
+        }
+    }
+    std::string why;
+    get(r, why);
+    if (reply[0] == 'x') throw std::runtime_error("the candidate raised " + why);
+    std::fprintf(stderr, "candidate broken: %s\n", why.c_str());
+    std::_Exit(1);
+}
+}  // namespace bs
+'''
+
+
+def jobs(task: dict, code: str, script) -> tuple[Job, Job]:
+    from engine.roundtrip.languages import _join, _rename_main
+
+    sig = syntax.signature("cpp", task["signature"])
+    context = task.get("context") or ""
+    names = ", ".join(name for name, _ in sig.params)
+    proxy = (f"{task['signature']} {{\n    return bs::call<decltype(bs::result_of(&{sig.name}))>({names});\n}}\n")
+    server_files = {"server.cpp": _join(CODEC, context, code, SERVER.replace("ENTRY", sig.name))}
+    renamed = _rename_main(task["tests"], r"\bint\s+main\s*\(\s*(?:void\s*)?\)", "int babelscore_tests_main()", "cpp")
+    tests_files = {"tests.cpp": _join(CODEC, PROXY_CALL, context, proxy, renamed, TESTS_HARNESS)}
+    compile_flags = "g++ -std=c++17 -O1 -w -o program"
+    return (Job(server_files, script(f"{compile_flags} server.cpp", "./program")),
+            Job(tests_files, script(f"{compile_flags} tests.cpp", "./program")))

@@ -1,0 +1,402 @@
+"""Go's side of the split run: the candidate's server and the tests' proxy, both package main.
+
+The codec works through `reflect` on the declared types: bool, every int and uint kind (`i`),
+float32/64 (`d`), string, slices and arrays (`l`), maps (`m`), pointers and interfaces to those;
+a struct, channel or function is not plain data. The proxy has the task's signature and decodes
+the reply into its declared result types (several results travel as a tuple `u<n>`).
+"""
+from __future__ import annotations
+
+from engine.roundtrip import syntax
+from engine.roundtrip.relay import Job
+
+CODEC = r'''
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"os"
+	"reflect"
+	"strconv"
+)
+
+type bsNotPlain struct{ why string }
+
+func bsPut(b *bytes.Buffer, v reflect.Value, depth int) {
+	if depth > 32 {
+		panic(bsNotPlain{"nested deeper than 32 levels"})
+	}
+	switch v.Kind() {
+	case reflect.Invalid:
+		b.WriteString("n")
+	case reflect.Bool:
+		if v.Bool() {
+			b.WriteString("t")
+		} else {
+			b.WriteString("f")
+		}
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		b.WriteString("i" + strconv.FormatInt(v.Int(), 10))
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		b.WriteString("i" + strconv.FormatUint(v.Uint(), 10))
+	case reflect.Float32, reflect.Float64:
+		f := v.Float()
+		switch {
+		case math.IsNaN(f):
+			b.WriteString("dnan")
+		case math.IsInf(f, 1):
+			b.WriteString("dinf")
+		case math.IsInf(f, -1):
+			b.WriteString("d-inf")
+		default:
+			b.WriteString("d" + strconv.FormatFloat(f, 'g', -1, 64))
+		}
+	case reflect.String:
+		s := v.String()
+		b.WriteString("s" + strconv.Itoa(len(s)) + ":" + s)
+	case reflect.Slice, reflect.Array:
+		if v.Kind() == reflect.Slice && v.IsNil() {
+			b.WriteString("l0")
+			return
+		}
+		b.WriteString("l" + strconv.Itoa(v.Len()))
+		for i := 0; i < v.Len(); i++ {
+			b.WriteString(" ")
+			bsPut(b, v.Index(i), depth+1)
+		}
+	case reflect.Map:
+		b.WriteString("m" + strconv.Itoa(v.Len()))
+		iter := v.MapRange()
+		for iter.Next() {
+			b.WriteString(" ")
+			bsPut(b, iter.Key(), depth+1)
+			b.WriteString(" ")
+			bsPut(b, iter.Value(), depth+1)
+		}
+	case reflect.Ptr, reflect.Interface:
+		if v.IsNil() {
+			b.WriteString("n")
+		} else {
+			bsPut(b, v.Elem(), depth+1)
+		}
+	default:
+		panic(bsNotPlain{"a " + v.Type().String() + " is not plain data"})
+	}
+}
+
+type bsReader struct {
+	data []byte
+	pos  int
+}
+
+func (r *bsReader) token() string {
+	end := bytes.IndexByte(r.data[r.pos:], ' ')
+	if end < 0 {
+		end = len(r.data) - r.pos
+	}
+	t := string(r.data[r.pos : r.pos+end])
+	r.pos += end
+	return t
+}
+
+func (r *bsReader) skip() {
+	if r.pos < len(r.data) && r.data[r.pos] == ' ' {
+		r.pos++
+	}
+}
+
+func bsGet(r *bsReader, t reflect.Type) reflect.Value {
+	v := reflect.New(t).Elem()
+	if r.data[r.pos] == 's' {
+		colon := r.pos + bytes.IndexByte(r.data[r.pos:], ':')
+		n, _ := strconv.Atoi(string(r.data[r.pos+1 : colon]))
+		s := string(r.data[colon+1 : colon+1+n])
+		r.pos = colon + 1 + n
+		if t.Kind() == reflect.Interface {
+			return reflect.ValueOf(s)
+		}
+		v.SetString(s)
+		return v
+	}
+	tok := r.token()
+	switch {
+	case tok == "n":
+		return v
+	case tok == "t" || tok == "f":
+		if t.Kind() == reflect.Interface {
+			return reflect.ValueOf(tok == "t")
+		}
+		v.SetBool(tok == "t")
+	case tok[0] == 'i':
+		switch t.Kind() {
+		case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+			n, err := strconv.ParseUint(tok[1:], 10, 64)
+			if err != nil || v.OverflowUint(n) {
+				panic(bsNotPlain{"integer out of range: " + tok})
+			}
+			v.SetUint(n)
+		case reflect.Interface:
+			n, _ := strconv.ParseInt(tok[1:], 10, 64)
+			return reflect.ValueOf(int(n))
+		default:
+			n, err := strconv.ParseInt(tok[1:], 10, 64)
+			if err != nil || v.OverflowInt(n) {
+				panic(bsNotPlain{"integer out of range: " + tok})
+			}
+			v.SetInt(n)
+		}
+	case tok[0] == 'd':
+		f, _ := strconv.ParseFloat(map[string]string{"nan": "NaN", "inf": "+Inf", "-inf": "-Inf"}[tok[1:]]+tok[1:], 64)
+		if g, err := strconv.ParseFloat(tok[1:], 64); err == nil {
+			f = g
+		}
+		if t.Kind() == reflect.Interface {
+			return reflect.ValueOf(f)
+		}
+		v.SetFloat(f)
+	default:
+		n, _ := strconv.Atoi(tok[1:])
+		if tok[0] == 'm' {
+			if t.Kind() == reflect.Interface {
+				t = reflect.TypeOf(map[interface{}]interface{}{})
+			}
+			m := reflect.MakeMapWithSize(t, n)
+			for i := 0; i < n; i++ {
+				r.skip()
+				k := bsGet(r, t.Key())
+				r.skip()
+				m.SetMapIndex(k, bsGet(r, t.Elem()))
+			}
+			return m
+		}
+		if t.Kind() == reflect.Interface {
+			t = reflect.TypeOf([]interface{}{})
+		}
+		if t.Kind() == reflect.Array {
+			for i := 0; i < n; i++ {
+				r.skip()
+				v.Index(i).Set(bsGet(r, t.Elem()))
+			}
+			return v
+		}
+		s := reflect.MakeSlice(t, n, n)
+		for i := 0; i < n; i++ {
+			r.skip()
+			s.Index(i).Set(bsGet(r, t.Elem()))
+		}
+		return s
+	}
+	return v
+}
+
+func bsSend(f *os.File, payload []byte) {
+	f.Write(append([]byte(strconv.Itoa(len(payload))+"\n"), payload...))
+}
+
+func bsRecv(f *os.File) []byte {
+	header := []byte{}
+	one := make([]byte, 1)
+	for len(header) == 0 || header[len(header)-1] != '\n' {
+		if n, _ := f.Read(one); n == 0 {
+			return nil
+		}
+		header = append(header, one[0])
+	}
+	size, _ := strconv.Atoi(string(header[:len(header)-1]))
+	data := make([]byte, size)
+	got := 0
+	for got < size {
+		n, _ := f.Read(data[got:])
+		if n == 0 {
+			return nil
+		}
+		got += n
+	}
+	return data
+}
+
+func bsText(s string) string { return "s" + strconv.Itoa(len(s)) + ":" + s }
+
+var _ = fmt.Sprint
+'''
+
+SERVER = "package main\n" + CODEC + r'''
+func main() {
+	calls, replies := os.NewFile(3, "calls"), os.NewFile(4, "replies")
+	fn := reflect.ValueOf(ENTRY)
+	for {
+		call := bsRecv(calls)
+		if call == nil {
+			os.Exit(0)
+		}
+		bsSend(replies, bsServe(fn, call))
+	}
+}
+
+func bsServe(fn reflect.Value, call []byte) (reply []byte) {
+	stage := "decode"
+	defer func() {
+		if p := recover(); p != nil {
+			if np, ok := p.(bsNotPlain); ok || stage != "call" {
+				reply = []byte("z " + bsText(fmt.Sprint(np.why, p)))
+			} else {
+				reply = []byte("x " + bsText(fmt.Sprintf("%T", p)))
+			}
+		}
+	}()
+	r := &bsReader{data: call}
+	tok := r.token()
+	n, _ := strconv.Atoi(tok[1:])
+	t := fn.Type()
+	if n != t.NumIn() {
+		panic(bsNotPlain{"wrong number of arguments"})
+	}
+	args := make([]reflect.Value, n)
+	for i := range args {
+		r.skip()
+		args[i] = bsGet(r, t.In(i))
+	}
+	stage = "call"
+	out := fn.Call(args)
+	stage = "encode"
+	var b bytes.Buffer
+	b.WriteString("o ")
+	switch len(out) {
+	case 0:
+		b.WriteString("n")
+	case 1:
+		bsPut(&b, out[0], 0)
+	default:
+		b.WriteString("u" + strconv.Itoa(len(out)))
+		for _, o := range out {
+			b.WriteString(" ")
+			bsPut(&b, o, 1)
+		}
+	}
+	return b.Bytes()
+}
+'''
+
+TESTS_HARNESS = "package main\n" + CODEC + r'''
+var bsCalls, bsReplies = os.NewFile(5, "calls"), os.NewFile(6, "replies")
+
+type bsCandidateBroken struct{ why string }
+
+// bsCall sends the arguments and decodes the reply into the pointers of `results`.
+func bsCall(results []interface{}, args ...interface{}) {
+	var b bytes.Buffer
+	b.WriteString("l" + strconv.Itoa(len(args)))
+	for _, a := range args {
+		b.WriteString(" ")
+		bsPut(&b, reflect.ValueOf(a), 1)
+	}
+	bsSend(bsCalls, b.Bytes())
+	reply := bsRecv(bsReplies)
+	if reply == nil {
+		bsBroken("the engine closed the call channel")
+	}
+	r := &bsReader{data: reply, pos: 2}
+	switch reply[0] {
+	case 'o':
+		if len(results) == 1 {
+			p := reflect.ValueOf(results[0]).Elem()
+			p.Set(bsGet(r, p.Type()))
+			return
+		}
+		tok := r.token()
+		if len(results) == 0 {
+			return
+		}
+		if n, _ := strconv.Atoi(tok[1:]); n != len(results) {
+			bsBroken("wrong number of results")
+		}
+		for _, res := range results {
+			r.skip()
+			p := reflect.ValueOf(res).Elem()
+			p.Set(bsGet(r, p.Type()))
+		}
+	case 'x':
+		panic("the candidate raised " + bsGet(r, reflect.TypeOf("")).String())
+	default:
+		bsBroken(bsGet(r, reflect.TypeOf("")).String())
+	}
+}
+
+var bsBrokenWhy string
+
+func bsBroken(why string) {
+	bsBrokenWhy = why
+	os.Stderr.WriteString("candidate broken: " + why + "\n")
+	os.Exit(1)
+}
+
+func main() {
+	tokenFile := os.NewFile(3, "token")
+	token := make([]byte, 64)
+	n, _ := tokenFile.Read(token)
+	tokenFile.Close()
+	babelscoreTestsMain()
+	if bsBrokenWhy != "" {
+		os.Exit(1)
+	}
+	os.NewFile(4, "verdict").Write(append(token[:n], []byte(" passed\n")...))
+	os.Exit(0)
+}
+'''
+
+ENV = {"GOCACHE": "/tmp/go-cache", "GOPATH": "/tmp/go", "GO111MODULE": "off", "GOTOOLCHAIN": "local", "CGO_ENABLED": "0",
+       "GOFLAGS": "-buildvcs=false"}
+
+
+def _results(result: str) -> list[str]:
+    text = result.strip()
+    if text.startswith("(") and text.endswith(")"):
+        inner = text[1:-1]
+        depth, parts, current = 0, [], ""
+        for ch in inner:
+            depth += ch in "([{"
+            depth -= ch in ")]}"
+            if ch == "," and depth == 0:
+                parts.append(current)
+                current = ""
+            else:
+                current += ch
+        parts.append(current)
+        return [p.strip().split(" ", 1)[-1] if " " in p.strip() and not p.strip().startswith(("[", "map", "*")) else p.strip()
+                for p in parts if p.strip()]
+    return [text] if text else []
+
+
+def _tests_context(context: str) -> str:
+    """The context the tests see: none when it only imports (Go refuses an unused import)."""
+    tree = syntax.parse("go", _go_file_text(context))
+    kept = [n for n in tree.root_node.named_children if n.type not in ("package_clause", "import_declaration", "comment")]
+    return context if kept else ""
+
+
+def _go_file_text(source: str) -> str:
+    from engine.roundtrip.languages import _go_file
+
+    return _go_file(source)
+
+
+def jobs(task: dict, code: str, script) -> tuple[Job, Job]:
+    from engine.roundtrip.languages import _go_file, _join, _rename_main
+
+    sig = syntax.signature("go", task["signature"])
+    results = _results(sig.result)
+    names = [name for name, _ in sig.params]
+    declared = "".join(f"\tvar r{i} {kind}\n" for i, kind in enumerate(results))
+    pointers = ", ".join(f"&r{i}" for i in range(len(results)))
+    returns = ", ".join(f"r{i}" for i in range(len(results)))
+    proxy = (f"{task['signature']} {{\n{declared}\tbsCall([]interface{{}}{{{pointers}}}{', ' if names else ''}"
+             f"{', '.join(names)})\n\treturn {returns}\n}}\n")
+    server_files = {"solution.go": _go_file(_join(task.get("context") or "", code)),
+                    "server.go": SERVER.replace("ENTRY", sig.name)}
+    renamed = _rename_main(task["tests"], r"\bfunc\s+main\s*\(\s*\)", "func babelscoreTestsMain()", "go")
+    tests_files = {"context.go": _go_file(_tests_context(task.get("context") or "")), "proxy.go": "package main\n\n" + proxy,
+                   "tests.go": _go_file(renamed), "harness.go": TESTS_HARNESS}
+    build = "go build -o program "
+    server = Job(server_files, script(build + "solution.go server.go", "./program"), dict(ENV))
+    tests = Job(tests_files, script(build + "context.go proxy.go tests.go harness.go", "./program"), dict(ENV))
+    return server, tests

@@ -1,0 +1,302 @@
+"""Java's side of the split run: the candidate's server and the tests' proxy class.
+
+The codec (class `Bs`, one file for both sides) encodes by the runtime value: null, Boolean,
+the integer boxes and BigInteger (`i`), Double/Float (`d`), Character and String (`s`), arrays and
+Lists (`l`), Sets (`e`), Maps (`m`), Optional; anything else is not plain data. A List the
+candidate wrote itself travels as the values it yields, never as its object (its `equals` stays
+in its own JVM). Decoding follows the declared generic type through reflection: the server
+decodes arguments into the method's parameter types, the proxy decodes the reply into its own
+method's return type (`int`, `List<Integer>`, `Map<String, Long>`, arrays, ...).
+The proxy class has the candidate class's name and the task's signature, so the tests compile
+against it unchanged.
+"""
+from __future__ import annotations
+
+from engine.roundtrip import syntax
+from engine.roundtrip.relay import Job
+
+CODEC = r'''import java.io.*;
+import java.lang.reflect.*;
+import java.math.BigInteger;
+import java.nio.charset.StandardCharsets;
+import java.util.*;
+
+public class Bs {
+    static class NotPlain extends RuntimeException { NotPlain(String why) { super(why); } }
+
+    static void put(StringBuilder o, Object v, int depth) {
+        if (depth > 32) throw new NotPlain("nested deeper than 32 levels");
+        if (v == null) { o.append('n'); return; }
+        Class<?> c = v.getClass();
+        if (c == Boolean.class) { o.append(((Boolean) v) ? 't' : 'f'); return; }
+        if (c == Integer.class || c == Long.class || c == Short.class || c == Byte.class || c == BigInteger.class) { o.append('i').append(v); return; }
+        if (c == Double.class || c == Float.class) {
+            double d = ((Number) v).doubleValue();
+            o.append(Double.isNaN(d) ? "dnan" : Double.isInfinite(d) ? (d > 0 ? "dinf" : "d-inf") : "d" + Double.toString(d));
+            return;
+        }
+        if (c == Character.class || c == String.class) { text(o, v.toString()); return; }
+        if (c.isArray()) {
+            int n = Array.getLength(v);
+            o.append('l').append(n);
+            for (int i = 0; i < n; i++) { o.append(' '); put(o, Array.get(v, i), depth + 1); }
+            return;
+        }
+        if (v instanceof Optional) { Optional<?> x = (Optional<?>) v; if (x.isPresent()) put(o, x.get(), depth + 1); else o.append('n'); return; }
+        if (v instanceof Map) {
+            Map<?, ?> m = (Map<?, ?>) v;
+            List<Object> items = new ArrayList<>();
+            for (Map.Entry<?, ?> e : m.entrySet()) { items.add(e.getKey()); items.add(e.getValue()); }
+            o.append('m').append(items.size() / 2);
+            for (Object x : items) { o.append(' '); put(o, x, depth + 1); }
+            return;
+        }
+        if (v instanceof Collection) {
+            List<Object> items = new ArrayList<>();
+            for (Object x : (Collection<?>) v) items.add(x);
+            o.append(v instanceof Set ? 'e' : 'l').append(items.size());
+            for (Object x : items) { o.append(' '); put(o, x, depth + 1); }
+            return;
+        }
+        throw new NotPlain("a " + c.getName() + " is not plain data");
+    }
+
+    static void text(StringBuilder o, String s) {
+        o.append('s').append(s.getBytes(StandardCharsets.UTF_8).length).append(':').append(s);
+    }
+
+    static class Reader {
+        final byte[] s;
+        int p;
+        Reader(byte[] s, int p) { this.s = s; this.p = p; }
+        String token() {
+            int end = p;
+            while (end < s.length && s[end] != ' ') end++;
+            String t = new String(s, p, end - p, StandardCharsets.US_ASCII);
+            p = end;
+            return t;
+        }
+        void skip() { if (p < s.length && s[p] == ' ') p++; }
+        String string() {
+            if (s[p] != 's') throw new NotPlain("expected a string");
+            int colon = p;
+            while (s[colon] != ':') colon++;
+            int n = Integer.parseInt(new String(s, p + 1, colon - p - 1, StandardCharsets.US_ASCII));
+            String v = new String(s, colon + 1, n, StandardCharsets.UTF_8);
+            p = colon + 1 + n;
+            return v;
+        }
+        int count(char tag) {
+            String t = token();
+            if (t.isEmpty() || t.charAt(0) != tag) throw new NotPlain("expected '" + tag + "', got " + t);
+            return Integer.parseInt(t.substring(1));
+        }
+        boolean none() {
+            if (s[p] == 'n' && (p + 1 == s.length || s[p + 1] == ' ')) { p++; return true; }
+            return false;
+        }
+    }
+
+    static double number(String t) {
+        if (t.isEmpty() || t.charAt(0) != 'd') throw new NotPlain("expected a float, got " + t);
+        String x = t.substring(1);
+        return x.equals("nan") ? Double.NaN : x.equals("inf") ? Double.POSITIVE_INFINITY : x.equals("-inf") ? Double.NEGATIVE_INFINITY : Double.parseDouble(x);
+    }
+
+    static BigInteger integer(String t) {
+        if (t.isEmpty() || t.charAt(0) != 'i') throw new NotPlain("expected an integer, got " + t);
+        return new BigInteger(t.substring(1));
+    }
+
+    static Object get(Reader r, Type t) {
+        if (t instanceof WildcardType) t = ((WildcardType) t).getUpperBounds()[0];
+        Class<?> raw = t instanceof ParameterizedType ? (Class<?>) ((ParameterizedType) t).getRawType() : t instanceof Class ? (Class<?>) t : Object.class;
+        Type[] params = t instanceof ParameterizedType ? ((ParameterizedType) t).getActualTypeArguments() : new Type[0];
+        if (!raw.isPrimitive() && r.none()) return raw == Optional.class ? Optional.empty() : null;
+        if (raw == Optional.class) return Optional.of(get(r, params.length > 0 ? params[0] : Object.class));
+        if (raw == String.class) return r.string();
+        if (raw == char.class || raw == Character.class) {
+            String s = r.string();
+            if (s.length() != 1) throw new NotPlain("expected one character");
+            return s.charAt(0);
+        }
+        if (raw == boolean.class || raw == Boolean.class) {
+            String b = r.token();
+            if (!b.equals("t") && !b.equals("f")) throw new NotPlain("expected a bool");
+            return b.equals("t");
+        }
+        if (raw == int.class || raw == Integer.class) return integer(r.token()).intValueExact();
+        if (raw == long.class || raw == Long.class) return integer(r.token()).longValueExact();
+        if (raw == short.class || raw == Short.class) return integer(r.token()).shortValueExact();
+        if (raw == byte.class || raw == Byte.class) return integer(r.token()).byteValueExact();
+        if (raw == BigInteger.class) return integer(r.token());
+        if (raw == double.class || raw == Double.class) return number(r.token());
+        if (raw == float.class || raw == Float.class) return (float) number(r.token());
+        if (raw.isArray() || t instanceof GenericArrayType) {
+            Type component = t instanceof GenericArrayType ? ((GenericArrayType) t).getGenericComponentType() : raw.getComponentType();
+            Class<?> componentClass = component instanceof Class ? (Class<?>) component : Object.class;
+            int n = r.count('l');
+            Object array = Array.newInstance(componentClass, n);
+            for (int i = 0; i < n; i++) { r.skip(); Array.set(array, i, get(r, component)); }
+            return array;
+        }
+        if (Map.class.isAssignableFrom(raw)) {
+            int n = r.count('m');
+            Map<Object, Object> m = SortedMap.class.isAssignableFrom(raw) ? new TreeMap<>() : new HashMap<>();
+            for (int i = 0; i < n; i++) {
+                r.skip(); Object k = get(r, params.length > 0 ? params[0] : Object.class);
+                r.skip(); m.put(k, get(r, params.length > 1 ? params[1] : Object.class));
+            }
+            return m;
+        }
+        if (Set.class.isAssignableFrom(raw)) {
+            int n = r.count('e');
+            Set<Object> s = SortedSet.class.isAssignableFrom(raw) ? new TreeSet<>() : new HashSet<>();
+            for (int i = 0; i < n; i++) { r.skip(); s.add(get(r, params.length > 0 ? params[0] : Object.class)); }
+            return s;
+        }
+        if (Collection.class.isAssignableFrom(raw)) {
+            String tok = r.token();
+            if (tok.isEmpty() || (tok.charAt(0) != 'l' && tok.charAt(0) != 'u')) throw new NotPlain("expected a list, got " + tok);
+            int n = Integer.parseInt(tok.substring(1));
+            List<Object> l = raw == LinkedList.class ? new LinkedList<>() : new ArrayList<>();
+            for (int i = 0; i < n; i++) { r.skip(); l.add(get(r, params.length > 0 ? params[0] : Object.class)); }
+            return l;
+        }
+        if (raw == Object.class || raw == Number.class) {
+            char tag = (char) r.s[r.p];
+            if (tag == 's') return r.string();
+            if (tag == 'i') return integer(r.token()).longValue();
+            if (tag == 'd') return number(r.token());
+            if (tag == 't' || tag == 'f') return r.token().equals("t");
+            if (tag == 'm') return get(r, Map.class);
+            if (tag == 'e') return get(r, Set.class);
+            return get(r, List.class);
+        }
+        throw new NotPlain("cannot decode a " + raw.getName());
+    }
+
+    static void send(OutputStream out, String payload) throws IOException {
+        byte[] body = payload.getBytes(StandardCharsets.UTF_8);
+        out.write((body.length + "\n").getBytes(StandardCharsets.US_ASCII));
+        out.write(body);
+        out.flush();
+    }
+
+    static byte[] recv(InputStream in) throws IOException {
+        StringBuilder header = new StringBuilder();
+        int c;
+        while ((c = in.read()) != '\n') {
+            if (c < 0) return null;
+            header.append((char) c);
+        }
+        byte[] data = new byte[Integer.parseInt(header.toString())];
+        int got = 0;
+        while (got < data.length) {
+            int n = in.read(data, got, data.length - got);
+            if (n < 0) return null;
+            got += n;
+        }
+        return data;
+    }
+
+    static Method method(Class<?> owner, String name, int arity) {
+        for (Method m : owner.getDeclaredMethods())
+            if (m.getName().equals(name) && m.getParameterCount() == arity) { m.setAccessible(true); return m; }
+        return null;
+    }
+
+    static String quoted(String s) { StringBuilder o = new StringBuilder(); text(o, s); return o.toString(); }
+
+    public static void serve(String className, String name, int arity) throws Exception {
+        InputStream calls = new FileInputStream("/proc/self/fd/3");
+        OutputStream replies = new FileOutputStream("/proc/self/fd/4");
+        Method m = null;
+        Object self = null;
+        String why = "no method " + name + " with " + arity + " parameter(s)";
+        try {
+            m = method(Class.forName(className), name, arity);
+            if (m != null && !Modifier.isStatic(m.getModifiers())) {
+                Constructor<?> make = m.getDeclaringClass().getDeclaredConstructor();
+                make.setAccessible(true);
+                self = make.newInstance();
+            }
+        } catch (Throwable e) { m = null; why = "the candidate did not load: " + e; }
+        byte[] call;
+        while ((call = recv(calls)) != null) {
+            if (m == null) { send(replies, "z " + quoted(why)); continue; }
+            String reply;
+            try {
+                Reader r = new Reader(call, 0);
+                if (r.count('l') != arity) throw new NotPlain("wrong number of arguments");
+                Type[] types = m.getGenericParameterTypes();
+                Object[] args = new Object[arity];
+                for (int i = 0; i < arity; i++) { r.skip(); args[i] = get(r, types[i]); }
+                Object value;
+                try { value = m.invoke(self, args); } catch (InvocationTargetException e) {
+                    send(replies, "x " + quoted(e.getCause() == null ? "Throwable" : e.getCause().getClass().getSimpleName()));
+                    continue;
+                }
+                StringBuilder o = new StringBuilder("o ");
+                if (m.getReturnType() == void.class) o.append('n'); else put(o, value, 0);
+                reply = o.toString();
+            } catch (Throwable e) {
+                reply = "z " + quoted(String.valueOf(e));
+            }
+            send(replies, reply);
+        }
+        Runtime.getRuntime().halt(0);
+    }
+
+    static OutputStream calls;
+    static InputStream replies;
+
+    @SuppressWarnings("unchecked")
+    public static <T> T call(Class<?> owner, String name, Object... args) {
+        try {
+            if (calls == null) { calls = new FileOutputStream("/proc/self/fd/5"); replies = new FileInputStream("/proc/self/fd/6"); }
+            Method m = method(owner, name, args.length);
+            StringBuilder o = new StringBuilder("l").append(args.length);
+            for (Object a : args) { o.append(' '); put(o, a, 1); }
+            send(calls, o.toString());
+            byte[] reply = recv(replies);
+            if (reply == null) broken("the engine closed the call channel");
+            Reader r = new Reader(reply, 2);
+            if (reply[0] == 'o') return m.getReturnType() == void.class ? null : (T) get(r, m.getGenericReturnType());
+            String why = r.string();
+            if (reply[0] == 'x') throw new RuntimeException("the candidate raised " + why);
+            broken(why);
+        } catch (IOException e) {
+            broken(e.toString());
+        }
+        return null;
+    }
+
+    static void broken(String why) {
+        System.err.println("candidate broken: " + why);
+        System.err.flush();
+        Runtime.getRuntime().halt(1);
+    }
+}
+'''
+
+SERVER = '''public class BsServer {
+    public static void main(String[] args) throws Exception { Bs.serve("CLASS", "NAME", ARITY); }
+}
+'''
+
+
+def jobs(task: dict, code: str, command) -> tuple[Job, Job]:
+    from engine.roundtrip.languages import JAVA_HARNESS, java_class_name
+
+    sig = syntax.signature("java", task["signature"])
+    owner = java_class_name(task["code"])
+    names = ", ".join(name for name, _ in sig.params)
+    call = f'Bs.call({owner}.class, "{sig.name}"{", " if names else ""}{names})'
+    body = f"{call};" if sig.result == "void" else f"return {call};"
+    proxy = f"{task.get('context') or ''}\n\npublic class {owner} {{\n    {task['signature']} {{\n        {body}\n    }}\n}}\n"
+    server_files = {f"{java_class_name(code)}.java": code, "Bs.java": CODEC,
+                    "BsServer.java": SERVER.replace("CLASS", owner).replace("NAME", sig.name).replace("ARITY", str(len(sig.params)))}
+    tests_files = {f"{owner}.java": proxy.lstrip("\n"), f"{task['entry_point']}.java": task["tests"], "Bs.java": CODEC,
+                   "BabelscoreHarness.java": JAVA_HARNESS.replace("ENTRY", task["entry_point"])}
+    return Job(server_files, command("BsServer")), Job(tests_files, command("BabelscoreHarness"))

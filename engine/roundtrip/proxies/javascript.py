@@ -1,0 +1,152 @@
+"""JavaScript's side of the split run: the candidate's server and the tests' proxy (node).
+
+The codec maps numbers that are safe integers to `i`, other numbers to `d` (JavaScript has one
+number type: 3 and 3.0 are the same value there), strings, booleans, null/undefined (`n`),
+arrays (`l`), Sets (`e`), Maps and plain objects (`m`); anything else (a function, a class
+instance, a Proxy's traps aside) is not plain data. The proxy decodes `i`/`d` to numbers,
+`l`/`u` to arrays, `e` to a Set, `m` to a plain object (string keys) or a Map.
+"""
+from __future__ import annotations
+
+from engine.roundtrip.relay import Job
+
+CODEC = r"""
+const bsFs = require('fs');
+class BsNotPlain extends Error {}
+function bsWrite(v, out, depth) {
+  if (depth > 32) throw new BsNotPlain('nested deeper than 32 levels');
+  if (v === null || v === undefined) { out.push('n'); return; }
+  const t = typeof v;
+  if (t === 'boolean') { out.push(v ? 't' : 'f'); return; }
+  if (t === 'bigint') { out.push('i' + v.toString()); return; }
+  if (t === 'number') {
+    if (Number.isSafeInteger(v)) out.push('i' + BigInt(v).toString());
+    else if (Number.isNaN(v)) out.push('dnan');
+    else if (v === Infinity) out.push('dinf');
+    else if (v === -Infinity) out.push('d-inf');
+    else out.push('d' + String(v));
+    return;
+  }
+  if (t === 'string') { out.push('s' + Buffer.byteLength(v, 'utf8') + ':' + v); return; }
+  let tag, items;
+  if (Array.isArray(v)) { tag = 'l'; items = Array.from(v); }
+  else if (v instanceof Set) { tag = 'e'; items = Array.from(v); }
+  else if (v instanceof Map) { tag = 'm'; items = []; for (const [k, x] of v) items.push(k, x); }
+  else if (t === 'object' && (Object.getPrototypeOf(v) === Object.prototype || Object.getPrototypeOf(v) === null)) {
+    tag = 'm'; items = []; for (const k of Object.keys(v)) items.push(k, v[k]);
+  } else throw new BsNotPlain('a ' + t + ' is not plain data');
+  out.push(tag + (tag === 'm' ? items.length / 2 : items.length));
+  for (const item of items) { out.push(' '); bsWrite(item, out, depth + 1); }
+}
+function bsRead(buf, pos) {
+  if (buf[pos] === 0x73) {
+    const colon = buf.indexOf(0x3a, pos);
+    const end = colon + 1 + Number(buf.toString('ascii', pos + 1, colon));
+    return [buf.toString('utf8', colon + 1, end), end];
+  }
+  let end = buf.indexOf(0x20, pos);
+  if (end < 0) end = buf.length;
+  const tok = buf.toString('ascii', pos, end);
+  if (tok === 'n') return [null, end];
+  if (tok === 't') return [true, end];
+  if (tok === 'f') return [false, end];
+  if (tok[0] === 'i') return [Number(tok.slice(1)), end];
+  if (tok[0] === 'd') {
+    const text = tok.slice(1);
+    return [text === 'nan' ? NaN : text === 'inf' ? Infinity : text === '-inf' ? -Infinity : Number(text), end];
+  }
+  const n = Number(tok.slice(1)) * (tok[0] === 'm' ? 2 : 1);
+  const items = [];
+  for (let i = 0; i < n; i++) { const [x, p] = bsRead(buf, end + 1); items.push(x); end = p; }
+  if (tok[0] === 'e') return [new Set(items), end];
+  if (tok[0] === 'm') {
+    const keys = items.filter((_, i) => i % 2 === 0);
+    if (keys.every((k) => typeof k === 'string')) {
+      const o = {}; for (let i = 0; i < items.length; i += 2) o[items[i]] = items[i + 1]; return [o, end];
+    }
+    const m = new Map(); for (let i = 0; i < items.length; i += 2) m.set(items[i], items[i + 1]); return [m, end];
+  }
+  return [items, end];
+}
+function bsSend(fd, payload) {
+  const body = Buffer.from(payload, 'utf8');
+  let data = Buffer.concat([Buffer.from(body.length + '\n'), body]);
+  while (data.length) data = data.subarray(bsFs.writeSync(fd, data));
+}
+function bsRecv(fd) {
+  const one = Buffer.alloc(1);
+  let header = '';
+  while (!header.endsWith('\n')) {
+    if (bsFs.readSync(fd, one, 0, 1, null) === 0) return null;
+    header += one.toString('ascii');
+  }
+  const size = Number(header.trim());
+  const data = Buffer.alloc(size);
+  let got = 0;
+  while (got < size) {
+    const n = bsFs.readSync(fd, data, got, size - got, null);
+    if (n === 0) return null;
+    got += n;
+  }
+  return data;
+}
+function bsText(s) { return 's' + Buffer.byteLength(s, 'utf8') + ':' + s; }
+"""
+
+SERVER = CODEC + r"""
+let bsFn;
+try { bsFn = require('./candidate.js'); } catch (e) { process.stderr.write('the candidate did not load: ' + e + '\n'); }
+for (;;) {
+  const call = bsRecv(3);
+  if (call === null) process.reallyExit(0);
+  if (typeof bsFn !== 'function') { bsSend(4, 'z ' + bsText('no function to call')); continue; }
+  let value;
+  try { value = bsFn(...bsRead(call, 0)[0]); } catch (e) {
+    const name = (e && e.constructor && typeof e.constructor.name === 'string') ? e.constructor.name : 'Error';
+    bsSend(4, 'x ' + bsText(name)); continue;
+  }
+  const out = [];
+  try { bsWrite(value, out, 0); } catch (e) { bsSend(4, 'z ' + bsText(String(e && e.message))); continue; }
+  bsSend(4, 'o ' + out.join(''));
+}
+"""
+
+# The tests' harness: the token before the tests, the verdict after them, the proxy in between.
+TESTS_HARNESS = CODEC + r"""
+const bsToken = bsFs.readFileSync(3);
+bsFs.closeSync(3);
+const bsWriteSync = bsFs.writeSync;
+class BsCandidateBroken extends Error {}
+globalThis.__babelscoreCall = function (args) {
+  const out = [];
+  bsWrite(Array.from(args), out, 0);
+  bsSend(5, out.join(''));
+  const reply = bsRecv(6);
+  if (reply === null) { bsBroken = 'the engine closed the call channel'; throw new BsCandidateBroken(bsBroken); }
+  const [value] = bsRead(reply, 2);
+  if (reply[0] === 0x6f) return value;
+  if (reply[0] === 0x78) {
+    const Kind = globalThis[value];
+    throw (typeof Kind === 'function' && Kind.prototype instanceof Error) ? new Kind('raised by the candidate') : new Error('the candidate raised ' + value);
+  }
+  bsBroken = value;
+  throw new BsCandidateBroken(value);
+};
+let bsBroken = '';
+require('./program.js');
+if (bsBroken) { process.stderr.write('candidate broken: ' + bsBroken + '\n'); process.reallyExit(1); }
+bsWriteSync(4, Buffer.concat([bsToken, Buffer.from(' passed\n')]));
+process.reallyExit(0);
+"""
+
+
+def jobs(task: dict, code: str) -> tuple[Job, Job]:
+    context = task.get("context") or ""
+    entry = task["entry_point"]
+    candidate = (f"{context}\n\n{code}\n\n"
+                 f"module.exports = (typeof {entry} === 'function') ? {entry} : undefined;\n")
+    proxy = f"function {entry}(...args) {{ return globalThis.__babelscoreCall(args); }}\n"
+    server = Job({"server.js": SERVER, "candidate.js": candidate}, ["/usr/bin/node", "--max-old-space-size=256", "server.js"])
+    program = f"{context}\n\n{proxy}\n{task['tests']}\n"
+    tests = Job({"harness.js": TESTS_HARNESS, "program.js": program}, ["/usr/bin/node", "--max-old-space-size=256", "harness.js"])
+    return server, tests

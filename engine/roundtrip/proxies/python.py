@@ -1,0 +1,202 @@
+"""Python's side of the split run: the candidate's server and the tests' proxy.
+
+Both are small programs run with `python -I -B`; they share only `CODEC` (the plain-value
+stream of engine.roundtrip.plain, in Python). The server executes the task's context and the
+candidate, then answers calls: the return value when it is plain data (bool, int, float, str,
+None, list, tuple, set, frozenset, dict of those: exact types, no subclasses), the exception's
+type name when the call raised, `z` otherwise. The tests' harness (the verdict channel of
+engine.roundtrip.harness) executes the context, binds the entry point to a proxy that sends
+each call to the server, and runs the tests against it.
+"""
+from __future__ import annotations
+
+from engine.roundtrip.harness import AUDIT_HOOK, python_harness
+
+CODEC = r'''
+import os as _os
+
+# Bound before the candidate loads: a candidate that patches `os` breaks nothing but its own calls.
+_pv_os_write, _pv_os_read, _pv_os_exit = _os.write, _os.read, _os._exit
+
+
+class _NotPlain(Exception):
+    pass
+
+
+def _pv_write(value, out, depth=0):
+    kind = type(value)
+    if depth > 32:
+        raise _NotPlain("nested deeper than 32 levels")
+    if value is None:
+        out.append(b"n")
+    elif kind is bool:
+        out.append(b"t" if value else b"f")
+    elif kind is int:
+        try:
+            out.append(b"i%d" % value)
+        except ValueError:
+            raise _NotPlain("integer too long")
+    elif kind is float:
+        out.append(b"dnan" if value != value else b"d" + repr(value).encode("ascii"))
+    elif kind is str:
+        try:
+            data = value.encode("utf-8")
+        except UnicodeError:
+            raise _NotPlain("string is not valid Unicode")
+        out.append(b"s%d:" % len(data) + data)
+    elif kind in (list, tuple, set, frozenset, dict):
+        tag = {list: b"l", tuple: b"u", dict: b"m"}.get(kind, b"e")
+        out.append(tag + b"%d" % len(value))
+        items = [x for pair in value.items() for x in pair] if kind is dict else list(value)
+        for item in items:
+            out.append(b" ")
+            _pv_write(item, out, depth + 1)
+    else:
+        raise _NotPlain("a %s is not plain data" % kind.__name__)
+
+
+def _pv_read(data, pos=0):
+    tag = data[pos:pos + 1]
+    if tag == b"s":
+        colon = data.index(b":", pos)
+        end = colon + 1 + int(data[pos + 1:colon])
+        return data[colon + 1:end].decode("utf-8"), end
+    end = data.find(b" ", pos)
+    end = len(data) if end < 0 else end
+    token = data[pos:end].decode("ascii")
+    if token in ("n", "t", "f"):
+        return {"n": None, "t": True, "f": False}[token], end
+    if token[0] == "i":
+        return int(token[1:]), end
+    if token[0] == "d":
+        return float(token[1:]), end
+    count = int(token[1:]) * (2 if token[0] == "m" else 1)
+    items, pos = [], end
+    for _ in range(count):
+        value, pos = _pv_read(data, pos + 1)
+        items.append(value)
+    if token[0] == "m":
+        return dict(zip(items[::2], items[1::2])), pos
+    return {"l": list, "u": tuple, "e": set}[token[0]](items), pos
+
+
+def _pv_send(fd, payload):
+    data = b"%d\n" % len(payload) + payload
+    while data:
+        data = data[_pv_os_write(fd, data):]
+
+
+def _pv_recv(fd):
+    header = b""
+    while not header.endswith(b"\n"):
+        byte = _pv_os_read(fd, 1)
+        if not byte:
+            return None
+        header += byte
+    size, data = int(header), b""
+    while len(data) < size:
+        chunk = _pv_os_read(fd, size - len(data))
+        if not chunk:
+            return None
+        data += chunk
+    return data
+'''
+
+SERVER = CODEC + r'''
+
+def _serve():
+    import sys
+    impl, entry = sys.argv[1:3]
+    space = {"__name__": "__main__"}
+    sys.argv = [impl]
+    try:
+        with open(impl, encoding="utf-8") as handle:
+            exec(compile(handle.read(), impl, "exec"), space)
+        fn = space.get(entry)
+    except BaseException as exc:
+        fn = None
+        sys.stderr.write("the candidate did not load: %s: %s\n" % (type(exc).__name__, exc))
+    while True:
+        call = _pv_recv(3)
+        if call is None:
+            _pv_os_exit(0)
+        if not callable(fn):
+            _pv_send(4, b"z " + _pv_text("no function named %s" % entry))
+            continue
+        try:
+            value = fn(*_pv_read(call)[0])
+        except BaseException as exc:
+            _pv_send(4, b"x " + _pv_text(type(exc).__name__))
+            continue
+        out = []
+        try:
+            _pv_write(value, out)
+        except (_NotPlain, RecursionError) as exc:
+            _pv_send(4, b"z " + _pv_text(str(exc)))
+            continue
+        _pv_send(4, b"o " + b"".join(out))
+
+
+def _pv_text(text):
+    data = text.encode("utf-8", "replace")
+    return b"s%d:" % len(data) + data
+
+
+_serve()
+'''
+
+# `isolation: hook` (no namespaces): the audit hook of the harness guards the server too; a
+# blocked event ends the server, so the tests get no reply and fail.
+HOOKED_SERVER_PRELUDE = r'''
+import os, sys
+
+
+def _stop(word, why):
+    sys.stderr.write("%s: %s\\n" % (word, why))
+    os._exit(1)
+'''
+
+# Inserted into the verdict harness: the entry point the tests see.
+PROXY = CODEC + r'''
+
+class _CandidateBroken(BaseException):
+    """The candidate's reply was refused: no `except Exception` in the tests can swallow it."""
+
+
+def _proxy_for(entry):
+    import builtins
+
+    def candidate(*args, **kwargs):
+        if kwargs:
+            raise TypeError("keyword arguments do not cross to the candidate's process")
+        out = []
+        _pv_write(list(args), out)
+        _pv_send(5, b"".join(out))
+        reply = _pv_recv(6)
+        if reply is None:
+            raise _CandidateBroken("the engine closed the call channel")
+        value = _pv_read(reply, 2)[0]
+        if reply[:1] == b"o":
+            return value
+        if reply[:1] == b"x":
+            kind = getattr(builtins, value, None)
+            if isinstance(kind, type) and issubclass(kind, Exception):
+                raise kind("raised by the candidate")
+            raise RuntimeError("the candidate raised %s" % value)
+        raise _CandidateBroken(value)
+
+    candidate.__name__ = entry
+    return candidate
+'''
+
+
+def jobs(task: dict, code: str, python: str, hook: bool) -> tuple[dict, list[str], dict, list[str]]:
+    """(server files, server argv, tests files, tests argv)."""
+    context = task.get("context") or ""
+    entry = task["entry_point"]
+    call = "check" if "def check(" in task["tests"] else "plain"
+    server_files = {"_server.py": (HOOKED_SERVER_PRELUDE + AUDIT_HOOK if hook else "") + SERVER,
+                    "impl.py": f"{context}\n\n{code}\n"}
+    tests_files = {"_harness.py": python_harness(hook, proxy=PROXY), "impl.py": f"{context}\n", "tests.py": task["tests"]}
+    argv = [python, "-I", "-B", "_harness.py", "proxied", "impl.py", "tests.py", entry, call]
+    return server_files, [python, "-I", "-B", "_server.py", "impl.py", entry], tests_files, argv

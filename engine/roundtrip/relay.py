@@ -1,0 +1,204 @@
+"""A verdict the code under test cannot reach: the candidate and the tests in two sandboxes.
+
+The regenerated function (the candidate) runs as a small server in one sandboxed run: it reads
+calls (argument lists) on fd 3 and writes replies on fd 4, and it gets no token, no tests, no
+verdict channel. The task's tests run in a second sandboxed run, with their own harness, the
+run's token (fd 3) and verdict channel (fd 4), and a proxy of the function's signature that
+sends each call on fd 5 and reads the reply on fd 6. The two runs share no process, memory,
+file, module or namespace; the engine sits between them and forwards only plain values
+(engine.roundtrip.plain), each reply parsed with size and depth limits and written anew, so a
+malformed, deep or huge reply never reaches the tests and no object of the candidate's is ever
+compared. The tests' own asserts compare the decoded values in the tests' language.
+
+The verdict is the tests' run's (`passed` only with the token after the last test), made
+`failed` whenever the engine had to refuse a reply (`z` to the proxy, which raises an error no
+`except Exception` catches), and replaced by the candidate's own status when that one names the
+failure better (compile error, memory, time-out of the server).
+"""
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import select
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+from engine.roundtrip import plain
+from engine.roundtrip.sandbox import SandboxResult
+from engine.roundtrip.wire import program_text
+
+log = logging.getLogger(__name__)
+
+SERVER_CALLS, SERVER_REPLIES = 3, 4  # in the candidate's sandbox
+PROXY_CALLS, PROXY_REPLIES = 5, 6  # in the tests' sandbox
+# Statuses of the candidate's run that say more than the tests' failure they caused.
+SERVER_GRACE_S = 2.0  # for a server to exit by itself once its calls have ended
+TELLING = ("compile_error", "memory", "processes", "filesize", "crashed", "blocked")
+
+
+@dataclass(frozen=True)
+class Job:
+    """One side of a split run: its files, its command and its environment."""
+
+    files: dict[str, str]
+    argv: list[str]
+    env: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class _Relay:
+    broken: str = ""  # why a reply was refused; once set, every later call is refused too
+
+
+def _read_exact(fd: int, size: int, deadline: float) -> bytes:
+    data = bytearray()
+    while len(data) < size:
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([fd], [], [], left)[0]:
+            raise TimeoutError("no reply before the run's wall-clock limit")
+        chunk = os.read(fd, size - len(data))
+        if not chunk:
+            raise EOFError("the other side closed its pipe")
+        data += chunk
+    return bytes(data)
+
+
+def read_message(fd: int, deadline: float, limit: int = plain.MAX_MESSAGE) -> bytes | None:
+    """One framed message, or None at a clean end of the stream; PlainError when too long or malformed."""
+    header = bytearray()
+    while not header.endswith(b"\n"):
+        if len(header) > 12:
+            raise plain.PlainError("message header is not a length")
+        try:
+            header += _read_exact(fd, 1, deadline)
+        except EOFError:
+            if not header:
+                return None
+            raise
+    text = header[:-1]
+    if not text.isdigit():
+        raise plain.PlainError("message header is not a length")
+    size = int(text)
+    if size > limit:
+        raise plain.PlainError(f"message of {size} bytes is longer than {limit}")
+    return _read_exact(fd, size, deadline)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    while data:
+        data = data[os.write(fd, data):]
+
+
+def _forward(calls_in: int, to_server: int, from_server: int, replies_out: int, deadline: float, state: _Relay) -> None:
+    """Calls from the tests to the candidate, replies back, until the tests stop calling; then the
+    server's call pipe is closed (this thread owns it), so an idle server sees the end and exits."""
+    try:
+        _relay_calls(calls_in, to_server, from_server, replies_out, deadline, state)
+    finally:
+        _close(to_server)
+
+
+def _relay_calls(calls_in: int, to_server: int, from_server: int, replies_out: int, deadline: float, state: _Relay) -> None:
+    while True:
+        try:
+            call = read_message(calls_in, deadline)
+        except (plain.PlainError, TimeoutError, EOFError, OSError):
+            return
+        if call is None:
+            return
+        if state.broken:
+            answer = b"z " + plain.write(("s", state.broken))
+        else:
+            try:
+                _write_all(to_server, plain.frame(call))
+                raw = read_message(from_server, deadline)
+                if raw is None:
+                    raise EOFError("end of the server's replies")
+                kind, value = plain.reply(raw)
+                answer = kind.encode() + b" " + plain.write(value)
+                if kind == "z":
+                    state.broken = f"the candidate's reply is not plain data: {program_text(value[1])}"
+            except (EOFError, BrokenPipeError):
+                state.broken = "reply refused: the candidate's server ended before it replied"
+                answer = b"z " + plain.write(("s", state.broken))
+            except (plain.PlainError, TimeoutError, OSError) as exc:
+                state.broken = f"reply refused: {type(exc).__name__}: {str(exc)[:200]}"
+                answer = b"z " + plain.write(("s", state.broken))
+        try:
+            _write_all(replies_out, plain.frame(answer))
+        except OSError:
+            return
+
+
+def _close(fd: int) -> None:
+    try:
+        os.close(fd)
+    except OSError:
+        pass
+
+
+def run_split(server: Job, tests: Job, run: Callable[..., SandboxResult], wall_seconds: float) -> SandboxResult:
+    """The tests' verdict on the candidate, each in its own sandboxed run (see the module docstring)."""
+    to_server_r, to_server_w = os.pipe()
+    from_server_r, from_server_w = os.pipe()
+    calls_r, calls_w = os.pipe()
+    replies_r, replies_w = os.pipe()
+    engine_ends = [to_server_w, from_server_r, calls_r, replies_w]
+    stop = threading.Event()
+    state = _Relay()
+    outcome: dict[str, SandboxResult] = {}
+
+    failure: list[BaseException] = []
+
+    def serve() -> None:
+        try:
+            outcome["server"] = run(server, channel={SERVER_CALLS: to_server_r, SERVER_REPLIES: from_server_w},
+                                    verdict=False, stop=stop)
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread below
+            failure.append(exc)
+            stop.set()
+
+    server_thread = threading.Thread(target=serve, daemon=True)
+    relay_thread = threading.Thread(
+        target=_forward, args=(calls_r, to_server_w, from_server_r, replies_w, time.monotonic() + wall_seconds + 5, state),
+        daemon=True)
+    server_thread.start()
+    relay_thread.start()
+    try:
+        tested = run(tests, channel={PROXY_CALLS: calls_w, PROXY_REPLIES: replies_r}, verdict=True, stop=None)
+    finally:
+        # The tests' run has ended: nothing writes calls any more, so the relay sees the end and
+        # closes the server's calls; the server exits by itself, keeping its own status (one that
+        # died of its CPU limit says so). Only a server that does not is stopped.
+        relay_thread.join(timeout=0.5)
+        server_thread.join(timeout=SERVER_GRACE_S)
+        stop.set()
+        server_thread.join(timeout=wall_seconds + 30)
+        relay_thread.join(timeout=10)
+        for fd in engine_ends[1:]:  # to_server_w is the relay thread's to close
+            _close(fd)
+    if failure:
+        raise failure[0]
+    served = outcome.get("server")
+    return _verdict(tested, served, state)
+
+
+def _verdict(tested: SandboxResult, served: SandboxResult | None, state: _Relay) -> SandboxResult:
+    if tested.status == "passed" and not state.broken:
+        return tested
+    if served is not None and served.status in TELLING:
+        return dataclasses.replace(tested, status=served.status, reason=f"candidate: {served.reason}", payload="",
+                                   stdout=served.stdout, stderr=served.stderr)
+    if tested.status == "timeout" or (served is not None and served.status == "timeout"):
+        # Which limit ends an endless candidate first (its CPU time, the tests' wall clock) depends
+        # on the machine's load: one reason for both keeps rows the same from run to run.
+        return dataclasses.replace(tested, status="timeout", payload="",
+                                   reason="the candidate did not reply within its limits (CPU-time or wall-clock limit reached)")
+    if state.broken:
+        return dataclasses.replace(tested, status="failed", reason=state.broken, payload="")
+    if served is not None and tested.status == "failed" and served.stderr.strip():
+        return dataclasses.replace(tested, reason=f"{tested.reason}; candidate's stderr: {program_text(served.stderr)}")
+    return tested

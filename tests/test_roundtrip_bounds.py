@@ -1,0 +1,102 @@
+"""The memory bound of one sandboxed run holds against memory no per-process limit counts.
+
+One program (a model's completion would need no more than ctypes) tries every way the issue
+found around RLIMIT_AS: memfds (their pages belong to no address space once unmapped), a
+nested user namespace with an uncapped tmpfs of its own, System V shared memory, the capped
+tmpfs mounts filled to the brim and file descriptors without end. It measures the kernel's own
+counters (/proc/meminfo is the host's, not the namespace's) before and at its peak, so the
+test reads the host's available memory at the moment it is most in use without timing
+anything from outside.
+"""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from engine.roundtrip import sandbox
+from engine.roundtrip.execute import run_tests
+from engine.roundtrip.sandbox import SandboxLimits, memory_bound_mb
+
+LIMITS = SandboxLimits(cpu_seconds=10, wall_seconds=30.0, memory_mb=128, max_processes=4, tmpfs_mb=16, max_open_files=64)
+BWRAP = sandbox.unavailable(LIMITS)
+TARGET_MB = 1024  # what the program tries to hold beyond its limits
+
+HOARDER = r'''
+import ctypes, errno, json, os
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+CHUNK = b"x" * (1 << 20)
+TARGET = %(target)d
+
+def meminfo():
+    with open("/proc/meminfo") as handle:
+        return {line.split(":")[0]: int(line.split()[1]) for line in handle}
+
+def fill(path, budget):
+    """MB written to files under `path` until the filesystem or the budget ends (8 MB a file)."""
+    written = 0
+    try:
+        while written < budget:
+            with open("%%s/fill-%%d" %% (path, written), "wb") as handle:
+                for _ in range(8):
+                    handle.write(CHUNK)
+                    written += 1
+    except OSError:
+        pass
+    return written
+
+before = meminfo()
+got = {"memfd_mb": 0, "userns": False, "nested_tmpfs_mb": 0, "shm": False, "fds": 0,
+       "usr_local": os.path.exists("/usr/local")}
+memfds = []
+while got["memfd_mb"] < TARGET:
+    fd = libc.syscall(319, b"hoard", 0)  # memfd_create
+    if fd < 0:
+        break
+    memfds.append(fd)
+    try:
+        for _ in range(8):
+            os.write(fd, CHUNK)
+            got["memfd_mb"] += 1
+    except OSError:
+        break
+shm = libc.shmget(0, 256 << 20, 0o1000 | 0o600)
+got["shm"] = shm >= 0
+if libc.unshare(0x10000000 | 0x00020000) == 0:  # CLONE_NEWUSER | CLONE_NEWNS
+    got["userns"] = True
+    os.makedirs("/tmp/nested", exist_ok=True)
+    if libc.mount(b"none", b"/tmp/nested", b"tmpfs", 0, b"size=4g") == 0:
+        got["nested_tmpfs_mb"] = fill("/tmp/nested", TARGET // 2)
+got["tmpfs_mb"] = sum(fill(path, TARGET) for path in ("/tmp", "/dev/shm", "/work"))
+peak = meminfo()
+got["shmem_growth_mb"] = (peak["Shmem"] - before["Shmem"]) / 1024
+got["available_drop_mb"] = (before["MemAvailable"] - peak["MemAvailable"]) / 1024
+fds = []
+try:
+    while len(fds) < 100000:
+        fds.extend(os.pipe())
+except OSError:
+    pass
+got["fds"] = len(fds)
+for fd in fds:
+    os.close(fd)
+print(json.dumps(got))
+'''
+
+
+@pytest.mark.skipif(bool(BWRAP), reason=BWRAP or "bwrap runs")
+def test_memfds_nested_tmpfs_shm_and_fds_end_at_the_documented_bound():
+    program = HOARDER % {"target": TARGET_MB}
+    result = run_tests({"programming_language": "python", "tests": program, "entry_point": "", "context": ""}, "", LIMITS)
+    assert result.status == "passed", result
+    got = json.loads(result.stdout.strip().splitlines()[-1])
+    assert got["memfd_mb"] == 0 and not got["userns"] and got["nested_tmpfs_mb"] == 0 and not got["shm"], got
+    assert not got["usr_local"]  # no toolchain needs it: /usr is bound without it
+    assert got["tmpfs_mb"] <= 3 * LIMITS.tmpfs_mb, got
+    assert got["fds"] <= LIMITS.max_open_files, got
+    # The kernel's shared-memory pages (tmpfs, memfd, shm) grew by the capped mounts at most.
+    assert got["shmem_growth_mb"] <= 3 * LIMITS.tmpfs_mb + 4, got
+    bound = memory_bound_mb(LIMITS)
+    assert bound < TARGET_MB  # the attempt is beyond the bound, so the bound is what stopped it
+    assert got["available_drop_mb"] <= bound, got

@@ -1,0 +1,51 @@
+"""What crosses a sandbox's boundary is read with limits: plain-value stream and outcome records."""
+from __future__ import annotations
+
+import pytest
+
+from engine.roundtrip import plain, wire
+
+
+@pytest.mark.parametrize("text", [b"i3", b"l3 i1 s2:ab l0", b"m2 s1:a i1 s1:b l2 t f", b"u2 dnan d1.5", b"l1 e1 n", b"s3:a b"])
+def test_plain_values_round_trip(text):
+    value, end = plain.parse(text)
+    assert end == len(text) and plain.write(value) == text
+
+
+@pytest.mark.parametrize("text", [b"l999999999", b"l2 i1", b"l1 " * 40 + b"n", b"s5:ab", b"i1x", b"x", b"l2 i1  i2",
+                                  b"s2:\xff\xfe", b"d1e", b""])
+def test_malformed_or_deep_plain_values_are_refused(text):
+    with pytest.raises(plain.PlainError):
+        plain.parse(text)
+
+
+def test_a_reply_must_be_one_value_of_a_known_kind():
+    assert plain.reply(b"o l2 i1 i2") == ("o", ("l", [("i", 1), ("i", 2)]))
+    assert plain.reply(b"x s9:TypeError") == ("x", ("s", "TypeError"))
+    for bad in (b"o i1 i2", b"x i1", b"q i1", b"o " + b"l1 " * 200000 + b"n"):
+        with pytest.raises(plain.PlainError):
+            plain.reply(bad)
+
+
+@pytest.mark.parametrize("text", ["[" * 200000, '[["ok"]]', '[["ok", ["int", 7]]]', '[["ok", ["int", "x"]]]',
+                                  '[["ok", ["float", 1.5]]]', '[["ok", ["set", [1]]]]', '[["raise", 3]]', '{"a": 1}', "NaN"])
+def test_malformed_outcome_records_are_refused(text):
+    with pytest.raises(wire.WireError):
+        wire.outcome_record(text, 1, 1 << 22)
+
+
+def test_comparison_is_by_type_and_value():
+    assert not wire.same_value(["int", "3"], ["float", "3.0000000005"])
+    assert not wire.same_value(["int", "1"], ["bool", True])
+    assert not wire.same_value(["list", [["int", "1"]]], ["tuple", [["int", "1"]]])
+    assert wire.same_value(["float", "0.1"], ["float", "0.10000000000000002"])
+    assert wire.same_value(["float", "nan"], ["float", "NaN"])
+    assert not wire.same_value(["float", "1.0"], ["float", "1.001"])
+    assert not wire.same_value(["object", "X"], ["object", "X"])
+    assert wire.same_outcome(["raise", "ValueError"], ["raise", "ValueError"])
+    assert not wire.same_outcome(["ok", ["none"]], ["raise", "ValueError"])
+
+
+def test_program_text_is_cut_and_marked():
+    text = wire.program_text("x" * 1000, 50)
+    assert text.startswith("[program output] ") and "950 more characters cut" in text and len(text) < 120
