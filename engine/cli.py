@@ -13,6 +13,7 @@ from engine.errors import (
     InputError,
     ModelLoadError,
     PartFailedError,
+    RejectedRowsError,
     RunDirectoryError,
 )
 
@@ -34,13 +35,15 @@ EXIT_CODES: tuple[tuple[int, type[BaseException] | None, str], ...] = (
     (5, RunDirectoryError, "run directory error: --out holds another run, or --resume finds no run"),
     (6, ModelLoadError, "a model or tokenizer cannot be loaded"),
     (7, BabelscoreError, "any other babelscore error (a stage cannot run)"),
+    (8, RejectedRowsError, "the run finished but rejected more input rows than --max-rejected / validation.max_rejected allow (default 0; reasons in RUN/rejected.parquet)"),
     (130, None, "interrupted (Ctrl-C): rerun with --resume"),
 )
 EPILOG = "exit status:\n" + "\n".join(f"  {code:<4d}{meaning}" for code, _, meaning in EXIT_CODES)
 
 
 def exit_code(exc: BaseException) -> int:
-    for code, cls, _ in EXIT_CODES:
+    # The base class last, so a subclass listed after it in the table still gets its own code.
+    for code, cls, _ in sorted(EXIT_CODES, key=lambda entry: entry[1] is BabelscoreError):
         if cls is not None and isinstance(exc, cls):
             return code
     return 7
@@ -57,6 +60,8 @@ def _command(args: argparse.Namespace, out: str | None = None, resume: bool = Fa
 
 def next_step(args: argparse.Namespace, exc: BaseException) -> str | None:
     """What to run next after `babelscore run` failed with `exc` (None: nothing to suggest)."""
+    if isinstance(exc, RejectedRowsError):
+        return exc.suggestion or None
     if getattr(args, "command", None) != "run":
         return None
     out = Path(args.out)
@@ -97,6 +102,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from engine.runner import execute_run
 
     config = load_config(args.config)
+    config = _with_max_rejected(config, getattr(args, "max_rejected", None))
     if getattr(args, "reuse", None):
         import dataclasses
 
@@ -144,7 +150,33 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"\nreport: open {report.resolve()}")
     else:
         print(f"\nreport: none (`report` is not in stages); write one with: babelscore report {shlex.quote(summary.run_dir)}")
+    _end_with_data_loss(summary.data_loss, config)
     return 0
+
+
+# ----- loud data loss (issue 32): the run's last lines say how many input rows it lost ---------
+def _with_max_rejected(config, value: str | None):
+    """`--max-rejected N|P%` replaces `validation.max_rejected` (kept out of the config hash)."""
+    if value is None:
+        return config
+    import dataclasses
+
+    from engine.data.loss import RejectionLimit
+
+    RejectionLimit.parse(value, where="--max-rejected")  # the flag, not the config key, named in the error
+    validation = dataclasses.replace(config.validation, max_rejected=value)
+    return dataclasses.replace(config, validation=validation)
+
+
+def _end_with_data_loss(loss, config) -> None:
+    """Print the closing data-loss line; over the limit, raise RejectedRowsError (exit 8)."""
+    if loss is None or not loss.rejected:
+        return
+    line = loss.closing_line()
+    if loss.within_limit:
+        print(f"\n{line}")
+        return
+    raise RejectedRowsError(line, loss.suggestion(f"babelscore validate {shlex.quote(config.input)}"))
 
 
 def _print_reuse(run_dir: str) -> None:
@@ -342,6 +374,9 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--ray-gpus-per-actor", type=float, default=1.0, help="GPUs each model actor asks for (0.5: two actors per GPU)")
         p.add_argument("--ray-gpu-resource", default="GPU", help="Ray resource model actors ask for (a custom resource pins models to some nodes)")
         p.add_argument("--ray-max-retries", type=int, default=2, help="resubmissions of a part lost to a dead worker or node")
+        p.add_argument("--max-rejected", default=None, metavar="N|P%",
+                       help="rejected input rows the run may have and still exit 0: a count (12) or a share of the "
+                       "input ('5%%'); default validation.max_rejected, else 0 (over it: exit 8)")
         # SUPPRESS: `babelscore run X --quiet` and `babelscore --quiet run X` both work.
         p.add_argument("-q", "--quiet", action="store_true", default=argparse.SUPPRESS, help="warnings and errors only")
 
