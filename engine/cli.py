@@ -429,7 +429,7 @@ def build_parser() -> argparse.ArgumentParser:
         "convert",
         help="convert wide per-language tables (the study's public layout) to the input schema",
         description="Columns: file_id, content, original_comment, and per generator G any of masked_data_G, "
-        "predict_G, predicted_comment_G, expert_accuracy_G, error_codes_G (see the README).",
+        "predict_G, predicted_comment_G, expert_accuracy_G, error_codes_G (see docs/input.md).",
     )
     convert.add_argument("inputs", nargs="+", help="Parquet/JSONL files in the wide layout, one per language")
     convert.add_argument("--language", nargs="+", action="extend",

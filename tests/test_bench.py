@@ -1,6 +1,6 @@
 """`babelscore bench CONFIG`: seeded whole-file samples, the fixed + per-row fit, and the CLI's
 table with projected and (with --compare) measured time side by side. No timing is asserted:
-the projection's accuracy is a measurement (README, "Benchmark your own config")."""
+the projection's accuracy is a measurement (docs/throughput.md)."""
 from __future__ import annotations
 
 import json
