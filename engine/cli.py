@@ -83,6 +83,8 @@ def next_step(args: argparse.Namespace, exc: BaseException) -> str | None:
 def _setup_logging(verbose: bool, quiet: bool = False) -> None:
     import os
 
+    if verbose:  # model workers show their libraries' start-up logs too (engine/runtime/model_process.py)
+        os.environ["BABELSCORE_VERBOSE"] = "1"
     if quiet:  # warnings and errors only, no progress bars, and the models' own logs turned down
         os.environ.setdefault("BABELSCORE_NO_PROGRESS", "1")
         os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")
@@ -281,12 +283,12 @@ def cmd_demo(args: argparse.Namespace) -> int:
     import os
     import shutil
 
-    from engine.demo import prepare_demo_models
+    from engine.demo import timed_prepare
     from engine.runtime import DEMO_MODELS_ENV
 
     models = Path(args.models) if args.models else DEMO_MODELS
     os.environ[DEMO_MODELS_ENV] = str(models.resolve())
-    prepare_demo_models(models)
+    _, built, build_s = timed_prepare(models)
     out = Path(args.out)
     jobs = [
         (DEMO_GENERATE_CONFIG, out.with_name(out.name + "-generate")),
@@ -307,7 +309,27 @@ def cmd_demo(args: argparse.Namespace) -> int:
         report = run_dir / "report" / "index.html"
         print(f"  {config.name:<22} " + (f"open {report.resolve()}" if report.exists() else
                                           f"none (`report` not in its stages): babelscore report {run_dir}"))
+    _print_demo_closing(built, build_s, [run_dir for _, run_dir in jobs])
     return 0
+
+
+# ----- the demo's closing note (issue 32): one-off costs, and how to go on from the shell ---------
+def _print_demo_closing(built: list[str], build_s: float, run_dirs: list[Path]) -> None:
+    import os
+    import shutil
+
+    from engine.demo import one_off_lines
+
+    lines = one_off_lines(built, build_s, run_dirs)
+    if lines:
+        print("\n" + "\n".join(lines))
+    bin_dir = Path(sys.prefix) / "bin"
+    found = shutil.which("babelscore")
+    where = "" if found and Path(found).parent == bin_dir else f" (it is in {bin_dir}, not on your PATH)"
+    example = os.path.relpath(DEMO_CONFIG.parent.parent / "examples" / "samples.jsonl")
+    print(f"\nnext: use babelscore from the shell{where}:")
+    print(f"  source {shlex.quote(str(bin_dir / 'activate'))}    # once per shell (or call {bin_dir / 'babelscore'})")
+    print(f"  babelscore validate {shlex.quote(example)}    # the README's walk-through, \"Bring your own data\"")
 
 
 def cmd_bench(args: argparse.Namespace) -> int:

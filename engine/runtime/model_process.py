@@ -10,15 +10,20 @@ Protocol: pickled messages, requests on the child's stdin, answers on its origin
     ("load", "module:Class", args, kwargs, attrs) -> ("ok", {attr: value}) | ("error", exception)
     ("call", method, args, kwargs)               -> ("ok", result) | ("error", exception)
     ("close",)                                   -> ("ok", peak_bytes), then the child exits
+The child's stderr comes to the parent through a pipe (`WorkerLog`): library start-up noise is
+shown only with `-v`, and the last lines of a worker that failed always.
 """
 from __future__ import annotations
 
+import collections
 import importlib
 import logging
 import os
 import pickle
+import re
 import subprocess
 import sys
+import threading
 import traceback
 from pathlib import Path
 from typing import Any
@@ -48,8 +53,10 @@ class ProcessModel:
         # The child imports this tree's `engine`, even when it is not installed.
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(_REPO_ROOT), env.get("PYTHONPATH", "")) if p)
         self._proc = subprocess.Popen([sys.executable, "-m", "engine.runtime.model_process"],
-                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
         self.worker_pid = self._proc.pid
+        self._log = WorkerLog(self._proc.stderr, self.label)
+        _LIVE_WORKERS[self._proc.pid] = self._proc
         self.peak_bytes: int | None = None
         self._attrs: dict[str, Any] = {}
         try:
@@ -73,12 +80,14 @@ class ProcessModel:
             answer = pickle.load(self._proc.stdout)
         except (EOFError, BrokenPipeError, OSError) as exc:
             code = self._proc.wait(timeout=_CLOSE_TIMEOUT_S)
+            self._log.show_tail()
             if loading:
                 raise ModelLoadError(f"the worker process loading {self.label} exited with code {code} "
                                      "(its log is above); check the model files and the device memory") from exc
             raise TransientError(f"the worker process of {self.label} exited with code {code} (killed, or out of "
                                  "memory?); the part is retried with a new worker") from exc
         if answer[0] == "error":
+            self._log.show_tail()
             raise answer[1]
         return answer[1]
 
@@ -103,9 +112,11 @@ class ProcessModel:
         self._kill()
 
     def _kill(self) -> None:
+        _LIVE_WORKERS.pop(self._proc.pid, None)  # reaped below: its CPU moves into RUSAGE_CHILDREN
         if self._proc.poll() is None:
             self._proc.kill()
             self._proc.wait()
+        self._log.join()
         for stream in (self._proc.stdin, self._proc.stdout):
             try:
                 stream.close()
@@ -117,6 +128,71 @@ class ProcessModel:
             self._kill()
         except Exception:  # noqa: BLE001 - interpreter shutdown
             pass
+
+
+# ----- the worker's log and CPU, seen from the parent ---------------------------------------------
+# Live workers by pid. A worker's CPU reaches the parent's RUSAGE_CHILDREN only once it is reaped,
+# so throughput reads the live ones here (engine/throughput.py): a judge's vLLM engine works in
+# its worker, not in the process that waits for its answers.
+_LIVE_WORKERS: dict[int, subprocess.Popen] = {}
+VERBOSE_ENV = "BABELSCORE_VERBOSE"  # set by `babelscore -v`; passed on to Ray workers
+_TAIL_LINES = 60
+# The worker's own (babelscore) log lines and errors are always shown; the rest of what the
+# libraries print (vLLM's start-up, Triton and tcmalloc notices) only with -v, or after a failure.
+_ALWAYS = re.compile(r"^(?:(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) engine\.|(?:ERROR|CRITICAL)\b|Traceback )")
+
+
+def live_workers_cpu_seconds() -> float:
+    """User + system CPU of the live worker processes and their children (0 without psutil)."""
+    try:
+        import psutil
+    except ImportError:
+        return 0.0
+    total = 0.0
+    for pid in list(_LIVE_WORKERS):
+        try:
+            proc = psutil.Process(pid)
+            for p in (proc, *proc.children(recursive=True)):
+                times = p.cpu_times()
+                total += times.user + times.system
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+            continue
+    return total
+
+
+class WorkerLog:
+    """Relays a worker's stderr: babelscore's lines and errors always, library noise only with -v;
+    the last lines are kept, and shown when the worker fails."""
+
+    def __init__(self, stream: Any, label: str):
+        self.label = label
+        self.verbose = os.environ.get(VERBOSE_ENV) == "1" or logger.isEnabledFor(logging.DEBUG)
+        self.tail: collections.deque[str] = collections.deque(maxlen=_TAIL_LINES)
+        self.hidden = 0
+        self._thread = threading.Thread(target=self._relay, args=(stream,), name=f"worker-log-{label}", daemon=True)
+        self._thread.start()
+
+    def _relay(self, stream: Any) -> None:
+        from engine.progress import write_line
+
+        for raw in iter(stream.readline, b""):
+            line = raw.decode("utf-8", "replace").rstrip("\n")
+            self.tail.append(line)
+            if self.verbose or _ALWAYS.match(line):
+                write_line(line)
+            else:
+                self.hidden += 1
+
+    def show_tail(self) -> None:
+        """After a failure: the hidden lines matter now."""
+        if self.verbose or not self.hidden:
+            return
+        self.join(timeout=2)
+        logger.error("last lines of the worker of %s:\n%s", self.label, "\n".join(self.tail))
+
+    def join(self, timeout: float = 5) -> None:
+        if self._thread.is_alive() and self._thread is not threading.current_thread():
+            self._thread.join(timeout=timeout)
 
 
 # ----- the child -------------------------------------------------------------------------------
