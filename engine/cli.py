@@ -35,7 +35,8 @@ EXIT_CODES: tuple[tuple[int, type[BaseException] | None, str], ...] = (
     (5, RunDirectoryError, "run directory error: --out holds another run, or --resume finds no run"),
     (6, ModelLoadError, "a model or tokenizer cannot be loaded"),
     (7, BabelscoreError, "any other babelscore error (a stage cannot run)"),
-    (8, RejectedRowsError, "the run finished but rejected more input rows than --max-rejected / validation.max_rejected allow (default 0; reasons in RUN/rejected.parquet)"),
+    (8, RejectedRowsError, "the run finished but rejected more input rows than --max-rejected / "
+     "validation.max_rejected allow (default 0; reasons in RUN/rejected.parquet)"),
     (130, None, "interrupted (Ctrl-C): rerun with --resume"),
 )
 EPILOG = "exit status:\n" + "\n".join(f"  {code:<4d}{meaning}" for code, _, meaning in EXIT_CODES)
