@@ -232,7 +232,8 @@ def agreement_section(ctx: ReportContext) -> Section:
     parts = [page.note(
         "The study's Fig. 6, computed from this run: quadratically weighted Cohen's kappa between the expert labels "
         "and the KDE threshold classifier, per scoring model and language (generators pooled); n/f = not fitted "
-        "(hover for the reason). Small numbers are the bootstrap confidence interval.")]
+        "(the number beside it points to the reason, listed under the table). Small numbers are the bootstrap "
+        "confidence interval.")]
     parts.append(_kappa_heatmap(ctx, rows, _shown_keys(ctx, rows), languages))
     parts.append("<h3>Kappa table</h3>" + page.split_tables(rows, ctx.head_keys, "kappa", "values", "Other variants"))
     return Section("agreement", TITLES["agreement"], "\n".join(parts))
