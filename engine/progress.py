@@ -107,7 +107,8 @@ class ProgressLines:
         nothing was said for an interval."""
         with self._lock:
             now = self.clock()
-            if self.parts >= self.total_parts or now - self.last_line < self.interval_s:
+            # Only for a part running longer than an interval: shorter parts speak through update().
+            if self.parts >= self.total_parts or min(now - self.last_line, now - self.last_part) < self.interval_s:
                 return
             self.last_line = now
             self.emit(f"{self.task}: part {self.parts + 1}/{self.total_parts} running for "

@@ -23,9 +23,9 @@ def kappa_style(value: float) -> str:
     if value < 0:
         alpha = min(1.0, -value) * 0.45 + 0.08
         return f"background:rgba(213,94,0,{alpha:.2f})"
-    alpha = min(1.0, value) * 0.55 + 0.03
-    colour = "#fff" if alpha > 0.42 else "inherit"
-    return f"background:rgba(0,114,178,{alpha:.2f});color:{colour}"
+    # Dark text on every tint (at most 45% blue): white text on the mid-blue failed contrast.
+    alpha = min(1.0, value) * 0.42 + 0.03
+    return f"background:rgba(0,114,178,{alpha:.2f});color:#10161d"
 
 
 # ----- HTML fragments ---------------------------------------------------------------------------
@@ -195,6 +195,10 @@ p.missing { background:#fff4ec; border:1px solid #f3c7a8; color:#7a3300; padding
 figure { margin:14px 0 22px; } figure img { display:block; max-width:100%; height:auto; border-radius:6px; border:1px solid var(--line); }
 figcaption { color:var(--muted); font-size:13px; margin-top:6px; }
 .scroll { overflow-x:auto; }
+/* A long table scrolls inside a box no taller than the window, so its sideways scroll bar is in
+   view with its rows (not only under the 50th), and its header row stays on top. */
+.scroll.tall { max-height:75vh; overflow:auto; } .scroll.tall thead th { z-index:2; }
+table.values.compact { font-size:12px; } table.values.compact th, table.values.compact td { padding:4px 6px; }
 /* A table outside a .scroll box (a stage's own section) scrolls inside itself rather than widen
    the page; long unbroken strings (signatures) in lists wrap. */
 main :not(.scroll) > table:not(.cm) { display:block; max-width:100%; overflow-x:auto; }
@@ -235,6 +239,14 @@ footer { color:var(--muted); font-size:12px; text-align:center; padding:0 0 30px
   .layout { grid-template-columns:1fr; padding:16px; }
   nav.toc { position:static; }
   header.top { padding:20px 16px; }
+}
+figcaption a.full { white-space:nowrap; font-size:12px; }
+.figbox { max-width:100%; }
+@media (max-width: 700px) {  /* a phone: figures keep a legible width and scroll sideways in their box */
+  .layout { padding:8px; }
+  .figbox { overflow-x:auto; }
+  .figbox img { max-width:none; width:680px; }
+  th, td { padding:4px 6px; }
 }
 </style>
 </head>
