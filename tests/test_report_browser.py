@@ -208,7 +208,8 @@ def test_the_sensitivity_table_shows_ds_and_no_column_is_clipped(tmp_path: Path)
     (at 420 px it scrolls inside a box no taller than the window, its row names kept in view)."""
     index = _sensitivity_page(tmp_path)
     html = index.read_text(encoding="utf-8")
-    assert ">0.123<small>[0.10, 0.99]<br>100% of 11</small>" in html and "color:#fff" not in html
+    cells = html[html.index('data-table="sensitivity"'):]
+    assert ">0.123<small>[0.10, 0.99]<br>100% of 11</small>" in cells and "color:#fff" not in cells
     for width in (1000, 1600):
         tables: dict = {}
         assert layout_problems(index, width, tmp_path / "profile", tmp_path / f"shot-{width}.png", tables) == []

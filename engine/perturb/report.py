@@ -93,6 +93,8 @@ def sensitivity_section(data: Any, fw: Any, section: Callable[..., Any]) -> Any 
     head = "".join(f"<th>{esc(language_name(lang))}</th>" for lang in languages)
     body = []
     for s in settings:
+        # The setting heads its group of rows (a column of long setting names hid the languages).
+        body.append(f'<tr class="group"><th colspan="{1 + len(languages)}" scope="rowgroup">{esc(_setting_label(*s))}</th></tr>')
         for f in families:
             cells = []
             for lang in languages:
@@ -110,12 +112,12 @@ def sensitivity_section(data: Any, fw: Any, section: Callable[..., Any]) -> Any 
                 cells.append(f'<td data-family="{esc(f)}" data-language="{esc(lang)}" data-metric="{esc(s[0])}" '
                              f'data-share-dropped="{share!r}" data-ds="{r["ds"]!r}" style="{kappa_style(relative)}">'
                              f"{_fmt(r['ds'])}{detail}</td>")
-            body.append(f'<tr><th scope=row>{esc(_setting_label(*s))}</th><td class="lbl">{esc(f)}</td>{"".join(cells)}</tr>')
+            body.append(f'<tr><th scope=row>{esc(f)}</th>{"".join(cells)}</tr>')
     parts.append("<h3>dS per setting and family</h3>"
                  + page.note("Each cell: dS (the mean drop of the score), its bootstrap interval, and the share of "
                              "files whose score dropped, of n files. Tint: the relative drop, as in the heatmaps.")
                  + f'<div class="scroll tall" data-table="sensitivity"><table class="values compact"><thead><tr>'
-                 f'<th>setting</th><th>family</th>{head}</tr></thead><tbody>{"".join(body)}</tbody></table></div>')
+                 f'<th>setting / family</th>{head}</tr></thead><tbody>{"".join(body)}</tbody></table></div>')
     return section(anchor, title, "\n".join(parts))
 
 
