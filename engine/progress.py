@@ -72,6 +72,7 @@ class ProgressLines:
         self.emit = emit or (lambda line: logger.info("%s", line))
         self.start = self.last_line = self.last_part = clock()
         self.rows = self.parts = 0
+        self.first_part_at, self.first_part_rows = self.start, 0
         self._lock = threading.Lock()
 
     def begin(self) -> None:
@@ -81,8 +82,16 @@ class ProgressLines:
         elapsed = self.clock() - self.start
         return self.rows / elapsed if elapsed > 0 else 0.0
 
+    def _eta_rate(self) -> float:
+        """Rows/s after the first part: the first pays the model load (a vLLM start takes
+        minutes on a small CPU), which would make every later estimate far too long."""
+        if self.parts >= 2:
+            elapsed = self.clock() - self.first_part_at
+            return (self.rows - self.first_part_rows) / elapsed if elapsed > 0 else 0.0
+        return self.rate()
+
     def _left(self) -> str:
-        rate = self.rate()
+        rate = self._eta_rate()
         return f", about {_duration((self.total_rows - self.rows) / rate)} left" if rate > 0 and self.rows < self.total_rows else ""
 
     def status(self) -> str:
@@ -98,6 +107,8 @@ class ProgressLines:
             self.rows += rows
             self.parts += 1
             self.last_part = now
+            if self.parts == 1:
+                self.first_part_at, self.first_part_rows = now, self.rows
             if self.parts >= self.total_parts or now - self.last_line >= self.interval_s or self.parts == 1:
                 self.last_line = now
                 self.emit(self.status())

@@ -33,9 +33,19 @@ def test_lines_say_part_rate_and_time_left_at_most_once_per_interval():
     assert out == [
         "score: 4 part(s), 100 rows to run",
         "score: part 1/4 done, 2.5 rows/s, about 30 s left",
-        "score: part 3/4 running for 18 s (2 done, about 30 s left)",
+        "score: part 3/4 running for 18 s (2 done, about 40 s left)",
         "score: part 4/4 done, 2.4 rows/s, all done in 41 s",
     ]
+
+
+def test_the_time_left_leaves_the_first_parts_model_load_out():
+    clock, out = Clock(), []
+    lines = progress.ProgressLines("judge", 50, 5, interval_s=0.5, clock=clock, emit=out.append)
+    clock.now = 200            # the first part starts vLLM: 200 s
+    lines.update(10)
+    clock.now = 210            # later parts take 10 s each
+    lines.update(10)
+    assert out[-1] == "judge: part 2/5 done, 0.1 rows/s, about 30 s left"  # not the 6 min the mean rate says
 
 
 def test_no_heartbeat_within_the_interval_or_after_the_end():
