@@ -86,6 +86,8 @@ def _setup_logging(verbose: bool, quiet: bool = False) -> None:
 
     if verbose:  # model workers show their libraries' start-up logs too (engine/runtime/model_process.py)
         os.environ["BABELSCORE_VERBOSE"] = "1"
+    else:  # the hub's and transformers' own bars ("Loading weights", "Writing model shards") are start-up noise
+        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     if quiet:  # warnings and errors only, no progress bars, and the models' own logs turned down
         os.environ.setdefault("BABELSCORE_NO_PROGRESS", "1")
         os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")
@@ -327,6 +329,8 @@ def _print_demo_closing(built: list[str], build_s: float, run_dirs: list[Path]) 
     bin_dir = Path(sys.prefix) / "bin"
     found = shutil.which("babelscore")
     where = "" if found and Path(found).parent == bin_dir else f" (it is in {bin_dir}, not on your PATH)"
+    relative = os.path.relpath(bin_dir)
+    bin_dir = Path(relative) if not relative.startswith("..") else bin_dir  # `.venv/bin` from the repository folder
     example = os.path.relpath(DEMO_CONFIG.parent.parent / "examples" / "samples.jsonl")
     print(f"\nnext: use babelscore from the shell{where}:")
     print(f"  source {shlex.quote(str(bin_dir / 'activate'))}    # once per shell (or call {bin_dir / 'babelscore'})")

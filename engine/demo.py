@@ -105,7 +105,9 @@ def one_off_lines(built: list[str], build_s: float, run_dirs: list[Path]) -> lis
                 if record.get("load_s") is not None:
                     loads.append((float(record["load_s"]), str(record["model"]), str(record["stage"])))
     for seconds, model, stage in sorted(loads, reverse=True)[:3]:
-        lines.append(f"  loading {model} for {stage}: {seconds:.0f} s")
+        if seconds >= 1:  # a vLLM engine start (the judge's) is the big one
+            lines.append(f"  loading {model} for {stage}: {seconds:.0f} s (every run pays it; a machine's first, "
+                         "with cold file caches, more)")
     if not lines:
         return []
-    return ["start-up costs of this run (the rest is the work itself):", *lines]
+    return ["start-up costs of this run (wall time; the rest is the work itself):", *lines]

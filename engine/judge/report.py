@@ -15,7 +15,6 @@ import pyarrow.parquet as pq
 from engine.judge.analysis import OUTPUT_DIR, ROUTES
 from engine.judge.parse import PARSE_CLASSES
 
-
 # Columns that hold a kappa are coloured as the report's other kappa tables; language and prompt
 # language are written as names, as elsewhere in the report.
 _KAPPA_COLUMNS = {"kappa", "metric_kappa", "kappa_with", "kappa_without"}
