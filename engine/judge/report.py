@@ -104,7 +104,7 @@ def judge_section(run_root: str | Path) -> tuple[str, str, str] | None:
     read = {name: pq.read_table(folder / f"{name}.parquet").to_pylist() if (folder / f"{name}.parquet").is_file() else []
             for name in ("agreement", "pooled_confusion", "code_summary", "parse_rates", "reference_comparison")}
     setup = ["judge", "strategy", "prompt_language", "reference"]
-    setup_headers = ["judge", "strategy", "prompt language", "original comment in prompt"]
+    setup_headers = ["judge", "strategy", "prompt language", "reference"]
     metrics = best_metric_kappa(run_root)
     for row in read["agreement"]:
         kappa, setting = metrics.get(row["language"], (math.nan, "–"))
@@ -113,7 +113,8 @@ def judge_section(run_root: str | Path) -> tuple[str, str, str] | None:
         "<h3>Agreement with the experts (quadratic kappa, pooled over generators), beside the best metric</h3>",
         "<p>Candidates judged: every (file, generator) the judge was asked about; with a label: those whose answer "
         "parsed into a label and that have an expert label (the kappa's n). Best metric: the metric setting with the "
-        "highest kappa in that language among all fitted settings, as in the Best settings table.</p>",
+        "highest kappa in that language among all fitted settings, as in the Best settings table. Reference: whether "
+        "the prompt held the original comment (with) or not (without).</p>",
         _table(read["agreement"], ["language", *setup, "n_rows", "n", "kappa", "metric_kappa", "metric_setting"],
                ["language", *setup_headers, "candidates judged", "with a label", "judge kappa", "best metric kappa",
                 "best metric setting"]),
