@@ -35,6 +35,14 @@ def _cell(column: str, value: Any) -> str:
 
     if column in _LANGUAGE_COLUMNS and isinstance(value, str):
         return f"<td class=lbl>{escape(language_name(value) if value != 'sample' else 'the sample’s')}</td>"
+    if column == "best_setup" and isinstance(value, str):  # "judge/task/strategy/lang/with", written as the setup columns
+        from engine.judge.analysis import SETUP
+
+        parts = dict(zip(SETUP, value.split("/")))
+        if "prompt_language" in parts:
+            parts["prompt_language"] = language_name(parts["prompt_language"])
+        parts.pop("task", None)  # the judge's task id repeats its name
+        return f"<td class=lbl>{escape(' · '.join(parts.values()))}</td>"
     if column in _KAPPA_COLUMNS and isinstance(value, float) and math.isfinite(value):
         return f'<td style="{kappa_style(value)}">{value:.3f}</td>'
     css = ' class=lbl' if isinstance(value, str) else ""

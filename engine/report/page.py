@@ -199,6 +199,7 @@ figcaption { color:var(--muted); font-size:13px; margin-top:6px; }
    view with its rows (not only under the 50th), and its header row stays on top. */
 .scroll.tall { max-height:75vh; overflow:auto; } .scroll.tall thead th { z-index:2; }
 table.values.compact { font-size:12px; } table.values.compact th, table.values.compact td { padding:4px 6px; }
+table.values.judge td.lbl { white-space:normal; min-width:6em; }  /* long setting names wrap, the numbers stay in view */
 table.values tr.group th { background:#eef1f5; font-weight:600; text-align:left; white-space:normal; }
 /* A table outside a .scroll box (a stage's own section) scrolls inside itself rather than widen
    the page; long unbroken strings (signatures) in lists wrap. */
