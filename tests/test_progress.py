@@ -97,3 +97,24 @@ def test_verbose_shows_every_worker_line(monkeypatch):
     log = model_process.WorkerLog(io.BytesIO(b"libtcmalloc is not found\nTriton ...\n"), "x")
     log.join()
     assert shown == ["libtcmalloc is not found", "Triton ..."]
+
+
+def test_on_a_terminal_log_records_go_through_the_bar_so_none_is_overwritten(monkeypatch):
+    import logging
+
+    monkeypatch.setenv(progress.MODE_ENV, "bar")
+    import sys
+
+    monkeypatch.setattr("sys.stderr", io.StringIO())
+    root = logging.getLogger()
+    handler = logging.StreamHandler(sys.stderr)  # the CLI's console handler
+    root.addHandler(handler)
+    try:
+        with progress.progress_bar("score", 10, 1) as bar:
+            # while the bar is drawn, the stream handlers write through tqdm (which clears the bar first)
+            assert any(type(h).__name__ == "_TqdmLoggingHandler" for h in root.handlers)
+            assert handler not in root.handlers
+            bar.update(10)
+        assert handler in root.handlers  # given back afterwards
+    finally:
+        root.removeHandler(handler)
