@@ -202,16 +202,18 @@ def run_once(config: Any, workdir: Path, label: str, input_path: str | None, tas
     out = workdir / f"run-{label}"
     data = _config_dict(config, input_path, task_limit, rows)
     cfg.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
-    env = dict(os.environ, BABELSCORE_NO_PROGRESS="1")
+    env = {k: v for k, v in os.environ.items() if k != "BABELSCORE_NO_PROGRESS"}
+    env["BABELSCORE_PROGRESS"] = "lines"  # its progress lines are relayed below, so a bench is never silent
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(_REPO_ROOT), env.get("PYTHONPATH", "")) if p)
     logger.info("bench: running the %s run (%s rows%s)", label, rows if rows is not None else "all",
                 f", {task_limit} round-trip tasks" if task_limit else "")
     start, cpu_start = time.perf_counter(), _children_cpu()
-    proc = subprocess.run([sys.executable, "-m", "engine.cli", "--quiet", "run", str(cfg), "--out", str(out)],
-                          env=env, capture_output=True, text=True, timeout=timeout, check=False)
+    # Rejected rows are the config's own matter here: the bench times the rows that are valid.
+    argv = [sys.executable, "-m", "engine.cli", "run", str(cfg), "--out", str(out), "--max-rejected", "100%"]
+    returncode, stderr = _run_relaying_progress(argv, env, label, timeout)
     total, total_cpu = time.perf_counter() - start, _children_cpu() - cpu_start
-    if proc.returncode != 0:
-        raise StageError("bench", f"the {label} run exited with {proc.returncode}:\n{proc.stderr[-3000:]}")
+    if returncode != 0:
+        raise StageError("bench", f"the {label} run exited with {returncode}:\n{stderr[-3000:]}")
     manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
     section = manifest.get("throughput", {})
     kept = {name: entry for name, entry in section.get("steps", {}).items() if not name.startswith("prepass:")}
@@ -221,6 +223,32 @@ def run_once(config: Any, workdir: Path, label: str, input_path: str | None, tas
     tasks_index = out / "roundtrip_tasks" / "index.json"
     tasks = json.loads(tasks_index.read_text(encoding="utf-8"))["n_tasks"] if tasks_index.exists() else 0
     return Measured(int(counts.get("valid_rows") or 0), tasks, steps, total, section, cpu_steps, total_cpu)
+
+
+def _run_relaying_progress(argv: list[str], env: dict[str, str], label: str, timeout: float | None) -> tuple[int, str]:
+    """Run a child `babelscore run`, logging its progress lines as they come; (exit status, stderr)."""
+    import threading
+
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    lines: list[str] = []
+
+    def relay() -> None:
+        for line in proc.stderr:
+            lines.append(line)
+            if line.startswith("INFO engine.progress: "):
+                logger.info("bench %s run: %s", label, line.split(": ", 1)[1].rstrip())
+
+    reader = threading.Thread(target=relay, daemon=True)
+    reader.start()
+    try:
+        returncode = proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        raise
+    finally:
+        reader.join(timeout=10)
+    return returncode, "".join(lines)
 
 
 def _children_cpu() -> float:

@@ -14,6 +14,7 @@ from engine.errors import (
     InputError,
     ModelLoadError,
     PartFailedError,
+    RejectedRowsError,
     RunDirectoryError,
 )
 
@@ -35,13 +36,16 @@ EXIT_CODES: tuple[tuple[int, type[BaseException] | None, str], ...] = (
     (5, RunDirectoryError, "run directory error: --out holds another run, or --resume finds no run"),
     (6, ModelLoadError, "a model or tokenizer cannot be loaded"),
     (7, BabelscoreError, "any other babelscore error (a stage cannot run)"),
+    (8, RejectedRowsError, "the run finished but rejected more input rows than --max-rejected / "
+     "validation.max_rejected allow (default 0; reasons in RUN/rejected.parquet)"),
     (130, None, "interrupted (Ctrl-C): rerun with --resume"),
 )
 EPILOG = "exit status:\n" + "\n".join(f"  {code:<4d}{meaning}" for code, _, meaning in EXIT_CODES)
 
 
 def exit_code(exc: BaseException) -> int:
-    for code, cls, _ in EXIT_CODES:
+    # The base class last, so a subclass listed after it in the table still gets its own code.
+    for code, cls, _ in sorted(EXIT_CODES, key=lambda entry: entry[1] is BabelscoreError):
         if cls is not None and isinstance(exc, cls):
             return code
     return 7
@@ -58,6 +62,8 @@ def _command(args: argparse.Namespace, out: str | None = None, resume: bool = Fa
 
 def next_step(args: argparse.Namespace, exc: BaseException) -> str | None:
     """What to run next after `babelscore run` failed with `exc` (None: nothing to suggest)."""
+    if isinstance(exc, RejectedRowsError):
+        return exc.suggestion or None
     if getattr(args, "command", None) != "run":
         return None
     out = Path(args.out)
@@ -79,6 +85,10 @@ def next_step(args: argparse.Namespace, exc: BaseException) -> str | None:
 def _setup_logging(verbose: bool, quiet: bool = False) -> None:
     import os
 
+    if verbose:  # model workers show their libraries' start-up logs too (engine/runtime/model_process.py)
+        os.environ["BABELSCORE_VERBOSE"] = "1"
+    else:  # the hub's and transformers' own bars ("Loading weights", "Writing model shards") are start-up noise
+        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     if quiet:  # warnings and errors only, no progress bars, and the models' own logs turned down
         os.environ.setdefault("BABELSCORE_NO_PROGRESS", "1")
         os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")
@@ -98,6 +108,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from engine.runner import execute_run
 
     config = load_config(args.config)
+    config = _with_max_rejected(config, getattr(args, "max_rejected", None))
     if getattr(args, "reuse", None):
         import dataclasses
 
@@ -145,7 +156,33 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"\nreport: open {report.resolve()}")
     else:
         print(f"\nreport: none (`report` is not in stages); write one with: babelscore report {shlex.quote(summary.run_dir)}")
+    _end_with_data_loss(summary.data_loss, config)
     return 0
+
+
+# ----- loud data loss (issue 32): the run's last lines say how many input rows it lost ---------
+def _with_max_rejected(config, value: str | None):
+    """`--max-rejected N|P%` replaces `validation.max_rejected` (kept out of the config hash)."""
+    if value is None:
+        return config
+    import dataclasses
+
+    from engine.data.loss import RejectionLimit
+
+    RejectionLimit.parse(value, where="--max-rejected")  # the flag, not the config key, named in the error
+    validation = dataclasses.replace(config.validation, max_rejected=value)
+    return dataclasses.replace(config, validation=validation)
+
+
+def _end_with_data_loss(loss, config) -> None:
+    """Print the closing data-loss line; over the limit, raise RejectedRowsError (exit 8)."""
+    if loss is None or not loss.rejected:
+        return
+    line = loss.closing_line()
+    if loss.within_limit:
+        print(f"\n{line}")
+        return
+    raise RejectedRowsError(line, loss.suggestion(f"babelscore validate {shlex.quote(config.input)}"))
 
 
 def _print_reuse(run_dir: str) -> None:
@@ -250,12 +287,12 @@ def cmd_demo(args: argparse.Namespace) -> int:
     import os
     import shutil
 
-    from engine.demo import prepare_demo_models
+    from engine.demo import timed_prepare
     from engine.runtime import DEMO_MODELS_ENV
 
     models = Path(args.models) if args.models else DEMO_MODELS
     os.environ[DEMO_MODELS_ENV] = str(models.resolve())
-    prepare_demo_models(models)
+    _, built, build_s = timed_prepare(models)
     out = Path(args.out)
     jobs = [
         (DEMO_GENERATE_CONFIG, out.with_name(out.name + "-generate")),
@@ -276,7 +313,29 @@ def cmd_demo(args: argparse.Namespace) -> int:
         report = run_dir / "report" / "index.html"
         print(f"  {config.name:<22} " + (f"open {report.resolve()}" if report.exists() else
                                           f"none (`report` not in its stages): babelscore report {run_dir}"))
+    _print_demo_closing(built, build_s, [run_dir for _, run_dir in jobs])
     return 0
+
+
+# ----- the demo's closing note (issue 32): one-off costs, and how to go on from the shell ---------
+def _print_demo_closing(built: list[str], build_s: float, run_dirs: list[Path]) -> None:
+    import os
+    import shutil
+
+    from engine.demo import one_off_lines
+
+    lines = one_off_lines(built, build_s, run_dirs)
+    if lines:
+        print("\n" + "\n".join(lines))
+    bin_dir = Path(sys.prefix) / "bin"
+    found = shutil.which("babelscore")
+    where = "" if found and Path(found).parent == bin_dir else f" (it is in {bin_dir}, not on your PATH)"
+    relative = os.path.relpath(bin_dir)
+    bin_dir = Path(relative) if not relative.startswith("..") else bin_dir  # `.venv/bin` from the repository folder
+    example = os.path.relpath(DEMO_CONFIG.parent.parent / "examples" / "samples.jsonl")
+    print(f"\nnext: use babelscore from the shell{where}:")
+    print(f"  source {shlex.quote(str(bin_dir / 'activate'))}    # once per shell (or call {bin_dir / 'babelscore'})")
+    print(f"  babelscore validate {shlex.quote(example)}    # the README's walk-through, \"Bring your own data\"")
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
@@ -379,6 +438,9 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--ray-gpus-per-actor", type=float, default=1.0, help="GPUs each model actor asks for (0.5: two actors per GPU)")
         p.add_argument("--ray-gpu-resource", default="GPU", help="Ray resource model actors ask for (a custom resource pins models to some nodes)")
         p.add_argument("--ray-max-retries", type=int, default=2, help="resubmissions of a part lost to a dead worker or node")
+        p.add_argument("--max-rejected", default=None, metavar="N|P%",
+                       help="rejected input rows the run may have and still exit 0: a count (12) or a share of the "
+                       "input ('5%%'); default validation.max_rejected, else 0 (over it: exit 8)")
         # SUPPRESS: `babelscore run X --quiet` and `babelscore --quiet run X` both work.
         p.add_argument("-q", "--quiet", action="store_true", default=argparse.SUPPRESS, help="warnings and errors only")
 
@@ -431,7 +493,7 @@ def build_parser() -> argparse.ArgumentParser:
         "convert",
         help="convert wide per-language tables (the study's public layout) to the input schema",
         description="Columns: file_id, content, original_comment, and per generator G any of masked_data_G, "
-        "predict_G, predicted_comment_G, expert_accuracy_G, error_codes_G (see the README).",
+        "predict_G, predicted_comment_G, expert_accuracy_G, error_codes_G (see docs/input.md).",
     )
     convert.add_argument("inputs", nargs="+", help="Parquet/JSONL files in the wide layout, one per language")
     convert.add_argument("--language", nargs="+", action="extend",

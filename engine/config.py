@@ -267,5 +267,8 @@ def config_hash(config: RunConfig, input_fingerprint: str) -> str:
     model's content hash or revision is recorded in the signatures instead.
     """
     labels = file_fingerprint(config.labels) if config.labels else ""
-    payload = json.dumps(config.to_dict(), sort_keys=True, ensure_ascii=True) + "\n" + input_fingerprint + "\n" + labels
+    resolved = config.to_dict()
+    # How many rejected rows a run may have is an exit-status policy, not an input to any number.
+    resolved["validation"].pop("max_rejected", None)
+    payload = json.dumps(resolved, sort_keys=True, ensure_ascii=True) + "\n" + input_fingerprint + "\n" + labels
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()[:16]

@@ -77,3 +77,39 @@ def build_demo_model(root: Path, name: str) -> Path:
 def prepare_demo_models(root: Path) -> dict[str, str]:
     """Build (once) every tiny random model the demo configs use; returns name -> directory."""
     return {name: str(build_demo_model(root, name)) for name in demo_model_names()}
+
+
+# ----- what a first run spends on one-off work (`babelscore demo` prints it) ---------------------
+def timed_prepare(root: Path) -> tuple[dict[str, str], list[str], float]:
+    """prepare_demo_models, and which models it had to build (not found complete) and in how long."""
+    import time
+
+    missing = [name for name in demo_model_names() if not is_built(Path(root) / name)]
+    started = time.perf_counter()
+    built = prepare_demo_models(root)
+    return built, missing, time.perf_counter() - started
+
+
+def one_off_lines(built: list[str], build_s: float, run_dirs: list[Path]) -> list[str]:
+    """The demo's closing note on start-up costs: building the tiny models (first run only) and
+    model loads, the vLLM engine starts above all (every run; the first on a machine is slower,
+    as it reads the libraries from disk), from the runs' manifests."""
+    import json
+
+    lines = []
+    if built:
+        lines.append(f"  built the tiny models {', '.join(built)} in {build_s:.0f} s (first run only; kept in the models folder)")
+    loads: list[tuple[float, str, str]] = []
+    for run_dir in run_dirs:
+        manifest = Path(run_dir) / "manifest.json"
+        if manifest.exists():
+            for record in json.loads(manifest.read_text(encoding="utf-8")).get("models", []):
+                if record.get("load_s") is not None:
+                    loads.append((float(record["load_s"]), str(record["model"]), str(record["stage"])))
+    for seconds, model, stage in sorted(loads, reverse=True)[:3]:
+        if seconds >= 1:  # a vLLM engine start (the judge's) is the big one
+            lines.append(f"  loading {model} for {stage}: {seconds:.0f} s (every run pays it; a machine's first, "
+                         "with cold file caches, more)")
+    if not lines:
+        return []
+    return ["start-up costs of this run (wall time; the rest is the work itself):", *lines]

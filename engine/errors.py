@@ -48,3 +48,13 @@ class PartFailedError(BabelscoreError):
 class TransientError(BabelscoreError):
     """A failure of the moment, not of the data (out of memory at batch size 1, a lost device):
     the whole part fails, the executor retries it, and `--resume` redoes it. Never an error row."""
+
+
+class RejectedRowsError(BabelscoreError):
+    """A run finished but quarantined more input rows than `validation.max_rejected` /
+    `--max-rejected` allow (engine/data/loss.py). Every valid row was processed; the exit
+    status says that rows are missing from the results. `suggestion`: what to run next."""
+
+    def __init__(self, message: str, suggestion: str = ""):
+        super().__init__(message)
+        self.suggestion = suggestion

@@ -24,6 +24,7 @@ import pyarrow as pa
 
 from engine import throughput
 from engine.config import RunConfig, config_hash, file_fingerprint
+from engine.data.loss import assess as assess_data_loss
 from engine.errors import InputError, PartFailedError, StageError
 from engine.io.atomic import write_json_atomic
 from engine.io.rundir import RunDirectory
@@ -52,6 +53,7 @@ class RunSummary:
     # per stage: {"kept": parts already committed by an earlier attempt, "run": parts computed now}
     parts_by_stage: dict[str, dict[str, int]] = field(default_factory=dict)
     throughput: dict[str, Any] = field(default_factory=dict)
+    data_loss: Any = None  # engine.data.loss.DataLoss: the quarantined input rows against the limit
 
 
 def _input_fingerprint(config: RunConfig) -> str:
@@ -282,6 +284,8 @@ def _execute(run: RunDirectory, config: RunConfig, executor_name: str, ray_addre
     recorder = throughput.Recorder(run.manifest)
     with recorder.timed("prepare"):
         prepare(run, config)
+    loss = assess_data_loss(run.manifest, config.validation.rejection_limit, str(run.path("rejected.parquet")))
+    run.manifest["data_loss"] = loss.manifest_record()  # also in a failed run's manifest
     stages = part_stages_of(config.stages)
     parts_by_stage: dict[str, dict[str, int]] = {}
     if stages:
@@ -330,7 +334,7 @@ def _execute(run: RunDirectory, config: RunConfig, executor_name: str, ray_addre
             run_driver_stage(run, config, stage)
     run.save()
     return RunSummary(str(run.root), "complete", dict(run.manifest["counts"]), {}, parts_by_stage,
-                      dict(run.manifest.get("throughput", {})))
+                      dict(run.manifest.get("throughput", {})), loss)
 
 
 def _step_name(stage: Stage) -> str:

@@ -62,8 +62,12 @@ def count(name: str, amount: float) -> None:
 
 def _cpu_seconds() -> float:
     own = resource.getrusage(resource.RUSAGE_SELF)
-    children = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)  # reaped children only
+    total = own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+    workers = sys.modules.get("engine.runtime.model_process")  # never imported for this
+    if workers is not None:
+        total += workers.live_workers_cpu_seconds()  # model workers still running (a vLLM engine)
+    return total
 
 
 def _gpu_in_use() -> bool:

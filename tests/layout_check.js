@@ -110,6 +110,13 @@
         }
       }
     }
+    // Boxes named with data-table: how wide their table is against the box (a table wider than
+    // its box hides columns until scrolled: tests assert it fits at the widths it must fit).
+    var named = document.querySelectorAll("[data-table]"), fits = {};
+    for (var n = 0; n < named.length; n++) {
+      fits[named[n].getAttribute("data-table")] = { scroll: named[n].scrollWidth, client: named[n].clientWidth };
+    }
+    document.body.setAttribute("data-layout-tables", JSON.stringify(fits));
     document.body.setAttribute("data-layout-checked", String(all.length));
     document.body.setAttribute("data-layout-texts", String(boxes.length));
     document.body.setAttribute("data-layout", JSON.stringify(problems.slice(0, 200)));

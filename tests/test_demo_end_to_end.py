@@ -93,7 +93,7 @@ def test_demo_report_opens_in_a_browser_with_every_image_and_the_right_kappas(de
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (the Makefile's test set-up installs Debian's `chromium`)")
-@pytest.mark.parametrize("width", [1000, 1600])
+@pytest.mark.parametrize("width", [420, 1000, 1600])
 def test_demo_report_layout_holds(demo_run: Path, width: int, tmp_path: Path) -> None:
     """No element overflows its box (boxes meant to scroll aside) and no text overlaps, in the page."""
     problems = layout_problems(demo_run / "report" / "index.html", width, tmp_path / "profile", tmp_path / "shot.png")

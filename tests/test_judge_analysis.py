@@ -228,11 +228,12 @@ def test_report_puts_the_best_metric_kappa_beside_the_judges(tmp_path) -> None:
     rows = [row("bleu", "en", 0.2), row("meteor", "en", 0.5), row("bleu", "zh", 0.1), row("meteor", "zh", 0.9, fitted=False),
             row("rougeL", "en", 0.95, task="noise-uniform"), row("rougeL", "en", 0.99, group_by="language+generator")]
     pq.write_table(pa.Table.from_pylist(rows, schema=CALIBRATION_SCHEMA), tmp_path / "calibration.parquet")
-    assert best_metric_kappa(tmp_path) == {"en": (0.5, "meteor/score"), "zh": (0.1, "bleu/score")}
+    # Settings named as in the rest of the report (ConfigKey.label: `·` between parts, no `score` variant).
+    assert best_metric_kappa(tmp_path) == {"en": (0.5, "meteor"), "zh": (0.1, "bleu")}
     (tmp_path / "judge_analysis").mkdir()
     for name in ("pooled_confusion", "code_summary", "parse_rates", "reference_comparison"):
         pq.write_table(pa.table({"x": pa.array([], pa.int64())}), tmp_path / "judge_analysis" / f"{name}.parquet")
     agreement = [{"language": "en", "judge": "j", "strategy": "cot", "prompt_language": "en", "n_rows": 5, "n": 5, "kappa": 0.3}]
     pq.write_table(pa.Table.from_pylist(agreement), tmp_path / "judge_analysis" / "agreement.parquet")
     _anchor, _title, body = judge_section(tmp_path)
-    assert "best metric kappa" in body and "meteor/score" in body and "0.500" in body
+    assert "best metric kappa" in body and "<td class=lbl>meteor</td>" in body and "0.500" in body

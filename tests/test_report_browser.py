@@ -37,7 +37,7 @@ def _chromium(page: Path, screenshot: Path, profile: Path, size: tuple[int, int]
 LAYOUT_CHECK = Path(__file__).with_name("layout_check.js")
 
 
-def layout_problems(index: Path, width: int, profile: Path, screenshot: Path) -> list[dict]:
+def layout_problems(index: Path, width: int, profile: Path, screenshot: Path, tables: dict | None = None) -> list[dict]:
     """The problems tests/layout_check.js finds in the page `index` opened `width` px wide.
 
     The check runs in a copy of the page beside it (same folder, so its images load), with the
@@ -54,6 +54,8 @@ def layout_problems(index: Path, width: int, profile: Path, screenshot: Path) ->
     [body] = parse(dom, "data-layout-checked").cells or [{}]
     assert "data-layout-error" not in body, body.get("data-layout-error")
     assert int(body.get("data-layout-checked", 0)) > 0, "the layout check did not run (no data-layout-checked on <body>)"
+    if tables is not None:  # scroll and client widths of the boxes named with data-table
+        tables.update(json.loads(body.get("data-layout-tables", "{}")))
     return json.loads(body["data-layout"])
 
 
@@ -94,7 +96,7 @@ def test_layout_check_finds_overflow_overlap_and_clipping(tmp_path: Path) -> Non
     assert not [p for p in problems if "#fine" in p["what"] or "scrolls" in p["what"]], problems
 
 
-@pytest.mark.parametrize("width", [1000, 1600])
+@pytest.mark.parametrize("width", [420, 1000, 1600])
 def test_fixture_report_layout_holds(browser_page: tuple[Path, str, Path], width: int, tmp_path: Path) -> None:
     run, _, _ = browser_page
     problems = layout_problems(run / "report" / "index.html", width, tmp_path / "profile", tmp_path / "shot.png")
@@ -167,3 +169,52 @@ def test_stage_sections_hold_at_1000_px(tmp_path: Path) -> None:
     index = tmp_path / "report" / "index.html"
     index.write_text(Template(PAGE).substitute(values), encoding="utf-8")
     assert layout_problems(index, 1000, tmp_path / "profile", tmp_path / "shot.png") == []
+
+
+def _sensitivity_page(root: Path) -> Path:
+    """The perturbation section of a five-language run (8 families x 6 settings) in the report page."""
+    import types
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from engine.perturb.families import FAMILIES
+    from engine.perturb.report import sensitivity_section
+    from engine.records import SENSITIVITY_SCHEMA
+    from engine.report.page import PAGE
+
+    settings = [("bleu", "", "score", ""), ("rougeL", "", "F", ""), ("meteor", "", "score", ""),
+                ("bertscore", "pypi:all-MiniLM-L6-v2", "F", "none"), ("bertscore", "pypi:all-MiniLM-L6-v2", "F", "full"),
+                ("bartscore", "demo:tiny-bart", "avg", "minimal")]
+    rows = [dict(metric=m, scorer=sc, variant=v, context=c, language=lang, target="reference", family=f, codes=list(FAMILIES[f]),
+                 n=11, n_skipped=1 if f == "negation" else 0, ds=0.123456 * (i + 1), ds_lo=0.1, ds_hi=0.99, share_dropped=1.0,
+                 mean_original=1.0, mean_perturbed=0.5)
+            for i, (m, sc, v, c) in enumerate(settings) for lang in ("en", "nl", "zh", "el", "pl") for f in FAMILIES]
+    (root / "run").mkdir(parents=True)
+    pq.write_table(pa.Table.from_pylist(rows, schema=SENSITIVITY_SCHEMA), root / "run" / "sensitivity.parquet")
+    data = types.SimpleNamespace(root=root / "run", manifest={"config": {"stages": ["perturb"]}})
+    figure_writer = types.SimpleNamespace(draw=lambda *args, **kwargs: "")  # the table is what is checked here
+    body = sensitivity_section(data, figure_writer, lambda anchor, title, html, *rest: f'<section id="{anchor}"><h2>{title}</h2>{html}</section>')
+    values = dict(title="t", name="t", path="p", meta="", chips="", counted="", toc="", notice="", body=body, footer="")
+    (root / "report").mkdir()
+    index = root / "report" / "index.html"
+    index.write_text(Template(PAGE).substitute(values), encoding="utf-8")
+    return index
+
+
+def test_the_sensitivity_table_shows_ds_and_no_column_is_clipped(tmp_path: Path) -> None:
+    """Issue 32: the share-dropped table printed 1.00 in every cell in pale text and hid its right-hand
+    columns: now dS is the number (dark text), and the whole table fits its box at 1000 and 1600 px
+    (at 420 px it scrolls inside a box no taller than the window, its row names kept in view)."""
+    index = _sensitivity_page(tmp_path)
+    html = index.read_text(encoding="utf-8")
+    cells = html[html.index('data-table="sensitivity"'):]
+    assert ">0.123<small>[0.10, 0.99]<br>100% of 11</small>" in cells and "color:#fff" not in cells
+    for width in (1000, 1600):
+        tables: dict = {}
+        assert layout_problems(index, width, tmp_path / "profile", tmp_path / f"shot-{width}.png", tables) == []
+        box = tables["sensitivity"]
+        assert box["scroll"] <= box["client"] + 1.5, (width, box)
+    tables = {}
+    assert layout_problems(index, 420, tmp_path / "profile", tmp_path / "shot-420.png", tables) == []
+    assert tables["sensitivity"]["scroll"] > tables["sensitivity"]["client"]  # the test can fail: narrow, it must scroll

@@ -75,3 +75,26 @@ def test_heatmap_row_labels_are_never_cut_off(tmp_path: Path, caplog: pytest.Log
     with caplog.at_level(logging.WARNING, logger="engine.report.figures"):
         figures.heatmap_figure(tmp_path / "h.png", "title", rows, ["en", "zh"], [("p", np.ones((2, 2)))], "kappa")
     assert not [r for r in caplog.records if "cut off" in r.getMessage()], caplog.text
+
+
+def test_expert_label_bars_number_each_segment_with_its_own_share(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 32: a bar that is all incorrect printed "0%" (the correct share) on orange, read as the
+    bar's value. Every number must be the share of the segment it sits in."""
+    from engine.report.tables import AccuracyTable
+
+    counts = {("en", "a"): {"incorrect": 10}, ("en", "b"): {"correct": 5, "partial": 3, "incorrect": 2},
+              ("en", "c"): {"correct": 19, "incorrect": 1}}
+    table = AccuracyTable(["en"], ["a", "b", "c"], counts)
+    drawn: list[plt.Figure] = []
+    monkeypatch.setattr(figures, "_save", lambda fig, path: drawn.append(fig))
+    figures.accuracy_figure(tmp_path / "x.png", "Expert labels", table)
+    [ax] = [a for a in drawn[0].axes if a.patches]
+    numbers = [t for t in ax.texts if t.get_text().endswith("%")]
+    assert numbers and "0%" not in [t.get_text() for t in numbers]
+    for text in numbers:
+        x, y = text.get_position()
+        [bar] = [p for p in ax.patches if p.get_x() <= x <= p.get_x() + p.get_width() and p.get_y() <= y <= p.get_y() + p.get_height()]
+        assert text.get_text() == f"{bar.get_width():.0f}%", (text.get_text(), bar.get_width())
+    # a segment too narrow for its number (the 5% incorrect of c) has none
+    assert sorted(t.get_text() for t in numbers) == sorted(["100%", "50%", "30%", "20%", "95%"])
+    plt.close("all")

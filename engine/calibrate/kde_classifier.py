@@ -110,5 +110,6 @@ def fit_packed(
                                     fit.predicted[start:end], fit.bandwidth[g, : len(names)]))
     n_bad = sum(not r.fitted for r in results)
     if n_bad:
-        logger.info("KDE classifier: %d of %d groups not fitted", n_bad, n_groups)
+        # Per score setting, so DEBUG: the run lists the reasons once, grouped, under its kappa table.
+        logger.debug("KDE classifier: %d of %d groups not fitted", n_bad, n_groups)
     return results

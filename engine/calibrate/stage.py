@@ -30,7 +30,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from engine.calibrate import agreement
+from engine.calibrate import agreement, reasons
 from engine.calibrate.kde_classifier import PackedGroups, fit_packed
 from engine.errors import ConfigError, StageError
 from engine.params import Params, require
@@ -379,4 +379,7 @@ def kappa_summary(calibration: pa.Table, max_rows: int = 40) -> str:
             lines.append("  ".join("-" * w for w in widths))
     if note:
         lines.append(note)
+    shown = set(keys)
+    lines += reasons.console_lines(
+        r for r in rows if (r["metric"], _short_scorer(r["scorer"]), r["variant"], r["context"] or "-") in shown)
     return "\n".join(lines)

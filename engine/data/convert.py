@@ -141,7 +141,7 @@ def check_layout(path: str, columns: Sequence[str]) -> dict[str, str]:
         raise InputError(
             f"{path!r} {problem}; its columns are {list(columns)}. A wide table needs {list(FILE_COLUMNS)} "
             f"and per generator columns named {EXPECTED_PATTERN} (e.g. predicted_comment_my-model, "
-            "expert_accuracy_my-model). See 'Converting a wide table' in the README"
+            "expert_accuracy_my-model). See 'Converting a wide table' in docs/input.md"
         )
     return generators
 

@@ -44,7 +44,7 @@ class LocalExecutor:
         from engine.pipeline import release_models
 
         current = parts[0].model_key
-        with progress_bar(parts[0].stage, sum(rows_per_part[p.index] for p in parts)) as bar:
+        with progress_bar(parts[0].stage, sum(rows_per_part[p.index] for p in parts), len(parts)) as bar:
             for part in parts:
                 if part.model_key != current:
                     release_models()  # the previous model's parts are done

@@ -292,7 +292,7 @@ class RayExecutor:
             return
         self._connect()
         run = _StageRun(self, os.path.abspath(run_root), config, parts, stage_info, commit, fail, rows_per_part)
-        with progress_bar(parts[0].stage, sum(rows_per_part[p.index] for p in parts)) as bar:
+        with progress_bar(parts[0].stage, sum(rows_per_part[p.index] for p in parts), len(parts)) as bar:
             run.bar = bar
             try:
                 run.loop()

@@ -15,18 +15,45 @@ import pyarrow.parquet as pq
 from engine.judge.analysis import OUTPUT_DIR, ROUTES
 from engine.judge.parse import PARSE_CLASSES
 
+# Columns that hold a kappa are coloured as the report's other kappa tables; language and prompt
+# language are written as names, as elsewhere in the report.
+_KAPPA_COLUMNS = {"kappa", "metric_kappa", "kappa_with", "kappa_without"}
+_LANGUAGE_COLUMNS = {"language", "prompt_language"}
+
 
 def _fmt(value: Any) -> str:
     if isinstance(value, float):
         return "–" if math.isnan(value) else f"{value:.3f}"
+    if value is None:
+        return "–"
     return escape(str(value))
+
+
+def _cell(column: str, value: Any) -> str:
+    from engine.report.page import kappa_style
+    from engine.report.tables import language_name
+
+    if column in _LANGUAGE_COLUMNS and isinstance(value, str):
+        return f"<td class=lbl>{escape(language_name(value) if value != 'sample' else 'the sample’s')}</td>"
+    if column == "best_setup" and isinstance(value, str):  # "judge/task/strategy/lang/with", written as the setup columns
+        from engine.judge.analysis import SETUP
+
+        parts = dict(zip(SETUP, value.split("/")))
+        if "prompt_language" in parts:
+            parts["prompt_language"] = language_name(parts["prompt_language"])
+        parts.pop("task", None)  # the judge's task id repeats its name
+        return f"<td class=lbl>{escape(' · '.join(parts.values()))}</td>"
+    if column in _KAPPA_COLUMNS and isinstance(value, float) and math.isfinite(value):
+        return f'<td style="{kappa_style(value)}">{value:.3f}</td>'
+    css = ' class=lbl' if isinstance(value, str) else ""
+    return f"<td{css}>{_fmt(value)}</td>"
 
 
 def _table(rows: Sequence[dict[str, Any]], columns: Sequence[str], headers: Sequence[str] | None = None) -> str:
     head = "".join(f"<th>{escape(h)}</th>" for h in (headers or columns))
-    body = "".join("<tr>" + "".join(f"<td>{_fmt(r.get(c))}</td>" for c in columns) + "</tr>" for r in rows)
-    # in a scroll box: a wide setup table scrolls instead of overflowing the page
-    return f'<div class="scroll"><table class="judge"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>'
+    body = "".join("<tr>" + "".join(_cell(c, r.get(c)) for c in columns) + "</tr>" for r in rows)
+    # The report's table style (`values`); in a scroll box, so a wide setup table scrolls in place.
+    return f'<div class="scroll"><table class="values judge"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>'
 
 
 def _matrix(row: dict[str, Any]) -> str:
@@ -50,8 +77,11 @@ def best_metric_kappa(run_root: str | Path) -> dict[str, tuple[float, str]]:
         kappa = row["kappa"]
         if kappa is None or math.isnan(kappa):
             continue
-        setting = "/".join(x for x in (row["metric"], row["scorer"], row["context"], row["variant"]) if x)
-        if row["language"] not in best or kappa > best[row["language"]][0]:
+        from engine.report.tables import ConfigKey
+
+        # Named as everywhere in the report ("bertscore · all-MiniLM-L6-v2 · none · P").
+        setting = ConfigKey(row["metric"], row["scorer"], row["context"], row["variant"]).label()
+        if row["language"] not in best or kappa > best[row["language"]][0]:  # all fitted settings, as the Best settings table
             best[row["language"]] = (kappa, setting)
     return best
 
@@ -70,7 +100,7 @@ def _reference_part(rows: list[dict[str, Any]]) -> list[str]:
         "reference-free labels correlate better with the experts' (labels as ordinals, Pearson).</p>",
         _table(rows, ["language", "judge", "strategy", "prompt_language", "n", "kappa_with", "kappa_without", "r_with",
                       "r_without", "t", "p", "finding"],
-               ["language", "judge", "strategy", "prompt_language", "n", "kappa with", "kappa without", "r with",
+               ["language", "judge", "strategy", "prompt language", "n", "kappa with", "kappa without", "r with",
                 "r without", "Williams t", "p", "finding"]),
     ]
 
@@ -82,18 +112,25 @@ def judge_section(run_root: str | Path) -> tuple[str, str, str] | None:
     read = {name: pq.read_table(folder / f"{name}.parquet").to_pylist() if (folder / f"{name}.parquet").is_file() else []
             for name in ("agreement", "pooled_confusion", "code_summary", "parse_rates", "reference_comparison")}
     setup = ["judge", "strategy", "prompt_language", "reference"]
+    setup_headers = ["judge", "strategy", "prompt language", "reference"]
     metrics = best_metric_kappa(run_root)
     for row in read["agreement"]:
         kappa, setting = metrics.get(row["language"], (math.nan, "–"))
         row["metric_kappa"], row["metric_setting"] = kappa, setting
     parts = [
         "<h3>Agreement with the experts (quadratic kappa, pooled over generators), beside the best metric</h3>",
+        "<p>Candidates judged: every (file, generator) the judge was asked about; with a label: those whose answer "
+        "parsed into a label and that have an expert label (the kappa's n). Best metric: the metric setting with the "
+        "highest kappa in that language among all fitted settings, as in the Best settings table. Reference: whether "
+        "the prompt held the original comment (with) or not (without).</p>",
         _table(read["agreement"], ["language", *setup, "n_rows", "n", "kappa", "metric_kappa", "metric_setting"],
-               ["language", *setup, "n_rows", "n", "judge kappa", "best metric kappa", "metric setting"]),
+               ["language", *setup_headers, "candidates judged", "with a label", "judge kappa", "best metric kappa",
+                "best metric setting"]),
         "<h3>Pooled confusion (counts, row- / column-normalised; the clustered strategies hierarchical and combined left out)</h3>",
     ]
     for row in read["pooled_confusion"]:
-        parts.append(f"<h4>judge {escape(row['judge'])} (n = {row['n']}, kappa {_fmt(row['kappa'])})</h4>{_matrix(row)}")
+        who = "all judges together" if row["judge"] == "*" else f"judge {escape(row['judge'])}"
+        parts.append(f"<h4>{who} (n = {row['n']}, kappa {_fmt(row['kappa'])})</h4>{_matrix(row)}")
     parts += _reference_part(read["reference_comparison"])
     route_columns = [f"route_{m}" for m in ROUTES]
     parts += [
@@ -102,15 +139,16 @@ def judge_section(run_root: str | Path) -> tuple[str, str, str] | None:
         "tolerant (decoded after removing comments and trailing commas). Partial responses: files whose "
         "answer parsed for some candidates only.</p>",
         _table(read["parse_rates"], [*setup, "n", "parsed", *route_columns, "responses", "responses_partial"],
-               [*setup, "candidates", "parsed", *ROUTES, "responses", "partial responses"]),
+               [*setup_headers, "candidates", "parsed", *ROUTES, "responses", "partial responses"]),
     ]
     rate_columns = [f"rate_{c}" for c in PARSE_CLASSES]
     parts += [
         "<h3>Parse classes, hallucinated codes, codes per comment</h3>",
         _table(read["parse_rates"], [*setup, "n", *rate_columns, "hallucinated_code_rate", "codes_per_comment"],
-               [*setup, "n", *PARSE_CLASSES, "hallucinated codes", "codes / comment"]),
+               [*setup_headers, "candidates", *PARSE_CLASSES, "hallucinated codes", "codes / comment"]),
         "<h3>Error codes: mean and best setup (precision / recall over file x generator pairs)</h3>",
         _table(read["code_summary"], ["code", "setups", "mean_precision", "mean_recall", "best_setup", "best_precision",
-                                      "best_recall"]),
+                                      "best_recall"],
+               ["code", "setups", "mean precision", "mean recall", "best setup", "its precision", "its recall"]),
     ]
     return "judges", "LLM judges", "\n".join(parts)

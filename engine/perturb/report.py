@@ -93,6 +93,8 @@ def sensitivity_section(data: Any, fw: Any, section: Callable[..., Any]) -> Any 
     head = "".join(f"<th>{esc(language_name(lang))}</th>" for lang in languages)
     body = []
     for s in settings:
+        # The setting heads its group of rows (a column of long setting names hid the languages).
+        body.append(f'<tr class="group"><th colspan="{1 + len(languages)}" scope="rowgroup">{esc(_setting_label(*s))}</th></tr>')
         for f in families:
             cells = []
             for lang in languages:
@@ -101,15 +103,21 @@ def sensitivity_section(data: Any, fw: Any, section: Callable[..., Any]) -> Any 
                     cells.append('<td class="na">–</td>')
                     continue
                 share = r["share_dropped"]
-                ci = f"<small>dS {_fmt(r['ds'])} [{_fmt(r['ds_lo'])}, {_fmt(r['ds_hi'])}]<br>n = {r['n']}" \
-                     + (f", {r['n_skipped']} skipped" if r["n_skipped"] else "") + "</small>"
+                # dS is the number (the share dropped is 1.00 in almost every cell: a perturbed text
+                # nearly always scores lower than the reference against itself); tinted, like the
+                # heatmap, by the relative drop dS / |mean S(original)|.
+                relative = r["ds"] / abs(r["mean_original"]) if r["mean_original"] not in (None, 0.0) else math.nan
+                detail = (f"<small>[{_fmt(r['ds_lo'], 2)}, {_fmt(r['ds_hi'], 2)}]<br>{100 * share:.0f}% of {r['n']}"
+                          + (f", {r['n_skipped']} skipped" if r["n_skipped"] else "") + "</small>")
                 cells.append(f'<td data-family="{esc(f)}" data-language="{esc(lang)}" data-metric="{esc(s[0])}" '
-                             f'data-share-dropped="{share!r}" data-ds="{r["ds"]!r}" style="{kappa_style(share)}">'
-                             f"{share:.2f}{ci}</td>")
-            body.append(f'<tr><th scope=row>{esc(_setting_label(*s))}</th><td class="lbl">{esc(f)}</td>{"".join(cells)}</tr>')
-    parts.append("<h3>Share of files whose score dropped</h3>"
-                 f'<div class="scroll"><table class="values"><thead><tr><th>setting</th><th>family</th>{head}</tr></thead>'
-                 f'<tbody>{"".join(body)}</tbody></table></div>')
+                             f'data-share-dropped="{share!r}" data-ds="{r["ds"]!r}" style="{kappa_style(relative)}">'
+                             f"{_fmt(r['ds'])}{detail}</td>")
+            body.append(f'<tr><th scope=row>{esc(f)}</th>{"".join(cells)}</tr>')
+    parts.append("<h3>dS per setting and family</h3>"
+                 + page.note("Each cell: dS (the mean drop of the score), its bootstrap interval, and the share of "
+                             "files whose score dropped, of n files. Tint: the relative drop, as in the heatmaps.")
+                 + f'<div class="scroll tall" data-table="sensitivity"><table class="values compact"><thead><tr>'
+                 f'<th>setting / family</th>{head}</tr></thead><tbody>{"".join(body)}</tbody></table></div>')
     return section(anchor, title, "\n".join(parts))
 
 

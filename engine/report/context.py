@@ -47,9 +47,12 @@ class FigureWriter:
             logger.exception("report figure %s failed", name)
             self.failures.append(f"{alt}: {type(exc).__name__}: {exc}")
             return f'<p class="missing">Figure “{esc(alt)}” could not be drawn: {esc(type(exc).__name__)}: {esc(str(exc))}</p>'
+        # The image links to itself: on a phone (or any narrow window) a tap opens it full size;
+        # there the figure also keeps a legible width and scrolls sideways in its own box.
         return (
-            f'<figure><img src="{esc(name)}" alt="{esc(alt)}">'
-            f"<figcaption>{caption}</figcaption></figure>"
+            f'<figure><div class="figbox"><a href="{esc(name)}" target="_blank" title="open full size">'
+            f'<img src="{esc(name)}" alt="{esc(alt)}"></a></div>'
+            f'<figcaption>{caption} <a class="full" href="{esc(name)}" target="_blank">Full size</a></figcaption></figure>'
         )
 
 

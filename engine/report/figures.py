@@ -190,6 +190,11 @@ def noise_figure(path: Path, title: str, rows: Sequence[tuple[ConfigKey, dict[st
                     ax.stairs(density, bins, lw=1.2, color=colour)
             ax.set_yticks([])
             ax.set_xticks(ticks, [_fmt(t) for t in ticks], fontsize=7)
+            # The end ticks sit on the panel's edges: aligned inwards, neighbouring panels' labels
+            # ("0.992" | "0.388") cannot run together.
+            tick_labels = ax.get_xticklabels()
+            tick_labels[0].set_horizontalalignment("left")
+            tick_labels[-1].set_horizontalalignment("right")
             if r == 0:
                 ax.set_title(language_name(language))
             if c == 0:
@@ -199,7 +204,7 @@ def noise_figure(path: Path, title: str, rows: Sequence[tuple[ConfigKey, dict[st
     fig.suptitle(title, x=0.01, ha="left", fontsize=11, fontweight="bold")
     h = fig.get_figheight()
     fig.supxlabel("score", fontsize=9, y=0.08 / h)
-    fig.subplots_adjust(left=0.04, right=0.99, top=1 - 0.55 / h, bottom=0.5 / h, wspace=0.08, hspace=0.4)
+    fig.subplots_adjust(left=0.04, right=0.99, top=1 - 0.55 / h, bottom=0.5 / h, wspace=0.12, hspace=0.4)
     _save(fig, path)
 
 
@@ -315,6 +320,26 @@ def heatmap_figure(
 
 
 # ----- expert accuracy ---------------------------------------------------------------------------
+# Text on each label's bar colour with a contrast ratio of at least 4.5 (white on the orange and
+# green is lower than that, the near-black reads on all three).
+LABEL_TEXT_COLOURS = {"incorrect": "#111111", "partial": "#111111", "correct": "#111111"}
+MIN_LABELLED_SHARE = 8.0  # % of the bar: a narrower segment has no room for its number
+
+
+def segment_labels(segments: Sequence[tuple[str, float]]) -> list[tuple[float, str, str]]:
+    """(x centre, text, label) for each segment of a stacked bar wide enough to hold its number.
+
+    Each number is the share of the segment it sits in, centred in it: never a share printed on
+    another class's colour (a "0%" correct share on a bar that is all incorrect reads as the
+    bar's value)."""
+    out, left = [], 0.0
+    for label, share in segments:
+        if share >= MIN_LABELLED_SHARE:
+            out.append((left + share / 2, f"{share:.0f}%", label))
+        left += share
+    return out
+
+
 def accuracy_figure(path: Path, title: str, table: AccuracyTable) -> None:
     """Stacked horizontal bars (correct / partial / incorrect share), grouped by language."""
     generators = [g for g in table.generators if g != ALL_GENERATORS]
@@ -333,9 +358,9 @@ def accuracy_figure(path: Path, title: str, table: AccuracyTable) -> None:
         ax.barh(ys, shares, left=left, color=LABEL_COLOURS[label], height=0.8, label=label, lw=0)
         left += shares
     for (lang, gen, yy) in positions:
-        share = table.share(lang, gen)
-        if math.isfinite(share):
-            ax.text(1.0, yy, f"{share:.0f}%", va="center", ha="left", fontsize=7, color="white")
+        segments = [(label, float(np.nan_to_num(table.share(lang, gen, label)))) for label in reversed(LABELS)]
+        for x, text, label in segment_labels(segments):
+            ax.text(x, yy, text, va="center", ha="center", fontsize=7, color=LABEL_TEXT_COLOURS.get(label, "white"))
     ax.set_yticks(ys, names, fontsize=7.5)
     ax.set_ylim(y - 0.4, -0.6)
     ax.set_xlim(0, 100)

@@ -10,6 +10,7 @@ import html
 import math
 from typing import Any
 
+from engine.calibrate import reasons
 from engine.report.tables import ConfigKey, by_key, calibration_keys, calibration_languages, language_name, short_scorer
 
 esc = html.escape
@@ -22,9 +23,9 @@ def kappa_style(value: float) -> str:
     if value < 0:
         alpha = min(1.0, -value) * 0.45 + 0.08
         return f"background:rgba(213,94,0,{alpha:.2f})"
-    alpha = min(1.0, value) * 0.55 + 0.03
-    colour = "#fff" if alpha > 0.42 else "inherit"
-    return f"background:rgba(0,114,178,{alpha:.2f});color:{colour}"
+    # Dark text on every tint (at most 45% blue): white text on the mid-blue failed contrast.
+    alpha = min(1.0, value) * 0.42 + 0.03
+    return f"background:rgba(0,114,178,{alpha:.2f});color:#10161d"
 
 
 # ----- HTML fragments ---------------------------------------------------------------------------
@@ -36,7 +37,7 @@ def note(text: str) -> str:
     return f'<p class="note">{text}</p>'
 
 
-def cell(row: dict[str, Any] | None, field: str, key: ConfigKey, language: str) -> str:
+def cell(row: dict[str, Any] | None, field: str, key: ConfigKey, language: str, marks: dict[str, int] | None = None) -> str:
     if row is None:
         return '<td class="na">–</td>'
     attrs = (
@@ -48,8 +49,9 @@ def cell(row: dict[str, Any] | None, field: str, key: ConfigKey, language: str) 
         attrs += f' data-generator="{esc(row["generator"])}"'
 
     if not row["fitted"]:
-        reason = row["reason"] or "not fitted"
-        return f'<td class="nf" {attrs} data-fitted="false" data-{field}="" title="{esc(reason)}">n/f</td>'
+        reason = row["reason"] or reasons.UNKNOWN
+        mark = f"<sup>{marks[reason]}</sup>" if marks and reason in marks else ""
+        return f'<td class="nf" {attrs} data-fitted="false" data-{field}="" title="{esc(reason)}">n/f{mark}</td>'
     value = row[field]
     if value is None:  # fitted but undefined (e.g. kappa with one predicted class): null in the parquet
         return f'<td {attrs} data-fitted="true" data-{field}="" title="{field} undefined, n = {row["n"]}">–</td>'
@@ -63,19 +65,33 @@ def cell(row: dict[str, Any] | None, field: str, key: ConfigKey, language: str) 
     )
 
 
+def reason_list(grouped: list[reasons.Reason]) -> str:
+    """The n/f reasons as text under a table (a hover title does not survive a screenshot or a PDF)."""
+    if not grouped:
+        return ""
+    items = "".join(
+        f'<li value="{r.number}">{esc(r.text)} <span class=muted>({r.cells} cell{"s" if r.cells != 1 else ""}'
+        f'{": " + ", ".join(esc(language_name(x)) for x in r.languages) if r.languages else ""})</span></li>'
+        for r in grouped)
+    return f'<div class="nfreasons"><b>n/f</b> (not fitted), by reason:<ol>{items}</ol></div>'
+
+
 def value_table(rows: list[dict[str, Any]], keys: list[ConfigKey], languages: list[str], field: str, css: str) -> str:
     lookup = by_key(rows)
+    shown = set(keys)
+    grouped = reasons.grouped_reasons(r for r in rows if key_of(r) in shown and r["language"] in languages)
+    marks = reasons.numbers(grouped)
     head = "".join(f"<th>{esc(language_name(lang))}</th>" for lang in languages)
     body = []
     for key in keys:
-        cells = "".join(cell(lookup.get((*key, lang)), field, key, lang) for lang in languages)
+        cells = "".join(cell(lookup.get((*key, lang)), field, key, lang, marks) for lang in languages)
         body.append(
             f"<tr><th scope=row>{esc(key.metric)}</th><td class=\"lbl sc\" title=\"{esc(key.scorer)}\">{esc(short_scorer(key.scorer)) or '—'}</td>"
             f"<td class=lbl>{esc(key.context) or '—'}</td><td class=lbl>{esc(key.variant)}</td>{cells}</tr>"
         )
     return (
         f'<div class="scroll"><table class="{css}"><thead><tr><th>metric</th><th>scorer</th><th>context</th>'
-        f'<th>variant</th>{head}</tr></thead><tbody>{"".join(body)}</tbody></table></div>'
+        f'<th>variant</th>{head}</tr></thead><tbody>{"".join(body)}</tbody></table></div>' + reason_list(grouped)
     )
 
 
@@ -179,6 +195,12 @@ p.missing { background:#fff4ec; border:1px solid #f3c7a8; color:#7a3300; padding
 figure { margin:14px 0 22px; } figure img { display:block; max-width:100%; height:auto; border-radius:6px; border:1px solid var(--line); }
 figcaption { color:var(--muted); font-size:13px; margin-top:6px; }
 .scroll { overflow-x:auto; }
+/* A long table scrolls inside a box no taller than the window, so its sideways scroll bar is in
+   view with its rows (not only under the 50th), and its header row stays on top. */
+.scroll.tall { max-height:75vh; overflow:auto; } .scroll.tall thead th { z-index:2; }
+table.values.compact { font-size:12px; } table.values.compact th, table.values.compact td { padding:4px 6px; }
+table.values.judge td.lbl { white-space:normal; min-width:6em; }  /* long setting names wrap, the numbers stay in view */
+table.values tr.group th { background:#eef1f5; font-weight:600; text-align:left; white-space:normal; }
 /* A table outside a .scroll box (a stage's own section) scrolls inside itself rather than widen
    the page; long unbroken strings (signatures) in lists wrap. */
 main :not(.scroll) > table:not(.cm) { display:block; max-width:100%; overflow-x:auto; }
@@ -193,7 +215,8 @@ table.values td.lbl { text-align:left; }
 table.values th[scope=row] { white-space:nowrap; }
 .scroll > table.values th[scope=row] { position:sticky; left:0; z-index:1; background:var(--card); }
 table.values td small, table.values td small { display:block; font-size:10.5px; opacity:.8; }
-table.values td.nf { color:#999; cursor:help; } table.values td.na { color:#bbb; text-align:center; }
+table.values td.nf { color:#777; cursor:help; } table.values td.nf sup { color:#555; }
+.nfreasons { font-size:.85em; color:#444; margin:.3em 0 .8em; } .nfreasons ol { margin:.2em 0 0 1.4em; padding:0; } .muted { color:#777; } table.values td.na { color:#bbb; text-align:center; }
 table.counts td { text-align:right; } table.counts td.desc { text-align:left; color:var(--muted); white-space:normal; }
 td.total { font-weight:600; } td.sc { color:var(--muted); }
 table.best td.verdict { text-align:left; cursor:help; }
@@ -218,6 +241,15 @@ footer { color:var(--muted); font-size:12px; text-align:center; padding:0 0 30px
   .layout { grid-template-columns:1fr; padding:16px; }
   nav.toc { position:static; }
   header.top { padding:20px 16px; }
+}
+figcaption a.full { white-space:nowrap; font-size:12px; }
+.figbox { max-width:100%; }
+@media (max-width: 700px) {  /* a phone: figures keep a legible width and scroll sideways in their box */
+  .layout { padding:8px; }
+  .figbox { overflow-x:auto; }
+  .figbox img { max-width:none; width:680px; }
+  th, td { padding:4px 6px; }
+  .scroll thead th { white-space:nowrap; }  /* column names on one line; the table scrolls instead */
 }
 </style>
 </head>

@@ -147,7 +147,8 @@ def experts_section(ctx: ReportContext) -> Section:
         "<h3>Correct share (%) per language and generator</h3>",
         f'<div class="scroll"><table class="values"><thead><tr><th>language</th>{head}</tr></thead><tbody>{"".join(body)}</tbody></table></div>',
         ctx.fw.draw("expert-accuracy", "expert labels per language and generator",
-                    "Share of correct, partially correct and incorrect predictions per generator, as judged by the experts.",
+                    "Share of correct, partially correct and incorrect predictions per generator, as judged by the experts; "
+                    "each number is the share of the segment it sits in (segments under 8% are not numbered).",
                     lambda path: figures.accuracy_figure(path, "Expert labels", table)),
     ]
     return Section("experts", TITLES["experts"], "\n".join(parts))
@@ -232,7 +233,8 @@ def agreement_section(ctx: ReportContext) -> Section:
     parts = [page.note(
         "The study's Fig. 6, computed from this run: quadratically weighted Cohen's kappa between the expert labels "
         "and the KDE threshold classifier, per scoring model and language (generators pooled); n/f = not fitted "
-        "(hover for the reason). Small numbers are the bootstrap confidence interval.")]
+        "(the number beside it points to the reason, listed under the table). Small numbers are the bootstrap "
+        "confidence interval.")]
     parts.append(_kappa_heatmap(ctx, rows, _shown_keys(ctx, rows), languages))
     parts.append("<h3>Kappa table</h3>" + page.split_tables(rows, ctx.head_keys, "kappa", "values", "Other variants"))
     return Section("agreement", TITLES["agreement"], "\n".join(parts))
@@ -244,14 +246,17 @@ def confusion_section(ctx: ReportContext) -> Section:
         return _missing("confusion", reason)
     shown = _shown_keys(ctx, rows)
     languages = calibration_languages(rows)
-    best = best_per_language(rows, shown, languages)
+    # One definition of "best" in the report: the highest kappa among every fitted setting (all
+    # variants and layers), as the Best settings table ranks them, not only the kappa table's main rows.
+    best = best_per_language(rows, calibration_keys(rows), languages)
     if not best:
         return _missing("confusion", "no agreement row is fitted, so there is no confusion matrix")
     intro = page.note(
         "The study's Figs. 7 (row-normalised) and 8 (column-normalised), computed from this run: expert label (rows) "
         "against the KDE classifier (columns). Row-normalised cells are the recall of each expert class, "
-        "column-normalised cells the precision of each predicted class; counts in brackets. First the setting with "
-        "the highest kappa in each language, then every setting."
+        "column-normalised cells the precision of each predicted class; counts in brackets. First the best setting of "
+        "each language: the highest kappa among all fitted settings (every metric, scorer, layer, context and "
+        "variant; the same ranking as the Best settings table), then every setting of the kappa table."
     )
     cards = "".join(page.confusion_card(row, language_name(lang), page.key_of(row).label()) for lang, row in best)
     body = intro + f"<h3>Best setting per language</h3><div class=cmgrid>{cards}</div>" + page.confusion_details(rows, shown, languages)

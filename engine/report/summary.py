@@ -61,7 +61,24 @@ def language_summary(scores: pa.Table | Iterable[pa.Table], noise: str = "none")
     title = f"mean score per language (noise={noise}; P/R/F metrics show F)"
     if errors:
         lines.append(f"({errors} error rows not averaged; see the `error` column)")
+    scale = _scale_note({key[0] for key in sums})
+    if scale:
+        lines.append(scale)
     return title + "\n" + "\n".join(lines)
+
+
+# Metrics whose numbers are not on a 0-1 scale, and what they are on (printed under the table).
+_SCALES = {"bleu": "BLEU is on sacrebleu's 0-100 scale", "bartscore": "BARTScore is a mean log-probability (<= 0)",
+           "gptscore": "GPTScore is a mean log-probability (<= 0)"}
+
+
+def _scale_note(metrics: set[str]) -> str | None:
+    """'(scales: BLEU is on sacrebleu's 0-100 scale; the other metrics 0-1)' when the table mixes scales."""
+    named = [text for metric, text in _SCALES.items() if metric in metrics]
+    if not named:
+        return None
+    rest = metrics - set(_SCALES)
+    return "(scales: " + "; ".join(named) + ("; the other metrics 0-1" if rest else "") + ")"
 
 
 def run_summary(run_dir: str, noise: str = "none") -> str:

@@ -113,7 +113,8 @@ def best_section(ctx: ReportContext) -> Section | None:
         return None
     parts = [page.note(
         f"Per language, the {BEST_ROWS} settings (metric, scorer, layer, context, variant) whose KDE classifier agrees best "
-        "with the experts (quadratic kappa, bootstrap interval below it). <em>Better than next</em>: Williams' test that "
+        "with the experts (quadratic kappa, bootstrap interval below it), ranked among all fitted settings: every "
+        "variant and layer (rank 1 is the best setting of the confusion matrices too). <em>Better than next</em>: Williams' test that "
         f"the setting's scores correlate with the expert labels ({esc(correlation)}) better than those of the setting "
         f"ranked next (the row below; for the last row the next one not listed), on their common labelled items; "
         f"one-sided, significant when p &lt; {alpha:g} (not adjusted for the number of comparisons); hover for t, n and "

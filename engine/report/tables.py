@@ -274,8 +274,8 @@ def best_per_language(rows: list[dict[str, Any]], keys: list[ConfigKey], languag
             and ConfigKey(r["metric"], r["scorer"], r["context"], r["variant"]) in wanted
             and math.isfinite(_finite(r["kappa"]))
         ]
-        if candidates:
-            out.append((language, max(candidates, key=lambda r: r["kappa"])))
+        if candidates:  # ties broken as the Best settings table ranks them (engine/report/sweep.py)
+            out.append((language, min(candidates, key=lambda r: (-r["kappa"], r["metric"], r["scorer"], r["context"], r["variant"]))))
     return out
 
 

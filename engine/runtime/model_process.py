@@ -19,6 +19,8 @@ Protocol: pickled messages, requests on the child's stdin, answers on its origin
     ("close",)                                   -> ("ok", peaks), then the child exits
 peaks: {"peak_host_bytes", "peak_device_bytes", "device_bytes_source"} of the child and every
 process under it (engine.runtime.process_usage).
+The child's stderr comes to the parent through a pipe (`WorkerLog`): library start-up noise is
+shown only with `-v`, and the last lines of a worker that failed always.
 """
 from __future__ import annotations
 
@@ -27,6 +29,7 @@ import importlib
 import logging
 import os
 import pickle
+import re
 import select
 import signal
 import subprocess
@@ -43,8 +46,7 @@ logger = logging.getLogger(__name__)
 
 _REPO_ROOT = Path(__file__).resolve().parents[2]
 _CLOSE_TIMEOUT_S = 60.0
-_LOG_TAIL_LINES = 200  # kept of the worker's stderr
-_LOG_TAIL_SHOWN = 25  # of them, the non-blank ones put into a load error
+_LOG_TAIL_SHOWN = 25  # of the worker's last log lines, the non-blank ones put into a load error
 _PARENT_WATCH_S = 0.5  # how often the child checks that its parent is still there
 
 
@@ -73,13 +75,12 @@ class ProcessModel:
         self._proc = subprocess.Popen([sys.executable, "-m", "engine.runtime.model_process"], stdin=subprocess.PIPE,
                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, start_new_session=True)
         self.worker_pid = self._proc.pid
+        self._log = WorkerLog(self._proc.stderr, self.label)
+        _LIVE_WORKERS[self._proc.pid] = self._proc
         self.peaks: dict[str, Any] = {}
         self._attrs: dict[str, Any] = {}
         self._broken = False  # a reply may still be on its way: the channel is out of step
         self._killed = False
-        self._log_tail: collections.deque[str] = collections.deque(maxlen=_LOG_TAIL_LINES)
-        self._log_thread = threading.Thread(target=self._pass_log_through, name=f"log-{self.worker_pid}", daemon=True)
-        self._log_thread.start()
         try:
             self._attrs = self._ask(("load", factory, args, kwargs, tuple(attrs)), loading=True)
         except ModelLoadError as exc:
@@ -94,17 +95,9 @@ class ProcessModel:
     def alive(self) -> bool:
         return self._proc.poll() is None
 
-    def _pass_log_through(self) -> None:
-        for raw in iter(self._proc.stderr.readline, b""):
-            try:
-                os.write(2, raw)
-            except OSError:
-                pass
-            self._log_tail.append(raw.decode("utf-8", "replace").rstrip())
-
     def _tail_text(self) -> str:
-        self._log_thread.join(timeout=2.0)  # the child's last lines, once it has exited
-        lines = [line for line in self._log_tail if line.strip()][-_LOG_TAIL_SHOWN:]
+        self._log.join(timeout=2.0)  # the child's last lines, once it has exited
+        lines = [line for line in self._log.tail if line.strip()][-_LOG_TAIL_SHOWN:]
         return ("\nlast lines of the worker's log:\n  " + "\n  ".join(lines)) if lines else ""
 
     def _ask(self, message: tuple, loading: bool = False, timeout: float | None = None) -> Any:
@@ -125,6 +118,7 @@ class ProcessModel:
             if isinstance(exc, TimeoutError):
                 raise
             code = self._proc.wait(timeout=_CLOSE_TIMEOUT_S)
+            self._log.show_tail()
             if loading:
                 raise ModelLoadError(f"the worker process loading {self.label} exited with code {code}; "
                                      "check the model files and the device memory") from exc
@@ -132,6 +126,7 @@ class ProcessModel:
                                  "memory?); the part is retried with a new worker") from exc
         self._broken = False
         if answer[0] == "error":
+            self._log.show_tail()
             raise answer[1]
         return answer[1]
 
@@ -165,12 +160,14 @@ class ProcessModel:
         if self._killed:
             return
         self._killed = True
+        _LIVE_WORKERS.pop(self._proc.pid, None)  # reaped below: its CPU moves into RUSAGE_CHILDREN
         try:
             os.killpg(self._proc.pid, signal.SIGKILL)  # the child leads its group (start_new_session)
         except (ProcessLookupError, PermissionError):
             pass
         if self._proc.returncode is None:
             self._proc.wait()
+        self._log.join()
         for stream in (self._proc.stdin, self._proc.stdout):
             try:
                 stream.close()
@@ -182,6 +179,71 @@ class ProcessModel:
             self._kill()
         except Exception:  # noqa: BLE001 - interpreter shutdown
             pass
+
+
+# ----- the worker's log and CPU, seen from the parent ---------------------------------------------
+# Live workers by pid. A worker's CPU reaches the parent's RUSAGE_CHILDREN only once it is reaped,
+# so throughput reads the live ones here (engine/throughput.py): a judge's vLLM engine works in
+# its worker, not in the process that waits for its answers.
+_LIVE_WORKERS: dict[int, subprocess.Popen] = {}
+VERBOSE_ENV = "BABELSCORE_VERBOSE"  # set by `babelscore -v`; passed on to Ray workers
+_TAIL_LINES = 60
+# The worker's own (babelscore) log lines and errors are always shown; the rest of what the
+# libraries print (vLLM's start-up, Triton and tcmalloc notices) only with -v, or after a failure.
+_ALWAYS = re.compile(r"^(?:(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) engine\.|(?:ERROR|CRITICAL)\b|Traceback )")
+
+
+def live_workers_cpu_seconds() -> float:
+    """User + system CPU of the live worker processes and their children (0 without psutil)."""
+    try:
+        import psutil
+    except ImportError:
+        return 0.0
+    total = 0.0
+    for pid in list(_LIVE_WORKERS):
+        try:
+            proc = psutil.Process(pid)
+            for p in (proc, *proc.children(recursive=True)):
+                times = p.cpu_times()
+                total += times.user + times.system
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+            continue
+    return total
+
+
+class WorkerLog:
+    """Relays a worker's stderr: babelscore's lines and errors always, library noise only with -v;
+    the last lines are kept, and shown when the worker fails."""
+
+    def __init__(self, stream: Any, label: str):
+        self.label = label
+        self.verbose = os.environ.get(VERBOSE_ENV) == "1" or logger.isEnabledFor(logging.DEBUG)
+        self.tail: collections.deque[str] = collections.deque(maxlen=_TAIL_LINES)
+        self.hidden = 0
+        self._thread = threading.Thread(target=self._relay, args=(stream,), name=f"worker-log-{label}", daemon=True)
+        self._thread.start()
+
+    def _relay(self, stream: Any) -> None:
+        from engine.progress import write_line
+
+        for raw in iter(stream.readline, b""):
+            line = raw.decode("utf-8", "replace").rstrip("\n")
+            self.tail.append(line)
+            if self.verbose or _ALWAYS.match(line):
+                write_line(line)
+            else:
+                self.hidden += 1
+
+    def show_tail(self) -> None:
+        """After a failure: the hidden lines matter now."""
+        if self.verbose or not self.hidden:
+            return
+        self.join(timeout=2)
+        logger.error("last lines of the worker of %s:\n%s", self.label, "\n".join(self.tail))
+
+    def join(self, timeout: float = 5) -> None:
+        if self._thread.is_alive() and self._thread is not threading.current_thread():
+            self._thread.join(timeout=timeout)
 
 
 # ----- the child -------------------------------------------------------------------------------

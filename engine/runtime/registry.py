@@ -186,7 +186,9 @@ class ModelRegistry:
                       "estimated_bytes": int(estimate_bytes)}
             _reset_in_process_peak(device)
             logger.info("loading %s for stage %s on %s (estimated %s)", model, stage, device, format_bytes(estimate_bytes))
+            started = time.perf_counter()
             obj = load()
+            record["load_s"] = round(time.perf_counter() - started, 3)  # a vLLM engine start is most of a small run
             record["pid"] = int(getattr(obj, "worker_pid", os.getpid()))
             record["in_worker"] = hasattr(obj, "worker_pid")
             self._entries[key] = _Entry(key, obj, device, max(0, int(estimate_bytes)), record)
