@@ -59,7 +59,7 @@ $(STAMP): pyproject.toml Makefile
 	$(PIP) install -q --upgrade pip
 ifeq ($(HAS_CUDA),yes)
 	# CUDA: PyPI's torch (the CUDA 13.0 build) and the vLLM release built for it (its CUDA wheels
-	# come with it). No flash-attn: PyPI has only its sdist (a source build needs nvcc and an hour),
+	# come with it). No FlashAttention package: PyPI has only its sdist (a source build needs nvcc and an hour),
 	# and torch's SDPA, which the loader uses, has flash kernels of its own.
 	$(PIP) install -q $(TORCH)
 	$(PIP) install -q $(VLLM_CUDA) $(TORCH)

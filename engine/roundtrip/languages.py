@@ -22,13 +22,13 @@ harness's own `main`, so the verdict is written only after it returned.
 """
 from __future__ import annotations
 
-import re
 import shutil
 from dataclasses import dataclass
 from typing import Mapping
 
 from engine.roundtrip.harness import python_harness
-from engine.roundtrip.sandbox import EXIT_COMPILE, SandboxLimits, SandboxResult, python_for, run_program
+from engine.roundtrip.programs import JAVA_HARNESS, _go_file, _join, _rename_main, _script, java_class_name
+from engine.roundtrip.sandbox import SandboxLimits, SandboxResult, python_for, run_program
 
 LANGUAGES = ("python", "java", "javascript", "cpp", "go", "rust")
 TOOLS = {"python": (), "java": ("javac", "java"), "javascript": ("node",), "cpp": ("g++",), "go": ("go",), "rust": ("rustc",)}
@@ -52,34 +52,6 @@ def toolchain_missing(language: str) -> str:
     return (f"no {language} toolchain: {', '.join(missing)} not in /usr/bin "
             f"(install the Debian package {PACKAGES[language]}, or run `make setup`)")
 
-
-def _script(compile_step: str, run_step: str) -> list[str]:
-    return ["/bin/sh", "-c", f"{compile_step} || exit {EXIT_COMPILE}; exec {run_step}"]
-
-
-def _rename_main(tests: str, pattern: str, replacement: str, language: str) -> str:
-    renamed, count = re.subn(pattern, replacement, tests, count=1)
-    if count != 1:
-        raise ValueError(f"{language} tests need a main function to run ({pattern!r} not found)")
-    return renamed
-
-
-JAVA_HARNESS = """public class BabelscoreHarness {
-    public static void main(String[] args) throws Exception {
-        byte[] buffer = new byte[64];
-        int n;
-        try (java.io.FileInputStream in = new java.io.FileInputStream("/proc/self/fd/3")) { n = in.read(buffer); }
-        byte[] token = java.util.Arrays.copyOf(buffer, Math.max(n, 0));
-        java.io.FileOutputStream out = new java.io.FileOutputStream("/proc/self/fd/4");
-        ENTRY.main(args);
-        System.out.flush();
-        out.write(token);
-        out.write(" passed\\n".getBytes("US-ASCII"));
-        out.close();
-        Runtime.getRuntime().halt(0);
-    }
-}
-"""
 
 JS_HARNESS = """'use strict';
 const fs = require('fs');
@@ -137,15 +109,6 @@ fn main() {
 """
 
 
-def java_class_name(code: str) -> str:
-    public = re.search(r"public\s+(?:final\s+|abstract\s+)*class\s+(\w+)", code)
-    return public.group(1) if public else "Solution"
-
-
-def _join(*parts: str) -> str:
-    return "\n\n".join(p.strip("\n") for p in parts if p and p.strip()) + "\n"
-
-
 def build(task: Mapping[str, str], implementation: str, limits: SandboxLimits) -> Build:
     """The files and command of one test run of `implementation` against the task's tests."""
     language, tests, entry = task["programming_language"], task["tests"], task["entry_point"]
@@ -199,10 +162,6 @@ def run_toolchain(argv: list[str], files: Mapping[str, str], limits: SandboxLimi
         wall_seconds=max(limits.wall_seconds, 2.0 * limits.toolchain_seconds, wall_seconds),
         open_files=limits.toolchain_max_open_files,
     )
-
-
-def _go_file(source: str) -> str:
-    return source if re.match(r"\s*(//[^\n]*\n\s*)*package\s+\w+", source) else "package main\n\n" + source
 
 
 def run_tests(task: Mapping[str, str], implementation: str, limits: SandboxLimits) -> SandboxResult:

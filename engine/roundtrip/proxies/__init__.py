@@ -24,7 +24,7 @@ def split_jobs(task: dict, code: str, python: str, hook: bool, command=None) -> 
         server, tests = side.jobs(task, code)
         return server, tests, True
     if language in ("go", "cpp", "rust"):
-        from engine.roundtrip.languages import _script
+        from engine.roundtrip.programs import _script
         side = importlib.import_module(f"engine.roundtrip.proxies.{language}")
 
         server, tests = side.jobs(task, code, _script)

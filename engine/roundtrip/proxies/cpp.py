@@ -299,7 +299,7 @@ template <class R, class... A> R call(const A&... args) {
 
 
 def jobs(task: dict, code: str, script) -> tuple[Job, Job]:
-    from engine.roundtrip.languages import _join, _rename_main
+    from engine.roundtrip.programs import _join, _rename_main
 
     sig = syntax.signature("cpp", task["signature"])
     context = task.get("context") or ""

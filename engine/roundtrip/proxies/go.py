@@ -375,13 +375,13 @@ def _tests_context(context: str) -> str:
 
 
 def _go_file_text(source: str) -> str:
-    from engine.roundtrip.languages import _go_file
+    from engine.roundtrip.programs import _go_file
 
     return _go_file(source)
 
 
 def jobs(task: dict, code: str, script) -> tuple[Job, Job]:
-    from engine.roundtrip.languages import _go_file, _join, _rename_main
+    from engine.roundtrip.programs import _go_file, _join, _rename_main
 
     sig = syntax.signature("go", task["signature"])
     results = _results(sig.result)

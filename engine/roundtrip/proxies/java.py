@@ -287,7 +287,7 @@ SERVER = '''public class BsServer {
 
 
 def jobs(task: dict, code: str, command) -> tuple[Job, Job]:
-    from engine.roundtrip.languages import JAVA_HARNESS, java_class_name
+    from engine.roundtrip.programs import JAVA_HARNESS, java_class_name
 
     sig = syntax.signature("java", task["signature"])
     owner = java_class_name(task["code"])

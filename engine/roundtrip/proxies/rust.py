@@ -260,7 +260,7 @@ def _owned(kind: str) -> tuple[str, str]:
 
 
 def jobs(task: dict, code: str, script) -> tuple[Job, Job]:
-    from engine.roundtrip.languages import _join, _rename_main
+    from engine.roundtrip.programs import _join, _rename_main
 
     sig = syntax.signature("rust", task["signature"])
     context = task.get("context") or ""

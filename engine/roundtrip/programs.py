@@ -1,0 +1,52 @@
+"""Program text shared by the two ways a task runs (engine.roundtrip.languages, one sandboxed run;
+engine.roundtrip.proxies, a split run): the compile-then-run shell step, Java's harness class
+and class-name rule, renaming the tests' main, joining parts of a file, Go's package line. Its own module so that neither of those two imports the other.
+"""
+from __future__ import annotations
+
+import re
+
+from engine.roundtrip.sandbox import EXIT_COMPILE
+
+
+def _script(compile_step: str, run_step: str) -> list[str]:
+    return ["/bin/sh", "-c", f"{compile_step} || exit {EXIT_COMPILE}; exec {run_step}"]
+
+
+
+JAVA_HARNESS = """public class BabelscoreHarness {
+    public static void main(String[] args) throws Exception {
+        byte[] buffer = new byte[64];
+        int n;
+        try (java.io.FileInputStream in = new java.io.FileInputStream("/proc/self/fd/3")) { n = in.read(buffer); }
+        byte[] token = java.util.Arrays.copyOf(buffer, Math.max(n, 0));
+        java.io.FileOutputStream out = new java.io.FileOutputStream("/proc/self/fd/4");
+        ENTRY.main(args);
+        System.out.flush();
+        out.write(token);
+        out.write(" passed\\n".getBytes("US-ASCII"));
+        out.close();
+        Runtime.getRuntime().halt(0);
+    }
+}
+"""
+
+
+def java_class_name(code: str) -> str:
+    public = re.search(r"public\s+(?:final\s+|abstract\s+)*class\s+(\w+)", code)
+    return public.group(1) if public else "Solution"
+
+
+def _rename_main(tests: str, pattern: str, replacement: str, language: str) -> str:
+    renamed, count = re.subn(pattern, replacement, tests, count=1)
+    if count != 1:
+        raise ValueError(f"{language} tests need a main function to run ({pattern!r} not found)")
+    return renamed
+
+
+def _join(*parts: str) -> str:
+    return "\n\n".join(p.strip("\n") for p in parts if p and p.strip()) + "\n"
+
+
+def _go_file(source: str) -> str:
+    return source if re.match(r"\s*(//[^\n]*\n\s*)*package\s+\w+", source) else "package main\n\n" + source
