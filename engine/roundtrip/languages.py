@@ -27,7 +27,16 @@ from dataclasses import dataclass
 from typing import Mapping
 
 from engine.roundtrip.harness import python_harness
-from engine.roundtrip.programs import JAVA_HARNESS, _go_file, _join, _rename_main, _script, java_class_name
+from engine.roundtrip.programs import (
+    CPP_HARNESS,
+    JAVA_HARNESS,
+    RUST_HARNESS,
+    _go_file,
+    _join,
+    _rename_main,
+    _script,
+    java_class_name,
+)
 from engine.roundtrip.sandbox import SandboxLimits, SandboxResult, python_for, run_program
 
 LANGUAGES = ("python", "java", "javascript", "cpp", "go", "rust")
@@ -63,22 +72,6 @@ write(4, Buffer.concat([token, Buffer.from(' passed\\n')]));
 process.reallyExit(0);
 """
 
-CPP_HARNESS = """#include <string>
-#include <unistd.h>
-int babelscore_tests_main();
-int main() {
-    char token[64];
-    ssize_t n = read(3, token, sizeof token);
-    close(3);
-    int rc = babelscore_tests_main();
-    if (rc != 0 || n <= 0) return rc ? rc : 1;
-    std::string line(token, n);
-    line += " passed\\n";
-    if (write(4, line.data(), line.size()) < 0) return 1;
-    _exit(0);
-}
-"""
-
 GO_HARNESS = """package main
 
 import "os"
@@ -93,21 +86,6 @@ func main() {
 \tos.Exit(0)
 }
 """
-
-RUST_HARNESS = """
-fn main() {
-    use std::io::{Read, Write};
-    use std::os::unix::io::FromRawFd;
-    let mut token = Vec::new();
-    unsafe { std::fs::File::from_raw_fd(3) }.read_to_end(&mut token).expect("token");
-    babelscore_tests_main();
-    let mut out = unsafe { std::fs::File::from_raw_fd(4) };
-    out.write_all(&token).expect("verdict");
-    out.write_all(b" passed\\n").expect("verdict");
-    std::process::exit(0);
-}
-"""
-
 
 def build(task: Mapping[str, str], implementation: str, limits: SandboxLimits) -> Build:
     """The files and command of one test run of `implementation` against the task's tests."""

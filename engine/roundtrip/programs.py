@@ -1,6 +1,7 @@
 """Program text shared by the two ways a task runs (engine.roundtrip.languages, one sandboxed run;
 engine.roundtrip.proxies, a split run): the compile-then-run shell step, Java's harness class
-and class-name rule, renaming the tests' main, joining parts of a file, Go's package line. Its own module so that neither of those two imports the other.
+and class-name rule, the C++ and Rust harness mains, renaming the tests' main, joining parts of
+a file, Go's package line. Its own module so that neither of those two imports the other.
 """
 from __future__ import annotations
 
@@ -28,6 +29,39 @@ JAVA_HARNESS = """public class BabelscoreHarness {
         out.close();
         Runtime.getRuntime().halt(0);
     }
+}
+"""
+
+
+# The tests' side of C++ and Rust: read the token, run the renamed tests' main, write the verdict.
+# One copy serves the one-sandbox run and the split run's tests sandbox.
+CPP_HARNESS = """#include <string>
+#include <unistd.h>
+int babelscore_tests_main();
+int main() {
+    char token[64];
+    ssize_t n = read(3, token, sizeof token);
+    close(3);
+    int rc = babelscore_tests_main();
+    if (rc != 0 || n <= 0) return rc ? rc : 1;
+    std::string line(token, n);
+    line += " passed\\n";
+    if (write(4, line.data(), line.size()) < 0) return 1;
+    _exit(0);
+}
+"""
+
+RUST_HARNESS = """
+fn main() {
+    use std::io::{Read, Write};
+    use std::os::unix::io::FromRawFd;
+    let mut token = Vec::new();
+    unsafe { std::fs::File::from_raw_fd(3) }.read_to_end(&mut token).expect("token");
+    babelscore_tests_main();
+    let mut out = unsafe { std::fs::File::from_raw_fd(4) };
+    out.write_all(&token).expect("verdict");
+    out.write_all(b" passed\\n").expect("verdict");
+    std::process::exit(0);
 }
 """
 

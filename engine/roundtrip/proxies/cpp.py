@@ -257,21 +257,6 @@ int main() {
 }
 '''
 
-TESTS_HARNESS = r'''
-int babelscore_tests_main();
-int main() {
-    char token[64];
-    ssize_t n = read(3, token, sizeof token);
-    close(3);
-    int rc = babelscore_tests_main();
-    if (rc != 0 || n <= 0) return rc ? rc : 1;
-    std::string line(token, n);
-    line += " passed\n";
-    if (write(4, line.data(), line.size()) < 0) return 1;
-    _exit(0);
-}
-'''
-
 PROXY_CALL = r'''
 namespace bs {
 template <class R, class... A> R call(const A&... args) {
@@ -299,7 +284,7 @@ template <class R, class... A> R call(const A&... args) {
 
 
 def jobs(task: dict, code: str, script) -> tuple[Job, Job]:
-    from engine.roundtrip.programs import _join, _rename_main
+    from engine.roundtrip.programs import CPP_HARNESS, _join, _rename_main
 
     sig = syntax.signature("cpp", task["signature"])
     context = task.get("context") or ""
@@ -307,7 +292,7 @@ def jobs(task: dict, code: str, script) -> tuple[Job, Job]:
     proxy = (f"{task['signature']} {{\n    return bs::call<decltype(bs::result_of(&{sig.name}))>({names});\n}}\n")
     server_files = {"server.cpp": _join(CODEC, context, code, SERVER.replace("ENTRY", sig.name))}
     renamed = _rename_main(task["tests"], r"\bint\s+main\s*\(\s*(?:void\s*)?\)", "int babelscore_tests_main()", "cpp")
-    tests_files = {"tests.cpp": _join(CODEC, PROXY_CALL, context, proxy, renamed, TESTS_HARNESS)}
+    tests_files = {"tests.cpp": _join(CODEC, PROXY_CALL, context, proxy, renamed, CPP_HARNESS)}
     compile_flags = "g++ -std=c++17 -O1 -w -o program"
     return (Job(server_files, script(f"{compile_flags} server.cpp", "./program")),
             Job(tests_files, script(f"{compile_flags} tests.cpp", "./program")))

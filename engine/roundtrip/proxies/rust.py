@@ -228,17 +228,6 @@ fn babelscore_call<R: bs::Get>(args: &[&dyn bs::Put]) -> R {
     }
 }
 
-fn main() {
-    use std::io::{Read, Write};
-    use std::os::unix::io::FromRawFd;
-    let mut token = Vec::new();
-    unsafe { std::fs::File::from_raw_fd(3) }.read_to_end(&mut token).expect("token");
-    babelscore_tests_main();
-    let mut out = unsafe { std::fs::File::from_raw_fd(4) };
-    out.write_all(&token).expect("verdict");
-    out.write_all(b" passed\n").expect("verdict");
-    std::process::exit(0);
-}
 '''
 
 
@@ -260,7 +249,7 @@ def _owned(kind: str) -> tuple[str, str]:
 
 
 def jobs(task: dict, code: str, script) -> tuple[Job, Job]:
-    from engine.roundtrip.programs import _join, _rename_main
+    from engine.roundtrip.programs import RUST_HARNESS, _join, _rename_main
 
     sig = syntax.signature("rust", task["signature"])
     context = task.get("context") or ""
@@ -274,4 +263,4 @@ def jobs(task: dict, code: str, script) -> tuple[Job, Job]:
     renamed = _rename_main(task["tests"], r"\bfn\s+main\s*\(\s*\)", "fn babelscore_tests_main()", "rust")
     compile_step = "rustc --edition 2021 -C opt-level=1 -A warnings -o program main.rs"
     return (Job({"main.rs": _join(CODEC, context, code, server)}, script(compile_step, "./program")),
-            Job({"main.rs": _join(CODEC, context, proxy, renamed, PROXY_CALL)}, script(compile_step, "./program")))
+            Job({"main.rs": _join(CODEC, context, proxy, renamed, PROXY_CALL, RUST_HARNESS)}, script(compile_step, "./program")))
