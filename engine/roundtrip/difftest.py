@@ -1,37 +1,30 @@
-"""Differential testing: seeded inputs from a signature and its tests, and the sandboxed comparison.
+"""Differential testing (SONAR's correctness): the candidate and the reference as servers, compared in the engine.
 
-Inputs come from two sources, in this order:
-1. the argument tuples of the tests' own calls whose arguments are all literals
-   (`candidate(3, [1, 2])`, `f('abc')`), deduplicated in order of appearance;
-2. values drawn with `random.Random(seed)` per argument from its type hint (int, float,
-   str, bool, list/tuple/set/dict of those, Optional/Union), mixed with the literals of the
-   tests of the same type; an argument without a usable hint draws from all test literals.
+Inputs (written as Python literals, `repr` of an argument tuple) come from the function's
+signature and its tests: engine.roundtrip.inputs for Python (type hints and the tests' literal
+calls), engine.roundtrip.java_difftest for Java, engine.roundtrip.typed_inputs for C++, Go, Rust
+and JavaScript.
 
-Inputs are written as Python literals (`repr`) so the sandboxed harness reads them back with
-`ast.literal_eval` and no object crosses the process boundary except text.
-
-The original and the regenerated function each run in their own sandboxed process (the
-harness's `outcomes` mode, engine.roundtrip.harness): each call on a fresh copy of the input,
-with a per-call time limit, its outcome (return value encoded by type, or the exception type)
-sent back over the verdict channel. The engine reads each record with size and depth limits and
-compares the two lists itself (engine.roundtrip.wire): values by type and value (int, float and
-bool distinct; floats within 1e-9 of each other, NaN equal to NaN) or the same exception type.
-A record that is malformed, too deep, too long or of the wrong types makes the run `error`. An input on which the
-original runs out of time is not a usable test input: it is left out (not counted either way).
-The original's outcomes are computed once per task and shared by all its regenerations. The
-CPU and wall limits of one run grow with the number of inputs.
+Neither function reports its own answers. Each runs as the split run's server
+(engine.roundtrip.proxies) in a sandboxed run of its own, the task's reference solution in one,
+the regenerated function in another; the engine sends every input as a plain-value call
+(engine.roundtrip.caller) and compares the two parsed replies itself (engine.roundtrip.compare:
+int, float and bool distinct, floats within 1e-9 of each other only, the same exception name).
+An input on which the reference gives no usable answer (time-out, end, not plain data) counts
+neither way; a candidate's time-out, end, malformed or non-plain reply on an input disagrees on
+that input. The reference's outcomes are computed once per task and shared by every regeneration.
 """
 from __future__ import annotations
 
+import ast
 import dataclasses
 import hashlib
 import json
 import math
 import threading
-from typing import Mapping
+from typing import Any, Mapping
 
-from engine.roundtrip import wire
-from engine.roundtrip.harness import python_harness
+from engine.roundtrip import caller, compare
 from engine.roundtrip.inputs import (  # noqa: F401 - the input drawing, re-exported for callers
     ALPHABET,
     INT_RANGE,
@@ -40,95 +33,130 @@ from engine.roundtrip.inputs import (  # noqa: F401 - the input drawing, re-expo
     generate_inputs,
     test_literals,
 )
-from engine.roundtrip.sandbox import VERDICT_BYTES, SandboxLimits, SandboxResult, python_for, run_program
+from engine.roundtrip.sandbox import SandboxLimits, SandboxResult, python_for
+
+# Programming languages with differential testing (all six).
+CORRECTNESS_LANGUAGES = ("python", "java", "javascript", "cpp", "go", "rust")
 
 
-def same_outcome(original: list, regenerated: list) -> bool:
-    """Equal return values (by type and value, engine.roundtrip.wire), or the same exception type."""
-    return wire.same_outcome(original, regenerated)
-
-
-def _limits_for(limits: SandboxLimits, n_inputs: int, call_seconds: float) -> tuple[int, float]:
-    budget = math.ceil(n_inputs * call_seconds) + 2
-    return max(limits.cpu_seconds, budget), max(limits.wall_seconds, 2.0 * budget)
-
-
-# Programming languages with differential testing (the others have correctness NaN).
-CORRECTNESS_LANGUAGES = ("python", "java")
+def same_outcome(reference: tuple, candidate: tuple) -> bool | None:
+    """Agreement of two call outcomes (engine.roundtrip.compare)."""
+    return compare.same_outcome(reference, candidate)
 
 
 def task_inputs(task: Mapping[str, str], n: int, seed: int) -> list[str] | None:
-    """The task's differential-testing inputs, or None when its language or signature has none."""
-    if task["programming_language"] == "python":
-        return generate_inputs(task["signature"], task["tests"], task["entry_point"], n, seed)
-    if task["programming_language"] == "java":
-        from engine.roundtrip import java_difftest
+    """The task's differential-testing inputs, or None when its signature has none."""
+    language = task["programming_language"]
+    try:
+        if language == "python":
+            return generate_inputs(task["signature"], task["tests"], task["entry_point"], n, seed)
+        if language == "java":
+            from engine.roundtrip import java_difftest
 
-        return java_difftest.generate_inputs(task["signature"], task["tests"], n, seed)
+            return java_difftest.generate_inputs(task["signature"], task["tests"], n, seed)
+        if language in CORRECTNESS_LANGUAGES:
+            from engine.roundtrip import typed_inputs
+
+            return typed_inputs.generate_inputs(dict(task), n, seed)
+    except (ValueError, KeyError, SyntaxError):  # a signature the readers cannot take: no inputs
+        return None
     return None
 
 
-def outcomes(task: Mapping[str, str], code: str, inputs: list[str], limits: SandboxLimits,
-             call_seconds: float = 1.0) -> tuple[list[list] | None, SandboxResult]:
-    """One sandboxed run of `code` on every input: the encoded outcome per input, or None when the run broke."""
-    cpu, wall = _limits_for(limits, len(inputs), call_seconds)
+def _coerce(value: Any, hint: Any) -> Any:
+    """A Java input of its declared kind (Java's drawing may take an int literal for a double)."""
+    if hint == "float":
+        return float(value)
+    if hint == "char":
+        return str(value)[:1] or " "
+    if isinstance(hint, tuple) and hint[0] == "list" and isinstance(value, (list, tuple)):
+        return [_coerce(v, hint[1]) for v in value]
+    return value
+
+
+def calls_of(task: Mapping[str, str], inputs: list[str]) -> list[bytes]:
+    """Each input as the plain-value call a server reads (its argument list)."""
+    from engine.roundtrip import plain
+
+    hints = None
     if task["programming_language"] == "java":
-        from engine.roundtrip import java_difftest, languages
+        from engine.roundtrip import java_difftest
 
-        files = java_difftest.harness_files(task, code, inputs, call_seconds)
-        if files is None:
-            return None, SandboxResult("skipped", "unsupported Java signature", None, "", "", 0.0, limits.isolation)
-        result = languages.run_toolchain(languages.java_command("BabelscoreDiff", limits), files, limits,
-                                         cpu_seconds=cpu, wall_seconds=wall)
-    else:
-        files = {"_harness.py": python_harness(limits.isolation == "hook"), "impl.py": f"{task['context']}\n\n{code}\n",
-                 "inputs.json": json.dumps(inputs)}
-        argv = [python_for(limits), "-I", "-B", "_harness.py", "outcomes", "impl.py", "inputs.json", task["entry_point"],
-                json.dumps({"seconds": float(call_seconds)})]
-        result = run_program(argv, files, limits, cpu_seconds=cpu, wall_seconds=wall)
-    if result.status != "passed":
-        return None, result
+        parsed = java_difftest.parse_signature(task["signature"])
+        hints = parsed["hints"] if parsed else None
+    out = []
+    for text in inputs:
+        values = list(ast.literal_eval(text))
+        if hints is not None:
+            values = [_coerce(v, h) for v, h in zip(values, hints)]
+        out.append(plain.write(("l", [compare.from_python(v) for v in values])))
+    return out
+
+
+def _limits_for(limits: SandboxLimits, n_inputs: int, call_seconds: float) -> dict:
+    budget = math.ceil(n_inputs * call_seconds) + 2
+    return {"cpu_seconds": max(limits.cpu_seconds, budget), "wall_seconds": max(limits.wall_seconds, 2.0 * budget)}
+
+
+def outcomes(task: Mapping[str, str], code: str, inputs: list[str], limits: SandboxLimits,
+             call_seconds: float = 1.0) -> tuple[list[tuple] | None, SandboxResult]:
+    """`code` as a server, called on every input: one outcome per input (engine.roundtrip.caller),
+    or None (with the reason) when no server could be built for it."""
+    from engine.roundtrip.languages import java_command, runner, toolchain_missing
+    from engine.roundtrip.proxies import split_jobs
+
+    language = task["programming_language"]
+    why = toolchain_missing(language)
+    if why:
+        return None, SandboxResult("skipped", why, None, "", "", 0.0, "none")
     try:
-        record = wire.outcome_record(result.payload, len(inputs), VERDICT_BYTES)
-    except wire.WireError as exc:
-        # Whatever the program wrote is its row's error, never the stage's.
-        return None, dataclasses.replace(result, status="error", reason=f"differential-testing record refused: {exc}")
-    return record, result
+        jobs = split_jobs(dict(task), code, python_for(limits), limits.isolation == "hook",
+                          lambda main: java_command(main, limits))
+    except (ValueError, KeyError) as exc:
+        return None, SandboxResult("error", f"no server for this task: {type(exc).__name__}: {exc}", None, "", "", 0.0,
+                                   limits.isolation)
+    server, _tests, toolchain = jobs
+    run, startup = runner(toolchain, limits)
+    found, result = caller.call_all(server, run, calls_of(task, inputs), call_seconds, startup,
+                                    _limits_for(limits, len(inputs), call_seconds))
+    if result is None:
+        result = SandboxResult("error", "the server did not run", None, "", "", 0.0, limits.isolation)
+    if result.status == "compile_error":
+        return None, result
+    if result.status == "failed" and result.returncode == 0:
+        # A server that ended at the end of its calls reports no verdict: that is its normal end.
+        result = dataclasses.replace(result, status="passed", reason="")
+    return found, result
 
 
-_ORIGINALS: dict[str, tuple[list[list] | None, SandboxResult]] = {}
-_ORIGINALS_LOCK = threading.Lock()
+_REFERENCES: dict[str, tuple[list[tuple] | None, SandboxResult]] = {}
+_REFERENCES_LOCK = threading.Lock()
 
 
-def _original_outcomes(task: Mapping[str, str], inputs: list[str], limits: SandboxLimits, call_seconds: float):
-    """The original's outcomes, run once per (code, inputs, limits) and shared by every regeneration."""
-    key = hashlib.sha256(json.dumps([task["programming_language"], task["context"], task["code"], task["entry_point"],
-                                     task.get("signature", ""), inputs, call_seconds,
+def _reference_outcomes(task: Mapping[str, str], inputs: list[str], limits: SandboxLimits, call_seconds: float):
+    """The reference's outcomes, computed once per (code, inputs, limits) and shared by every regeneration."""
+    key = hashlib.sha256(json.dumps([task["programming_language"], task.get("context", ""), task["code"],
+                                     task["entry_point"], task.get("signature", ""), inputs, call_seconds,
                                      repr(limits)]).encode("utf-8")).hexdigest()
-    with _ORIGINALS_LOCK:
-        if key in _ORIGINALS:
-            return _ORIGINALS[key]
+    with _REFERENCES_LOCK:
+        if key in _REFERENCES:
+            return _REFERENCES[key]
     found = outcomes(task, task["code"], inputs, limits, call_seconds)
-    with _ORIGINALS_LOCK:
-        if len(_ORIGINALS) > 4096:
-            _ORIGINALS.clear()
-        _ORIGINALS[key] = found
+    with _REFERENCES_LOCK:
+        if len(_REFERENCES) > 4096:
+            _REFERENCES.clear()
+        _REFERENCES[key] = found
     return found
 
 
 def agreement(task: Mapping[str, str], regenerated: str, inputs: list[str], limits: SandboxLimits,
               call_seconds: float = 1.0) -> tuple[list[bool | None] | None, SandboxResult]:
-    """Per-input agreement of `regenerated` with the task's own code (None for an input on which
-    the original runs out of time), or None when either run broke.
-
-    The original and the regenerated code run in separate sandboxed processes; the engine
-    compares their outcomes here, so nothing the regenerated code prints or patches can
-    change its score.
-    """
-    original, original_run = _original_outcomes(task, inputs, limits, call_seconds)
-    if original is None or all(o[0] == "missing" for o in original):
-        return None, original_run
+    """Per-input agreement of `regenerated` with the task's reference solution (None for an input
+    on which the reference gives no usable answer), or None when either could not be run at all."""
+    reference, reference_run = _reference_outcomes(task, inputs, limits, call_seconds)
+    if reference is None or all(o[0] not in ("o", "x") for o in reference):
+        return None, reference_run
     mine, result = outcomes(task, regenerated, inputs, limits, call_seconds)
     if mine is None:
         return None, result
-    return [None if left[0] == "timeout" else same_outcome(left, right) for left, right in zip(original, mine)], result
+    return [same_outcome(left, right) for left, right in zip(reference, mine)], result

@@ -178,14 +178,20 @@ def _run_split(server, tests, toolchain: bool, limits: SandboxLimits) -> Sandbox
     if why:
         raise ConfigError(f"roundtrip.sandbox.isolation: {why}")
 
-    if toolchain:
-        wall = max(limits.wall_seconds, 2.0 * limits.toolchain_seconds)
+    run, startup = runner(toolchain, limits)
+    wall = max(limits.wall_seconds, startup)
+    return run_split(server, tests, run, wall)
 
+
+def runner(toolchain: bool, limits: SandboxLimits):
+    """(run(job, **run_program options), start-up seconds) of one side of a split run or a difftest server."""
+    if toolchain:
         def run(job, **kwargs):
             return run_toolchain(job.argv, job.files, limits, job.env, **kwargs)
-    else:
-        wall = limits.wall_seconds
 
-        def run(job, **kwargs):
-            return run_program(job.argv, job.files, limits, env=job.env, **kwargs)
-    return run_split(server, tests, run, wall)
+        return run, max(limits.wall_seconds, 2.0 * limits.toolchain_seconds)
+
+    def run_plain(job, **kwargs):
+        return run_program(job.argv, job.files, limits, env=job.env, **kwargs)
+
+    return run_plain, limits.wall_seconds

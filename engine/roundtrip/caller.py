@@ -1,0 +1,118 @@
+"""The engine as the caller of a candidate's server: differential testing outside the candidate's process.
+
+The function under test (a regeneration, or the task's reference solution) runs as the same
+small server as in a split run (engine.roundtrip.proxies: fd 3 calls, fd 4 replies, no token, no
+verdict channel), in a sandboxed run of its own. The engine writes each drawn input to it as a
+plain-value call (engine.roundtrip.plain) and reads each reply with the stream's size and depth
+limits. The outcome of each call is plain data parsed by the engine, never the program's own
+record of what it answered:
+
+| outcome | meaning |
+|---|---|
+| `("o", value)` | returned `value` (parsed plain value) |
+| `("x", name)` | raised an exception of type `name` |
+| `("z", why)` | returned something that is not plain data |
+| `("timeout",)` | no reply within `call_seconds` (the first call of a session also gets the start-up time) |
+| `("ended", why)` | the server ended, or its reply was malformed, too long or too deep |
+
+After a time-out or an end the server is stopped and a fresh one (a new sandboxed run) takes the
+next input, at most `MAX_SESSIONS` times per function; inputs left after that are `ended`.
+"""
+from __future__ import annotations
+
+import os
+import select
+import threading
+import time
+from typing import Callable, Sequence
+
+from engine.roundtrip import plain
+from engine.roundtrip.relay import SERVER_CALLS, SERVER_GRACE_S, SERVER_REPLIES, Job, read_message
+from engine.roundtrip.sandbox import SandboxResult
+from engine.roundtrip.wire import program_text
+
+MAX_SESSIONS = 4
+
+
+def _write_before(fd: int, data: bytes, deadline: float) -> None:
+    """All of `data`, or TimeoutError: a server that stops reading cannot block the engine."""
+    os.set_blocking(fd, False)
+    while data:
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([], [fd], [], left)[1]:
+            raise TimeoutError("the server did not read its call")
+        try:
+            data = data[os.write(fd, data):]
+        except BlockingIOError:
+            continue
+
+
+def _session(job: Job, run: Callable[..., SandboxResult], calls: Sequence[bytes], start: int, call_seconds: float,
+             startup_seconds: float, run_limits: dict) -> tuple[list[tuple], SandboxResult | None]:
+    """Outcomes of calls[start:] on one server, up to and including the first time-out or end."""
+    to_server_r, to_server_w = os.pipe()
+    from_server_r, from_server_w = os.pipe()
+    stop = threading.Event()
+    box: dict[str, object] = {}
+
+    def serve() -> None:
+        try:
+            box["result"] = run(job, channel={SERVER_CALLS: to_server_r, SERVER_REPLIES: from_server_w}, verdict=False,
+                                stop=stop, **run_limits)
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
+            box["failure"] = exc
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    outcomes: list[tuple] = []
+    try:
+        for index in range(start, len(calls)):
+            budget = call_seconds + (startup_seconds if index == start else 0.0)
+            deadline = time.monotonic() + budget
+            try:
+                _write_before(to_server_w, plain.frame(calls[index]), deadline)
+                raw = read_message(from_server_r, deadline)
+                if raw is None:
+                    raise EOFError("the server ended")
+                kind, value = plain.reply(raw)
+            except TimeoutError:
+                outcomes.append(("timeout",))
+                break
+            except (EOFError, BrokenPipeError):
+                outcomes.append(("ended", "the server ended before it replied"))
+                break
+            except (plain.PlainError, OSError) as exc:
+                outcomes.append(("ended", f"reply refused: {type(exc).__name__}: {str(exc)[:200]}"))
+                break
+            outcomes.append((kind, value[1] if kind in ("x", "z") else value))
+    finally:
+        os.close(to_server_w)  # the end of the calls: an idle server exits by itself
+        if outcomes and outcomes[-1][0] == "timeout":
+            stop.set()  # a server busy past its call's limit is not waited for
+        thread.join(timeout=SERVER_GRACE_S)
+        stop.set()
+        thread.join()
+        os.close(from_server_r)
+    if "failure" in box:
+        raise box["failure"]  # type: ignore[misc]
+    return outcomes, box.get("result")  # type: ignore[return-value]
+
+
+def call_all(job: Job, run: Callable[..., SandboxResult], calls: Sequence[bytes], call_seconds: float,
+             startup_seconds: float, run_limits: dict) -> tuple[list[tuple], SandboxResult | None]:
+    """One outcome per call (the module docstring's table), and the last server run's result."""
+    outcomes: list[tuple] = []
+    result: SandboxResult | None = None
+    for _ in range(MAX_SESSIONS):
+        if len(outcomes) >= len(calls):
+            break
+        found, result = _session(job, run, calls, len(outcomes), call_seconds, startup_seconds, run_limits)
+        outcomes += found
+        if result is not None and result.status == "compile_error":
+            break
+    why = "the server ended too often" if result is None or result.status != "compile_error" else "compile error"
+    outcomes += [("ended", why)] * (len(calls) - len(outcomes))
+    if result is not None and result.stderr and result.status != "passed":
+        result = SandboxResult(result.status, f"{result.reason}; stderr: {program_text(result.stderr)}",
+                               result.returncode, "", "", result.wall_s, result.isolation)
+    return outcomes, result

@@ -1,0 +1,87 @@
+"""Typed comparison of plain values (engine.roundtrip.plain), in the engine, for the verdicts.
+
+Both differential testing (a candidate's reply against the reference's reply to the same call)
+and the tests' equality assertions (engine.roundtrip.relay's `c` messages) compare here, on
+values the engine parsed itself with size and depth limits; no object of a sandboxed program is
+ever compared. The rules:
+
+- the kinds must be the same: `i` (integer), `d` (float), `t`/`f` (booleans), `s`, `n`, `l`
+  (list), `u` (tuple), `e` (set), `m` (map) are distinct, so `1`, `1.0` and `True` are three
+  different answers, and a list is not a tuple;
+- two floats agree when `math.isclose(x, y, rel_tol=FLOAT_TOLERANCE, abs_tol=FLOAT_TOLERANCE)`
+  or both are NaN; the tolerance applies only between two floats (a float 5e-10 from an
+  integer answer does not agree);
+- lists and tuples compare item by item; sets compare by the exact stream text of their elements
+  (no float tolerance inside a set); maps compare by the exact stream text of their keys and the
+  typed rules for their values; a map with a repeated key agrees with nothing.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from engine.roundtrip import plain
+
+FLOAT_TOLERANCE = 1e-9
+
+
+def same(a: Any, b: Any) -> bool:
+    """Typed equality of two parsed plain values (the module docstring's rules)."""
+    kind = a[0]
+    if kind != b[0]:
+        return False
+    if kind in ("n", "t", "f"):
+        return True
+    if kind == "d":
+        x, y = a[1], b[1]
+        if math.isnan(x) or math.isnan(y):
+            return math.isnan(x) and math.isnan(y)
+        return math.isclose(x, y, rel_tol=FLOAT_TOLERANCE, abs_tol=FLOAT_TOLERANCE)
+    if kind in ("i", "s"):
+        return a[1] == b[1]
+    if kind in ("l", "u"):
+        return len(a[1]) == len(b[1]) and all(same(x, y) for x, y in zip(a[1], b[1]))
+    if kind == "e":
+        return sorted(plain.write(x) for x in a[1]) == sorted(plain.write(y) for y in b[1])
+    if kind == "m":
+        left = {plain.write(k): v for k, v in a[1]}
+        right = {plain.write(k): v for k, v in b[1]}
+        if len(left) != len(a[1]) or len(right) != len(b[1]) or left.keys() != right.keys():
+            return False
+        return all(same(left[k], right[k]) for k in left)
+    return False
+
+
+def same_outcome(reference: tuple, candidate: tuple) -> bool | None:
+    """Agreement of one call's outcomes (engine.roundtrip.caller): equal returned values, or the
+    same exception name on both sides. None when the reference gave no usable answer (it ran out
+    of time, ended or sent what is not plain data): such an input counts neither way."""
+    if reference[0] not in ("o", "x"):
+        return None
+    if reference[0] != candidate[0]:
+        return False
+    if reference[0] == "x":
+        return reference[1] == candidate[1]
+    return same(reference[1], candidate[1])
+
+
+def from_python(value: Any) -> Any:
+    """A Python value drawn by the engine (an input) as a parsed plain value; ValueError otherwise."""
+    if value is None:
+        return ("n",)
+    kind = type(value)
+    if kind is bool:
+        return ("t",) if value else ("f",)
+    if kind is int:
+        return ("i", value)
+    if kind is float:
+        return ("d", value)
+    if kind is str:
+        return ("s", value)
+    if kind in (list, tuple):
+        return ("l" if kind is list else "u", [from_python(v) for v in value])
+    if kind in (set, frozenset):
+        return ("e", [from_python(v) for v in value])
+    if kind is dict:
+        return ("m", [(from_python(k), from_python(v)) for k, v in value.items()])
+    raise ValueError(f"a {kind.__name__} is not a plain value")
