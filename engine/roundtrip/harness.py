@@ -11,20 +11,15 @@ writes `<token> <word>` to fd 4 only at the end:
   an object with its own `__eq__` that says "equal" to everything cannot pass an assert.
   `sys.exit(0)`, `os._exit(0)`, exit handlers and printed markers all end the run without
   the token, hence `failed`.
-- mode `outcomes`: executes the implementation and calls the entry point on each
-  differential-testing input (a per-call time limit from SIGALRM), then reports `outcomes`
-  with one JSON-encoded outcome per input. The engine compares the outcomes of the original
-  and of the regenerated code, each from its own sandboxed run (engine.roundtrip.difftest).
-
 - mode `proxied`: the tests run against a proxy of the entry point (engine.roundtrip.proxies.
   python) that calls the candidate in a sandbox of its own (engine.roundtrip.relay); the
   candidate's code never runs in this process. This is how every task with an entry point is
   tested; mode `tests` (the candidate in this process, guarded) remains for whole programs
-  without an entry point, which have no candidate to keep apart.
+  without an entry point, which have no candidate to keep apart. Its `assert x == y` and
+  `assert x != y` are decided by the engine's typed comparison (engine.roundtrip.relay).
 
-In mode `outcomes` the candidate runs in this process and could forge the record: it gains
-nothing, because the record holds only the candidate's own answers, which the engine reads with
-limits and compares with the original's from another run (engine.roundtrip.wire).
+Differential testing runs no harness of this module: the engine calls the candidate's server
+itself (engine.roundtrip.caller).
 """
 from __future__ import annotations
 
@@ -80,98 +75,27 @@ def _load(path, space):
         exec(compile(handle.read(), path, "exec"), space)
 
 
-def _encode(value, depth=0):
-    kind = type(value)
-    if depth > 30:  # engine.roundtrip.wire.MAX_DEPTH is 32
-        return ["object", "too-deep"]
-    if kind is bool:
-        return ["bool", value]
-    if kind is int:
-        return ["int", str(value)]
-    if kind is float:
-        return ["float", repr(value)]
-    if kind is str:
-        return ["str", value]
-    if value is None:
-        return ["none"]
-    if kind in (list, tuple):
-        return [kind.__name__, [_encode(v, depth + 1) for v in value]]
-    if kind in (set, frozenset):
-        import json
-        return ["set", sorted(json.dumps(_encode(v, depth + 1)) for v in value)]
-    if kind is dict:
-        import json
-        return ["dict", sorted(([_encode(k, depth + 1), _encode(v, depth + 1)] for k, v in value.items()),
-                               key=lambda kv: json.dumps(kv[0]))]
-    if kind in (bytes, complex):
-        return [kind.__name__, repr(value)]
-    return ["object", kind.__qualname__]
-
-
-def _outcomes(space, entry, inputs, seconds):
-    import ast, copy, signal
-
-    class _Late(BaseException):
-        pass
-
-    def _alarm(signum, frame):
-        raise _Late()
-
-    signal.signal(signal.SIGALRM, _alarm)
-    fn = space.get(entry)
-    out = []
-    for text in inputs:
-        if not callable(fn):
-            out.append(["missing"])
-            continue
-        args = ast.literal_eval(text)
-        signal.setitimer(signal.ITIMER_REAL, seconds)
-        try:
-            out.append(["ok", _encode(fn(*copy.deepcopy(args)))])
-        except _Late:
-            out.append(["timeout"])
-        except RecursionError:
-            out.append(["raise", "RecursionError"])
-        except Exception as exc:
-            out.append(["raise", type(exc).__name__])
-        finally:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-    return out
-
-
 def _main():
-    import json, traceback
+    import traceback
     mode, impl, tests, entry, extra = sys.argv[1:6]
     sys.argv = [impl]
     sys.path.insert(0, os.getcwd())
     space = {"__name__": "__main__", "__builtins__": builtins}
     try:
-        if mode == "outcomes":
-            options = json.loads(extra)
-            import signal
-            # Module-level code that never ends must not eat the budget of every input.
-            signal.signal(signal.SIGALRM, signal.default_int_handler)
-            signal.setitimer(signal.ITIMER_REAL, max(2.0, options["seconds"]))
-            try:
-                _load(impl, space)
-            except BaseException:
-                space = {}
-            finally:
-                signal.setitimer(signal.ITIMER_REAL, 0)
-            with open(tests, encoding="utf-8") as handle:
-                inputs = json.load(handle)
-            result = json.dumps(_outcomes(space, entry, inputs, options["seconds"]))
-            _report("outcomes", result)
-            _exit(0)
         _load(impl, space)
         checked = dict(space)
         checked["__builtins__"] = dict(_CLEAN_BUILTINS)
         if mode == "proxied":
-            # The candidate is in another sandbox (engine.roundtrip.relay): only values come back.
+            # The candidate is in another sandbox (engine.roundtrip.relay): only values come back,
+            # and the engine compares them with the tests' expected values.
             checked[entry] = _proxy_for(entry)
-        elif entry and callable(space.get(entry)):
-            checked[entry] = _guard(space[entry])
-        _load(tests, checked)
+            checked["_bs_same"] = _bs_same
+            with open(tests, encoding="utf-8") as handle:
+                exec(_bs_typed(handle.read(), tests), checked)
+        else:
+            if entry and callable(space.get(entry)):
+                checked[entry] = _guard(space[entry])
+            _load(tests, checked)
         if extra == "check":
             checked["check"](checked[entry])
     except MemoryError:

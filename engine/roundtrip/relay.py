@@ -8,7 +8,10 @@ sends each call on fd 5 and reads the reply on fd 6. The two runs share no proce
 file, module or namespace; the engine sits between them and forwards only plain values
 (engine.roundtrip.plain), each reply parsed with size and depth limits and written anew, so a
 malformed, deep or huge reply never reaches the tests and no object of the candidate's is ever
-compared. The tests' own asserts compare the decoded values in the tests' language.
+compared. The tests' equality assertions in Python and JavaScript send both sides to the
+engine (`c l2 <actual> <expected>` on the call channel), which compares them by type and value
+(engine.roundtrip.compare) and answers `o t` or `o f`; the typed languages compare values the
+proxy decoded into the declared types.
 
 The verdict is the tests' run's (`passed` only with the token after the last test), made
 `failed` whenever the engine had to refuse a reply (`z` to the proxy, which raises an error no
@@ -26,7 +29,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-from engine.roundtrip import plain
+from engine.roundtrip import compare, plain
 from engine.roundtrip.sandbox import SandboxResult
 from engine.roundtrip.wire import program_text
 
@@ -109,7 +112,9 @@ def _relay_calls(calls_in: int, to_server: int, from_server: int, replies_out: i
             return
         if call is None:
             return
-        if state.broken:
+        if call[:2] == b"c ":
+            answer = compared(call)
+        elif state.broken:
             answer = b"z " + plain.write(("s", state.broken))
         else:
             try:
@@ -131,6 +136,19 @@ def _relay_calls(calls_in: int, to_server: int, from_server: int, replies_out: i
             _write_all(replies_out, plain.frame(answer))
         except OSError:
             return
+
+
+def compared(message: bytes) -> bytes:
+    """The engine's answer (`o t` / `o f`) to a tests' assertion `c l2 <actual> <expected>`:
+    the two values compared by type and value (engine.roundtrip.compare), never by the tests'
+    language. A message that is not two plain values is answered `o f`."""
+    try:
+        value, end = plain.parse(message[2:])
+    except plain.PlainError:
+        return b"o f"
+    if end != len(message) - 2 or value[0] != "l" or len(value[1]) != 2:
+        return b"o f"
+    return b"o t" if compare.same(*value[1]) else b"o f"
 
 
 def _close(fd: int) -> None:

@@ -133,6 +133,33 @@ globalThis.__babelscoreCall = function (args) {
   throw new BsCandidateBroken(value);
 };
 let bsBroken = '';
+// The equality assertions of node:assert, decided by the engine's typed comparison: both sides
+// go to the engine as plain values (`c l2 <actual> <expected>`), never compared by JavaScript.
+const bsAssert = require('assert');
+function bsSame(a, b) {
+  const x = [], y = [];
+  try { bsWrite(a, x, 1); bsWrite(b, y, 1); } catch (e) { if (e instanceof BsNotPlain) return null; throw e; }
+  bsSend(5, 'c l2 ' + x.join('') + ' ' + y.join(''));
+  const reply = bsRecv(6);
+  if (reply === null) { bsBroken = 'the engine closed the call channel'; throw new BsCandidateBroken(bsBroken); }
+  return reply.toString('latin1') === 'o t';
+}
+const bsTyped = Object.assign(function assert(value, message) { return bsAssert(value, message); }, bsAssert);
+for (const [name, negated] of [['equal', false], ['strictEqual', false], ['deepEqual', false], ['deepStrictEqual', false],
+                               ['notEqual', true], ['notStrictEqual', true], ['notDeepEqual', true], ['notDeepStrictEqual', true]]) {
+  bsTyped[name] = function (actual, expected, message) {
+    const same = bsSame(actual, expected);
+    if (same === null) return bsAssert[negated ? 'notDeepStrictEqual' : 'deepStrictEqual'](actual, expected, message);
+    if (same === negated) throw new bsAssert.AssertionError({ actual, expected, operator: name, message });
+  };
+}
+bsTyped.strict = bsTyped;
+const bsModule = require('module');
+const bsLoad = bsModule._load;
+bsModule._load = function (request, ...rest) {
+  if (['assert', 'node:assert', 'assert/strict', 'node:assert/strict'].includes(request)) return bsTyped;
+  return bsLoad.call(this, request, ...rest);
+};
 require('./program.js');
 if (bsBroken) { process.stderr.write('candidate broken: ' + bsBroken + '\n'); process.reallyExit(1); }
 bsWriteSync(4, Buffer.concat([bsToken, Buffer.from(' passed\n')]));
