@@ -16,7 +16,9 @@ record of what it answered:
 | `("ended", why)` | the server ended, or its reply was malformed, too long or too deep |
 
 After a time-out or an end the server is stopped and a fresh one (a new sandboxed run) takes the
-next input, at most `MAX_SESSIONS` times per function; inputs left after that are `ended`.
+next input, at most `MAX_SESSIONS` times per function (never after a refused reply: the server's
+codec writes only well-formed replies, so a malformed one is the candidate writing on the pipe) (not after two sessions in a row that
+answered no call in time: a load that never ends is not retried); inputs left after that are `ended`.
 """
 from __future__ import annotations
 
@@ -32,6 +34,7 @@ from engine.roundtrip.sandbox import SandboxResult
 from engine.roundtrip.wire import program_text
 
 MAX_SESSIONS = 4
+REFUSED = ("ended", "reply refused: malformed, too long or too deep")
 
 
 def _write_before(fd: int, data: bytes, deadline: float) -> None:
@@ -81,14 +84,14 @@ def _session(job: Job, run: Callable[..., SandboxResult], calls: Sequence[bytes]
             except (EOFError, BrokenPipeError):
                 outcomes.append(("ended", "the server ended before it replied"))
                 break
-            except (plain.PlainError, OSError) as exc:
-                outcomes.append(("ended", f"reply refused: {type(exc).__name__}: {str(exc)[:200]}"))
+            except (plain.PlainError, OSError):
+                outcomes.append(REFUSED)
                 break
             outcomes.append((kind, value[1] if kind in ("x", "z") else value))
     finally:
         os.close(to_server_w)  # the end of the calls: an idle server exits by itself
-        if outcomes and outcomes[-1][0] == "timeout":
-            stop.set()  # a server busy past its call's limit is not waited for
+        if outcomes and (outcomes[-1][0] == "timeout" or outcomes[-1] == REFUSED):
+            stop.set()  # a server busy past its call's limit, or one that broke the stream, is not waited for
         thread.join(timeout=SERVER_GRACE_S)
         stop.set()
         thread.join()
@@ -103,6 +106,7 @@ def call_all(job: Job, run: Callable[..., SandboxResult], calls: Sequence[bytes]
     """One outcome per call (the module docstring's table), and the last server run's result."""
     outcomes: list[tuple] = []
     result: SandboxResult | None = None
+    silent = 0
     for _ in range(MAX_SESSIONS):
         if len(outcomes) >= len(calls):
             break
@@ -110,7 +114,14 @@ def call_all(job: Job, run: Callable[..., SandboxResult], calls: Sequence[bytes]
         outcomes += found
         if result is not None and result.status == "compile_error":
             break
-    why = "the server ended too often" if result is None or result.status != "compile_error" else "compile error"
+        if found and found[-1] == REFUSED:
+            break  # only the candidate's own writes on its reply pipe break the stream: no second chance
+        silent = silent + 1 if found == [("timeout",)] else 0
+        if silent == 2:
+            break  # two servers in a row answered nothing in time: a load that never ends is not retried
+    why = REFUSED[1] if outcomes and outcomes[-1] == REFUSED else "the server ended too often" if result is None or result.status != "compile_error" else "compile error"
+    if outcomes and outcomes[-1] == ("timeout",) and len(outcomes) < len(calls):
+        why = "the server did not reply within start-up plus one call's time"
     outcomes += [("ended", why)] * (len(calls) - len(outcomes))
     if result is not None and result.stderr and result.status != "passed":
         result = SandboxResult(result.status, f"{result.reason}; stderr: {program_text(result.stderr)}",
