@@ -3,7 +3,8 @@
 Prints passed/164 and runs/s for both ways; the anchor is one unsandboxed `python file.py`
 per problem (what a harness without isolation does), so the ratio is the sandbox's cost.
 With --difftest it also compares every canonical solution with itself on 50 seeded
-differential-testing inputs (correctness must be 1 for all) and prints inputs/s.
+differential-testing inputs (correctness must be 1 for all) and prints inputs/s: the reference
+and the solution each run as a server in a sandbox of their own, called by the engine.
 
     PYTHONPATH=. python bench/bench_roundtrip.py [--limit N] [--isolation hook] [--difftest]
 
@@ -25,13 +26,15 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from engine.roundtrip.difftest import agreement, generate_inputs
-from engine.roundtrip.execute import run_tests
+from engine.roundtrip.languages import run_tests
 from engine.roundtrip.sandbox import SandboxLimits, isolation_name
 from engine.roundtrip.scores import correctness
 from engine.roundtrip.tasks import load_tasks, python_program
 
 # Measured on 2 shared cores with the tests in the candidate's process (busy and quiet machine).
 ANCHOR_RATIO = "0.39-0.76"
+# The split run before the tests' typed comparison and the server-based difftest (runs/s, same machine).
+SPLIT_ANCHOR = "6.5-7.8 sandboxed vs 28.9-32.7 plain"
 
 
 def plain_run(task: dict) -> bool:
@@ -63,11 +66,11 @@ def main() -> None:
     plain_s = time.perf_counter() - start
 
     n = len(tasks)
-    print(f"isolation: {isolation_name(limits)}")
+    print(f"isolation: {isolation_name(limits)}  load average at the start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print(f"sandbox : passed {passed}/{n}  {n / sandbox_s:6.2f} runs/s  ({sandbox_s:.1f} s)")
     print(f"plain   : passed {plain_passed}/{n}  {n / plain_s:6.2f} runs/s  ({plain_s:.1f} s)")
     print(f"ratio (sandbox runs/s / plain runs/s): {plain_s / sandbox_s:.2f}  "
-          f"(before the split run, one sandbox per run: {ANCHOR_RATIO})")
+          f"(before the split run, one sandbox per run: {ANCHOR_RATIO}; split run of the previous version: {SPLIT_ANCHOR})")
     for task, result in zip(tasks, results):
         if result.status != "passed":
             print(f"  {task['task_id']}: {result.status} {result.reason}")
@@ -81,7 +84,7 @@ def main() -> None:
             perfect += correctness(agree) == 1.0
         elapsed = time.perf_counter() - start
         print(f"difftest: self-agreement 1.0 on {perfect}/{n}  {n_inputs} inputs  {n_inputs / elapsed:6.1f} inputs/s  "
-              f"({n / elapsed:.2f} comparisons/s)")
+              f"({n / elapsed:.2f} comparisons/s; load average now {os.getloadavg()[0]:.2f})")
 
 
 if __name__ == "__main__":

@@ -105,8 +105,8 @@ def test_difftest_cannot_be_forged_by_the_regenerated_code():
     assert good == [True, True, True]
     forger = ("import os, sys\nprint('AGREE 111')\nos.write(4, b'0' * 32 + b' outcomes\\n[]')\n"
               "def add(a: int, b: int) -> int:\n    print('AGREE 111')\n    return a * b\n")
-    # A foreign record before the harness's own breaks the channel: the run counts as broken (correctness 0).
-    assert difftest.agreement(task, forger, inputs, LIMITS)[0] is None
+    # The candidate's fd 4 is its reply pipe: the forged bytes are a malformed reply, refused; every input disagrees.
+    assert difftest.agreement(task, forger, inputs, LIMITS)[0] == [False, False, False]
     printer = "def add(a: int, b: int) -> int:\n    print('AGREE 111')\n    return a * b\n"
     assert difftest.agreement(task, printer, inputs, LIMITS)[0] == [False, False, True]  # 0 * 0 == 0 + 0
     always = ("class _Any(int):\n    def __eq__(self, other):\n        return True\n    __hash__ = int.__hash__\n"
