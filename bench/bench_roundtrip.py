@@ -56,6 +56,7 @@ def main() -> None:
         tasks = tasks[: args.limit]
     limits = SandboxLimits(isolation=args.isolation, cpu_seconds=10, wall_seconds=20.0)
 
+    load_at_start = os.getloadavg()
     start = time.perf_counter()
     results = [run_tests(task, task["code"], limits) for task in tasks]
     sandbox_s = time.perf_counter() - start
@@ -66,7 +67,7 @@ def main() -> None:
     plain_s = time.perf_counter() - start
 
     n = len(tasks)
-    print(f"isolation: {isolation_name(limits)}  load average at the start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print(f"isolation: {isolation_name(limits)}  load average at the start: {' '.join(f'{x:.2f}' for x in load_at_start)}")
     print(f"sandbox : passed {passed}/{n}  {n / sandbox_s:6.2f} runs/s  ({sandbox_s:.1f} s)")
     print(f"plain   : passed {plain_passed}/{n}  {n / plain_s:6.2f} runs/s  ({plain_s:.1f} s)")
     print(f"ratio (sandbox runs/s / plain runs/s): {plain_s / sandbox_s:.2f}  "
