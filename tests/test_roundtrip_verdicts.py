@@ -131,3 +131,33 @@ def test_inputs_for_every_language_follow_the_declared_types():
     js = {**ADD["javascript"], "tests": "assert.strictEqual(addNumbers(1.5, [1, 2]), 3);"}
     first = difftest.task_inputs(js, 5, seed=1)
     assert first[0] == "(1.5, [1, 2])" and all(type(eval(t)[0]) is float for t in first)  # noqa: S307
+
+
+# Attacks on correctness itself: the answers are replies the engine reads and compares with the
+# reference's from another sandbox, so nothing in the candidate's process can make them agree.
+# (On the main of 2026-12-01 the Python ones were already contained by the typed record, and
+# JavaScript had no correctness: these check the new path, they did not forge before.)
+DIFF_ATTACKS = {
+    "python: an int subclass equal to everything": (
+        ADD["python"], "    class A(int):\n        def __eq__(self, other):\n            return True\n"
+                       "        __hash__ = int.__hash__\n    return A(a - b)\n"),
+    "python: prints the expected output": (ADD["python"], "    print(a + b)\n    return a - b\n"),
+    "python: looks for the tests and the reference's answers": (
+        ADD["python"], "    import glob, os, re\n    for path in glob.glob('/proc/*/cmdline') + glob.glob('*') + glob.glob('/tmp/*'):\n"
+                       "        try:\n            text = open(path, 'rb').read().decode('latin1')\n        except OSError:\n"
+                       "            continue\n        if 'assert' in text or 'add_numbers' in text and path != 'impl.py':\n"
+                       "            return int((re.findall(r'== *(-?\\d+)', text) or [a - b])[0])\n    return a - b\n"),
+    "javascript: an object whose valueOf is the answer": (ADD["javascript"], "\n  return { valueOf: () => a + b };\n}\n"),
+    "javascript: a float 5e-10 off the int answer": (ADD["javascript"], "\n  return a + b + 5e-10;\n}\n"),
+}
+
+
+@needs_bwrap
+@pytest.mark.parametrize("attack", sorted(DIFF_ATTACKS))
+def test_correctness_cannot_be_forged_from_the_candidates_process(attack):
+    task, completion = DIFF_ATTACKS[attack]
+    why = toolchain_missing(task["programming_language"])
+    if why:
+        pytest.skip(why)
+    row = _through_the_stage(task, completion, difftest.task_inputs(task, 6, seed=3))
+    assert row["pass_at_1"] == 0.0 and row["correctness"] < 0.5, row

@@ -154,8 +154,10 @@ def agreement(task: Mapping[str, str], regenerated: str, inputs: list[str], limi
     """Per-input agreement of `regenerated` with the task's reference solution (None for an input
     on which the reference gives no usable answer), or None when either could not be run at all."""
     reference, reference_run = _reference_outcomes(task, inputs, limits, call_seconds)
-    if reference is None or all(o[0] not in ("o", "x") for o in reference):
+    if reference is None:
         return None, reference_run
+    if all(o[0] not in ("o", "x") for o in reference):
+        return [None] * len(inputs), reference_run  # no usable input: correctness NaN, the candidate need not run
     mine, result = outcomes(task, regenerated, inputs, limits, call_seconds)
     if mine is None:
         return None, result
