@@ -70,7 +70,8 @@ def test_correctness_in_each_language_honest_one_deep_replies_zero(language):
     assert honest["status"] == "passed" and honest["correctness"] == 1.0 and honest["n_inputs"] == 6, honest
     forged = _through_the_stage(task, DEEP_REPLY[language], inputs)
     assert forged["pass_at_1"] == 0.0 and forged["correctness"] < 0.5, forged
-    assert forged["status"] in ("failed", "error"), forged
+    # (`timeout` when a loaded machine lets the wall clock end the tests' run first: still no pass.)
+    assert forged["status"] in ("failed", "error", "timeout"), forged
 
 
 # Each passed on the main of 2026-12-01 (the tests compared with their own language's `==`;
