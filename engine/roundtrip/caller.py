@@ -119,7 +119,9 @@ def call_all(job: Job, run: Callable[..., SandboxResult], calls: Sequence[bytes]
         silent = silent + 1 if found == [("timeout",)] else 0
         if silent == 2:
             break  # two servers in a row answered nothing in time: a load that never ends is not retried
-    why = REFUSED[1] if outcomes and outcomes[-1] == REFUSED else "the server ended too often" if result is None or result.status != "compile_error" else "compile error"
+    why = "compile error" if result is not None and result.status == "compile_error" else "the server ended too often"
+    if outcomes and outcomes[-1] == REFUSED:
+        why = REFUSED[1]
     if outcomes and outcomes[-1] == ("timeout",) and len(outcomes) < len(calls):
         why = "the server did not reply within start-up plus one call's time"
     outcomes += [("ended", why)] * (len(calls) - len(outcomes))

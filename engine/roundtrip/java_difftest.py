@@ -15,12 +15,10 @@ import random
 import re
 from typing import Any
 
-from engine.roundtrip.languages import java_class_name
-
-# Suffix of a literal, or the cast before it (ending in a space).
+# Java's integer and floating-point type names (the keys are what counts).
 _INTS = {"int": "", "long": "L", "short": "(short) ", "byte": "(byte) ", "Integer": "", "Long": "L", "Short": "(short) ",
          "Byte": "(byte) "}
-_FLOATS = {"double": "d", "float": "f", "Double": "d", "Float": "f"}  # "f": cast to float
+_FLOATS = {"double": "d", "float": "f", "Double": "d", "Float": "f"}
 _BOXES = {"int": "Integer", "long": "Long", "short": "Short", "byte": "Byte", "double": "Double", "float": "Float",
           "boolean": "Boolean", "char": "Character"}
 _SIGNATURE = re.compile(r"^(?P<mods>(?:(?:public|private|protected|static|final|synchronized)\s+)*)"
