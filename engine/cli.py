@@ -11,6 +11,7 @@ from typing import Any
 from engine.errors import (
     BabelscoreError,
     ConfigError,
+    DamagedModelError,
     InputError,
     ModelLoadError,
     PartFailedError,
@@ -68,6 +69,8 @@ def next_step(args: argparse.Namespace, exc: BaseException) -> str | None:
         return None
     out = Path(args.out)
     if isinstance(exc, PartFailedError):
+        if exc.files_caused and not exc.config_caused:
+            return f"repair or re-download the model file named above, then continue: {_command(args, resume=True)}"
         if exc.config_caused:
             new_out = str(out.with_name(out.name + "-2"))
             return (
@@ -75,6 +78,8 @@ def next_step(args: argparse.Namespace, exc: BaseException) -> str | None:
                 f"cannot --resume {out}): {_command(args, new_out)}"
             )
         return f"fix the cause, then continue (committed parts are kept): {_command(args, resume=True)}"
+    if isinstance(exc, DamagedModelError):
+        return f"repair or re-download the model file named above, then run: {_command(args)}"
     if isinstance(exc, (ConfigError, ModelLoadError)):
         fresh = not (out / "manifest.json").exists()
         target = args.out if fresh else str(out.with_name(out.name + "-2"))
