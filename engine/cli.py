@@ -12,6 +12,7 @@ from engine.errors import (
     BabelscoreError,
     ConfigError,
     DamagedModelError,
+    DiskFullError,
     InputError,
     ModelLoadError,
     PartFailedError,
@@ -78,6 +79,8 @@ def next_step(args: argparse.Namespace, exc: BaseException) -> str | None:
                 f"cannot --resume {out}): {_command(args, new_out)}"
             )
         return f"fix the cause, then continue (committed parts are kept): {_command(args, resume=True)}"
+    if isinstance(exc, DiskFullError):
+        return f"free space on that disk, then continue (committed parts are kept): {_command(args, resume=True)}"
     if isinstance(exc, DamagedModelError):
         return f"repair or re-download the model file named above, then run: {_command(args)}"
     if isinstance(exc, (ConfigError, ModelLoadError)):

@@ -35,6 +35,12 @@ class DamagedModelError(ModelLoadError):
     `--resume` once the file is repaired."""
 
 
+class DiskFullError(BabelscoreError):
+    """A write into the run directory found its filesystem full (or over quota). Nothing
+    half-written is left that looks complete (engine/io/atomic.py); committed parts are kept, so
+    the run continues with `--resume` once space is freed."""
+
+
 class PartFailedError(BabelscoreError):
     """A part kept failing after its retries; the run is marked failed.
 
