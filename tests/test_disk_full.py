@@ -26,13 +26,13 @@ from tests._run_compare import assert_runs_equal
 
 @pytest.fixture(scope="module")
 def case(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    from tests.test_ray_executor import load_make_synthetic
+    from tests._synthetic import write_synthetic
 
     folder = tmp_path_factory.mktemp("disk-full")
-    input_path = load_make_synthetic().write_synthetic(folder / "in.parquet", 20)
+    input_path = write_synthetic(folder / "in.parquet", 20)
     config = folder / "config.yaml"
     config.write_text(f"name: disk-full\ninput: {input_path}\npart_size: 5\nstages: [score]\nscore:\n  scorers:\n"
-                      "    - kind: lexical\n")
+                      "    - kind: lexical\n      metrics: [bleu]\n")
     runner.execute_run(load_config(config), str(folder / "clean"), executor_name="local")
     return config, folder / "clean"
 
@@ -76,6 +76,7 @@ def test_full_disk_in_a_part_write_then_resume(case, tmp_path, monkeypatch, capl
     monkeypatch.setattr(atomic.pq, "write_table", write)
     assert _cli(config, out, "--resume") == 0
     assert_runs_equal(out, clean)
+    assert cli.main(["diff", str(out), str(clean)]) == 0  # as a user would check it
 
 
 def test_full_disk_in_a_completion_marker_leaves_the_part_undone(tmp_path, monkeypatch) -> None:

@@ -67,9 +67,9 @@ def test_each_damage_is_named(tiny_bart, tmp_path, damage, words) -> None:
 
 
 def _config(tmp_path: Path, model: Path) -> Path:
-    from tests.test_ray_executor import load_make_synthetic
+    from tests._synthetic import write_synthetic
 
-    input_path = load_make_synthetic().write_synthetic(tmp_path / "in.parquet", 10)
+    input_path = write_synthetic(tmp_path / "in.parquet", 10)
     config = tmp_path / "config.yaml"
     config.write_text(f"name: damaged\ninput: {input_path}\npart_size: 5\nstages: [score]\nscore:\n  scorers:\n"
                       f"    - kind: likelihood\n      model: {model}\n      directions: [forward]\n")
