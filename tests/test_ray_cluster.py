@@ -77,7 +77,8 @@ def case(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Any]:
     folder = tmp_path_factory.mktemp("cluster")
     input_path = _write_input(folder / "in.parquet", 30)
     config = folder / "config.yaml"
-    config.write_text(f"name: cluster\ninput: {input_path}\npart_size: 5\nstages: [score]\nscore:\n  scorers:\n    - kind: lexical\n")
+    config.write_text(f"name: cluster\ninput: {input_path}\npart_size: 5\nstages: [score]\nscore:\n  scorers:\n"
+                      "    - kind: lexical\n      metrics: [bleu]\n")  # BLEU alone: workers start fast
     runner.execute_run(load_config(config), str(folder / "local"), executor_name="local")
     return config, runner.read_scores(str(folder / "local"))
 
