@@ -29,6 +29,18 @@ class ModelLoadError(BabelscoreError):
     """A model or tokenizer could not be loaded from its configured location."""
 
 
+class DamagedModelError(ModelLoadError):
+    """A local model file is missing, cut short or damaged (engine/runtime/model_files.py): the
+    files, not the config, need fixing, so a run that met it at load time is continued with
+    `--resume` once the file is repaired."""
+
+
+class DiskFullError(BabelscoreError):
+    """A write into the run directory found its filesystem full (or over quota). Nothing
+    half-written is left that looks complete (engine/io/atomic.py); committed parts are kept, so
+    the run continues with `--resume` once space is freed."""
+
+
 class PartFailedError(BabelscoreError):
     """A part kept failing after its retries; the run is marked failed.
 
@@ -43,6 +55,11 @@ class PartFailedError(BabelscoreError):
     @property
     def config_caused(self) -> bool:
         return any(c.startswith(("ConfigError", "ModelLoadError")) for c in self.causes)
+
+    @property
+    def files_caused(self) -> bool:
+        """A model file is damaged: repair it, then `--resume` (the config stays as it is)."""
+        return any(c.startswith("DamagedModelError") for c in self.causes)
 
 
 class TransientError(BabelscoreError):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import os
 import signal
+import time
 from pathlib import Path
 from typing import Any
 
@@ -28,8 +29,12 @@ logger = logging.getLogger(__name__)
 
 # Test hook (fault-injection tests only): kill the process that runs the named part.
 KILL_PART_ENV = "BABELSCORE_TEST_KILL_PART"
+# Test hook (fault-injection tests only): the named part's first attempt writes its pid to the
+# marker and waits there (at most a minute) for the test to kill its process or node.
+HOLD_PART_ENV = "BABELSCORE_TEST_HOLD_PART"
 
-__all__ = ["PartTask", "plan_parts", "execute_part", "sample_part_path", "part_output_paths", "upstream_parts", "KILL_PART_ENV"]
+__all__ = ["PartTask", "plan_parts", "execute_part", "sample_part_path", "part_output_paths", "upstream_parts", "KILL_PART_ENV",
+           "HOLD_PART_ENV"]
 
 
 def sample_part_path(run_root: str | Path, index: int) -> Path:
@@ -94,6 +99,17 @@ def _maybe_kill_for_test(part: PartTask) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
 
 
+def _maybe_hold_for_test(part: PartTask) -> None:
+    if os.environ.get(HOLD_PART_ENV) != part.key:
+        return
+    marker = Path(os.environ.get(HOLD_PART_ENV + "_MARKER", "/nonexistent"))
+    if marker.parent.is_dir() and not marker.exists():
+        marker.write_text(f"{os.getpid()}\n")
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:  # the test removes this process's node meanwhile
+            time.sleep(0.05)
+
+
 def execute_part(run_root: str, config: Any, part: PartTask, prepass: dict[str, Any]) -> pa.Table:
     """Compute one part's output table. Row-level failures become error rows, not exceptions.
 
@@ -103,6 +119,7 @@ def execute_part(run_root: str, config: Any, part: PartTask, prepass: dict[str, 
     prepass: task name -> that task's corpus pre-pass result (absent when it has none).
     """
     _maybe_kill_for_test(part)
+    _maybe_hold_for_test(part)
     stage = get_stage(part.stage)
     ctx = PartContext(
         run_root=Path(run_root),

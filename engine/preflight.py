@@ -9,6 +9,8 @@ instead of failing every part later:
   tokenizer). The generators are those of the stage that generates the samples
   (`Stage.row_generators`) when the run generates, else the distinct `generator` values of the
   input (read only when a default tokenizer does not already cover every generator);
+- every local model folder the run loads is whole: config.json, the safetensors headers and
+  sizes, a tokenizer's vocabulary file (engine.runtime.model_files; DamagedModelError names the file);
 - every model the run loads fits its device's memory budget on its own (estimated from its
   config; see engine.runtime.memory).
 
@@ -38,8 +40,23 @@ def preflight(config: Any) -> list[str]:
         checked = stage.preflight(config)
         if checked:
             done.append(checked)
+    done.extend(_check_model_files(config))
     done.extend(_check_memory(config))
     return done
+
+
+def _check_model_files(config: Any) -> list[str]:
+    """Refuse a damaged or incomplete local model folder before any work (engine.runtime.model_files)."""
+    from engine.runtime.memory import local_model_path, run_needs
+    from engine.runtime.model_files import check_model_dir
+
+    checked = []
+    for need in run_needs(config):
+        path = local_model_path(need.model)
+        if path is not None and path.is_dir():
+            check_model_dir(path, f"{need.where}.model")
+            checked.append(f"model files: {need.where}: {path} is whole")
+    return checked
 
 
 def _check_memory(config: Any) -> list[str]:

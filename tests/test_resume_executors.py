@@ -23,6 +23,7 @@ from engine.config import load_config
 from engine.pipeline import plan_parts
 from engine.records import SCORE_KEY
 from engine.runner import CRASH_AFTER_COMMITS_ENV, execute_run, read_scores
+from tests._run_compare import assert_runs_equal
 
 REPO = Path(__file__).resolve().parent.parent
 N_PARTS = 8
@@ -90,3 +91,4 @@ def test_kill_and_resume_across_executors(case, tmp_path) -> None:
         gv, wv = g.pop("value"), w.pop("value")
         assert g == w
         assert (math.isnan(gv) and math.isnan(wv)) or gv == wv
+    assert_runs_equal(out, reference)  # and as `babelscore diff` sees the two run directories

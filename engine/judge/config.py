@@ -88,7 +88,10 @@ class JudgeParams(Params):
         timeout_s: http: seconds before a request times out (then retried).
         max_retries: http: retries after the first attempt (429/500/503/524, timeouts, dropped connections).
         backoff_base_s: http: first backoff; doubles per retry, at least the server's Retry-After.
-        backoff_cap_s: http: longest wait between retries.
+        backoff_cap_s: http: longest backoff between retries (a server's longer Retry-After is waited for in full,
+            within retry_budget_s).
+        retry_budget_s: http: most seconds one request waits between its retries, in all; a wait that
+            would pass it (a long Retry-After) is not made and the request fails with its reason.
         retry_statuses: http: HTTP status codes that are retried.
         provider_options: http: extra keys of every request body, passed through as given (e.g. OpenRouter's
             `provider: {quantizations: [fp8], max_price: {prompt: 1, completion: 3.1}}`); recorded in the signature.
@@ -130,6 +133,7 @@ class JudgeParams(Params):
     max_retries: int = 6
     backoff_base_s: float = 5.0
     backoff_cap_s: float = 120.0
+    retry_budget_s: float = 600.0  # total waiting between one request's retries
     retry_statuses: tuple[int, ...] = (429, 500, 503, 524)
     provider_options: dict[str, Any] = field(default_factory=dict)
     provider_secret_env: dict[str, str] = field(default_factory=dict)
@@ -159,6 +163,7 @@ class JudgeParams(Params):
         require(self.timeout_s > 0, "timeout_s", self.timeout_s, "a positive number of seconds")
         require(self.max_retries >= 0, "max_retries", self.max_retries, "an integer >= 0")
         require(0 < self.backoff_base_s <= self.backoff_cap_s, "backoff_base_s", self.backoff_base_s, "> 0 and <= backoff_cap_s")
+        require(self.retry_budget_s >= 0, "retry_budget_s", self.retry_budget_s, "a number of seconds >= 0")
         require(self.batch_size > 0, "batch_size", self.batch_size, "a positive integer")
         if self.backend == "http":
             require(bool(self.base_url), "base_url", self.base_url, "the server's URL, e.g. http://localhost:8000/v1")

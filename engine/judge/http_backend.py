@@ -1,17 +1,27 @@
 """Judge backend for any OpenAI-compatible chat-completions server (vLLM serve, hosted APIs).
 
 Standard library only (urllib). Requests run with bounded concurrency; a 429/500/503/524
-(configurable), a timeout or a dropped connection is retried with exponential backoff
-(base * 2^attempt, at least the server's Retry-After, at most the cap); when the retries are
-spent the request's answer is an error, which the stage records as `api_error`. The API key
-is read from the environment variable the config names and goes only into the
-Authorization header: never into answers, errors, logs or the run directory. `provider_options`
-are added to every request body as configured; `provider_secret_env` values are read from the
-environment and added the same way, but never recorded.
+(configurable), a timeout, a dropped connection or a body cut short is retried with exponential
+backoff (base * 2^attempt, at most the cap) or after the server's Retry-After when it asks for
+longer (in full: retrying sooner only meets another 429). The retry budget
+of one request is `max_retries` retries and `retry_budget_s` seconds of waiting between them,
+whichever is spent first (a Retry-After longer than what is left of the budget is not waited
+for); then the request's answer is an error with its reason, which the stage records as one
+`api_error` judgment row. Attempts, retries and failed requests are counted per part
+(engine.throughput counters `judge_http_requests`, `judge_http_retries`, `judge_http_failed`),
+summed in the manifest's throughput section and shown in the report's judge section.
+
+The API key is read from the environment variable the config names and goes only into the
+Authorization header: never into answers, errors, logs or the run directory; every error text
+(which may quote a server's answer or an exception that echoes the request's headers) passes
+through `redact` first. `provider_options` are added to every request body as configured;
+`provider_secret_env` values are read from the environment and added the same way, but never
+recorded.
 """
 from __future__ import annotations
 
 import email.utils
+import http.client
 import json
 import logging
 import os
@@ -28,6 +38,8 @@ from engine.judge.backends import ChatRequest, ChatResponse
 from engine.judge.config import JudgeParams
 
 logger = logging.getLogger(__name__)
+REDACTED = "[redacted]"
+_ERROR_BODY_CHARS = 300  # how much of a server's error answer a failure reason quotes
 
 
 def retry_after_seconds(value: str | None) -> float | None:
@@ -71,7 +83,24 @@ class HttpChatBackend:
         if not requests:
             return []
         with ThreadPoolExecutor(max_workers=min(self.params.max_concurrency, len(requests))) as pool:
-            return list(pool.map(self._one, requests))
+            results = list(pool.map(self._one, requests))
+        # Counted here, in the part's own thread: the pool's threads do not see the part's counters.
+        from engine import throughput
+
+        throughput.count("judge_http_requests", len(results))
+        throughput.count("judge_http_retries", sum(attempts - 1 for _answer, attempts in results))
+        throughput.count("judge_http_failed", sum(answer.error is not None for answer, _attempts in results))
+        return [answer for answer, _attempts in results]
+
+    def redact(self, text: str) -> str:
+        """`text` with the API key and every provider secret replaced by [redacted]."""
+        secrets = [v for v in self._secrets.values() if v]
+        auth = self._headers.get("Authorization")
+        if auth:
+            secrets += [auth, auth.split(" ", 1)[-1]]
+        for secret in sorted(set(secrets), key=len, reverse=True):
+            text = text.replace(secret, REDACTED)
+        return text
 
     def _body(self, request: ChatRequest) -> bytes:
         body: dict[str, Any] = {
@@ -89,23 +118,25 @@ class HttpChatBackend:
                                        "json_schema": {"name": "judgment", "schema": request.schema, "strict": True}}
         return json.dumps(body, ensure_ascii=False).encode("utf-8")
 
-    def _one(self, request: ChatRequest) -> ChatResponse:
+    def _one(self, request: ChatRequest) -> tuple[ChatResponse, int]:
+        """The request's answer (or failure) and how many attempts it took."""
         params = self.params
         data = self._body(request)
         start = time.perf_counter()
         reason = ""
         attempts = params.max_retries + 1
+        waited = 0.0
         for attempt in range(attempts):
             retry_after = None
             try:
                 http_request = urllib.request.Request(self.url, data=data, headers=self._headers, method="POST")
                 with urllib.request.urlopen(http_request, timeout=params.timeout_s) as reply:
                     payload = json.loads(reply.read().decode("utf-8"))
-                return self._answer(request, payload, time.perf_counter() - start)
+                return self._answer(request, payload, time.perf_counter() - start), attempt + 1
             except urllib.error.HTTPError as exc:
                 reason = f"HTTP {exc.code}"
                 if exc.code not in params.retry_statuses:
-                    return self._failed(request, f"{reason} (not retried)", start)
+                    return self._failed(request, f"{reason} (not retried){self._quote(exc)}", start), attempt + 1
                 retry_after = retry_after_seconds(exc.headers.get("Retry-After") if exc.headers else None)
             except (TimeoutError, socket.timeout):
                 reason = f"timeout after {params.timeout_s:g} s"
@@ -114,19 +145,37 @@ class HttpChatBackend:
                     reason = f"timeout after {params.timeout_s:g} s"
                 else:
                     reason = f"connection error ({type(exc.reason).__name__})"
-            except (ConnectionError, OSError) as exc:
-                reason = f"connection error ({type(exc).__name__})"
+            except http.client.IncompleteRead as exc:
+                reason = f"answer cut short ({len(exc.partial)} bytes read)"
+            except (http.client.HTTPException, ConnectionError, OSError) as exc:
+                # the exception's own text helps (and may echo the request: redacted below)
+                reason = f"connection error ({type(exc).__name__}: {' '.join(str(exc).split())[:200]})"
             except (ValueError, KeyError, IndexError, TypeError):
-                return self._failed(request, "the server's answer is not a chat completion", start)
+                return self._failed(request, "the server's answer is not a chat completion", start), attempt + 1
             if attempt + 1 == attempts:
                 break
-            wait = min(params.backoff_cap_s, max(params.backoff_base_s * 2 ** attempt, retry_after or 0.0))
-            logger.warning("judge request %s: %s; retry %d of %d in %.3f s", request.request_id, reason,
+            # A server's Retry-After is waited for in full (retrying sooner only meets another 429),
+            # the cap bounds our own backoff, the budget bounds both.
+            wait = max(min(params.backoff_cap_s, params.backoff_base_s * 2 ** attempt), retry_after or 0.0)
+            if waited + wait > params.retry_budget_s:
+                return self._failed(request, f"{reason} after {attempt + 1} attempt(s): the next wait ({wait:.3f} s) "
+                                    f"would pass retry_budget_s ({params.retry_budget_s:g} s)", start), attempt + 1
+            waited += wait
+            logger.warning("judge request %s: %s; retry %d of %d in %.3f s", request.request_id, self.redact(reason),
                            attempt + 1, params.max_retries, wait)
             self._sleep(wait)
-        return self._failed(request, f"{reason} after {attempts} attempt(s)", start)
+        return self._failed(request, f"{reason} after {attempts} attempt(s)", start), attempts
+
+    def _quote(self, exc: urllib.error.HTTPError) -> str:
+        """The start of a refused request's error answer (servers say there why), redacted."""
+        try:
+            body = exc.read(_ERROR_BODY_CHARS).decode("utf-8", "replace").strip()
+        except Exception:  # noqa: BLE001 - the quote is a courtesy; the status says enough
+            return ""
+        return f": {' '.join(body.split())}" if body else ""
 
     def _failed(self, request: ChatRequest, message: str, start: float) -> ChatResponse:
+        message = self.redact(message)
         logger.warning("judge request %s failed: %s", request.request_id, message)
         return ChatResponse(request.request_id, None, None, 0, 0, time.perf_counter() - start, message)
 

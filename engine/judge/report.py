@@ -1,10 +1,12 @@
-"""The report's judge section: HTML tables from RUN/judge_analysis/*.parquet.
+"""The report's judge section: HTML tables from RUN/judge_analysis/*.parquet, and the HTTP
+judges' request counts (retries, failures) from the manifest's throughput counters.
 
 `judge_section(run_root)` returns (anchor, title, body HTML), or None when the run has no
 judge analysis; the report wraps it like its other sections.
 """
 from __future__ import annotations
 
+import json
 import math
 from html import escape
 from pathlib import Path
@@ -105,6 +107,38 @@ def _reference_part(rows: list[dict[str, Any]]) -> list[str]:
     ]
 
 
+def http_request_rates(run_root: str | Path) -> list[dict[str, Any]]:
+    """Per HTTP judge task: requests, retries, failed requests and their rates (committed parts only)."""
+    try:
+        manifest = json.loads((Path(run_root) / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    rows = []
+    for task, entry in sorted((manifest.get("throughput") or {}).get("tasks", {}).items()):
+        counters = entry.get("counters") or {}
+        requests = int(counters.get("judge_http_requests", 0))
+        if not requests:
+            continue
+        retries, failed = int(counters.get("judge_http_retries", 0)), int(counters.get("judge_http_failed", 0))
+        rows.append({"task": task, "requests": requests, "retries": retries, "failed": failed,
+                     "retry_rate": retries / requests, "failure_rate": failed / requests})
+    return rows
+
+
+def _http_part(run_root: str | Path) -> list[str]:
+    rows = http_request_rates(run_root)
+    if not rows:
+        return []
+    return [
+        "<h3>HTTP judge requests: retries and failures</h3>",
+        "<p>Retries: attempts after a request's first (429, 5xx, timeouts, dropped connections, cut answers; "
+        "within max_retries and retry_budget_s). Failed: requests whose retries were spent or that were refused; "
+        "each is an api_error judgment with its reason in the error column.</p>",
+        _table(rows, ["task", "requests", "retries", "failed", "retry_rate", "failure_rate"],
+               ["judge task", "requests", "retries", "failed", "retries / request", "failure rate"]),
+    ]
+
+
 def judge_section(run_root: str | Path) -> tuple[str, str, str] | None:
     folder = Path(run_root) / OUTPUT_DIR
     if not (folder / "agreement.parquet").is_file():
@@ -151,4 +185,5 @@ def judge_section(run_root: str | Path) -> tuple[str, str, str] | None:
                                       "best_recall"],
                ["code", "setups", "mean precision", "mean recall", "best setup", "its precision", "its recall"]),
     ]
+    parts += _http_part(run_root)
     return "judges", "LLM judges", "\n".join(parts)

@@ -141,6 +141,9 @@ def load_model(
     except ModelLoadError:
         raise
     except Exception as exc:  # transformers raises many types for missing or damaged files
+        from engine.runtime.model_files import check_model_dir
+
+        check_model_dir(resolved.path, f"model {name!r}")  # a damaged file: DamagedModelError naming it
         raise ModelLoadError(f"cannot load model {name!r} from {resolved.path!r}: {type(exc).__name__}: {exc}. "
                              "Check the directory or hub id (a damaged weights file can be replaced and the "
                              "run resumed)") from exc

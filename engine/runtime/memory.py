@@ -22,7 +22,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import struct
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -82,11 +81,11 @@ def _safetensors_parameters(path: Path) -> int | None:
     files = sorted(path.glob("*.safetensors"))
     if not files:
         return None
+    from engine.runtime.model_files import safetensors_header
+
     total = 0
     for file in files:
-        with open(file, "rb") as fh:
-            (size,) = struct.unpack("<Q", fh.read(8))
-            header = json.loads(fh.read(size))
+        header = safetensors_header(file)  # a damaged or truncated file: DamagedModelError naming it
         for name, info in header.items():
             if name == "__metadata__":
                 continue
@@ -128,6 +127,11 @@ def _dtype_bytes(dtype: str, device: str, stored: Any) -> int:
         except Exception:  # noqa: BLE001 - an estimate: assume float32
             dtype = "float32"
     return _DTYPE_BYTES.get(dtype, _DTYPE_BYTES.get(str(stored), 4))
+
+
+def local_model_path(model: str) -> Path | None:
+    """The model's local folder (a directory, or a hub id's cached snapshot); None when not on disk."""
+    return _local_path(model)
 
 
 def _local_path(model: str) -> Path | None:
