@@ -104,6 +104,11 @@ def regenerate_code_prompt(template: str, task: Mapping[str, str], comment: str)
 def code_from_completion(task: Mapping[str, str], completion: str) -> str:
     """The regenerated function; raises extract.Rejected when its language's parser cannot place it."""
     language = task["programming_language"]
+    try:
+        completion.encode("utf-8")
+    except UnicodeEncodeError:
+        # A lone surrogate: no source file can hold it (and the parsers read UTF-8 bytes).
+        raise extract.Rejected("the completion is not valid Unicode (a lone surrogate)") from None
     if language == "python":
         return extract.python_function(task, function_from_completion(task["signature"], completion))
     if language == "java":

@@ -89,7 +89,7 @@ def _main():
             # The candidate is in another sandbox (engine.roundtrip.relay): only values come back,
             # and the engine compares them with the tests' expected values.
             checked[entry] = _proxy_for(entry)
-            checked["_bs_same"] = _bs_same
+            checked["_bs_same"], checked["_bs_chain"] = _bs_same, _bs_chain
             with open(tests, encoding="utf-8") as handle:
                 exec(_bs_typed(handle.read(), tests), checked)
         else:

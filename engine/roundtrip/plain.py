@@ -160,7 +160,25 @@ def reply(payload: bytes) -> tuple[str, Any]:
         raise PlainError("bytes after the reply's value")
     if kind != b"o " and value[0] != "s":
         raise PlainError("an exception's name must be a string")
+    _refuse_repeats(value)
     return kind[:1].decode(), value
+
+
+def _refuse_repeats(value: Any) -> None:
+    """PlainError for a map with a repeated key or a set with a repeated element: no server's codec
+    writes one from a real map or set, and a proxy would keep only one of them (`{1: 5, 1: 3}`
+    would pass for `{1: 3}` where the engine's comparison says they differ)."""
+    todo = [value]
+    while todo:
+        item = todo.pop()
+        if item[0] in ("l", "u", "e"):
+            todo.extend(item[1])
+            if item[0] == "e" and len({write(x) for x in item[1]}) != len(item[1]):
+                raise PlainError("a set with a repeated element")
+        elif item[0] == "m":
+            if len({write(k) for k, _ in item[1]}) != len(item[1]):
+                raise PlainError("a map with a repeated key")
+            todo.extend(v for pair in item[1] for v in pair)
 
 
 def frame(payload: bytes) -> bytes:

@@ -3,7 +3,7 @@
 The codec maps numbers that are safe integers to `i`, other numbers to `d` (JavaScript has one
 number type: 3 and 3.0 are the same value there), strings, booleans, null/undefined (`n`),
 arrays (`l`), Sets (`e`), Maps and plain objects (`m`); anything else (a function, a class
-instance, a Proxy's traps aside) is not plain data. The proxy decodes `i`/`d` to numbers,
+instance, a Proxy's traps aside, a BigInt) is not plain data. The proxy decodes `i`/`d` to numbers,
 `l`/`u` to arrays, `e` to a Set, `m` to a plain object (string keys) or a Map.
 """
 from __future__ import annotations
@@ -18,7 +18,8 @@ function bsWrite(v, out, depth) {
   if (v === null || v === undefined) { out.push('n'); return; }
   const t = typeof v;
   if (t === 'boolean') { out.push(v ? 't' : 'f'); return; }
-  if (t === 'bigint') { out.push('i' + v.toString()); return; }
+  // A BigInt would cross as the number of the same value (`3n` passing for `3`): not plain data.
+  if (t === 'bigint') throw new BsNotPlain('a BigInt is not plain data (it would cross as a number)');
   if (t === 'number') {
     if (Number.isSafeInteger(v)) out.push('i' + BigInt(v).toString());
     else if (Number.isNaN(v)) out.push('dnan');

@@ -180,13 +180,20 @@ def _proxy_for(entry):
             return value
         if reply[:1] == b"x":
             kind = getattr(builtins, value, None)
-            if isinstance(kind, type) and issubclass(kind, Exception):
+            # StopIteration would end the tests' own iteration (`zip(map(candidate, xs), ys)`,
+            # `all(map(...))`) as if every case had been checked: it is never raised as itself.
+            if isinstance(kind, type) and issubclass(kind, Exception) and not issubclass(kind, (StopIteration, StopAsyncIteration)):
                 raise kind("raised by the candidate")
             raise RuntimeError("the candidate raised %s" % value)
         raise _CandidateBroken(value)
 
     candidate.__name__ = entry
     return candidate
+
+
+def _bs_chain(operands, negations):
+    """`a == b != c ...` of an assert, each link decided by the engine (operands evaluated first)."""
+    return all(_bs_same(left, right, negated) for left, right, negated in zip(operands, operands[1:], negations))
 
 
 def _bs_same(left, right, negated):
@@ -206,16 +213,23 @@ def _bs_same(left, right, negated):
 
 
 def _bs_typed(source, path):
-    """The tests compiled with every `assert x == y` / `assert x != y` sent to the engine."""
+    """The tests compiled with every `==` / `!=` comparison inside an `assert` sent to the engine:
+    `assert x == y`, but also chained (`a == f(x) == b`), negated, joined with `and`/`or` or inside
+    a generator (`assert all(f(x) == y for ...)`), where Python's `==` would take 3.0 for 3."""
     import ast
+
+    class _Links(ast.NodeTransformer):
+        def visit_Compare(self, node):
+            self.generic_visit(node)
+            if not all(isinstance(op, (ast.Eq, ast.NotEq)) for op in node.ops):
+                return node
+            operands = ast.List([node.left, *node.comparators], ast.Load())
+            negations = ast.List([ast.Constant(isinstance(op, ast.NotEq)) for op in node.ops], ast.Load())
+            return ast.copy_location(ast.Call(ast.Name("_bs_chain", ast.Load()), [operands, negations], []), node)
 
     class _Typed(ast.NodeTransformer):
         def visit_Assert(self, node):
-            test = node.test
-            if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], (ast.Eq, ast.NotEq)):
-                call = ast.Call(ast.Name("_bs_same", ast.Load()),
-                                [test.left, test.comparators[0], ast.Constant(isinstance(test.ops[0], ast.NotEq))], [])
-                node.test = ast.copy_location(call, test)
+            node.test = _Links().visit(node.test)
             return node
 
     tree = ast.fix_missing_locations(_Typed().visit(ast.parse(source, path)))
