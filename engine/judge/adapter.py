@@ -37,8 +37,14 @@ def adapter_hash(path: str | Path) -> str:
 def _hash_files(files: tuple[str, ...], _mtimes: tuple[int, ...]) -> str:
     digest = hashlib.sha256()
     for file in files:
+        data = Path(file).read_bytes()
+        if file.endswith(".json"):  # peft writes target_modules from a set: its order varies between processes
+            config = json.loads(data)
+            if isinstance(config.get("target_modules"), list):
+                config["target_modules"] = sorted(config["target_modules"])
+            data = json.dumps(config, sort_keys=True).encode("utf-8")
         digest.update(Path(file).name.encode("utf-8"))
-        digest.update(Path(file).read_bytes())
+        digest.update(data)
     return digest.hexdigest()[:16]
 
 
