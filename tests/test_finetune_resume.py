@@ -67,7 +67,7 @@ def test_kill_9_then_resume_ends_with_the_same_adapter_bytes(model_dir: str, tmp
     assert adapter_hash(tmp_path / "killed" / ADAPTER_DIR) == adapter_hash(tmp_path / "whole" / ADAPTER_DIR)
     # the loss falls over the steps (9 steps at a high rate on six short answers)
     losses = [entry["loss"] for entry in log_whole["losses"]]
-    assert losses[-1] < losses[0] * 0.8, losses
+    assert losses[-1] < losses[0] and sum(losses[-3:]) < sum(losses[:3]), losses
     assert not (tmp_path / "killed" / CHECKPOINT).exists()  # the final adapter replaces the checkpoint
 
 

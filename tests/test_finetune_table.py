@@ -26,9 +26,9 @@ def _judgments() -> tuple[pa.Table, dict[str, str]]:
             base = rng.randrange(3)  # the base model guesses
             adapter = truth if rng.random() < (0.8 if language == "en" else 0.4) else rng.randrange(3)
             for judge, label in (("base", base), ("en", adapter)):
-                rows.append({"judge": judge, "sample_id": sample, "language": language, "parse_status": "ok",
-                             "label": LABELS[label]})
-    rows.append({"judge": "en", "sample_id": "el_0/g", "language": "el", "parse_status": "failed", "label": None})
+                failed = judge == "en" and sample == "el_0/g"  # a failed parse is no label: left out of the cell
+                rows.append({"judge": judge, "sample_id": sample, "language": language,
+                             "parse_status": "failed" if failed else "ok", "label": None if failed else LABELS[label]})
     table = pa.Table.from_pylist(rows)
     full = pa.Table.from_pylist([{**r, **{c: None for c in JUDGMENT_SCHEMA.names if c not in r}} for r in table.to_pylist()],
                                 schema=JUDGMENT_SCHEMA)

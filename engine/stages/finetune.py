@@ -46,12 +46,11 @@ class FinetuneStage(Stage):
         from engine.runtime import check_model_name
 
         params: FinetuneParams = config.section(self.name)
-        check_model_name(params.model, "finetune.model")
         if params.quantize == "4bit":
-            refuse_4bit_reason = quantize_refusal()
-            if refuse_4bit_reason:
-                raise ConfigError(f"finetune.quantize: 4bit (QLoRA) is not available here: {refuse_4bit_reason}; "
-                                  "set quantize: none")
+            refusal = quantize_refusal()
+            if refusal:
+                raise ConfigError(f"finetune.quantize: 4bit (QLoRA) is not available here: {refusal}; set quantize: none")
+        check_model_name(params.model, "finetune.model")
         check_training_memory(params, training_device(params))
 
     def run_driver(self, run: Any, config: Any) -> None:
