@@ -213,7 +213,7 @@ class LoraTrainer:
         # the worker sees its one device as cuda:0 (CUDA_VISIBLE_DEVICES), or the host
         self.device = "cpu" if device_name == "cpu" else "cuda:0"
         self.options = options
-        self.base, self.tokenizer = load_base(model, tokenizer, options, device)
+        self.base, self.tokenizer = load_base(model, tokenizer, options, self.device)
 
     def train(self, examples: list[list[dict[str, str]]], out_dir: str, label: str = "finetune") -> dict[str, Any]:
         return train_adapter(self.base, self.tokenizer, examples, self.options, out_dir, device=self.device, label=label)
