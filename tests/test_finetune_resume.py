@@ -80,3 +80,22 @@ def test_another_seed_gives_another_adapter(model_dir: str, tmp_path: Path) -> N
         train_adapter(base, tokenizer, _examples(), options, tmp_path / str(seed))
         hashes.append(adapter_hash(tmp_path / str(seed) / ADAPTER_DIR))
     assert hashes[0] != hashes[1]
+
+
+def test_the_memory_plan_counts_the_lora_parameters_peft_makes(model_dir: str) -> None:
+    from peft import LoraConfig, get_peft_model
+
+    from engine.finetune.config import FinetuneParams
+    from engine.finetune.memory import lora_parameters, training_bytes
+
+    params = FinetuneParams(model=model_dir, lora_r=8, max_seq_len=128, dtype="float32")
+    base, _tokenizer = load_base(model_dir, model_dir, params.trainer_options(), "cpu")
+    weights = sum(p.numel() for p in base.parameters())
+    model = get_peft_model(base, LoraConfig(r=8, target_modules=list(params.target_modules), task_type="CAUSAL_LM"))
+    made = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    config = json.loads((Path(model_dir) / "config.json").read_text())
+    assert lora_parameters(config, params) == made > 0
+    plan = training_bytes(params, "cpu")
+    assert plan["base"] == 4 * weights and plan["lora_state"] == 16 * made
+    longer = training_bytes(FinetuneParams(model=model_dir, lora_r=8, max_seq_len=256, dtype="float32"), "cpu")
+    assert longer["activations"] > 2 * plan["activations"]  # the attention term grows with the square

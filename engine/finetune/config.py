@@ -44,6 +44,7 @@ class FinetuneParams(Params):
         device: auto, cpu or cuda:N.
         checkpoint_every: save a resumable checkpoint every this many steps.
         log_every: record the loss every this many steps.
+        train: false writes the training data and split only (RUN/finetune/data/), for training elsewhere.
         evaluate: judge the test side with the base model and every adapter (the cross-language table).
         eval_backend: vllm or transformers (with peft) for that evaluation.
         max_tokens: answer token limit of the evaluation's calls.
@@ -78,6 +79,7 @@ class FinetuneParams(Params):
     device: str = "auto"
     checkpoint_every: int = 10
     log_every: int = 1
+    train: bool = True
     evaluate: bool = True
     eval_backend: Literal["vllm", "transformers"] = "vllm"
     max_tokens: int = 512

@@ -51,7 +51,8 @@ class FinetuneStage(Stage):
             if refusal:
                 raise ConfigError(f"finetune.quantize: 4bit (QLoRA) is not available here: {refusal}; set quantize: none")
         check_model_name(params.model, "finetune.model")
-        check_training_memory(params, training_device(params))
+        if params.train:
+            check_training_memory(params, training_device(params))
 
     def run_driver(self, run: Any, config: Any) -> None:
         from engine.finetune.data import write_data
@@ -62,8 +63,8 @@ class FinetuneStage(Stage):
             info = write_data(run.root, run.read_samples(), params)
             record["split"] = {k: info[k] for k in ("signature", "seed", "train_ratio", "align", "counts", "examples")}
             run.mark_stage("finetune-data", signature=info["signature"])
-        adapters = train_all(run, params)
-        if params.evaluate:
+        adapters = train_all(run, params) if params.train else {}
+        if params.train and params.evaluate:
             from engine.finetune.evaluate import evaluate
             from engine.judge.adapter_table import summary_lines
             from engine.progress import write_line
