@@ -86,7 +86,7 @@ def split_groups(rows: list[dict[str, Any]], train_ratio: float, seed: int, alig
 
 def expert_answer(pack: Any, strategy: str, rows: list[dict[str, Any]], max_errors: int) -> str:
     """The experts' verdicts on a file's candidates in the strategy's answer schema (compact JSON)."""
-    from engine.judge.schema import REASONING, text_field
+    from engine.judge.schema import REASONING, property_order, text_field
     from engine.taxonomy import leaf_codes
 
     leaves = set(leaf_codes())
@@ -100,8 +100,6 @@ def expert_answer(pack: Any, strategy: str, rows: list[dict[str, Any]], max_erro
         # one would teach the judge to write it.
         evaluation = {f("model_name"): row["generator"], f("errors"): errors, f(text_field(strategy)): "",
                       f("overall_quality"): pack.label(row["label"])}
-        from engine.judge.schema import property_order
-
         evaluations.append({key: evaluation[key] for key in property_order(pack, strategy)})
     return json.dumps({f("evaluations"): evaluations}, ensure_ascii=False, separators=(",", ":"))
 

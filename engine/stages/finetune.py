@@ -12,15 +12,12 @@ under `finetune`.
 """
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 from typing import Any, Mapping
 
 from engine.errors import ConfigError
-from engine.finetune.config import ALL, FinetuneParams
+from engine.finetune.config import FinetuneParams
 from engine.stages.base import SAMPLES, Stage
-
-logger = logging.getLogger(__name__)
 
 FINETUNE_ROWS = "finetune-adapters"
 
@@ -43,6 +40,7 @@ class FinetuneStage(Stage):
 
     def check_config(self, config: Any) -> None:
         from engine.finetune.memory import check_training_memory
+        from engine.finetune.run import quantize_refusal, training_device
         from engine.runtime import check_model_name
 
         params: FinetuneParams = config.section(self.name)
@@ -56,6 +54,7 @@ class FinetuneStage(Stage):
 
     def run_driver(self, run: Any, config: Any) -> None:
         from engine.finetune.data import write_data
+        from engine.finetune.run import train_all
 
         params: FinetuneParams = config.section(self.name)
         record = run.manifest.setdefault("finetune", {"options": params.to_dict(), "adapters": {}})
@@ -94,72 +93,3 @@ class FinetuneStage(Stage):
                 '<table class="values"><thead><tr><th>adapter</th><th>examples</th><th>steps</th><th>first loss</th>'
                 f"<th>last loss</th></tr></thead><tbody>{losses}</tbody></table>", *adapter_part(rows)]
         return "finetune", "Fine-tuned judges (LoRA per language)", "\n".join(body)
-
-
-def quantize_refusal() -> str | None:
-    """Why 4-bit training cannot run here, or None."""
-    import importlib.util
-
-    from engine.runtime.cuda import cuda_available
-
-    if not cuda_available():
-        return "it needs CUDA, and no CUDA device is visible"
-    if importlib.util.find_spec("bitsandbytes") is None:
-        return "it needs the bitsandbytes package (pip install bitsandbytes)"
-    return None
-
-
-def training_device(params: FinetuneParams) -> str:
-    from engine.runtime.cuda import cuda_available
-    from engine.runtime.registry import normalize_device
-
-    if params.device == "auto":
-        return "cuda:0" if cuda_available() else "cpu"
-    return normalize_device(params.device)
-
-
-def train_all(run: Any, params: FinetuneParams) -> dict[str, str]:
-    """Train every adapter not yet trained; name -> adapter folder. The trainer is one model of the
-    registry, released when the last adapter is done."""
-    import json
-
-    from engine.finetune.data import read_examples
-    from engine.finetune.memory import training_bytes
-    from engine.finetune.train import ADAPTER_DIR, LOG_FILE
-    from engine.judge.adapter import adapter_hash
-    from engine.runtime import resolve_model
-    from engine.runtime.model_process import ProcessModel
-    from engine.runtime.registry import acquire, model_registry
-    from engine.signature import format_signature
-
-    record = run.manifest["finetune"]
-    train = read_examples(run.root, "train")
-    device = training_device(params)
-    key = ("finetune", params.model, params.digest(), device)
-    adapters: dict[str, str] = {}
-    try:
-        for language in params.train_languages:
-            out = run.path(f"finetune/adapters/{language}")
-            adapters[language] = str(out / ADAPTER_DIR)
-            if language in record["adapters"] and (out / LOG_FILE).is_file():
-                continue  # trained before a resume
-            examples = [json.loads(e["messages"]) for e in train if language == ALL or e["language"] == language]
-            if not examples:
-                raise ConfigError(f"finetune.train_languages: {language!r} has no training example in this run's input; "
-                                  "remove it or give input in that language")
-            trainer = acquire(key, lambda: ProcessModel(
-                "engine.finetune.train:LoraTrainer", label=f"finetune {params.model}", device=device,
-                model=resolve_model(params.model).path, tokenizer=resolve_model(params.tokenizer or params.model).path,
-                options=params.trainer_options(), device_name=device),
-                model=params.model, stage="finetune", device=device,
-                estimate_bytes=lambda: (training_bytes(params, device) or {}).get("total"))
-            log = trainer.train(examples, str(out), f"finetune {language}")
-            signature = format_signature({"stage": "finetune", "split": record["split"]["signature"], "language": language,
-                                          **params.training_options(), "adapter": adapter_hash(out / ADAPTER_DIR)})
-            record["adapters"][language] = {**log, "signature": signature, "path": str(out / ADAPTER_DIR)}
-            run.save()
-            logger.info("finetune %s: loss %.4f -> %.4f over %d steps", language, log["losses"][0]["loss"],
-                        log["losses"][-1]["loss"], log["steps"])
-    finally:
-        model_registry().release(key)
-    return adapters
