@@ -36,4 +36,4 @@ def test_finetune_demo_config_loads():
     finetune = load_config(REPO / "configs" / "demo_finetune.yaml")
     assert finetune.stages == ("finetune", "report")
     params = finetune.section("finetune")
-    assert params.train_languages == ("en", "el", "all") and params.eval_backend == "vllm" and params.structured
+    assert params.train_languages == ("el", "all") and params.eval_backend == "vllm" and params.structured
