@@ -215,7 +215,9 @@ class JudgeParams(Params):
         options = self.to_dict()
         if self.prompt_pack is not None:
             options["prompt_pack_content"] = check_pack_dir(self.prompt_pack)
-        if self.lora is not None:  # a retrained adapter at the same path is another judge
+        if self.lora is None:  # judges without an adapter keep the task names of earlier versions
+            options.pop("lora")
+        else:  # a retrained adapter at the same path is another judge
             from engine.judge.adapter import adapter_hash
 
             options["lora_content"] = adapter_hash(self.lora)
