@@ -30,3 +30,10 @@ def test_paper_config_is_the_full_study():
     assert build.files_per_language == 500 and set(build.languages) == {"en", "nl", "zh", "el", "pl"}
     embedding = [s.params for s in paper.score.scorers if s.kind == "embedding"]
     assert any(set(p.contexts) == {"none", "minimal", "full"} for p in embedding)
+
+
+def test_finetune_demo_config_loads():
+    finetune = load_config(REPO / "configs" / "demo_finetune.yaml")
+    assert finetune.stages == ("finetune", "report")
+    params = finetune.section("finetune")
+    assert params.train_languages == ("el", "all") and params.eval_backend == "vllm" and params.structured

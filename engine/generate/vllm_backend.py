@@ -140,7 +140,8 @@ class VllmChatBackend:
     """
 
     def __init__(self, *, model: str, tokenizer: str, dtype: str = "auto", seed: int = 42, max_model_len: int | None = None,
-                 enforce_eager: bool = False, gpu_memory_utilization: float = 0.9, enable_prefix_caching: bool = True):
+                 enforce_eager: bool = False, gpu_memory_utilization: float = 0.9, enable_prefix_caching: bool = True,
+                 max_lora_rank: int | None = None, max_loras: int = 1):
         _prepare_engine_environment()
         from vllm import LLM
 
@@ -151,6 +152,9 @@ class VllmChatBackend:
         }
         if max_model_len is not None:
             kwargs["max_model_len"] = max_model_len
+        if max_lora_rank is not None:  # LoRA adapters per request (judges with `lora:`), the base loaded once
+            kwargs.update(enable_lora=True, max_lora_rank=max_lora_rank, max_loras=max_loras)
+        self._lora_ids: dict[str, int] = {}
         try:
             _guard_module_scan()
             self._llm = LLM(**kwargs)
@@ -173,7 +177,7 @@ class VllmChatBackend:
         from engine.judge.backends import ChatResponse, window_error
 
         answers: dict[str, ChatResponse] = {}
-        prompts, sampling, kept = [], [], []
+        prompts, sampling, kept, adapters = [], [], [], []
         for request in requests:
             ids = self.prompt_ids(request.messages)
             if len(ids) + request.max_tokens > self._window:
@@ -185,8 +189,10 @@ class VllmChatBackend:
                 structured_outputs=StructuredOutputsParams(json=request.schema) if request.schema is not None else None,
             ))
             kept.append(request)
+            adapters.append(self._lora_request(request.lora))
         start = time.perf_counter()
-        results = self._llm.generate(prompts, sampling, use_tqdm=False) if prompts else []
+        lora = adapters if any(a is not None for a in adapters) else None
+        results = self._llm.generate(prompts, sampling, use_tqdm=False, lora_request=lora) if prompts else []
         per_request = (time.perf_counter() - start) / max(1, len(prompts))
         for request, result in zip(kept, results):
             output = result.outputs[0]
@@ -195,6 +201,15 @@ class VllmChatBackend:
                 len(output.token_ids), per_request,
             )
         return [answers[r.request_id] for r in requests]
+
+    def _lora_request(self, path: str | None):
+        """The LoRARequest of an adapter folder (ids stable within the engine), None for the base model."""
+        if path is None:
+            return None
+        from vllm.lora.request import LoRARequest
+
+        lora_id = self._lora_ids.setdefault(path, len(self._lora_ids) + 1)
+        return LoRARequest(f"adapter-{lora_id}", lora_id, path)
 
     def close(self) -> None:  # freeing is unreliable; the process exit frees the model
         pass

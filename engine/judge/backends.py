@@ -32,6 +32,7 @@ class ChatRequest:
     temperature: float = 0.0
     seed: int = 42
     schema: dict[str, Any] | None = None  # JSON schema for structured outputs, None = free text
+    lora: str | None = None  # a LoRA adapter folder to answer with (vllm: per request), None = the base model
 
 
 @dataclass(frozen=True)
@@ -71,6 +72,10 @@ class TransformersChatBackend:
         except ModelLoadError as exc:
             raise ModelLoadError(f"cannot load judge {params.model!r} with transformers: {exc}") from exc
         self.model, self.device = loaded.model, torch.device(loaded.device)
+        if params.lora is not None:
+            from peft import PeftModel
+
+            self.model = PeftModel.from_pretrained(self.model, params.lora).eval()
         self.window = params.max_model_len or int(getattr(self.model.config, "max_position_embeddings", 2048))
 
     def chat(self, requests: Sequence[ChatRequest]) -> list[ChatResponse]:
@@ -80,6 +85,8 @@ class TransformersChatBackend:
         for request in requests:
             if request.schema is not None:
                 raise StageError("judge", "the transformers backend has no structured outputs")
+            if request.lora != self.params.lora:
+                raise StageError("judge", f"this transformers judge applies adapter {self.params.lora!r}, not {request.lora!r}")
             start = time.perf_counter()
             ids = self.tokenizer.apply_chat_template(list(request.messages), add_generation_prompt=True, tokenize=True)
             ids = list(ids["input_ids"] if isinstance(ids, dict) or hasattr(ids, "keys") else ids)
@@ -106,8 +113,19 @@ class TransformersChatBackend:
 
 def _engine_key(params: JudgeParams) -> tuple:
     """Options that decide the loaded engine (not the prompts): judges sharing them share it."""
+    # vllm: one engine serves every adapter of a rank limit (per request); transformers: one model per adapter
+    lora = (lora_rank_limit(params),) if params.backend == "vllm" else (params.lora,)
     return (params.backend, params.model, params.tokenizer, params.dtype, params.max_model_len, params.enforce_eager,
-            params.gpu_memory_utilization, params.enable_prefix_caching, params.seed)
+            params.gpu_memory_utilization, params.enable_prefix_caching, params.seed, *lora)
+
+
+def lora_rank_limit(params: JudgeParams) -> int | None:
+    """vllm: the LoRA rank limit its engine starts with (None: no LoRA)."""
+    if params.lora is None:
+        return None
+    from engine.judge.adapter import adapter_rank, served_rank
+
+    return served_rank(adapter_rank(params.lora))
 
 
 def get_chat_backend(params: JudgeParams) -> ChatBackend:
@@ -139,5 +157,6 @@ def _load(params: JudgeParams) -> ChatBackend:
             model=resolve_model(params.model).path, tokenizer=resolve_model(params.tokenizer or params.model).path,
             dtype=params.dtype, seed=params.seed, max_model_len=params.max_model_len, enforce_eager=params.enforce_eager,
             gpu_memory_utilization=params.gpu_memory_utilization, enable_prefix_caching=params.enable_prefix_caching,
+            max_lora_rank=lora_rank_limit(params),
         )
     return TransformersChatBackend(params)

@@ -67,6 +67,9 @@ class JudgeParams(Params):
             prompt languages (en, nl, zh, el, pl); several entries sweep them.
         reference: whether the prompt shows the original comment: `with` (the study's setting) and/or
             `without` (reference-free: the code context stays, the original is left out); both sweep them.
+        lora: a LoRA adapter folder (peft's layout, e.g. RUN/finetune/adapters/el/adapter) applied to the model
+            (vllm: served per request beside the base model; transformers: with peft); its content hash is in
+            the judge's task name and signature.
         prompt_pack: a folder of the user's prompt packs (<language>.yaml, the layout of
             engine/judge/prompts/); languages without a file there use the shipped pack. Default:
             the section's `prompt_pack`, else the shipped packs.
@@ -111,6 +114,7 @@ class JudgeParams(Params):
     # with: the original comment is in the prompt (the study); without: reference-free judging.
     reference: tuple[str, ...] = ("with",)
     prompt_pack: str | None = None  # folder of the user's <language>.yaml packs
+    lora: str | None = None  # a LoRA adapter folder applied to the model
     # Strategies answered under a JSON schema: true (all), false (none) or a list of strategies.
     structured: bool | tuple[str, ...] = False
     temperature: float = 0.0
@@ -171,6 +175,9 @@ class JudgeParams(Params):
             require(re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", self.api_key_env) is not None, "api_key_env",
                     self.api_key_env, "the name of an environment variable (never the key itself)")
         self._check_provider_options()
+        if self.lora is not None:
+            require(self.backend != "http", "lora", self.lora, "only with backend vllm or transformers (a served model "
+                    "names its adapter in `model`)")
         if self.backend == "transformers" and self.structured_strategies():
             raise ConfigError("structured: the transformers backend has no structured outputs; "
                               "use backend vllm or http, or set structured: false")
@@ -213,6 +220,12 @@ class JudgeParams(Params):
         options = self.to_dict()
         if self.prompt_pack is not None:
             options["prompt_pack_content"] = check_pack_dir(self.prompt_pack)
+        if self.lora is None:  # judges without an adapter keep the task names of earlier versions
+            options.pop("lora")
+        else:  # a retrained adapter at the same path is another judge
+            from engine.judge.adapter import adapter_hash
+
+            options["lora_content"] = adapter_hash(self.lora)
         digest = option_digest(options)
         short = re.sub(r"[^A-Za-z0-9._-]+", "-", self.judge_name).strip("-.")
         return f"judge-{short[:40] or 'model'}-{digest}"

@@ -139,6 +139,22 @@ def _http_part(run_root: str | Path) -> list[str]:
     ]
 
 
+def adapter_part(rows: list[dict[str, Any]]) -> list[str]:
+    """The fine-tuned judges: each LoRA adapter on each test language against its base model."""
+    if not rows:
+        return []
+    from engine.judge.adapter_table import table_html
+
+    return [
+        "<h3>Fine-tuned judges: each adapter on each test language, against the base model</h3>",
+        "<p>On the candidates the adapter and the base model both labelled and the experts labelled: quadratic kappa, "
+        "Pearson and Spearman with the experts (labels as ordinals), the base model's beside them. Williams' t "
+        "(one-sided, df = n - 3) tests whether the adapter's labels correlate better with the experts' than the base's "
+        "(Pearson; both judge the same items).</p>",
+        table_html(rows),
+    ]
+
+
 def judge_section(run_root: str | Path) -> tuple[str, str, str] | None:
     folder = Path(run_root) / OUTPUT_DIR
     if not (folder / "agreement.parquet").is_file():
@@ -166,6 +182,8 @@ def judge_section(run_root: str | Path) -> tuple[str, str, str] | None:
         who = "all judges together" if row["judge"] == "*" else f"judge {escape(row['judge'])}"
         parts.append(f"<h4>{who} (n = {row['n']}, kappa {_fmt(row['kappa'])})</h4>{_matrix(row)}")
     parts += _reference_part(read["reference_comparison"])
+    adapters = folder / "adapter_table.parquet"
+    parts += adapter_part(pq.read_table(adapters).to_pylist() if adapters.is_file() else [])
     route_columns = [f"route_{m}" for m in ROUTES]
     parts += [
         "<h3>Candidates parsed per strategy, and the extraction route that read them</h3>",

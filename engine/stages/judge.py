@@ -19,11 +19,12 @@ from engine.stages.base import JUDGMENTS, SAMPLES, PartContext, Stage, StageTask
 
 
 def _resolve_prompt_packs(raw: Mapping[str, Any], base_dir: Path) -> dict[str, Any]:
-    """`prompt_pack` folders (of the section and of each judge) relative to the config's folder."""
+    """`prompt_pack` folders (of the section and of each judge) and `lora` adapters relative to the config's folder."""
     def resolve(options: Mapping[str, Any]) -> dict[str, Any]:
         out = dict(options)
-        if isinstance(out.get("prompt_pack"), str):
-            out["prompt_pack"] = str((base_dir / Path(out["prompt_pack"]).expanduser()).resolve())
+        for key in ("prompt_pack", "lora"):
+            if isinstance(out.get(key), str):
+                out[key] = str((base_dir / Path(out[key]).expanduser()).resolve())
         return out
 
     section = resolve(raw)
@@ -97,6 +98,10 @@ class JudgeStage(Stage):
         fields.update(strategies=list(judge.strategies), prompt_languages=list(judge.prompt_languages),
                       structured=list(judge.structured_strategies()), temperature=judge.temperature,
                       seed=judge.seed, max_tokens=judge.max_tokens, babelscore_prompts=package_version("babelscore"))
+        if judge.lora is not None:
+            from engine.judge.adapter import adapter_hash
+
+            fields["lora"] = adapter_hash(judge.lora)
         if judge.provider_options:
             import json
 
@@ -117,8 +122,11 @@ class JudgeStage(Stage):
     def analyze(self, run: Any, config: Any) -> None:
         from engine.judge.analysis import write_analysis
 
-        write_analysis(run.root, run.read_samples(["sample_id", "label", "error_codes"]),
-                       run.read_parts(f"{self.name}/", JUDGMENT_SCHEMA))
+        from engine.judge.adapter_table import write_judges_table
+
+        samples, judgments = run.read_samples(["sample_id", "label", "error_codes"]), run.read_parts(f"{self.name}/", JUDGMENT_SCHEMA)
+        write_analysis(run.root, samples, judgments)
+        write_judges_table(run.root, config.section(self.name).judges, samples, judgments)  # judges with `lora:`
 
     def report_section(self, ctx: Any) -> tuple[str, str, str] | None:
         from engine.judge.report import judge_section

@@ -24,6 +24,7 @@ STAGES: dict[str, str] = {
     "score": "engine.stages.score:ScoreStage",
     "judge": "engine.stages.judge:JudgeStage",
     "roundtrip": "engine.stages.roundtrip:RoundTripStage",
+    "finetune": "engine.stages.finetune:FinetuneStage",
     "calibrate": "engine.stages.calibrate:CalibrateStage",
     "report": "engine.stages.report:ReportStage",
 }
