@@ -37,8 +37,8 @@ class FinetuneParams(Params):
         epochs: passes over the training side (the steps follow from it unless max_steps is set).
         max_steps: stop after this many optimizer steps (0: epochs decide).
         batch_size: examples per optimizer step.
-        max_seq_len: examples longer than this many tokens are cut (the answer's end kept is not
-            guaranteed; the manifest counts the cut examples).
+        max_seq_len: examples longer than this many tokens (prompt and answer) are left out of
+            training, with a warning (the manifest's `cut_examples` counts them); none fitting is an error.
         dtype: training dtype: float32, bfloat16 (GPU) or auto (bfloat16 on CUDA, else float32).
         quantize: none or 4bit (QLoRA; needs CUDA and bitsandbytes).
         device: auto, cpu or cuda:N.

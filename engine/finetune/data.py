@@ -31,6 +31,7 @@ from engine.io.atomic import write_json_atomic, write_parquet_atomic
 from engine.records import LABELS
 
 OUTPUT_DIR = "finetune/data"
+_MAX_SWAP_GROUPS = 400  # pair swaps up to this many groups (files): 160,000 pairs a pass
 EXAMPLE_SCHEMA = pa.schema([
     pa.field("example_id", pa.string()), pa.field("split", pa.string()), pa.field("file_id", pa.string()),
     pa.field("group", pa.string()), pa.field("language", pa.string()), pa.field("prompt_language", pa.string()),
@@ -78,10 +79,57 @@ def split_groups(rows: list[dict[str, Any]], train_ratio: float, seed: int, alig
             test_groups.add(group)
             for k, n in adds.items():
                 test[k] += n
+    _improve(order, per_group, target, test, test_groups)
     counts: dict[str, dict[str, dict[str, int]]] = {}
     for (language, label), n in sorted(totals.items()):
         counts.setdefault(language, {})[label] = {"train": n - test[(language, label)], "test": test[(language, label)]}
     return Split(frozenset(test_groups), counts)
+
+
+def _improve(order: list[str], per_group: dict[str, dict[tuple[str, str], int]], target: dict[tuple[str, str], float],
+             test: dict[tuple[str, str], int], test_groups: set[str], passes: int = 50) -> None:
+    """Move single groups across, then swap pairs, while that brings the test counts closer to their targets.
+
+    The one greedy pass decides each group before it sees the later ones: on real data (files
+    missing from some languages, mixed labels per file) it left about one (language, label)
+    cell in 20 off by more than one file's worth. Strict improvements only, in the seeded
+    order, so it ends and the same rows and seed give the same split."""
+    def gain(group: str, sign: int) -> float:
+        adds = per_group[group]
+        return sum(abs(test[k] - target[k]) - abs(test[k] + sign * n - target[k]) for k, n in adds.items())
+
+    def move(group: str) -> None:
+        sign = -1 if group in test_groups else 1
+        for k, n in per_group[group].items():
+            test[k] += sign * n
+        (test_groups.discard if sign < 0 else test_groups.add)(group)
+
+    for _ in range(passes):
+        changed = False
+        for group in order:
+            if gain(group, -1 if group in test_groups else 1) > 1e-9:
+                move(group)
+                changed = True
+        if changed:
+            continue
+        if len(order) > _MAX_SWAP_GROUPS:  # pairs grow as the square; single moves only
+            return
+        for a in order:  # a test group for a train group
+            if a not in test_groups:
+                continue
+            for b in order:
+                if b in test_groups:
+                    continue
+                before = sum(abs(test[k] - target[k]) for k in {*per_group[a], *per_group[b]})
+                move(a)
+                move(b)
+                if before - sum(abs(test[k] - target[k]) for k in {*per_group[a], *per_group[b]}) > 1e-9:
+                    changed = True
+                    break
+                move(b)
+                move(a)
+        if not changed:
+            return
 
 
 def expert_answer(pack: Any, strategy: str, rows: list[dict[str, Any]], max_errors: int) -> str:

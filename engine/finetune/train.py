@@ -8,7 +8,8 @@ losses so far and every RNG state (torch, numpy, random), written atomically; `r
 the last one and continues, so on CPU a run killed with SIGKILL and resumed ends with the same
 adapter bytes as one that was never interrupted.
 
-Only the answer's tokens are learned (the prompt's labels are -100). trl's SFTTrainer would
+Only the answer's tokens are learned (the prompt's labels are -100); an example whose answer
+does not fit max_seq_len is left out (`fitting`). trl's SFTTrainer would
 add nothing here but another layer of state to restore; accelerate launches it on several
 GPUs (docs/finetune.md). Run as `python -m engine.finetune.train SPEC.json` it trains one
 adapter (what the kill -9 test kills); `LoraTrainer` is the registry's model for the stage.
@@ -24,6 +25,8 @@ import sys
 import time
 from pathlib import Path
 from typing import Any
+
+from engine.errors import ConfigError
 
 logger = logging.getLogger(__name__)
 
@@ -74,6 +77,24 @@ def encode(tokenizer: Any, messages: list[dict[str, str]], max_seq_len: int) -> 
     target = tokenizer(answer["content"], add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
     full, labels = ids + target, [-100] * len(ids) + target
     return full[:max_seq_len], labels[:max_seq_len], len(full) > max_seq_len
+
+
+def fitting(encoded: list[tuple[list[int], list[int], bool]], max_seq_len: int,
+            label: str = "finetune") -> list[tuple[list[int], list[int], bool]]:
+    """The examples whose whole answer fits max_seq_len; the others are left out.
+
+    A cut example loses its answer's end (or all of it: the prompts are long), so it would
+    teach an answer that never closes, and a batch of answerless examples has no token to
+    learn from: its loss is NaN and one optimizer step makes every LoRA weight NaN."""
+    kept = [e for e in encoded if not e[2]]
+    if not kept:
+        raise ConfigError(f"finetune.max_seq_len: none of the {len(encoded)} training examples of {label} fits "
+                          f"{max_seq_len} tokens (prompt and answer); raise max_seq_len (the demo's prompts are "
+                          "5,000-6,300 tokens)")
+    if len(kept) < len(encoded):
+        logger.warning("%s: %d of %d training examples are longer than max_seq_len %d and are left out",
+                       label, len(encoded) - len(kept), len(encoded), max_seq_len)
+    return kept
 
 
 def _batches(n: int, batch_size: int, seed: int, epoch: int) -> list[list[int]]:
@@ -147,7 +168,7 @@ def train_adapter(base: Any, tokenizer: Any, examples: list[list[dict[str, str]]
     config = LoraConfig(r=options["lora_r"], lora_alpha=options["lora_alpha"], lora_dropout=options["lora_dropout"],
                         target_modules=list(options["target_modules"]), bias="none", task_type="CAUSAL_LM")
     model = get_peft_model(base, config)
-    encoded = [encode(tokenizer, m, options["max_seq_len"]) for m in examples]
+    encoded = fitting([encode(tokenizer, m, options["max_seq_len"]) for m in examples], options["max_seq_len"], label)
     per_epoch = math.ceil(len(encoded) / options["batch_size"])
     total = options["max_steps"] or per_epoch * options["epochs"]
     trainable = [p for p in model.parameters() if p.requires_grad]
@@ -185,7 +206,7 @@ def train_adapter(base: Any, tokenizer: Any, examples: list[list[dict[str, str]]
 
                 os.kill(os.getpid(), signal.SIGKILL)
     model.save_pretrained(str(out / ADAPTER_DIR))
-    log = {"steps": total, "examples": len(encoded), "cut_examples": sum(cut for _, _, cut in encoded),
+    log = {"steps": total, "examples": len(encoded), "cut_examples": len(examples) - len(encoded),
            "tokens": sum(len(ids) for ids, _, _ in encoded), "losses": losses, "resumed_from": resumed_from,
            "train_s": round(time.perf_counter() - started, 3),
            "options": {k: options[k] for k in _LOSS_SCALE_KEYS if k in options}}

@@ -48,6 +48,50 @@ def _hash_files(files: tuple[str, ...], _mtimes: tuple[int, ...]) -> str:
     return digest.hexdigest()[:16]
 
 
+def _model_tail(name: str) -> str:
+    """A model's name without its location: `demo:x`, `org/x`, `/some/dir/x` and a hub cache's
+    `models--org--x/snapshots/<commit>` are all `x`."""
+    parts = [p for p in name.replace("\\", "/").split("/") if p]
+    for i, part in enumerate(parts):
+        if part.startswith("models--") and i + 1 < len(parts) and parts[i + 1] == "snapshots":
+            return part.rsplit("--", 1)[-1].lower()
+    return (parts[-1] if parts else name).split(":")[-1].lower()
+
+
+def check_adapter_base(path: str | Path, model: str, where: str = "lora") -> None:
+    """ConfigError when the adapter was trained on another base model than `model`.
+
+    peft records the base in adapter_config.json (`base_model_name_or_path`: the path the
+    trainer loaded). An adapter of another model of the same shapes loads without complaint
+    and answers with nonsense, and one of other shapes fails deep in the engine, so the two
+    are compared here: the same name or path, the same content identity when the recorded base
+    is a local folder, else (the adapter moved to another machine) the same model name."""
+    from engine.errors import ModelLoadError
+    from engine.runtime import resolve_model
+
+    config = json.loads((check_adapter(path) / "adapter_config.json").read_text(encoding="utf-8"))
+    base = config.get("base_model_name_or_path")
+    if not base:
+        return
+    try:
+        judge = resolve_model(model)
+    except ModelLoadError:
+        return  # the model's own check reports it
+    if base in (model, judge.path):
+        return
+    if Path(base).is_dir():
+        try:
+            if resolve_model(str(base)).identity == judge.identity:
+                return
+        except ModelLoadError:
+            pass
+    elif _model_tail(base) in (_model_tail(model), _model_tail(judge.path)):
+        return
+    raise ConfigError(f"{where}: the adapter {str(path)!r} was trained on {base!r}, not on the judge's model {model!r}; "
+                      "give the model the adapter was trained on (its adapter_config.json's base_model_name_or_path) "
+                      "or an adapter trained on this model")
+
+
 def adapter_rank(path: str | Path) -> int:
     return int(json.loads((check_adapter(path) / "adapter_config.json").read_text(encoding="utf-8"))["r"])
 

@@ -67,6 +67,10 @@ class JudgeStage(Stage):
             if judge.backend == "http":  # a served model name, checked by the server
                 continue
             check_model(judge.model, f"judge.judges[{i}].model")
+            if judge.lora is not None:
+                from engine.judge.adapter import check_adapter_base
+
+                check_adapter_base(judge.lora, judge.model, f"judge.judges[{i}].lora")
             if judge.tokenizer is not None:
                 check_model(judge.tokenizer, f"judge.judges[{i}].tokenizer", kind="tokenizer")
 
