@@ -31,6 +31,7 @@ from engine.io.atomic import write_json_atomic, write_parquet_atomic
 from engine.records import LABELS
 
 OUTPUT_DIR = "finetune/data"
+_EPS = 1e-9  # sums of |count - target| closer than this are ties
 _MAX_SWAP_GROUPS = 400  # pair swaps up to this many groups (files): 160,000 pairs a pass
 EXAMPLE_SCHEMA = pa.schema([
     pa.field("example_id", pa.string()), pa.field("split", pa.string()), pa.field("file_id", pa.string()),
@@ -65,6 +66,8 @@ def split_groups(rows: list[dict[str, Any]], train_ratio: float, seed: int, alig
         key = (row["language"], row["label"])
         per_group[align_key(row["file_id"], row["language"], align)][key] += 1
         totals[key] += 1
+    # keys in sorted order and a tolerance: the float sums must not depend on the rows' order
+    per_group = {g: dict(sorted(keys.items())) for g, keys in per_group.items()}
     order = sorted(per_group)
     random.Random(seed).shuffle(order)
     target = {key: (1 - train_ratio) * n for key, n in totals.items()}
@@ -75,7 +78,7 @@ def split_groups(rows: list[dict[str, Any]], train_ratio: float, seed: int, alig
         # the side whose choice leaves the test counts closer to their targets (ties: train)
         before = sum(abs(test[k] - target[k]) for k in adds)
         after = sum(abs(test[k] + n - target[k]) for k, n in adds.items())
-        if after < before:
+        if after < before - _EPS:
             test_groups.add(group)
             for k, n in adds.items():
                 test[k] += n
@@ -107,7 +110,7 @@ def _improve(order: list[str], per_group: dict[str, dict[tuple[str, str], int]],
     for _ in range(passes):
         changed = False
         for group in order:
-            if gain(group, -1 if group in test_groups else 1) > 1e-9:
+            if gain(group, -1 if group in test_groups else 1) > _EPS:
                 move(group)
                 changed = True
         if changed:
@@ -120,10 +123,10 @@ def _improve(order: list[str], per_group: dict[str, dict[tuple[str, str], int]],
             for b in order:
                 if b in test_groups:
                     continue
-                before = sum(abs(test[k] - target[k]) for k in {*per_group[a], *per_group[b]})
+                before = sum(abs(test[k] - target[k]) for k in sorted({*per_group[a], *per_group[b]}))
                 move(a)
                 move(b)
-                if before - sum(abs(test[k] - target[k]) for k in {*per_group[a], *per_group[b]}) > 1e-9:
+                if before - sum(abs(test[k] - target[k]) for k in sorted({*per_group[a], *per_group[b]})) > _EPS:
                     changed = True
                     break
                 move(b)
