@@ -93,10 +93,16 @@ def test_the_adapter_hash_follows_the_bytes_not_the_copy(tmp_path: Path) -> None
     copy = tmp_path / "b"
     shutil.copytree(first, copy)  # new mtimes, new path
     assert adapter_hash(copy) == digest
+    from engine.judge.config import JudgeParams
+
+    def task(folder: Path) -> str:
+        return JudgeParams(model="demo:tiny-chat", backend="transformers", lora=str(folder)).task_name()
+
+    assert task(copy) == task(first)  # the same adapter moved: the same judge, its judgments kept
     flipped = bytearray(range(64))
     flipped[40] ^= 1
     (copy / "adapter_model.safetensors").write_bytes(bytes(flipped))
-    assert adapter_hash(copy) != digest
+    assert adapter_hash(copy) != digest and task(copy) != task(first)
     config = json.loads((first / "adapter_config.json").read_text())
     _adapter(tmp_path / "c", "m", bytes(range(64)))
     (tmp_path / "c" / "adapter_config.json").write_text(json.dumps({**config, "lora_alpha": 32}))

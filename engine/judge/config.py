@@ -222,10 +222,10 @@ class JudgeParams(Params):
             options["prompt_pack_content"] = check_pack_dir(self.prompt_pack)
         if self.lora is None:  # judges without an adapter keep the task names of earlier versions
             options.pop("lora")
-        else:  # a retrained adapter at the same path is another judge
+        else:  # named by content: a retrained adapter at the same path is another judge, a copy elsewhere the same
             from engine.judge.adapter import adapter_hash
 
-            options["lora_content"] = adapter_hash(self.lora)
+            options["lora"] = adapter_hash(self.lora)
         digest = option_digest(options)
         short = re.sub(r"[^A-Za-z0-9._-]+", "-", self.judge_name).strip("-.")
         return f"judge-{short[:40] or 'model'}-{digest}"
