@@ -169,3 +169,18 @@ def test_williams_against_the_correlation_matrix_form() -> None:
         t, p = williams_test(r[0, 2], r[1, 2], r[0, 1], n)
         assert t == pytest.approx(t_ref, rel=1e-9) and p == pytest.approx(p_ref, rel=1e-9)
         assert williams_test(r[1, 2], r[0, 2], r[0, 1], n)[1] == pytest.approx(1 - p, abs=1e-12)  # one-sided
+
+
+def test_config_check_of_a_judge_refuses_a_foreign_adapter(tiny_chat: str, tmp_path: Path) -> None:
+    from types import SimpleNamespace
+
+    from engine.judge.config import JudgeParams, JudgeSection
+    from engine.stages.judge import JudgeStage
+
+    def check(adapter: Path) -> None:
+        section = JudgeSection(judges=(JudgeParams(model="demo:tiny-chat", backend="transformers", lora=str(adapter)),))
+        JudgeStage().check_config(SimpleNamespace(section=lambda name: section))
+
+    check(_adapter(tmp_path / "ok", tiny_chat))
+    with pytest.raises(ConfigError, match=r"judge\.judges\[0\]\.lora: .*trained on 'Qwen/Qwen2.5-7B-Instruct'"):
+        check(_adapter(tmp_path / "foreign", "Qwen/Qwen2.5-7B-Instruct"))
