@@ -126,7 +126,6 @@ def torch_dtype_of(dtype: str, device: str) -> Any:
 
 def load_base(model_path: str, tokenizer_path: str, options: dict[str, Any], device: str) -> tuple[Any, Any]:
     """The base model (frozen) and tokenizer on `device`; 4-bit weights with bitsandbytes for QLoRA."""
-    import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     dtype = torch_dtype_of(options["dtype"], device)

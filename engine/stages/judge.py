@@ -124,9 +124,8 @@ class JudgeStage(Stage):
         return judge_table(table, judge, ctx.part.task, get_chat_backend(judge), prompt_root=ctx.run_root)
 
     def analyze(self, run: Any, config: Any) -> None:
-        from engine.judge.analysis import write_analysis
-
         from engine.judge.adapter_table import write_judges_table
+        from engine.judge.analysis import write_analysis
 
         samples, judgments = run.read_samples(["sample_id", "label", "error_codes"]), run.read_parts(f"{self.name}/", JUDGMENT_SCHEMA)
         write_analysis(run.root, samples, judgments)
