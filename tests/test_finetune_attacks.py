@@ -184,3 +184,19 @@ def test_config_check_of_a_judge_refuses_a_foreign_adapter(tiny_chat: str, tmp_p
     check(_adapter(tmp_path / "ok", tiny_chat))
     with pytest.raises(ConfigError, match=r"judge\.judges\[0\]\.lora: .*trained on 'Qwen/Qwen2.5-7B-Instruct'"):
         check(_adapter(tmp_path / "foreign", "Qwen/Qwen2.5-7B-Instruct"))
+
+
+def test_one_file_id_in_two_languages_is_refused() -> None:
+    import pyarrow as pa
+
+    from engine.errors import InputError
+    from engine.finetune.config import FinetuneParams
+    from engine.finetune.data import build_examples
+    from engine.records import SAMPLE_SCHEMA
+
+    demo = Path(__file__).resolve().parents[1] / "engine" / "data" / "demo" / "samples.jsonl"
+    rows = [json.loads(line) for line in demo.read_text(encoding="utf-8").splitlines()]
+    for row in rows:  # user data that names a file's translations by one id
+        row["file_id"] = row["file_id"].split("_", 1)[1]
+    with pytest.raises(InputError, match="several languages"):
+        build_examples(pa.Table.from_pylist(rows, schema=SAMPLE_SCHEMA), FinetuneParams(model="demo:tiny-chat"))

@@ -173,6 +173,14 @@ def build_examples(samples: pa.Table, params: FinetuneParams) -> tuple[list[dict
     if not rows:
         raise InputError("finetune: no sample has an expert label (label: correct, partial or incorrect); "
                          "fine-tuning learns from the experts' verdicts, so give labelled input")
+    languages_of: dict[str, set[str]] = defaultdict(set)
+    for row in rows:
+        languages_of[row["file_id"]].add(row["language"])
+    shared = sorted(f for f, langs in languages_of.items() if len(langs) > 1)
+    if shared:  # the judge's prompts and request ids are per file id: two languages would merge into one prompt
+        raise InputError(f"finetune: file id {shared[0]!r} (and {len(shared) - 1} more) is used in several languages "
+                         f"({sorted(languages_of[shared[0]])}); give each language's file its own id, e.g. "
+                         f"'<language>_{shared[0]}', which also aligns the translations in the split")
     split = split_groups(rows, params.train_ratio, params.split_seed, params.align)
     by_sample = {r["sample_id"]: r for r in rows}
     judge = judge_params_of(params)
