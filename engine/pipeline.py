@@ -103,6 +103,10 @@ def execute_part(run_root: str, config: Any, part: PartTask, prepass: dict[str, 
     prepass: task name -> that task's corpus pre-pass result (absent when it has none).
     """
     _maybe_kill_for_test(part)
+    from engine import numerics
+
+    # One thread count in every process that computes a part (the driver resolved it).
+    numerics.apply(getattr(config, "deterministic", numerics.DeterministicParams()), needs_torch=bool(part.model_key))
     stage = get_stage(part.stage)
     ctx = PartContext(
         run_root=Path(run_root),
