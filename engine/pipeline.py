@@ -120,6 +120,10 @@ def execute_part(run_root: str, config: Any, part: PartTask, prepass: dict[str, 
     """
     _maybe_kill_for_test(part)
     _maybe_hold_for_test(part)
+    from engine import numerics
+
+    # One thread count in every process that computes a part (the driver resolved it).
+    numerics.apply(getattr(config, "deterministic", numerics.DeterministicParams()), needs_torch=bool(part.model_key))
     stage = get_stage(part.stage)
     ctx = PartContext(
         run_root=Path(run_root),

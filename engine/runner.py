@@ -11,6 +11,7 @@ fails any more. Committed parts are never redone.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
@@ -281,6 +282,12 @@ def _hold_reuse_sources(config: RunConfig, out: str) -> list[Any]:
 
 
 def _execute(run: RunDirectory, config: RunConfig, executor_name: str, ray_address: str | None, ray_options: dict[str, Any] | None) -> RunSummary:
+    from engine import numerics
+
+    # Resolved once here (after the hash) and sent with the config to every worker.
+    config = dataclasses.replace(config, deterministic=config.deterministic.resolved())
+    numerics.apply(config.deterministic)
+    run.manifest["numerics"] = config.deterministic.to_dict()
     recorder = throughput.Recorder(run.manifest)
     with recorder.timed("prepare"):
         prepare(run, config)
