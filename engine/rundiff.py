@@ -185,17 +185,19 @@ def _same(a: Any, b: Any, tolerance: float) -> tuple[bool, float | None]:
 def _keyed_rows(files: Iterable[tuple[str, Path]]) -> tuple[dict[tuple, tuple[str, dict]], list[str]]:
     rows: dict[tuple, tuple[str, dict]] = {}
     columns: list[str] = []
+    # Counted over all files of the table, not per file: the same row committed in two parts of
+    # a task (what a broken resume would do) is a duplicate, not one row seen twice.
+    seen: dict[tuple, int] = defaultdict(int)
     for task, path in files:
         table = pq.read_table(path)
         key_cols = key_columns(table.schema)
         columns = [c for c in table.column_names if c not in key_cols and not is_timing_column(c)]
-        seen: dict[tuple, int] = defaultdict(int)
         for row in table.to_pylist():
-            base = tuple(row.get(c) for c in key_cols)
+            base = (task, *(row.get(c) for c in key_cols))
             # A repeated key (a duplicate row) keeps its occurrence number: a duplicate is a difference.
             occurrence = seen[base]
             seen[base] += 1
-            key = (task, *base) if occurrence == 0 else (task, *base, f"#{occurrence}")
+            key = base if occurrence == 0 else (*base, f"#{occurrence}")
             rows[key] = (task, {c: row[c] for c in columns})
     return rows, columns
 

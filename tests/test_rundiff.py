@@ -100,3 +100,15 @@ def test_cli_exits_0_only_when_equal(clean_run, tmp_path):
     differ = subprocess.run([PYTHON, "-m", "engine.cli", "diff", str(clean_run), str(other)],
                             capture_output=True, text=True, cwd=REPO)
     assert differ.returncode == 1 and "DIFFERENT" in differ.stdout
+
+
+def test_a_row_duplicated_into_another_part_file_is_a_difference(clean_run, tmp_path):
+    # The exactly-once failure a resume could make: one row committed in two parts of a task.
+    # Keys are per task, not per file, so the copy in the second file must not replace the first.
+    other = _copy(clean_run, tmp_path)
+    first, second = sorted((other / "scores").glob("*__part-*.parquet"))[:2]
+    assert first.name.split("__part-")[0] == second.name.split("__part-")[0]
+    pq.write_table(pa.concat_tables([pq.read_table(second), pq.read_table(first).slice(0, 1)]), second)
+    result = compare_runs(clean_run, other)
+    assert not result.equal and len(result.only_b) == 1 and not result.only_a, result.render()
+    assert result.only_b[0][2][-1] == "#1"
