@@ -40,6 +40,19 @@ from engine.judge.config import JudgeParams
 logger = logging.getLogger(__name__)
 REDACTED = "[redacted]"
 _ERROR_BODY_CHARS = 300  # how much of a server's error answer a failure reason quotes
+# Read (and redacted) beyond what is quoted, so a key the cut falls into is still found whole.
+_ERROR_BODY_READ = 65536
+
+
+class _RefuseRedirects(urllib.request.HTTPRedirectHandler):
+    """urllib follows a 301/302/303 with the request's headers, Authorization included, to
+    whatever host the Location names; the judge never does (the answer is an HTTP error)."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):  # noqa: ANN001 - urllib's signature
+        return None
+
+
+_OPENER = urllib.request.build_opener(_RefuseRedirects)
 
 
 def retry_after_seconds(value: str | None) -> float | None:
@@ -130,11 +143,16 @@ class HttpChatBackend:
             retry_after = None
             try:
                 http_request = urllib.request.Request(self.url, data=data, headers=self._headers, method="POST")
-                with urllib.request.urlopen(http_request, timeout=params.timeout_s) as reply:
+                with _OPENER.open(http_request, timeout=params.timeout_s) as reply:
                     payload = json.loads(reply.read().decode("utf-8"))
                 return self._answer(request, payload, time.perf_counter() - start), attempt + 1
             except urllib.error.HTTPError as exc:
                 reason = f"HTTP {exc.code}"
+                if 300 <= exc.code < 400:
+                    where = exc.headers.get("Location", "") if exc.headers else ""
+                    reason += (f" (not retried): the server redirects to {where!r}; redirects are not followed, so "
+                               "the API key goes to no other address: set base_url to where the API is")
+                    return self._failed(request, reason, start), attempt + 1
                 if exc.code not in params.retry_statuses:
                     return self._failed(request, f"{reason} (not retried){self._quote(exc)}", start), attempt + 1
                 retry_after = retry_after_seconds(exc.headers.get("Retry-After") if exc.headers else None)
@@ -149,7 +167,9 @@ class HttpChatBackend:
                 reason = f"answer cut short ({len(exc.partial)} bytes read)"
             except (http.client.HTTPException, ConnectionError, OSError) as exc:
                 # the exception's own text helps (and may echo the request: redacted below)
-                reason = f"connection error ({type(exc).__name__}: {' '.join(str(exc).split())[:200]})"
+                # redacted before the cut, which could leave a piece of the key the redaction misses
+                text = self.redact(' '.join(str(exc).split()))[:200]
+                reason = f"connection error ({type(exc).__name__}: {text})"
             except (ValueError, KeyError, IndexError, TypeError):
                 return self._failed(request, "the server's answer is not a chat completion", start), attempt + 1
             if attempt + 1 == attempts:
@@ -169,10 +189,12 @@ class HttpChatBackend:
     def _quote(self, exc: urllib.error.HTTPError) -> str:
         """The start of a refused request's error answer (servers say there why), redacted."""
         try:
-            body = exc.read(_ERROR_BODY_CHARS).decode("utf-8", "replace").strip()
+            body = exc.read(_ERROR_BODY_READ).decode("utf-8", "replace")
         except Exception:  # noqa: BLE001 - the quote is a courtesy; the status says enough
             return ""
-        return f": {' '.join(body.split())}" if body else ""
+        # redacted before the cut: a key the cut falls into would otherwise leave its start behind
+        body = self.redact(" ".join(body.split()))[:_ERROR_BODY_CHARS].strip()
+        return f": {body}" if body else ""
 
     def _failed(self, request: ChatRequest, message: str, start: float) -> ChatResponse:
         message = self.redact(message)

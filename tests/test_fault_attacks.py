@@ -1,0 +1,101 @@
+"""Attacks on the promises of docs/judges.md and docs/running.md that the other fault tests do
+not make: an API key quoted where an error text is cut short, and a server that redirects the
+judge's request to another host (which must not receive the key)."""
+from __future__ import annotations
+
+import logging
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from engine.judge import http_backend
+from engine.judge.backends import ChatRequest
+from engine.judge.config import JudgeParams
+from engine.judge.http_backend import HttpChatBackend
+
+KEY = "sk-attack-0123456789abcdefSECRET"
+REQUEST = ChatRequest("r", ({"role": "user", "content": "x"},), 20)
+
+
+def _key_pieces(text: str) -> list[str]:
+    """Every piece of the key of 8 characters or more that `text` holds (a prefix is a leak too)."""
+    return [KEY[i:j] for i in range(len(KEY)) for j in range(i + 8, len(KEY) + 1) if KEY[i:j] in text]
+
+
+class _Handler(BaseHTTPRequestHandler):
+    seen_auth: dict[str, list[str | None]] = {}
+    location = ""
+
+    def log_message(self, *args) -> None:
+        pass
+
+    def _record(self) -> None:
+        self.seen_auth.setdefault(self.path, []).append(self.headers.get("Authorization"))
+        if self.headers.get("Content-Length"):
+            self.rfile.read(int(self.headers["Content-Length"]))
+
+    def do_POST(self) -> None:
+        self._record()
+        if self.path.startswith("/long401"):
+            # An error answer that quotes the request's header near the end of what is quoted.
+            body = ("x" * (http_backend._ERROR_BODY_CHARS - 20) + " " + self.headers["Authorization"]).encode()
+            self.send_response(401)
+        elif self.path.startswith("/redirect"):
+            body = b"moved"
+            self.send_response(302)
+            self.send_header("Location", self.location)
+        else:
+            body = b'{"choices": [{"message": {"content": "ok"}, "finish_reason": "stop"}]}'
+            self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    do_GET = do_POST
+
+
+@pytest.fixture(scope="module")
+def server():
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{httpd.server_port}"
+    httpd.shutdown()
+
+
+def _backend(base_url: str, monkeypatch) -> HttpChatBackend:
+    monkeypatch.setenv("JUDGE_ATTACK_KEY", KEY)
+    return HttpChatBackend(JudgeParams.from_mapping(dict(
+        model="m", backend="http", base_url=base_url, api_key_env="JUDGE_ATTACK_KEY", max_retries=0,
+        backoff_base_s=0.01, backoff_cap_s=0.01, timeout_s=5)), sleep=lambda s: None)
+
+
+def test_a_key_quoted_where_the_error_body_is_cut_is_redacted(server, monkeypatch, caplog) -> None:
+    with caplog.at_level(logging.DEBUG):
+        [answer] = _backend(server + "/long401", monkeypatch).chat([REQUEST])
+    assert answer.error.startswith("HTTP 401 (not retried): xxx")
+    assert not _key_pieces(answer.error) and not _key_pieces(caplog.text), answer.error[-80:]
+
+
+def test_a_key_in_an_exception_text_cut_at_200_characters_is_redacted(server, monkeypatch, caplog) -> None:
+    def refuses(request, timeout):
+        raise ConnectionError("p" * 190 + f" {request.get_header('Authorization')}")
+
+    backend = _backend(server, monkeypatch)
+    monkeypatch.setattr(http_backend._OPENER, "open", refuses)
+    with caplog.at_level(logging.DEBUG):
+        [answer] = backend.chat([REQUEST])
+    assert answer.error.startswith("connection error (ConnectionError: ppp")
+    assert not _key_pieces(answer.error) and not _key_pieces(caplog.text), answer.error[-80:]
+
+
+def test_a_redirect_is_not_followed_so_the_key_never_reaches_another_host(server, monkeypatch, caplog) -> None:
+    # 127.0.0.1 and localhost are two hosts to urllib; the redirect target records what it was sent.
+    _Handler.location = server.replace("127.0.0.1", "localhost") + "/elsewhere/chat/completions"
+    _Handler.seen_auth.clear()
+    with caplog.at_level(logging.DEBUG):
+        [answer] = _backend(server + "/redirect", monkeypatch).chat([REQUEST])
+    assert "/elsewhere/chat/completions" not in _Handler.seen_auth, "the redirect was followed"
+    assert answer.error.startswith("HTTP 302 (not retried)") and "redirect" in answer.error
+    assert "/elsewhere/chat/completions" in answer.error  # where it points, so the user can fix base_url
+    assert not _key_pieces(answer.error) and not _key_pieces(caplog.text)
