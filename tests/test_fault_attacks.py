@@ -99,3 +99,43 @@ def test_a_redirect_is_not_followed_so_the_key_never_reaches_another_host(server
     assert answer.error.startswith("HTTP 302 (not retried)") and "redirect" in answer.error
     assert "/elsewhere/chat/completions" in answer.error  # where it points, so the user can fix base_url
     assert not _key_pieces(answer.error) and not _key_pieces(caplog.text)
+
+
+def test_a_key_written_into_the_config_is_never_echoed_by_its_error() -> None:
+    from engine.errors import ConfigError
+
+    base = dict(model="m", backend="http", base_url="http://127.0.0.1:9/v1")
+    for pasted in ({"api_key": KEY}, {"api_key_env": KEY}, {"token": KEY}):
+        with pytest.raises(ConfigError) as caught:
+            JudgeParams.from_mapping({**base, **pasted}, where="judge.judges[0]")
+        assert not _key_pieces(str(caught.value)), str(caught.value)
+        assert f"judge.judges[0].{next(iter(pasted))}" in str(caught.value)
+
+
+def test_a_missing_key_variable_stops_the_run_before_its_directory_and_says_export(tmp_path, monkeypatch) -> None:
+    import argparse
+
+    from conftest import make_sample, write_jsonl
+
+    from engine.cli import next_step
+    from engine.config import config_from_mapping
+    from engine.errors import MissingSecretError, PartFailedError
+    from engine.preflight import preflight
+    from engine.runner import execute_run
+
+    monkeypatch.delenv("JUDGE_ATTACK_UNSET", raising=False)
+    input_path = write_jsonl(tmp_path / "in.jsonl", [make_sample("f0/g0")])
+    config = config_from_mapping({"input": str(input_path), "stages": ["judge"], "judge": {"judges": [dict(
+        model="m", backend="http", base_url="http://127.0.0.1:9/v1", api_key_env="JUDGE_ATTACK_UNSET",
+        strategies=["standard"])]}}, tmp_path)
+    with pytest.raises(MissingSecretError, match=r"judge.judges\[0\]: environment variable JUDGE_ATTACK_UNSET"):
+        execute_run(config, str(tmp_path / "run"))
+    assert not (tmp_path / "run").exists()
+    monkeypatch.setenv("JUDGE_ATTACK_UNSET", KEY)
+    assert any("JUDGE_ATTACK_UNSET are set" in line for line in preflight(config))
+    # On a worker that lacks the variable (a Ray node), the part fails: the config is unchanged, so resume.
+    args = argparse.Namespace(command="run", config="c.yaml", out=str(tmp_path / "run"), resume=False, reuse=None,
+                              executor="local")
+    failed = PartFailedError("1 part(s) failed", ["MissingSecretError: environment variable X is not set"])
+    assert next_step(args, failed).startswith("export the variable named above, then continue:")
+    assert next_step(args, failed).endswith("--resume")

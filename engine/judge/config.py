@@ -167,9 +167,11 @@ class JudgeParams(Params):
         require(self.batch_size > 0, "batch_size", self.batch_size, "a positive integer")
         if self.backend == "http":
             require(bool(self.base_url), "base_url", self.base_url, "the server's URL, e.g. http://localhost:8000/v1")
-        if self.api_key_env is not None:
-            require(re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", self.api_key_env) is not None, "api_key_env",
-                    self.api_key_env, "the name of an environment variable (never the key itself)")
+        if self.api_key_env is not None and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", self.api_key_env) is None:
+            # Not echoed: what is here instead of a name is most often the key itself.
+            raise ConfigError(f"api_key_env: got a value of {len(self.api_key_env)} character(s) that is not a "
+                              "variable name (not shown: it may be the key itself); allowed: the NAME of an "
+                              "environment variable, e.g. JUDGE_API_KEY, which holds the key")
         self._check_provider_options()
         if self.backend == "transformers" and self.structured_strategies():
             raise ConfigError("structured: the transformers backend has no structured outputs; "

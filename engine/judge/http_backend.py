@@ -33,7 +33,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from typing import Any, Callable, Sequence
 
-from engine.errors import ModelLoadError
+from engine.errors import MissingSecretError
 from engine.judge.backends import ChatRequest, ChatResponse
 from engine.judge.config import JudgeParams
 
@@ -53,6 +53,18 @@ class _RefuseRedirects(urllib.request.HTTPRedirectHandler):
 
 
 _OPENER = urllib.request.build_opener(_RefuseRedirects)
+
+
+def check_secrets(params: JudgeParams, where: str | None = None) -> None:
+    """MissingSecretError unless every variable the judge names (API key, provider secrets) is set.
+    Run by the stage's preflight too, so a missing key stops the run before its directory exists."""
+    where = where or f"judge {params.judge_name!r}"
+    names = [(params.api_key_env, "api_key_env", "the API key")] if params.api_key_env is not None else []
+    names += [(name, f"provider_secret_env.{body_key}", "it") for body_key, name in params.provider_secret_env.items()]
+    for name, option, what in names:
+        if not os.environ.get(name):
+            raise MissingSecretError(f"{where}: environment variable {name} is not set ({option}); export {what} "
+                                     "under that name where the run starts")
 
 
 def retry_after_seconds(value: str | None) -> float | None:
@@ -78,19 +90,10 @@ class HttpChatBackend:
         self.url = str(params.base_url).rstrip("/") + "/chat/completions"
         self._sleep = sleep
         self._headers = {"Content-Type": "application/json"}
+        check_secrets(params)
         if params.api_key_env is not None:
-            key = os.environ.get(params.api_key_env)
-            if not key:
-                raise ModelLoadError(f"judge {params.judge_name!r}: environment variable {params.api_key_env} "
-                                     "is not set; export the API key under that name")
-            self._headers["Authorization"] = f"Bearer {key}"
-        self._secrets: dict[str, str] = {}
-        for body_key, name in params.provider_secret_env.items():
-            value = os.environ.get(name)
-            if not value:
-                raise ModelLoadError(f"judge {params.judge_name!r}: environment variable {name} (provider_secret_env."
-                                     f"{body_key}) is not set; export it")
-            self._secrets[body_key] = value
+            self._headers["Authorization"] = f"Bearer {os.environ[params.api_key_env]}"
+        self._secrets = {body_key: os.environ[name] for body_key, name in params.provider_secret_env.items()}
 
     def chat(self, requests: Sequence[ChatRequest]) -> list[ChatResponse]:
         if not requests:
