@@ -139,3 +139,43 @@ def test_a_missing_key_variable_stops_the_run_before_its_directory_and_says_expo
     failed = PartFailedError("1 part(s) failed", ["MissingSecretError: environment variable X is not set"])
     assert next_step(args, failed).startswith("export the variable named above, then continue:")
     assert next_step(args, failed).endswith("--resume")
+
+
+def _model_folder(tmp_path):
+    """A folder that passes check_model_dir: a config, one sharded safetensors weight, a tokenizer."""
+    import json
+    import struct
+    import zipfile
+
+    folder = tmp_path / "model"
+    folder.mkdir()
+    (folder / "config.json").write_text('{"model_type": "bart"}')
+    header = json.dumps({"w": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}}).encode()
+    (folder / "model-00001-of-00001.safetensors").write_bytes(struct.pack("<Q", len(header)) + header + b"\0" * 8)
+    (folder / "model.safetensors.index.json").write_text(
+        json.dumps({"weight_map": {"w": "model-00001-of-00001.safetensors"}}))
+    (folder / "tokenizer_config.json").write_text("{}")
+    (folder / "tokenizer.json").write_text('{"model": {"vocab": {"a": 0}}}')
+    with zipfile.ZipFile(folder / "pytorch_model.bin", "w") as zf:  # torch.save's format is a zip archive
+        zf.writestr("archive/data.pkl", b"x" * 64)
+    return folder
+
+
+@pytest.mark.parametrize("damage, named", [
+    (lambda f: (f / "model-00001-of-00001.safetensors").unlink(), "model-00001-of-00001.safetensors"),
+    (lambda f: (f / "model.safetensors.index.json").write_text('{"weight_map": {"w": '), "model.safetensors.index.json"),
+    (lambda f: (f / "tokenizer.json").write_text('{"model": {"vocab": {"a'), "tokenizer.json"),
+    (lambda f: (f / "tokenizer_config.json").write_text('{"model_max'), "tokenizer_config.json"),
+    (lambda f: (f / "pytorch_model.bin").write_bytes((f / "pytorch_model.bin").read_bytes()[:40]), "pytorch_model.bin"),
+    (lambda f: (f / "config.json").write_text("[1, 2]"), "config.json"),
+], ids=["shard-missing", "index-cut", "tokenizer-json-cut", "tokenizer-config-cut", "bin-cut", "config-not-object"])
+def test_more_damaged_model_files_are_named(tmp_path, damage, named) -> None:
+    from engine.errors import DamagedModelError
+    from engine.runtime.model_files import check_model_dir
+
+    folder = _model_folder(tmp_path)
+    check_model_dir(folder, "score.scorers[0]")  # whole: no error
+    damage(folder)
+    with pytest.raises(DamagedModelError, match=rf"score.scorers\[0\]: model file \S*{named}") as caught:
+        check_model_dir(folder, "score.scorers[0]")
+    assert "re-download" in str(caught.value)
