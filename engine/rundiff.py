@@ -12,7 +12,8 @@ Ignored, because they measure the machine, not the result: timing columns (`late
 row signatures *are* compared: a row computed under another config or model is a difference.
 
 `tolerance` applies to floating-point values only (absolute difference); text, integers,
-signatures and errors must be identical. NaN equals NaN (a failed row on both sides).
+signatures and errors must be identical. NaN equals NaN (a failed row on both sides); at
+tolerance 0, -0.0 differs from 0.0 (bit for bit).
 """
 from __future__ import annotations
 
@@ -167,7 +168,8 @@ def _same(a: Any, b: Any, tolerance: float) -> tuple[bool, float | None]:
         if math.isnan(a) or math.isnan(b):
             return (math.isnan(a) and math.isnan(b)), None if (math.isnan(a) and math.isnan(b)) else math.inf
         if a == b:
-            return True, 0.0
+            # 0.0 == -0.0, but they are two bit patterns: "bit for bit" (tolerance 0) tells them apart
+            return (tolerance > 0 or math.copysign(1.0, a) == math.copysign(1.0, b)), 0.0
         delta = abs(a - b)
         return delta <= tolerance, delta
     if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
