@@ -26,7 +26,7 @@ from engine import throughput
 from engine.config import RunConfig, config_hash, file_fingerprint
 from engine.data.loss import assess as assess_data_loss
 from engine.errors import InputError, PartFailedError, StageError
-from engine.io.atomic import write_json_atomic
+from engine.io.atomic import disk_full_error, is_disk_full, write_json_atomic
 from engine.io.rundir import RunDirectory
 from engine.pipeline import PartTask, plan_parts, read_part_input, release_models, sample_part_path, upstream_parts
 from engine.prepare import prepare
@@ -350,13 +350,20 @@ def run_driver_stage(run: RunDirectory, config: RunConfig, stage: Stage) -> None
     """One piece of driver work, once per run: a part stage's `analyze` (marked
     `<stage>-analysis`) or a driver stage's `run_driver` (which marks `<stage>`); a view
     (`after_complete`) is redrawn on every run."""
-    if stage.kind == "part":
-        marker = f"{stage.name}-analysis"
-        if not run.stage_done(marker):
-            stage.analyze(run, config)
-            run.mark_stage(marker)
-    elif stage.after_complete or not run.stage_done(stage.name):
-        stage.run_driver(run, config)
+    try:
+        if stage.kind == "part":
+            marker = f"{stage.name}-analysis"
+            if not run.stage_done(marker):
+                stage.analyze(run, config)
+                run.mark_stage(marker)
+        elif stage.after_complete or not run.stage_done(stage.name):
+            stage.run_driver(run, config)
+    except OSError as exc:
+        # Driver work writes with more than engine.io.atomic (the report's figures and page, analysis
+        # tables): a full disk there is the same DiskFullError, never a raw traceback.
+        if is_disk_full(exc):
+            raise disk_full_error(Path(exc.filename) if exc.filename else run.root / stage.name, exc) from exc
+        raise
 
 
 def read_scores(run_dir: str) -> pa.Table:

@@ -179,3 +179,29 @@ def test_more_damaged_model_files_are_named(tmp_path, damage, named) -> None:
     with pytest.raises(DamagedModelError, match=rf"score.scorers\[0\]: model file \S*{named}") as caught:
         check_model_dir(folder, "score.scorers[0]")
     assert "re-download" in str(caught.value)
+
+
+def test_a_full_disk_in_driver_work_is_a_disk_full_error(tmp_path) -> None:
+    # Found on a 200 KiB tmpfs: the report's index.html write raised a raw OSError (exit 1, a traceback).
+    import errno
+
+    from engine.errors import DiskFullError
+    from engine.io.rundir import RunDirectory
+    from engine.runner import run_driver_stage
+    from engine.stages.registry import get_stage
+
+    class _Run:  # what run_driver_stage asks of a run directory here
+        root = tmp_path
+
+        def stage_done(self, name: str) -> bool:
+            return False
+
+    report = get_stage("report")
+    page = tmp_path / "report" / "index.html"
+
+    class _Full(type(report)):
+        def run_driver(self, run: RunDirectory, config) -> None:
+            raise OSError(errno.ENOSPC, "No space left on device", str(page))
+
+    with pytest.raises(DiskFullError, match=rf"the disk is full: writing {page} failed.*--resume"):
+        run_driver_stage(_Run(), None, _Full())
