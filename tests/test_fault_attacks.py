@@ -3,6 +3,7 @@ not make: an API key quoted where an error text is cut short, and a server that 
 judge's request to another host (which must not receive the key)."""
 from __future__ import annotations
 
+import json
 import logging
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -41,6 +42,10 @@ class _Handler(BaseHTTPRequestHandler):
             # An error answer that quotes the request's header near the end of what is quoted.
             body = ("x" * (http_backend._ERROR_BODY_CHARS - 20) + " " + self.headers["Authorization"]).encode()
             self.send_response(401)
+        elif self.path.startswith("/echo200"):
+            content = json.dumps(f"you sent {self.headers['Authorization']}")
+            body = f'{{"choices": [{{"message": {{"content": {content}}}, "finish_reason": "stop"}}]}}'.encode()
+            self.send_response(200)
         elif self.path.startswith("/redirect"):
             body = b"moved"
             self.send_response(302)
@@ -205,3 +210,9 @@ def test_a_full_disk_in_driver_work_is_a_disk_full_error(tmp_path) -> None:
 
     with pytest.raises(DiskFullError, match=rf"the disk is full: writing {page} failed.*--resume"):
         run_driver_stage(_Run(), None, _Full())
+
+
+def test_an_answer_that_echoes_the_key_is_stored_redacted(server, monkeypatch) -> None:
+    [answer] = _backend(server + "/echo200", monkeypatch).chat([REQUEST])
+    assert answer.error is None and answer.text.startswith("you sent ")
+    assert not _key_pieces(answer.text), answer.text

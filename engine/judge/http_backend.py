@@ -20,6 +20,7 @@ recorded.
 """
 from __future__ import annotations
 
+import dataclasses
 import email.utils
 import http.client
 import json
@@ -148,7 +149,10 @@ class HttpChatBackend:
                 http_request = urllib.request.Request(self.url, data=data, headers=self._headers, method="POST")
                 with _OPENER.open(http_request, timeout=params.timeout_s) as reply:
                     payload = json.loads(reply.read().decode("utf-8"))
-                return self._answer(request, payload, time.perf_counter() - start), attempt + 1
+                answer = self._answer(request, payload, time.perf_counter() - start)
+                # The raw answer is stored in RUN/judgments: a server that echoes the request
+                # (a debugging proxy, an echo endpoint) must not put the key there either.
+                return dataclasses.replace(answer, text=self.redact(answer.text)), attempt + 1
             except urllib.error.HTTPError as exc:
                 reason = f"HTTP {exc.code}"
                 if 300 <= exc.code < 400:
