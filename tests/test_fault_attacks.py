@@ -216,3 +216,19 @@ def test_an_answer_that_echoes_the_key_is_stored_redacted(server, monkeypatch) -
     [answer] = _backend(server + "/echo200", monkeypatch).chat([REQUEST])
     assert answer.error is None and answer.text.startswith("you sent ")
     assert not _key_pieces(answer.text), answer.text
+
+
+def test_a_full_disk_while_drawing_a_figure_stops_the_report(tmp_path) -> None:
+    # A figure that fails for its own data is a note in the report; a full disk is not the figure's fault
+    # and would fail every later file, each with a logged traceback, so it stops the report at once.
+    import errno
+
+    from engine.report.context import FigureWriter
+
+    def full(path):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    writer = FigureWriter(tmp_path, "png")
+    assert "could not be drawn" in writer.draw("a", "A", "", lambda path: 1 / 0)
+    with pytest.raises(OSError, match="No space left"):
+        writer.draw("b", "B", "", full)
