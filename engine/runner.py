@@ -263,6 +263,11 @@ def execute_run(
             # Ctrl-C: the manifest says so (committed parts stay; `--resume` continues the run).
             run.finish("interrupted")
             raise
+        except OSError as exc:
+            # Writes outside engine.io.atomic (the input's spill, driver work): the same DiskFullError.
+            if is_disk_full(exc):
+                raise disk_full_error(Path(exc.filename) if exc.filename else run.root, exc) from exc
+            raise
         finally:
             run.close()
     finally:

@@ -232,3 +232,25 @@ def test_a_full_disk_while_drawing_a_figure_stops_the_report(tmp_path) -> None:
     assert "could not be drawn" in writer.draw("a", "A", "", lambda path: 1 / 0)
     with pytest.raises(OSError, match="No space left"):
         writer.draw("b", "B", "", full)
+
+
+def test_a_full_disk_while_the_input_is_spilled_is_a_disk_full_error(tmp_path, monkeypatch) -> None:
+    import errno
+
+    from conftest import make_sample, write_jsonl
+
+    from engine import prepare, runner
+    from engine.config import config_from_mapping
+    from engine.errors import DiskFullError
+
+    spill = tmp_path / "run" / "spill"
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device", str(spill))
+
+    monkeypatch.setattr(prepare.ipc, "new_stream", full)
+    input_path = write_jsonl(tmp_path / "in.jsonl", [make_sample("f0/g0")])
+    config = config_from_mapping({"input": str(input_path), "stages": ["score"],
+                                  "score": {"scorers": [{"kind": "lexical", "metrics": ["bleu"]}]}}, tmp_path)
+    with pytest.raises(DiskFullError, match=rf"writing {spill} failed"):
+        runner.execute_run(config, str(tmp_path / "run"))
