@@ -11,6 +11,7 @@ fails any more. Committed parts are never redone.
 """
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import os
@@ -25,7 +26,7 @@ import pyarrow as pa
 from engine import throughput
 from engine.config import RunConfig, config_hash, file_fingerprint
 from engine.data.loss import assess as assess_data_loss
-from engine.errors import InputError, PartFailedError, StageError
+from engine.errors import InputError, PartFailedError, RunDirectoryError, StageError
 from engine.io.atomic import disk_full_error, is_disk_full, write_json_atomic
 from engine.io.rundir import RunDirectory
 from engine.pipeline import PartTask, plan_parts, read_part_input, release_models, sample_part_path, upstream_parts
@@ -265,8 +266,14 @@ def execute_run(
             raise
         except OSError as exc:
             # Writes outside engine.io.atomic (the input's spill, driver work): the same DiskFullError.
+            where = Path(exc.filename) if exc.filename else run.root
             if is_disk_full(exc):
-                raise disk_full_error(Path(exc.filename) if exc.filename else run.root, exc) from exc
+                raise disk_full_error(where, exc) from exc
+            in_run = exc.filename is not None and where.resolve().is_relative_to(run.root.resolve())
+            if exc.errno == errno.EROFS or (exc.errno in (errno.EACCES, errno.EPERM) and in_run):
+                raise RunDirectoryError(f"cannot write {where} ({exc.strerror}): the run directory must stay writable; "
+                                        "make it writable again (or copy it to a writable disk), then rerun with "
+                                        "--resume (committed parts are kept)") from exc
             raise
         finally:
             run.close()

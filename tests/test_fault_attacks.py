@@ -254,3 +254,30 @@ def test_a_full_disk_while_the_input_is_spilled_is_a_disk_full_error(tmp_path, m
                                   "score": {"scorers": [{"kind": "lexical", "metrics": ["bleu"]}]}}, tmp_path)
     with pytest.raises(DiskFullError, match=rf"writing {spill} failed"):
         runner.execute_run(config, str(tmp_path / "run"))
+
+
+def test_an_unwritable_run_directory_is_a_clear_error(tmp_path, monkeypatch) -> None:
+    # Found with --out on a read-only mount: a raw OSError traceback from mkdir (exit 1).
+    import errno
+
+    from conftest import make_sample, write_jsonl
+
+    from engine import prepare, runner
+    from engine.config import config_from_mapping
+    from engine.errors import RunDirectoryError
+
+    input_path = write_jsonl(tmp_path / "in.jsonl", [make_sample("f0/g0")])
+    config = config_from_mapping({"input": str(input_path), "stages": ["score"],
+                                  "score": {"scorers": [{"kind": "lexical", "metrics": ["bleu"]}]}}, tmp_path)
+    (tmp_path / "a-file").write_text("")
+    with pytest.raises(RunDirectoryError, match=r"cannot write the run directory .*a-file/run .*--out"):
+        runner.execute_run(config, str(tmp_path / "a-file" / "run"))
+    # The disk turned read-only during the run: named, and --resume once it is writable again.
+    spill = tmp_path / "run" / "spill"
+
+    def read_only(*args, **kwargs):
+        raise OSError(errno.EROFS, "Read-only file system", str(spill))
+
+    monkeypatch.setattr(prepare.ipc, "new_stream", read_only)
+    with pytest.raises(RunDirectoryError, match=rf"cannot write {spill} \(Read-only file system\).*--resume"):
+        runner.execute_run(config, str(tmp_path / "run"))

@@ -63,9 +63,13 @@ class RunDirectory:
             )
         if not manifest_path.exists() and root.exists() and any(p.name != LOCK_FILE for p in root.iterdir()):
             raise RunDirectoryError(f"{root} exists, is not empty and has no {MANIFEST}: choose an empty or new --out")
-        root.mkdir(parents=True, exist_ok=True)
         lock = RunLock(root)
-        lock.acquire()
+        try:
+            root.mkdir(parents=True, exist_ok=True)
+            lock.acquire()
+        except OSError as exc:  # a read-only disk, a folder of another user: say so, not a traceback
+            raise RunDirectoryError(f"cannot write the run directory {root} ({exc.strerror or exc}): choose an --out "
+                                    "on a disk and in a folder you can write to") from None
         try:
             return cls._open_locked(root, lock, config_dict, config_hash, extra, resume)
         except BaseException:
