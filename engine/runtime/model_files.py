@@ -85,7 +85,7 @@ def check_model_dir(path: str | Path, where: str = "", tokenizer: bool = True) -
         raise _damaged(config, "is JSON but not an object of settings", where)
     for file in sorted(folder.glob("*.safetensors")):
         safetensors_header(file, where)
-    for index in sorted(folder.glob("*.index.json")):
+    for index in sorted([*folder.glob("*.safetensors.index.json"), *folder.glob("*.bin.index.json")]):
         _check_index(index, where)
     for file in sorted(folder.glob("*.bin")):
         _check_torch_zip(file, where)
