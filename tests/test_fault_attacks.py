@@ -281,3 +281,29 @@ def test_an_unwritable_run_directory_is_a_clear_error(tmp_path, monkeypatch) -> 
     monkeypatch.setattr(prepare.ipc, "new_stream", read_only)
     with pytest.raises(RunDirectoryError, match=rf"cannot write {spill} \(Read-only file system\).*--resume"):
         runner.execute_run(config, str(tmp_path / "run"))
+
+
+def test_resume_redoes_a_committed_part_whose_file_is_lost_or_cut(tmp_path) -> None:
+    # Found by deleting one part file of a finished run: --resume kept the part ("committed earlier")
+    # and then failed with a raw FileNotFoundError; its rows were lost for good.
+    import shutil
+
+    import pyarrow.parquet as pq
+    from conftest import make_sample, write_jsonl
+
+    from engine import runner
+    from engine.config import config_from_mapping
+    from engine.rundiff import compare_runs
+
+    rows = [make_sample(f"f{f}/g0", prediction=f" returns {f}", file_id=f"f{f}", generator="g0") for f in range(3)]
+    input_path = write_jsonl(tmp_path / "in.jsonl", rows)
+    config = config_from_mapping({"input": str(input_path), "part_size": 1, "stages": ["score"],
+                                  "score": {"scorers": [{"kind": "lexical", "metrics": ["bleu"]}]}}, tmp_path)
+    runner.execute_run(config, str(tmp_path / "clean"))
+    shutil.copytree(tmp_path / "clean", tmp_path / "damaged")
+    first, second = sorted((tmp_path / "damaged" / "scores").glob("*__part-*.parquet"))[:2]
+    first.unlink()
+    pq.write_table(pq.read_table(second).slice(1), second)  # a whole Parquet file, but not the one committed
+    runner.execute_run(config, str(tmp_path / "damaged"), resume=True)
+    result = compare_runs(tmp_path / "clean", tmp_path / "damaged")
+    assert result.equal, result.render()

@@ -100,6 +100,7 @@ class RunDirectory:
                 logger.info("removed %d temp file(s) left by an interrupted run", removed)
             run = cls(root, manifest, lock)
             run._merge_markers()
+            run._forget_lost_parts()
             # Failures of an earlier attempt are history: every failed or blocked part is retried now.
             earlier = {**manifest.get("failed_parts", {}), **manifest.get("blocked_parts", {})}
             if earlier:
@@ -163,6 +164,27 @@ class RunDirectory:
             key = path.relative_to(folder).with_suffix("").as_posix()
             parts[key] = json.loads(path.read_text(encoding="utf-8"))
             self.manifest.get("failed_parts", {}).pop(key, None)
+
+    def _forget_lost_parts(self) -> None:
+        """On resume, a committed part whose file is gone or is not the file its marker recorded
+        (deleted, lost or cut short in a copy of the run directory) is redone, never trusted:
+        keeping it would lose its rows. One Parquet footer read per part."""
+        lost = []
+        for key, info in sorted(self.manifest["parts"].items()):
+            if "file" not in info:
+                continue
+            try:
+                rows = pq.read_metadata(self.root / info["file"]).num_rows
+            except (OSError, ValueError, pa.ArrowException):
+                rows = None
+            if rows is None or ("rows" in info and rows != info["rows"]):
+                lost.append(key)
+        for key in lost:
+            self.manifest["parts"].pop(key)
+            self.marker_path(key).unlink(missing_ok=True)
+        if lost:
+            logger.warning("resume: %d committed part(s) have a missing or damaged file and are redone: %s",
+                           len(lost), ", ".join(lost[:5]) + (" ..." if len(lost) > 5 else ""))
 
     # ----- manifest ------------------------------------------------------------------------
     def save(self) -> None:
