@@ -10,8 +10,8 @@ import pytest
 from conftest import PYTHON, REPO, make_sample, write_jsonl
 
 from engine.config import config_from_mapping
-from engine.rundiff import compare_runs, key_columns
 from engine.records import JUDGMENT_SCHEMA, SCORE_KEY, SCORE_SCHEMA
+from engine.rundiff import compare_runs, key_columns
 from engine.runner import execute_run
 
 
