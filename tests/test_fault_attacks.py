@@ -112,7 +112,7 @@ def test_a_key_written_into_the_config_is_never_echoed_by_its_error() -> None:
     from engine.errors import ConfigError
 
     base = dict(model="m", backend="http", base_url="http://127.0.0.1:9/v1")
-    for pasted in ({"api_key": KEY}, {"api_key_env": KEY}, {"token": KEY}):
+    for pasted in ({"api_key": KEY}, {"api_key_env": KEY}, {"token": KEY}, {"provider_secret_env": {"k": KEY}}):
         with pytest.raises(ConfigError) as caught:
             JudgeParams.from_mapping({**base, **pasted}, where="judge.judges[0]")
         assert not _key_pieces(str(caught.value)), str(caught.value)

@@ -195,8 +195,9 @@ class JudgeParams(Params):
             raise ConfigError(f"provider_options.{path}: looks like a secret, which would be written to the run's "
                               f"manifest; give it as provider_secret_env: {{{path.split('.')[0]}: NAME_OF_ENV_VARIABLE}}")
         for key, name in self.provider_secret_env.items():
-            require(re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", str(name)) is not None, f"provider_secret_env.{key}", name,
-                    "the name of an environment variable (never the value itself)")
+            if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", str(name)) is None:  # not echoed: most often the secret itself
+                raise ConfigError(f"provider_secret_env.{key}: got a value that is not a variable name (not shown: it "
+                                  "may be the secret itself); allowed: the NAME of an environment variable")
 
     def structured_strategies(self) -> tuple[str, ...]:
         if isinstance(self.structured, bool):
