@@ -14,6 +14,7 @@ from engine.errors import (
     DamagedModelError,
     DiskFullError,
     InputError,
+    MissingSecretError,
     ModelLoadError,
     PartFailedError,
     RejectedRowsError,
@@ -70,6 +71,8 @@ def next_step(args: argparse.Namespace, exc: BaseException) -> str | None:
         return None
     out = Path(args.out)
     if isinstance(exc, PartFailedError):
+        if exc.environment_caused and not exc.config_caused:
+            return f"export the variable named above, then continue: {_command(args, resume=True)}"
         if exc.files_caused and not exc.config_caused:
             return f"repair or re-download the model file named above, then continue: {_command(args, resume=True)}"
         if exc.config_caused:
@@ -81,6 +84,8 @@ def next_step(args: argparse.Namespace, exc: BaseException) -> str | None:
         return f"fix the cause, then continue (committed parts are kept): {_command(args, resume=True)}"
     if isinstance(exc, DiskFullError):
         return f"free space on that disk, then continue (committed parts are kept): {_command(args, resume=True)}"
+    if isinstance(exc, MissingSecretError):
+        return f"export the variable named above, then run: {_command(args)}"
     if isinstance(exc, DamagedModelError):
         return f"repair or re-download the model file named above, then run: {_command(args)}"
     if isinstance(exc, (ConfigError, ModelLoadError)):

@@ -41,6 +41,12 @@ class DiskFullError(BabelscoreError):
     the run continues with `--resume` once space is freed."""
 
 
+class MissingSecretError(ModelLoadError):
+    """An environment variable the config names (a judge's `api_key_env`, a `provider_secret_env`)
+    is not set. The variable is not part of the config, so after exporting it the same run
+    continues (`--resume`) or starts."""
+
+
 class PartFailedError(BabelscoreError):
     """A part kept failing after its retries; the run is marked failed.
 
@@ -55,6 +61,11 @@ class PartFailedError(BabelscoreError):
     @property
     def config_caused(self) -> bool:
         return any(c.startswith(("ConfigError", "ModelLoadError")) for c in self.causes)
+
+    @property
+    def environment_caused(self) -> bool:
+        """A variable the config names is not set: export it, then `--resume` (the config stays)."""
+        return any(c.startswith("MissingSecretError") for c in self.causes)
 
     @property
     def files_caused(self) -> bool:

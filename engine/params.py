@@ -8,12 +8,15 @@ names the offending key, its value and what is allowed in the error.
 from __future__ import annotations
 
 import dataclasses
+import re
 import types
 import typing
 from typing import Any, Literal, Mapping, Union
 
 from engine.errors import ConfigError
 from engine.hints import did_you_mean
+
+_SECRET_NAME = re.compile(r"key|token|secret|passw|credential|auth", re.IGNORECASE)
 
 
 def _describe(tp: Any) -> str:
@@ -90,8 +93,11 @@ class Params:
         unknown = sorted(set(mapping) - set(names))
         prefix = f"{where}." if where else ""
         if unknown:
+            # A key named like a secret is not echoed: its value would land in logs and CI output.
+            shown = ("not shown: a key of this name may hold a secret, which belongs in an environment variable"
+                     if _SECRET_NAME.search(unknown[0]) else f"value {mapping[unknown[0]]!r}")
             raise ConfigError(
-                f"{prefix}{unknown[0]}: unknown key (value {mapping[unknown[0]]!r})"
+                f"{prefix}{unknown[0]}: unknown key ({shown})"
                 f"{did_you_mean(unknown[0], names)}; allowed keys here: {sorted(names)}"
             )
         kwargs = {k: _convert(v, hints[k], f"{prefix}{k}") for k, v in mapping.items()}

@@ -12,7 +12,8 @@ Ignored, because they measure the machine, not the result: timing columns (`late
 row signatures *are* compared: a row computed under another config or model is a difference.
 
 `tolerance` applies to floating-point values only (absolute difference); text, integers,
-signatures and errors must be identical. NaN equals NaN (a failed row on both sides).
+signatures and errors must be identical. NaN equals NaN (a failed row on both sides); at
+tolerance 0, -0.0 differs from 0.0 (bit for bit).
 """
 from __future__ import annotations
 
@@ -167,7 +168,8 @@ def _same(a: Any, b: Any, tolerance: float) -> tuple[bool, float | None]:
         if math.isnan(a) or math.isnan(b):
             return (math.isnan(a) and math.isnan(b)), None if (math.isnan(a) and math.isnan(b)) else math.inf
         if a == b:
-            return True, 0.0
+            # 0.0 == -0.0, but they are two bit patterns: "bit for bit" (tolerance 0) tells them apart
+            return (tolerance > 0 or math.copysign(1.0, a) == math.copysign(1.0, b)), 0.0
         delta = abs(a - b)
         return delta <= tolerance, delta
     if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
@@ -185,17 +187,19 @@ def _same(a: Any, b: Any, tolerance: float) -> tuple[bool, float | None]:
 def _keyed_rows(files: Iterable[tuple[str, Path]]) -> tuple[dict[tuple, tuple[str, dict]], list[str]]:
     rows: dict[tuple, tuple[str, dict]] = {}
     columns: list[str] = []
+    # Counted over all files of the table, not per file: the same row committed in two parts of
+    # a task (what a broken resume would do) is a duplicate, not one row seen twice.
+    seen: dict[tuple, int] = defaultdict(int)
     for task, path in files:
         table = pq.read_table(path)
         key_cols = key_columns(table.schema)
         columns = [c for c in table.column_names if c not in key_cols and not is_timing_column(c)]
-        seen: dict[tuple, int] = defaultdict(int)
         for row in table.to_pylist():
-            base = tuple(row.get(c) for c in key_cols)
+            base = (task, *(row.get(c) for c in key_cols))
             # A repeated key (a duplicate row) keeps its occurrence number: a duplicate is a difference.
             occurrence = seen[base]
             seen[base] += 1
-            key = (task, *base) if occurrence == 0 else (task, *base, f"#{occurrence}")
+            key = base if occurrence == 0 else (*base, f"#{occurrence}")
             rows[key] = (task, {c: row[c] for c in columns})
     return rows, columns
 

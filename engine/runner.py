@@ -12,6 +12,7 @@ fails any more. Committed parts are never redone.
 from __future__ import annotations
 
 import dataclasses
+import errno
 import json
 import logging
 import os
@@ -26,8 +27,8 @@ import pyarrow as pa
 from engine import throughput
 from engine.config import RunConfig, config_hash, file_fingerprint
 from engine.data.loss import assess as assess_data_loss
-from engine.errors import InputError, PartFailedError, StageError
-from engine.io.atomic import write_json_atomic
+from engine.errors import InputError, PartFailedError, RunDirectoryError, StageError
+from engine.io.atomic import disk_full_error, is_disk_full, write_json_atomic
 from engine.io.rundir import RunDirectory
 from engine.pipeline import PartTask, plan_parts, read_part_input, release_models, sample_part_path, upstream_parts
 from engine.prepare import prepare
@@ -264,6 +265,17 @@ def execute_run(
             # Ctrl-C: the manifest says so (committed parts stay; `--resume` continues the run).
             run.finish("interrupted")
             raise
+        except OSError as exc:
+            # Writes outside engine.io.atomic (the input's spill, driver work): the same DiskFullError.
+            where = Path(exc.filename) if exc.filename else run.root
+            if is_disk_full(exc):
+                raise disk_full_error(where, exc) from exc
+            in_run = exc.filename is not None and where.resolve().is_relative_to(run.root.resolve())
+            if exc.errno == errno.EROFS or (exc.errno in (errno.EACCES, errno.EPERM) and in_run):
+                raise RunDirectoryError(f"cannot write {where} ({exc.strerror}): the run directory must stay writable; "
+                                        "make it writable again (or copy it to a writable disk), then rerun with "
+                                        "--resume (committed parts are kept)") from exc
+            raise
         finally:
             run.close()
     finally:
@@ -357,13 +369,20 @@ def run_driver_stage(run: RunDirectory, config: RunConfig, stage: Stage) -> None
     """One piece of driver work, once per run: a part stage's `analyze` (marked
     `<stage>-analysis`) or a driver stage's `run_driver` (which marks `<stage>`); a view
     (`after_complete`) is redrawn on every run."""
-    if stage.kind == "part":
-        marker = f"{stage.name}-analysis"
-        if not run.stage_done(marker):
-            stage.analyze(run, config)
-            run.mark_stage(marker)
-    elif stage.after_complete or not run.stage_done(stage.name):
-        stage.run_driver(run, config)
+    try:
+        if stage.kind == "part":
+            marker = f"{stage.name}-analysis"
+            if not run.stage_done(marker):
+                stage.analyze(run, config)
+                run.mark_stage(marker)
+        elif stage.after_complete or not run.stage_done(stage.name):
+            stage.run_driver(run, config)
+    except OSError as exc:
+        # Driver work writes with more than engine.io.atomic (the report's figures and page, analysis
+        # tables): a full disk there is the same DiskFullError, never a raw traceback.
+        if is_disk_full(exc):
+            raise disk_full_error(Path(exc.filename) if exc.filename else run.root / stage.name, exc) from exc
+        raise
 
 
 def read_scores(run_dir: str) -> pa.Table:

@@ -241,7 +241,7 @@ def test_an_exception_that_echoes_the_request_headers_is_redacted(server, monkey
     def refuses(request: urllib.request.Request, timeout: float):
         raise ConnectionError(f"proxy refused the request, headers {dict(request.header_items())}")
 
-    monkeypatch.setattr(http_backend.urllib.request, "urlopen", refuses)
+    monkeypatch.setattr(http_backend._OPENER, "open", refuses)
     backend = HttpChatBackend(JudgeParams.from_mapping(dict(
         model="m", backend="http", base_url=server, api_key_env="JUDGE_FAULTS_KEY", max_retries=1,
         backoff_base_s=0.01, backoff_cap_s=0.01)), sleep=lambda s: None)

@@ -10,8 +10,8 @@ import pytest
 from conftest import PYTHON, REPO, make_sample, write_jsonl
 
 from engine.config import config_from_mapping
-from engine.rundiff import compare_runs, key_columns
 from engine.records import JUDGMENT_SCHEMA, SCORE_KEY, SCORE_SCHEMA
+from engine.rundiff import compare_runs, key_columns
 from engine.runner import execute_run
 
 
@@ -100,3 +100,30 @@ def test_cli_exits_0_only_when_equal(clean_run, tmp_path):
     differ = subprocess.run([PYTHON, "-m", "engine.cli", "diff", str(clean_run), str(other)],
                             capture_output=True, text=True, cwd=REPO)
     assert differ.returncode == 1 and "DIFFERENT" in differ.stdout
+
+
+def test_a_row_duplicated_into_another_part_file_is_a_difference(clean_run, tmp_path):
+    # The exactly-once failure a resume could make: one row committed in two parts of a task.
+    # Keys are per task, not per file, so the copy in the second file must not replace the first.
+    other = _copy(clean_run, tmp_path)
+    first, second = sorted((other / "scores").glob("*__part-*.parquet"))[:2]
+    assert first.name.split("__part-")[0] == second.name.split("__part-")[0]
+    pq.write_table(pa.concat_tables([pq.read_table(second), pq.read_table(first).slice(0, 1)]), second)
+    result = compare_runs(clean_run, other)
+    assert not result.equal and len(result.only_b) == 1 and not result.only_a, result.render()
+    assert result.only_b[0][2][-1] == "#1"
+
+
+def test_nan_equals_nan_and_a_zero_of_the_other_sign_differs_only_bit_for_bit(clean_run, tmp_path):
+    def values(table, new):
+        column = table.column("value").to_pylist()
+        column[:2] = new
+        return table.set_column(table.schema.get_field_index("value"), "value", pa.array(column, pa.float64()))
+
+    nan_a, nan_b = _copy(clean_run, tmp_path / "a"), _copy(clean_run, tmp_path / "b")
+    _rewrite_first_score_part(nan_a, lambda t: values(t, [float("nan"), 0.0]))
+    _rewrite_first_score_part(nan_b, lambda t: values(t, [float("nan"), -0.0]))
+    result = compare_runs(nan_a, nan_b)
+    assert [d.column for d in result.differences] == ["value"] and result.differences[0].b == 0.0
+    assert compare_runs(nan_a, nan_b, tolerance=1e-12).equal  # NaN == NaN, and -0.0 == 0.0 within a tolerance
+    assert not compare_runs(clean_run, nan_a).equal  # a number against NaN is a difference

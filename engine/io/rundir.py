@@ -63,9 +63,13 @@ class RunDirectory:
             )
         if not manifest_path.exists() and root.exists() and any(p.name != LOCK_FILE for p in root.iterdir()):
             raise RunDirectoryError(f"{root} exists, is not empty and has no {MANIFEST}: choose an empty or new --out")
-        root.mkdir(parents=True, exist_ok=True)
         lock = RunLock(root)
-        lock.acquire()
+        try:
+            root.mkdir(parents=True, exist_ok=True)
+            lock.acquire()
+        except OSError as exc:  # a read-only disk, a folder of another user: say so, not a traceback
+            raise RunDirectoryError(f"cannot write the run directory {root} ({exc.strerror or exc}): choose an --out "
+                                    "on a disk and in a folder you can write to") from None
         try:
             return cls._open_locked(root, lock, config_dict, config_hash, extra, resume)
         except BaseException:
@@ -96,6 +100,7 @@ class RunDirectory:
                 logger.info("removed %d temp file(s) left by an interrupted run", removed)
             run = cls(root, manifest, lock)
             run._merge_markers()
+            run._forget_lost_parts()
             # Failures of an earlier attempt are history: every failed or blocked part is retried now.
             earlier = {**manifest.get("failed_parts", {}), **manifest.get("blocked_parts", {})}
             if earlier:
@@ -159,6 +164,27 @@ class RunDirectory:
             key = path.relative_to(folder).with_suffix("").as_posix()
             parts[key] = json.loads(path.read_text(encoding="utf-8"))
             self.manifest.get("failed_parts", {}).pop(key, None)
+
+    def _forget_lost_parts(self) -> None:
+        """On resume, a committed part whose file is gone or is not the file its marker recorded
+        (deleted, lost or cut short in a copy of the run directory) is redone, never trusted:
+        keeping it would lose its rows. One Parquet footer read per part."""
+        lost = []
+        for key, info in sorted(self.manifest["parts"].items()):
+            if "file" not in info:
+                continue
+            try:
+                rows = pq.read_metadata(self.root / info["file"]).num_rows
+            except (OSError, ValueError, pa.ArrowException):
+                rows = None
+            if rows is None or ("rows" in info and rows != info["rows"]):
+                lost.append(key)
+        for key in lost:
+            self.manifest["parts"].pop(key)
+            self.marker_path(key).unlink(missing_ok=True)
+        if lost:
+            logger.warning("resume: %d committed part(s) have a missing or damaged file and are redone: %s",
+                           len(lost), ", ".join(lost[:5]) + (" ..." if len(lost) > 5 else ""))
 
     # ----- manifest ------------------------------------------------------------------------
     def save(self) -> None:

@@ -171,9 +171,11 @@ class JudgeParams(Params):
         require(self.batch_size > 0, "batch_size", self.batch_size, "a positive integer")
         if self.backend == "http":
             require(bool(self.base_url), "base_url", self.base_url, "the server's URL, e.g. http://localhost:8000/v1")
-        if self.api_key_env is not None:
-            require(re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", self.api_key_env) is not None, "api_key_env",
-                    self.api_key_env, "the name of an environment variable (never the key itself)")
+        if self.api_key_env is not None and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", self.api_key_env) is None:
+            # Not echoed: what is here instead of a name is most often the key itself.
+            raise ConfigError(f"api_key_env: got a value of {len(self.api_key_env)} character(s) that is not a "
+                              "variable name (not shown: it may be the key itself); allowed: the NAME of an "
+                              "environment variable, e.g. JUDGE_API_KEY, which holds the key")
         self._check_provider_options()
         if self.lora is not None:
             require(self.backend != "http", "lora", self.lora, "only with backend vllm or transformers (a served model "
@@ -200,8 +202,9 @@ class JudgeParams(Params):
             raise ConfigError(f"provider_options.{path}: looks like a secret, which would be written to the run's "
                               f"manifest; give it as provider_secret_env: {{{path.split('.')[0]}: NAME_OF_ENV_VARIABLE}}")
         for key, name in self.provider_secret_env.items():
-            require(re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", str(name)) is not None, f"provider_secret_env.{key}", name,
-                    "the name of an environment variable (never the value itself)")
+            if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", str(name)) is None:  # not echoed: most often the secret itself
+                raise ConfigError(f"provider_secret_env.{key}: got a value that is not a variable name (not shown: it "
+                                  "may be the secret itself); allowed: the NAME of an environment variable")
 
     def structured_strategies(self) -> tuple[str, ...]:
         if isinstance(self.structured, bool):

@@ -20,6 +20,7 @@ recorded.
 """
 from __future__ import annotations
 
+import dataclasses
 import email.utils
 import http.client
 import json
@@ -33,13 +34,38 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from typing import Any, Callable, Sequence
 
-from engine.errors import ModelLoadError
+from engine.errors import MissingSecretError
 from engine.judge.backends import ChatRequest, ChatResponse
 from engine.judge.config import JudgeParams
 
 logger = logging.getLogger(__name__)
 REDACTED = "[redacted]"
 _ERROR_BODY_CHARS = 300  # how much of a server's error answer a failure reason quotes
+# Read (and redacted) beyond what is quoted, so a key the cut falls into is still found whole.
+_ERROR_BODY_READ = 65536
+
+
+class _RefuseRedirects(urllib.request.HTTPRedirectHandler):
+    """urllib follows a 301/302/303 with the request's headers, Authorization included, to
+    whatever host the Location names; the judge never does (the answer is an HTTP error)."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):  # noqa: ANN001 - urllib's signature
+        return None
+
+
+_OPENER = urllib.request.build_opener(_RefuseRedirects)
+
+
+def check_secrets(params: JudgeParams, where: str | None = None) -> None:
+    """MissingSecretError unless every variable the judge names (API key, provider secrets) is set.
+    Run by the stage's preflight too, so a missing key stops the run before its directory exists."""
+    where = where or f"judge {params.judge_name!r}"
+    names = [(params.api_key_env, "api_key_env", "the API key")] if params.api_key_env is not None else []
+    names += [(name, f"provider_secret_env.{body_key}", "it") for body_key, name in params.provider_secret_env.items()]
+    for name, option, what in names:
+        if not os.environ.get(name):
+            raise MissingSecretError(f"{where}: environment variable {name} is not set ({option}); export {what} "
+                                     "under that name where the run starts")
 
 
 def retry_after_seconds(value: str | None) -> float | None:
@@ -65,19 +91,10 @@ class HttpChatBackend:
         self.url = str(params.base_url).rstrip("/") + "/chat/completions"
         self._sleep = sleep
         self._headers = {"Content-Type": "application/json"}
+        check_secrets(params)
         if params.api_key_env is not None:
-            key = os.environ.get(params.api_key_env)
-            if not key:
-                raise ModelLoadError(f"judge {params.judge_name!r}: environment variable {params.api_key_env} "
-                                     "is not set; export the API key under that name")
-            self._headers["Authorization"] = f"Bearer {key}"
-        self._secrets: dict[str, str] = {}
-        for body_key, name in params.provider_secret_env.items():
-            value = os.environ.get(name)
-            if not value:
-                raise ModelLoadError(f"judge {params.judge_name!r}: environment variable {name} (provider_secret_env."
-                                     f"{body_key}) is not set; export it")
-            self._secrets[body_key] = value
+            self._headers["Authorization"] = f"Bearer {os.environ[params.api_key_env]}"
+        self._secrets = {body_key: os.environ[name] for body_key, name in params.provider_secret_env.items()}
 
     def chat(self, requests: Sequence[ChatRequest]) -> list[ChatResponse]:
         if not requests:
@@ -130,11 +147,19 @@ class HttpChatBackend:
             retry_after = None
             try:
                 http_request = urllib.request.Request(self.url, data=data, headers=self._headers, method="POST")
-                with urllib.request.urlopen(http_request, timeout=params.timeout_s) as reply:
+                with _OPENER.open(http_request, timeout=params.timeout_s) as reply:
                     payload = json.loads(reply.read().decode("utf-8"))
-                return self._answer(request, payload, time.perf_counter() - start), attempt + 1
+                answer = self._answer(request, payload, time.perf_counter() - start)
+                # The raw answer is stored in RUN/judgments: a server that echoes the request
+                # (a debugging proxy, an echo endpoint) must not put the key there either.
+                return dataclasses.replace(answer, text=self.redact(answer.text)), attempt + 1
             except urllib.error.HTTPError as exc:
                 reason = f"HTTP {exc.code}"
+                if 300 <= exc.code < 400:
+                    where = exc.headers.get("Location", "") if exc.headers else ""
+                    reason += (f" (not retried): the server redirects to {where!r}; redirects are not followed, so "
+                               "the API key goes to no other address: set base_url to where the API is")
+                    return self._failed(request, reason, start), attempt + 1
                 if exc.code not in params.retry_statuses:
                     return self._failed(request, f"{reason} (not retried){self._quote(exc)}", start), attempt + 1
                 retry_after = retry_after_seconds(exc.headers.get("Retry-After") if exc.headers else None)
@@ -149,7 +174,9 @@ class HttpChatBackend:
                 reason = f"answer cut short ({len(exc.partial)} bytes read)"
             except (http.client.HTTPException, ConnectionError, OSError) as exc:
                 # the exception's own text helps (and may echo the request: redacted below)
-                reason = f"connection error ({type(exc).__name__}: {' '.join(str(exc).split())[:200]})"
+                # redacted before the cut, which could leave a piece of the key the redaction misses
+                text = self.redact(' '.join(str(exc).split()))[:200]
+                reason = f"connection error ({type(exc).__name__}: {text})"
             except (ValueError, KeyError, IndexError, TypeError):
                 return self._failed(request, "the server's answer is not a chat completion", start), attempt + 1
             if attempt + 1 == attempts:
@@ -169,10 +196,12 @@ class HttpChatBackend:
     def _quote(self, exc: urllib.error.HTTPError) -> str:
         """The start of a refused request's error answer (servers say there why), redacted."""
         try:
-            body = exc.read(_ERROR_BODY_CHARS).decode("utf-8", "replace").strip()
+            body = exc.read(_ERROR_BODY_READ).decode("utf-8", "replace")
         except Exception:  # noqa: BLE001 - the quote is a courtesy; the status says enough
             return ""
-        return f": {' '.join(body.split())}" if body else ""
+        # redacted before the cut: a key the cut falls into would otherwise leave its start behind
+        body = self.redact(" ".join(body.split()))[:_ERROR_BODY_CHARS].strip()
+        return f": {body}" if body else ""
 
     def _failed(self, request: ChatRequest, message: str, start: float) -> ChatResponse:
         message = self.redact(message)

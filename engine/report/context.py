@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from engine.io.atomic import is_disk_full
 from engine.report.load import RunData
 from engine.report.tables import ConfigKey
 
@@ -44,6 +45,8 @@ class FigureWriter:
         try:
             fn(self.folder / name)
         except Exception as exc:  # one bad figure must not cost the whole report
+            if is_disk_full(exc):  # ...but a full disk costs every later file: stop with its error now
+                raise
             logger.exception("report figure %s failed", name)
             self.failures.append(f"{alt}: {type(exc).__name__}: {exc}")
             return f'<p class="missing">Figure “{esc(alt)}” could not be drawn: {esc(type(exc).__name__)}: {esc(str(exc))}</p>'

@@ -8,6 +8,9 @@ so config check can refuse it before any work, naming the file and what to do:
 - `config.json` missing or not JSON;
 - a `*.safetensors` file whose 8-byte header length or JSON header is damaged;
 - a `*.safetensors` file shorter than its header says (the weights were cut short);
+- a sharded checkpoint's index (`*.index.json`) that is not JSON or names a shard the folder lacks;
+- a `*.bin` weights file in torch's zip format whose archive is cut short (legacy pickles are not read);
+- a tokenizer's JSON files (`tokenizer.json`, `tokenizer_config.json`, ...) that are not JSON;
 - a tokenizer whose `tokenizer_config.json` is there without any vocabulary file
   (tokenizer.json, vocab.txt, vocab.json, a sentencepiece model...).
 
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 import json
 import struct
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +34,9 @@ VOCABULARY_FILES = ("tokenizer.json", "vocab.txt", "vocab.json", "tokenizer.mode
                     "sentencepiece.bpe.model", "source.spm", "vocab.model", "sentencepiece.model")
 _FIX = "re-download or copy the model again (or point the config at a whole copy)"
 _MAX_HEADER = 100 * 2**20  # the safetensors format's own limit on its JSON header
+# JSON files a tokenizer loads when they are there; a copy cut short leaves them unparseable.
+TOKENIZER_JSON_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.json",
+                        "added_tokens.json")
 
 
 def _damaged(file: Path, what: str, where: str) -> DamagedModelError:
@@ -74,13 +81,50 @@ def check_model_dir(path: str | Path, where: str = "", tokenizer: bool = True) -
     config = folder / "config.json"
     if not config.is_file():
         raise _damaged(config, "is missing (every model folder needs one)", where)
-    try:
-        json.loads(config.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise _damaged(config, f"is not readable JSON ({type(exc).__name__}: {str(exc)[:120]})", where) from None
+    if not isinstance(_json_file(config, where), dict):
+        raise _damaged(config, "is JSON but not an object of settings", where)
     for file in sorted(folder.glob("*.safetensors")):
         safetensors_header(file, where)
+    for index in sorted([*folder.glob("*.safetensors.index.json"), *folder.glob("*.bin.index.json")]):
+        _check_index(index, where)
+    for file in sorted(folder.glob("*.bin")):
+        _check_torch_zip(file, where)
+    if tokenizer:
+        for name in TOKENIZER_JSON_FILES:
+            if (folder / name).is_file():
+                _json_file(folder / name, where)
     if tokenizer and (folder / "tokenizer_config.json").is_file():
         if not any((folder / name).is_file() for name in VOCABULARY_FILES) and not list(folder.glob("*.tiktoken")):
             raise _damaged(folder / "tokenizer.json", "is missing: tokenizer_config.json is there but no vocabulary "
                            f"file ({', '.join(VOCABULARY_FILES[:4])}, ...)", where)
+
+
+def _json_file(file: Path, where: str) -> Any:
+    try:
+        return json.loads(file.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise _damaged(file, f"is not readable JSON ({type(exc).__name__}: {str(exc)[:120]})", where) from None
+
+
+def _check_index(index: Path, where: str) -> None:
+    """A sharded checkpoint's index: every shard it names is in the folder (the shards' own
+    headers are checked with the other weight files)."""
+    content = _json_file(index, where)
+    weight_map = content.get("weight_map") if isinstance(content, dict) else None
+    if not isinstance(weight_map, dict):
+        raise _damaged(index, "has no weight_map object (damaged index)", where)
+    for shard in sorted({str(v) for v in weight_map.values()}):
+        if not (index.parent / shard).is_file():
+            raise _damaged(index.parent / shard, f"is missing: {index.name} names it", where)
+
+
+def _check_torch_zip(file: Path, where: str) -> None:
+    """torch.save writes a zip archive whose directory is at the end: a cut copy has none."""
+    try:
+        with open(file, "rb") as fh:
+            if fh.read(4) != b"PK\x03\x04":  # a legacy pickle (or not torch's): nothing to check cheaply
+                return
+        with zipfile.ZipFile(file) as archive:
+            archive.infolist()
+    except (OSError, zipfile.BadZipFile) as exc:
+        raise _damaged(file, f"is cut short or damaged (its zip archive cannot be read: {exc})", where) from None

@@ -74,6 +74,17 @@ class JudgeStage(Stage):
             if judge.tokenizer is not None:
                 check_model(judge.tokenizer, f"judge.judges[{i}].tokenizer", kind="tokenizer")
 
+    def preflight(self, config: Any) -> str | None:
+        """Every HTTP judge's API key and provider secrets are in the environment (the variables
+        are not in the config: a missing one would otherwise fail every judge part of the run)."""
+        from engine.judge.http_backend import check_secrets
+
+        judges = [(i, j) for i, j in enumerate(config.section(self.name).judges) if j.backend == "http"]
+        for i, judge in judges:
+            check_secrets(judge, f"judge.judges[{i}]")
+        named = sorted({n for _i, j in judges for n in (j.api_key_env, *j.provider_secret_env.values()) if n})
+        return f"judge: environment variables {', '.join(named)} are set" if named else None
+
     def model_needs(self, config: Any) -> list[Any]:
         from engine.runtime.memory import ModelNeed
 
