@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.slow
-
 from engine.finetune.train import ADAPTER_DIR, CHECKPOINT, KILL_AFTER_STEP_ENV, LOG_FILE, load_base, train_adapter
 from engine.judge.adapter import adapter_hash
 from engine.testing.tiny_chat import build_tiny_chat_model
+
+pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[1]
 OPTIONS = {"seed": 7, "lora_r": 8, "lora_alpha": 16, "lora_dropout": 0.1, "target_modules": ["q_proj", "v_proj", "down_proj"],
