@@ -9,25 +9,21 @@ Nothing here imports torch, ray or vllm at module level.
 from __future__ import annotations
 
 import logging
-import os
-import signal
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from engine import throughput
+from engine import faults, throughput
 from engine.errors import StageError
+from engine.faults import KILL_PART_ENV
 from engine.records import SAMPLE_SCHEMA
 from engine.stages import flow
 from engine.stages.base import PartContext, PartTask
 from engine.stages.registry import get_stage
 
 logger = logging.getLogger(__name__)
-
-# Test hook (fault-injection tests only): kill the process that runs the named part.
-KILL_PART_ENV = "BABELSCORE_TEST_KILL_PART"
 
 __all__ = ["PartTask", "plan_parts", "execute_part", "sample_part_path", "part_output_paths", "upstream_parts", "KILL_PART_ENV"]
 
@@ -84,16 +80,6 @@ def read_stage_output(run_root: str | Path, config: Any, stage: str, index: int)
     return pa.concat_tables([pq.read_table(p, schema=st.schema) for p in paths])
 
 
-def _maybe_kill_for_test(part: PartTask) -> None:
-    target = os.environ.get(KILL_PART_ENV)
-    if not target or target != part.key:
-        return
-    marker = Path(os.environ.get(KILL_PART_ENV + "_MARKER", "/nonexistent"))
-    if marker.parent.is_dir() and not marker.exists():
-        marker.write_text("killed once\n")  # kill only the first attempt, so the retry can succeed
-        os.kill(os.getpid(), signal.SIGKILL)
-
-
 def execute_part(run_root: str, config: Any, part: PartTask, prepass: dict[str, Any]) -> pa.Table:
     """Compute one part's output table. Row-level failures become error rows, not exceptions.
 
@@ -102,7 +88,7 @@ def execute_part(run_root: str, config: Any, part: PartTask, prepass: dict[str, 
 
     prepass: task name -> that task's corpus pre-pass result (absent when it has none).
     """
-    _maybe_kill_for_test(part)
+    faults.before_part(part.key)
     stage = get_stage(part.stage)
     ctx = PartContext(
         run_root=Path(run_root),

@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import signal
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,10 +20,11 @@ from typing import Any
 
 import pyarrow as pa
 
-from engine import throughput
+from engine import faults, throughput
 from engine.config import RunConfig, config_hash, file_fingerprint
 from engine.data.loss import assess as assess_data_loss
 from engine.errors import InputError, PartFailedError, StageError
+from engine.faults import CRASH_AFTER_COMMITS_ENV
 from engine.io.atomic import write_json_atomic
 from engine.io.rundir import RunDirectory
 from engine.pipeline import PartTask, plan_parts, read_part_input, release_models, sample_part_path, upstream_parts
@@ -38,10 +37,7 @@ from engine.stages.registry import get_stage, part_stages_of
 
 logger = logging.getLogger(__name__)
 
-# Test hook (crash/resume tests only): SIGKILL the driver after this many part commits.
-CRASH_AFTER_COMMITS_ENV = "BABELSCORE_TEST_CRASH_AFTER_COMMITS"
-
-__all__ = ["execute_run", "open_run", "prepare", "read_scores", "sample_part_path", "RunSummary"]
+__all__ = ["CRASH_AFTER_COMMITS_ENV", "execute_run", "open_run", "prepare", "read_scores", "sample_part_path", "RunSummary"]
 
 
 @dataclass
@@ -74,15 +70,14 @@ def open_run(config: RunConfig, out: str, resume: bool) -> RunDirectory:
 
 # ----- part stages ----------------------------------------------------------------------------
 class _Committer:
-    """Commits finished parts; the crash hook lets tests kill the driver between commits."""
+    """Commits finished parts; engine.faults lets tests kill the driver between commits."""
 
     def __init__(self, run: RunDirectory, rows_per_part: list[int] | None = None):
         self.run = run
         self.rows_per_part = rows_per_part or []
         self.recorder = throughput.Recorder(run.manifest)
         self.commits = 0
-        limit = os.environ.get(CRASH_AFTER_COMMITS_ENV)
-        self.crash_after = int(limit) if limit else None
+        self.crash_after = faults.crash_after_commits()
 
     def commit(self, part: PartTask, table: pa.Table) -> None:
         table, stats = throughput.detach(table)
@@ -95,7 +90,7 @@ class _Committer:
             # The summary is written first so that a test can read from manifest.json how many
             # parts were committed; resuming reads the completion markers either way.
             self.run.save()
-            os.kill(os.getpid(), signal.SIGKILL)
+            faults.crash_now()
 
     def fail(self, part: PartTask, error: str, attempts: int) -> None:
         logger.error("part %s failed after %d attempt(s): %s", part.key, attempts, error)

@@ -14,6 +14,7 @@ unit to a unit of a higher layer points back up.
 from __future__ import annotations
 
 import ast
+import functools
 import re
 import sys
 from dataclasses import dataclass, field
@@ -100,7 +101,7 @@ class Structure:
         return graph
 
 
-def _resolve(name: str, modules: dict[str, Path]) -> str | None:
+def _resolve(name: str, modules: frozenset[str] | dict[str, Path]) -> str | None:
     while name and name not in modules:
         name = name.rpartition(".")[0]
     return name or None
@@ -113,7 +114,19 @@ def _relative_base(module: str, is_package: bool, level: int) -> str:
 
 
 def imports_of(module: str, path: Path, modules: dict[str, Path]) -> list[Edge]:
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return list(_imports_of(module, path.name == "__init__.py", path.read_text(encoding="utf-8"), frozenset(modules)))
+
+
+@functools.lru_cache(maxsize=4096)
+def parse(text: str) -> ast.AST:
+    """A module's syntax tree, cached by its text (callers must not change it)."""
+    return ast.parse(text)
+
+
+@functools.lru_cache(maxsize=4096)
+def _imports_of(module: str, is_package: bool, text: str, modules: frozenset[str]) -> tuple[Edge, ...]:
+    """Cached by the file's text: the planted-violation tests measure copies that differ in one file."""
+    tree = parse(text)
     parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
 
     def context(node: ast.AST) -> tuple[bool, bool]:
@@ -134,7 +147,7 @@ def imports_of(module: str, path: Path, modules: dict[str, Path]) -> list[Edge]:
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
-                prefix = _relative_base(module, path.name == "__init__.py", node.level)
+                prefix = _relative_base(module, is_package, node.level)
                 base = f"{prefix}.{base}" if base else prefix
             targets = [base, *(f"{base}.{alias.name}" for alias in node.names)]
         elif isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", "")) == "import_module":
@@ -146,10 +159,12 @@ def imports_of(module: str, path: Path, modules: dict[str, Path]) -> list[Edge]:
         # `from engine.x import y` names both engine.x and engine.x.y: keep the most specific
         found = {f for f in found if f and f != module}
         found = {f for f in found if not any(g != f and g.startswith(f + ".") for g in found)} or found
+        if not found:
+            continue
         lazy, type_only = context(node)
         lazy = lazy or isinstance(node, ast.Constant)
         out += [Edge(module, target, node.lineno, lazy, type_only) for target in sorted(found)]
-    return out
+    return tuple(out)
 
 
 def measure(engine: Path = REPO / "engine") -> Structure:
