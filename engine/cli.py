@@ -1,4 +1,4 @@
-"""Command line: `babelscore run | validate | config | demo | bench | convert | report | make-tiny-models | judge render`."""
+"""Command line: `babelscore run | validate | config | demo | bench | convert | report | diff | make-tiny-models | judge render`."""
 from __future__ import annotations
 
 import argparse
@@ -403,6 +403,15 @@ def cmd_judge(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_diff(args: argparse.Namespace) -> int:
+    """Compare two run directories row by row; exit 0 only when they are equal."""
+    from engine.rundiff import compare_runs
+
+    result = compare_runs(Path(args.run_a), Path(args.run_b), args.tolerance)
+    print(result.render(limit=args.show))
+    return EXIT_OK if result.equal else EXIT_FAILED_PARTS
+
+
 def _add_judge_commands(sub: Any) -> None:
     judge = sub.add_parser("judge", help="judge tools: render (the exact prompts of each call, without a model)")
     judge_sub = judge.add_subparsers(dest="judge_command", required=True)
@@ -506,6 +515,17 @@ def build_parser() -> argparse.ArgumentParser:
     report = sub.add_parser("report", help="write RUN/report/index.html")
     report.add_argument("run", help="run directory")
     report.set_defaults(func=cmd_report)
+
+    diff = sub.add_parser(
+        "diff", help="compare two run directories row by row (exit 0 only when equal)",
+        description="Rows only in one run, rows whose value, signature or error differ, and the largest difference "
+                    "per task, over every row output of the two runs (timings ignored; see docs/running.md).")
+    diff.add_argument("run_a", help="run directory")
+    diff.add_argument("run_b", help="run directory")
+    diff.add_argument("--tolerance", type=float, default=0.0,
+                      help="largest absolute difference of a float value that still counts as equal (default 0: bit for bit)")
+    diff.add_argument("--show", type=int, default=20, help="how many differing rows to list")
+    diff.set_defaults(func=cmd_diff)
 
     tiny = sub.add_parser("make-tiny-models", help="build the tiny random models the demo uses")
     tiny.add_argument("dir")

@@ -1,0 +1,229 @@
+"""`babelscore diff RUN_A RUN_B`: are two run directories the same numbers?
+
+Every row output of a run directory is compared: the committed part files of every stage
+(scores, noise, generations, judgments, perturbations, round trip, ...), the samples the
+build wrote and the single-file tables (calibration, sensitivity, significance, rejected rows).
+Rows are matched by their table's row key (the key tuples of engine.records; a table without a
+known key is keyed by all its text, integer and boolean columns), never by position, so two
+runs that cut their parts or ordered their rows differently still compare row by row.
+
+Ignored, because they measure the machine, not the result: timing columns (`latency_s`, any
+`*_s` or `*_seconds` column) and everything in `manifest.json` (times, attempts, hosts). The
+row signatures *are* compared: a row computed under another config or model is a difference.
+
+`tolerance` applies to floating-point values only (absolute difference); text, integers,
+signatures and errors must be identical. NaN equals NaN (a failed row on both sides).
+"""
+from __future__ import annotations
+
+import math
+import re
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from engine import records
+from engine.errors import RunDirectoryError
+from engine.io.atomic import TEMP_PREFIX
+from engine.io.rundir import RunDirectory
+
+# Row keys per schema (matched by column names): the same key a stage uses to find its rows.
+_KNOWN_KEYS: tuple[tuple[pa.Schema, tuple[str, ...]], ...] = (
+    (records.SCORE_SCHEMA, records.SCORE_KEY),
+    (records.SAMPLE_SCHEMA, ("sample_id",)),
+    (records.GENERATION_SCHEMA, ("sample_id", "generator")),
+    (records.NOISE_SCHEMA, ("sample_id", "noise")),
+    (records.PERTURB_SCHEMA, ("sample_id", "noise")),
+    (records.REJECTED_SCHEMA, ("row_index",)),
+    (records.JUDGMENT_SCHEMA, (*records.JUDGMENT_KEY, "generator")),
+    (records.ROUNDTRIP_SCHEMA, records.ROUNDTRIP_KEY),
+    (records.CALIBRATION_SCHEMA, ("metric", "scorer", "variant", "context", "language", "generator", "task", "group_by")),
+    (records.SENSITIVITY_SCHEMA, ("metric", "scorer", "variant", "context", "language", "target", "family")),
+    (records.SIGNIFICANCE_SCHEMA, ("kind", "language", "metric", "scorer", "variant", "context",
+                                   "metric_y", "scorer_y", "variant_y", "context_y")),
+)
+_TIMING = re.compile(r"(^|_)(latency|elapsed|wall|duration)(_|$)|_s$|_seconds$")
+_PART_FILE = re.compile(r"^(?P<task>.+)__part-\d+\.parquet$")
+_SAMPLE_PART = re.compile(r"^part-\d+\.parquet$")
+
+
+def is_timing_column(name: str) -> bool:
+    return bool(_TIMING.search(name))
+
+
+def key_columns(schema: pa.Schema) -> tuple[str, ...]:
+    names = set(schema.names)
+    for known, key in _KNOWN_KEYS:
+        if set(known.names) == names:
+            return key
+    return tuple(
+        f.name for f in schema
+        if not is_timing_column(f.name)
+        and (pa.types.is_string(f.type) or pa.types.is_large_string(f.type)
+             or pa.types.is_integer(f.type) or pa.types.is_boolean(f.type))
+    )
+
+
+@dataclass(frozen=True)
+class RowDifference:
+    table: str
+    task: str
+    key: tuple[Any, ...]
+    column: str
+    a: Any
+    b: Any
+    delta: float | None  # absolute difference of a float value; None for other columns
+
+
+@dataclass
+class RunDiff:
+    """What differs between two run directories (see the module docstring)."""
+
+    run_a: Path
+    run_b: Path
+    tolerance: float
+    rows_compared: dict[str, int] = field(default_factory=dict)  # table -> rows in both runs
+    only_a: list[tuple[str, str, tuple[Any, ...]]] = field(default_factory=list)  # (table, task, key)
+    only_b: list[tuple[str, str, tuple[Any, ...]]] = field(default_factory=list)
+    differences: list[RowDifference] = field(default_factory=list)
+    max_delta: dict[tuple[str, str], float] = field(default_factory=dict)  # (table, task) -> largest |a - b|
+    tables_only_a: list[str] = field(default_factory=list)
+    tables_only_b: list[str] = field(default_factory=list)
+
+    @property
+    def differing_rows(self) -> int:
+        return len({(d.table, d.task, d.key) for d in self.differences})
+
+    @property
+    def equal(self) -> bool:
+        return not (self.only_a or self.only_b or self.differences or self.tables_only_a or self.tables_only_b)
+
+    def render(self, limit: int = 20) -> str:
+        lines = [f"babelscore diff {self.run_a} {self.run_b} (tolerance {self.tolerance:g})"]
+        total = sum(self.rows_compared.values())
+        for name in sorted(self.rows_compared):
+            lines.append(f"  {name}: {self.rows_compared[name]} row(s) in both")
+        for name in self.tables_only_a:
+            lines.append(f"  table {name} only in {self.run_a}")
+        for name in self.tables_only_b:
+            lines.append(f"  table {name} only in {self.run_b}")
+        if self.equal:
+            lines.append(f"equal: {total} row(s) match" + (" bit for bit" if self.tolerance == 0 else ""))
+            return "\n".join(lines)
+        lines.append(
+            f"DIFFERENT: {self.differing_rows} row(s) differ, {len(self.only_a)} only in A, {len(self.only_b)} only in B"
+        )
+        if self.max_delta:
+            lines.append("largest difference per task:")
+            for (table, task), delta in sorted(self.max_delta.items()):
+                lines.append(f"  {table}/{task}: {delta:.3g}")
+        for label, rows in (("only in A", self.only_a), ("only in B", self.only_b)):
+            for table, task, key in rows[:limit]:
+                lines.append(f"  {label}: {table}/{task} {key}")
+            if len(rows) > limit:
+                lines.append(f"  ... and {len(rows) - limit} more {label}")
+        for d in self.differences[:limit]:
+            delta = f" (|d| {d.delta:.3g})" if d.delta is not None else ""
+            lines.append(f"  {d.table}/{d.task} {d.key} {d.column}: {d.a!r} != {d.b!r}{delta}")
+        if len(self.differences) > limit:
+            lines.append(f"  ... and {len(self.differences) - limit} more differing value(s)")
+        return "\n".join(lines)
+
+
+def _row_files(root: Path) -> dict[str, list[tuple[str, Path]]]:
+    """table name -> [(task, file)]: committed part files (from the completion markers) and
+    every other Parquet table of the run directory (a part file without a marker is not output)."""
+    run = RunDirectory.open_existing(root)
+    committed = {(root / info["file"]).resolve() for info in run.manifest.get("parts", {}).values() if "file" in info}
+    tables: dict[str, list[tuple[str, Path]]] = defaultdict(list)
+    for path in sorted(root.rglob("*.parquet")):
+        if path.name.startswith(TEMP_PREFIX):
+            continue
+        relative = path.relative_to(root)
+        part = _PART_FILE.match(path.name)
+        if part:
+            if path.resolve() not in committed:
+                continue
+            tables[relative.parent.as_posix()].append((part.group("task"), path))
+        elif _SAMPLE_PART.match(path.name):
+            tables[relative.parent.as_posix()].append((relative.parent.as_posix(), path))
+        else:
+            name = relative.with_suffix("").as_posix()
+            tables[name].append((name, path))
+    return tables
+
+
+def _is_float(t: pa.DataType) -> bool:
+    return pa.types.is_floating(t)
+
+
+def _same(a: Any, b: Any, tolerance: float) -> tuple[bool, float | None]:
+    """(equal, |a - b| for floats)."""
+    if isinstance(a, float) and isinstance(b, float):
+        if math.isnan(a) or math.isnan(b):
+            return (math.isnan(a) and math.isnan(b)), None if (math.isnan(a) and math.isnan(b)) else math.inf
+        if a == b:
+            return True, 0.0
+        delta = abs(a - b)
+        return delta <= tolerance, delta
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        worst: float | None = None
+        ok = True
+        for x, y in zip(a, b):
+            same, delta = _same(x, y, tolerance)
+            ok = ok and same
+            if delta is not None:
+                worst = delta if worst is None else max(worst, delta)
+        return ok, worst
+    return a == b, None
+
+
+def _keyed_rows(files: Iterable[tuple[str, Path]]) -> tuple[dict[tuple, tuple[str, dict]], list[str]]:
+    rows: dict[tuple, tuple[str, dict]] = {}
+    columns: list[str] = []
+    for task, path in files:
+        table = pq.read_table(path)
+        key_cols = key_columns(table.schema)
+        columns = [c for c in table.column_names if c not in key_cols and not is_timing_column(c)]
+        seen: dict[tuple, int] = defaultdict(int)
+        for row in table.to_pylist():
+            base = tuple(row.get(c) for c in key_cols)
+            # A repeated key (a duplicate row) keeps its occurrence number: a duplicate is a difference.
+            occurrence = seen[base]
+            seen[base] += 1
+            key = (task, *base) if occurrence == 0 else (task, *base, f"#{occurrence}")
+            rows[key] = (task, {c: row[c] for c in columns})
+    return rows, columns
+
+
+def compare_runs(run_a: Path, run_b: Path, tolerance: float = 0.0) -> RunDiff:
+    """Compare every row output of two run directories (see the module docstring)."""
+    run_a, run_b = Path(run_a), Path(run_b)
+    if tolerance < 0 or math.isnan(tolerance):
+        raise RunDirectoryError(f"diff: --tolerance must be a number >= 0, not {tolerance}")
+    result = RunDiff(run_a, run_b, tolerance)
+    files_a, files_b = _row_files(run_a), _row_files(run_b)
+    result.tables_only_a = sorted(set(files_a) - set(files_b))
+    result.tables_only_b = sorted(set(files_b) - set(files_a))
+    for name in sorted(set(files_a) & set(files_b)):
+        rows_a, columns = _keyed_rows(files_a[name])
+        rows_b, _ = _keyed_rows(files_b[name])
+        result.only_a += [(name, key[0], key[1:]) for key in sorted(rows_a.keys() - rows_b.keys(), key=repr)]
+        result.only_b += [(name, key[0], key[1:]) for key in sorted(rows_b.keys() - rows_a.keys(), key=repr)]
+        both = sorted(rows_a.keys() & rows_b.keys(), key=repr)
+        result.rows_compared[name] = len(both)
+        for key in both:
+            task, a = rows_a[key]
+            b = rows_b[key][1]
+            for column in sorted(a.keys() | b.keys()):
+                same, delta = _same(a.get(column), b.get(column), tolerance)
+                if delta is not None and delta > 0:
+                    slot = (name, task)
+                    result.max_delta[slot] = max(result.max_delta.get(slot, 0.0), delta)
+                if not same:
+                    result.differences.append(RowDifference(name, task, key[1:], column, a.get(column), b.get(column), delta))
+    return result
