@@ -25,7 +25,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from engine.roundtrip.difftest import agreement, generate_inputs
-from engine.roundtrip.execute import run_tests
+from engine.roundtrip.languages import run_tests
 from engine.roundtrip.sandbox import SandboxLimits, isolation_name
 from engine.roundtrip.scores import correctness
 from engine.roundtrip.tasks import load_tasks, python_program

@@ -82,35 +82,37 @@ def _identity(stage: Any, config: Any, task: Any, prepass: dict[str, Any]) -> st
 
 
 # ----- driver side ------------------------------------------------------------------------------
-def _reusing_stages(config: Any) -> list[Any]:
-    from engine.stages import flow
+def _reusing_stages(plan: Any) -> list[Any]:
+    """The plan's reusable part stages (engine.stages.plan.BoundStage)."""
+    return [bound for bound in plan.part_stages() if bound.stage.reusable]
 
-    return [stage for stage in flow.listed(config.stages, "part") if stage.reusable]
 
+def record_identities(run: Any, plan: Any, prepass_of: Callable[[str], dict[str, Any]]) -> None:
+    """Record every reusable task's identity in the manifest (what later runs match).
 
-def record_identities(run: Any, config: Any, prepass_of: Callable[[str], dict[str, Any]]) -> None:
-    """Record every reusable task's identity in the manifest (what later runs match)."""
+    plan: the run's RunPlan (engine.stages.plan)."""
+    config = plan.config
     identities: dict[str, dict[str, str]] = {}
-    for stage in _reusing_stages(config):
+    for bound in _reusing_stages(plan):
+        stage = bound.stage
         prepass = prepass_of(stage.name)
-        for task in stage.tasks(config):
+        for task in bound.tasks:
             digest = _identity(stage, config, task, prepass.get(task.task, {}))
             identities[task.task] = {"stage": stage.name, "identity": digest}
     run.manifest[IDENTITIES_KEY] = identities
     run.save()
 
 
-def summarize_reuse(run: Any, config: Any, plan_parts: Callable[[Any, str, int], list[Any]]) -> dict[str, Any] | None:
-    """Sum the per-part counts of committed parts into manifest['reuse'] (None without reuse).
-
-    `plan_parts` is the runner's planner (engine.pipeline.plan_parts), passed in because the
-    pipeline calls this package to run its parts."""
+def summarize_reuse(run: Any, plan: Any) -> dict[str, Any] | None:
+    """Sum the per-part counts of committed parts into manifest['reuse'] (None without reuse)."""
+    config = plan.config
     if not getattr(config, "reuse", ()):
         return None
     tasks: dict[str, dict[str, Any]] = {}
-    for stage in _reusing_stages(config):
+    for bound in _reusing_stages(plan):
+        stage = bound.stage
         n_parts = len(stage.own_parts(config, run.root) or run.manifest["part_rows"])
-        for part in plan_parts(config, stage.name, n_parts):
+        for part in bound.parts(n_parts):
             if not run.is_done(part.key):
                 continue
             entry = tasks.setdefault(part.task, {"stage": stage.name, "reused": {}, "computed": 0})
@@ -125,7 +127,7 @@ def summarize_reuse(run: Any, config: Any, plan_parts: Callable[[Any, str, int],
     summary = {"from": list(config.reuse), "tasks": dict(sorted(tasks.items()))}
     run.manifest["reuse"] = summary
     run.save()
-    for line in reuse_lines(summary):
+    for line in reuse_lines(summary, plan.layout.reuse_verbs):
         logger.info("%s", line)
     return summary
 
@@ -141,16 +143,16 @@ def _shown(path: str) -> str:
     return path if relative.startswith("..") else relative
 
 
-def reuse_lines(summary: dict[str, Any] | None) -> list[str]:
-    """One console line per task: `TASK: N rows reused from runs/a, M computed`."""
-    from engine.stages.registry import get_stage
+def reuse_lines(summary: dict[str, Any] | None, verbs: dict[str, str]) -> list[str]:
+    """One console line per task: `TASK: N rows reused from runs/a, M computed`.
 
+    verbs: stage -> its console verb for rows it made itself (the run's layout's `reuse_verbs`)."""
     if not summary:
         return []
     lines = []
     for task, info in summary["tasks"].items():
         reused = info["reused"]
-        verb = get_stage(info["stage"]).reuse_verb
+        verb = verbs.get(info["stage"], "computed")
         if reused:
             sources = ", ".join(f"{n:,} rows reused from {_shown(source)}" for source, n in reused.items())
         else:

@@ -43,15 +43,9 @@ import pyarrow as pa
 
 from engine.errors import StageError
 
-# Kinds of rows in the declared data flow (`Stage.provides` / `Stage.consumes`).
-SAMPLES = "samples"  # the rows every later stage works on: the validated input, or generated rows
-CANDIDATES = "candidates"  # extra texts to score per sample (noise, perturbations): `as_candidates`
-SCORES = "scores"
-JUDGMENTS = "judgments"
-ROUNDTRIP_ROWS = "roundtrip-rows"
-INPUT = "input"  # the run's input table, made by a source stage instead of read from `input:`
-CALIBRATION = "calibration"
-REPORT = "report-page"
+# Kinds of rows in the declared data flow (`provides` / `consumes`), re-exported for stage modules.
+from engine.kinds import CALIBRATION, CANDIDATES, INPUT, JUDGMENTS, REPORT, ROUNDTRIP_ROWS, SAMPLES, SCORES  # noqa: E402,F401
+
 # Option names whose values are model or tokenizer locations in most sections.
 MODEL_PATH_OPTIONS = ("model", "tokenizer")
 
@@ -122,6 +116,7 @@ class PartContext:
     prepass: dict[str, Any] = field(default_factory=dict)
     _input_reader: Any = None  # callable(index) -> pa.Table, set by the runner
     _output_reader: Any = None  # callable(stage, index) -> pa.Table, set by the runner
+    _consumed: dict[str, tuple[Any, ...]] = field(default_factory=dict)  # kind -> earlier Stages (the RunPlan's)
 
     def input_table(self) -> pa.Table:
         """The part's input rows: generated rows when a generate stage ran, else validated samples."""
@@ -130,6 +125,11 @@ class PartContext:
     def stage_output(self, stage: str) -> pa.Table:
         """Every committed row of an earlier stage (all its tasks) for this part's index."""
         return self._output_reader(stage, self.part.index)
+
+    def providers_of(self, kind: str) -> tuple["Stage", ...]:
+        """The earlier stages this part reads rows of `kind` from, in run order (the RunPlan
+        resolved them from the declared data flow); read each with `stage_output`."""
+        return self._consumed.get(kind, ())
 
 
 class Stage:

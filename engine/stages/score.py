@@ -301,10 +301,8 @@ class ScoreStage(Stage):
         """Every item of the part in scoring order, and why items without a prediction lack one."""
         samples = ctx.input_table()
         self.require_columns(samples, "the part's samples")
-        from engine.stages import flow
-
         extra: list[dict[str, Any]] = []
-        for provider in flow.providers(ctx.config.stages, CANDIDATES, before=self.name):
+        for provider in ctx.providers_of(CANDIDATES):
             extra.extend(provider.as_candidates(ctx.stage_output(provider.name)).to_pylist())
         items = list(score_items(samples, _group_by_sample(extra)))
         missing = [item for item in items if item.prediction is None]
