@@ -19,8 +19,7 @@ import pytest
 from engine.config import config_from_mapping
 from engine.errors import ConfigError
 from engine.roundtrip import bwrap, difftest, sandbox
-from engine.roundtrip.languages import run_tests
-from engine.roundtrip.languages import toolchain_missing
+from engine.roundtrip.languages import run_tests, toolchain_missing
 from engine.roundtrip.sandbox import SandboxLimits
 from engine.stages.registry import get_stage
 

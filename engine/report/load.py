@@ -22,11 +22,11 @@ import pyarrow.parquet as pq
 from engine import taxonomy
 from engine.calibrate.run import expert_labels
 from engine.calibrate.stage import label_codes
+from engine.io.layout import RunLayout
 from engine.io.rundir import RunDirectory
+from engine.kinds import CALIBRATION, SCORES
 from engine.records import CALIBRATION_SCHEMA, LABELS, NOISE_KINDS, PERTURB_PREFIX
 from engine.report.tables import ConfigKey, context_rank, order_languages
-from engine.io.layout import RunLayout
-from engine.kinds import CALIBRATION, SCORES
 
 SAMPLE_COLUMNS = ["language", "generator", "label", "error_codes"]
 _INDEX_KEYS = ["metric", "scorer", "context", "variant", "noise", "language"]
