@@ -26,13 +26,14 @@ STRING_IMPORT = re.compile(r"^engine(\.\w+)+:\w+$")
 # Lowest first. A unit may import units of its own layer and of lower layers.
 LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
     ("base", frozenset({"errors", "hints", "params", "records", "signature", "items", "context", "progress", "stats",
-                        "taxonomy", "resources", "kinds"})),
+                        "taxonomy", "resources", "kinds", "faults"})),
     ("infra", frozenset({"__init__", "io", "runtime", "isolation", "worker_jobs", "llm", "throughput"})),
     ("protocols", frozenset({"stages.base"})),
+    ("machinery", frozenset({"reuse"})),  # generic services the stages call (reuse: sources, keys, bookkeeping)
     ("domain", frozenset({"data", "metrics", "generate", "judge", "perturb", "roundtrip", "calibrate", "noise", "score",
                           "report", "prime", "demo", "finetune", "testing"})),  # + every engine/stages/<stage>.py left
     ("resolver", frozenset({"stages.registry", "stages.flow", "stages.plan", "stages", "config", "config_reference"})),
-    ("driver", frozenset({"reuse", "pipeline", "prepare", "preflight", "executors", "runner", "console", "bench", "cli"})),
+    ("driver", frozenset({"pipeline", "prepare", "preflight", "executors", "runner", "console", "bench", "cli", "rundiff"})),
 )
 LAYER_NAMES = tuple(name for name, _ in LAYERS)
 

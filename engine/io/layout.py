@@ -39,6 +39,9 @@ class RunLayout:
     report_sections: tuple[Callable[[Any], Any], ...] = ()
     reuse_verbs: dict[str, str] = field(default_factory=dict)  # reusable stage -> the console's verb for rows it made
     rates: dict[str, tuple[tuple[str, str], ...]] = field(default_factory=dict)  # stage -> its own (counter, unit) rates
+    # The listed part stages that provide scored candidates, in run order (stage objects: each
+    # has `name`, `schema` and `as_candidates(table)`), for reuse to rebuild that run's items.
+    candidates: tuple[Any, ...] = ()
 
     def prefixes(self, kind: str) -> tuple[str, ...]:
         return self.kind_prefixes.get(kind, ())

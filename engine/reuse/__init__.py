@@ -23,6 +23,7 @@ import pyarrow.parquet as pq
 
 from engine.io.atomic import write_json_atomic
 from engine.reuse.sources import IDENTITIES_KEY, forget_sources, hold_earlier_runs, sources_for
+from engine.stages.base import Reusable
 
 logger = logging.getLogger(__name__)
 
@@ -44,8 +45,8 @@ def run_part_reusing(stage: Any, ctx: Any) -> pa.Table:
     record = _record_path(ctx.run_root, ctx.part)
     record.unlink(missing_ok=True)  # a record of an earlier attempt of this part must not outlive it
     result = None
-    if stage.reusable:
-        result = _reuse_part(stage, ctx, sources_for(tuple(ctx.config.reuse)))
+    if isinstance(stage, Reusable):
+        result = stage.reuse_part(ctx, sources_for(tuple(ctx.config.reuse)))
     if result is None:
         return stage.run_part(ctx)
     table, per_run, computed = result
@@ -53,38 +54,10 @@ def run_part_reusing(stage: Any, ctx: Any) -> pa.Table:
     return table
 
 
-def _reuse_part(stage: Any, ctx: Any, sources: Any) -> tuple[pa.Table, dict[str, int], int] | None:
-    """Reuse by the kind of rows the stage provides: scores, or generated samples."""
-    from engine.stages.base import SAMPLES, SCORES
-
-    if stage.provides == SCORES:
-        from engine.reuse.score import score_part
-
-        return score_part(stage, ctx, sources)
-    if stage.provides == SAMPLES:
-        from engine.reuse.generate import generate_part
-
-        return generate_part(stage, ctx, sources)
-    return None
-
-
-def _identity(stage: Any, config: Any, task: Any, prepass: dict[str, Any]) -> str:
-    """A reusable task's identity: equal identities compute equal rows from equal items."""
-    from engine.reuse.keys import generate_identity, score_identity
-    from engine.stages.base import SAMPLES, SCORES
-
-    section = config.section(stage.name)
-    if stage.provides == SCORES:
-        return score_identity(section.scorers[task.entry], prepass)
-    if stage.provides == SAMPLES:
-        return generate_identity(section.generators[task.entry], prepass)
-    raise ValueError(f"stage {stage.name!r} is marked reusable but provides {stage.provides!r}, which reuse cannot take")
-
-
 # ----- driver side ------------------------------------------------------------------------------
 def _reusing_stages(plan: Any) -> list[Any]:
     """The plan's reusable part stages (engine.stages.plan.BoundStage)."""
-    return [bound for bound in plan.part_stages() if bound.stage.reusable]
+    return [bound for bound in plan.part_stages() if isinstance(bound.stage, Reusable)]
 
 
 def record_identities(run: Any, plan: Any, prepass_of: Callable[[str], dict[str, Any]]) -> None:
@@ -97,7 +70,7 @@ def record_identities(run: Any, plan: Any, prepass_of: Callable[[str], dict[str,
         stage = bound.stage
         prepass = prepass_of(stage.name)
         for task in bound.tasks:
-            digest = _identity(stage, config, task, prepass.get(task.task, {}))
+            digest = stage.reuse_identity(config, task, prepass.get(task.task, {}))
             identities[task.task] = {"stage": stage.name, "identity": digest}
     run.manifest[IDENTITIES_KEY] = identities
     run.save()

@@ -157,14 +157,11 @@ class Stage:
     path_options: ClassVar[tuple[str, ...]] = MODEL_PATH_OPTIONS
     # A driver stage that only views final outputs runs after the run is marked complete.
     after_complete: ClassVar[bool] = False
-    # Whether parts can take finished rows of earlier runs (`reuse:`; engine.reuse knows how
-    # for the kinds of rows it provides), and the console's verb for rows it made itself.
-    reusable: ClassVar[bool] = False
+    # Whether parts can take finished rows of earlier runs: a stage derives from `Reusable`.
     # Throughput: what "per second" means for the stage besides rows/s, as (counter, unit) pairs
     # (engine.throughput), and the counter its output rows stand for, if any (round trip: runs).
     rates: ClassVar[tuple[tuple[str, str], ...]] = ()
     output_rows_counter: ClassVar[str | None] = None
-    reuse_verb: ClassVar[str] = "computed"
 
     # ----- configuration ------------------------------------------------------------------
     def parse_section(self, raw: Any, base_dir: Path, where: str) -> Any:
@@ -266,3 +263,22 @@ class Stage:
         if missing:
             raise StageError(self.name, f"its input {source} lacks column(s) {missing}; it needs {list(self.input_columns)}")
 
+
+
+# ----- opt-in capabilities: a stage derives from one to have it; the RunPlan, engine.reuse and
+# the layout find them with isinstance, never by a stage's name ----------------------------------
+class Reusable:
+    """Parts can take finished rows of earlier runs (`reuse:`). The stage owns what makes two
+    results the same (`reuse_identity`) and how a part's rows are matched and merged
+    (`reuse_part`); engine.reuse holds only the generic machinery (sources, bookkeeping)."""
+
+    reuse_verb: ClassVar[str] = "computed"  # the console's verb for the rows it made itself
+
+    def reuse_identity(self, config: Any, task: StageTask, prepass: dict[str, Any]) -> str:
+        """A task's identity: equal identities compute equal rows from equal inputs."""
+        raise NotImplementedError
+
+    def reuse_part(self, ctx: PartContext, sources: Any) -> tuple[pa.Table, dict[str, int], int] | None:
+        """(table, rows reused per earlier run, rows computed), or None to compute the part whole.
+        sources: engine.reuse.sources.ReuseSources of the earlier runs."""
+        raise NotImplementedError

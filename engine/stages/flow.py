@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Iterable
 from engine.io import layout as _layout
 from engine.io.layout import DriverWork, RunLayout
 from engine.stages import registry
-from engine.stages.base import INPUT, SAMPLES
+from engine.stages.base import CANDIDATES, INPUT, SAMPLES, Reusable
 from engine.stages.registry import get_stage
 
 if TYPE_CHECKING:
@@ -112,8 +112,9 @@ def layout_of(stages: Iterable[str]) -> RunLayout:
         part_stages=tuple(s.name for s in ordered if s.kind == "part"),
         driver_stages=tuple(DriverWork(s.name, s.after_complete) for s in ordered if s.kind == "driver"),
         report_sections=tuple(s.report_section for s in ordered),
-        reuse_verbs={s.name: s.reuse_verb for s in listed(names) if s.reusable},
+        reuse_verbs={s.name: s.reuse_verb for s in listed(names) if isinstance(s, Reusable)},
         rates={s.name: s.rates for s in listed(names) if s.rates},
+        candidates=tuple(providers(given, CANDIDATES)),
     )
 
 
