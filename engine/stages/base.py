@@ -29,7 +29,9 @@ atomically. Driver stages read the committed outputs after all parts. How a task
 follows from its `StageTask.model_key`: with a model they run in that model's actor (the
 model stays loaded between parts), without one as plain tasks.
 
-Adding a stage is one module with a `Stage` subclass and one line in `engine.stages.registry`.
+Adding a stage is one module with a `Stage` subclass and one line in `engine.stages.registry`;
+optional capabilities (`Reusable`, below) are opt-in base classes. The driver binds the listed
+stages into a RunPlan (engine.stages.plan); docs/architecture.md walks through a run.
 """
 from __future__ import annotations
 
