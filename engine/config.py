@@ -25,6 +25,7 @@ import yaml
 from engine.data.validate import ValidationParams
 from engine.errors import ConfigError, InputError
 from engine.hints import did_you_mean, path_hint, yaml_tab_hint
+from engine.numerics import DeterministicParams, parse_deterministic
 from engine.stages import flow, registry  # flow also installs the layout resolver of run directories
 from engine.stages.registry import DEFAULT_STAGES, get_stage
 
@@ -46,6 +47,8 @@ class RunConfig:
     # Earlier run directories whose finished results this run takes (engine.reuse). Not part
     # of the run's identity: reuse never changes a row, so it stays out of to_dict and the hash.
     reuse: tuple[str, ...] = ()
+    # engine.numerics: thread count and batching of neural scorers (`deterministic:`).
+    deterministic: DeterministicParams = DeterministicParams()
 
     def __getattr__(self, name: str) -> Any:
         """A listed section by its key as an attribute (`config.score`), like `section(name)`."""
@@ -73,10 +76,12 @@ class RunConfig:
         for name in sorted(self.sections):
             out[name] = self.sections[name].to_dict()
         out["validation"] = self.validation.to_dict()
+        if not self.deterministic.is_default:  # absent when default: older runs keep their hash
+            out["deterministic"] = self.deterministic.to_dict()
         return out
 
 
-RUN_KEYS = ("name", "input", "labels", "stages", "seed", "part_size", "validation", "reuse")
+RUN_KEYS = ("name", "input", "labels", "stages", "seed", "part_size", "validation", "reuse", "deterministic")
 
 
 def section_names() -> tuple[str, ...]:
@@ -201,6 +206,7 @@ def config_from_mapping(
         sections=sections,
         validation=validation,
         reuse=reuse,
+        deterministic=parse_deterministic(raw.get("deterministic")),
     )
     if check:
         check_config(config)

@@ -46,6 +46,11 @@ TOP_LEVEL: tuple[tuple[str, str, str, str], ...] = (
     ("reuse", "a run directory or a list of them", "null",
      "earlier runs whose finished, identical rows this run takes instead of computing them (relative to the "
      "config file's folder; `babelscore run --reuse` replaces it). Not part of the run's identity."),
+    ("deterministic", "`default`, `batch_invariant` or {mode, threads}", "default",
+     "how neural values are computed (engine/numerics.py): `default` is bit for bit across executors, resumes "
+     "and retries at one part size; `batch_invariant` also across part sizes (each sequence in a batch of its "
+     "own; slower). `threads`: torch's intra-op threads in every process (default: OMP_NUM_THREADS, else the "
+     "driver's usable CPUs), recorded in the neural signatures."),
 )
 _KEY_LINE = re.compile(r"^    ([A-Za-z_][A-Za-z0-9_]*): (.*)$")
 

@@ -93,10 +93,14 @@ def execute_part(run_root: str, config: Any, part: PartTask, prepass: dict[str, 
     prepass: task name -> that task's corpus pre-pass result (absent when it has none).
     """
     faults.before_part(part.key)
+    from engine import numerics
+
     plan = as_plan(config)
     bound = plan.bound(part.stage)
     stage = bound.stage
     config = plan.config
+    # One thread count in every process that computes a part (the driver resolved it).
+    numerics.apply(getattr(config, "deterministic", numerics.DeterministicParams()), needs_torch=bool(part.model_key))
     ctx = PartContext(
         run_root=Path(run_root),
         config=config,

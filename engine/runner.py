@@ -11,6 +11,7 @@ fails any more. Committed parts are never redone.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import time
@@ -289,7 +290,13 @@ def _hold_reuse_sources(config: RunConfig, out: str) -> list[Any]:
 
 
 def _execute(run: RunDirectory, plan: RunPlan, executor_name: str, ray_address: str | None, ray_options: dict[str, Any] | None) -> RunSummary:
-    config = plan.config
+    from engine import numerics
+
+    # Resolved once here (after the hash) and sent with the plan's config to every worker.
+    config = dataclasses.replace(plan.config, deterministic=plan.config.deterministic.resolved())
+    plan = dataclasses.replace(plan, config=config)
+    numerics.apply(config.deterministic)
+    run.manifest["numerics"] = config.deterministic.to_dict()
     recorder = throughput.Recorder(run.manifest)
     with recorder.timed("prepare"):
         prepare(run, config)

@@ -194,7 +194,7 @@ class EmbeddingScorer:
         return {f"{METRIC}/{context}": self._signature(context) for context in self.params.contexts}
 
     def _signature(self, context: str) -> str:
-        from engine import __version__
+        from engine import __version__, numerics
         from engine.metrics.encoder_runtime import planned_linear_kernels
         from engine.runtime import attn_implementation, resolve_device, resolve_model
 
@@ -223,6 +223,7 @@ class EmbeddingScorer:
             "linear": linear,
             "mode": p.mode,
             "pool": "mean-cos" if p.mean_pool else False,
+            **numerics.signature_fields(),
             "transformers": package_version("transformers"),
             "torch": package_version("torch"),
             "babelscore": __version__,

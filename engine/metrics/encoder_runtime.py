@@ -238,11 +238,15 @@ class EncoderRuntime:
         padded tokens. Returns, per sequence, its kept rows — (K, D), or (K, L+1, D) with all
         layers — on the model's device in the model's dtype, or None and an error message.
         """
-        order = sorted(range(len(sequences)), key=lambda i: -len(sequences[i]))
+        from engine import numerics
+
+        # Ties by content, never by input order (see engine.numerics).
+        order = sorted(range(len(sequences)), key=lambda i: (-len(sequences[i]), tuple(sequences[i])))
         out: list[torch.Tensor | None] = [None] * len(sequences)
         errors: list[str | None] = [None] * len(sequences)
         pos = 0
-        budget = max(1, batch_tokens)
+        # batch_invariant: one sequence per batch (a budget below any length closes each batch at 1).
+        budget = 1 if numerics.current().batch_invariant else max(1, batch_tokens)
         while pos < len(order):
             longest = max(1, len(sequences[order[pos]]))
             size = max(1, budget // longest)

@@ -39,7 +39,7 @@ import re
 import time
 from typing import TYPE_CHECKING, Any, Literal, Sequence
 
-from engine import throughput
+from engine import numerics, throughput
 from engine.context import candidate_text, plan_windows, reference_text, span_token_mask
 from engine.errors import ModelLoadError
 from engine.isolation import ItemFailure, run_isolated
@@ -208,7 +208,7 @@ class LikelihoodScorer:
             if self.architecture == "causal":
                 fields["sep"] = p.separator.encode("unicode_escape").decode("ascii")
             fields.update(
-                tok="fast", dtype=self._dtype or p.resolved_dtype,
+                tok="fast", dtype=self._dtype or p.resolved_dtype, **numerics.signature_fields(),
                 transformers=package_version("transformers"), torch=package_version("torch"),
             )
             out[context] = format_signature(fields)
@@ -399,8 +399,11 @@ class LikelihoodScorer:
         """Per key, [sum of log p over scored tokens, number of scored tokens]; failing keys go to `errors`."""
         totals: dict[tuple[int, str, str], list[float]] = {}
         # Longest first: similar lengths pad little, and an out-of-memory batch shows up at once.
-        order = sorted(jobs, key=lambda j: -j.length)
-        size = self.params.batch_size
+        # Ties by content, never by input order: a part's batches are the same however its rows
+        # were ordered (a resumed or retried part computes as the first attempt did).
+        order = sorted(jobs, key=lambda j: (-j.length, j.source, j.target, j.scored))
+        # batch_invariant: a sequence alone in its batch, so no partner or padding reaches its numbers.
+        size = 1 if numerics.current().batch_invariant else self.params.batch_size
         started = last_log = time.perf_counter()
         done_tokens, all_tokens = 0, sum(j.length for j in order)
         for start in range(0, len(order), size):

@@ -33,9 +33,13 @@ def score_pairs(
     refs: Sequence[TextEmbedding],
     cand_weights: Sequence["torch.Tensor"],
     ref_weights: Sequence["torch.Tensor"],
+    ties: Sequence[object] | None = None,
+    one_per_batch: bool = False,
 ) -> tuple["torch.Tensor", "torch.Tensor", "torch.Tensor"]:
     """P and R per pair and layer, and pooled cosine per pair.
 
+    ties: a sortable content key per pair, so pairs of equal size are batched in an order that
+    does not depend on the input order; one_per_batch: each pair matched alone (batch-invariant).
     Every pair must have scored tokens on both sides (the caller scores empty sides 0).
     Returns P (N, Lo), R (N, Lo) with Lo = 1 or L+1 layers, and cos (N,), all float32 on CPU.
     """
@@ -49,12 +53,12 @@ def score_pairs(
     n_layers = cands[0].unit.shape[1] if cands[0].unit.dim() == 3 else 1
     p_out = torch.zeros((n, n_layers), dtype=torch.float32)
     r_out = torch.zeros((n, n_layers), dtype=torch.float32)
-    order = sorted(range(n), key=lambda i: (cands[i].unit.shape[0], refs[i].unit.shape[0]))
+    order = sorted(range(n), key=lambda i: (cands[i].unit.shape[0], refs[i].unit.shape[0], ties[i] if ties else i))
     start = 0
     while start < n:
         end = start + 1
         max_c, max_r = cands[order[start]].unit.shape[0], refs[order[start]].unit.shape[0]
-        while end < n:
+        while end < n and not one_per_batch:
             nc = max(max_c, cands[order[end]].unit.shape[0])
             nr = max(max_r, refs[order[end]].unit.shape[0])
             if (end - start + 1) * nc * nr * n_layers > MATCH_BUDGET:

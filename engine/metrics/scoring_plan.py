@@ -103,9 +103,12 @@ class ContextScoring:
         if to_match:
             ck = [_key(pairs[i][0]) for i in to_match]
             rk = [_key(pairs[i][1]) for i in to_match]
+            from engine import numerics
+
             p, r, cos = score_pairs(
                 [encoded[k] for k in ck], [encoded[k] for k in rk],  # type: ignore[misc]
                 [weights(k) for k in ck], [weights(k) for k in rk],
+                ties=list(zip(ck, rk)), one_per_batch=numerics.current().batch_invariant,
             )
             index = torch.as_tensor(to_match, dtype=torch.long)
             p_all[index], r_all[index], cos_all[index] = p, r, cos
