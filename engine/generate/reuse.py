@@ -1,5 +1,6 @@
-"""Reuse in the generate stage (its `Reusable` capability: identity and row matching): a file's generation is taken from an earlier run when the
-generator's identity (options, model and tokenizer content, limit, signature) and the sample
+"""Reuse in the generate stage, its `Reusable` capability (identity and row matching).
+
+A file's generation is taken from an earlier run when the generator's identity (options, model and tokenizer content, limit, signature) and the sample
 row it is generated from are equal; the other files of the part are generated as usual.
 
 A fresh part has one row per file, in the order the files first appear in the part; the

@@ -1,5 +1,6 @@
-"""Reuse in the score stage (its `Reusable` capability: identity and row matching): split a part's items into rows taken from earlier runs and rows
-to compute, compute only the latter, and lay the rows out exactly as a fresh part would.
+"""Reuse in the score stage, its `Reusable` capability (identity and row matching).
+
+Split a part's items into rows taken from earlier runs and rows to compute, compute only the latter, and lay the rows out exactly as a fresh part would.
 
 The unit is (item, segment): a segment is one context setting of an embedding or likelihood
 entry, or one metric of a lexical entry. A segment of an item is reused when the earlier run
