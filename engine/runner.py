@@ -177,9 +177,10 @@ def run_part_stage(run: RunDirectory, config: RunConfig | RunPlan, stage: str | 
     return {"kept": kept, "run": len(todo)}
 
 
-def _record_signatures(run: RunDirectory, plan: RunPlan) -> None:
+def _record_signatures(run: RunDirectory, plan: RunPlan | RunConfig) -> None:
     from engine.signature import present_languages_only
 
+    plan = as_plan(plan)
     languages = {lang for table in run.sample_tables(["language"]) for lang in table.column("language").to_pylist()}
     for bound in plan.part_stages():
         prepass = _prepass_results(run, plan, bound)
