@@ -2,8 +2,9 @@
 
     python bench/bench_generate.py [--prompts 32] [--max-new-tokens 32] [--model DIR --card FAMILY]
 
-Each backend runs in its own worker process (one model per process) on the same prompts;
-the timing covers generation only (model loading is printed apart). Without --model a tiny
+Both backends are loaded through the model registry, as in a run (engine.runtime.registry:
+vLLM in a worker process of its own, transformers here) and see the same prompts; each is
+released before the next loads. The timing covers generation only (model loading is printed apart). Without --model a tiny
 random StarCoder2-style model is built in a temporary directory, so on a CPU machine this
 measures engine overhead more than model compute. Prints prompts/s, output tokens/s, the
 vllm/transformers ratio and whether the greedy outputs are token-identical. The CPU capability
@@ -13,19 +14,20 @@ AVX512-BF16 or AMX) is skipped with the reason printed, and float32 runs instead
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.precision import print_hardware, slow_reason
+from engine.generate.backend import GenerationRequest, get_backend
 from engine.generate.cards import get_card
 from engine.generate.prompts import FimPromptBuilder
 from engine.generate.stage import GenerateParams, load_tokenizer
-from engine.generate.worker import run_worker
+from engine.runtime.registry import release_all_models
 from engine.testing.tiny_fim import build_tiny_fim_model
 
 _WORDS = [
@@ -69,18 +71,21 @@ def main() -> None:
         mean_len = sum(map(len, prompts)) / len(prompts)
         print(f"model {model if args.model else 'tiny random ' + args.card}; {len(prompts)} prompts, "
               f"mean {mean_len:.0f} prompt tokens, max_new_tokens {args.max_new_tokens}, {os.cpu_count()} CPUs")
-        env = dict(os.environ)
-        env.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
+        os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")  # the vLLM worker process inherits it
         results = {}
         for backend in ("transformers", "vllm"):
             params = GenerateParams(model=model, card=args.card, backend=backend, dtype=args.dtype,
                                     max_model_len=1024, batch_size=args.batch_size, enforce_eager=True,
                                     gpu_memory_utilization=args.gpu_memory_utilization)
-            out = Path(tmp) / f"{backend}.json"
-            run_worker({"params": params.to_dict(),
-                        "requests": {"prompts": prompts, "max_new_tokens": args.max_new_tokens, "out": str(out)}},
-                       env=env)
-            results[backend] = json.loads(out.read_text())
+            started = time.perf_counter()
+            loaded_backend = get_backend(params.backend_spec())
+            loaded = time.perf_counter()
+            requests = [GenerationRequest(str(i), tuple(p), args.max_new_tokens, params.seed) for i, p in enumerate(prompts)]
+            outputs = loaded_backend.generate(requests, builder.stop_ids)
+            done = time.perf_counter()
+            release_all_models()  # the vLLM worker ends before the next backend loads
+            results[backend] = {"token_ids": [list(o.token_ids) for o in outputs], "load_s": loaded - started,
+                                "generate_s": done - loaded}
 
     print(f"{'backend':<14}{'load s':>9}{'gen s':>9}{'prompts/s':>12}{'out tok/s':>12}")
     rates = {}

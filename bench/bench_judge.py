@@ -50,7 +50,7 @@ def _requests(n_files: int, max_tokens: int, structured: bool, tag: str, first: 
 
 
 def worker(args: argparse.Namespace) -> None:
-    from engine.generate.vllm_backend import VllmChatBackend
+    from engine.llm.vllm_backend import VllmChatBackend
 
     start = time.perf_counter()
     backend = VllmChatBackend(model=args.model, tokenizer=args.model, dtype="float32", seed=42, max_model_len=8192,

@@ -272,11 +272,9 @@ class BenchResult:
     cpu_fits: list[StageFit] = dataclasses.field(default_factory=list)
 
 
-def _tokens(stage: str, small: Measured, large: Measured) -> tuple[str, float, float] | None:
+def _tokens(stage: str, small: Measured, large: Measured, own_rates: dict[str, Any]) -> tuple[str, float, float] | None:
     """(unit, tokens/s at the large sample, warm tokens/s from the difference) of a stage that counts tokens."""
-    from engine.throughput import stage_rates
-
-    for counter, unit in stage_rates(stage):
+    for counter, unit in own_rates.get(stage, ()):
         if not unit.endswith("tokens/s"):
             continue
         got = [m.throughput.get("stages", {}).get(stage, {}).get("counters", {}).get(counter, 0) for m in (small, large)]
@@ -287,27 +285,20 @@ def _tokens(stage: str, small: Measured, large: Measured) -> tuple[str, float, f
     return None
 
 
-def _rows_of(step: str, m: Measured) -> int:
+def _rows_of(step: str, m: Measured, own_tables: set[str]) -> int:
     """Rows of a step's input: the stage's own (generated rows, round-trip tasks), else the samples."""
     stage = step.removeprefix("stage:")
     tasks = [e for e in m.throughput.get("tasks", {}).values() if e.get("stage") == stage]
     if tasks:
         return int(tasks[0]["in_rows"])
-    return m.tasks if _owns_table(stage) else m.rows
+    return m.tasks if stage in own_tables else m.rows
 
 
 def _own_table_stages(config: Any) -> list[Any]:
-    """Listed stages that work on a task table of their own instead of the samples."""
-    from engine.stages import flow
+    """Listed stages that work on a task table of their own instead of the samples (the RunPlan's)."""
+    from engine.stages.plan import as_plan
 
-    return [s for s in flow.listed(config.stages) if s.has_own_table()]
-
-
-def _owns_table(stage: str) -> bool:
-    from engine.stages.registry import find_stage
-
-    found = find_stage(stage)
-    return found is not None and found.has_own_table()
+    return [b.stage for b in as_plan(config).stages if b.stage.has_own_table()]
 
 
 def _warm_per_row(stage: str, runs: Sequence[Measured]) -> float | None:
@@ -337,9 +328,10 @@ def bench(config: Any, sample: int, devices: int = 1, seed: int | None = None, c
           workdir: str | Path | None = None) -> BenchResult:
     if sample < 2:
         raise ConfigError(f"--sample {sample}: give at least 2 rows (two sample sizes are run)")
-    from engine.stages import flow
+    from engine.stages.plan import as_plan
 
-    source = flow.input_source(config.stages)
+    plan = as_plan(config)
+    source = plan.input_source
     if source is not None:
         raise ConfigError(f"bench samples the input table; a config with the `{source.name}` stage makes its input: "
                           "run it once, then bench a config whose `input:` is the built table")
@@ -361,18 +353,21 @@ def bench(config: Any, sample: int, devices: int = 1, seed: int | None = None, c
             runs[label] = run_once(config, root, label, str(path), tasks if full_tasks else None, rows=n)
         measured_full = run_once(config, root, "full", None, None) if compare else None
     small, large = runs["small"], runs["large"]
-    fits = _fit_all(small, large, full_rows, full_tasks)
-    cpu_fits = _fit_all(small.cpu_view(), large.cpu_view(), full_rows, full_tasks)
+    own_tables = {s.name for s in _own_table_stages(config)}
+    fits = _fit_all(small, large, full_rows, full_tasks, own_tables, plan.layout.rates)
+    cpu_fits = _fit_all(small.cpu_view(), large.cpu_view(), full_rows, full_tasks, own_tables, plan.layout.rates)
     return BenchResult(fits, small, large, full_rows, full_tasks, large.rows, devices, measured_full, cpu_fits)
 
 
-def _fit_all(small: Measured, large: Measured, full_rows: int, full_tasks: int) -> list[StageFit]:
+def _fit_all(small: Measured, large: Measured, full_rows: int, full_tasks: int, own_tables: set[str],
+             own_rates: dict[str, Any]) -> list[StageFit]:
+    """own_tables: stages with a task table of their own; own_rates: stage -> its (counter, unit) rates."""
     models = {entry.get("stage") for entry in large.throughput.get("tasks", {}).values() if entry.get("model")}
     fits = []
     for step in large.steps:
         stage = step.removeprefix("stage:")
-        points = [(_rows_of(step, m), m.steps.get(step, 0.0)) for m in (small, large)]
-        scale = (full_tasks / max(1, large.tasks)) if _owns_table(stage) else full_rows / max(1, large.rows)
+        points = [(_rows_of(step, m, own_tables), m.steps.get(step, 0.0)) for m in (small, large)]
+        scale = (full_tasks / max(1, large.tasks)) if stage in own_tables else full_rows / max(1, large.rows)
         full = round(points[1][0] * scale)
         warm = _warm_per_row(stage, (small, large)) if step.startswith("stage:") else None
         if warm is None:  # a driver step, or a stage with no warm part: fit the two runs
@@ -380,7 +375,7 @@ def _fit_all(small: Measured, large: Measured, full_rows: int, full_tasks: int) 
         else:  # fixed = the span less the warm time of its rows (planning, pre-pass, loads, warm-up)
             per_row = warm
             fixed = max(0.0, sum(t - per_row * n for n, t in points) / len(points))
-        fits.append(StageFit(step, stage in models, _tokens(stage, small, large), fixed, per_row, points[0], points[1], full))
+        fits.append(StageFit(step, stage in models, _tokens(stage, small, large, own_rates), fixed, per_row, points[0], points[1], full))
     # Process start, imports, config checks, signatures: paid once per run, whatever its size.
     other = [(m.rows, max(0.0, m.total_s - sum(m.steps.values()))) for m in (small, large)]
     fixed, per_row = (other[0][1] + other[1][1]) / 2, 0.0

@@ -144,24 +144,27 @@ def cmd_run(args: argparse.Namespace) -> int:
     _print_reuse(summary.run_dir)
     for line in console.resume_lines(summary.parts_by_stage):
         print(line)
-    if console.reads_samples(config):
+    from engine.kinds import CALIBRATION, ROUNDTRIP_ROWS, SCORES
+    from engine.stages.plan import as_plan
+
+    plan = summary.plan or as_plan(config)
+    if console.reads_samples(plan):
         print(
             f"input rows {counts.get('input_rows')}, valid {counts.get('valid_rows')}, rejected {counts.get('rejected_rows')}"
             + (f" (see {summary.run_dir}/rejected.parquet)" if counts.get("rejected_rows") else "")
         )
-    from engine.stages import flow
-    from engine.stages.base import CALIBRATION, ROUNDTRIP_ROWS, SCORES
-
     if not quiet:
-        for stage in flow.providers(config.stages, ROUNDTRIP_ROWS):
-            print("\n".join(console.roundtrip_lines(Path(summary.run_dir) / stage.directory)))
-        for stage in flow.providers(config.stages, SCORES):
-            print(f"{stage.name} rows {counts.get(f'{stage.name}_rows')}\n")
-            print(run_summary(summary.run_dir))
-    if flow.provider_of(config.stages, CALIBRATION) is not None and not quiet:
+        for bound in plan.part_stages():
+            if bound.stage.provides == ROUNDTRIP_ROWS:
+                print("\n".join(console.roundtrip_lines(Path(summary.run_dir) / bound.directory)))
+        for bound in plan.part_stages():
+            if bound.stage.provides == SCORES:
+                print(f"{bound.name} rows {counts.get(f'{bound.name}_rows')}\n")
+                print(run_summary(summary.run_dir))
+    if plan.layout.has_provider(CALIBRATION) and not quiet:
         _print_kappa(summary.run_dir)
     if not quiet:
-        lines = console.throughput_lines(summary.throughput)
+        lines = console.throughput_lines(summary.throughput, plan.layout)
         if lines:
             print("\n" + "\n".join(lines))
     report = Path(summary.run_dir) / "report" / "index.html"
@@ -202,7 +205,8 @@ def _print_reuse(run_dir: str) -> None:
     from engine.io.rundir import RunDirectory
     from engine.reuse import reuse_lines
 
-    for line in reuse_lines(RunDirectory.open_existing(run_dir).manifest.get("reuse")):
+    run = RunDirectory.open_existing(run_dir)
+    for line in reuse_lines(run.manifest.get("reuse"), run.layout.reuse_verbs):
         print(line)
 
 
@@ -406,7 +410,10 @@ def cmd_judge(args: argparse.Namespace) -> int:
     from engine.judge.render import render_calls
 
     config = load_config(args.config, check=False)  # no model is loaded or checked: nothing is sent
-    records = list(render_calls(config, args.sample, args.strategy, args.language, args.judge))
+    from engine.stages import flow
+
+    made = flow.input_source(config.stages) is not None or flow.generates_samples(config.stages)
+    records = list(render_calls(config, args.sample, args.strategy, args.language, args.judge, stage_made_samples=made))
     text = json.dumps(records, ensure_ascii=False, indent=1) + "\n"
     if args.out:
         Path(args.out).write_text(text, encoding="utf-8")

@@ -26,7 +26,7 @@ from engine.data.validate import ValidationParams
 from engine.errors import ConfigError, InputError
 from engine.hints import did_you_mean, path_hint, yaml_tab_hint
 from engine.numerics import DeterministicParams, parse_deterministic
-from engine.stages import registry
+from engine.stages import flow, registry  # flow also installs the layout resolver of run directories
 from engine.stages.registry import DEFAULT_STAGES, get_stage
 
 BUILTIN_INPUTS = {"demo": Path(__file__).parent / "data" / "demo" / "samples.jsonl"}
@@ -179,8 +179,6 @@ def config_from_mapping(
     seed = _int_option(raw, "seed", 0, None, "an integer")
     part_size = _int_option(raw, "part_size", 64, 1, "a positive integer (samples per part; a file never spans two parts)")
     input_value = raw.get("input")
-    from engine.stages import flow
-
     if flow.input_source(ordered) is None:
         if not isinstance(input_value, str) or not input_value:
             raise ConfigError("input: required key is missing; give a Parquet or JSONL sample table (or builtin:demo)")
@@ -230,8 +228,6 @@ def check_config(config: RunConfig) -> None:
     if config.labels is not None and not Path(config.labels).is_file():
         raise InputError(f"labels: {config.labels!r} does not exist{path_hint(config.labels)}; fix `labels:` in the config "
                          "(relative paths are relative to the config file's folder)")
-    from engine.stages import flow
-
     for stage in flow.listed(config.stages):
         stage.check_config(config)
 

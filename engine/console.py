@@ -15,13 +15,11 @@ from engine import throughput
 SMALL_SAMPLE = 30
 
 
-def reads_samples(config: Any) -> bool:
+def reads_samples(plan: Any) -> bool:
     """Whether a run's stages read the sample table (a round-trip-only run reads its task table,
-    so its sample counts would say nothing about the work)."""
-    from engine.stages.registry import part_stages_of
-
-    stages = part_stages_of(config.stages)
-    return not stages or any(stage.input_columns for stage in stages)
+    so its sample counts would say nothing about the work). plan: the run's RunPlan."""
+    stages = plan.part_stages()
+    return not stages or any(bound.stage.input_columns for bound in stages)
 
 
 def resume_lines(parts_by_stage: dict[str, dict[str, int]]) -> list[str]:
@@ -82,5 +80,6 @@ def small_sample_note(calibration: pa.Table, threshold: int = SMALL_SAMPLE) -> s
             "read it with its interval (kappa_lo / kappa_hi in calibration.parquet, the report's error bars)")
 
 
-def throughput_lines(section: dict[str, Any]) -> list[str]:
-    return throughput.console_lines(section)
+def throughput_lines(section: dict[str, Any], layout: Any = None) -> list[str]:
+    """layout: the run's engine.io.layout.RunLayout (its stages' own rates)."""
+    return throughput.console_lines(section, layout.rates if layout is not None else None)

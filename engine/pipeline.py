@@ -9,29 +9,20 @@ Nothing here imports torch, ray or vllm at module level.
 from __future__ import annotations
 
 import logging
-import os
-import signal
-import time
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from engine import throughput
+from engine import faults, throughput
 from engine.errors import StageError
+from engine.faults import HOLD_PART_ENV, KILL_PART_ENV
 from engine.records import SAMPLE_SCHEMA
-from engine.stages import flow
 from engine.stages.base import PartContext, PartTask
-from engine.stages.registry import get_stage
+from engine.stages.plan import BoundStage, RunPlan, as_plan
 
 logger = logging.getLogger(__name__)
-
-# Test hook (fault-injection tests only): kill the process that runs the named part.
-KILL_PART_ENV = "BABELSCORE_TEST_KILL_PART"
-# Test hook (fault-injection tests only): the named part's first attempt writes its pid to the
-# marker and waits there (at most a minute) for the test to kill its process or node.
-HOLD_PART_ENV = "BABELSCORE_TEST_HOLD_PART"
 
 __all__ = ["PartTask", "plan_parts", "execute_part", "sample_part_path", "part_output_paths", "upstream_parts", "KILL_PART_ENV",
            "HOLD_PART_ENV"]
@@ -41,73 +32,56 @@ def sample_part_path(run_root: str | Path, index: int) -> Path:
     return Path(run_root) / "samples" / f"part-{index:05d}.parquet"
 
 
-def plan_parts(config: Any, stage: str, n_parts: int) -> list[PartTask]:
-    """All parts of a stage, model-major: every part of one model before the next model."""
-    st = get_stage(stage)
-    parts = [PartTask.of(task, i, st.directory) for task in st.tasks(config) for i in range(n_parts)]
-    return sorted(parts, key=lambda p: (p.model_key, p.task, p.index))
+def _bound(plan: RunPlan, stage: "str | BoundStage") -> BoundStage:
+    return plan.bound(stage) if isinstance(stage, str) else stage
 
 
-def parts_at(config: Any, stage: str, index: int) -> list[PartTask]:
+def plan_parts(config: Any, stage: "str | BoundStage", n_parts: int) -> list[PartTask]:
+    """All parts of a stage, model-major (config: the RunPlan, or a config to plan)."""
+    return _bound(as_plan(config), stage).parts(n_parts)
+
+
+def parts_at(config: Any, stage: "str | BoundStage", index: int) -> list[PartTask]:
     """Part `index` of every task of `stage`, in task (config) order."""
-    st = get_stage(stage)
-    return [PartTask.of(task, index, st.directory) for task in st.tasks(config)]
+    return _bound(as_plan(config), stage).parts_at(index)
 
 
-def part_output_paths(run_root: str | Path, config: Any, stage: str, index: int) -> list[Path]:
+def part_output_paths(run_root: str | Path, config: Any, stage: "str | BoundStage", index: int) -> list[Path]:
     """The part files every task of `stage` writes for part `index`, in task (config) order."""
     return [Path(run_root) / part.relative_path for part in parts_at(config, stage, index)]
 
 
-def upstream_parts(config: Any, stage: str, index: int) -> list[PartTask]:
-    """The parts of earlier stages whose outputs part `index` of `stage` reads, as its declared
-    data flow resolves (engine.stages.flow.upstream: the stage that made its samples, if any,
-    and the providers of every other kind it consumes)."""
-    return [part for st in flow.upstream(config.stages, stage) for part in parts_at(config, st.name, index)]
+def upstream_parts(config: Any, stage: "str | BoundStage", index: int) -> list[PartTask]:
+    """The parts of earlier stages whose outputs part `index` of `stage` reads, as the plan
+    resolved its declared data flow (the stage that made its samples, if any, and the providers
+    of every other kind it consumes)."""
+    plan = as_plan(config)
+    return [part for name in _bound(plan, stage).upstream() for part in plan.bound(name).parts_at(index)]
 
 
-def read_part_input(run_root: str | Path, config: Any, stage: str, index: int) -> pa.Table:
+def read_part_input(run_root: str | Path, config: Any, stage: "str | BoundStage", index: int) -> pa.Table:
     """The sample rows a stage works on for part `index`: the rows of the stage that made the
     samples (every task's rows of that part, in config order), else the validated samples."""
-    source = flow.sample_source(config.stages, stage)
+    plan = as_plan(config)
+    bound = _bound(plan, stage)
+    source = bound.sample_source
     if source is not None:
-        paths = part_output_paths(run_root, config, source.name, index)
+        paths = part_output_paths(run_root, plan, source, index)
         missing = [p for p in paths if not p.exists()]
         if missing:
-            raise StageError(stage, f"part {index} needs the {source.name} rows {[str(p) for p in missing]}, "
+            raise StageError(bound.name, f"part {index} needs the {source.name} rows {[str(p) for p in missing]}, "
                              "which are not committed")
         return pa.concat_tables([pq.read_table(p, schema=source.schema) for p in paths])
     return pq.read_table(sample_part_path(run_root, index), schema=SAMPLE_SCHEMA)
 
 
-def read_stage_output(run_root: str | Path, config: Any, stage: str, index: int) -> pa.Table:
-    st = get_stage(stage)
-    paths = part_output_paths(run_root, config, stage, index)
+def read_stage_output(run_root: str | Path, config: Any, stage: "str | BoundStage", index: int) -> pa.Table:
+    bound = _bound(as_plan(config), stage)
+    paths = part_output_paths(run_root, config, bound, index)
     missing = [p for p in paths if not p.exists()]
     if missing:
-        raise StageError(stage, f"part {index} of stage {stage!r} is not committed ({[str(p) for p in missing]})")
-    return pa.concat_tables([pq.read_table(p, schema=st.schema) for p in paths])
-
-
-def _maybe_kill_for_test(part: PartTask) -> None:
-    target = os.environ.get(KILL_PART_ENV)
-    if not target or target != part.key:
-        return
-    marker = Path(os.environ.get(KILL_PART_ENV + "_MARKER", "/nonexistent"))
-    if marker.parent.is_dir() and not marker.exists():
-        marker.write_text("killed once\n")  # kill only the first attempt, so the retry can succeed
-        os.kill(os.getpid(), signal.SIGKILL)
-
-
-def _maybe_hold_for_test(part: PartTask) -> None:
-    if os.environ.get(HOLD_PART_ENV) != part.key:
-        return
-    marker = Path(os.environ.get(HOLD_PART_ENV + "_MARKER", "/nonexistent"))
-    if marker.parent.is_dir() and not marker.exists():
-        marker.write_text(f"{os.getpid()}\n")
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:  # the test removes this process's node meanwhile
-            time.sleep(0.05)
+        raise StageError(bound.name, f"part {index} of stage {bound.name!r} is not committed ({[str(p) for p in missing]})")
+    return pa.concat_tables([pq.read_table(p, schema=bound.schema) for p in paths])
 
 
 def execute_part(run_root: str, config: Any, part: PartTask, prepass: dict[str, Any]) -> pa.Table:
@@ -116,22 +90,26 @@ def execute_part(run_root: str, config: Any, part: PartTask, prepass: dict[str, 
     The table carries the part's throughput stats in its schema metadata (`engine.throughput`);
     the driver takes them off before it commits the part.
 
+    config: the RunPlan the driver sends (a bare config is planned here, once);
     prepass: task name -> that task's corpus pre-pass result (absent when it has none).
     """
-    _maybe_kill_for_test(part)
-    _maybe_hold_for_test(part)
+    faults.before_part(part.key)
     from engine import numerics
 
+    plan = as_plan(config)
+    bound = plan.bound(part.stage)
+    stage = bound.stage
+    config = plan.config
     # One thread count in every process that computes a part (the driver resolved it).
     numerics.apply(getattr(config, "deterministic", numerics.DeterministicParams()), needs_torch=bool(part.model_key))
-    stage = get_stage(part.stage)
     ctx = PartContext(
         run_root=Path(run_root),
         config=config,
         part=part,
         prepass=prepass.get(part.task, {}),
-        _input_reader=lambda index: read_part_input(run_root, config, part.stage, index),
-        _output_reader=lambda name, index: read_stage_output(run_root, config, name, index),
+        _input_reader=lambda index: read_part_input(run_root, plan, bound, index),
+        _output_reader=lambda name, index: read_stage_output(run_root, plan, name, index),
+        _consumed={kind: tuple(plan.bound(name).stage for name in names) for kind, names in bound.consumed},
     )
     with throughput.part_meter() as meter:
         if getattr(config, "reuse", ()):

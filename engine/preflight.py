@@ -61,9 +61,10 @@ def _check_model_files(config: Any) -> list[str]:
 
 def _check_memory(config: Any) -> list[str]:
     """Refuse a model that cannot fit its device even alone (engine.runtime.memory)."""
-    from engine.runtime.memory import check_plan, plan_run
+    from engine.runtime.memory import check_plan, plan_models
+    from engine.stages.plan import as_plan
 
-    plan = plan_run(config)
+    plan = plan_models(as_plan(config).model_needs())
     check_plan(plan)
     return [f"memory: {planned.line()}" for planned in plan]
 

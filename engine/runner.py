@@ -15,8 +15,6 @@ import dataclasses
 import errno
 import json
 import logging
-import os
-import signal
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,26 +22,23 @@ from typing import Any
 
 import pyarrow as pa
 
-from engine import throughput
+from engine import faults, throughput
 from engine.config import RunConfig, config_hash, file_fingerprint
 from engine.data.loss import assess as assess_data_loss
 from engine.errors import InputError, PartFailedError, RunDirectoryError, StageError
+from engine.faults import CRASH_AFTER_COMMITS_ENV
 from engine.io.atomic import disk_full_error, is_disk_full, write_json_atomic
 from engine.io.rundir import RunDirectory
-from engine.pipeline import PartTask, plan_parts, read_part_input, release_models, sample_part_path, upstream_parts
+from engine.pipeline import PartTask, read_part_input, release_models, sample_part_path, upstream_parts
 from engine.prepare import prepare
 from engine.records import SCORE_SCHEMA
 from engine.signature import library_versions
-from engine.stages import flow
 from engine.stages.base import SCORES, Stage, prepass_hash
-from engine.stages.registry import get_stage, part_stages_of
+from engine.stages.plan import BoundStage, RunPlan, as_plan
 
 logger = logging.getLogger(__name__)
 
-# Test hook (crash/resume tests only): SIGKILL the driver after this many part commits.
-CRASH_AFTER_COMMITS_ENV = "BABELSCORE_TEST_CRASH_AFTER_COMMITS"
-
-__all__ = ["execute_run", "open_run", "prepare", "read_scores", "sample_part_path", "RunSummary"]
+__all__ = ["CRASH_AFTER_COMMITS_ENV", "execute_run", "open_run", "prepare", "read_scores", "sample_part_path", "RunSummary"]
 
 
 @dataclass
@@ -56,10 +51,12 @@ class RunSummary:
     parts_by_stage: dict[str, dict[str, int]] = field(default_factory=dict)
     throughput: dict[str, Any] = field(default_factory=dict)
     data_loss: Any = None  # engine.data.loss.DataLoss: the quarantined input rows against the limit
+    plan: Any = None  # the RunPlan the run was made from (engine.stages.plan)
 
 
-def _input_fingerprint(config: RunConfig) -> str:
-    source = flow.input_source(config.stages)
+def _input_fingerprint(plan: RunPlan) -> str:
+    config = plan.config
+    source = plan.input_source
     if source is not None:  # the input is made from the source stage's options, which the config hash covers
         return source.name
     if not Path(config.input).is_file():
@@ -67,53 +64,57 @@ def _input_fingerprint(config: RunConfig) -> str:
     return file_fingerprint(config.input)
 
 
-def open_run(config: RunConfig, out: str, resume: bool) -> RunDirectory:
-    fingerprint = _input_fingerprint(config)
-    digest = config_hash(config, fingerprint)
+def open_run(config: RunConfig | RunPlan, out: str, resume: bool) -> RunDirectory:
+    plan = as_plan(config)
+    fingerprint = _input_fingerprint(plan)
+    digest = config_hash(plan.config, fingerprint)
     extra = {"input_sha256": fingerprint, "versions": library_versions()}
-    return RunDirectory.open_for_run(out, config.to_dict(), digest, extra, resume)
+    run = RunDirectory.open_for_run(out, plan.config.to_dict(), digest, extra, resume)
+    run.use_layout(plan.layout)
+    return run
 
 
 # ----- part stages ----------------------------------------------------------------------------
 class _Committer:
-    """Commits finished parts; the crash hook lets tests kill the driver between commits."""
+    """Commits finished parts; engine.faults lets tests kill the driver between commits."""
 
-    def __init__(self, run: RunDirectory, rows_per_part: list[int] | None = None):
+    def __init__(self, run: RunDirectory, rows_per_part: list[int] | None = None, stage: Stage | None = None):
         self.run = run
+        self.schema = stage.schema if stage is not None else None  # every part of one stage has it
+        self.rows_counter = stage.output_rows_counter if stage is not None else None
         self.rows_per_part = rows_per_part or []
         self.recorder = throughput.Recorder(run.manifest)
         self.commits = 0
-        limit = os.environ.get(CRASH_AFTER_COMMITS_ENV)
-        self.crash_after = int(limit) if limit else None
+        self.crash_after = faults.crash_after_commits()
 
     def commit(self, part: PartTask, table: pa.Table) -> None:
         table, stats = throughput.detach(table)
         if stats is not None:  # summed in the manifest, which is saved when the stage ends
             in_rows = self.rows_per_part[part.index] if part.index < len(self.rows_per_part) else 0
-            self.recorder.add_part(part.stage, part.task, part.model_key, stats, in_rows)
-        self.run.commit_part(part.key, part.relative_path, table, part.schema)
+            self.recorder.add_part(part.stage, part.task, part.model_key, stats, in_rows, self.rows_counter)
+        self.run.commit_part(part.key, part.relative_path, table, self.schema if self.schema is not None else part.schema)
         self.commits += 1
         if self.crash_after is not None and self.commits >= self.crash_after:
             # The summary is written first so that a test can read from manifest.json how many
             # parts were committed; resuming reads the completion markers either way.
             self.run.save()
-            os.kill(os.getpid(), signal.SIGKILL)
+            faults.crash_now()
 
     def fail(self, part: PartTask, error: str, attempts: int) -> None:
         logger.error("part %s failed after %d attempt(s): %s", part.key, attempts, error)
         self.run.record_failed_part(part.key, error, attempts)
 
 
-def _prepass_results(run: RunDirectory, config: RunConfig, stage_name: str) -> dict[str, Any]:
+def _prepass_results(run: RunDirectory, plan: RunPlan, bound: BoundStage) -> dict[str, Any]:
     """Run (or reload) the corpus pre-pass of every task of a stage that has one.
 
     Results live in RUN/prepass/<task>.json and are recorded with their hash in the manifest;
     the input is streamed part by part, never concatenated.
     """
-    stage = get_stage(stage_name)
+    stage, config = bound.stage, plan.config
     n_parts = run.manifest["counts"]["parts"]
     results: dict[str, Any] = {}
-    for task in stage.tasks(config):
+    for task in bound.tasks:
         if not stage.needs_prepass(config, task):
             continue
         record = run.manifest.setdefault("prepass", {}).get(task.task)
@@ -122,7 +123,7 @@ def _prepass_results(run: RunDirectory, config: RunConfig, stage_name: str) -> d
             results[task.task] = json.loads(path.read_text(encoding="utf-8"))
             continue
         logger.info("%s: corpus pre-pass over %d part(s)", task.task, n_parts)
-        tables = (read_part_input(run.root, config, stage_name, i) for i in range(n_parts))
+        tables = (read_part_input(run.root, plan, bound, i) for i in range(n_parts))
         with throughput.Recorder(run.manifest).timed(f"prepass:{task.task}"):
             result = stage.prepass(config, task, tables)
         release_models()  # an idf pre-pass loads its scorer's model here; free it before the parts load theirs
@@ -133,14 +134,19 @@ def _prepass_results(run: RunDirectory, config: RunConfig, stage_name: str) -> d
     return results
 
 
-def _waits_for(run: RunDirectory, config: RunConfig, stage_name: str, index: int) -> list[str]:
+def _waits_for(run: RunDirectory, plan: RunPlan, bound: BoundStage, index: int) -> list[str]:
     """Part keys this part reads that are not committed (they failed or were blocked)."""
-    return [part.key for part in upstream_parts(config, stage_name, index) if not run.is_done(part.key)]
+    return [part.key for part in upstream_parts(plan, bound, index) if not run.is_done(part.key)]
 
 
-def run_part_stage(run: RunDirectory, config: RunConfig, stage_name: str, executor: Any) -> dict[str, int]:
-    """Run the parts of a stage not committed yet; returns {"kept": committed before, "run": tried now}."""
-    rows_per_part = get_stage(stage_name).own_parts(config, run.root)
+def run_part_stage(run: RunDirectory, config: RunConfig | RunPlan, stage: str | BoundStage, executor: Any) -> dict[str, int]:
+    """Run the parts of a stage not committed yet; returns {"kept": committed before, "run": tried now}.
+
+    config: the RunPlan (a bare config is planned); stage: its bound stage (or its name, for tests)."""
+    plan = as_plan(config)
+    bound = plan.bound(stage) if isinstance(stage, str) else stage
+    stage_name = bound.name
+    rows_per_part = bound.stage.own_parts(plan.config, run.root)
     # A stage that cuts its own input (cut in RUN/ before its parts run) waits for no other stage.
     reads_earlier_stages = rows_per_part is None
     if rows_per_part is None:
@@ -148,11 +154,11 @@ def run_part_stage(run: RunDirectory, config: RunConfig, stage_name: str, execut
     n_parts = len(rows_per_part)
     todo: list[PartTask] = []
     kept = 0
-    for part in plan_parts(config, stage_name, n_parts):
+    for part in bound.parts(n_parts):
         if run.is_done(part.key):
             kept += 1
             continue
-        waits = _waits_for(run, config, stage_name, part.index) if reads_earlier_stages else []
+        waits = _waits_for(run, plan, bound, part.index) if reads_earlier_stages else []
         if waits:
             logger.warning("part %s waits for %s, which did not complete; it runs on --resume", part.key, ", ".join(waits))
             run.record_blocked_part(part.key, waits)
@@ -162,23 +168,25 @@ def run_part_stage(run: RunDirectory, config: RunConfig, stage_name: str, execut
         logger.info("%s: %d part(s) committed earlier are kept, %d to run", stage_name, kept, len(todo))
     if not todo:
         return {"kept": kept, "run": 0}
-    prepass = _prepass_results(run, config, stage_name)
-    committer = _Committer(run, list(rows_per_part))
+    prepass = _prepass_results(run, plan, bound)
+    committer = _Committer(run, list(rows_per_part), bound.stage)
     try:
-        executor.run_parts(str(run.root), config, todo, prepass, committer.commit, committer.fail, rows_per_part)
+        # The plan travels in place of the config: workers find each part's bound stage in it.
+        executor.run_parts(str(run.root), plan, todo, prepass, committer.commit, committer.fail, rows_per_part)
     finally:
         run.save()  # the manifest summarises the stage's completion markers once, not per commit
     return {"kept": kept, "run": len(todo)}
 
 
-def _record_signatures(run: RunDirectory, config: RunConfig) -> None:
+def _record_signatures(run: RunDirectory, plan: RunPlan | RunConfig) -> None:
     from engine.signature import present_languages_only
 
+    plan = as_plan(plan)
     languages = {lang for table in run.sample_tables(["language"]) for lang in table.column("language").to_pylist()}
-    for stage in part_stages_of(config.stages):
-        prepass = _prepass_results(run, config, stage.name)
-        for task in stage.tasks(config):
-            signatures = stage.signatures(config, task, prepass.get(task.task, {}))
+    for bound in plan.part_stages():
+        prepass = _prepass_results(run, plan, bound)
+        for task in bound.tasks:
+            signatures = bound.stage.signatures(plan.config, task, prepass.get(task.task, {}))
             if signatures:
                 run.manifest["signatures"][task.task] = present_languages_only(signatures, languages)
     run.save()
@@ -197,19 +205,19 @@ def unsigned_tasks(manifest: dict[str, Any]) -> list[str]:
     return sorted(key for key in with_rows if not manifest["signatures"].get(key.split("/", 1)[1]))
 
 
-def _record_reuse(run: RunDirectory, config: RunConfig) -> None:
+def _record_reuse(run: RunDirectory, plan: RunPlan) -> None:
     """Task identities (what later runs reuse by) and, with `reuse`, what this run reused."""
     from engine.reuse import record_identities, summarize_reuse
 
-    record_identities(run, config, lambda stage: _prepass_results(run, config, stage))
-    summarize_reuse(run, config, plan_parts)
+    record_identities(run, plan, lambda stage: _prepass_results(run, plan, plan.bound(stage)))
+    summarize_reuse(run, plan)
 
 
-def _log_model_plan(run: RunDirectory, config: RunConfig) -> None:
+def _log_model_plan(run: RunDirectory, run_plan: RunPlan) -> None:
     """Say, before any work, which models the run loads, where, and what each is estimated to need."""
-    from engine.runtime.memory import plan_run
+    from engine.runtime.memory import plan_models
 
-    plan = plan_run(config)
+    plan = plan_models(run_plan.model_needs())
     for planned in plan:
         logger.info("model plan: %s", planned.line())
     run.manifest["model_plan"] = [
@@ -256,11 +264,12 @@ def execute_run(
     from engine.preflight import preflight
 
     preflight(config)  # config-time checks that read the input: before the run directory exists
+    plan = as_plan(config)  # the run resolved once (preflight planned it): every layer below takes it, not stage names
     readers = _hold_reuse_sources(config, out)
     try:
-        run = open_run(config, out, resume)
+        run = open_run(plan, out, resume)
         try:
-            return _execute(run, config, executor_name, ray_address, ray_options)
+            return _execute(run, plan, executor_name, ray_address, ray_options)
         except KeyboardInterrupt:
             # Ctrl-C: the manifest says so (committed parts stay; `--resume` continues the run).
             run.finish("interrupted")
@@ -293,11 +302,12 @@ def _hold_reuse_sources(config: RunConfig, out: str) -> list[Any]:
     return hold_earlier_runs(config.reuse, out)
 
 
-def _execute(run: RunDirectory, config: RunConfig, executor_name: str, ray_address: str | None, ray_options: dict[str, Any] | None) -> RunSummary:
+def _execute(run: RunDirectory, plan: RunPlan, executor_name: str, ray_address: str | None, ray_options: dict[str, Any] | None) -> RunSummary:
     from engine import numerics
 
-    # Resolved once here (after the hash) and sent with the config to every worker.
-    config = dataclasses.replace(config, deterministic=config.deterministic.resolved())
+    # Resolved once here (after the hash) and sent with the plan's config to every worker.
+    config = dataclasses.replace(plan.config, deterministic=plan.config.deterministic.resolved())
+    plan = dataclasses.replace(plan, config=config)
     numerics.apply(config.deterministic)
     run.manifest["numerics"] = config.deterministic.to_dict()
     recorder = throughput.Recorder(run.manifest)
@@ -305,24 +315,24 @@ def _execute(run: RunDirectory, config: RunConfig, executor_name: str, ray_addre
         prepare(run, config)
     loss = assess_data_loss(run.manifest, config.validation.rejection_limit, str(run.path("rejected.parquet")))
     run.manifest["data_loss"] = loss.manifest_record()  # also in a failed run's manifest
-    stages = part_stages_of(config.stages)
+    stages = plan.part_stages()
     parts_by_stage: dict[str, dict[str, int]] = {}
     if stages:
-        _log_model_plan(run, config)
+        _log_model_plan(run, plan)
         models_since = time.time()
         executor = make_executor(executor_name, ray_address, ray_options)
         try:
             for stage in stages:
                 # The span covers planning (which loads the scorers' resources), pre-passes and parts.
                 with recorder.timed(f"stage:{stage.name}"):
-                    parts_by_stage[stage.name] = run_part_stage(run, config, stage.name, executor)
+                    parts_by_stage[stage.name] = run_part_stage(run, plan, stage, executor)
                 _record_models(run, executor, models_since)
                 run.save()
         finally:
             executor.close()
             _record_models(run, executor, models_since)
-        _record_signatures(run, config)
-        _record_reuse(run, config)
+        _record_signatures(run, plan)
+        _record_reuse(run, plan)
     failed = run.manifest["failed_parts"]
     blocked = run.manifest.get("blocked_parts", {})
     if failed or blocked:
@@ -341,7 +351,7 @@ def _execute(run: RunDirectory, config: RunConfig, executor_name: str, ray_addre
         run.manifest["counts"][f"{stage.name}_rows"] = sum(
             info["rows"] for key, info in run.manifest["parts"].items() if key.startswith(prefix)
         )
-    driver_work = [s for s in flow.listed(config.stages) if s.kind == "driver" or _analyzes(s)]
+    driver_work = [b.stage for b in plan.stages if b.kind == "driver" or _analyzes(b.stage)]
     for stage in [s for s in driver_work if not s.after_complete]:
         with recorder.timed(_step_name(stage)):
             run_driver_stage(run, config, stage)
@@ -353,7 +363,7 @@ def _execute(run: RunDirectory, config: RunConfig, executor_name: str, ray_addre
             run_driver_stage(run, config, stage)
     run.save()
     return RunSummary(str(run.root), "complete", dict(run.manifest["counts"]), {}, parts_by_stage,
-                      dict(run.manifest.get("throughput", {})), loss)
+                      dict(run.manifest.get("throughput", {})), loss, plan)
 
 
 def _step_name(stage: Stage) -> str:
@@ -387,6 +397,6 @@ def run_driver_stage(run: RunDirectory, config: RunConfig, stage: Stage) -> None
 
 def read_scores(run_dir: str) -> pa.Table:
     run = RunDirectory.open_existing(run_dir)
-    tables = [run.read_parts(prefix, SCORE_SCHEMA) for prefix in flow.key_prefixes(run.stages, SCORES)]
+    tables = [run.read_parts(prefix, SCORE_SCHEMA) for prefix in run.layout.prefixes(SCORES)]
     return pa.concat_tables(tables) if tables else SCORE_SCHEMA.empty_table()
 

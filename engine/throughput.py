@@ -40,14 +40,6 @@ SUMMED_COLUMNS = {
 }
 
 
-def stage_rates(stage: str) -> tuple[tuple[str, str], ...]:
-    """What "per second" means for a stage besides rows/s: its `rates` (engine.stages.base)."""
-    from engine.stages.registry import find_stage
-
-    found = find_stage(stage)
-    return found.rates if found is not None else ()
-
-
 TIMES = ("wall_s", "cpu_s", "gpu_s")
 
 _current: contextvars.ContextVar[dict[str, float] | None] = contextvars.ContextVar("babelscore_part_counters", default=None)
@@ -134,13 +126,6 @@ def _add(total: dict[str, Any], stats: dict[str, Any], in_rows: int) -> None:
         total["counters"][name] = total["counters"].get(name, 0) + value
 
 
-def _output_rows_counter(stage: str) -> str | None:
-    from engine.stages.registry import find_stage
-
-    found = find_stage(stage)
-    return found.output_rows_counter if found is not None else None
-
-
 class Recorder:
     """Sums part stats into `manifest["throughput"]` (kept across `--resume`: a resumed run adds
     the parts it computed to the totals of the earlier attempts)."""
@@ -151,8 +136,10 @@ class Recorder:
             self.section.setdefault(key, {})
         self._seen: set[str] = set()
 
-    def add_part(self, stage: str, task: str, model_key: str, stats: dict[str, Any], in_rows: int) -> None:
-        counter = _output_rows_counter(stage)
+    def add_part(self, stage: str, task: str, model_key: str, stats: dict[str, Any], in_rows: int,
+                 rows_counter: str | None = None) -> None:
+        """rows_counter: the counter the stage's output rows stand for (its `Rates.output_rows_counter`)."""
+        counter = rows_counter
         if counter:  # the stage's output rows stand for that counter (round trip: sandboxed runs)
             stats.setdefault("counters", {}).setdefault(counter, stats.get("out_rows", 0))
         _add(self.section["stages"].setdefault(stage, _empty()), stats, in_rows)
@@ -180,8 +167,10 @@ class Recorder:
             entry["runs"] += 1
 
 
-def rates(stage: str, entry: dict[str, Any], elapsed: float | None = None) -> list[tuple[str, float]]:
-    """(unit, value) pairs for a stage's totals: rows/s, then the stage's own rates.
+def rates(stage: str, entry: dict[str, Any], elapsed: float | None = None,
+          own: tuple[tuple[str, str], ...] = ()) -> list[tuple[str, float]]:
+    """(unit, value) pairs for a stage's totals: rows/s, then the stage's own rates (`own`:
+    (counter, unit) pairs, the stage's `Rates.rates` as the run's layout lists them).
 
     `elapsed` is the stage's span in the driver (parts in parallel overlap); without it the
     sum of the parts' wall times is used.
@@ -190,7 +179,7 @@ def rates(stage: str, entry: dict[str, Any], elapsed: float | None = None) -> li
     if seconds <= 0:
         return []
     out = [("rows/s", entry.get("in_rows", 0) / seconds)]
-    for name, unit in stage_rates(stage):
+    for name, unit in own:
         value = entry.get("counters", {}).get(name)
         if value:
             out.append((unit, value / seconds))
@@ -201,8 +190,11 @@ def _format_rates(pairs: list[tuple[str, float]]) -> str:
     return ", ".join(f"{value:,.1f} {unit}" for unit, value in pairs)
 
 
-def console_lines(section: dict[str, Any]) -> list[str]:
-    """The throughput block printed after a run (stages, then tasks that load a model)."""
+def console_lines(section: dict[str, Any], own_rates: dict[str, tuple[tuple[str, str], ...]] | None = None) -> list[str]:
+    """The throughput block printed after a run (stages, then tasks that load a model).
+
+    own_rates: stage -> its own (counter, unit) rates (the run's layout's `rates`)."""
+    own_rates = own_rates or {}
     if not section or not section.get("stages"):
         return []
     steps = section.get("steps", {})
@@ -212,14 +204,14 @@ def console_lines(section: dict[str, Any]) -> list[str]:
         lines.append(
             f"  {stage:<10} {entry['in_rows']:>7,} rows ({entry['out_rows']:,} out) in {entry['parts']} part(s), "
             f"wall {span or entry['wall_s']:.1f} s, "
-            f"cpu {entry['cpu_s']:.1f} s, gpu {entry['gpu_s']:.1f} s: {_format_rates(rates(stage, entry, span))}"
+            f"cpu {entry['cpu_s']:.1f} s, gpu {entry['gpu_s']:.1f} s: {_format_rates(rates(stage, entry, span, own_rates.get(stage, ())))}"
         )
     models = [(task, e) for task, e in section.get("tasks", {}).items() if e.get("model")]
     if models:
         lines.append("  per model (wall summed over its parts):")
         for task, entry in models:
             lines.append(f"    {task:<40} wall {entry['wall_s']:.1f} s, cpu {entry['cpu_s']:.1f} s, gpu {entry['gpu_s']:.1f} s: "
-                         f"{_format_rates(rates(entry['stage'], entry))}")
+                         f"{_format_rates(rates(entry['stage'], entry, own=own_rates.get(entry['stage'], ())))}")
     driver = [(name, e) for name, e in steps.items() if not name.startswith("stage:")]
     if driver:
         lines.append("  driver steps: " + ", ".join(f"{name} {e['wall_s']:.1f} s" for name, e in driver))

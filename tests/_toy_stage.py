@@ -1,7 +1,9 @@
 """A stage written the way a new stage is meant to be added: this one module, plus one line in
 the registry (which tests/test_toy_stage.py adds at run time). Nothing else in the engine
 names it: the runner, both executors, the config loader, the manifest and the report find it
-through the registry and its declared data flow."""
+through the RunPlan the driver builds from the registry and its declared data flow. It also
+opts into two capabilities: a report section (`report_section`) and reuse (`Reusable`: its
+own identity and row matching; engine.reuse only reads the earlier runs for it)."""
 from __future__ import annotations
 
 import html
@@ -13,8 +15,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from engine.params import Params, option_digest, require
+from engine.reuse.keys import digest
 from engine.signature import format_signature
-from engine.stages.base import SAMPLES, PartContext, Stage, StageTask
+from engine.stages.base import SAMPLES, PartContext, Reusable, Stage, StageTask
 
 TOY_ROWS = "toy-rows"  # a kind of rows no other stage knows
 TOY_SCHEMA = pa.schema([pa.field("sample_id", pa.string()), pa.field("reference_chars", pa.int64()),
@@ -37,7 +40,7 @@ class ToyParams(Params):
         require(self.scale >= 1, "scale", self.scale, "an integer >= 1")
 
 
-class ToyStage(Stage):
+class ToyStage(Stage, Reusable):
     name = "toy"
     package = "_toy_stage"
     section = "toy"
@@ -48,6 +51,7 @@ class ToyStage(Stage):
     directory = "toy"
     schema = TOY_SCHEMA
     input_columns = ("sample_id", "reference")
+    reuse_verb = "counted"
 
     def parse_section(self, raw: Any, base_dir: Path, where: str) -> ToyParams:
         return ToyParams.from_mapping(raw or {}, where=where)
@@ -62,6 +66,28 @@ class ToyStage(Stage):
         rows = [{"sample_id": r["sample_id"], "reference_chars": len(r["reference"]) * params.scale, "seed": params.seed}
                 for r in samples.select(["sample_id", "reference"]).to_pylist()]
         return pa.Table.from_pylist(rows, schema=TOY_SCHEMA)
+
+    def reuse_identity(self, config: Any, task: StageTask, prepass: dict[str, Any]) -> str:
+        return digest({"stage": self.name, "options": config.section(self.name).to_dict()})
+
+    def reuse_part(self, ctx: PartContext, sources: Any) -> tuple[pa.Table, dict[str, int], int] | None:
+        """A row is reused when an earlier run of the same identity has the sample with the same reference."""
+        identity = self.reuse_identity(ctx.config, StageTask(self.name, ctx.part.task), ctx.prepass)
+        earlier = {}
+        for row, run in sources.rows_with_identity(identity, TOY_SCHEMA):
+            earlier.setdefault(row["sample_id"], (row, run))
+        fresh = self.run_part(ctx)
+        if not earlier:
+            return None
+        rows, per_run = [], {}
+        for row in fresh.to_pylist():
+            hit = earlier.get(row["sample_id"])
+            if hit is not None and hit[0]["reference_chars"] == row["reference_chars"]:
+                rows.append(hit[0])
+                per_run[hit[1]] = per_run.get(hit[1], 0) + 1
+            else:
+                rows.append(row)
+        return pa.Table.from_pylist(rows, schema=TOY_SCHEMA), per_run, len(rows) - sum(per_run.values())
 
     def signatures(self, config: Any, task: StageTask, prepass: dict[str, Any]) -> dict[str, Any]:
         params = config.section(self.name)

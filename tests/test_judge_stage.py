@@ -14,7 +14,7 @@ from engine.judge.backends import ChatResponse
 from engine.records import JUDGMENT_SCHEMA, SAMPLE_SCHEMA
 from engine.stages.base import PartContext, PartTask
 from engine.stages.judge import JudgeStage
-from engine.stages.registry import PART_STAGES, get_stage
+from engine.stages.registry import STAGES, get_stage
 from engine.taxonomy import CLUSTERS
 
 GENERATORS = ("starcoder2-7b", "codegemma-7b")
@@ -73,7 +73,7 @@ def _run(tmp_path: Path, monkeypatch, judges: list[dict], table: pa.Table, entry
 
 
 def test_registered_after_score() -> None:
-    names = list(PART_STAGES)
+    names = [n for n in STAGES if get_stage(n).kind == "part"]
     assert names.index("judge") == names.index("score") + 1
     assert isinstance(get_stage("judge"), JudgeStage)
 

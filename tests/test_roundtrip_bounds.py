@@ -15,7 +15,7 @@ import json
 import pytest
 
 from engine.roundtrip import sandbox
-from engine.roundtrip.execute import run_tests
+from engine.roundtrip.languages import run_tests
 from engine.roundtrip.sandbox import SandboxLimits, memory_bound_mb
 
 LIMITS = SandboxLimits(cpu_seconds=10, wall_seconds=30.0, memory_mb=128, max_processes=4, tmpfs_mb=16, max_open_files=64)

@@ -19,8 +19,7 @@ import pytest
 from engine.config import config_from_mapping
 from engine.errors import ConfigError
 from engine.roundtrip import bwrap, difftest, sandbox
-from engine.roundtrip.execute import run_tests
-from engine.roundtrip.languages import toolchain_missing
+from engine.roundtrip.languages import run_tests, toolchain_missing
 from engine.roundtrip.sandbox import SandboxLimits
 from engine.stages.registry import get_stage
 
@@ -145,7 +144,7 @@ def test_killing_the_engine_ends_the_sandboxed_run():
     marker = f"babelscore-orphan-{uuid.uuid4().hex[:8]}"
     program = (f"import os\nos.execv('/usr/bin/sleep', [{marker!r}, '1000'])\n")
     engine = subprocess.Popen([sys.executable, "-c", (
-        "from engine.roundtrip.execute import run_tests\nfrom engine.roundtrip.sandbox import SandboxLimits\n"
+        "from engine.roundtrip.languages import run_tests\nfrom engine.roundtrip.sandbox import SandboxLimits\n"
         f"run_tests({{'programming_language': 'python', 'tests': {program!r}, 'entry_point': '', 'context': ''}}, '',"
         " SandboxLimits(wall_seconds=600.0, cpu_seconds=600))\n")], cwd=REPO)
 

@@ -9,8 +9,7 @@ import pytest
 
 from engine.errors import InputError
 from engine.roundtrip import generation, sandbox
-from engine.roundtrip.execute import run_tests
-from engine.roundtrip.languages import LANGUAGES, build, toolchain_missing
+from engine.roundtrip.languages import LANGUAGES, build, run_tests, toolchain_missing
 from engine.roundtrip.sandbox import SandboxLimits
 from engine.roundtrip.tasks import load_tasks
 

@@ -12,7 +12,7 @@ import psutil
 import pytest
 
 from engine.roundtrip import sandbox
-from engine.roundtrip.execute import run_tests
+from engine.roundtrip.languages import run_tests
 from engine.roundtrip.sandbox import SandboxLimits
 
 LIMITS = SandboxLimits(cpu_seconds=1, wall_seconds=4.0, memory_mb=256, max_processes=8, file_size_mb=1)

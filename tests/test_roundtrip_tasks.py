@@ -7,7 +7,7 @@ import pytest
 
 from engine.errors import InputError
 from engine.roundtrip import languages
-from engine.roundtrip.execute import run_tests
+from engine.roundtrip.languages import run_tests
 from engine.roundtrip.sandbox import SandboxLimits
 from engine.roundtrip.tasks import load_tasks, split_python_function
 

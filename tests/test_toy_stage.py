@@ -1,6 +1,6 @@
 """A new stage is one module (tests/_toy_stage.py) and one registry line (added here): it runs
-end to end under both executors, with its config section, seed, manifest signature and report
-section, without any other file of the engine knowing it."""
+end to end under both executors, with its config section, seed, manifest signature, report
+section and reuse, without any other file of the engine knowing it."""
 from __future__ import annotations
 
 import json
@@ -31,11 +31,11 @@ def toy_registered(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(REPO / "tests"), str(REPO), os.environ.get("PYTHONPATH", "")]))
 
 
-def _config(tmp_path: Path):
+def _config(tmp_path: Path, **extra):
     rows = [make_sample(f"f{i}/g", prediction=f" the name {i}") for i in range(5)]
     data = write_jsonl(tmp_path / "in.jsonl", rows)
     raw = {"input": str(data), "part_size": 2, "seed": 7, "stages": ["score", "toy", "report"],
-           "score": {"scorers": [{"kind": "lexical", "metrics": ["bleu"]}]}, "toy": {"scale": 3}}
+           "score": {"scorers": [{"kind": "lexical", "metrics": ["bleu"]}]}, "toy": {"scale": 3}, **extra}
     return config_from_mapping(raw, tmp_path)
 
 
@@ -68,3 +68,13 @@ def test_a_toy_stage_from_its_own_module_runs_end_to_end(toy_registered, tmp_pat
     assert manifest["signatures"][task] == {"toy": "stage:toy|scale:3|seed:7"}
     page = (run / "report" / "index.html").read_text(encoding="utf-8")
     assert 'id="toy"' in page and f"3 toy part(s), {5 * 3 * reference} reference characters" in page
+
+
+def test_a_toy_stage_declares_its_reuse_without_any_other_file(toy_registered, tmp_path: Path) -> None:
+    execute_run(_config(tmp_path), str(tmp_path / "a"))
+    execute_run(_config(tmp_path, reuse=[str(tmp_path / "a")]), str(tmp_path / "b"))
+    manifest = json.loads((tmp_path / "b" / "manifest.json").read_text())
+    (task,) = [t for t in manifest["reuse"]["tasks"] if t.startswith("toy-")]
+    assert manifest["reuse"]["tasks"][task]["reused"] == {str(tmp_path / "a"): 5}
+    assert manifest["reuse"]["tasks"][task]["computed"] == 0
+    assert _toy_rows(tmp_path / "b") == _toy_rows(tmp_path / "a")

@@ -383,7 +383,7 @@ def test_kappa_from_few_samples_comes_with_a_note_on_its_interval():
 def test_vllm_logs_are_turned_down_unless_verbose(monkeypatch):
     import logging
 
-    from engine.generate.vllm_backend import _quiet_vllm_logs
+    from engine.llm.vllm_backend import _quiet_vllm_logs
 
     monkeypatch.delenv("VLLM_LOGGING_LEVEL", raising=False)
     monkeypatch.setattr(logging.getLogger(), "level", logging.DEBUG)

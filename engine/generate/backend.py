@@ -2,8 +2,8 @@
 
 A backend turns prompts given as token ids into greedy continuations (token ids). It knows
 nothing about FIM or samples: prompts, cleaning and error rows live in the stage. Two kinds:
-`transformers` (here, `generate()`) and `vllm` (engine/generate/vllm_backend.py, the only
-module that imports vllm). Both stop at the first of the given stop ids, and return it.
+`transformers` (here, `generate()`) and `vllm` (engine/llm/vllm_backend.py, the only
+module that imports vllm; the request and output types are engine/llm/requests.py's). Both stop at the first of the given stop ids, and return it.
 
 Loaded backends belong to the model registry (engine.runtime.registry): `get_backend` asks it
 for the backend of a spec. A vLLM engine always runs in a worker process of its own (vLLM
@@ -15,69 +15,11 @@ from __future__ import annotations
 import gc
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Literal, Protocol
+
+from engine.llm.requests import Backend, BackendSpec, GenerationOutput, GenerationRequest, cut_at_stop
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class GenerationRequest:
-    """One prompt. `seed` is per request so results do not depend on batching or order.
-
-    temperature 0 decodes greedily (FIM generation, judges); > 0 samples, seeded by `seed`
-    alone, so the V samples of a round trip differ from each other but not between runs.
-    """
-
-    request_id: str
-    prompt_ids: tuple[int, ...]
-    max_new_tokens: int
-    seed: int = 0
-    temperature: float = 0.0
-
-
-@dataclass(frozen=True)
-class GenerationOutput:
-    request_id: str
-    token_ids: tuple[int, ...]  # generated ids, up to and including the stop id if one came
-    finish_reason: Literal["stop", "length"]
-
-
-@dataclass(frozen=True)
-class BackendSpec:
-    """What a backend loads; equal specs share one loaded backend in a process."""
-
-    kind: Literal["vllm", "transformers"]
-    model: str  # the configured name: hub id[@revision], local directory, pypi: or demo:
-    tokenizer: str
-    dtype: str = "float32"  # the dtype to run in, already resolved by the device probe
-    device: str = "auto"  # auto: cuda when visible; vllm: `cuda:N` becomes its worker's only visible device
-    max_model_len: int | None = None
-    seed: int = 0
-    batch_size: int = 8  # transformers: prompts per generate() call
-    tensor_parallel_size: int = 1
-    gpu_memory_utilization: float = 0.9
-    enforce_eager: bool = False
-
-
-class Backend(Protocol):
-    spec: BackendSpec
-
-    @property
-    def max_model_len(self) -> int:
-        """Prompt plus generated tokens must fit in this many positions."""
-
-    def generate(self, requests: Sequence[GenerationRequest], stop_ids: Sequence[int]) -> list[GenerationOutput]:
-        """Continuations (greedy, or sampled where a request has temperature > 0), in request order."""
-
-
-def cut_at_stop(token_ids: Sequence[int], stop_ids: Sequence[int]) -> tuple[tuple[int, ...], Literal["stop", "length"]]:
-    """Ids up to and including the first stop id, and whether a stop id ended them."""
-    stops = set(stop_ids)
-    for i, token in enumerate(token_ids):
-        if token in stops:
-            return tuple(token_ids[: i + 1]), "stop"
-    return tuple(token_ids), "length"
+__all__ = ["Backend", "BackendSpec", "GenerationOutput", "GenerationRequest", "TransformersBackend", "cut_at_stop", "get_backend"]
 
 
 class TransformersBackend:
@@ -197,7 +139,7 @@ def _load_backend(spec: BackendSpec) -> Backend:
         from engine.runtime.memory import device_of
         from engine.runtime.model_process import ProcessModel
 
-        return ProcessModel("engine.generate.vllm_backend:VllmBackend", spec, attrs=("max_model_len",),  # type: ignore[return-value]
+        return ProcessModel("engine.llm.vllm_backend:VllmBackend", spec, attrs=("max_model_len",),  # type: ignore[return-value]
                             label=f"generator {spec.model}", device=device_of(spec.kind, spec.device),
                             devices=spec.tensor_parallel_size)
     return TransformersBackend(spec)

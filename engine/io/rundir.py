@@ -23,7 +23,9 @@ import pyarrow.parquet as pq
 
 from engine.errors import RunDirectoryError
 from engine.io.atomic import remove_stale_temps, write_json_atomic, write_parquet_atomic
+from engine.io.layout import RunLayout, resolve
 from engine.io.lock import LOCK_FILE, RunLock
+from engine.kinds import SAMPLES, SCORES
 
 logger = logging.getLogger(__name__)
 
@@ -39,10 +41,24 @@ def _now() -> str:
 class RunDirectory:
     """A run's folder. Only the driver process creates one and changes its manifest."""
 
-    def __init__(self, root: str | Path, manifest: dict[str, Any], lock: RunLock | None = None):
+    def __init__(self, root: str | Path, manifest: dict[str, Any], lock: RunLock | None = None,
+                 layout: RunLayout | None = None):
         self.root = Path(root)
         self.manifest = manifest
         self._lock = lock
+        self._layout = layout
+
+    def use_layout(self, layout: RunLayout) -> None:
+        """The driver gives the layout of its RunPlan (the run it is writing)."""
+        self._layout = layout
+
+    @property
+    def layout(self) -> RunLayout:
+        """The run's data flow as data (engine.io.layout): given by the driver's RunPlan, else
+        resolved once from the stages the manifest lists."""
+        if self._layout is None:
+            self._layout = resolve(tuple(self.manifest.get("config", {}).get("stages", ())))
+        return self._layout
 
     # ----- opening -------------------------------------------------------------------------
     @classmethod
@@ -140,11 +156,11 @@ class RunDirectory:
             self._lock = None
 
     @classmethod
-    def open_existing(cls, root: str | Path) -> "RunDirectory":
+    def open_existing(cls, root: str | Path, layout: RunLayout | None = None) -> "RunDirectory":
         manifest_path = Path(root) / MANIFEST
         if not manifest_path.exists():
             raise RunDirectoryError(f"{root} is not a babelscore run directory (no {MANIFEST})")
-        run = cls(root, json.loads(manifest_path.read_text(encoding="utf-8")))
+        run = cls(root, json.loads(manifest_path.read_text(encoding="utf-8")), layout=layout)
         run._merge_markers()
         return run
 
@@ -238,19 +254,12 @@ class RunDirectory:
     def stages(self) -> tuple[str, ...]:
         """The stages the run lists (from the manifest's resolved config); every registered stage
         when the manifest names none (a run directory written by hand, e.g. in tests)."""
-        listed = tuple(self.manifest.get("config", {}).get("stages", ()))
-        if listed:
-            return listed
-        from engine.stages.registry import STAGE_ORDER
-
-        return STAGE_ORDER
+        return self.layout.stages
 
     def kind_files(self, kind: str) -> list[Path]:
         """Committed part files of the rows of `kind` (engine.stages.base: SAMPLES, SCORES, ...),
-        from the stages that provide it as the declared data flow resolves (engine.stages.flow)."""
-        from engine.stages import flow
-
-        return [path for prefix in flow.key_prefixes(self.stages, kind) for path in self.part_files(prefix)]
+        from the stages that provide it as the run's layout says."""
+        return [path for prefix in self.layout.prefixes(kind) for path in self.part_files(prefix)]
 
     def sample_tables(self, columns: Iterable[str] | None = None) -> Iterator[pa.Table]:
         """Every valid sample of the run, one table per part (the generated rows when a stage
@@ -260,15 +269,13 @@ class RunDirectory:
         the `columns` they need (the `source` column is most of a sample's bytes).
         """
         from engine.records import SAMPLE_SCHEMA
-        from engine.stages import flow
-        from engine.stages.base import SAMPLES
 
         cols = list(columns) if columns is not None else None
-        source = flow.sample_source(self.stages)
-        generated = self.kind_files(SAMPLES) if source is not None else []
+        schema = self.layout.sample_schema
+        generated = self.kind_files(SAMPLES) if schema is not None else []
         if generated:
             for path in generated:
-                yield pq.read_table(path, schema=source.schema, columns=cols)
+                yield pq.read_table(path, schema=schema, columns=cols)
             return
         for path in sorted(self.path("samples").glob("part-*.parquet")):
             yield pq.read_table(path, schema=SAMPLE_SCHEMA, columns=cols)
@@ -276,7 +283,6 @@ class RunDirectory:
     def score_tables(self, columns: Iterable[str] | None = None) -> Iterator[pa.Table]:
         """The committed score parts, one table per part file (streams; see `score_dataset`)."""
         from engine.records import SCORE_SCHEMA
-        from engine.stages.base import SCORES
 
         cols = list(columns) if columns is not None else None
         for path in self.kind_files(SCORES):
@@ -287,7 +293,6 @@ class RunDirectory:
         import pyarrow.dataset as ds
 
         from engine.records import SCORE_SCHEMA
-        from engine.stages.base import SCORES
 
         return ds.dataset([str(p) for p in self.kind_files(SCORES)], schema=SCORE_SCHEMA, format="parquet")
 

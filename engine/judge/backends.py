@@ -1,7 +1,7 @@
 """Judge backends behind one interface: chat requests in, raw answers out.
 
 Three kinds: `vllm` (offline `LLM`, chat template from the tokenizer, structured outputs
-with xgrammar; in engine/generate/vllm_backend.py, the one module that imports vllm),
+with xgrammar; in engine/llm/vllm_backend.py, the one module that imports vllm),
 `transformers` (greedy `generate()` on the chat-templated prompt; no structured outputs) and
 `http` (an OpenAI-compatible server, engine/judge/http_backend.py). A backend never raises
 for one request's failure: the request's answer carries the error instead.
@@ -14,47 +14,15 @@ from __future__ import annotations
 import gc
 import logging
 import time
-from dataclasses import dataclass
-from typing import Any, Protocol, Sequence
+from typing import Sequence
 
 from engine.errors import ModelLoadError, StageError
 from engine.judge.config import JudgeParams
+from engine.llm.requests import ChatBackend, ChatRequest, ChatResponse, window_error
 from engine.runtime import resolve_model
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class ChatRequest:
-    request_id: str
-    messages: tuple[dict[str, str], ...]
-    max_tokens: int
-    temperature: float = 0.0
-    seed: int = 42
-    schema: dict[str, Any] | None = None  # JSON schema for structured outputs, None = free text
-    lora: str | None = None  # a LoRA adapter folder to answer with (vllm: per request), None = the base model
-
-
-@dataclass(frozen=True)
-class ChatResponse:
-    request_id: str
-    text: str | None
-    finish_reason: str | None  # stop | length | None (error)
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    latency_s: float = 0.0  # http: the request's wall time with retries; local: the batch's, amortised
-    error: str | None = None
-
-
-class ChatBackend(Protocol):
-    def chat(self, requests: Sequence[ChatRequest]) -> list[ChatResponse]:
-        """Answers in the order of `requests`."""
-
-
-def window_error(request_id: str, n_tokens: int, window: int, max_tokens: int) -> ChatResponse:
-    return ChatResponse(request_id, None, None, n_tokens, 0, 0.0,
-                        f"prompt of {n_tokens} tokens plus max_tokens {max_tokens} exceeds the model window {window}; "
-                        "raise max_model_len or lower max_tokens")
+__all__ = ["ChatBackend", "ChatRequest", "ChatResponse", "TransformersChatBackend", "get_chat_backend", "window_error"]
 
 
 class TransformersChatBackend:
@@ -153,7 +121,7 @@ def _load(params: JudgeParams) -> ChatBackend:
 
         # vLLM cannot free an engine in-process: it lives in a worker process of its own.
         return ProcessModel(  # type: ignore[return-value]
-            "engine.generate.vllm_backend:VllmChatBackend", label=f"judge {params.model}", device=device_of(params.backend, "auto"),
+            "engine.llm.vllm_backend:VllmChatBackend", label=f"judge {params.model}", device=device_of(params.backend, "auto"),
             model=resolve_model(params.model).path, tokenizer=resolve_model(params.tokenizer or params.model).path,
             dtype=params.dtype, seed=params.seed, max_model_len=params.max_model_len, enforce_eager=params.enforce_eager,
             gpu_memory_utilization=params.gpu_memory_utilization, enable_prefix_caching=params.enable_prefix_caching,

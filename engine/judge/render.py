@@ -20,13 +20,11 @@ from engine.records import SAMPLE_SCHEMA
 logger = logging.getLogger(__name__)
 
 
-def _file_rows(config: Any, sample_id: str | None) -> list[dict[str, Any]]:
+def _file_rows(config: Any, sample_id: str | None, stage_made_samples: bool) -> list[dict[str, Any]]:
     """The valid input rows of the file that holds `sample_id` (default: the first valid row's file)."""
     from engine.data.reader import iter_raw_rows
     from engine.data.validate import SampleValidator
-    from engine.stages import flow
-
-    if flow.input_source(config.stages) is not None or flow.generates_samples(config.stages):
+    if stage_made_samples:
         raise ConfigError("judge render reads the predictions from the config's input, but this config makes them in a "
                           "stage (build or generate); point a config's `input:` at the generated samples "
                           "(RUN/generations/) and render that")
@@ -60,8 +58,11 @@ def _narrowed(judge: JudgeParams, strategy: str | None, language: str | None) ->
 
 
 def render_calls(config: Any, sample_id: str | None = None, strategy: str | None = None, language: str | None = None,
-                 judge_name: str | None = None) -> Iterator[dict[str, Any]]:
-    """One record per call: judge, request id, prompt id and messages, in the run's order."""
+                 judge_name: str | None = None, stage_made_samples: bool = False) -> Iterator[dict[str, Any]]:
+    """One record per call: judge, request id, prompt id and messages, in the run's order.
+
+    stage_made_samples: whether a stage of the config makes the samples (the RunPlan says; the
+    predictions are then not in the config's input)."""
     from engine.judge.run import plan
 
     if "judge" not in config.stages:
@@ -72,7 +73,7 @@ def render_calls(config: Any, sample_id: str | None = None, strategy: str | None
         if not judges:
             names = [j.judge_name for j in config.section("judge").judges]
             raise ConfigError(f"judge render --judge {judge_name}: no such judge; the config's judges: {names}")
-    table = pa.Table.from_pylist(_file_rows(config, sample_id), schema=SAMPLE_SCHEMA)
+    table = pa.Table.from_pylist(_file_rows(config, sample_id, stage_made_samples), schema=SAMPLE_SCHEMA)
     for judge in judges:
         for entry in plan(table, _narrowed(judge, strategy, language)):
             for request_id, call in entry.calls:

@@ -176,10 +176,9 @@ def sensitivity_table(task_tables: Iterable[pa.Table], perturb_tables: Iterable[
 # ----- run directory ----------------------------------------------------------------------------------
 def score_task_files(run: Any) -> dict[str, list[Path]]:
     """Committed score part files grouped by task (part keys `<scores stage>/<task>/<index>`)."""
-    from engine.stages import flow
-    from engine.stages.base import SCORES
+    from engine.kinds import SCORES
 
-    prefixes = tuple(flow.key_prefixes(run.stages, SCORES))
+    prefixes = run.layout.prefixes(SCORES)
     files: dict[str, list[Path]] = defaultdict(list)
     for key, info in sorted(run.manifest["parts"].items()):
         if prefixes and key.startswith(prefixes):

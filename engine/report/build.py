@@ -124,7 +124,7 @@ def _header(data: RunData) -> tuple[str, str]:
         ("rejected rows", f"{counts.get('rejected_rows', data.rejected_rows):,}"),
     ]
     chips = "".join(f'<div class="stat"><span>{esc(k)}</span><b>{esc(v)}</b></div>' for k, v in stats)
-    status = display_status(m)
+    status = display_status(m, data.layout)
     meta = (
         f'<span class="badge {esc(status)}">{esc(status)}</span> <span>config <code>{esc(str(m.get("config_hash", ""))[:12])}</code></span>'
         f' <span>created {esc(str(m.get("created", "?")))}</span> <span>stages {esc(" → ".join(config.get("stages", [])))}</span>'
@@ -163,11 +163,10 @@ def render_page(data: RunData, sections: list[Section], elapsed_note: str) -> st
 def stage_sections(ctx: ReportContext) -> list[Section]:
     """The sections of the run's stages that report on their own outputs (`Stage.report_section`:
     perturbation sensitivity, judges, round trip, ...), in run order."""
-    from engine.stages import flow
-
     out: list[Section] = []
-    for stage in flow.listed(ctx.data.manifest.get("config", {}).get("stages", [])):
-        made = stage.report_section(ctx)
+    hooks = ctx.data.layout.report_sections if ctx.data.layout is not None else ()
+    for report_section in hooks:
+        made = report_section(ctx)
         for section in made if isinstance(made, list) else [made] if made is not None else []:
             out.append(section if isinstance(section, Section) else Section(*section))
     return out

@@ -22,11 +22,11 @@ import pyarrow.parquet as pq
 from engine import taxonomy
 from engine.calibrate.run import expert_labels
 from engine.calibrate.stage import label_codes
+from engine.io.layout import RunLayout
 from engine.io.rundir import RunDirectory
+from engine.kinds import CALIBRATION, SCORES
 from engine.records import CALIBRATION_SCHEMA, LABELS, NOISE_KINDS, PERTURB_PREFIX
 from engine.report.tables import ConfigKey, context_rank, order_languages
-from engine.stages import flow
-from engine.stages.base import CALIBRATION, SCORES
 
 SAMPLE_COLUMNS = ["language", "generator", "label", "error_codes"]
 _INDEX_KEYS = ["metric", "scorer", "context", "variant", "noise", "language"]
@@ -190,6 +190,7 @@ class RunData:
     image_format: str = "png"
     max_strip_points: int = 5000
     notes: dict[str, str] = field(default_factory=dict)  # why a piece of data is absent (HTML)
+    layout: RunLayout | None = None  # the run's data flow (engine.io.layout): stages, report hooks
 
     @property
     def stages(self) -> list[str]:
@@ -227,7 +228,7 @@ def load_run(run_dir: str | Path) -> RunData:
     cal_path = run.path("calibration.parquet")
     if cal_path.exists():
         calibration = pq.read_table(cal_path, schema=CALIBRATION_SCHEMA)
-    elif flow.provider_of(run.stages, CALIBRATION) is None:
+    elif not run.layout.has_provider(CALIBRATION):
         notes["calibration"] = "the run's stages do not include <code>calibrate</code>, so there is no calibration.parquet"
     else:
         status = html.escape(str(run.manifest.get("status")))
@@ -247,6 +248,7 @@ def load_run(run_dir: str | Path) -> RunData:
         image_format=str(report_cfg.get("image_format", "png")),
         max_strip_points=int(report_cfg.get("max_strip_points", 5000)),
         notes=notes,
+        layout=run.layout,
     )
 
 

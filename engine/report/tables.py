@@ -66,7 +66,7 @@ def context_rank(context: str) -> int:
     return CONTEXT_ORDER.index(context) if context in CONTEXT_ORDER else len(CONTEXT_ORDER)
 
 
-def display_status(manifest: dict[str, Any]) -> str:
+def display_status(manifest: dict[str, Any], layout: Any = None) -> str:
     """The run's status as the page shows it.
 
     The runner writes the report as the run's last stage, before it marks the run complete; a
@@ -76,13 +76,14 @@ def display_status(manifest: dict[str, Any]) -> str:
     status = str(manifest.get("status", "unknown"))
     if status != "running" or manifest.get("failed_parts"):
         return status
-    from engine.stages import flow
+    from engine.io.layout import resolve
 
-    stages = manifest.get("config", {}).get("stages", [])
+    # layout: engine.io.layout.RunLayout of the run (resolved from the manifest's stages when not given)
+    layout = layout or resolve(tuple(manifest.get("config", {}).get("stages", [])))
     done = manifest.get("stages", {})
     counts = manifest.get("counts") or {}
-    drivers = flow.listed(stages, "driver")
-    counted = all(f"{s.name}_rows" in counts for s in flow.listed(stages, "part"))
+    drivers = layout.driver_stages
+    counted = all(f"{name}_rows" in counts for name in layout.part_stages)
     driven = all(done.get(s.name, {}).get("done") for s in drivers if not s.after_complete)
     return "complete" if counted and driven and any(s.after_complete for s in drivers) else status
 

@@ -23,6 +23,7 @@ import pyarrow.parquet as pq
 
 from engine.io.atomic import write_json_atomic
 from engine.reuse.sources import IDENTITIES_KEY, forget_sources, hold_earlier_runs, sources_for
+from engine.stages.base import Reusable
 
 logger = logging.getLogger(__name__)
 
@@ -44,8 +45,8 @@ def run_part_reusing(stage: Any, ctx: Any) -> pa.Table:
     record = _record_path(ctx.run_root, ctx.part)
     record.unlink(missing_ok=True)  # a record of an earlier attempt of this part must not outlive it
     result = None
-    if stage.reusable:
-        result = _reuse_part(stage, ctx, sources_for(tuple(ctx.config.reuse)))
+    if isinstance(stage, Reusable):
+        result = stage.reuse_part(ctx, sources_for(tuple(ctx.config.reuse)))
     if result is None:
         return stage.run_part(ctx)
     table, per_run, computed = result
@@ -53,64 +54,38 @@ def run_part_reusing(stage: Any, ctx: Any) -> pa.Table:
     return table
 
 
-def _reuse_part(stage: Any, ctx: Any, sources: Any) -> tuple[pa.Table, dict[str, int], int] | None:
-    """Reuse by the kind of rows the stage provides: scores, or generated samples."""
-    from engine.stages.base import SAMPLES, SCORES
-
-    if stage.provides == SCORES:
-        from engine.reuse.score import score_part
-
-        return score_part(stage, ctx, sources)
-    if stage.provides == SAMPLES:
-        from engine.reuse.generate import generate_part
-
-        return generate_part(stage, ctx, sources)
-    return None
-
-
-def _identity(stage: Any, config: Any, task: Any, prepass: dict[str, Any]) -> str:
-    """A reusable task's identity: equal identities compute equal rows from equal items."""
-    from engine.reuse.keys import generate_identity, score_identity
-    from engine.stages.base import SAMPLES, SCORES
-
-    section = config.section(stage.name)
-    if stage.provides == SCORES:
-        return score_identity(section.scorers[task.entry], prepass)
-    if stage.provides == SAMPLES:
-        return generate_identity(section.generators[task.entry], prepass)
-    raise ValueError(f"stage {stage.name!r} is marked reusable but provides {stage.provides!r}, which reuse cannot take")
-
-
 # ----- driver side ------------------------------------------------------------------------------
-def _reusing_stages(config: Any) -> list[Any]:
-    from engine.stages import flow
+def _reusing_stages(plan: Any) -> list[Any]:
+    """The plan's reusable part stages (engine.stages.plan.BoundStage)."""
+    return [bound for bound in plan.part_stages() if isinstance(bound.stage, Reusable)]
 
-    return [stage for stage in flow.listed(config.stages, "part") if stage.reusable]
 
+def record_identities(run: Any, plan: Any, prepass_of: Callable[[str], dict[str, Any]]) -> None:
+    """Record every reusable task's identity in the manifest (what later runs match).
 
-def record_identities(run: Any, config: Any, prepass_of: Callable[[str], dict[str, Any]]) -> None:
-    """Record every reusable task's identity in the manifest (what later runs match)."""
+    plan: the run's RunPlan (engine.stages.plan)."""
+    config = plan.config
     identities: dict[str, dict[str, str]] = {}
-    for stage in _reusing_stages(config):
+    for bound in _reusing_stages(plan):
+        stage = bound.stage
         prepass = prepass_of(stage.name)
-        for task in stage.tasks(config):
-            digest = _identity(stage, config, task, prepass.get(task.task, {}))
+        for task in bound.tasks:
+            digest = stage.reuse_identity(config, task, prepass.get(task.task, {}))
             identities[task.task] = {"stage": stage.name, "identity": digest}
     run.manifest[IDENTITIES_KEY] = identities
     run.save()
 
 
-def summarize_reuse(run: Any, config: Any, plan_parts: Callable[[Any, str, int], list[Any]]) -> dict[str, Any] | None:
-    """Sum the per-part counts of committed parts into manifest['reuse'] (None without reuse).
-
-    `plan_parts` is the runner's planner (engine.pipeline.plan_parts), passed in because the
-    pipeline calls this package to run its parts."""
+def summarize_reuse(run: Any, plan: Any) -> dict[str, Any] | None:
+    """Sum the per-part counts of committed parts into manifest['reuse'] (None without reuse)."""
+    config = plan.config
     if not getattr(config, "reuse", ()):
         return None
     tasks: dict[str, dict[str, Any]] = {}
-    for stage in _reusing_stages(config):
+    for bound in _reusing_stages(plan):
+        stage = bound.stage
         n_parts = len(stage.own_parts(config, run.root) or run.manifest["part_rows"])
-        for part in plan_parts(config, stage.name, n_parts):
+        for part in bound.parts(n_parts):
             if not run.is_done(part.key):
                 continue
             entry = tasks.setdefault(part.task, {"stage": stage.name, "reused": {}, "computed": 0})
@@ -125,7 +100,7 @@ def summarize_reuse(run: Any, config: Any, plan_parts: Callable[[Any, str, int],
     summary = {"from": list(config.reuse), "tasks": dict(sorted(tasks.items()))}
     run.manifest["reuse"] = summary
     run.save()
-    for line in reuse_lines(summary):
+    for line in reuse_lines(summary, plan.layout.reuse_verbs):
         logger.info("%s", line)
     return summary
 
@@ -141,16 +116,16 @@ def _shown(path: str) -> str:
     return path if relative.startswith("..") else relative
 
 
-def reuse_lines(summary: dict[str, Any] | None) -> list[str]:
-    """One console line per task: `TASK: N rows reused from runs/a, M computed`."""
-    from engine.stages.registry import get_stage
+def reuse_lines(summary: dict[str, Any] | None, verbs: dict[str, str]) -> list[str]:
+    """One console line per task: `TASK: N rows reused from runs/a, M computed`.
 
+    verbs: stage -> its console verb for rows it made itself (the run's layout's `reuse_verbs`)."""
     if not summary:
         return []
     lines = []
     for task, info in summary["tasks"].items():
         reused = info["reused"]
-        verb = get_stage(info["stage"]).reuse_verb
+        verb = verbs.get(info["stage"], "computed")
         if reused:
             sources = ", ".join(f"{n:,} rows reused from {_shown(source)}" for source, n in reused.items())
         else:

@@ -12,7 +12,9 @@ A result may be taken from an earlier run only when everything it was computed f
   dtype actually used, attention and kernels of this machine).
 
 Every run records its tasks' identities in its manifest (`reuse_identities`), so a later run
-compares digests instead of re-deriving an earlier config.
+compares digests instead of re-deriving an earlier config. Each reusable stage computes its
+own identity (`Reusable.reuse_identity`: engine.metrics.reuse, engine.generate.reuse) with
+the helpers here.
 """
 from __future__ import annotations
 
@@ -22,8 +24,6 @@ from typing import Any, Iterable, Mapping
 
 from engine.items import ScoreItem
 
-# Generator options that only schedule work (they never change a generated token).
-GENERATE_SCHEDULING_OPTIONS = frozenset({"batch_size", "gpu_memory_utilization"})
 # The sample columns a generation is computed from (the seed derives from file_id).
 GENERATION_INPUT_COLUMNS = ("file_id", "language", "source", "comment_start", "comment_end", "reference")
 
@@ -34,7 +34,7 @@ def digest(payload: Any) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def _model_identities(options: Mapping[str, Any], names: Iterable[str]) -> dict[str, str]:
+def model_identities(options: Mapping[str, Any], names: Iterable[str]) -> dict[str, str]:
     from engine.runtime import resolve_model
 
     out = {}
@@ -43,35 +43,6 @@ def _model_identities(options: Mapping[str, Any], names: Iterable[str]) -> dict[
         if isinstance(value, str) and value:
             out[name] = resolve_model(value, "tokenizer" if name == "tokenizer" else "model").identity
     return out
-
-
-def score_identity(spec: Any, prepass: Mapping[str, Any]) -> str:
-    """Identity of a `score.scorers` entry: kind, number-changing options, models, pre-pass."""
-    from engine.stages.base import prepass_hash
-    from engine.stages.score import MODEL_OPTIONS, NON_IDENTITY_OPTIONS
-
-    options = {k: v for k, v in spec.params.to_dict().items() if k not in NON_IDENTITY_OPTIONS}
-    return digest({
-        "stage": "score",
-        "kind": spec.kind,
-        "options": options,
-        "models": _model_identities(options, MODEL_OPTIONS),
-        "prepass": prepass_hash(prepass) if prepass else "",
-    })
-
-
-def generate_identity(params: Any, plan: Mapping[str, Any]) -> str:
-    """Identity of a generator: its options but scheduling ones, models, limit and signature."""
-    from engine.generate.stage import signature
-
-    options = {k: v for k, v in params.to_dict().items() if k not in GENERATE_SCHEDULING_OPTIONS}
-    return digest({
-        "stage": "generate",
-        "options": options,
-        "models": _model_identities({"model": params.model, "tokenizer": params.tokenizer_name}, ("model", "tokenizer")),
-        "max_new_tokens": plan.get("max_new_tokens"),
-        "signature": signature(params, dict(plan)),
-    })
 
 
 def item_hash(item: ScoreItem) -> str:

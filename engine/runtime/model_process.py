@@ -39,7 +39,9 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from engine import faults
 from engine.errors import ModelLoadError, TransientError
+from engine.faults import KILL_WORKER_CALL_ENV  # noqa: F401 - the tests' name for the hook
 from engine.runtime.cuda import worker_environment
 
 logger = logging.getLogger(__name__)
@@ -51,7 +53,6 @@ _PARENT_WATCH_S = 0.5  # how often the child checks that its parent is still the
 # Test hook (fault-injection tests only): the first call of this method, in any worker, kills
 # the worker's whole process group (the vLLM EngineCore with it) while the parent waits for the
 # answer; the marker file keeps it to one kill, so the part's retry, in a new worker, succeeds.
-KILL_WORKER_CALL_ENV = "BABELSCORE_TEST_KILL_WORKER_CALL"
 
 
 class ModelWorkerError(RuntimeError):
@@ -276,15 +277,6 @@ def _sendable(exc: BaseException) -> BaseException:
         return ModelWorkerError(f"{type(exc).__name__}: {exc}\n{traceback.format_exc()[-3000:]}")
 
 
-def _maybe_kill_for_test(method: str) -> None:
-    if os.environ.get(KILL_WORKER_CALL_ENV) != method:
-        return
-    marker = Path(os.environ.get(KILL_WORKER_CALL_ENV + "_MARKER", "/nonexistent"))
-    if marker.parent.is_dir() and not marker.exists():
-        marker.write_text(f"{os.getpid()}\n")
-        os.killpg(os.getpgid(0), signal.SIGKILL)
-
-
 def serve() -> int:
     from engine.runtime.process_usage import UsageSampler
 
@@ -320,7 +312,7 @@ def serve() -> int:
                 send(("ok", {name: getattr(obj, name) for name in attrs}))
             elif kind == "call":
                 _kind, method, args, kwargs = message
-                _maybe_kill_for_test(method)
+                faults.before_worker_call(method)
                 result = getattr(obj, method)(*args, **kwargs)
                 usage.sample()  # a short call's peak is seen even between two periodic samples
                 send(("ok", result))

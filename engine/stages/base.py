@@ -29,7 +29,9 @@ atomically. Driver stages read the committed outputs after all parts. How a task
 follows from its `StageTask.model_key`: with a model they run in that model's actor (the
 model stays loaded between parts), without one as plain tasks.
 
-Adding a stage is one module with a `Stage` subclass and one line in `engine.stages.registry`.
+Adding a stage is one module with a `Stage` subclass and one line in `engine.stages.registry`;
+optional capabilities (`Reusable`, below) are opt-in base classes. The driver binds the listed
+stages into a RunPlan (engine.stages.plan); docs/architecture.md walks through a run.
 """
 from __future__ import annotations
 
@@ -43,15 +45,9 @@ import pyarrow as pa
 
 from engine.errors import StageError
 
-# Kinds of rows in the declared data flow (`Stage.provides` / `Stage.consumes`).
-SAMPLES = "samples"  # the rows every later stage works on: the validated input, or generated rows
-CANDIDATES = "candidates"  # extra texts to score per sample (noise, perturbations): `as_candidates`
-SCORES = "scores"
-JUDGMENTS = "judgments"
-ROUNDTRIP_ROWS = "roundtrip-rows"
-INPUT = "input"  # the run's input table, made by a source stage instead of read from `input:`
-CALIBRATION = "calibration"
-REPORT = "report-page"
+# Kinds of rows in the declared data flow (`provides` / `consumes`), re-exported for stage modules.
+from engine.kinds import CALIBRATION, CANDIDATES, INPUT, JUDGMENTS, REPORT, ROUNDTRIP_ROWS, SAMPLES, SCORES  # noqa: E402,F401
+
 # Option names whose values are model or tokenizer locations in most sections.
 MODEL_PATH_OPTIONS = ("model", "tokenizer")
 
@@ -122,6 +118,7 @@ class PartContext:
     prepass: dict[str, Any] = field(default_factory=dict)
     _input_reader: Any = None  # callable(index) -> pa.Table, set by the runner
     _output_reader: Any = None  # callable(stage, index) -> pa.Table, set by the runner
+    _consumed: dict[str, tuple[Any, ...]] = field(default_factory=dict)  # kind -> earlier Stages (the RunPlan's)
 
     def input_table(self) -> pa.Table:
         """The part's input rows: generated rows when a generate stage ran, else validated samples."""
@@ -130,6 +127,11 @@ class PartContext:
     def stage_output(self, stage: str) -> pa.Table:
         """Every committed row of an earlier stage (all its tasks) for this part's index."""
         return self._output_reader(stage, self.part.index)
+
+    def providers_of(self, kind: str) -> tuple["Stage", ...]:
+        """The earlier stages this part reads rows of `kind` from, in run order (the RunPlan
+        resolved them from the declared data flow); read each with `stage_output`."""
+        return self._consumed.get(kind, ())
 
 
 class Stage:
@@ -157,14 +159,11 @@ class Stage:
     path_options: ClassVar[tuple[str, ...]] = MODEL_PATH_OPTIONS
     # A driver stage that only views final outputs runs after the run is marked complete.
     after_complete: ClassVar[bool] = False
-    # Whether parts can take finished rows of earlier runs (`reuse:`; engine.reuse knows how
-    # for the kinds of rows it provides), and the console's verb for rows it made itself.
-    reusable: ClassVar[bool] = False
+    # Whether parts can take finished rows of earlier runs: a stage derives from `Reusable`.
     # Throughput: what "per second" means for the stage besides rows/s, as (counter, unit) pairs
     # (engine.throughput), and the counter its output rows stand for, if any (round trip: runs).
     rates: ClassVar[tuple[tuple[str, str], ...]] = ()
     output_rows_counter: ClassVar[str | None] = None
-    reuse_verb: ClassVar[str] = "computed"
 
     # ----- configuration ------------------------------------------------------------------
     def parse_section(self, raw: Any, base_dir: Path, where: str) -> Any:
@@ -266,3 +265,22 @@ class Stage:
         if missing:
             raise StageError(self.name, f"its input {source} lacks column(s) {missing}; it needs {list(self.input_columns)}")
 
+
+
+# ----- opt-in capabilities: a stage derives from one to have it; the RunPlan, engine.reuse and
+# the layout find them with isinstance, never by a stage's name ----------------------------------
+class Reusable:
+    """Parts can take finished rows of earlier runs (`reuse:`). The stage owns what makes two
+    results the same (`reuse_identity`) and how a part's rows are matched and merged
+    (`reuse_part`); engine.reuse holds only the generic machinery (sources, bookkeeping)."""
+
+    reuse_verb: ClassVar[str] = "computed"  # the console's verb for the rows it made itself
+
+    def reuse_identity(self, config: Any, task: StageTask, prepass: dict[str, Any]) -> str:
+        """A task's identity: equal identities compute equal rows from equal inputs."""
+        raise NotImplementedError
+
+    def reuse_part(self, ctx: PartContext, sources: Any) -> tuple[pa.Table, dict[str, int], int] | None:
+        """(table, rows reused per earlier run, rows computed), or None to compute the part whole.
+        sources: engine.reuse.sources.ReuseSources of the earlier runs."""
+        raise NotImplementedError

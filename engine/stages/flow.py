@@ -18,8 +18,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Iterable
 
+from engine.io import layout as _layout
+from engine.io.layout import DriverWork, RunLayout
 from engine.stages import registry
-from engine.stages.base import INPUT, SAMPLES
+from engine.stages.base import CANDIDATES, INPUT, SAMPLES, Reusable
 from engine.stages.registry import get_stage
 
 if TYPE_CHECKING:
@@ -91,3 +93,29 @@ def provider_of(stages: Iterable[str], kind: str) -> "Stage | None":
     """The one listed stage (any kind) that provides `kind`, or None."""
     found = [s for s in listed(stages) if s.provides == kind]
     return found[-1] if found else None
+
+
+def layout_of(stages: Iterable[str]) -> RunLayout:
+    """The run's data flow as data for RunDirectory and the report (engine.io.layout); every
+    registered stage's rows when `stages` is empty (a run directory written by hand), but then
+    no stage's driver work or report section."""
+    given = tuple(stages)
+    names = given or tuple(registry.STAGES)
+    ordered = listed(given)
+    kinds = {s.provides for s in listed(names) if s.provides}
+    source = sample_source(names)
+    return RunLayout(
+        stages=names,
+        kind_prefixes={kind: tuple(key_prefixes(names, kind)) for kind in sorted(kinds)},
+        sample_schema=source.schema if source is not None else None,
+        providers={kind: provider_of(names, kind).name for kind in sorted(kinds)},  # type: ignore[union-attr]
+        part_stages=tuple(s.name for s in ordered if s.kind == "part"),
+        driver_stages=tuple(DriverWork(s.name, s.after_complete) for s in ordered if s.kind == "driver"),
+        report_sections=tuple(s.report_section for s in ordered),
+        reuse_verbs={s.name: s.reuse_verb for s in listed(names) if isinstance(s, Reusable)},
+        rates={s.name: s.rates for s in listed(names) if s.rates},
+        candidates=tuple(providers(given, CANDIDATES)),
+    )
+
+
+_layout.use_resolver(layout_of)  # run directories opened without a plan resolve their layout here

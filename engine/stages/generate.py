@@ -13,14 +13,13 @@ from typing import Any, Iterable
 import pyarrow as pa
 
 from engine.records import GENERATION_SCHEMA
-from engine.stages.base import MODEL_PATH_OPTIONS, SAMPLES, PartContext, Stage, StageTask
+from engine.stages.base import MODEL_PATH_OPTIONS, SAMPLES, PartContext, Reusable, Stage, StageTask
 
 
-class GenerateStage(Stage):
+class GenerateStage(Stage, Reusable):
     name = "generate"
     package = "engine.generate"
     section = "generate"
-    reusable = True
     reuse_verb = "generated"
     rates = (("generated_tokens", "tokens/s"),)
     params_class = "engine.generate.stage:GenerateSection"
@@ -80,6 +79,16 @@ class GenerateStage(Stage):
         from engine.generate.stage import signature
 
         return {"generation": signature(config.section("generate").generators[task.entry], prepass)}
+
+    def reuse_identity(self, config: Any, task: StageTask, prepass: dict[str, Any]) -> str:
+        from engine.generate.reuse import generate_identity
+
+        return generate_identity(config.section(self.name).generators[task.entry], prepass)
+
+    def reuse_part(self, ctx: PartContext, sources: Any) -> tuple[pa.Table, dict[str, int], int] | None:
+        from engine.generate.reuse import generate_part
+
+        return generate_part(self, ctx, sources)
 
     def run_part(self, ctx: PartContext) -> pa.Table:
         from engine.generate.stage import generate_part

@@ -55,9 +55,7 @@ class PerturbStage(Stage):
 
     def analyze(self, run: Any, config: Any) -> None:
         """RUN/sensitivity.parquet and RUN/significance.parquet from the committed scores (streamed)."""
-        from engine.stages import flow
-
-        if not flow.providers(config.stages, SCORES):
+        if not run.layout.prefixes(SCORES):
             return
         from engine.perturb.analysis import write_sensitivity
         from engine.perturb.significance import write_significance

@@ -50,30 +50,7 @@ def get_stage(name: str) -> "Stage":
     return getattr(importlib.import_module(module_name), class_name)()
 
 
-def find_stage(name: str) -> "Stage | None":
-    """The stage of that name (the same lookup as `get_stage`), or None for a name that is no
-    stage (a driver step such as `prepare` in the throughput records)."""
-    try:
-        return get_stage(name)
-    except KeyError:
-        return None
-
-
-def stages_of_kind(kind: str) -> dict[str, str]:
-    """The registry lines of one kind (part, source, driver), in run order."""
-    return {name: target for name, target in STAGES.items() if get_stage(name).kind == kind}
-
-
-def part_stages_of(stages: tuple[str, ...]) -> list["Stage"]:
-    """The listed part stages, in run order."""
-    return [get_stage(name) for name in STAGES if name in stages and get_stage(name).kind == "part"]
-
-
 def __getattr__(name: str) -> Any:
-    # PART_STAGES is derived from the stage classes, so it is computed on first use (importing
-    # the stage modules at import time would import them before the registry is complete).
-    if name == "PART_STAGES":
-        return stages_of_kind("part")
     if name == "STAGE_ORDER":  # every registered stage, in run order
         return tuple(STAGES)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -27,7 +27,7 @@ from engine.errors import ConfigError
 from engine.items import ScoreItem, ScoreRow
 from engine.params import Params
 from engine.records import SCORE_SCHEMA
-from engine.stages.base import CANDIDATES, SAMPLES, SCORES, PartContext, Stage, StageTask, prepass_hash
+from engine.stages.base import CANDIDATES, SAMPLES, SCORES, PartContext, Reusable, Stage, StageTask, prepass_hash
 
 logger = logging.getLogger(__name__)
 
@@ -227,11 +227,10 @@ def _missing_prediction_rows(scorer: Any, items: Sequence[ScoreItem], reasons: M
     ]
 
 
-class ScoreStage(Stage):
+class ScoreStage(Stage, Reusable):
     name = "score"
     package = "engine.metrics"
     section = "score"
-    reusable = True
     rates = (("encoder_tokens", "encoder tokens/s"), ("model_tokens", "likelihood tokens/s"))
     directory = "scores"
     schema = SCORE_SCHEMA
@@ -289,6 +288,16 @@ class ScoreStage(Stage):
             scorer.use_corpus_idf(prepass["idf"], prepass_hash(prepass))
         return scorer.signatures()
 
+    def reuse_identity(self, config: Any, task: StageTask, prepass: dict[str, Any]) -> str:
+        from engine.metrics.reuse import score_identity
+
+        return score_identity(config.section(self.name).scorers[task.entry], prepass)
+
+    def reuse_part(self, ctx: PartContext, sources: Any) -> tuple[pa.Table, dict[str, int], int] | None:
+        from engine.metrics.reuse import score_part
+
+        return score_part(self, ctx, sources)
+
     def part_scorer(self, ctx: PartContext) -> tuple[ScorerSpec, Any]:
         """The entry of this part and its scorer (built, not loaded), with the run's corpus idf."""
         spec = ctx.config.section(self.name).scorers[ctx.part.entry]
@@ -301,10 +310,8 @@ class ScoreStage(Stage):
         """Every item of the part in scoring order, and why items without a prediction lack one."""
         samples = ctx.input_table()
         self.require_columns(samples, "the part's samples")
-        from engine.stages import flow
-
         extra: list[dict[str, Any]] = []
-        for provider in flow.providers(ctx.config.stages, CANDIDATES, before=self.name):
+        for provider in ctx.providers_of(CANDIDATES):
             extra.extend(provider.as_candidates(ctx.stage_output(provider.name)).to_pylist())
         items = list(score_items(samples, _group_by_sample(extra)))
         missing = [item for item in items if item.prediction is None]

@@ -1,5 +1,6 @@
-"""Reuse in the generate stage: a file's generation is taken from an earlier run when the
-generator's identity (options, model and tokenizer content, limit, signature) and the sample
+"""Reuse in the generate stage, its `Reusable` capability (identity and row matching).
+
+A file's generation is taken from an earlier run when the generator's identity (options, model and tokenizer content, limit, signature) and the sample
 row it is generated from are equal; the other files of the part are generated as usual.
 
 A fresh part has one row per file, in the order the files first appear in the part; the
@@ -8,15 +9,31 @@ generation produced taken from the earlier run. Rows with a generation error are
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Mapping
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from engine.reuse.keys import generate_identity, generation_input_hash
+from engine.reuse.keys import digest, generation_input_hash, model_identities
 from engine.reuse.sources import ReuseSources
 
+# Generator options that only schedule work (they never change a generated token).
+GENERATE_SCHEDULING_OPTIONS = frozenset({"batch_size", "gpu_memory_utilization"})
 GENERATED_FIELDS = ("prime", "prediction", "raw_generation", "prompt_tokens", "generated_tokens")
+
+
+def generate_identity(params: Any, plan: Mapping[str, Any]) -> str:
+    """Identity of a generator: its options but scheduling ones, models, limit and signature."""
+    from engine.generate.stage import signature
+
+    options = {k: v for k, v in params.to_dict().items() if k not in GENERATE_SCHEDULING_OPTIONS}
+    return digest({
+        "stage": "generate",
+        "options": options,
+        "models": model_identities({"model": params.model, "tokenizer": params.tokenizer_name}, ("model", "tokenizer")),
+        "max_new_tokens": plan.get("max_new_tokens"),
+        "signature": signature(params, dict(plan)),
+    })
 
 
 def generate_part(stage: Any, ctx: Any, sources: ReuseSources) -> tuple[pa.Table, dict[str, int], int] | None:

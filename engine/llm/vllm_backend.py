@@ -30,11 +30,13 @@ import sys
 from collections.abc import Sequence
 
 from engine.errors import ModelLoadError
-from engine.generate.backend import (
+from engine.llm.requests import (
     BackendSpec,
+    ChatResponse,
     GenerationOutput,
     GenerationRequest,
     cut_at_stop,
+    window_error,
 )
 
 logger = logging.getLogger(__name__)
@@ -173,8 +175,6 @@ class VllmChatBackend:
         from vllm import SamplingParams
         from vllm.inputs import TokensPrompt
         from vllm.sampling_params import StructuredOutputsParams
-
-        from engine.judge.backends import ChatResponse, window_error
 
         answers: dict[str, ChatResponse] = {}
         prompts, sampling, kept, adapters = [], [], [], []

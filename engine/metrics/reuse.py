@@ -1,5 +1,6 @@
-"""Reuse in the score stage: split a part's items into rows taken from earlier runs and rows
-to compute, compute only the latter, and lay the rows out exactly as a fresh part would.
+"""Reuse in the score stage, its `Reusable` capability (identity and row matching).
+
+Split a part's items into rows taken from earlier runs and rows to compute, compute only the latter, and lay the rows out exactly as a fresh part would.
 
 The unit is (item, segment): a segment is one context setting of an embedding or likelihood
 entry, or one metric of a lexical entry. A segment of an item is reused when the earlier run
@@ -17,12 +18,12 @@ from __future__ import annotations
 
 import logging
 from dataclasses import replace
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import pyarrow as pa
 
 from engine.items import ScoreRow
-from engine.reuse.keys import item_hash, score_identity
+from engine.reuse.keys import digest, item_hash, model_identities
 from engine.reuse.sources import ReuseSources, ScoreHit
 
 logger = logging.getLogger(__name__)
@@ -49,6 +50,21 @@ def _layout(spec: Any, scorer: Any) -> list[Key] | None:
     if spec.kind == "lexical":
         return [(m, "", v) for m in p["metrics"] for v in (("P", "R", "F") if m == "rougeL" else ("score",))]
     return None
+
+
+def score_identity(spec: Any, prepass: Mapping[str, Any]) -> str:
+    """Identity of a `score.scorers` entry: kind, number-changing options, models, pre-pass."""
+    from engine.stages.base import prepass_hash
+    from engine.stages.score import MODEL_OPTIONS, NON_IDENTITY_OPTIONS
+
+    options = {k: v for k, v in spec.params.to_dict().items() if k not in NON_IDENTITY_OPTIONS}
+    return digest({
+        "stage": "score",
+        "kind": spec.kind,
+        "options": options,
+        "models": model_identities(options, MODEL_OPTIONS),
+        "prepass": prepass_hash(prepass) if prepass else "",
+    })
 
 
 def _segment(kind: str, key: Key) -> str:
@@ -83,13 +99,13 @@ def _restricted_scorer(spec: Any, scorer: Any, segments: Sequence[str], prepass:
 
 def score_part(stage: Any, ctx: Any, sources: ReuseSources) -> tuple[pa.Table, dict[str, int], int] | None:
     """(table, rows reused per earlier run, rows computed), or None when nothing can be reused."""
-    from engine.stages.score import _missing_prediction_rows, rows_to_table
+    from engine.stages.score import _missing_prediction_rows, rows_to_table, score_items
 
     spec, scorer = stage.part_scorer(ctx)
     layout = _layout(spec, scorer)
     if layout is None:
         return None
-    index = sources.score_index(score_identity(spec, ctx.prepass))
+    index = sources.score_index(score_identity(spec, ctx.prepass), score_items)
     if not index:
         return None
     items, reasons = stage.part_items(ctx)

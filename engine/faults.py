@@ -1,0 +1,73 @@
+"""Fault injection: the one documented way tests make a run fail where a real one can.
+
+A crash, a lost worker or a killed part process cannot be staged from outside a run that is
+already going (Ray workers and CLI runs are other processes), so the driver and the part code
+ask this module at two points. Both are off unless their environment variable is set, and
+both do nothing else:
+
+- `BABELSCORE_TEST_CRASH_AFTER_COMMITS=N`: the driver SIGKILLs itself after its N-th part
+  commit (the manifest is saved first), as a machine that loses power would;
+- `BABELSCORE_TEST_KILL_PART=<part key>` with `BABELSCORE_TEST_KILL_PART_MARKER=<file>`: the
+  process that runs that part SIGKILLs itself on its first attempt only (the marker file
+  records that it happened), so a retry can succeed;
+- `BABELSCORE_TEST_HOLD_PART=<part key>` with `..._MARKER=<file>`: that part's first attempt
+  writes its pid to the marker and waits there (at most a minute) for the test to kill its
+  process or remove its node;
+- `BABELSCORE_TEST_KILL_WORKER_CALL=<method>` with `..._MARKER=<file>`: a model worker kills its
+  whole process group (a vLLM EngineCore too) at the start of its first call of that method.
+
+docs/architecture.md lists this module as the only one that may read these variables
+(tests/test_stage_boundaries.py checks it).
+"""
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+
+CRASH_AFTER_COMMITS_ENV = "BABELSCORE_TEST_CRASH_AFTER_COMMITS"
+KILL_PART_ENV = "BABELSCORE_TEST_KILL_PART"
+HOLD_PART_ENV = "BABELSCORE_TEST_HOLD_PART"
+KILL_WORKER_CALL_ENV = "BABELSCORE_TEST_KILL_WORKER_CALL"
+
+
+def crash_after_commits() -> int | None:
+    """After how many part commits the driver is to kill itself (None: never)."""
+    limit = os.environ.get(CRASH_AFTER_COMMITS_ENV)
+    return int(limit) if limit else None
+
+
+def crash_now() -> None:
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def before_part(part_key: str) -> None:
+    """Kill (KILL_PART_ENV) or hold (HOLD_PART_ENV) this process when it is about to run the named part, once."""
+    if os.environ.get(KILL_PART_ENV) == part_key:
+        marker = Path(os.environ.get(KILL_PART_ENV + "_MARKER", "/nonexistent"))
+        if marker.parent.is_dir() and not marker.exists():
+            marker.write_text("killed once\n")  # kill only the first attempt, so the retry can succeed
+            crash_now()
+    _hold(part_key)
+
+
+def _hold(part_key: str) -> None:
+    if os.environ.get(HOLD_PART_ENV) != part_key:
+        return
+    marker = Path(os.environ.get(HOLD_PART_ENV + "_MARKER", "/nonexistent"))
+    if marker.parent.is_dir() and not marker.exists():
+        marker.write_text(f"{os.getpid()}\n")
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:  # the test removes this process's node meanwhile
+            time.sleep(0.05)
+
+
+def before_worker_call(method: str) -> None:
+    """In a model worker: kill the worker's process group at its first call of KILL_WORKER_CALL_ENV's method."""
+    if os.environ.get(KILL_WORKER_CALL_ENV) != method:
+        return
+    marker = Path(os.environ.get(KILL_WORKER_CALL_ENV + "_MARKER", "/nonexistent"))
+    if marker.parent.is_dir() and not marker.exists():
+        marker.write_text(f"{os.getpid()}\n")
+        os.killpg(os.getpgid(0), signal.SIGKILL)

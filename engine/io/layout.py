@@ -1,0 +1,70 @@
+"""A run's data flow as plain data: what RunDirectory and the report need to read a run.
+
+The flow resolver (engine.stages.flow) makes one from the stages a run lists; the run directory
+and the report only read it, so they never ask for a stage by name (docs/architecture.md).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import pyarrow as pa
+
+
+@dataclass(frozen=True)
+class DriverWork:
+    """A driver stage as the report's status line sees it."""
+
+    name: str
+    after_complete: bool
+
+
+@dataclass(frozen=True)
+class RunLayout:
+    """stages: the run's listed stages, in run order;
+    kind_prefixes: kind of rows -> part-key prefixes (`<stage>/`) of the committed rows of that kind;
+    sample_schema: the schema of the stage-made samples (None: the validated input's parts);
+    providers: kind -> the last listed stage (of any kind) that provides it;
+    part_stages / driver_stages: the listed stages of those kinds;
+    report_sections: the listed stages' report hooks (`ReportSection.report_section`), in run order;
+    reuse_verbs: reusable stage -> the console's verb for the rows it made itself.
+    """
+
+    stages: tuple[str, ...]
+    kind_prefixes: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    sample_schema: pa.Schema | None = None
+    providers: dict[str, str] = field(default_factory=dict)
+    part_stages: tuple[str, ...] = ()
+    driver_stages: tuple[DriverWork, ...] = ()
+    report_sections: tuple[Callable[[Any], Any], ...] = ()
+    reuse_verbs: dict[str, str] = field(default_factory=dict)  # reusable stage -> the console's verb for rows it made
+    rates: dict[str, tuple[tuple[str, str], ...]] = field(default_factory=dict)  # stage -> its own (counter, unit) rates
+    # The listed part stages that provide scored candidates, in run order (stage objects: each
+    # has `name`, `schema` and `as_candidates(table)`), for reuse to rebuild that run's items.
+    candidates: tuple[Any, ...] = ()
+
+    def prefixes(self, kind: str) -> tuple[str, ...]:
+        return self.kind_prefixes.get(kind, ())
+
+    def has_provider(self, kind: str) -> bool:
+        return kind in self.providers
+
+
+# The flow resolver installs the function that makes a layout from a list of stages (for a
+# run directory opened without one: `babelscore report RUN`, reuse sources, analyses). io
+# defines the interface and the resolver implements it, so io imports nothing above it.
+_resolver: Callable[[tuple[str, ...]], RunLayout] | None = None
+
+
+def use_resolver(resolver: Callable[[tuple[str, ...]], RunLayout]) -> None:
+    global _resolver
+    _resolver = resolver
+
+
+def resolve(stages: tuple[str, ...]) -> RunLayout:
+    if _resolver is None:
+        from engine.errors import RunDirectoryError
+
+        raise RunDirectoryError("no data-flow resolver is installed: import engine.config (or engine.stages.flow) before "
+                          "opening a run directory without a layout")
+    return _resolver(stages)

@@ -1,0 +1,127 @@
+"""The RunPlan: a run resolved once, in the driver, from its validated config.
+
+`build_plan(config)` asks the flow resolver (engine.stages.flow) everything the layers below
+would otherwise look up by stage name: the listed stages bound in run order, each with its
+tasks, the stage whose rows are its samples, the earlier stages whose part `i` it reads (by
+kind), its folder and schema, its model needs; the run's seed and the data-flow layout that
+RunDirectory and the report read (engine.io.layout). The runner, both executors (the plan
+travels to Ray workers in place of the bare config), memory planning, throughput, the console
+and the bench take the plan or the piece of it they need. docs/architecture.md walks through it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+
+from engine.io.layout import RunLayout
+from engine.stages import flow
+from engine.stages.base import SAMPLES, PartTask, Stage, StageTask
+
+
+@dataclass(frozen=True)
+class BoundStage:
+    """One listed stage bound to the run's config."""
+
+    stage: Stage
+    tasks: tuple[StageTask, ...] = ()
+    sample_source: "BoundStage | None" = None  # whose rows its samples are (None: the validated input)
+    consumed: tuple[tuple[str, tuple[str, ...]], ...] = ()  # kind -> the earlier part stages it reads it from
+    model_needs: tuple[Any, ...] = ()  # engine.runtime.memory.ModelNeed
+
+    @property
+    def name(self) -> str:
+        return self.stage.name
+
+    @property
+    def kind(self) -> str:
+        return self.stage.kind
+
+    @property
+    def directory(self) -> str:
+        return self.stage.directory
+
+    @property
+    def schema(self) -> pa.Schema | None:
+        return self.stage.schema
+
+    def upstream(self) -> tuple[str, ...]:
+        """Names of the earlier part stages whose committed part `i` its part `i` reads."""
+        return tuple(name for _, names in self.consumed for name in names)
+
+    def parts(self, n_parts: int) -> list[PartTask]:
+        """All its parts, model-major: every part of one model before the next model."""
+        parts = [PartTask.of(task, i, self.directory) for task in self.tasks for i in range(n_parts)]
+        return sorted(parts, key=lambda p: (p.model_key, p.task, p.index))
+
+    def parts_at(self, index: int) -> list[PartTask]:
+        """Part `index` of each of its tasks, in task (config) order."""
+        return [PartTask.of(task, index, self.directory) for task in self.tasks]
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    config: Any  # engine.config.RunConfig
+    stages: tuple[BoundStage, ...]  # every listed stage, in run order
+    layout: RunLayout
+    seed: int | None = None
+    input_source: BoundStage | None = None  # the source stage that makes the run's input (None: `input:`)
+    _by_name: dict[str, BoundStage] = field(default_factory=dict, compare=False, repr=False)
+
+    def bound(self, name: str) -> BoundStage:
+        """The bound stage a part key or a manifest record names (parts carry their stage's name)."""
+        return self._by_name[name]
+
+    def of_kind(self, kind: str) -> list[BoundStage]:
+        return [b for b in self.stages if b.kind == kind]
+
+    def part_stages(self) -> list[BoundStage]:
+        return self.of_kind("part")
+
+    def model_needs(self) -> list[Any]:
+        return [need for b in self.part_stages() for need in b.model_needs]
+
+
+def build_plan(config: Any) -> RunPlan:
+    """Resolve the run once: called by the driver (runner, bench, preflight, CLI) on a validated config."""
+    listed = flow.listed(config.stages)
+    bound: dict[str, BoundStage] = {}
+    for stage in listed:
+        source = flow.sample_source(config.stages, stage.name) if stage.kind == "part" else None
+        consumed: list[tuple[str, tuple[str, ...]]] = []
+        for kind in stage.consumes if stage.kind == "part" else ():
+            providers = ([source] if source is not None else []) if kind == SAMPLES else flow.providers(config.stages, kind, before=stage.name)
+            consumed.append((kind, tuple(p.name for p in providers)))
+        bound[stage.name] = BoundStage(
+            stage=stage,
+            tasks=tuple(stage.tasks(config)) if stage.kind == "part" else (),
+            sample_source=bound.get(source.name) if source is not None else None,
+            consumed=tuple(consumed),
+            model_needs=tuple(stage.model_needs(config)) if stage.kind == "part" else (),
+        )
+    source = flow.input_source(config.stages)
+    return RunPlan(
+        config=config,
+        stages=tuple(bound.values()),
+        layout=flow.layout_of(config.stages),
+        seed=getattr(config, "seed", None),
+        input_source=bound.get(source.name) if source is not None else None,
+        _by_name=bound,
+    )
+
+
+_recent: list[tuple[Any, RunPlan]] = []
+
+
+def as_plan(config_or_plan: Any) -> RunPlan:
+    """The plan itself, or (for a caller holding only a config: a test, a worker sent a bare
+    config) the plan of that config, built once per config object."""
+    if isinstance(config_or_plan, RunPlan):
+        return config_or_plan
+    for config, plan in _recent:
+        if config is config_or_plan:
+            return plan
+    plan = build_plan(config_or_plan)
+    _recent[:] = [(config_or_plan, plan), *_recent[:3]]
+    return plan
