@@ -47,11 +47,12 @@ def preflight(config: Any) -> list[str]:
 
 def _check_model_files(config: Any) -> list[str]:
     """Refuse a damaged or incomplete local model folder before any work (engine.runtime.model_files)."""
-    from engine.runtime.memory import local_model_path, run_needs
+    from engine.runtime.memory import local_model_path
     from engine.runtime.model_files import check_model_dir
+    from engine.stages.plan import as_plan
 
     checked = []
-    for need in run_needs(config):
+    for need in as_plan(config).model_needs():
         path = local_model_path(need.model)
         if path is not None and path.is_dir():
             check_model_dir(path, f"{need.where}.model")
