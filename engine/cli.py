@@ -557,6 +557,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     _setup_logging(args.verbose, args.quiet)
+    # Every command may open a run directory; the flow resolver gives it the run's layout.
+    import engine.stages.flow  # noqa: F401
     try:
         return args.func(args)
     except BabelscoreError as exc:
