@@ -64,10 +64,15 @@ def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from engine.runtime import DEMO_MODELS_ENV
 
     tmp = tmp_path_factory.mktemp("bitwise")
+    previous = os.environ.get(DEMO_MODELS_ENV)
     os.environ[DEMO_MODELS_ENV] = str(tmp / "models")
     prepare_demo_models(tmp / "models")
     _subset(tmp / "in.jsonl")
-    return tmp
+    yield tmp
+    if previous is None:  # later modules keep their own demo-model folder
+        os.environ.pop(DEMO_MODELS_ENV, None)
+    else:
+        os.environ[DEMO_MODELS_ENV] = previous
 
 
 def _cli(workspace: Path, raw: dict, out: Path, *extra: str, env_extra: dict | None = None):

@@ -306,7 +306,12 @@ def test_fast_bfloat16_close_to_float32(models: dict[str, str]) -> None:
     fast = EmbeddingScorer(EmbeddingScorer.Params(model=models["bert"], layer=LAYER, mode="fast", dtype="bfloat16"))
     got = by_key(fast.score(items))
     signature = fast.signatures()["bertscore/none"]
-    assert "dtype:bfloat16" in signature and "mode:fast" in signature
+    # A CPU without native bfloat16 (AVX2 only) runs it emulated, far slower: the scorer falls back
+    # to float32 there (engine.runtime.hardware), and the signature must say which one ran.
+    from engine.runtime.hardware import resolve_dtype
+
+    ran = resolve_dtype("bfloat16", "cpu")
+    assert f"dtype:{ran}|" in signature and "mode:fast" in signature
     assert f"linear:{fast.runtime.linear_kernels}" in signature
     for key, value in exact.items():
         assert got[key] == pytest.approx(value, abs=0.03), key

@@ -155,13 +155,26 @@ def train_adapter(base: Any, tokenizer: Any, examples: list[list[dict[str, str]]
 
     Returns the training log (hyper-parameters, steps, per-step losses, resumed_from)."""
     import torch
+
+    # Deterministic kernels while training only: the setting is process-wide, and a caller
+    # (a worker that also scores, a test process) keeps its own afterwards.
+    enabled, warn_only = torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled()
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    try:
+        return _train_adapter(base, tokenizer, examples, options, out_dir, device=device, resume=resume, label=label)
+    finally:
+        torch.use_deterministic_algorithms(enabled, warn_only=warn_only)
+
+
+def _train_adapter(base: Any, tokenizer: Any, examples: list[list[dict[str, str]]], options: dict[str, Any],
+                   out_dir: str | Path, *, device: str, resume: bool, label: str) -> dict[str, Any]:
+    import torch
     from peft import LoraConfig, get_peft_model, get_peft_model_state_dict, set_peft_model_state_dict
 
     from engine.progress import progress_bar
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    torch.use_deterministic_algorithms(True, warn_only=True)
     seed = int(options["seed"])
     _set_seed(seed)  # the LoRA initialisation draws from here
     config = LoraConfig(r=options["lora_r"], lora_alpha=options["lora_alpha"], lora_dropout=options["lora_dropout"],
