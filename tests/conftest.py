@@ -79,6 +79,7 @@ def write_demo_subset(path: Path, files_per_language: int, shuffle_seed: int | N
 def _release_models_after_module():
     """Models (and vLLM worker processes) of one test module never stay loaded for the next."""
     yield
-    from engine.runtime.registry import release_all_models
+    from engine.runtime.registry import model_registry, release_all_models
 
     release_all_models()
+    model_registry().take_records()  # the next module's record checks see only its own loads
