@@ -122,12 +122,29 @@ def _damage(model_dir: Path) -> bytes:
     return good
 
 
+def _damage_after_the_checks(monkeypatch: pytest.MonkeyPatch, model_dir: Path) -> bytes:
+    """Damage the weights once the driver has checked the model files (preflight refuses a damage
+    it can see; this one appears later, as on a shared disk another job writes to)."""
+    from engine import runner
+
+    good = next(p for p in model_dir.iterdir() if p.suffix in (".safetensors", ".bin")).read_bytes()
+    planned = runner._log_model_plan
+
+    def plan_then_damage(run, plan) -> None:
+        planned(run, plan)
+        _damage(model_dir)
+        monkeypatch.setattr(runner, "_log_model_plan", planned)
+
+    monkeypatch.setattr(runner, "_log_model_plan", plan_then_damage)
+    return good
+
+
 def _repair(model_dir: Path, good: bytes) -> None:
     weights = next(p for p in model_dir.iterdir() if p.suffix in (".safetensors", ".bin"))
     _replace(weights, good)
 
 
-def test_noise_score_resume_after_a_damaged_model_is_repaired(tmp_path: Path, tiny_bert: Path) -> None:
+def test_noise_score_resume_after_a_damaged_model_is_repaired(tmp_path: Path, tiny_bert: Path, monkeypatch) -> None:
     model = tmp_path / "model"
     shutil.copytree(tiny_bert, model)
     data = write_jsonl(tmp_path / "in.jsonl", _rows(4))
@@ -136,7 +153,7 @@ def test_noise_score_resume_after_a_damaged_model_is_repaired(tmp_path: Path, ti
            "score": {"scorers": [{"kind": "lexical"}, {"kind": "embedding", "model": str(model), "layer": 2}]}}
     config = config_from_mapping(raw, tmp_path)
     execute_run(config, str(tmp_path / "clean"))
-    good = _damage(model)
+    good = _damage_after_the_checks(monkeypatch, model)
     with pytest.raises(PartFailedError, match="--resume"):
         execute_run(config, str(tmp_path / "run"))
     manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
@@ -150,7 +167,7 @@ def test_noise_score_resume_after_a_damaged_model_is_repaired(tmp_path: Path, ti
     _same_values(_scores(tmp_path / "run"), _scores(tmp_path / "clean"))
 
 
-def test_generate_score_resume_and_labels_reach_calibration(tmp_path: Path) -> None:
+def test_generate_score_resume_and_labels_reach_calibration(tmp_path: Path, monkeypatch) -> None:
     from engine.testing.tiny_fim import build_tiny_fim_model
 
     model = Path(build_tiny_fim_model(tmp_path / "fim", "starcoder2", layers=1))
@@ -166,7 +183,7 @@ def test_generate_score_resume_and_labels_reach_calibration(tmp_path: Path) -> N
            "calibrate": {"bootstrap": 5}}
     config = config_from_mapping(raw, tmp_path)
     execute_run(config, str(tmp_path / "clean"))
-    good = _damage(model)
+    good = _damage_after_the_checks(monkeypatch, model)
     with pytest.raises(PartFailedError, match="wait for them"):
         execute_run(config, str(tmp_path / "run"))
     manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())

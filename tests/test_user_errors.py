@@ -363,8 +363,10 @@ def test_round_trip_console_counts_tasks_and_prints_pass_at_1(tmp_path):
     write_jsonl(tmp_path / "in.jsonl", [make_sample("a")])
     roundtrip_only = from_mapping({"input": "in.jsonl", "stages": ["roundtrip"],
                                    "roundtrip": {"generators": [{"model": "oracle", "backend": "oracle"}]}}, tmp_path)
-    assert not reads_samples(roundtrip_only)
-    assert reads_samples(from_mapping({"input": "in.jsonl", "score": LEXICAL}, tmp_path))
+    from engine.stages.plan import as_plan
+
+    assert not reads_samples(as_plan(roundtrip_only))
+    assert reads_samples(as_plan(from_mapping({"input": "in.jsonl", "score": LEXICAL}, tmp_path)))
 
 
 def test_kappa_from_few_samples_comes_with_a_note_on_its_interval():
