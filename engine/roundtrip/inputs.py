@@ -153,12 +153,18 @@ def generate_inputs(signature: str, tests: str, entry_point: str, n: int, seed: 
     hints = argument_hints(signature)
     calls, pool = test_literals(tests, entry_point)
     inputs = [repr(c) for c in calls if len(c) == len(hints)][:n]
+    return fill_with_draws(inputs, n, seed, lambda rng: tuple(_draw(rng, h, pool) for h in hints))
+
+
+def fill_with_draws(inputs: list[str], n: int, seed: int, draw_arguments: Any) -> list[str]:
+    """`inputs` topped up to `n` distinct argument literals with seeded draws (`draw_arguments(rng)`
+    gives one argument tuple); at most 20 x n tries, so a small domain ends with fewer."""
     rng = random.Random(seed)
     seen = set(inputs)
     attempts = 0
     while len(inputs) < n and attempts < 20 * n:
         attempts += 1
-        text = repr(tuple(_draw(rng, h, pool) for h in hints))
+        text = repr(draw_arguments(rng))
         if text not in seen:
             seen.add(text)
             inputs.append(text)

@@ -89,18 +89,14 @@ def _literal_pool(tests: str) -> list[Any]:
 
 def generate_inputs(signature: str, tests: str, n: int, seed: int) -> list[str] | None:
     """`n` argument tuples as Python literals, or None when the signature has an unsupported type."""
-    from engine.roundtrip.inputs import ALPHABET, _draw
+    from engine.roundtrip.inputs import ALPHABET, _draw, fill_with_draws
 
     parsed = parse_signature(signature)
     if parsed is None:
         return None
     pool = _literal_pool(tests)
-    rng = random.Random(seed)
-    inputs: list[str] = []
-    seen: set[str] = set()
-    attempts = 0
-    while len(inputs) < n and attempts < 20 * n:
-        attempts += 1
+
+    def draw_arguments(rng: random.Random) -> tuple:
         values = []
         for hint in parsed["hints"]:
             if hint == "char" or hint == ("list", "char"):
@@ -108,8 +104,6 @@ def generate_inputs(signature: str, tests: str, n: int, seed: int) -> list[str] 
                 values.append(draw() if hint == "char" else [draw() for _ in range(rng.randint(0, 6))])
             else:
                 values.append(_draw(rng, hint, pool))
-        text = repr(tuple(values))
-        if text not in seen:
-            seen.add(text)
-            inputs.append(text)
-    return inputs
+        return tuple(values)
+
+    return fill_with_draws([], n, seed, draw_arguments)

@@ -18,7 +18,7 @@ import re
 from typing import Any
 
 from engine.roundtrip import syntax
-from engine.roundtrip.inputs import MAX_LEN, _draw
+from engine.roundtrip.inputs import MAX_LEN, _draw, fill_with_draws
 from engine.roundtrip.java_difftest import _literal_pool
 
 _SIGNED = {"cpp": r"(?:signed\s+)?(?:int|long|long\s+long|short|long\s+int|int64_t|int32_t|int16_t|int8_t|ssize_t)",
@@ -133,13 +133,4 @@ def generate_inputs(task: dict, n: int, seed: int) -> list[str] | None:
         kinds = [hint(language, _parameter_type(language, name, text)) for name, text in sig.params]
         if any(k is None for k in kinds):
             return None
-    rng = random.Random(seed)
-    seen = set(inputs)
-    attempts = 0
-    while len(inputs) < n and attempts < 20 * n:
-        attempts += 1
-        text = repr(tuple(draw(rng, k, pool) for k in kinds))
-        if text not in seen:
-            seen.add(text)
-            inputs.append(text)
-    return inputs
+    return fill_with_draws(inputs, n, seed, lambda rng: tuple(draw(rng, k, pool) for k in kinds))
