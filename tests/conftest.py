@@ -1,9 +1,11 @@
 """Shared fixtures: small sample tables in the input schema, and a quiet environment."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -83,3 +85,19 @@ def _release_models_after_module():
 
     release_all_models()
     model_registry().take_records()  # the next module's record checks see only its own loads
+
+
+@contextlib.contextmanager
+def local_http_server(handler: type, path: str = "/v1"):
+    """A threaded HTTP server on a free local port answering with `handler`; yields its base URL
+    (`path` appended). Shut down and closed on exit."""
+    from http.server import ThreadingHTTPServer
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    httpd.daemon_threads = True
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}{path}"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()

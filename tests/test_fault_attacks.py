@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
+from conftest import local_http_server
 
 from engine.judge import http_backend
 from engine.judge.backends import ChatRequest
@@ -64,10 +64,8 @@ class _Handler(BaseHTTPRequestHandler):
 
 @pytest.fixture(scope="module")
 def server():
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{httpd.server_port}"
-    httpd.shutdown()
+    with local_http_server(_Handler, "") as url:
+        yield url
 
 
 def _backend(base_url: str, monkeypatch) -> HttpChatBackend:

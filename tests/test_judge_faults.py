@@ -14,12 +14,12 @@ import json
 import logging
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-from conftest import make_sample, write_jsonl
+from conftest import local_http_server, make_sample, write_jsonl
 
 from engine import runner
 from engine.config import load_config
@@ -105,12 +105,8 @@ class _Faulty(BaseHTTPRequestHandler):
 
 @pytest.fixture(scope="module")
 def server():
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Faulty)
-    httpd.daemon_threads = True
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}/v1"
-    httpd.shutdown()
-    httpd.server_close()
+    with local_http_server(_Faulty) as url:
+        yield url
 
 
 def _config(tmp_path: Path, server: str, **judge) -> Path:

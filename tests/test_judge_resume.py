@@ -7,13 +7,12 @@ import json
 import os
 import re
 import subprocess
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-from conftest import PYTHON, REPO, make_sample, write_jsonl
+from conftest import PYTHON, REPO, local_http_server, make_sample, write_jsonl
 
 from engine.records import JUDGMENT_KEY
 
@@ -47,12 +46,8 @@ class _Judge(BaseHTTPRequestHandler):
 
 @pytest.fixture(scope="module")
 def server():
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Judge)
-    httpd.daemon_threads = True
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}/v1"
-    httpd.shutdown()
-    httpd.server_close()
+    with local_http_server(_Judge) as url:
+        yield url
 
 
 def _inputs(tmp_path: Path, server: str) -> Path:
