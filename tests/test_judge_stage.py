@@ -157,3 +157,24 @@ def test_identity_and_duplicates(tmp_path) -> None:
         stage.parse_section({"judges": [dict(model="m", backend="transformers", structured=True)]}, tmp_path, "judge")
     with pytest.raises(ConfigError, match="api_key_env"):
         stage.parse_section({"judges": [dict(entry, api_key_env="sk-abc def")]}, tmp_path, "judge")
+
+
+def test_max_tokens_per_strategy(tmp_path, monkeypatch) -> None:
+    """A mapping gives each strategy's calls its own limit; it is in the signature and the task name;
+    a mapping that misses a listed strategy (or names another) is refused before any work."""
+    base = dict(model="served", backend="http", base_url="http://x/v1", name="j", strategies=["standard", "cot"])
+    judges = [dict(base, max_tokens={"standard": 700, "cot": 90})]
+    _, scripted, task = _run(tmp_path, monkeypatch, judges, _samples())
+    limits = {(r.request_id.split("|")[1], r.max_tokens) for r in scripted.requests}
+    assert limits == {("standard", 700), ("cot", 90)}
+    stage = JudgeStage()
+    section = stage.parse_section({"judges": judges}, tmp_path, "judge")
+    config = SimpleNamespace(section=lambda name: section)
+    assert "|max_tokens:standard=700,cot=90|" in stage.signatures(config, task, {})["judgment"]
+    one_number = stage.parse_section({"judges": [dict(base, max_tokens=700)]}, tmp_path, "judge")
+    assert "|max_tokens:700|" in stage.signatures(SimpleNamespace(section=lambda name: one_number),
+                                                  stage.tasks(SimpleNamespace(section=lambda name: one_number))[0], {})["judgment"]
+    assert stage.tasks(SimpleNamespace(section=lambda name: one_number))[0].task != task.task
+    for bad in ({"standard": 700}, {"standard": 700, "cot": 90, "rubric": 5}, {"standard": 700, "cot": 0}):
+        with pytest.raises(ConfigError, match="max_tokens"):
+            stage.parse_section({"judges": [dict(base, max_tokens=bad)]}, tmp_path, "judge")

@@ -77,6 +77,8 @@ class JudgeParams(Params):
         temperature: sampling temperature (0: greedy).
         seed: per-request seed.
         max_tokens: output token limit per call; an answer that reaches it is `truncated` unless whole JSON.
+            One number for every strategy, or a mapping naming each listed strategy's limit, e.g.
+            `{standard: 768, cot: 2048}` (structured answers need less room than free reasoning).
         max_text_chars: maxLength of the schema's free-text fields (explanation, reasoning, justification).
         max_errors: maxItems of the schema's error lists.
         dtype: weights dtype of a local backend: auto, float32, float16, bfloat16.
@@ -119,7 +121,7 @@ class JudgeParams(Params):
     structured: bool | tuple[str, ...] = False
     temperature: float = 0.0
     seed: int = 42
-    max_tokens: int = 10_000
+    max_tokens: int | dict[str, int] = 10_000
     max_text_chars: int = 500  # maxLength of every free-text field of the schema
     max_errors: int = 10  # maxItems of every error list of the schema
     # local backends (vllm, transformers)
@@ -160,7 +162,13 @@ class JudgeParams(Params):
             for strategy in self.structured:
                 require(strategy in self.strategies, "structured", strategy, f"true, false or some of {list(self.strategies)}")
         require(self.temperature >= 0, "temperature", self.temperature, "a number >= 0")
-        require(self.max_tokens > 0, "max_tokens", self.max_tokens, "a positive integer")
+        if isinstance(self.max_tokens, dict):
+            require(set(self.max_tokens) == set(self.strategies), "max_tokens", self.max_tokens,
+                    f"a positive integer, or a mapping with one limit for each of the strategies {list(self.strategies)}")
+            for strategy, limit in self.max_tokens.items():
+                require(limit > 0, f"max_tokens.{strategy}", limit, "a positive integer")
+        else:
+            require(self.max_tokens > 0, "max_tokens", self.max_tokens, "a positive integer")
         require(self.max_text_chars > 0 and self.max_errors > 0, "max_text_chars", self.max_text_chars, "positive limits")
         require(self.dtype in ("auto", "float32", "float16", "bfloat16"), "dtype", self.dtype, "auto, float32, float16 or bfloat16")
         require(self.max_concurrency > 0, "max_concurrency", self.max_concurrency, "a positive integer")
@@ -205,6 +213,16 @@ class JudgeParams(Params):
             if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", str(name)) is None:  # not echoed: most often the secret itself
                 raise ConfigError(f"provider_secret_env.{key}: got a value that is not a variable name (not shown: it "
                                   "may be the secret itself); allowed: the NAME of an environment variable")
+
+    def max_tokens_for(self, strategy: str) -> int:
+        """The output token limit of one strategy's calls."""
+        return self.max_tokens[strategy] if isinstance(self.max_tokens, dict) else self.max_tokens
+
+    def max_tokens_signature(self) -> int | str:
+        """One number as it always was; per strategy `standard=768,cot=2048` in the strategies' order."""
+        if isinstance(self.max_tokens, dict):
+            return ",".join(f"{s}={self.max_tokens[s]}" for s in self.strategies)
+        return self.max_tokens
 
     def structured_strategies(self) -> tuple[str, ...]:
         if isinstance(self.structured, bool):

@@ -78,7 +78,7 @@ def requests_of(planned: Sequence[_Planned], params: JudgeParams) -> list[ChatRe
         for request_id, call in entry.calls:
             schema = (output_schema(load_pack(call.prompt_language, params.prompt_pack), call.strategy, call.cluster, names, limits)
                       if call.strategy in structured else None)
-            out.append(ChatRequest(request_id, call.messages, params.max_tokens, params.temperature, params.seed, schema,
+            out.append(ChatRequest(request_id, call.messages, params.max_tokens_for(call.strategy), params.temperature, params.seed, schema,
                                    params.lora))
     return out
 

@@ -15,6 +15,7 @@ import matplotlib
 
 matplotlib.use("Agg")  # no display on servers; must precede pyplot
 import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.image  # noqa: E402
 import matplotlib.text  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib.colors import TwoSlopeNorm  # noqa: E402
@@ -53,11 +54,12 @@ plt.rcParams.update(
 )
 
 
-def text_overlaps(fig: plt.Figure, min_px: float = 1.0) -> list[tuple[str, str]]:
+def text_overlaps(fig: plt.Figure, min_px: float = 1.0, drawn: bool = False) -> list[tuple[str, str]]:
     """Pairs of visible texts of `fig` drawn over each other (tick labels, titles, cell values),
     from their extents in the rendered figure; pairs overlapping by at most `min_px` pixels in
-    width or height (touching line boxes) do not count."""
-    fig.canvas.draw()
+    width or height (touching line boxes) do not count. `drawn`: the canvas holds a current draw."""
+    if not drawn:
+        fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
     texts = [t for t in fig.findobj(matplotlib.text.Text) if t.get_visible() and t.get_text().strip() and t.figure is fig]
     boxes = np.array([t.get_window_extent(renderer).extents for t in texts]).reshape(-1, 4)  # x0, y0, x1, y1
@@ -71,9 +73,11 @@ def text_overlaps(fig: plt.Figure, min_px: float = 1.0) -> list[tuple[str, str]]
     return [(texts[i].get_text(), texts[j].get_text()) for i, j in zip(*np.nonzero(hit))]
 
 
-def text_cut_off(fig: plt.Figure, min_px: float = 1.0) -> list[str]:
-    """Visible texts of `fig` reaching past the figure's edges (cut off in the image)."""
-    fig.canvas.draw()
+def text_cut_off(fig: plt.Figure, min_px: float = 1.0, drawn: bool = False) -> list[str]:
+    """Visible texts of `fig` reaching past the figure's edges (cut off in the image).
+    `drawn`: the canvas holds a current draw."""
+    if not drawn:
+        fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
     width, height = fig.canvas.get_width_height()
     out = []
@@ -86,14 +90,23 @@ def text_cut_off(fig: plt.Figure, min_px: float = 1.0) -> list[str]:
 
 
 def _save(fig: plt.Figure, path: Path) -> None:
+    # Drawing is most of a report's time, so a figure is drawn once at the image's resolution:
+    # the layout checks measure that draw and a PNG is written from its pixels (what savefig
+    # would draw again, byte for byte); an SVG is drawn by its own backend.
+    fig.set_dpi(DPI)
+    fig.canvas.draw()
     # layout bugs to fix in the figure's function (tests look for these warnings); the figure is still written
-    overlaps = text_overlaps(fig)
+    overlaps = text_overlaps(fig, drawn=True)
     if overlaps:
         logger.warning("figure %s: %d text(s) drawn over others, e.g. %r over %r", path.name, len(overlaps), *overlaps[0])
-    cut = text_cut_off(fig)
+    cut = text_cut_off(fig, drawn=True)
     if cut:
         logger.warning("figure %s: %d text(s) cut off at its edges, e.g. %r", path.name, len(cut), cut[0])
-    fig.savefig(path, dpi=DPI, format=path.suffix.lstrip("."), metadata={"Software": None} if path.suffix == ".png" else None)
+    if path.suffix == ".png":
+        matplotlib.image.imsave(path, np.asarray(fig.canvas.buffer_rgba()), format="png", origin="upper", dpi=DPI,
+                                metadata={"Software": None})
+    else:
+        fig.savefig(path, dpi=DPI, format=path.suffix.lstrip("."))
     plt.close(fig)
 
 

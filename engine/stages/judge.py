@@ -112,7 +112,7 @@ class JudgeStage(Stage):
             fields["dtype"] = judge.dtype
         fields.update(strategies=list(judge.strategies), prompt_languages=list(judge.prompt_languages),
                       structured=list(judge.structured_strategies()), temperature=judge.temperature,
-                      seed=judge.seed, max_tokens=judge.max_tokens, babelscore_prompts=package_version("babelscore"))
+                      seed=judge.seed, max_tokens=judge.max_tokens_signature(), babelscore_prompts=package_version("babelscore"))
         if judge.lora is not None:
             from engine.judge.adapter import adapter_hash
 
