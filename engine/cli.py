@@ -304,12 +304,13 @@ def cmd_demo(args: argparse.Namespace) -> int:
     import os
     import shutil
 
-    from engine.demo import timed_prepare
+    from engine.demo import finish_warmup, start_warmup, timed_prepare
     from engine.runtime import DEMO_MODELS_ENV
 
     models = Path(args.models) if args.models else DEMO_MODELS
     os.environ[DEMO_MODELS_ENV] = str(models.resolve())
     _, built, build_s = timed_prepare(models)
+    warmup = start_warmup(models)
     out = Path(args.out)
     jobs = [
         (DEMO_GENERATE_CONFIG, out.with_name(out.name + "-generate")),
@@ -324,24 +325,26 @@ def cmd_demo(args: argparse.Namespace) -> int:
         args.config, args.out = str(config), str(run_dir)
         status = cmd_run(args)
         if status:
+            finish_warmup(warmup, timeout_s=0)
             return status
+    warmed = finish_warmup(warmup)
     print("\nthe demo's reports:")
     for config, run_dir in jobs:
         report = run_dir / "report" / "index.html"
         print(f"  {config.name:<22} " + (f"open {report.resolve()}" if report.exists() else
                                           f"none (`report` not in its stages): babelscore report {run_dir}"))
-    _print_demo_closing(built, build_s, [run_dir for _, run_dir in jobs])
+    _print_demo_closing(built, build_s, [run_dir for _, run_dir in jobs], warmed)
     return 0
 
 
 # ----- the demo's closing note (issue 32): one-off costs, and how to go on from the shell ---------
-def _print_demo_closing(built: list[str], build_s: float, run_dirs: list[Path]) -> None:
+def _print_demo_closing(built: list[str], build_s: float, run_dirs: list[Path], warmed: dict[str, float]) -> None:
     import os
     import shutil
 
     from engine.demo import one_off_lines
 
-    lines = one_off_lines(built, build_s, run_dirs)
+    lines = one_off_lines(built, build_s, run_dirs, warmed)
     if lines:
         print("\n" + "\n".join(lines))
     bin_dir = Path(sys.prefix) / "bin"
