@@ -14,8 +14,8 @@ from typing import Sequence
 import matplotlib
 
 matplotlib.use("Agg")  # no display on servers; must precede pyplot
-import matplotlib.pyplot as plt  # noqa: E402
 import matplotlib.image  # noqa: E402
+import matplotlib.pyplot as plt  # noqa: E402
 import matplotlib.text  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib.colors import TwoSlopeNorm  # noqa: E402
