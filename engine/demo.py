@@ -102,7 +102,7 @@ WARM_STEP_TEXT = {
 
 def one_off_lines(built: list[str], build_s: float, run_dirs: list[Path], warmed: dict[str, float] | None = None) -> list[str]:
     """The demo's closing note on start-up costs: building the tiny models (first run only), the
-    one-off caches the background warm-up filled (a step of 2 s or more did real work), and
+    one-off caches the background warm-up filled (a step of 2 CPU-s or more did real work), and
     model loads, the vLLM engine starts above all (every run; the first on a machine is slower,
     as it reads the libraries from disk), from the runs' manifests."""
     import json
@@ -112,7 +112,7 @@ def one_off_lines(built: list[str], build_s: float, run_dirs: list[Path], warmed
         lines.append(f"  built the tiny models {', '.join(built)} in {build_s:.0f} s (first run only; kept in the models folder)")
     for name, seconds in (warmed or {}).items():
         if seconds >= 2:
-            lines.append(f"  {WARM_STEP_TEXT.get(name, name)}: {seconds:.0f} s, in the background at low priority "
+            lines.append(f"  {WARM_STEP_TEXT.get(name, name)}: {seconds:.0f} CPU-s, in the background at low priority "
                          "while the first jobs ran (first run on a machine only)")
     loads: list[tuple[float, str, str]] = []
     for run_dir in run_dirs:
@@ -139,8 +139,9 @@ def warm_caches(chat_model_dir: str) -> dict[str, float]:
     compiling the KDE kernels (numba keeps them in kernels/__pycache__), matplotlib's font list
     (kept in its config folder) and vLLM's inspection of the judge's architecture (kept in
     vLLM's cache). Each is what calibration, the report and the judge's engine start would do
-    themselves; doing it early in a low-priority process moves it to where the CPUs are idle."""
-    import time
+    themselves; doing it early in a low-priority process moves it to where the CPUs are idle.
+    Returns each step's CPU seconds."""
+    import resource
 
     import numpy as np
 
@@ -165,15 +166,21 @@ def warm_caches(chat_model_dir: str) -> dict[str, float]:
 
         warm_model_inspection(chat_model_dir)
 
+    def cpu_seconds() -> float:
+        # CPU time, not wall time: at the lowest priority a step waits while the demo computes.
+        # Children count too: vLLM inspects in a child process.
+        own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+        return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
     done: dict[str, float] = {}
     for name, step in zip(WARM_STEPS, (kde, fonts, inspection)):
-        started = time.perf_counter()
+        started = cpu_seconds()
         try:
             step()
         except Exception as exc:  # best effort: the stage that needs it does the work itself
             logger.debug("warm-up step %s failed: %s", name, exc)
             continue
-        done[name] = round(time.perf_counter() - started, 1)
+        done[name] = round(cpu_seconds() - started, 1)
     return done
 
 
