@@ -1,8 +1,11 @@
 """KDE threshold kernel (kernels/kde.py) against scipy.stats.gaussian_kde (kernels/reference.py)."""
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
+from conftest import REPO
 from scipy.stats import gaussian_kde
 
 from kernels import kde
@@ -192,3 +195,26 @@ def test_constant_group_and_nan_stay_not_fitted_with_the_floor():
     assert _fit_one([np.append(np.zeros(5), np.nan), np.ones(5)])[0].status[0] == kde.NONFINITE
     with pytest.raises(ValueError, match="min_bandwidth"):
         _fit_one([np.zeros(3), np.ones(3)], min_bandwidth=-1.0)
+
+
+def test_thresholds_are_the_same_bits_compiled_afresh_and_loaded_from_the_cache(tmp_path) -> None:
+    """The kernels compiled in a process and the same kernels loaded from numba's cache by the next
+    process give bit-identical thresholds (with `fastmath` in the block sums they did not: the
+    compiler chose the summation order, and a run's thresholds moved with the cache's state)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import hashlib, numpy as np\n"
+        "from kernels.kde import fit_thresholds\n"
+        "rng = np.random.default_rng(0)\n"
+        "c = rng.integers(0, 3, 300 * 300)\n"
+        "v = rng.normal(c * 0.6, 1.0 + 0.2 * c)\n"
+        "fit = fit_thresholds(v, np.arange(301, dtype=np.int64) * 300, c.astype(np.int64), 3, 1024)\n"
+        "print(hashlib.sha256(np.ascontiguousarray(fit.thresholds).tobytes()).hexdigest())\n"
+    )
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba-cache")}
+    runs = [subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True, check=True)
+            for _ in range(2)]
+    assert any((tmp_path / "numba-cache").rglob("*.nbi"))  # the first process compiled and cached, the second loaded
+    assert runs[0].stdout == runs[1].stdout and runs[0].stdout.strip()
