@@ -22,6 +22,7 @@ from typing import Any, Mapping
 
 import yaml
 
+from engine import demo as _demo  # noqa: F401  (installs the `demo:` model builder of the model runtime)
 from engine.data.validate import ValidationParams
 from engine.errors import ConfigError, InputError
 from engine.hints import did_you_mean, path_hint, yaml_tab_hint

@@ -161,7 +161,7 @@ def render_page(data: RunData, sections: list[Section], elapsed_note: str) -> st
 # The page, in order: one function per section (or group of sections), each taking the
 # ReportContext. A new section is a function and an entry here.
 def stage_sections(ctx: ReportContext) -> list[Section]:
-    """The sections of the run's stages that report on their own outputs (`Stage.report_section`:
+    """The sections of the run's stages that report on their own outputs (`ReportSection.report_section`:
     perturbation sensitivity, judges, round trip, ...), in run order."""
     out: list[Section] = []
     hooks = ctx.data.layout.report_sections if ctx.data.layout is not None else ()

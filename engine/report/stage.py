@@ -1,6 +1,6 @@
 """Stage `report`: RUN/report/index.html, a view of the committed outputs (engine.report has
 the page, figures, tables and loading; each stage's own section comes from its
-`Stage.report_section`). A driver stage that runs after the run is marked complete: the scores
+`ReportSection.report_section`). A driver stage that runs after the run is marked complete: the scores
 are final by then and `babelscore report RUN` can redraw the page at any time."""
 from __future__ import annotations
 
