@@ -3,10 +3,11 @@
 `build_plan(config)` asks the flow resolver (engine.stages.flow) everything the layers below
 would otherwise look up by stage name: the listed stages bound in run order, each with its
 tasks, the stage whose rows are its samples, the earlier stages whose part `i` it reads (by
-kind), its folder and schema, its model needs; the run's seed and the data-flow layout that
-RunDirectory and the report read (engine.io.layout). The runner, both executors (the plan
-travels to Ray workers in place of the bare config), memory planning, throughput, the console
-and the bench take the plan or the piece of it they need. docs/architecture.md walks through it.
+kind), its folder and schema, its model needs; the run's seed, the stages that make its input
+and its samples, and the data-flow layout that RunDirectory and the report read
+(engine.io.layout). The runner, prepare, preflight, both executors (the plan travels to Ray
+workers in place of the bare config), memory planning, reuse, throughput, the console and the
+bench take the plan or the piece of it they need. docs/architecture.md walks through it.
 """
 from __future__ import annotations
 
