@@ -1,7 +1,6 @@
 """babelscore: batch scoring of LLM-generated code comments in many natural languages."""
 from engine.runtime.cuda import use_fork_safe_cuda_check
-
-__version__ = "0.1.0"
+from engine.version import __version__  # noqa: F401  (the package's public version)
 
 # Before anything asks torch whether CUDA is there: asked through NVML, the answer does not
 # initialise CUDA, so a later fork (vLLM's default for its EngineCore) stays safe.

@@ -180,27 +180,27 @@ def write_sample(path: Path, out: Path, files: set[str]) -> int:
 
 
 # ----- one run in a child process ---------------------------------------------------------------
-def _config_dict(config: Any, input_path: str | None, task_limit: int | None, rows: int | None) -> dict[str, Any]:
-    data = config.to_dict()
+def _config_dict(plan: Any, input_path: str | None, task_limit: int | None, rows: int | None) -> dict[str, Any]:
+    data = plan.config.to_dict()
     if input_path is not None:
         data["input"] = input_path
     if rows is not None:  # about PARTS_PER_TASK parts per task, so that warm parts can be timed
         data["part_size"] = max(1, -(-rows // PARTS_PER_TASK))
     if task_limit is not None:
-        for stage in _own_table_stages(config):
+        for stage in (b.stage for b in plan.own_tables()):
             if stage.section in data:
                 data[stage.section] = stage.limit_own_table(data[stage.section], task_limit,
                                                             max(1, -(-task_limit // PARTS_PER_TASK)))
     return data
 
 
-def run_once(config: Any, workdir: Path, label: str, input_path: str | None, task_limit: int | None,
+def run_once(plan: Any, workdir: Path, label: str, input_path: str | None, task_limit: int | None,
              rows: int | None = None, timeout: float | None = None) -> Measured:
-    """Run the config (on `input_path` of `rows` rows, at most `task_limit` round-trip tasks) in a
+    """Run the plan's config (on `input_path` of `rows` rows, at most `task_limit` round-trip tasks) in a
     fresh process; `rows` None keeps the config's part size (the whole input, as a real run)."""
     cfg = workdir / f"{label}.yaml"
     out = workdir / f"run-{label}"
-    data = _config_dict(config, input_path, task_limit, rows)
+    data = _config_dict(plan, input_path, task_limit, rows)
     cfg.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
     env = {k: v for k, v in os.environ.items() if k != "BABELSCORE_NO_PROGRESS"}
     env["BABELSCORE_PROGRESS"] = "lines"  # its progress lines are relayed below, so a bench is never silent
@@ -294,13 +294,6 @@ def _rows_of(step: str, m: Measured, own_tables: set[str]) -> int:
     return m.tasks if stage in own_tables else m.rows
 
 
-def _own_table_stages(config: Any) -> list[Any]:
-    """Listed stages that work on a task table of their own instead of the samples (the RunPlan's)."""
-    from engine.stages.plan import as_plan
-
-    return [b.stage for b in as_plan(config).stages if b.stage.has_own_table()]
-
-
 def _warm_per_row(stage: str, runs: Sequence[Measured]) -> float | None:
     """Seconds per input row of a stage from the warm parts (every part but each task's first in
     its process), summed over the stage's tasks (each task reads every row); None without any."""
@@ -320,28 +313,29 @@ def _warm_per_row(stage: str, runs: Sequence[Measured]) -> float | None:
     return total if any_warm else None
 
 
-def _full_tasks(config: Any) -> int:
-    return sum(stage.own_table_rows(config) or 0 for stage in _own_table_stages(config))
+def _full_tasks(plan: Any) -> int:
+    """Rows of the task tables of the listed stages that have their own (`OwnTable`, the RunPlan's)."""
+    return sum(b.stage.own_table_rows(plan.config) or 0 for b in plan.own_tables())
 
 
 def bench(config: Any, sample: int, devices: int = 1, seed: int | None = None, compare: bool = False,
           workdir: str | Path | None = None) -> BenchResult:
     if sample < 2:
         raise ConfigError(f"--sample {sample}: give at least 2 rows (two sample sizes are run)")
-    from engine.stages.plan import as_plan
+    from engine.stages.plan import build_plan
 
-    plan = as_plan(config)
+    plan = build_plan(config)
     source = plan.input_source
     if source is not None:
         raise ConfigError(f"bench samples the input table; a config with the `{source.name}` stage makes its input: "
                           "run it once, then bench a config whose `input:` is the built table")
     from engine.preflight import preflight
 
-    preflight(config)  # the run's own config-time checks, before any sample is drawn
+    preflight(plan)  # the run's own config-time checks, before any sample is drawn
     seed = config.seed if seed is None else seed
     input_path = Path(config.input)
     file_ids = _file_ids(input_path)
-    full_rows, full_tasks = len(file_ids), _full_tasks(config)
+    full_rows, full_tasks = len(file_ids), _full_tasks(plan)
     with tempfile.TemporaryDirectory(prefix="babelscore-bench-", dir=workdir) as tmp:
         root = Path(tmp)
         runs: dict[str, Measured] = {}
@@ -350,10 +344,10 @@ def bench(config: Any, sample: int, devices: int = 1, seed: int | None = None, c
             files = set(choose_files(file_ids, rows, seed))
             path = root / f"sample-{label}{input_path.suffix.lower()}"
             n = write_sample(input_path, path, files)
-            runs[label] = run_once(config, root, label, str(path), tasks if full_tasks else None, rows=n)
-        measured_full = run_once(config, root, "full", None, None) if compare else None
+            runs[label] = run_once(plan, root, label, str(path), tasks if full_tasks else None, rows=n)
+        measured_full = run_once(plan, root, "full", None, None) if compare else None
     small, large = runs["small"], runs["large"]
-    own_tables = {s.name for s in _own_table_stages(config)}
+    own_tables = {b.name for b in plan.own_tables()}
     fits = _fit_all(small, large, full_rows, full_tasks, own_tables, plan.layout.rates)
     cpu_fits = _fit_all(small.cpu_view(), large.cpu_view(), full_rows, full_tasks, own_tables, plan.layout.rates)
     return BenchResult(fits, small, large, full_rows, full_tasks, large.rows, devices, measured_full, cpu_fits)

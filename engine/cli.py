@@ -145,9 +145,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     for line in console.resume_lines(summary.parts_by_stage):
         print(line)
     from engine.kinds import CALIBRATION, ROUNDTRIP_ROWS, SCORES
-    from engine.stages.plan import as_plan
+    from engine.stages.plan import build_plan
 
-    plan = summary.plan or as_plan(config)
+    plan = summary.plan or build_plan(config)
     if console.reads_samples(plan):
         print(
             f"input rows {counts.get('input_rows')}, valid {counts.get('valid_rows')}, rejected {counts.get('rejected_rows')}"
@@ -285,8 +285,9 @@ def cmd_config(args: argparse.Namespace) -> int:
         sys.stdout.write(yaml.safe_dump(config.to_dict(), sort_keys=False, allow_unicode=True))
         return EXIT_OK
     from engine.preflight import preflight
+    from engine.stages.plan import build_plan
 
-    checked = preflight(config)
+    checked = preflight(build_plan(config))
     print(f"{args.file}: every key valid (stages {list(config.stages)})")
     for where, kind, resolved in model_checks:
         print(f"  ok  {where}: {kind} {resolved.name!r} found ({resolved.source}: {resolved.path})")

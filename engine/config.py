@@ -22,6 +22,7 @@ from typing import Any, Mapping
 
 import yaml
 
+from engine import demo as _demo  # noqa: F401  (installs the `demo:` model builder of the model runtime)
 from engine.data.validate import ValidationParams
 from engine.errors import ConfigError, InputError
 from engine.hints import did_you_mean, path_hint, yaml_tab_hint
@@ -87,7 +88,7 @@ RUN_KEYS = ("name", "input", "labels", "stages", "seed", "part_size", "validatio
 def section_names() -> tuple[str, ...]:
     """Section keys of the registered stages, read from the registry when asked (so a stage
     registered at run time, e.g. by a test, is known)."""
-    return tuple(name for name in registry.STAGES if get_stage(name).section)
+    return tuple(stage.name for stage in flow.listed(registry.STAGES) if stage.section)
 
 
 def top_level_keys() -> set[str]:

@@ -146,11 +146,10 @@ def sections() -> list[tuple[str, type[Params]]]:
     Every stage names its class in `Stage.params_class`; a section without one (the score
     stage's list of scorer kinds) is documented by kind instead (`scorer_kinds`).
     """
-    from engine.stages.registry import STAGE_ORDER, get_stage
+    from engine.stages import flow, registry
 
     out = []
-    for name in STAGE_ORDER:
-        stage = get_stage(name)
+    for stage in flow.listed(registry.STAGES):  # every registered stage, in run order
         if stage.section and stage.params_class:
             out.append((stage.section, _import(stage.params_class)))
     out.append(("validation", _import("engine.data.validate:ValidationParams")))
@@ -159,16 +158,16 @@ def sections() -> list[tuple[str, type[Params]]]:
 
 def scorers_section() -> str:
     """The section key of the stage whose entries are scorers of several kinds (no params class)."""
-    from engine.stages.registry import STAGE_ORDER, get_stage
+    from engine.stages import flow, registry
 
-    return next(s.section for s in map(get_stage, STAGE_ORDER) if s.section and not s.params_class)
+    return next(s.section for s in flow.listed(registry.STAGES) if s.section and not s.params_class)
 
 
 def path_option_names() -> list[str]:
     """Every option name some stage resolves as a path (`Stage.path_options`), sorted."""
-    from engine.stages.registry import STAGE_ORDER, get_stage
+    from engine.stages import flow, registry
 
-    return sorted({key for name in STAGE_ORDER for key in get_stage(name).path_options})
+    return sorted({key for stage in flow.listed(registry.STAGES) for key in stage.path_options})
 
 
 def scorer_kinds() -> list[tuple[str, type[Params]]]:

@@ -17,8 +17,10 @@ from typing import TYPE_CHECKING, Callable
 if TYPE_CHECKING:
     import subprocess
 
+from engine.runtime.names import DEMO_DONE_MARKER as DONE_MARKER
+from engine.runtime.names import use_demo_builder
+
 logger = logging.getLogger(__name__)
-DONE_MARKER = ".babelscore-built"
 
 
 def _builders() -> dict[str, Callable[[Path], str]]:
@@ -75,6 +77,10 @@ def build_demo_model(root: Path, name: str) -> Path:
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return target
+
+
+# The model runtime resolves `demo:<name>` through this module's builder (it cannot import it).
+use_demo_builder(build_demo_model, demo_model_names)
 
 
 def prepare_demo_models(root: Path) -> dict[str, str]:

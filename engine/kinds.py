@@ -13,3 +13,8 @@ ROUNDTRIP_ROWS = "roundtrip-rows"
 INPUT = "input"  # the run's input table, made by a source stage instead of read from `input:`
 CALIBRATION = "calibration"
 REPORT = "report-page"
+
+# Keys of a stage's `ReportSettings.report_settings` (engine.stages.base): what the report's sweep
+# views read of the stages' recorded options, without naming the stages.
+LAYER_SETTING = "representative_layers"  # embedding model -> the layer it reports without a sweep
+SIGNIFICANCE_SETTING = "significance"  # {correlation, alpha} of the significance tests

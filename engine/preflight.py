@@ -5,17 +5,18 @@ at the input table or across sections, so that a mistake stops the run before an
 instead of failing every part later:
 
 - the input exists and has a readable format (unless a source stage, e.g. `build`, makes it);
-- each listed stage's own `Stage.preflight` hook (e.g. the noise stage: every generator has a
-  tokenizer). The generators are those of the stage that generates the samples
-  (`Stage.row_generators`) when the run generates, else the distinct `generator` values of the
-  input (read only when a default tokenizer does not already cover every generator);
+- each listed stage's own `Stage.preflight` hook, and for a stage that `ReadsGenerators` (the
+  noise stage: every generator has a tokenizer) its check of the generator names it will see:
+  those of the stage that generates its samples (`NamesGenerators.row_generators`) when the run
+  generates, else the distinct `generator` values of the input (read only when called);
 - every local model folder the run loads is whole: config.json, the safetensors headers and
   sizes, a tokenizer's vocabulary file (engine.runtime.model_files; DamagedModelError names the file);
 - every model the run loads fits its device's memory budget on its own (estimated from its
   config; see engine.runtime.memory).
 
-`babelscore config check` runs `load_config` and `preflight` and nothing else; `babelscore run`
-runs them before it opens the run directory.
+Every check reads the RunPlan (engine.stages.plan), never stage names. `babelscore config check`
+runs `load_config` and `preflight` and nothing else; `babelscore run` runs them before it opens
+the run directory.
 """
 from __future__ import annotations
 
@@ -28,31 +29,34 @@ from engine.errors import ConfigError
 logger = logging.getLogger(__name__)
 
 
-def preflight(config: Any) -> list[str]:
-    """Run every check; ConfigError on the first failing one. Returns what was checked (for the CLI)."""
-    from engine.stages import flow
+def preflight(plan: Any) -> list[str]:
+    """Run every check of a RunPlan (engine.stages.plan); ConfigError on the first failing one.
+    Returns what was checked (for the CLI)."""
+    from engine.stages.base import ReadsGenerators
 
+    config = plan.config
     done = []
-    if flow.input_source(config.stages) is None:
+    if plan.input_source is None:
         _check_input(config.input)
         done.append(f"input {config.input} exists and is a Parquet / JSON Lines file")
-    for stage in flow.listed(config.stages):
-        checked = stage.preflight(config)
-        if checked:
-            done.append(checked)
-    done.extend(_check_model_files(config))
-    done.extend(_check_memory(config))
+    for bound in plan.stages:
+        stage = bound.stage
+        checked = [stage.preflight(config)]
+        if isinstance(stage, ReadsGenerators):
+            checked.append(stage.check_generators(config, lambda bound=bound: run_generators(plan, bound)))
+        done.extend(line for line in checked if line)
+    done.extend(_check_model_files(plan))
+    done.extend(_check_memory(plan))
     return done
 
 
-def _check_model_files(config: Any) -> list[str]:
+def _check_model_files(plan: Any) -> list[str]:
     """Refuse a damaged or incomplete local model folder before any work (engine.runtime.model_files)."""
     from engine.runtime.memory import local_model_path
     from engine.runtime.model_files import check_model_dir
-    from engine.stages.plan import as_plan
 
     checked = []
-    for need in as_plan(config).model_needs():
+    for need in plan.model_needs():
         path = local_model_path(need.model)
         if path is not None and path.is_dir():
             check_model_dir(path, f"{need.where}.model")
@@ -60,14 +64,13 @@ def _check_model_files(config: Any) -> list[str]:
     return checked
 
 
-def _check_memory(config: Any) -> list[str]:
+def _check_memory(plan: Any) -> list[str]:
     """Refuse a model that cannot fit its device even alone (engine.runtime.memory)."""
     from engine.runtime.memory import check_plan, plan_models
-    from engine.stages.plan import as_plan
 
-    plan = plan_models(as_plan(config).model_needs())
-    check_plan(plan)
-    return [f"memory: {planned.line()}" for planned in plan]
+    planned_models = plan_models(plan.model_needs())
+    check_plan(planned_models)
+    return [f"memory: {planned.line()}" for planned in planned_models]
 
 
 def _check_input(path: str) -> None:
@@ -85,24 +88,14 @@ def _check_input(path: str) -> None:
         raise ConfigError(f"input: {exc}") from None
 
 
-def generated_names(config: Any) -> list[str | None] | None:
-    """The generator names of the rows a listed stage generates (None: the run generates nothing)."""
-    from engine.stages import flow
-
-    source = flow.sample_source(config.stages)
-    return None if source is None else list(source.row_generators(config))
-
-
-def run_generators(config: Any) -> list[str | None]:
-    """The generator names the later stages will see (None: input rows without a generator)."""
-    from engine.stages import flow
-
-    generated = generated_names(config)
+def run_generators(plan: Any, bound: Any) -> list[str | None]:
+    """The generator names a bound stage will see (None: input rows without a generator)."""
+    generated = plan.generated_names(bound)
     if generated is not None:
         return generated
-    if flow.input_source(config.stages) is not None:
+    if plan.input_source is not None:
         return [None]
-    return sorted(set(_input_generators(config.input)), key=lambda g: (g is None, g or ""))
+    return sorted(set(_input_generators(plan.config.input)), key=lambda g: (g is None, g or ""))
 
 
 def _input_generators(path: str) -> Iterator[str | None]:

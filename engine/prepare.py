@@ -23,7 +23,6 @@ from engine.errors import InputError
 from engine.io.atomic import write_parquet_atomic
 from engine.io.rundir import RunDirectory
 from engine.records import REJECTED_SCHEMA, SAMPLE_SCHEMA
-from engine.stages import flow
 
 logger = logging.getLogger(__name__)
 
@@ -31,12 +30,12 @@ SPILL = "samples/.spill.arrow"
 SPILL_BATCH = 2048
 
 
-def _input_rows(config: Any) -> Iterator[Any]:
-    source = flow.input_source(config.stages)
+def _input_rows(plan: Any) -> Iterator[Any]:
+    config, source = plan.config, plan.input_source
     if source is not None:  # a source stage (e.g. build) makes the input
         from engine.data.reader import RawRow
 
-        table = source.input_table(config)
+        table = source.stage.input_table(config)
         for index, values in enumerate(table.to_pylist()):
             yield RawRow(index, values, None, None)
     else:
@@ -45,13 +44,13 @@ def _input_rows(config: Any) -> Iterator[Any]:
         yield from iter_raw_rows(config.input)
 
 
-def _spill_valid_rows(run: RunDirectory, config: Any) -> tuple[Any, list[dict[str, Any]], dict[str, int], list[str], int]:
+def _spill_valid_rows(run: RunDirectory, plan: Any) -> tuple[Any, list[dict[str, Any]], dict[str, int], list[str], int]:
     """Pass 1: validate, spill valid rows; returns (validator, rejected, rows per file, file order, merged)."""
     from engine.data.validate import SampleValidator
 
     # When a stage generates the samples, the input needs no prediction and each file is generated once.
-    generated = flow.generates_samples(config.stages)
-    validator = SampleValidator(require_prediction=not generated, params=config.validation)
+    generated = plan.sample_source is not None
+    validator = SampleValidator(require_prediction=not generated, params=plan.config.validation)
     one_row_per_file = generated
     rejected: list[dict[str, Any]] = []
     rows_per_file: dict[str, int] = {}
@@ -60,7 +59,7 @@ def _spill_valid_rows(run: RunDirectory, config: Any) -> tuple[Any, list[dict[st
     spill = run.path(SPILL)
     spill.parent.mkdir(parents=True, exist_ok=True)
     with ipc.new_stream(str(spill), SAMPLE_SCHEMA) as writer:
-        for raw in _input_rows(config):
+        for raw in _input_rows(plan):
             sample, rejection = validator.check(raw)
             if rejection is not None:
                 rejected.append(rejection)
@@ -94,15 +93,18 @@ def _assign_parts(rows_per_file: dict[str, int], file_order: list[str], part_siz
     return part_of, sizes
 
 
-def prepare(run: RunDirectory, config: Any) -> None:
-    """Validate the input, write `samples/part-*.parquet` (whole files per part), quarantine the rest."""
+def prepare(run: RunDirectory, plan: Any) -> None:
+    """Validate the input, write `samples/part-*.parquet` (whole files per part), quarantine the rest.
+
+    plan: the run's RunPlan (engine.stages.plan): its input source, whether a stage makes the samples."""
     if run.stage_done("prepare"):
         return
-    validator, rejected, rows_per_file, file_order, merged = _spill_valid_rows(run, config)
+    config = plan.config
+    validator, rejected, rows_per_file, file_order, merged = _spill_valid_rows(run, plan)
     part_of, sizes = _assign_parts(rows_per_file, file_order, config.part_size)
     pending: dict[int, list[dict[str, Any]]] = {}
     spill = run.path(SPILL)
-    labels = None if flow.generates_samples(config.stages) else config.labels  # else joined to the generated rows
+    labels = None if plan.sample_source is not None else config.labels  # else joined to the generated rows
     with ipc.open_stream(str(spill)) as reader:
         for batch in reader:
             for row in batch.to_pylist():

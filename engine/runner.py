@@ -33,8 +33,8 @@ from engine.pipeline import PartTask, read_part_input, release_models, sample_pa
 from engine.prepare import prepare
 from engine.records import SCORE_SCHEMA
 from engine.signature import library_versions
-from engine.stages.base import SCORES, Stage, prepass_hash
-from engine.stages.plan import BoundStage, RunPlan, as_plan
+from engine.stages.base import SCORES, Analyzes, DriverStage, OwnTable, Rates, ReadsGenerators, Stage, prepass_hash
+from engine.stages.plan import BoundStage, RunPlan, build_plan
 
 logger = logging.getLogger(__name__)
 
@@ -64,8 +64,7 @@ def _input_fingerprint(plan: RunPlan) -> str:
     return file_fingerprint(config.input)
 
 
-def open_run(config: RunConfig | RunPlan, out: str, resume: bool) -> RunDirectory:
-    plan = as_plan(config)
+def open_run(plan: RunPlan, out: str, resume: bool) -> RunDirectory:
     fingerprint = _input_fingerprint(plan)
     digest = config_hash(plan.config, fingerprint)
     extra = {"input_sha256": fingerprint, "versions": library_versions()}
@@ -81,7 +80,7 @@ class _Committer:
     def __init__(self, run: RunDirectory, rows_per_part: list[int] | None = None, stage: Stage | None = None):
         self.run = run
         self.schema = stage.schema if stage is not None else None  # every part of one stage has it
-        self.rows_counter = stage.output_rows_counter if stage is not None else None
+        self.rows_counter = stage.output_rows_counter if isinstance(stage, Rates) else None
         self.rows_per_part = rows_per_part or []
         self.recorder = throughput.Recorder(run.manifest)
         self.commits = 0
@@ -92,7 +91,7 @@ class _Committer:
         if stats is not None:  # summed in the manifest, which is saved when the stage ends
             in_rows = self.rows_per_part[part.index] if part.index < len(self.rows_per_part) else 0
             self.recorder.add_part(part.stage, part.task, part.model_key, stats, in_rows, self.rows_counter)
-        self.run.commit_part(part.key, part.relative_path, table, self.schema if self.schema is not None else part.schema)
+        self.run.commit_part(part.key, part.relative_path, table, self.schema)
         self.commits += 1
         if self.crash_after is not None and self.commits >= self.crash_after:
             # The summary is written first so that a test can read from manifest.json how many
@@ -123,7 +122,7 @@ def _prepass_results(run: RunDirectory, plan: RunPlan, bound: BoundStage) -> dic
             results[task.task] = json.loads(path.read_text(encoding="utf-8"))
             continue
         logger.info("%s: corpus pre-pass over %d part(s)", task.task, n_parts)
-        tables = (read_part_input(run.root, plan, bound, i) for i in range(n_parts))
+        tables = (read_part_input(run.root, bound, i) for i in range(n_parts))
         with throughput.Recorder(run.manifest).timed(f"prepass:{task.task}"):
             result = stage.prepass(config, task, tables)
         release_models()  # an idf pre-pass loads its scorer's model here; free it before the parts load theirs
@@ -139,14 +138,10 @@ def _waits_for(run: RunDirectory, plan: RunPlan, bound: BoundStage, index: int) 
     return [part.key for part in upstream_parts(plan, bound, index) if not run.is_done(part.key)]
 
 
-def run_part_stage(run: RunDirectory, config: RunConfig | RunPlan, stage: str | BoundStage, executor: Any) -> dict[str, int]:
-    """Run the parts of a stage not committed yet; returns {"kept": committed before, "run": tried now}.
-
-    config: the RunPlan (a bare config is planned); stage: its bound stage (or its name, for tests)."""
-    plan = as_plan(config)
-    bound = plan.bound(stage) if isinstance(stage, str) else stage
+def run_part_stage(run: RunDirectory, plan: RunPlan, bound: BoundStage, executor: Any) -> dict[str, int]:
+    """Run the parts of a bound stage not committed yet; returns {"kept": committed before, "run": tried now}."""
     stage_name = bound.name
-    rows_per_part = bound.stage.own_parts(plan.config, run.root)
+    rows_per_part = bound.stage.own_parts(plan.config, run.root) if isinstance(bound.stage, OwnTable) else None
     # A stage that cuts its own input (cut in RUN/ before its parts run) waits for no other stage.
     reads_earlier_stages = rows_per_part is None
     if rows_per_part is None:
@@ -178,15 +173,14 @@ def run_part_stage(run: RunDirectory, config: RunConfig | RunPlan, stage: str | 
     return {"kept": kept, "run": len(todo)}
 
 
-def _record_signatures(run: RunDirectory, plan: RunPlan | RunConfig) -> None:
+def _record_signatures(run: RunDirectory, plan: RunPlan) -> None:
     from engine.signature import present_languages_only
 
-    plan = as_plan(plan)
     languages = {lang for table in run.sample_tables(["language"]) for lang in table.column("language").to_pylist()}
     for bound in plan.part_stages():
         prepass = _prepass_results(run, plan, bound)
         for task in bound.tasks:
-            signatures = bound.stage.signatures(plan.config, task, prepass.get(task.task, {}))
+            signatures = _signatures(plan, bound, task, prepass.get(task.task, {}))
             if signatures:
                 run.manifest["signatures"][task.task] = present_languages_only(signatures, languages)
     run.save()
@@ -199,6 +193,14 @@ def _record_signatures(run: RunDirectory, plan: RunPlan | RunConfig) -> None:
         )
 
 
+def _signatures(plan: RunPlan, bound: BoundStage, task: Any, prepass: dict[str, Any]) -> dict[str, Any]:
+    """A task's signatures; a stage that `ReadsGenerators` gets the names its samples carry."""
+    stage = bound.stage
+    if isinstance(stage, ReadsGenerators):
+        return stage.generator_signatures(plan.config, task, prepass, plan.generated_names(bound))
+    return stage.signatures(plan.config, task, prepass)
+
+
 def unsigned_tasks(manifest: dict[str, Any]) -> list[str]:
     """`stage/task` of every task with committed rows and no signature in the manifest."""
     with_rows = {key.rsplit("/", 1)[0] for key, info in manifest["parts"].items() if info.get("rows")}
@@ -209,7 +211,7 @@ def _record_reuse(run: RunDirectory, plan: RunPlan) -> None:
     """Task identities (what later runs reuse by) and, with `reuse`, what this run reused."""
     from engine.reuse import record_identities, summarize_reuse
 
-    record_identities(run, plan, lambda stage: _prepass_results(run, plan, plan.bound(stage)))
+    record_identities(run, plan, lambda bound: _prepass_results(run, plan, bound))
     summarize_reuse(run, plan)
 
 
@@ -263,8 +265,8 @@ def execute_run(
 ) -> RunSummary:
     from engine.preflight import preflight
 
-    preflight(config)  # config-time checks that read the input: before the run directory exists
-    plan = as_plan(config)  # the run resolved once (preflight planned it): every layer below takes it, not stage names
+    plan = build_plan(config)  # the run resolved once: every layer below takes it, not stage names
+    preflight(plan)  # config-time checks that read the input: before the run directory exists
     readers = _hold_reuse_sources(config, out)
     try:
         run = open_run(plan, out, resume)
@@ -312,7 +314,7 @@ def _execute(run: RunDirectory, plan: RunPlan, executor_name: str, ray_address: 
     run.manifest["numerics"] = config.deterministic.to_dict()
     recorder = throughput.Recorder(run.manifest)
     with recorder.timed("prepare"):
-        prepare(run, config)
+        prepare(run, plan)
     loss = assess_data_loss(run.manifest, config.validation.rejection_limit, str(run.path("rejected.parquet")))
     run.manifest["data_loss"] = loss.manifest_record()  # also in a failed run's manifest
     stages = plan.part_stages()
@@ -351,14 +353,14 @@ def _execute(run: RunDirectory, plan: RunPlan, executor_name: str, ray_address: 
         run.manifest["counts"][f"{stage.name}_rows"] = sum(
             info["rows"] for key, info in run.manifest["parts"].items() if key.startswith(prefix)
         )
-    driver_work = [b.stage for b in plan.stages if b.kind == "driver" or _analyzes(b.stage)]
-    for stage in [s for s in driver_work if not s.after_complete]:
+    driver_work = [b.stage for b in plan.stages if isinstance(b.stage, (DriverStage, Analyzes))]
+    for stage in [s for s in driver_work if not _after_complete(s)]:
         with recorder.timed(_step_name(stage)):
             run_driver_stage(run, config, stage)
     # The outputs are final here; a stage that is only a view of them (the report) can be
     # redrawn any time (`babelscore report RUN`), so the run is complete before it runs.
     run.finish("complete")
-    for stage in [s for s in driver_work if s.after_complete]:
+    for stage in [s for s in driver_work if _after_complete(s)]:
         with recorder.timed(_step_name(stage)):
             run_driver_stage(run, config, stage)
     run.save()
@@ -368,11 +370,12 @@ def _execute(run: RunDirectory, plan: RunPlan, executor_name: str, ray_address: 
 
 def _step_name(stage: Stage) -> str:
     """The throughput step of a piece of driver work: `<stage>-analysis` or the driver stage's name."""
-    return f"{stage.name}-analysis" if stage.kind == "part" else stage.name
+    return stage.name if isinstance(stage, DriverStage) else f"{stage.name}-analysis"
 
 
-def _analyzes(stage: Stage) -> bool:
-    return stage.kind == "part" and type(stage).analyze is not Stage.analyze
+def _after_complete(stage: Stage) -> bool:
+    """Whether it is a view of the final outputs (drawn after the run is marked complete)."""
+    return isinstance(stage, DriverStage) and stage.after_complete
 
 
 def run_driver_stage(run: RunDirectory, config: RunConfig, stage: Stage) -> None:
@@ -380,13 +383,14 @@ def run_driver_stage(run: RunDirectory, config: RunConfig, stage: Stage) -> None
     `<stage>-analysis`) or a driver stage's `run_driver` (which marks `<stage>`); a view
     (`after_complete`) is redrawn on every run."""
     try:
-        if stage.kind == "part":
+        if isinstance(stage, DriverStage):
+            if stage.after_complete or not run.stage_done(stage.name):
+                stage.run_driver(run, config)
+        elif isinstance(stage, Analyzes):
             marker = f"{stage.name}-analysis"
             if not run.stage_done(marker):
                 stage.analyze(run, config)
                 run.mark_stage(marker)
-        elif stage.after_complete or not run.stage_done(stage.name):
-            stage.run_driver(run, config)
     except OSError as exc:
         # Driver work writes with more than engine.io.atomic (the report's figures and page, analysis
         # tables): a full disk there is the same DiskFullError, never a raw traceback.

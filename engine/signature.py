@@ -50,7 +50,7 @@ def library_versions() -> dict[str, str]:
     """Versions recorded in every manifest: python, torch, transformers, vllm, ray, babelscore."""
     import platform
 
-    from engine import __version__
+    from engine.version import __version__
 
     versions = {"python": platform.python_version(), "babelscore": __version__}
     for dist in ("torch", "transformers", "vllm", "ray", "pyarrow", "numpy", "numba", "sacrebleu", "nltk", "rouge-score"):

@@ -2,7 +2,7 @@
 the registry (which tests/test_toy_stage.py adds at run time). Nothing else in the engine
 names it: the runner, both executors, the config loader, the manifest and the report find it
 through the RunPlan the driver builds from the registry and its declared data flow. It also
-opts into two capabilities: a report section (`report_section`) and reuse (`Reusable`: its
+opts into two capabilities: a report section (`ReportSection`) and reuse (`Reusable`: its
 own identity and row matching; engine.reuse only reads the earlier runs for it)."""
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 from engine.params import Params, option_digest, require
 from engine.reuse.keys import digest
 from engine.signature import format_signature
-from engine.stages.base import SAMPLES, PartContext, Reusable, Stage, StageTask
+from engine.stages.base import SAMPLES, PartContext, PartStage, ReportSection, Reusable, StageTask
 
 TOY_ROWS = "toy-rows"  # a kind of rows no other stage knows
 TOY_SCHEMA = pa.schema([pa.field("sample_id", pa.string()), pa.field("reference_chars", pa.int64()),
@@ -40,7 +40,7 @@ class ToyParams(Params):
         require(self.scale >= 1, "scale", self.scale, "an integer >= 1")
 
 
-class ToyStage(Stage, Reusable):
+class ToyStage(PartStage, Reusable, ReportSection):
     name = "toy"
     package = "_toy_stage"
     section = "toy"

@@ -116,15 +116,18 @@ def test_a_part_read_in_another_order_computes_the_same_bits(workspace: Path, mo
     execute_run(config, str(run))
     read = pipeline.read_part_input
 
-    def shuffled(root, cfg, stage, index):
-        table = read(root, cfg, stage, index)
+    def shuffled(root, bound, index):
+        table = read(root, bound, index)
         order = list(range(table.num_rows))
         random.Random(1).shuffle(order)
         return table.take(pa.array(order))
 
     monkeypatch.setattr(pipeline, "read_part_input", shuffled)
-    [part] = pipeline.plan_parts(config, "score", 1)
-    again = pipeline.execute_part(str(run), config, part, {})
+    from engine.stages.plan import build_plan
+
+    plan = build_plan(config)
+    [part] = plan.bound("score").parts(1)
+    again = pipeline.execute_part(str(run), plan, part, {})
     key = ["sample_id", "noise", "metric", "context", "variant"]
     first = pq.read_table(run / part.relative_path)
     a = {tuple(r[k] for k in key): r["value"] for r in first.to_pylist()}

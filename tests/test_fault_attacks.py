@@ -127,6 +127,7 @@ def test_a_missing_key_variable_stops_the_run_before_its_directory_and_says_expo
     from engine.errors import MissingSecretError, PartFailedError
     from engine.preflight import preflight
     from engine.runner import execute_run
+    from engine.stages.plan import build_plan
 
     monkeypatch.delenv("JUDGE_ATTACK_UNSET", raising=False)
     input_path = write_jsonl(tmp_path / "in.jsonl", [make_sample("f0/g0")])
@@ -137,7 +138,7 @@ def test_a_missing_key_variable_stops_the_run_before_its_directory_and_says_expo
         execute_run(config, str(tmp_path / "run"))
     assert not (tmp_path / "run").exists()
     monkeypatch.setenv("JUDGE_ATTACK_UNSET", KEY)
-    assert any("JUDGE_ATTACK_UNSET are set" in line for line in preflight(config))
+    assert any("JUDGE_ATTACK_UNSET are set" in line for line in preflight(build_plan(config)))
     # On a worker that lacks the variable (a Ray node), the part fails: the config is unchanged, so resume.
     args = argparse.Namespace(command="run", config="c.yaml", out=str(tmp_path / "run"), resume=False, reuse=None,
                               executor="local")

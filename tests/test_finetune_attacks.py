@@ -175,7 +175,7 @@ def test_config_check_of_a_judge_refuses_a_foreign_adapter(tiny_chat: str, tmp_p
     from types import SimpleNamespace
 
     from engine.judge.config import JudgeParams, JudgeSection
-    from engine.stages.judge import JudgeStage
+    from engine.judge.stage import JudgeStage
 
     def check(adapter: Path) -> None:
         section = JudgeSection(judges=(JudgeParams(model="demo:tiny-chat", backend="transformers", lora=str(adapter)),))

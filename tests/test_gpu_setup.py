@@ -37,10 +37,11 @@ def test_the_gpu_checks_mini_run_config_is_valid(tmp_path) -> None:
 
     from engine.config import load_config
     from engine.preflight import preflight
+    from engine.stages.plan import build_plan
 
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump(mini_run_config(tmp_path)), encoding="utf-8")
-    checked = preflight(load_config(path))
+    checked = preflight(build_plan(load_config(path)))
     assert sum(line.startswith("memory: ") for line in checked) == 5
 
 

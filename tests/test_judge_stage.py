@@ -11,9 +11,9 @@ import pytest
 import engine.judge.backends as backends
 from engine.errors import ConfigError
 from engine.judge.backends import ChatResponse
+from engine.judge.stage import JudgeStage
 from engine.records import JUDGMENT_SCHEMA, SAMPLE_SCHEMA
 from engine.stages.base import PartContext, PartTask
-from engine.stages.judge import JudgeStage
 from engine.stages.registry import STAGES, get_stage
 from engine.taxonomy import CLUSTERS
 

@@ -19,9 +19,9 @@ from engine.judge.messages import Candidate, JudgeItem, build_calls
 from engine.judge.prompt_store import read_prompt
 from engine.judge.promptpack import PROMPTS_DIR, load_pack
 from engine.judge.run import judge_table
+from engine.judge.stage import JudgeStage
 from engine.records import SAMPLE_SCHEMA
 from engine.stages.base import PartContext, PartTask
-from engine.stages.judge import JudgeStage
 
 CORPUS = yaml.safe_load((Path(__file__).parent / "golden" / "judge_answers.yaml").read_text(encoding="utf-8"))
 

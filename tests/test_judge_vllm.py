@@ -14,9 +14,9 @@ import pyarrow as pa
 import pytest
 
 from engine.judge.parse import PARSE_CLASSES
+from engine.judge.stage import JudgeStage
 from engine.records import JUDGMENT_SCHEMA, SAMPLE_SCHEMA
 from engine.stages.base import PartContext, PartTask
-from engine.stages.judge import JudgeStage
 from engine.testing.tiny_chat import build_tiny_chat_model
 
 pytestmark = pytest.mark.slow

@@ -145,15 +145,16 @@ def test_memory_planning_refuses_a_model_over_the_budget_before_any_work(tmp_pat
     from engine.errors import ConfigError
     from engine.preflight import preflight
     from engine.runner import execute_run
+    from engine.stages.plan import build_plan
 
     config = _likelihood_config(tmp_path)
-    checked = preflight(config)  # the machine's own budget: it fits, and the plan says so
+    checked = preflight(build_plan(config))  # the machine's own budget: it fits, and the plan says so
     assert any(line.startswith("memory: score.scorers[0]: demo:tiny-bart (transformers) on cpu") for line in checked)
     monkeypatch.setenv(BUDGET_BYTES_ENV, "1000000")
     message = r"^score\.scorers\[0\]\.model: 'demo:tiny-bart' needs an estimated .* more than the 976\.6 KiB budget \(set by " \
               r"BABELSCORE_MODEL_BUDGET_BYTES\) even with no other model loaded; pick a smaller dtype"
     with pytest.raises(ConfigError, match=message):
-        preflight(config)  # what `babelscore config check` runs
+        preflight(build_plan(config))  # what `babelscore config check` runs
     out = tmp_path / "run"
     with pytest.raises(ConfigError, match=message):
         execute_run(config, str(out))

@@ -1,4 +1,4 @@
-"""Stage `noise` (engine/noise.py) with a tiny BPE tokenizer built here and the real MiniLM one."""
+"""Stage `noise` (engine/noise/method.py) with a tiny BPE tokenizer built here and the real MiniLM one."""
 from __future__ import annotations
 
 import logging
@@ -8,7 +8,7 @@ import pyarrow as pa
 import pytest
 
 from engine.errors import ConfigError
-from engine.noise import NoiseParams, draw_noise_ids, load_tokenizer, make_noise, sample_rng
+from engine.noise.method import NoiseParams, draw_noise_ids, load_tokenizer, make_noise, sample_rng
 from engine.records import NOISE_SCHEMA, SAMPLE_SCHEMA
 from engine.runtime import resolve_model
 
@@ -150,7 +150,7 @@ def test_targeted_ids_are_context_ids_and_decode_to_the_prediction(bpe_dir):
 
 def test_empty_context_falls_back_to_uniform_with_a_warning(bpe_dir, caplog):
     samples = _samples([dict(id="alone", before="", reference="// Returns the sum", after="")])
-    with caplog.at_level(logging.WARNING, logger="engine.noise"):
+    with caplog.at_level(logging.WARNING, logger="engine.noise.method"):
         out = make_noise(samples, NoiseParams(tokenizer=bpe_dir))
     assert "alone" in caplog.text and "uniform" in caplog.text
     assert out.column("noise").to_pylist() == ["uniform", "targeted"]

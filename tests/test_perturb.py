@@ -206,8 +206,8 @@ def test_params_validate_and_name_the_key():
 
 def test_stage_run_part_and_scored_rows():
     from engine.perturb.items import scored_perturbations
+    from engine.perturb.stage import PerturbStage
     from engine.stages.base import PartContext, PartTask
-    from engine.stages.perturb import PerturbStage
 
     stage = PerturbStage()
     params = stage.parse_section({"families": ["negation", "truncation", "foreign_comment"]}, Path("."), "perturb")

@@ -29,8 +29,9 @@ from ray.cluster_utils import Cluster  # noqa: E402
 from engine import runner  # noqa: E402
 from engine.config import load_config  # noqa: E402
 from engine.executors.ray import RayExecutor  # noqa: E402
-from engine.pipeline import HOLD_PART_ENV, KILL_PART_ENV, PartTask, plan_parts  # noqa: E402
-from engine.records import SCORE_KEY  # noqa: E402
+from engine.pipeline import HOLD_PART_ENV, KILL_PART_ENV, PartTask  # noqa: E402
+from engine.records import SCORE_KEY, SCORE_SCHEMA  # noqa: E402
+from engine.stages.plan import build_plan  # noqa: E402
 from tests._run_compare import assert_runs_equal  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
@@ -86,22 +87,23 @@ def case(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Any]:
 def test_model_parts_run_on_the_gpu_node_exactly_once(cluster, case, tmp_path) -> None:
     ray_cluster, gpu_node_id = cluster
     config_path, local_scores = case
-    config = load_config(config_path)
-    run = runner.open_run(config, str(tmp_path / "run"), resume=False)
-    runner.prepare(run, config)
+    plan = build_plan(load_config(config_path))
+    run = runner.open_run(plan, str(tmp_path / "run"), resume=False)
+    runner.prepare(run, plan)
     n_parts = run.manifest["counts"]["parts"]
-    lexical = plan_parts(config, "score", n_parts)
+    lexical = plan.bound("score").parts(n_parts)
     # The same lexical work, labelled as a model's: it must take the actor path on node A.
-    model = [PartTask("score", "lexical-gpu", p.index, model_key="fake-model", entry=p.entry) for p in lexical]
+    model = [PartTask("score", "lexical-gpu", p.index, model_key="fake-model", entry=p.entry, directory=p.directory)
+             for p in lexical]
     commits: list[str] = []
     failures: list[Any] = []
 
     def commit(part: PartTask, table: Any) -> None:
         commits.append(part.key)
-        run.commit_part(part.key, part.relative_path, table, part.schema)
+        run.commit_part(part.key, part.relative_path, table, SCORE_SCHEMA)
 
     executor = RayExecutor(address=ray_cluster.address, gpu_resource="gpu_slot")
-    executor.run_parts(str(run.root), config, lexical + model, {}, commit,
+    executor.run_parts(str(run.root), plan, lexical + model, {}, commit,
                        lambda part, error, attempts: failures.append((part.key, error)), run.manifest["part_rows"])
     executor.close()
 
@@ -136,7 +138,7 @@ def _run(cluster: Cluster, config: Path, out: Path, monkeypatch: pytest.MonkeyPa
 
 
 def _part_key(config: Path, index: int) -> str:
-    return plan_parts(load_config(config), "score", index + 1)[index].key
+    return build_plan(load_config(config)).bound("score").parts(index + 1)[index].key
 
 
 def test_task_worker_killed_mid_part(cluster, case, tmp_path, monkeypatch) -> None:
@@ -156,12 +158,13 @@ def test_model_actor_killed_mid_part(cluster, case, tmp_path, monkeypatch) -> No
     ray_cluster, gpu_node_id = cluster
     config, _ = case
     local = config.parent / "local"
-    run = runner.open_run(load_config(config), str(tmp_path / "run"), resume=False)
-    runner.prepare(run, load_config(config))
+    plan = build_plan(load_config(config))
+    run = runner.open_run(plan, str(tmp_path / "run"), resume=False)
+    runner.prepare(run, plan)
     n_parts = run.manifest["counts"]["parts"]
     # The lexical work labelled as a model's: it takes the actor path, on node A (gpu_slot).
-    parts = [PartTask("score", p.task, p.index, model_key="fake-model", entry=p.entry)
-             for p in plan_parts(load_config(config), "score", n_parts)]
+    parts = [PartTask("score", p.task, p.index, model_key="fake-model", entry=p.entry, directory=p.directory)
+             for p in plan.bound("score").parts(n_parts)]
     monkeypatch.setenv(KILL_PART_ENV, parts[3].key)
     monkeypatch.setenv(KILL_PART_ENV + "_MARKER", str(tmp_path / "killed"))
     commits: list[str] = []
@@ -171,10 +174,10 @@ def test_model_actor_killed_mid_part(cluster, case, tmp_path, monkeypatch) -> No
         from engine import throughput
 
         commits.append(part.key)
-        run.commit_part(part.key, part.relative_path, throughput.detach(table)[0], part.schema)
+        run.commit_part(part.key, part.relative_path, throughput.detach(table)[0], SCORE_SCHEMA)
 
     executor = RayExecutor(address=ray_cluster.address, gpu_resource="gpu_slot")
-    executor.run_parts(str(run.root), load_config(config), parts, {}, commit,
+    executor.run_parts(str(run.root), plan, parts, {}, commit,
                        lambda part, error, attempts: failures.append((part.key, error)), run.manifest["part_rows"])
     executor.close()
     run.save()

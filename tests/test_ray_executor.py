@@ -20,8 +20,9 @@ from engine.config import load_config  # noqa: E402
 from engine.errors import ConfigError, PartFailedError  # noqa: E402
 from engine.executors.ray import RayExecutor, RayOptions  # noqa: E402
 from engine.io.rundir import RunDirectory  # noqa: E402
-from engine.pipeline import KILL_PART_ENV, PartTask, plan_parts  # noqa: E402
-from engine.records import SCORE_KEY  # noqa: E402
+from engine.pipeline import KILL_PART_ENV, PartTask  # noqa: E402
+from engine.records import SCORE_KEY, SCORE_SCHEMA  # noqa: E402
+from engine.stages.plan import build_plan  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 N_SAMPLES = 40
@@ -43,7 +44,7 @@ def write_config(folder: Path, input_path: Path, scorers: str = "    - kind: lex
 
 def lexical_key(config_path: Path, index: int) -> str:
     """Key of lexical part `index` as the planner names it."""
-    return plan_parts(load_config(config_path), "score", index + 1)[index].key
+    return build_plan(load_config(config_path)).bound("score").parts(index + 1)[index].key
 
 
 def sorted_rows(run_dir: Path) -> list[dict[str, Any]]:
@@ -141,12 +142,12 @@ def test_retries_are_bounded_then_resume_completes(ray_session, lexical_case, tm
 
 def test_exception_in_a_part_fails_it_at_once(ray_session, lexical_case, tmp_path) -> None:
     config_path, _ = lexical_case
-    config = load_config(config_path)
-    run = runner.open_run(config, str(tmp_path / "run"), resume=False)
-    runner.prepare(run, config)
+    plan = build_plan(load_config(config_path))
+    run = runner.open_run(plan, str(tmp_path / "run"), resume=False)
+    runner.prepare(run, plan)
     (tmp_path / "run" / "samples" / "part-00002.parquet").unlink()
     executor = RayExecutor(max_retries=2)
-    runner.run_part_stage(run, config, "score", executor)
+    runner.run_part_stage(run, plan, plan.bound("score"), executor)
     failed = run.manifest["failed_parts"]
     key = lexical_key(config_path, 2)
     assert list(failed) == [key]
@@ -158,15 +159,16 @@ def test_exception_in_a_part_fails_it_at_once(ray_session, lexical_case, tmp_pat
 
 def _model_parts(config_path: Path, n_parts: int) -> list[PartTask]:
     """Lexical parts dressed as parts of a model: they must go through an actor pool."""
-    lexical = plan_parts(load_config(config_path), "score", n_parts)
-    return [PartTask("score", "lexical-actor", p.index, model_key="fake-model", entry=p.entry) for p in lexical]
+    lexical = build_plan(load_config(config_path)).bound("score").parts(n_parts)
+    return [PartTask("score", "lexical-actor", p.index, model_key="fake-model", entry=p.entry, directory=p.directory)
+            for p in lexical]
 
 
 def test_killed_actor_is_replaced_and_only_its_part_is_charged(ray_session, lexical_case, tmp_path, monkeypatch) -> None:
     config_path, _ = lexical_case
-    config = load_config(config_path)
-    run = runner.open_run(config, str(tmp_path / "run"), resume=False)
-    runner.prepare(run, config)
+    plan = build_plan(load_config(config_path))
+    run = runner.open_run(plan, str(tmp_path / "run"), resume=False)
+    runner.prepare(run, plan)
     parts = _model_parts(config_path, 8)
     monkeypatch.setenv(KILL_PART_ENV, "score/lexical-actor/00002")
     monkeypatch.setenv(KILL_PART_ENV + "_MARKER", str(tmp_path / "killed"))
@@ -174,8 +176,8 @@ def test_killed_actor_is_replaced_and_only_its_part_is_charged(ray_session, lexi
     failures: list[tuple[str, str, int]] = []
     executor = RayExecutor(actors_per_model=1, max_in_flight_per_actor=3, max_retries=1)
     executor.run_parts(
-        str(run.root), config, parts, {},
-        lambda part, table: (commits.append(part.key), run.commit_part(part.key, part.relative_path, table, part.schema)),
+        str(run.root), plan, parts, {},
+        lambda part, table: (commits.append(part.key), run.commit_part(part.key, part.relative_path, table, SCORE_SCHEMA)),
         lambda part, error, attempts: failures.append((part.key, error, attempts)),
         run.manifest["part_rows"],
     )

@@ -100,9 +100,9 @@ def test_part_renamed_but_not_recorded_is_redone_without_duplicates(tmp_path):
     manifest_path = tmp_path / "run" / "manifest.json"
     manifest = json.loads(manifest_path.read_text())
     # simulate a crash after a part's rename but before its manifest record, plus a stray temp file
-    from engine.pipeline import plan_parts
+    from engine.stages.plan import build_plan
 
-    manifest["parts"].pop(plan_parts(config, "score", 2)[1].key)
+    manifest["parts"].pop(build_plan(config).bound("score").parts(2)[1].key)
     manifest["status"] = "running"
     manifest_path.write_text(json.dumps(manifest))
     (tmp_path / "run" / "scores" / ".tmp-deadbeef-lexical-x__part-00002.parquet").write_bytes(b"partial")

@@ -20,9 +20,9 @@ import pytest
 pytest.importorskip("ray")
 
 from engine.config import load_config
-from engine.pipeline import plan_parts
 from engine.records import SCORE_KEY
 from engine.runner import CRASH_AFTER_COMMITS_ENV, execute_run, read_scores
+from engine.stages.plan import build_plan
 from tests._run_compare import assert_runs_equal
 
 REPO = Path(__file__).resolve().parent.parent
@@ -83,7 +83,7 @@ def test_kill_and_resume_across_executors(case, tmp_path) -> None:
     assert len(manifest["parts"]) == N_PARTS and not manifest["failed_parts"]
     # Exactly the planned part files: no temp files, no strays, no duplicates.
     files = sorted(p.name for p in (out / "scores").iterdir())
-    assert files == sorted(Path(p.relative_path).name for p in plan_parts(load_config(config), "score", N_PARTS))
+    assert files == sorted(Path(p.relative_path).name for p in build_plan(load_config(config)).bound("score").parts(N_PARTS))
 
     got, want = _rows(out), _rows(reference)
     assert len(got) == len(want) == manifest["counts"]["score_rows"]

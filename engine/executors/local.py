@@ -15,10 +15,10 @@ import logging
 import traceback
 from typing import Any, Sequence
 
-from engine.config import RunConfig
 from engine.executors.base import CommitFn, FailFn, RetryPolicy
 from engine.pipeline import PartTask, execute_part
 from engine.progress import progress_bar
+from engine.stages.plan import RunPlan
 
 logger = logging.getLogger(__name__)
 
@@ -32,7 +32,7 @@ class LocalExecutor:
     def run_parts(
         self,
         run_root: str,
-        config: RunConfig,
+        plan: RunPlan,
         parts: Sequence[PartTask],
         prepass: dict[str, Any],
         commit: CommitFn,
@@ -51,7 +51,7 @@ class LocalExecutor:
                     current = part.model_key
                 for attempt in range(1, self.retry.max_attempts + 1):
                     try:
-                        table = execute_part(run_root, config, part, prepass)
+                        table = execute_part(run_root, plan, part, prepass)
                     except Exception as exc:  # a whole-part failure: recorded, the other parts go on
                         logger.debug("part %s failed:\n%s", part.key, traceback.format_exc())
                         if not self.retry.try_again(attempt, self.retry.is_retried(exc)):

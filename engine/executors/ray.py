@@ -35,11 +35,11 @@ import pyarrow as pa
 import ray
 from ray.exceptions import RayActorError, RayError, RayTaskError
 
-from engine.config import RunConfig
 from engine.executors.base import CommitFn, FailFn, RetryPolicy
 from engine.params import Params, require
 from engine.pipeline import PartTask, execute_part
 from engine.progress import progress_bar
+from engine.stages.plan import RunPlan
 
 logger = logging.getLogger(__name__)
 
@@ -116,17 +116,17 @@ def _apply_env(env: dict[str, str]) -> None:
 Result = tuple[pa.Table, dict[str, Any]]  # the part's table, and where it was computed
 
 
-def _compute(run_root: str, config: RunConfig, part: PartTask, stage_info: dict[str, Any], env: dict[str, str]) -> Result:
+def _compute(run_root: str, plan: RunPlan, part: PartTask, prepass: dict[str, Any], env: dict[str, str]) -> Result:
     _apply_env(env)
-    table = execute_part(run_root, config, part, stage_info)
+    table = execute_part(run_root, plan, part, prepass)
     where = {"node_id": ray.get_runtime_context().get_node_id(), "hostname": socket.gethostname(), "pid": os.getpid(),
              "gpu_ids": [str(g) for g in ray.get_gpu_ids()]}
     return table, where
 
 
 @ray.remote(max_retries=0)
-def _part_task(run_root: str, config: RunConfig, part: PartTask, stage_info: dict[str, Any], env: dict[str, str]) -> Result:
-    return _compute(run_root, config, part, stage_info, env)
+def _part_task(run_root: str, plan: RunPlan, part: PartTask, prepass: dict[str, Any], env: dict[str, str]) -> Result:
+    return _compute(run_root, plan, part, prepass, env)
 
 
 @ray.remote(max_restarts=0, max_task_retries=0)
@@ -139,8 +139,8 @@ class _ModelWorker:
     def ready(self) -> str:
         return ray.get_runtime_context().get_node_id()
 
-    def run(self, run_root: str, config: RunConfig, part: PartTask, stage_info: dict[str, Any], env: dict[str, str]) -> Result:
-        return _compute(run_root, config, part, stage_info, env)
+    def run(self, run_root: str, plan: RunPlan, part: PartTask, prepass: dict[str, Any], env: dict[str, str]) -> Result:
+        return _compute(run_root, plan, part, prepass, env)
 
     def release(self) -> list[dict[str, Any]]:
         """Free this actor's models (ending vLLM worker processes) and return their residency records."""
@@ -281,9 +281,9 @@ class RayExecutor:
     def run_parts(
         self,
         run_root: str,
-        config: RunConfig,
+        plan: RunPlan,
         parts: Sequence[PartTask],
-        stage_info: dict[str, Any],
+        prepass: dict[str, Any],
         commit: CommitFn,
         fail: FailFn,
         rows_per_part: Sequence[int],
@@ -291,7 +291,7 @@ class RayExecutor:
         if not parts:
             return
         self._connect()
-        run = _StageRun(self, os.path.abspath(run_root), config, parts, stage_info, commit, fail, rows_per_part)
+        run = _StageRun(self, os.path.abspath(run_root), plan, parts, prepass, commit, fail, rows_per_part)
         with progress_bar(parts[0].stage, sum(rows_per_part[p.index] for p in parts), len(parts)) as bar:
             run.bar = bar
             try:
@@ -312,8 +312,8 @@ class RayExecutor:
 class _StageRun:
     """The driver loop of one stage: submit, wait, commit or retry, model group by model group."""
 
-    def __init__(self, executor: RayExecutor, run_root: str, config: RunConfig, parts: Sequence[PartTask],
-                 stage_info: dict[str, Any], commit: CommitFn, fail: FailFn, rows_per_part: Sequence[int]):
+    def __init__(self, executor: RayExecutor, run_root: str, plan: RunPlan, parts: Sequence[PartTask],
+                 prepass: dict[str, Any], commit: CommitFn, fail: FailFn, rows_per_part: Sequence[int]):
         self.ex = executor
         self.opts = executor.options
         self.retry = executor.retry
@@ -323,8 +323,8 @@ class _StageRun:
         self.rows_per_part = rows_per_part
         self.bar: Any = None
         # Shared by every call: put once, not serialised per part.
-        self.config_ref = ray.put(config)
-        self.info_ref = ray.put(stage_info)
+        self.plan_ref = ray.put(plan)  # the RunPlan travels in place of the config
+        self.info_ref = ray.put(prepass)
         self.tasks: deque[tuple[PartTask, int]] = deque((p, 1) for p in parts if not needs_model(p))
         by_model: dict[str, deque[tuple[PartTask, int]]] = {}
         for part in parts:  # models in order of first appearance: one pool per model, ever
@@ -349,7 +349,7 @@ class _StageRun:
         running_tasks = sum(1 for c in self.calls.values() if c.slot is None)
         while self.tasks and running_tasks < self.task_limit:
             part, attempt = self.tasks.popleft()
-            ref = _part_task.options(**self.task_options).remote(self.run_root, self.config_ref, part, self.info_ref, self.env)
+            ref = _part_task.options(**self.task_options).remote(self.run_root, self.plan_ref, part, self.info_ref, self.env)
             self.calls[ref] = _Call(part, attempt, self._next_seq())
             running_tasks += 1
         if self.pool is None and self.groups:
@@ -366,7 +366,7 @@ class _StageRun:
             if slot is None:
                 break
             part, attempt = self.pool_queue.popleft()
-            ref = pool.actors[slot].run.remote(self.run_root, self.config_ref, part, self.info_ref, self.env)
+            ref = pool.actors[slot].run.remote(self.run_root, self.plan_ref, part, self.info_ref, self.env)
             self.calls[ref] = _Call(part, attempt, self._next_seq(), slot, pool.generation[slot])
             pool.in_flight[slot] += 1
 

@@ -41,6 +41,7 @@ from engine.params import Params, require
 from engine.records import GENERATION_SCHEMA, REQUIRED_SAMPLE_COLUMNS
 from engine.runtime import check_dtype, resolve_device, resolve_dtype, resolve_model
 from engine.runtime import load_tokenizer as _runtime_tokenizer
+from engine.stages.base import MODEL_PATH_OPTIONS, SAMPLES, NamesGenerators, PartContext, PartStage, Rates, Reusable, StageTask
 
 logger = logging.getLogger(__name__)
 
@@ -353,3 +354,85 @@ def generate_part(samples: pa.Table, params: GenerateParams, max_new_tokens: int
     """One part of one generator. The model comes from the model registry, which keeps a vLLM
     engine in a worker process of its own, so any number of vLLM generators can follow each other."""
     return generate_samples(samples, params, max_new_tokens)
+
+
+# ----- the stage: one task per generator, model-major (engine.stages.base) -----------------
+class GenerateStage(PartStage, Reusable, Rates, NamesGenerators):
+    name = "generate"
+    package = "engine.generate"
+    section = "generate"
+    reuse_verb = "generated"
+    rates = (("generated_tokens", "tokens/s"),)
+    params_class = "engine.generate.stage:GenerateSection"
+    provides = SAMPLES  # its rows replace the input samples for every later stage
+    consumes = (SAMPLES,)
+    seeded = True
+    path_options = (*MODEL_PATH_OPTIONS, "cards_file")
+    directory = "generations"
+    schema = GENERATION_SCHEMA
+    input_columns = ("sample_id", "file_id", "source", "comment_start", "comment_end", "reference")
+
+    def parse_section(self, raw: Any, base_dir: Path, where: str) -> Any:
+        return GenerateSection.from_mapping(raw, where=where)
+
+    def with_run_seed(self, options: dict[str, Any], seed: int) -> dict[str, Any]:
+        """Each generator's seed defaults to the run's."""
+        generators = options.get("generators")
+        if isinstance(generators, list):
+            options["generators"] = [dict(g, seed=g.get("seed", seed)) if isinstance(g, dict) else g for g in generators]
+        return options
+
+    def row_generators(self, config: Any) -> list[str]:
+        return [g.generator_name for g in config.section(self.name).generators]
+
+    def check_config(self, config: Any) -> None:
+        from engine.runtime import check_model_name
+
+        for i, g in enumerate(config.section("generate").generators):
+            check_model_name(g.model, f"generate.generators[{i}].model")
+            if g.tokenizer_name != g.model:
+                check_model_name(g.tokenizer_name, f"generate.generators[{i}].tokenizer", kind="tokenizer")
+
+    def model_needs(self, config: Any) -> list[Any]:
+        from engine.runtime.memory import ModelNeed
+
+        return [ModelNeed(g.model, self.name, f"generate.generators[{i}]", g.backend, g.dtype, g.device, g.max_model_len,
+                          g.gpu_memory_utilization) for i, g in enumerate(config.section("generate").generators)]
+
+    def tasks(self, config: Any) -> list[StageTask]:
+        return [
+            StageTask(self.name, f"generate-{g.generator_name}", f"generate:{g.model}", i)
+            for i, g in enumerate(config.section("generate").generators)
+        ]
+
+    def needs_prepass(self, config: Any, task: StageTask) -> bool:
+        return True
+
+    def prepass(self, config: Any, task: StageTask, tables: Iterable[pa.Table]) -> dict[str, Any]:
+        return plan_generation(tables, config.section("generate").generators[task.entry])
+
+    def signatures(self, config: Any, task: StageTask, prepass: dict[str, Any]) -> dict[str, Any]:
+        """Model and tokenizer identities, the dtype actually used, card, prime rule, decoding, seed, limit."""
+        return {"generation": signature(config.section("generate").generators[task.entry], prepass)}
+
+    def reuse_identity(self, config: Any, task: StageTask, prepass: dict[str, Any]) -> str:
+        from engine.generate.reuse import generate_identity
+
+        return generate_identity(config.section(self.name).generators[task.entry], prepass)
+
+    def reuse_part(self, ctx: PartContext, sources: Any) -> tuple[pa.Table, dict[str, int], int] | None:
+        from engine.generate.reuse import generate_part as reuse_generate_part  # reuse imports this module
+
+        return reuse_generate_part(self, ctx, sources)
+
+    def run_part(self, ctx: PartContext) -> pa.Table:
+        samples = ctx.input_table()
+        self.require_columns(samples, "the part's samples")
+        params = ctx.config.section("generate").generators[ctx.part.entry]
+        table = generate_part(samples, params, int(ctx.prepass["max_new_tokens"]))
+        labels_path = getattr(ctx.config, "labels", None)
+        if labels_path:
+            from engine.data.labels import join_labels
+
+            table = join_labels(table, labels_path)
+        return table

@@ -27,6 +27,7 @@ class RunLayout:
     providers: kind -> the last listed stage (of any kind) that provides it;
     part_stages / driver_stages: the listed stages of those kinds;
     report_sections: the listed stages' report hooks (`ReportSection.report_section`), in run order;
+    report_settings: (config section, `ReportSettings.report_settings`) of the listed stages;
     reuse_verbs: reusable stage -> the console's verb for the rows it made itself.
     """
 
@@ -37,6 +38,7 @@ class RunLayout:
     part_stages: tuple[str, ...] = ()
     driver_stages: tuple[DriverWork, ...] = ()
     report_sections: tuple[Callable[[Any], Any], ...] = ()
+    report_settings: tuple[tuple[str, Callable[[dict[str, Any]], dict[str, Any]]], ...] = ()
     reuse_verbs: dict[str, str] = field(default_factory=dict)  # reusable stage -> the console's verb for rows it made
     rates: dict[str, tuple[tuple[str, str], ...]] = field(default_factory=dict)  # stage -> its own (counter, unit) rates
     # The listed part stages that provide scored candidates, in run order (stage objects: each
@@ -48,6 +50,14 @@ class RunLayout:
 
     def has_provider(self, kind: str) -> bool:
         return kind in self.providers
+
+    def settings(self, config: dict[str, Any]) -> dict[str, Any]:
+        """What the listed stages say the report reads of their options as `config` (the
+        manifest's copy of the resolved config) records them: setting key -> value."""
+        out: dict[str, Any] = {}
+        for section, read in self.report_settings:
+            out.update(read(config.get(section) or {}))
+        return out
 
 
 # The flow resolver installs the function that makes a layout from a list of stages (for a

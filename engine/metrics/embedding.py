@@ -194,9 +194,10 @@ class EmbeddingScorer:
         return {f"{METRIC}/{context}": self._signature(context) for context in self.params.contexts}
 
     def _signature(self, context: str) -> str:
-        from engine import __version__, numerics
+        from engine import numerics
         from engine.metrics.encoder_runtime import planned_linear_kernels
         from engine.runtime import attn_implementation, resolve_device, resolve_model
+        from engine.version import __version__
 
         p = self.params
         if self._loaded is not None:

@@ -213,6 +213,6 @@ class LexicalScorer:
 
 
 def _version() -> str:
-    from engine import __version__
+    from engine.version import __version__
 
     return __version__

@@ -24,7 +24,7 @@ from engine.report.context import FigureWriter, ReportContext, Section
 from engine.report.load import RunData, load_run
 from engine.report.page import PAGE
 from engine.report.sections import NOISE_TASKS, STUDY_SECTIONS
-from engine.report.sweep import representative_layers
+from engine.report.sweep import report_settings, representative_layers
 from engine.report.sweep_sections import sweep_sections
 from engine.report.tables import (
     by_key,
@@ -161,7 +161,7 @@ def render_page(data: RunData, sections: list[Section], elapsed_note: str) -> st
 # The page, in order: one function per section (or group of sections), each taking the
 # ReportContext. A new section is a function and an entry here.
 def stage_sections(ctx: ReportContext) -> list[Section]:
-    """The sections of the run's stages that report on their own outputs (`Stage.report_section`:
+    """The sections of the run's stages that report on their own outputs (`ReportSection.report_section`:
     perturbation sensitivity, judges, round trip, ...), in run order."""
     out: list[Section] = []
     hooks = ctx.data.layout.report_sections if ctx.data.layout is not None else ()
@@ -182,7 +182,7 @@ def report_context(data: RunData, folder: Path) -> ReportContext:
     # settings present in the scores or only in calibration.parquet (scores of another run layout)
     calibrated = [r for t in ("agreement", *NOISE_TASKS) for per_gen in (False, True) for r in data.calibration_rows(t, per_gen)]
     keys = (data.scores.keys() if data.scores else []) + calibration_keys(calibrated)
-    defaults = representative_layers(data.manifest.get("config", {}))
+    defaults = representative_layers(report_settings(data.manifest, data.layout))
     head_keys = set(headline_keys(keys, headline_variants(keys, defaults)))
     groups = figure_groups(sorted(k for k in head_keys if data.scores and k in data.scores.groups))
     return ReportContext(data, FigureWriter(folder, data.image_format), head_keys, groups, by_key(agreement_rows))

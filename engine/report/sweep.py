@@ -20,6 +20,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from engine.kinds import LAYER_SETTING, SIGNIFICANCE_SETTING
 from engine.report.tables import ConfigKey, context_rank, language_name, order_languages, short_scorer
 
 BEST_ROWS = 5  # settings listed per language in the report's table
@@ -32,23 +33,16 @@ def layer_of(variant: str) -> int | None:
     return int(match.group(1)) if match else None
 
 
-def representative_layers(config: dict[str, Any]) -> dict[str, int]:
-    """Embedding scorer (model) -> the layer it reports without a sweep: the config's `layer`,
-    else the shipped default (engine/resources/encoders.yaml). Models in neither are absent
-    (they use their last layer)."""
-    from engine.resources import default_layer_table
+def report_settings(manifest: dict[str, Any], layout: Any) -> dict[str, Any]:
+    """What the run's stages say the sweep views read of their recorded options (their
+    `ReportSettings`, through the run's layout: engine.io.layout.RunLayout, None: nothing)."""
+    return layout.settings(manifest.get("config", {})) if layout is not None else {}
 
-    table = default_layer_table()
-    out = {}
-    for scorer in (config.get("score") or {}).get("scorers") or []:
-        if scorer.get("kind") != "embedding" or not scorer.get("model"):
-            continue
-        layer = scorer.get("layer")
-        if layer is None:
-            layer = table.get(scorer["model"])
-        if layer is not None:
-            out[scorer["model"]] = int(layer)
-    return out
+
+def representative_layers(settings: dict[str, Any]) -> dict[str, int]:
+    """Embedding scorer (model) -> the layer it reports without a sweep (the score stage's
+    setting; models without one use their last layer)."""
+    return dict(settings.get(LAYER_SETTING) or {})
 
 
 def _finite(value: Any) -> bool:
@@ -238,9 +232,9 @@ def label_ordinals(run: Any) -> dict[str, int]:
     return {s: LABELS.index(label) for s, label in zip(table["sample_id"].to_pylist(), table["label"].to_pylist())}
 
 
-def significance_options(config: dict[str, Any]) -> tuple[str, float]:
-    """(correlation, alpha) of the run's perturb.significance options, else the defaults."""
-    options = ((config.get("perturb") or {}).get("significance") or {})
+def significance_options(settings: dict[str, Any]) -> tuple[str, float]:
+    """(correlation, alpha) of the run's significance options (the perturb stage's setting), else the defaults."""
+    options = settings.get(SIGNIFICANCE_SETTING) or {}
     return str(options.get("correlation", DEFAULT_CORRELATION)), float(options.get("alpha", DEFAULT_ALPHA))
 
 
@@ -259,9 +253,9 @@ def run_best_settings(run_dir: str | Path, agreement: list[dict[str, Any]] | Non
             return []
         agreement = [r for r in pq.read_table(path, schema=CALIBRATION_SCHEMA).to_pylist()
                      if r["task"] == "agreement" and (r["group_by"] or "language") == "language"]
-    config = run.manifest.get("config", {})
-    correlation, alpha = significance_options(config)
-    return best_settings(agreement, run_scores(run), label_ordinals(run), representative_layers(config), top, correlation, alpha)
+    settings = report_settings(run.manifest, run.layout)
+    correlation, alpha = significance_options(settings)
+    return best_settings(agreement, run_scores(run), label_ordinals(run), representative_layers(settings), top, correlation, alpha)
 
 
 # ----- text ------------------------------------------------------------------------------------------

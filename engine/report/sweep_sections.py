@@ -19,6 +19,7 @@ from engine.report.sweep import (
     interval_text,
     label_ordinals,
     layer_curves,
+    report_settings,
     representative_layers,
     run_scores,
     setting_text,
@@ -35,7 +36,7 @@ def _agreement(ctx: ReportContext) -> list[dict[str, Any]]:
 
 def layer_section(ctx: ReportContext) -> Section | None:
     """Only for runs with an all-layer scorer (variants layer-K/F)."""
-    defaults = representative_layers(ctx.data.manifest.get("config", {}))
+    defaults = representative_layers(report_settings(ctx.data.manifest, ctx.data.layout))
     curves = layer_curves(_agreement(ctx), defaults)
     if not curves:
         return None
@@ -103,12 +104,12 @@ def best_section(ctx: ReportContext) -> Section | None:
     rows = _agreement(ctx)
     if not rows:
         return None  # the kappa sections say why there is no agreement
-    config = ctx.data.manifest.get("config", {})
-    correlation, alpha = significance_options(config)
+    settings = report_settings(ctx.data.manifest, ctx.data.layout)
+    correlation, alpha = significance_options(settings)
     from engine.io.rundir import RunDirectory
 
     run = RunDirectory.open_existing(str(ctx.data.root))
-    best = best_settings(rows, run_scores(run), label_ordinals(run), representative_layers(config), BEST_ROWS, correlation, alpha)
+    best = best_settings(rows, run_scores(run), label_ordinals(run), representative_layers(settings), BEST_ROWS, correlation, alpha)
     if not best:
         return None
     parts = [page.note(

@@ -23,7 +23,7 @@ import pyarrow.parquet as pq
 
 from engine.io.atomic import write_json_atomic
 from engine.reuse.sources import IDENTITIES_KEY, forget_sources, hold_earlier_runs, sources_for
-from engine.stages.base import Reusable
+from engine.stages.base import OwnTable, Reusable
 
 logger = logging.getLogger(__name__)
 
@@ -60,15 +60,15 @@ def _reusing_stages(plan: Any) -> list[Any]:
     return [bound for bound in plan.part_stages() if isinstance(bound.stage, Reusable)]
 
 
-def record_identities(run: Any, plan: Any, prepass_of: Callable[[str], dict[str, Any]]) -> None:
+def record_identities(run: Any, plan: Any, prepass_of: Callable[[Any], dict[str, Any]]) -> None:
     """Record every reusable task's identity in the manifest (what later runs match).
 
-    plan: the run's RunPlan (engine.stages.plan)."""
+    plan: the run's RunPlan (engine.stages.plan); prepass_of(bound stage): its tasks' pre-pass results."""
     config = plan.config
     identities: dict[str, dict[str, str]] = {}
     for bound in _reusing_stages(plan):
         stage = bound.stage
-        prepass = prepass_of(stage.name)
+        prepass = prepass_of(bound)
         for task in bound.tasks:
             digest = stage.reuse_identity(config, task, prepass.get(task.task, {}))
             identities[task.task] = {"stage": stage.name, "identity": digest}
@@ -84,7 +84,8 @@ def summarize_reuse(run: Any, plan: Any) -> dict[str, Any] | None:
     tasks: dict[str, dict[str, Any]] = {}
     for bound in _reusing_stages(plan):
         stage = bound.stage
-        n_parts = len(stage.own_parts(config, run.root) or run.manifest["part_rows"])
+        own = stage.own_parts(config, run.root) if isinstance(stage, OwnTable) else None
+        n_parts = len(own or run.manifest["part_rows"])
         for part in bound.parts(n_parts):
             if not run.is_done(part.key):
                 continue

@@ -26,7 +26,7 @@ import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, Literal
+from typing import Any, Iterator, Literal
 
 from engine.errors import ConfigError, ModelLoadError
 
@@ -84,6 +84,27 @@ def split_revision(name: str) -> tuple[str, str | None]:
     return base, revision
 
 
+# A complete demo model folder holds this file (written last by its builder).
+DEMO_DONE_MARKER = ".babelscore-built"
+
+
+class _DemoBuilder:
+    """How `demo:` models are built: engine.demo installs it when imported (its builders make
+    judge and generate models, layers above this one), and the config loader imports engine.demo,
+    so every process that loads a config has it. A process without it (a model worker process)
+    still resolves a demo model that is already built."""
+
+    build: Any = None  # (root, name) -> folder
+    names: Any = None  # () -> the known names
+
+
+_demo_builder = _DemoBuilder()
+
+
+def use_demo_builder(build: Any, names: Any) -> None:
+    _demo_builder.build, _demo_builder.names = build, names
+
+
 def demo_models_dir() -> Path:
     """BABELSCORE_DEMO_MODELS, else .cache/demo-models of a source checkout, else the user cache."""
     if os.environ.get(DEMO_MODELS_ENV):
@@ -100,12 +121,10 @@ _hash_cache: dict[tuple, str] = {}
 
 
 def _listing(root: Path) -> list[tuple[str, Path]]:
-    from engine.demo import DONE_MARKER
-
     files = []
     for path in sorted(root.rglob("*")):
         rel = path.relative_to(root).as_posix()
-        if path.is_file() and rel != DONE_MARKER:
+        if path.is_file() and rel != DEMO_DONE_MARKER:
             files.append((rel, path))
     return files
 
@@ -170,13 +189,16 @@ def _resolve_pypi(name: str, kind: Kind) -> ResolvedModel:
 
 
 def _resolve_demo(name: str, kind: Kind) -> ResolvedModel:
-    from engine.demo import build_demo_model, demo_model_names
-
     short = name[len(DEMO_PREFIX):]
-    if short not in demo_model_names():
-        raise UnresolvedModel(f"unknown demo model {name!r}; known: "
-                              f"{', '.join(DEMO_PREFIX + n for n in demo_model_names())}")
-    path = build_demo_model(demo_models_dir(), short)
+    path = demo_models_dir() / short
+    if _demo_builder.build is not None:
+        known = _demo_builder.names()
+        if short not in known:
+            raise UnresolvedModel(f"unknown demo model {name!r}; known: {', '.join(DEMO_PREFIX + n for n in known)}")
+        path = _demo_builder.build(demo_models_dir(), short)
+    elif not (path / DEMO_DONE_MARKER).is_file():
+        raise UnresolvedModel(f"demo model {name!r} is not built in {demo_models_dir()} and this process has no "
+                              "builder (importing engine.demo installs it)")
     _check_directory(path, name, kind)
     return ResolvedModel(name, "demo", str(path), None, content_hash(path))
 

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Iterable
 from engine.io import layout as _layout
 from engine.io.layout import DriverWork, RunLayout
 from engine.stages import registry
-from engine.stages.base import CANDIDATES, INPUT, SAMPLES, Reusable
+from engine.stages.base import CANDIDATES, INPUT, SAMPLES, DriverStage, Rates, ReportSection, ReportSettings, Reusable
 from engine.stages.registry import get_stage
 
 if TYPE_CHECKING:
@@ -110,10 +110,11 @@ def layout_of(stages: Iterable[str]) -> RunLayout:
         sample_schema=source.schema if source is not None else None,
         providers={kind: provider_of(names, kind).name for kind in sorted(kinds)},  # type: ignore[union-attr]
         part_stages=tuple(s.name for s in ordered if s.kind == "part"),
-        driver_stages=tuple(DriverWork(s.name, s.after_complete) for s in ordered if s.kind == "driver"),
-        report_sections=tuple(s.report_section for s in ordered),
+        driver_stages=tuple(DriverWork(s.name, s.after_complete) for s in ordered if isinstance(s, DriverStage)),
+        report_sections=tuple(s.report_section for s in ordered if isinstance(s, ReportSection)),
+        report_settings=tuple((s.section or s.name, s.report_settings) for s in ordered if isinstance(s, ReportSettings)),
         reuse_verbs={s.name: s.reuse_verb for s in listed(names) if isinstance(s, Reusable)},
-        rates={s.name: s.rates for s in listed(names) if s.rates},
+        rates={s.name: s.rates for s in listed(names) if isinstance(s, Rates) and s.rates},
         candidates=tuple(providers(given, CANDIDATES)),
     )
 

@@ -3,10 +3,11 @@
 `build_plan(config)` asks the flow resolver (engine.stages.flow) everything the layers below
 would otherwise look up by stage name: the listed stages bound in run order, each with its
 tasks, the stage whose rows are its samples, the earlier stages whose part `i` it reads (by
-kind), its folder and schema, its model needs; the run's seed and the data-flow layout that
-RunDirectory and the report read (engine.io.layout). The runner, both executors (the plan
-travels to Ray workers in place of the bare config), memory planning, throughput, the console
-and the bench take the plan or the piece of it they need. docs/architecture.md walks through it.
+kind), its folder and schema, its model needs; the run's seed, the stages that make its input
+and its samples, and the data-flow layout that RunDirectory and the report read
+(engine.io.layout). The runner, prepare, preflight, both executors (the plan travels to Ray
+workers in place of the bare config), memory planning, reuse, throughput, the console and the
+bench take the plan or the piece of it they need. docs/architecture.md walks through it.
 """
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ import pyarrow as pa
 
 from engine.io.layout import RunLayout
 from engine.stages import flow
-from engine.stages.base import SAMPLES, PartTask, Stage, StageTask
+from engine.stages.base import SAMPLES, NamesGenerators, OwnTable, PartStage, PartTask, Stage, StageTask
 
 
 @dataclass(frozen=True)
@@ -67,6 +68,7 @@ class RunPlan:
     layout: RunLayout
     seed: int | None = None
     input_source: BoundStage | None = None  # the source stage that makes the run's input (None: `input:`)
+    sample_source: BoundStage | None = None  # the stage whose rows are the run's samples (None: the validated input)
     _by_name: dict[str, BoundStage] = field(default_factory=dict, compare=False, repr=False)
 
     def bound(self, name: str) -> BoundStage:
@@ -82,46 +84,49 @@ class RunPlan:
     def model_needs(self) -> list[Any]:
         return [need for b in self.part_stages() for need in b.model_needs]
 
+    def generated_names(self, bound: BoundStage | None = None) -> list[str] | None:
+        """The generator names of the rows `bound` works on when a stage generates them (None:
+        its samples are the input's); without `bound`, those of the run's samples."""
+        source = bound.sample_source if bound is not None else self.sample_source
+        if source is None:
+            return None
+        stage = source.stage
+        if not isinstance(stage, NamesGenerators):
+            raise TypeError(f"stage {source.name!r} provides samples but does not say their generator names "
+                            "(engine.stages.base.NamesGenerators)")
+        return list(stage.row_generators(self.config))
+
+    def own_tables(self) -> list[BoundStage]:
+        """The part stages that work on a task table of their own (`OwnTable`), not the samples."""
+        return [b for b in self.part_stages() if isinstance(b.stage, OwnTable)]
+
 
 def build_plan(config: Any) -> RunPlan:
-    """Resolve the run once: called by the driver (runner, bench, preflight, CLI) on a validated config."""
+    """Resolve the run once: called by the driver (runner, bench, CLI) on a validated config."""
     listed = flow.listed(config.stages)
     bound: dict[str, BoundStage] = {}
     for stage in listed:
-        source = flow.sample_source(config.stages, stage.name) if stage.kind == "part" else None
+        part = isinstance(stage, PartStage)
+        source = flow.sample_source(config.stages, stage.name) if part else None
         consumed: list[tuple[str, tuple[str, ...]]] = []
-        for kind in stage.consumes if stage.kind == "part" else ():
+        for kind in stage.consumes if part else ():
             providers = ([source] if source is not None else []) if kind == SAMPLES else flow.providers(config.stages, kind, before=stage.name)
             consumed.append((kind, tuple(p.name for p in providers)))
         bound[stage.name] = BoundStage(
             stage=stage,
-            tasks=tuple(stage.tasks(config)) if stage.kind == "part" else (),
+            tasks=tuple(stage.tasks(config)) if part else (),
             sample_source=bound.get(source.name) if source is not None else None,
             consumed=tuple(consumed),
-            model_needs=tuple(stage.model_needs(config)) if stage.kind == "part" else (),
+            model_needs=tuple(stage.model_needs(config)) if part else (),
         )
     source = flow.input_source(config.stages)
+    samples = flow.sample_source(config.stages)
     return RunPlan(
         config=config,
         stages=tuple(bound.values()),
         layout=flow.layout_of(config.stages),
         seed=getattr(config, "seed", None),
         input_source=bound.get(source.name) if source is not None else None,
+        sample_source=bound.get(samples.name) if samples is not None else None,
         _by_name=bound,
     )
-
-
-_recent: list[tuple[Any, RunPlan]] = []
-
-
-def as_plan(config_or_plan: Any) -> RunPlan:
-    """The plan itself, or (for a caller holding only a config: a test, a worker sent a bare
-    config) the plan of that config, built once per config object."""
-    if isinstance(config_or_plan, RunPlan):
-        return config_or_plan
-    for config, plan in _recent:
-        if config is config_or_plan:
-            return plan
-    plan = build_plan(config_or_plan)
-    _recent[:] = [(config_or_plan, plan), *_recent[:3]]
-    return plan

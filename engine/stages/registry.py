@@ -17,16 +17,16 @@ if TYPE_CHECKING:
 
 # name -> "module:Class", in run order.
 STAGES: dict[str, str] = {
-    "build": "engine.stages.build:BuildStage",
-    "generate": "engine.stages.generate:GenerateStage",
-    "noise": "engine.stages.noise:NoiseStage",
-    "perturb": "engine.stages.perturb:PerturbStage",
-    "score": "engine.stages.score:ScoreStage",
-    "judge": "engine.stages.judge:JudgeStage",
-    "roundtrip": "engine.stages.roundtrip:RoundTripStage",
-    "finetune": "engine.stages.finetune:FinetuneStage",
-    "calibrate": "engine.stages.calibrate:CalibrateStage",
-    "report": "engine.stages.report:ReportStage",
+    "build": "engine.data.stage:BuildStage",
+    "generate": "engine.generate.stage:GenerateStage",
+    "noise": "engine.noise.stage:NoiseStage",
+    "perturb": "engine.perturb.stage:PerturbStage",
+    "score": "engine.metrics.stage:ScoreStage",
+    "judge": "engine.judge.stage:JudgeStage",
+    "roundtrip": "engine.roundtrip.stage:RoundTripStage",
+    "finetune": "engine.finetune.stage:FinetuneStage",
+    "calibrate": "engine.calibrate.stage:CalibrateStage",
+    "report": "engine.report.stage:ReportStage",
 }
 DEFAULT_STAGES = ("score",)  # `stages:` when a config leaves it out
 

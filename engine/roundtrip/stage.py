@@ -26,7 +26,7 @@ import pyarrow.parquet as pq
 from engine.errors import ConfigError, InputError
 from engine.params import option_digest
 from engine.records import ROUNDTRIP_SCHEMA
-from engine.stages.base import MODEL_PATH_OPTIONS, ROUNDTRIP_ROWS, PartContext, Stage, StageTask
+from engine.stages.base import MODEL_PATH_OPTIONS, ROUNDTRIP_ROWS, OwnTable, PartContext, PartStage, Rates, ReportSection, StageTask
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +38,7 @@ def task_part_path(run_root: str | Path, index: int) -> Path:
     return Path(run_root) / TASKS_DIR / f"part-{index:05d}.parquet"
 
 
-class RoundTripStage(Stage):
+class RoundTripStage(PartStage, Rates, OwnTable, ReportSection):
     name = "roundtrip"
     package = "engine.roundtrip"
     section = "roundtrip"

@@ -8,13 +8,12 @@ from typing import Any
 
 import pyarrow as pa
 
-from engine.stages.base import INPUT, MODEL_PATH_OPTIONS, Stage
+from engine.stages.base import INPUT, MODEL_PATH_OPTIONS, SourceStage
 
 
-class BuildStage(Stage):
+class BuildStage(SourceStage):
     name = "build"
     package = "engine.data"
-    kind = "source"
     section = "build"
     params_class = "engine.data.build:BuildParams"
     provides = INPUT

@@ -15,7 +15,7 @@ import pyarrow as pa
 from engine.errors import ConfigError
 from engine.judge.config import JudgeSection
 from engine.records import JUDGMENT_SCHEMA
-from engine.stages.base import JUDGMENTS, SAMPLES, PartContext, Stage, StageTask
+from engine.stages.base import JUDGMENTS, SAMPLES, Analyzes, PartContext, PartStage, Rates, ReportSection, StageTask
 
 
 def _resolve_prompt_packs(raw: Mapping[str, Any], base_dir: Path) -> dict[str, Any]:
@@ -33,7 +33,7 @@ def _resolve_prompt_packs(raw: Mapping[str, Any], base_dir: Path) -> dict[str, A
     return section
 
 
-class JudgeStage(Stage):
+class JudgeStage(PartStage, Rates, Analyzes, ReportSection):
     name = "judge"
     package = "engine.judge"
     section = "judge"

@@ -1,6 +1,6 @@
 """Stage `report`: RUN/report/index.html, a view of the committed outputs (engine.report has
 the page, figures, tables and loading; each stage's own section comes from its
-`Stage.report_section`). A driver stage that runs after the run is marked complete: the scores
+`ReportSection.report_section`). A driver stage that runs after the run is marked complete: the scores
 are final by then and `babelscore report RUN` can redraw the page at any time."""
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from engine.params import Params, require
-from engine.stages.base import REPORT, SAMPLES, Stage
+from engine.stages.base import REPORT, SAMPLES, DriverStage
 
 
 @dataclass(frozen=True)
@@ -28,12 +28,11 @@ class ReportParams(Params):
         require(self.max_strip_points > 0, "report.max_strip_points", self.max_strip_points, "a positive integer")
 
 
-class ReportStage(Stage):
+class ReportStage(DriverStage):
     name = "report"
     package = "engine.report"
-    kind = "driver"
     section = "report"
-    params_class = "engine.stages.report:ReportParams"
+    params_class = "engine.report.stage:ReportParams"
     provides = REPORT
     consumes = (SAMPLES,)  # and whatever every listed stage reports on
     path_options = ()

@@ -17,14 +17,13 @@ from typing import Any, Mapping
 
 from engine.errors import ConfigError
 from engine.finetune.config import FinetuneParams
-from engine.stages.base import SAMPLES, Stage
+from engine.stages.base import SAMPLES, DriverStage, ReportSection
 
 FINETUNE_ROWS = "finetune-adapters"
 
 
-class FinetuneStage(Stage):
+class FinetuneStage(DriverStage, ReportSection):
     name = "finetune"
-    kind = "driver"
     package = "engine.finetune"
     section = "finetune"
     params_class = "engine.finetune.config:FinetuneParams"

@@ -1,24 +1,15 @@
-"""Stage `score`: every configured scorer over each part's predictions and noise/perturbation texts.
+"""The score stage's domain code (its Stage is engine/metrics/stage.py): the `score:` section
+parsed into scorer entries with their `scorer` labels and config-time checks, the items a part
+scores (each sample's prediction, then its noise or perturbed texts), and the rows written.
 
-Identity: each `score.scorers` entry is one task, named from its complete resolved options
-(`engine.metrics.base.task_name_for`), so two entries never share a part file. The `scorer`
-column of the rows carries the model as configured; when two entries of one kind name the
-same model (e.g. idf on and off), each entry's scorer column gets the options in which it
+Labels: the `scorer` column carries the model as configured; when two entries of one kind
+name the same model (e.g. idf on and off), each entry's label gets the options in which it
 differs from the defaults (`model[idf=true]`), so score keys and calibration groups differ.
 Two entries whose rows would share a score key are refused at config time, naming both.
-
-Corpus pre-pass: an embedding scorer with `idf: true` counts document frequencies over all
-unique reference spans of the run (per context setting) once, before any part; every part
-uses those counts, so idf weights never depend on how the work was cut.
-
-Rows of items without a prediction (generation failed) are error rows under the scorer's own
-metric names and variants, with NaN values and the reason in `error`.
 """
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 import pyarrow as pa
@@ -27,9 +18,6 @@ from engine.errors import ConfigError
 from engine.items import ScoreItem, ScoreRow
 from engine.params import Params
 from engine.records import SCORE_SCHEMA
-from engine.stages.base import CANDIDATES, SAMPLES, SCORES, PartContext, Reusable, Stage, StageTask, prepass_hash
-
-logger = logging.getLogger(__name__)
 
 # Option names that never change a number of the rows an entry shares with another entry:
 # they select which rows exist (metrics, contexts, directions) or only schedule work.
@@ -225,110 +213,3 @@ def _missing_prediction_rows(scorer: Any, items: Sequence[ScoreItem], reasons: M
         row._replace(value=float("nan"), error=reasons.get(row.sample_id) or "no prediction")
         for row in rows
     ]
-
-
-class ScoreStage(Stage, Reusable):
-    name = "score"
-    package = "engine.metrics"
-    section = "score"
-    rates = (("encoder_tokens", "encoder tokens/s"), ("model_tokens", "likelihood tokens/s"))
-    directory = "scores"
-    schema = SCORE_SCHEMA
-    input_columns = ("sample_id", "file_id", "language", "source", "comment_start", "comment_end", "reference", "prime", "prediction")
-    provides = SCORES
-    consumes = (SAMPLES, CANDIDATES)
-    # Every scorer entry's location options (embedding baselines are files).
-    path_options = ("model", "tokenizer", "baseline")
-
-    def parse_section(self, raw: Any, base_dir: Path, where: str) -> ScoreSection:
-        return parse_scorers(raw)
-
-    def check_config(self, config: Any) -> None:
-        from engine.runtime import check_model_name
-
-        for i, spec in enumerate(config.section(self.name).scorers):
-            model = spec.params.to_dict().get("model")
-            if model:
-                check_model_name(model, f"score.scorers[{i}].model")
-
-    def model_needs(self, config: Any) -> list[Any]:
-        from engine.runtime.memory import ModelNeed
-
-        needs = []
-        for i, spec in enumerate(config.section(self.name).scorers):
-            options = spec.params.to_dict()
-            if options.get("model"):
-                dtype = getattr(spec.params, "requested_dtype", options.get("dtype", "auto"))
-                needs.append(ModelNeed(options["model"], self.name, f"score.scorers[{i}]", "transformers", dtype,
-                                       options.get("device", "auto")))
-        return needs
-
-    def tasks(self, config: Any) -> list[StageTask]:
-        out = []
-        for i, spec in enumerate(config.section(self.name).scorers):
-            scorer = get_scorer(spec)
-            out.append(StageTask(self.name, scorer.task_name, scorer.model_key, i))
-        return out
-
-    # ----- corpus pre-pass: idf document frequencies over the run's unique references ---------
-    def needs_prepass(self, config: Any, task: StageTask) -> bool:
-        spec = config.section(self.name).scorers[task.entry]
-        return spec.kind == "embedding" and bool(spec.params.to_dict().get("idf"))
-
-    def prepass(self, config: Any, task: StageTask, tables: Iterable[pa.Table]) -> dict[str, Any]:
-        spec = config.section(self.name).scorers[task.entry]
-        scorer = get_scorer(spec)
-        counts = scorer.reference_document_frequencies(score_items(t, {}) for t in tables)
-        return {"idf": counts}
-
-    def signatures(self, config: Any, task: StageTask, prepass: dict[str, Any]) -> dict[str, Any]:
-        spec = config.section(self.name).scorers[task.entry]
-        scorer = get_scorer(spec)
-        if prepass:
-            scorer.use_corpus_idf(prepass["idf"], prepass_hash(prepass))
-        return scorer.signatures()
-
-    def reuse_identity(self, config: Any, task: StageTask, prepass: dict[str, Any]) -> str:
-        from engine.metrics.reuse import score_identity
-
-        return score_identity(config.section(self.name).scorers[task.entry], prepass)
-
-    def reuse_part(self, ctx: PartContext, sources: Any) -> tuple[pa.Table, dict[str, int], int] | None:
-        from engine.metrics.reuse import score_part
-
-        return score_part(self, ctx, sources)
-
-    def part_scorer(self, ctx: PartContext) -> tuple[ScorerSpec, Any]:
-        """The entry of this part and its scorer (built, not loaded), with the run's corpus idf."""
-        spec = ctx.config.section(self.name).scorers[ctx.part.entry]
-        scorer = get_scorer(spec)
-        if ctx.prepass:
-            scorer.use_corpus_idf(ctx.prepass["idf"], prepass_hash(ctx.prepass))
-        return spec, scorer
-
-    def part_items(self, ctx: PartContext) -> tuple[list[ScoreItem], dict[str, str]]:
-        """Every item of the part in scoring order, and why items without a prediction lack one."""
-        samples = ctx.input_table()
-        self.require_columns(samples, "the part's samples")
-        extra: list[dict[str, Any]] = []
-        for provider in ctx.providers_of(CANDIDATES):
-            extra.extend(provider.as_candidates(ctx.stage_output(provider.name)).to_pylist())
-        items = list(score_items(samples, _group_by_sample(extra)))
-        missing = [item for item in items if item.prediction is None]
-        reasons: dict[str, str] = {}
-        if missing and "generation_error" in samples.column_names:
-            reasons = {
-                r["sample_id"]: f"no prediction: {r['generation_error']}"
-                for r in samples.select(["sample_id", "generation_error"]).to_pylist()
-                if r["generation_error"]
-            }
-        return items, reasons
-
-    def run_part(self, ctx: PartContext) -> pa.Table:
-        spec, scorer = self.part_scorer(ctx)
-        items, reasons = self.part_items(ctx)
-        ready = [item for item in items if item.prediction is not None]
-        missing = [item for item in items if item.prediction is None]
-        rows = scorer.score(ready) + _missing_prediction_rows(scorer, missing, reasons)
-        items_by_id = {item.sample_id: item for item in items}
-        return rows_to_table(rows, items_by_id, spec.scorer_label)

@@ -11,10 +11,23 @@ import pyarrow as pa
 from engine.params import option_digest
 from engine.perturb.perturber import INPUT_COLUMNS, PerturbParams, foreign_pool, make_perturbations
 from engine.records import PERTURB_SCHEMA
-from engine.stages.base import CANDIDATES, SAMPLES, SCORES, PartContext, Stage, StageTask, prepass_hash
+from engine.stages.base import (
+    CANDIDATES,
+    SAMPLES,
+    SCORES,
+    SIGNIFICANCE_SETTING,
+    Analyzes,
+    CandidateSource,
+    PartContext,
+    PartStage,
+    ReportSection,
+    ReportSettings,
+    StageTask,
+    prepass_hash,
+)
 
 
-class PerturbStage(Stage):
+class PerturbStage(PartStage, CandidateSource, Analyzes, ReportSection, ReportSettings):
     name = "perturb"
     package = "engine.perturb"
     section = "perturb"
@@ -69,6 +82,11 @@ class PerturbStage(Stage):
         from engine.report.context import Section
 
         return perturbation_sections(ctx.data, ctx.fw, Section)
+
+    def report_settings(self, options: dict[str, Any]) -> dict[str, Any]:
+        """The recorded `significance` options (correlation, alpha) the sweep's Williams tests use."""
+        significance = (options or {}).get("significance") or {}
+        return {SIGNIFICANCE_SETTING: {k: significance[k] for k in ("correlation", "alpha") if k in significance}}
 
     def signatures(self, config: Any, task: StageTask, prepass: dict[str, Any]) -> dict[str, Any]:
         params = config.section(self.name)

@@ -1,4 +1,4 @@
-"""Stage `noise`: synthetic predictions per sample (see engine.noise for the method).
+"""Stage `noise`: synthetic predictions per sample (see engine.noise.method for the method).
 
 One task (`noise`); its rows are read by the score stage for the same part, which scores
 them like predictions with the noise kind in the `noise` column.
@@ -6,19 +6,19 @@ them like predictions with the noise kind in the `noise` column.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Sequence
 
 import pyarrow as pa
 
 from engine.records import NOISE_SCHEMA
-from engine.stages.base import CANDIDATES, SAMPLES, PartContext, Stage, StageTask
+from engine.stages.base import CANDIDATES, SAMPLES, CandidateSource, PartContext, PartStage, ReadsGenerators, StageTask
 
 
-class NoiseStage(Stage):
+class NoiseStage(PartStage, CandidateSource, ReadsGenerators):
     name = "noise"
     package = "engine.noise"
     section = "noise"
-    params_class = "engine.noise:NoiseParams"
+    params_class = "engine.noise.method:NoiseParams"
     provides = CANDIDATES
     consumes = (SAMPLES,)
     seeded = True
@@ -28,7 +28,7 @@ class NoiseStage(Stage):
     input_columns = ("sample_id", "source", "comment_start", "comment_end", "reference", "prime", "generator")
 
     def parse_section(self, raw: Any, base_dir: Path, where: str) -> Any:
-        from engine.noise import NoiseParams
+        from engine.noise.method import NoiseParams
 
         return NoiseParams.from_mapping(raw, where=where)
 
@@ -41,15 +41,15 @@ class NoiseStage(Stage):
         for generator, name in params.generator_tokenizers.items():
             check_model_name(name, f"noise.generator_tokenizers.{generator}", kind="tokenizer")
 
-    def preflight(self, config: Any) -> str | None:
-        """Every generator the stage will see has a tokenizer (engine.preflight.run_generators)."""
+    def check_generators(self, config: Any, seen: Callable[[], Sequence[str | None]]) -> str | None:
+        """Every generator the stage will see has a tokenizer (`seen` reads the input only when
+        no default tokenizer covers every generator)."""
         from engine.errors import ConfigError
-        from engine.preflight import run_generators
 
         params = config.section(self.name)
         if params.tokenizer is not None:
             return f"noise: every generator has a tokenizer (default {params.tokenizer})"
-        missing = [g for g in run_generators(config) if g is None or g not in params.generator_tokenizers]
+        missing = [g for g in seen() if g is None or g not in params.generator_tokenizers]
         if missing:
             shown = ", ".join("(rows without a generator)" if g is None else repr(g) for g in missing[:10])
             more = f" and {len(missing) - 10} more" if len(missing) > 10 else ""
@@ -63,14 +63,14 @@ class NoiseStage(Stage):
     def tasks(self, config: Any) -> list[StageTask]:
         return [StageTask(self.name, "noise")]
 
-    def signatures(self, config: Any, task: StageTask, prepass: dict[str, Any]) -> dict[str, Any]:
-        from engine.noise import signature
-        from engine.preflight import generated_names
+    def generator_signatures(self, config: Any, task: StageTask, prepass: dict[str, Any],
+                             generated: Sequence[str] | None) -> dict[str, Any]:
+        from engine.noise.method import signature
 
-        return {"noise": signature(config.section(self.name), generated_names(config))}
+        return {"noise": signature(config.section(self.name), None if generated is None else list(generated))}
 
     def run_part(self, ctx: PartContext) -> pa.Table:
-        from engine.noise import make_noise
+        from engine.noise.method import make_noise
 
         samples = ctx.input_table()
         self.require_columns(samples, "the part's samples")

@@ -1,0 +1,1 @@
+"""Stage `noise`: the method (method.py) and its Stage (stage.py)."""
