@@ -185,7 +185,11 @@ def _with_max_rejected(config, value: str | None):
 
     from engine.data.loss import RejectionLimit
 
-    RejectionLimit.parse(value, where="--max-rejected")  # the flag, not the config key, named in the error
+    try:
+        RejectionLimit.parse(value, where="--max-rejected")  # the flag, not the config key, named in the error
+    except ConfigError as exc:  # a usage error of the command line (exit 2), not of the config file
+        print(f"babelscore run: error: {exc}", file=sys.stderr)
+        raise SystemExit(EXIT_USAGE) from exc
     validation = dataclasses.replace(config.validation, max_rejected=value)
     return dataclasses.replace(config, validation=validation)
 

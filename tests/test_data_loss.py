@@ -83,3 +83,19 @@ def test_limits_parse_and_compare():
 def test_exit_8_is_documented_and_not_swallowed_by_the_base_class():
     assert exit_code(RejectedRowsError("x")) == 8 and exit_code(BabelscoreError("x")) == 7
     assert 8 in {code for code, _, _ in EXIT_CODES}
+
+
+def test_the_suggested_share_allows_the_loss_when_copied():
+    """4 of 18 is 22.22...%: the suggestion rounds up (22.23%), so pasting it is enough."""
+    from engine.data.loss import DataLoss
+
+    for rejected, rows in ((4, 18), (1, 3), (6, 8), (1, 4), (7, 1000)):
+        loss = DataLoss(rejected=rejected, input_rows=rows, limit=RejectionLimit.parse(0), reasons_path="r/rejected.parquet")
+        percent = loss.suggestion("babelscore validate in.jsonl").split("(or ")[1].split(",")[0]
+        assert RejectionLimit.parse(percent).allows(rejected, rows), (rejected, rows, percent)
+
+
+def test_a_bad_max_rejected_flag_is_a_usage_error_not_a_config_error(tmp_path):
+    proc = _run(tmp_path, "--out", "r4", "--max-rejected", "abc")
+    assert proc.returncode == 2, proc.stderr
+    assert "--max-rejected" in proc.stderr and "fix " not in proc.stderr and not (tmp_path / "r4").exists()

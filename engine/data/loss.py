@@ -12,6 +12,7 @@ higher `--max-rejected` accepts a finished run's loss without redoing anything).
 """
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -109,7 +110,8 @@ class DataLoss:
 
     def suggestion(self, validate_command: str) -> str:
         """How to fix the input or accept the loss (for a run over the limit)."""
-        percent = f"{100 * self.share:.4g}%"
+        # Rounded up to two decimals, so the share as printed allows this run's loss when copied.
+        percent = f"{math.ceil(10_000 * self.share) / 100:g}%"
         return (
             f"list the {self.rejected} rejected rows with `{validate_command}` and fix the input, or accept the loss "
             f"with --max-rejected {self.rejected} (or {percent}, or `validation: {{max_rejected: {self.rejected}}}` in the config)"

@@ -13,6 +13,7 @@ bytes, best source first, named in `device_bytes_source`:
 """
 from __future__ import annotations
 
+import logging
 import os
 import sys
 import threading
@@ -20,6 +21,7 @@ from typing import Any
 
 from engine.runtime.cuda import device_bytes_by_pid
 
+logger = logging.getLogger(__name__)
 SAMPLE_EVERY_S = 0.25
 
 
@@ -48,7 +50,10 @@ def _host_bytes(pids: list[int]) -> int:
 
 def _own_allocator_peak() -> int | None:
     torch = sys.modules.get("torch")  # never imported here just to ask
-    if torch is None or not torch.cuda.is_initialized():
+    # The sampler thread runs while the worker imports torch (a model load): a module that is
+    # still importing has no `cuda` yet. Until it has, there is no allocator to ask.
+    cuda = getattr(torch, "cuda", None) if torch is not None else None
+    if cuda is None or not hasattr(cuda, "is_initialized") or not cuda.is_initialized():
         return None
     return int(sum(torch.cuda.max_memory_reserved(i) for i in range(torch.cuda.device_count())))
 
@@ -75,7 +80,10 @@ class UsageSampler:
 
     def _loop(self) -> None:
         while not self._stop.wait(SAMPLE_EVERY_S):
-            self.sample()
+            try:
+                self.sample()
+            except Exception as exc:  # one failed sample must not end the sampling (nor print a traceback)
+                logger.debug("usage sample failed: %s: %s", type(exc).__name__, exc)
 
     def sample(self) -> None:
         pids = _tree_pids()
