@@ -115,7 +115,7 @@ def one_off_lines(built: list[str], build_s: float, run_dirs: list[Path], warmed
 
     lines = []
     if built:
-        lines.append(f"  built the tiny models {', '.join(built)} in {build_s:.0f} s (first run only; kept in the models folder)")
+        lines.append(f"  built the tiny models {', '.join(built)} in {build_s:.0f} s wall (first run only; kept in the models folder)")
     for name, seconds in (warmed or {}).items():
         if seconds >= 2:
             lines.append(f"  {WARM_STEP_TEXT.get(name, name)}: {seconds:.0f} CPU-s, in the background at low priority "
@@ -129,11 +129,11 @@ def one_off_lines(built: list[str], build_s: float, run_dirs: list[Path], warmed
                     loads.append((float(record["load_s"]), str(record["model"]), str(record["stage"])))
     for seconds, model, stage in sorted(loads, reverse=True)[:3]:
         if seconds >= 1:  # a vLLM engine start (the judge's) is the big one
-            lines.append(f"  loading {model} for {stage}: {seconds:.0f} s (every run pays it; a machine's first, "
+            lines.append(f"  loading {model} for {stage}: {seconds:.0f} s wall (every run pays it; a machine's first, "
                          "with cold file caches, more)")
     if not lines:
         return []
-    return ["start-up costs of this run (wall time; the rest is the work itself):", *lines]
+    return ["start-up costs of this run (the rest is the work itself):", *lines]
 
 
 # ----- one-off caches, filled in the background while the demo's first jobs run ---------------
@@ -167,10 +167,10 @@ def warm_caches(chat_model_dir: str) -> dict[str, float]:
         fig.canvas.draw()
         plt.close(fig)
 
-    def inspection() -> None:
+    def inspection() -> bool:
         from engine.llm.vllm_backend import warm_model_inspection
 
-        warm_model_inspection(chat_model_dir)
+        return warm_model_inspection(chat_model_dir)
 
     def cpu_seconds() -> float:
         # CPU time, not wall time: at the lowest priority a step waits while the demo computes.
@@ -182,7 +182,8 @@ def warm_caches(chat_model_dir: str) -> dict[str, float]:
     for name, step in zip(WARM_STEPS, (kde, fonts, inspection)):
         started = cpu_seconds()
         try:
-            step()
+            if step() is False:  # found in its cache: nothing one-off was done
+                continue
         except Exception as exc:  # best effort: the stage that needs it does the work itself
             logger.debug("warm-up step %s failed: %s", name, exc)
             continue

@@ -178,3 +178,15 @@ def test_max_tokens_per_strategy(tmp_path, monkeypatch) -> None:
     for bad in ({"standard": 700}, {"standard": 700, "cot": 90, "rubric": 5}, {"standard": 700, "cot": 0}):
         with pytest.raises(ConfigError, match="max_tokens"):
             stage.parse_section({"judges": [dict(base, max_tokens=bad)]}, tmp_path, "judge")
+
+
+def test_failed_answers_are_one_log_line_per_strategy_and_class(tmp_path, monkeypatch, caplog) -> None:
+    import logging
+
+    judges = [dict(model="served", backend="http", base_url="http://x/v1", name="j", strategies=["standard", "cot"])]
+    with caplog.at_level(logging.INFO, logger="engine.judge.run"):
+        _run(tmp_path, monkeypatch, judges, _samples())
+    lines = [r.getMessage() for r in caplog.records if "answer(s)" in r.getMessage()]
+    # f2 fails at the API for both strategies: one line each, not one per file
+    assert sorted(lines) == ["judge j, cot: 1 of 3 answer(s) api_error; per file with -v, per row in RUN/judgments",
+                             "judge j, standard: 1 of 3 answer(s) api_error; per file with -v, per row in RUN/judgments"]

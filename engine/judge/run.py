@@ -127,6 +127,7 @@ def judge_table(table: pa.Table, params: JudgeParams, task: str, backend: ChatBa
            for r in requests}
     structured = set(params.structured_strategies())
     rows = []
+    not_ok: dict[tuple[str, str], int] = {}  # (strategy, response class) -> files; one line each, not one per file
     for entry in planned:
         call_answers = [answers[request_id] for request_id, _call in entry.calls]
         if entry.strategy in CLUSTERED:
@@ -136,8 +137,9 @@ def judge_table(table: pa.Table, params: JudgeParams, task: str, backend: ChatBa
         errors = sorted({a.error for a in call_answers if a.error})
         per_generator, status = _verdicts_of(entry, answers, params)
         if status != "ok":
-            logger.info("judge %s, file %s, %s/%s/%s: response %s", params.judge_name, entry.item.file_id, entry.strategy,
-                        entry.prompt_language, entry.reference, status)
+            logger.debug("judge %s, file %s, %s/%s/%s: response %s", params.judge_name, entry.item.file_id, entry.strategy,
+                         entry.prompt_language, entry.reference, status)
+            not_ok[(entry.strategy, status.split()[0])] = not_ok.get((entry.strategy, status.split()[0]), 0) + 1
         for generator, verdict in per_generator.items():
             rows.append({
                 "file_id": entry.item.file_id, "sample_id": entry.sample_ids[generator], "generator": generator,
@@ -155,4 +157,9 @@ def judge_table(table: pa.Table, params: JudgeParams, task: str, backend: ChatBa
                 "prompt_ids": [ids[request_id] for request_id, _call in entry.calls],
                 "error": "; ".join(errors) or None,
             })
+    files = {strategy: sum(1 for e in planned if e.strategy == strategy) for strategy in params.strategies}
+    for (strategy, status), count in not_ok.items():
+        limit = f" (max_tokens {params.max_tokens_for(strategy)})" if status == "truncated" else ""
+        logger.info("judge %s, %s: %d of %d answer(s) %s%s; per file with -v, per row in RUN/judgments",
+                    params.judge_name, strategy, count, files[strategy], status, limit)
     return pa.Table.from_pylist(rows, schema=JUDGMENT_SCHEMA)

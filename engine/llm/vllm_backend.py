@@ -233,7 +233,7 @@ def _guard_module_scan() -> None:
         table["__dict__"] = {}
 
 
-def warm_model_inspection(model_dir: str) -> None:
+def warm_model_inspection(model_dir: str) -> bool:
     """Fill vLLM's model-inspection cache for `model_dir`'s architecture.
 
     vLLM 0.32 inspects a model class once per machine in a child process that imports vllm and
@@ -241,8 +241,23 @@ def warm_model_inspection(model_dir: str) -> None:
     vllm/model_executor/models/registry.py; about 13 s on two cores) and keeps the answer in
     `$VLLM_CACHE_ROOT/modelinfos`, keyed by the model module's file hash. Building a
     `ModelConfig` runs that inspection without starting an engine, so the demo does it in the
-    background while its first jobs run; the judge's engine start then reads the cache."""
+    background while its first jobs run; the judge's engine start then reads the cache.
+
+    Returns False, without importing vllm, when the cache already holds a file for each of the
+    model's architectures (vLLM names them `...-<module>-<Architecture>.json`)."""
+    import json
+    from pathlib import Path
+
+    root = Path(os.environ.get("VLLM_CACHE_ROOT") or
+                Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "vllm").expanduser()
+    try:
+        architectures = json.loads((Path(model_dir) / "config.json").read_text(encoding="utf-8"))["architectures"]
+    except (OSError, ValueError, KeyError, TypeError):
+        architectures = []
+    if architectures and all(any((root / "modelinfos").glob(f"*-{arch}.json")) for arch in architectures):
+        return False
     _prepare_engine_environment()
     from vllm.config import ModelConfig
 
     ModelConfig(model=model_dir, tokenizer=model_dir)
+    return True
