@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from engine.errors import ConfigError
+from engine.hints import did_you_mean
 from engine.judge.promptpack import PROMPT_LANGUAGES, REFERENCE_MODES, STRATEGIES, check_pack_dir
 from engine.params import Params, option_digest, require
 
@@ -121,7 +122,7 @@ class JudgeParams(Params):
     structured: bool | tuple[str, ...] = False
     temperature: float = 0.0
     seed: int = 42
-    max_tokens: int | dict[str, int] = 10_000
+    max_tokens: int | dict[str, Any] = 10_000  # values checked below, each with its key named
     max_text_chars: int = 500  # maxLength of every free-text field of the schema
     max_errors: int = 10  # maxItems of every error list of the schema
     # local backends (vllm, transformers)
@@ -163,10 +164,14 @@ class JudgeParams(Params):
                 require(strategy in self.strategies, "structured", strategy, f"true, false or some of {list(self.strategies)}")
         require(self.temperature >= 0, "temperature", self.temperature, "a number >= 0")
         if isinstance(self.max_tokens, dict):
-            require(set(self.max_tokens) == set(self.strategies), "max_tokens", self.max_tokens,
-                    f"a positive integer, or a mapping with one limit for each of the strategies {list(self.strategies)}")
             for strategy, limit in self.max_tokens.items():
-                require(limit > 0, f"max_tokens.{strategy}", limit, "a positive integer")
+                require(strategy in self.strategies, f"max_tokens.{strategy}", limit,
+                        f"keys drawn from the listed strategies {list(self.strategies)}"
+                        f"{did_you_mean(str(strategy), self.strategies)}")
+                require(isinstance(limit, int) and not isinstance(limit, bool) and limit > 0, f"max_tokens.{strategy}", limit,
+                        "a positive integer")
+            missing = [s for s in self.strategies if s not in self.max_tokens]
+            require(not missing, "max_tokens", self.max_tokens, f"a limit for every listed strategy; missing: {missing}")
         else:
             require(self.max_tokens > 0, "max_tokens", self.max_tokens, "a positive integer")
         require(self.max_text_chars > 0 and self.max_errors > 0, "max_text_chars", self.max_text_chars, "positive limits")
