@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+from pathlib import Path
 
 import pytest
 from conftest import PYTHON, REPO, make_sample, write_jsonl
@@ -42,6 +43,12 @@ def test_a_run_with_rejected_rows_exits_8_with_the_count_on_its_last_lines(tmp_p
     assert manifest["status"] == "complete"  # every valid row was processed
     assert manifest["data_loss"] == {"rejected_rows": 6, "input_rows": 8, "share": 0.75, "max_rejected": "0",
                                      "within_limit": False, "reasons": "r1/rejected.parquet"}
+    # ... and its report says so at the top
+    from engine.report.build import write_report
+
+    page = Path(write_report(str(tmp_path / "r1"))).read_text(encoding="utf-8")
+    assert '<aside class="notice" id="data-loss">' in page
+    assert "6 of 8 input rows (75.0%) were rejected" in page and "exited with status 8" in page
 
 
 @pytest.mark.parametrize("limit", ["6", "75%"])

@@ -132,16 +132,29 @@ def _header(data: RunData) -> tuple[str, str]:
     return meta, chips
 
 
+def _data_loss_notice(loss: dict) -> str:
+    """A run that rejected input rows says so at the top of its report, as its console did at its end."""
+    rejected = int(loss.get("rejected_rows") or 0)
+    if not rejected:
+        return ""
+    share = float(loss.get("share") or 0.0)
+    verdict = ("within the run's limit" if loss.get("within_limit")
+               else "more than the run's limit allowed: the run exited with status 8")
+    return (f'<aside class="notice" id="data-loss"><h2>Data loss</h2><p>{rejected:,} of {int(loss.get("input_rows") or 0):,} '
+            f'input rows ({100 * share:.1f}%) were rejected and are in no result below; {esc(verdict)} '
+            f'(max_rejected {esc(str(loss.get("max_rejected", "0")))}). Reasons: <code>{esc(str(loss.get("reasons", "rejected.parquet")))}</code>.</p></aside>')
+
+
 def render_page(data: RunData, sections: list[Section], elapsed_note: str) -> str:
     meta, chips = _header(data)
     toc = "".join(
         f'<li><a href="#{s.anchor}">{esc(s.title)}</a>{" <em>(incomplete)</em>" if s.missing else ""}</li>' for s in sections
     )
     missing = [s for s in sections if s.missing]
-    notice = ""
+    notice = _data_loss_notice(data.manifest.get("data_loss") or {})
     if missing:
         items = "".join(f"<li><a href='#{s.anchor}'>{esc(s.title)}</a>: {s.missing}</li>" for s in missing)
-        notice = f'<aside class="notice" id="missing"><h2>Missing from this report</h2><ul>{items}</ul></aside>'
+        notice += f'<aside class="notice" id="missing"><h2>Missing from this report</h2><ul>{items}</ul></aside>'
     body = "".join(f'<section id="{s.anchor}"><h2>{esc(s.title)}</h2>{s.body}</section>' for s in sections)
     name = str(data.manifest.get("config", {}).get("name", data.root.name))
     return Template(PAGE).substitute(
