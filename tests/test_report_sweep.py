@@ -139,3 +139,18 @@ def test_console_prints_the_best_setting_per_language(sweep_run: Path, capsys: p
         if best.variant.startswith("layer-"):
             assert match and int(match.group(1)) == int(best.variant.split("/")[0].split("-")[1]), line
     assert len(lines) == 5
+
+
+def test_a_language_without_a_fitted_setting_gets_its_line_and_reason(tmp_path) -> None:
+    """The console does not drop a language whose every setting is n/f (examples/: Dutch has one
+    'incorrect' label): it names the language and the reason."""
+    from conftest import REPO
+
+    from engine.config import load_config
+    from engine.report.sweep import best_lines
+    from engine.runner import execute_run
+
+    execute_run(load_config(str(REPO / "examples" / "lexical.yaml")), str(tmp_path / "run"))
+    lines = best_lines(tmp_path / "run").splitlines()
+    assert lines[1].split()[0] == "English" and "κ" in lines[1]
+    assert lines[-1].split()[:4] == ["Dutch", "no", "fitted", "setting:"] and "has 1 score(s)" in lines[-1], lines

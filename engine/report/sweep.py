@@ -278,14 +278,31 @@ def verdict_text(row: BestRow) -> str:
 
 
 def best_lines(run_dir: str | Path) -> str:
-    """The console's best setting per language (rank 1 of the report's table), one line each."""
-    rows = run_best_settings(run_dir, top=1)
-    if not rows:
+    """The console's best setting per language (rank 1 of the report's table), one line each; a
+    language of the calibration with no fitted setting gets a line with its most frequent reason."""
+    import pyarrow.parquet as pq
+
+    from engine.calibrate.reasons import grouped_reasons
+    from engine.records import CALIBRATION_SCHEMA
+
+    path = Path(run_dir) / "calibration.parquet"
+    if not path.exists():
+        return ""
+    agreement = [r for r in pq.read_table(path, schema=CALIBRATION_SCHEMA).to_pylist()
+                 if r["task"] == "agreement" and (r["group_by"] or "language") == "language"]
+    rows = run_best_settings(run_dir, agreement, top=1)
+    best = {r.language for r in rows}
+    unfitted = sorted({str(r["language"]) for r in agreement if r["language"]} - best)
+    if not rows and not unfitted:
         return ""
     lines = ["best setting per language (highest kappa, bootstrap interval; against the runner-up by Williams' test):"]
-    width = max(len(language_name(r.language)) for r in rows)
+    width = max(len(language_name(language)) for language in [*best, *unfitted])
     for r in rows:
         nxt = f" | next: {setting_text(r.next_key, r.next_layer)} κ {r.next_kappa:.2f}, {verdict_text(r)}" if r.next_key is not None else ""
         lines.append(f"  {language_name(r.language).ljust(width)}  {setting_text(r.key, r.layer)}  κ {r.kappa:.2f} "
                      f"{interval_text(r.lo, r.hi)}, n = {r.n}{nxt}")
+    for language in unfitted:
+        reasons = grouped_reasons(r for r in agreement if r["language"] == language)
+        why = f": {reasons[0].text}" if reasons else ""
+        lines.append(f"  {language_name(language).ljust(width)}  no fitted setting{why}")
     return "\n".join(lines)
