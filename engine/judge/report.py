@@ -155,6 +155,28 @@ def adapter_part(rows: list[dict[str, Any]]) -> list[str]:
     ]
 
 
+def _no_kappa_notes(agreement: list[dict[str, Any]], parse_rates: list[dict[str, Any]]) -> list[str]:
+    """Why a row of the agreement table has no kappa, as text under it (a screenshot keeps it):
+    none of its answers parsed into a label, and what they were instead (from the parse classes)."""
+    from engine.report.tables import language_name
+
+    keys = ("judge", "strategy", "prompt_language", "reference")
+    rates = {tuple(r[k] for k in keys): r for r in parse_rates}
+    notes = []
+    for row in agreement:
+        if row.get("n"):
+            continue
+        rate = rates.get(tuple(row[k] for k in keys))
+        failures = sorted(((rate.get(f"rate_{c}") or 0.0, c) for c in PARSE_CLASSES if c != "ok"), reverse=True) if rate else []
+        what = ", ".join(f"{100 * share:.0f}% {name}" for share, name in failures if share > 0) or "no expert labels for them"
+        notes.append(f"{escape(language_name(row['language']))}, {escape(row['judge'])} · {escape(row['strategy'])} · "
+                     f"{escape(str(row['prompt_language']))} · {escape(str(row['reference']))}: no answer gave a label "
+                     f"({what}; see the parse classes below)")
+    if not notes:
+        return []
+    return ["<p>No judge kappa (–) where:</p><ul>" + "".join(f"<li>{n}</li>" for n in notes) + "</ul>"]
+
+
 def judge_section(run_root: str | Path) -> tuple[str, str, str] | None:
     folder = Path(run_root) / OUTPUT_DIR
     if not (folder / "agreement.parquet").is_file():
@@ -176,6 +198,7 @@ def judge_section(run_root: str | Path) -> tuple[str, str, str] | None:
         _table(read["agreement"], ["language", *setup, "n_rows", "n", "kappa", "metric_kappa", "metric_setting"],
                ["language", *setup_headers, "candidates judged", "with a label", "judge kappa", "best metric kappa",
                 "best metric setting"]),
+        *_no_kappa_notes(read["agreement"], read["parse_rates"]),
         "<h3>Pooled confusion (counts, row- / column-normalised; the clustered strategies hierarchical and combined left out)</h3>",
     ]
     for row in read["pooled_confusion"]:
