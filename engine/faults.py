@@ -14,7 +14,9 @@ both do nothing else:
   writes its pid to the marker and waits there (at most a minute) for the test to kill its
   process or remove its node;
 - `BABELSCORE_TEST_KILL_WORKER_CALL=<method>` with `..._MARKER=<file>`: a model worker kills its
-  whole process group (a vLLM EngineCore too) at the start of its first call of that method.
+  whole process group (a vLLM EngineCore too) at the start of its first call of that method;
+- `BABELSCORE_TEST_KILL_TRAINING_AFTER_STEP=N`: LoRA training SIGKILLs its process right after
+  optimizer step N (after that step's checkpoint, if one is due), as a lost machine would.
 
 docs/architecture.md lists this module as the only one that may read these variables
 (tests/test_stage_boundaries.py checks it).
@@ -30,6 +32,13 @@ CRASH_AFTER_COMMITS_ENV = "BABELSCORE_TEST_CRASH_AFTER_COMMITS"
 KILL_PART_ENV = "BABELSCORE_TEST_KILL_PART"
 HOLD_PART_ENV = "BABELSCORE_TEST_HOLD_PART"
 KILL_WORKER_CALL_ENV = "BABELSCORE_TEST_KILL_WORKER_CALL"
+KILL_TRAINING_AFTER_STEP_ENV = "BABELSCORE_TEST_KILL_TRAINING_AFTER_STEP"
+
+
+def after_training_step(step: int) -> None:
+    """Training's hook: SIGKILL this process after optimizer step `step` when the test asks for it."""
+    if os.environ.get(KILL_TRAINING_AFTER_STEP_ENV) == str(step):
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 def crash_after_commits() -> int | None:

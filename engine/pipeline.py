@@ -17,15 +17,13 @@ import pyarrow.parquet as pq
 
 from engine import faults, throughput
 from engine.errors import StageError
-from engine.faults import HOLD_PART_ENV, KILL_PART_ENV
 from engine.records import SAMPLE_SCHEMA
 from engine.stages.base import PartContext, PartTask
 from engine.stages.plan import BoundStage, RunPlan
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["PartTask", "execute_part", "sample_part_path", "part_output_paths", "upstream_parts", "KILL_PART_ENV",
-           "HOLD_PART_ENV"]
+__all__ = ["PartTask", "execute_part", "sample_part_path", "part_output_paths", "upstream_parts"]
 
 
 def sample_part_path(run_root: str | Path, index: int) -> Path:

@@ -26,7 +26,6 @@ from engine import faults, throughput
 from engine.config import RunConfig, config_hash, file_fingerprint
 from engine.data.loss import assess as assess_data_loss
 from engine.errors import InputError, PartFailedError, RunDirectoryError, StageError
-from engine.faults import CRASH_AFTER_COMMITS_ENV
 from engine.io.atomic import disk_full_error, is_disk_full, write_json_atomic
 from engine.io.rundir import RunDirectory
 from engine.pipeline import PartTask, read_part_input, release_models, sample_part_path, upstream_parts
@@ -38,7 +37,7 @@ from engine.stages.plan import BoundStage, RunPlan, build_plan
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["CRASH_AFTER_COMMITS_ENV", "execute_run", "open_run", "prepare", "read_scores", "sample_part_path", "RunSummary"]
+__all__ = ["execute_run", "open_run", "prepare", "read_scores", "sample_part_path", "RunSummary"]
 
 
 @dataclass

@@ -22,8 +22,9 @@ import yaml
 from conftest import PYTHON, REPO, write_jsonl
 
 from engine.config import BUILTIN_INPUTS, config_from_mapping
+from engine.faults import CRASH_AFTER_COMMITS_ENV
 from engine.rundiff import compare_runs
-from engine.runner import CRASH_AFTER_COMMITS_ENV, execute_run
+from engine.runner import execute_run
 
 pytest.importorskip("torch")
 

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.finetune.train import ADAPTER_DIR, CHECKPOINT, KILL_AFTER_STEP_ENV, LOG_FILE, load_base, train_adapter
+from engine.faults import KILL_TRAINING_AFTER_STEP_ENV as KILL_AFTER_STEP_ENV
+from engine.finetune.train import ADAPTER_DIR, CHECKPOINT, LOG_FILE, load_base, train_adapter
 from engine.judge.adapter import adapter_hash
 from engine.testing.tiny_chat import build_tiny_chat_model
 

@@ -19,8 +19,9 @@ from engine import runner  # noqa: E402
 from engine.config import load_config  # noqa: E402
 from engine.errors import ConfigError, PartFailedError  # noqa: E402
 from engine.executors.ray import RayExecutor, RayOptions  # noqa: E402
+from engine.faults import KILL_PART_ENV  # noqa: E402
 from engine.io.rundir import RunDirectory  # noqa: E402
-from engine.pipeline import KILL_PART_ENV, PartTask  # noqa: E402
+from engine.pipeline import PartTask  # noqa: E402
 from engine.records import SCORE_KEY, SCORE_SCHEMA  # noqa: E402
 from engine.stages.plan import build_plan  # noqa: E402
 

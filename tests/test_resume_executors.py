@@ -20,8 +20,9 @@ import pytest
 pytest.importorskip("ray")
 
 from engine.config import load_config
+from engine.faults import CRASH_AFTER_COMMITS_ENV
 from engine.records import SCORE_KEY
-from engine.runner import CRASH_AFTER_COMMITS_ENV, execute_run, read_scores
+from engine.runner import execute_run, read_scores
 from engine.stages.plan import build_plan
 from tests._run_compare import assert_runs_equal
 

@@ -14,6 +14,7 @@ the end copies engine/ to a temporary folder, plants one violation and shows the
 from __future__ import annotations
 
 import ast
+import re
 import shutil
 from collections import Counter
 from pathlib import Path
@@ -34,7 +35,12 @@ PROTOCOLS = "engine.stages.base"
 NEUTRAL_UNITS = ("io", "runtime", "report", "metrics")
 
 # (rule, importing module, imported module) -> why it is still there. Exact: a fixed entry fails.
-ALLOWED_EDGES: dict[tuple[str, str, str], str] = {}
+ALLOWED_EDGES: dict[tuple[str, str, str], str] = {
+    # Domain helpers that live in a stage module (not the Stage class): to move into their own modules.
+    ("stage-module", "engine.cli", "engine.calibrate.stage"): "kappa_summary, the console's kappa table",
+    ("stage-module", "engine.report.load", "engine.calibrate.stage"): "label_codes, the label ordinals",
+    ("stage-module", "engine.data.convert", "engine.generate.stage"): "load_tokenizer, a generator's tokenizer for offsets",
+}
 # (module path, literal) -> (how many, why). Exact counts: one more (or one fewer) fails.
 COLUMN = 'the `noise` column of the score tables (records.SCORE_SCHEMA), not the stage'
 VARIANT = 'the `score` variant of single-valued metrics (bleu, meteor), not the stage'
@@ -89,6 +95,7 @@ def _in_stage_package(module: str, packages: dict[str, tuple[str, ...]]) -> bool
 def edge_offences(engine: Path) -> set[tuple[str, str, str]]:
     """(rule, source, target) of every import edge that breaks a layering rule."""
     packages = stage_packages()
+    stage_module_of = {type(get_stage(name)).__module__: name for name in packages}  # engine.<package>.stage -> stage
     structure = measure(engine)
     out: set[tuple[str, str, str]] = set()
     for edge in structure.edges:
@@ -103,6 +110,9 @@ def edge_offences(engine: Path) -> set[tuple[str, str, str]]:
             out.add(("llm-shared", source, target))
         if _owned_by(source, ("engine.reuse",)) and _in_stage_package(target, packages) and target != PROTOCOLS:
             out.add(("reuse-generic", source, target))
+        owner = stage_module_of.get(target)
+        if owner is not None and source != "engine.stages.registry" and not _owned_by(source, packages[owner]):
+            out.add(("stage-module", source, target))  # a stage is reached through the plan, never its class
         flagged = any(o[1:] == (source, target) for o in out)
         if s_unit != t_unit and layer_of(t_unit) > layer_of(s_unit) and not flagged:  # once per edge
             out.add(("layers", source, target))
@@ -138,16 +148,104 @@ def literal_counts(engine: Path) -> Counter:
     return counts
 
 
+def _looks_like_a_test_hook(value: str) -> bool:
+    """A fault variable's name or a piece of one (`"BABELSCORE_" + "TEST_X"`), or asking whether
+    pytest is running: no production module outside engine/faults.py has any reason to."""
+    return (value.startswith(FAULT_PREFIX) or value in ("PYTEST_CURRENT_TEST", "pytest")
+            or (re.fullmatch(r"[A-Z0-9_]+", value) is not None and re.search(r"TEST|KILL|CRASH|FAKE|FAULT", value) is not None))
+
+
 def fault_hook_offences(engine: Path) -> list[str]:
-    """Production modules other than engine/faults.py that name a fault-injection variable."""
+    """Production modules other than engine/faults.py that name a fault-injection variable (or a
+    piece of one, or pytest)."""
     out = []
     for path in sorted(engine.rglob("*.py")):
         rel = "engine/" + path.relative_to(engine).as_posix()
         if rel == FAULTS:
             continue
         for node in ast.walk(parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.startswith(FAULT_PREFIX):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and _looks_like_a_test_hook(node.value):
                 out.append(f"{rel}:{node.lineno}: {node.value!r}")
+    return out
+
+
+# Modules that import by a computed name, each for its own reason (an entry that no longer matches fails).
+ALLOWED_DYNAMIC_IMPORTS: dict[str, tuple[int, str]] = {
+    "engine/stages/registry.py": (1, "the registry's own 'module:Class' entries"),
+    "engine/config_reference.py": (1, "the Params classes the registry's entries name, for docs/config.md"),
+    "engine/metrics/base.py": (1, "a scorer class by its kind, from the scorer table"),
+    "engine/roundtrip/proxies/__init__.py": (1, "the signature proxy of a programming language"),
+    "engine/roundtrip/syntax.py": (1, "a tree-sitter grammar package (not an engine module)"),
+    "engine/runtime/model_process.py": (1, "the worker builds the model its parent names ('module:function')"),
+}
+VLLM_MODULE = "engine/llm/vllm_backend.py"  # the only module that imports vllm
+
+
+def _call_name(node: ast.Call) -> str:
+    f = node.func
+    return f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
+
+
+def dynamic_import_offences(engine: Path) -> Counter:
+    """path -> imports by a computed name: `__import__`, `import_module` of a non-literal,
+    `sys.modules[...]`, `pkgutil.resolve_name` (a literal `import_module` is an edge already)."""
+    counts: Counter = Counter()
+    for path in sorted(engine.rglob("*.py")):
+        rel = "engine/" + path.relative_to(engine).as_posix()
+        for node in ast.walk(parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call):
+                name = _call_name(node)
+                literal = bool(node.args) and isinstance(node.args[0], ast.Constant) and not node.keywords
+                if name in ("__import__", "resolve_name") or (name == "import_module" and not literal):
+                    counts[rel] += 1
+            elif isinstance(node, ast.Subscript) and ast.unparse(node.value) == "sys.modules":
+                counts[rel] += 1
+    return counts
+
+
+def vllm_import_offences(engine: Path) -> list[str]:
+    out = []
+    for path in sorted(engine.rglob("*.py")):
+        rel = "engine/" + path.relative_to(engine).as_posix()
+        if rel == VLLM_MODULE:
+            continue
+        for node in ast.walk(parse(path.read_text(encoding="utf-8"))):
+            names: list[str] = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level:
+                names = [node.module or ""]
+            elif (isinstance(node, ast.Call) and _call_name(node) in ("import_module", "__import__") and node.args
+                  and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
+                names = [node.args[0].value]
+            out += [f"{rel}:{node.lineno}: {n}" for n in names if n.split(".")[0] == "vllm"]
+    return out
+
+
+def stage_hooks(engine: Path) -> set[str]:
+    """The method names of the protocols and capabilities (engine/stages/base.py)."""
+    tree = parse((engine / "stages" / "base.py").read_text(encoding="utf-8"))
+    return {n.name for c in ast.walk(tree) if isinstance(c, ast.ClassDef) for n in c.body
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and not n.name.startswith("_")}
+
+
+def capability_probe_offences(engine: Path) -> list[str]:
+    """A capability asked by `hasattr`, `getattr(x, hook, default)` or an override test
+    (`type(x).hook is not Base.hook`) instead of `isinstance` of its small base."""
+    hooks = stage_hooks(engine)
+    out = []
+    for path in sorted(engine.rglob("*.py")):
+        rel = "engine/" + path.relative_to(engine).as_posix()
+        if rel == "engine/stages/base.py":
+            continue
+        for node in ast.walk(parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and _call_name(node) in ("hasattr", "getattr") and len(node.args) >= 2 \
+                    and isinstance(node.args[1], ast.Constant) and node.args[1].value in hooks \
+                    and (_call_name(node) == "hasattr" or len(node.args) == 3):
+                out.append(f"{rel}:{node.lineno}: {ast.unparse(node)}")
+            elif isinstance(node, ast.Compare) and isinstance(node.left, ast.Attribute) and node.left.attr in hooks \
+                    and any(isinstance(c, ast.Attribute) and c.attr == node.left.attr for c in node.comparators):
+                out.append(f"{rel}:{node.lineno}: {ast.unparse(node)}")
     return out
 
 
@@ -174,6 +272,20 @@ def test_no_stage_name_outside_its_package_and_the_registry() -> None:
 
 def test_no_test_hook_outside_the_fault_injection_module() -> None:
     assert fault_hook_offences(ENGINE) == []
+
+
+def test_imports_by_computed_name_are_the_listed_ones() -> None:
+    new, stale = _judge(dynamic_import_offences(ENGINE), ALLOWED_DYNAMIC_IMPORTS)
+    assert not new, "imports by a computed name (the layering cannot see them; import by name):\n" + "\n".join(new)
+    assert not stale, "ALLOWED_DYNAMIC_IMPORTS entries that no longer match:\n" + "\n".join(stale)
+
+
+def test_vllm_is_imported_in_one_module() -> None:
+    assert vllm_import_offences(ENGINE) == []
+
+
+def test_capabilities_are_found_by_isinstance() -> None:
+    assert capability_probe_offences(ENGINE) == []
 
 
 # ----- planted violations: each check finds its own ------------------------------------------
@@ -240,6 +352,42 @@ def test_a_planted_test_hook_is_found(planted_copy) -> None:
     engine = planted_copy("runner.py", 'PLANTED = "BABELSCORE_TEST_SOMETHING"')
     assert fault_hook_offences(engine) == ["engine/runner.py:" + str(
         (engine / "runner.py").read_text().count("\n")) + ": 'BABELSCORE_TEST_SOMETHING'"]
+
+
+@pytest.mark.parametrize("planted", [
+    'HOOK = "BABELSCORE_" + "TEST_X"', 'import os\nCRASH = os.environ.get("BABELSCORE_FAKE_CRASH")',
+    'import os\nUNDER_TEST = "PYTEST_CURRENT_TEST" in os.environ'])
+def test_a_planted_test_hook_in_pieces_is_found(planted_copy, planted: str) -> None:
+    assert fault_hook_offences(planted_copy("runner.py", planted))
+
+
+@pytest.mark.parametrize("planted", [
+    '__import__("engine.stages.flow")', 'import importlib\nimportlib.import_module("engine.stages." + "flow")',
+    'import importlib\nimportlib.import_module(name="engine.stages.flow")', 'import sys\nFLOW = sys.modules["engine.stages.flow"]',
+    'import pkgutil\nLISTED = pkgutil.resolve_name("engine.stages.flow:listed")'])
+def test_a_planted_import_by_computed_name_is_found(planted_copy, planted: str) -> None:
+    new, _ = _judge(dynamic_import_offences(planted_copy("io/atomic.py", planted)), ALLOWED_DYNAMIC_IMPORTS)
+    assert new == ["engine/io/atomic.py: 1 (allowed 0)"]
+
+
+@pytest.mark.parametrize("planted", ["import vllm", "from vllm import LLM", 'import importlib\nimportlib.import_module("vllm")'])
+def test_a_planted_vllm_import_is_found(planted_copy, planted: str) -> None:
+    assert vllm_import_offences(planted_copy("judge/backends.py", planted))
+
+
+def test_a_planted_import_of_a_stage_class_is_found(planted_copy) -> None:
+    """A stage is reached through the plan, never by importing another package's stage module."""
+    engine = planted_copy("console.py", "def judge_stage():\n    from engine.judge.stage import JudgeStage\n    return JudgeStage")
+    new, _ = _judge(edge_offences(engine), ALLOWED_EDGES)
+    assert new == ["('stage-module', 'engine.console', 'engine.judge.stage')"]
+
+
+@pytest.mark.parametrize("planted", [
+    "def probe(stage):\n    return hasattr(stage, 'reuse_part')",
+    "def probe(stage):\n    return getattr(stage, 'report_section', None)",
+    "def probe(stage, PartStage):\n    return type(stage).run_part is not PartStage.run_part"])
+def test_a_planted_capability_probe_is_found(planted_copy, planted: str) -> None:
+    assert capability_probe_offences(planted_copy("runner.py", planted))
 
 
 def test_an_allowed_entry_that_no_longer_exists_fails() -> None:

@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from engine import faults
 from engine.errors import ConfigError
 
 logger = logging.getLogger(__name__)
@@ -34,7 +35,6 @@ CHECKPOINT = "checkpoint.pt"
 ADAPTER_DIR = "adapter"
 LOG_FILE = "train_log.json"
 # Test hook (the kill -9 resume test only): the trainer SIGKILLs itself after this many steps.
-KILL_AFTER_STEP_ENV = "BABELSCORE_FINETUNE_KILL_AFTER_STEP"
 _LOSS_SCALE_KEYS = ("seed", "lora_r", "lora_alpha", "lora_dropout", "target_modules", "learning_rate", "weight_decay",
                     "epochs", "max_steps", "batch_size", "max_seq_len", "dtype", "quantize")
 
@@ -213,10 +213,7 @@ def _train_adapter(base: Any, tokenizer: Any, examples: list[list[dict[str, str]
             if step % options["checkpoint_every"] == 0 and step < total:
                 _save_checkpoint(checkpoint, {"adapter": get_peft_model_state_dict(model), "optimizer": optimizer.state_dict(),
                                               "step": step, "losses": losses, "rng": _rng_states()})
-            if os.environ.get(KILL_AFTER_STEP_ENV) == str(step):
-                import signal
-
-                os.kill(os.getpid(), signal.SIGKILL)
+            faults.after_training_step(step)
     model.save_pretrained(str(out / ADAPTER_DIR))
     log = {"steps": total, "examples": len(encoded), "cut_examples": len(examples) - len(encoded),
            "tokens": sum(len(ids) for ids, _, _ in encoded), "losses": losses, "resumed_from": resumed_from,
