@@ -30,7 +30,7 @@ GPU_CHECK_PY := $(if $(filter command line environment,$(origin PYTHON)),$(PYTHO
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: setup wordnet toolchains browser demo test bench lint clean gpu-check check-python check-torch-cpu
+.PHONY: setup wordnet toolchains browser demo test test-fast bench lint clean gpu-check check-python check-torch-cpu
 
 setup: $(STAMP) wordnet toolchains
 
@@ -108,6 +108,11 @@ browser:
 
 test: setup browser
 	$(PY) -m pytest -q $(PYTEST_ARGS) tests
+
+# The inner loop: unit tests and tiny in-process models, no runs, vLLM, Ray, toolchains, network
+# or browser (tests/_tiers.py says which tests are heavy).
+test-fast: setup
+	$(PY) -m pytest -q -m "not heavy" $(PYTEST_ARGS) tests
 
 bench: setup
 	$(PY) bench/bench_lexical.py

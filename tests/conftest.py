@@ -77,6 +77,25 @@ def write_demo_subset(path: Path, files_per_language: int, shuffle_seed: int | N
     return write_jsonl(path, subset)
 
 
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """Under `-m "not heavy"` a heavy module is not even imported: every test of it would be
+    deselected anyway, and importing Ray, vLLM and the rest costs a minute on 2 cores."""
+    from _tiers import HEAVY_MODULES
+
+    if config.getoption("markexpr", "").strip() == "not heavy" and collection_path.name in HEAVY_MODULES:
+        return True
+    return None
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Marks `heavy` what tests/_tiers.py classifies so (`make test-fast` deselects it)."""
+    from _tiers import is_heavy
+
+    for item in items:
+        if is_heavy(item.nodeid, {m.name for m in item.iter_markers()}):
+            item.add_marker(pytest.mark.heavy)
+
+
 @pytest.fixture(scope="module", autouse=True)
 def _release_models_after_module():
     """Models (and vLLM worker processes) of one test module never stay loaded for the next."""
