@@ -176,7 +176,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
-# ----- loud data loss (issue 32): the run's last lines say how many input rows it lost ---------
+# ----- loud data loss: the run's last lines say how many input rows it lost ---------
 def _with_max_rejected(config, value: str | None):
     """`--max-rejected N|P%` replaces `validation.max_rejected` (kept out of the config hash)."""
     if value is None:
@@ -342,7 +342,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
-# ----- the demo's closing note (issue 32): one-off costs, and how to go on from the shell ---------
+# ----- the demo's closing note: one-off costs, and how to go on from the shell ---------
 def _print_demo_closing(built: list[str], build_s: float, run_dirs: list[Path], warmed: dict[str, float]) -> None:
     import os
     import shutil

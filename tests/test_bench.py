@@ -52,7 +52,7 @@ def test_bench_prints_per_stage_rates_and_the_projection_beside_the_measured_run
     proc = subprocess.run([PYTHON, "-m", "engine.cli", "bench", str(config), "--sample", "8", "--compare", "--devices", "2"],
                           capture_output=True, text=True, cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(REPO)})
     assert proc.returncode == 0, proc.stderr
-    # the runs' progress is relayed (issue 32: a bench printed nothing for minutes)
+    # the runs' progress is relayed: a bench would otherwise print nothing for minutes
     assert "bench small run: score: 2 part(s), 4 rows to run" in proc.stderr, proc.stderr
     out = proc.stdout
     assert "samples of 4 and 8 of the input's 24 rows" in out

@@ -1,4 +1,4 @@
-"""Loud data loss (issue 32): a run that quarantined input rows says so at its end and exits 8,
+"""Loud data loss: a run that quarantined input rows says so at its end and exits 8,
 unless `--max-rejected` / `validation.max_rejected` allows the loss; the manifest records it."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The demo's closing note (issue 32): one-off start-up costs and how to use babelscore from the shell."""
+"""The demo's closing note: one-off start-up costs and how to use babelscore from the shell."""
 from __future__ import annotations
 
 import json

@@ -1,5 +1,5 @@
-"""Attacks (issue 30 part B) on the promises of docs/judges.md and docs/running.md that the other
-fault tests do not make, each a defect found by a real CLI run and fixed: an API key quoted where an
+"""Attacks on the promises of docs/judges.md and docs/running.md that the other fault tests do not
+make, each one a way a real CLI run can break them: an API key quoted where an
 error text is cut short, echoed in a stored answer, sent along a redirect, pasted into the config,
 or missing from the environment; model files damaged in ways the header checks missed; a full or
 read-only disk outside the atomic writers; a committed part whose file was lost before --resume."""

@@ -1,7 +1,7 @@
-"""Issue-31 review attacks on the fine-tuning loop, each one a defect found or a claim held.
+"""Attacks on the fine-tuning loop, each one a way it could train on the wrong thing or accept bad input.
 
-- an example whose answer does not fit max_seq_len had no token to learn from (NaN loss,
-  every LoRA weight NaN after one step): it is left out now, and none fitting is an error;
+- an example whose answer does not fit max_seq_len has no token to learn from (NaN loss,
+  every LoRA weight NaN after one step): it is left out, and none fitting is an error;
 - the loss is on the answer's tokens only, after the prompt exactly as the judge templates it;
 - a `lora:` adapter of another base model is refused at config check;
 - the adapter's hash follows every byte of its weights and config, not the copy's mtimes;
@@ -63,7 +63,7 @@ def test_examples_whose_answer_is_cut_are_left_out(tokenizer) -> None:
     cut = encode(tokenizer, MESSAGES, short)
     assert cut[2] and fitting([whole, cut], short) == [whole]
     prompt_only = encode(tokenizer, MESSAGES, 16)
-    assert all(label == -100 for label in prompt_only[1])  # the NaN loss the old loop trained on
+    assert all(label == -100 for label in prompt_only[1])  # all masked: a NaN loss
     with pytest.raises(ConfigError, match="max_seq_len"):
         fitting([cut, prompt_only], short)
 

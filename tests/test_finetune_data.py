@@ -1,6 +1,6 @@
 """`finetune-data` on the demo data: the aligned, stratified, seeded split and the examples.
 
-Checks of issue 31: no file on both sides; each language's labels split 7:3 within one
+Checks: no file on both sides; each language's labels split 7:3 within one
 sample; a file's translations (ids differing only in the language prefix) on the same side
 in every language; the same seed writes the same files byte for byte (another seed another
 split). The training answer is read back by the judge's own parser as the experts' labels.

@@ -1,4 +1,4 @@
-"""n/f with its reason (issue 32): the console lists each reason once with counts, and the report
+"""n/f with its reason: the console lists each reason once with counts, and the report
 prints the reasons as text under the table (a hover title does not survive a screenshot)."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""One progress mechanism (issue 32): periodic lines off a terminal, a heartbeat during a long
+"""One progress mechanism: periodic lines off a terminal, a heartbeat during a long
 part, and model workers' library noise kept back without -v (shown after a failure)."""
 from __future__ import annotations
 

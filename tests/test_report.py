@@ -1,4 +1,4 @@
-"""The HTML report (issue 6): built from a run directory written here with pyarrow alone.
+"""The HTML report: built from a run directory written here with pyarrow alone.
 
 The fixture run is complete (labels, noise, three contexts, calibration with fitted and
 not-fitted rows); its calibration rows are computed in the test with scikit-learn, not with

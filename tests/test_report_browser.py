@@ -203,8 +203,8 @@ def _sensitivity_page(root: Path) -> Path:
 
 
 def test_the_sensitivity_table_shows_ds_and_no_column_is_clipped(tmp_path: Path) -> None:
-    """Issue 32: the share-dropped table printed 1.00 in every cell in pale text and hid its right-hand
-    columns: now dS is the number (dark text), and the whole table fits its box at 1000 and 1600 px
+    """The sensitivity table shows dS as the number (dark text, not the share dropped, which reads
+    1.00 in most cells), and no column is hidden: the whole table fits its box at 1000 and 1600 px
     (at 420 px it scrolls inside a box no taller than the window, its row names kept in view)."""
     index = _sensitivity_page(tmp_path)
     html = index.read_text(encoding="utf-8")

@@ -78,8 +78,8 @@ def test_heatmap_row_labels_are_never_cut_off(tmp_path: Path, caplog: pytest.Log
 
 
 def test_expert_label_bars_number_each_segment_with_its_own_share(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Issue 32: a bar that is all incorrect printed "0%" (the correct share) on orange, read as the
-    bar's value. Every number must be the share of the segment it sits in."""
+    """Every number is the share of the segment it sits in: a bar that is all incorrect must not
+    print "0%" (the correct share) on orange, where it reads as the bar's value."""
     from engine.report.tables import AccuracyTable
 
     counts = {("en", "a"): {"incorrect": 10}, ("en", "b"): {"correct": 5, "partial": 3, "incorrect": 2},

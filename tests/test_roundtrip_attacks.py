@@ -1,20 +1,20 @@
-"""Attacks on the round trip's verdict that worked on the main of 2026-12-01, written as model
+"""Attacks on the round trip's verdict that a plain proxy does not contain, written as model
 completions and run through the stage's own path (`generation.code_from_completion`, then
 `run._execute`, default limits), each asserting the contained outcome: pass@1 0, correctness
 below 0.5, a row (never an exception of the stage) or `rejected`.
 
-- a Python candidate that raises StopIteration: the proxy raised it in the tests, where it ends
-  the tests' own iteration (`zip(map(candidate, ...))`, `all(map(...))`) as if every case held;
-- a float for each int answer under `==` the engine did not see (chained, negated, joined with
-  `and`, inside a generator): Python's `==` took 3.0 for 3;
-- a reply with a repeated map key or set element, written on the candidate's own reply pipe: the
-  proxy kept one of them, so `{1: 5, 1: 3}` passed for `{1: 3}`;
-- a JavaScript BigInt for a number: it crossed as the number (`3n` passed `strictEqual(.., 3)`
-  and agreed with the reference's 3 on every drawn input);
-- a completion with a lone surrogate: code_from_completion raised UnicodeEncodeError (the stage
-  crashed) in five languages.
+- a Python candidate that raises StopIteration: raised in the tests, it would end the tests' own
+  iteration (`zip(map(candidate, ...))`, `all(map(...))`) as if every case held;
+- a float for each int answer under an `==` the engine does not see (chained, negated, joined
+  with `and`, inside a generator): Python's `==` takes 3.0 for 3;
+- a reply with a repeated map key or set element, written on the candidate's own reply pipe: a
+  proxy that keeps one of them would pass `{1: 5, 1: 3}` for `{1: 3}`;
+- a JavaScript BigInt for a number: crossing as the number, `3n` would pass `strictEqual(.., 3)`
+  and agree with the reference's 3 on every drawn input;
+- a completion with a lone surrogate: encoding it raises UnicodeEncodeError, which must become a
+  row, not a crash of the stage, in five languages.
 
-Two that did not work stay as representatives: a `c l2` comparison written on the candidate's
+Two representatives of attacks the reply format never let through: a `c l2` comparison written on the candidate's
 reply pipe, and a reply written ahead of its call.
 """
 from __future__ import annotations
@@ -70,7 +70,7 @@ PYTHON = {
 
 
 @needs_bwrap
-def test_python_attacks_that_passed_are_contained():
+def test_python_attacks_on_the_proxy_are_contained():
     rows = {name: _through_the_stage(task, completion) for name, (task, completion) in PYTHON.items()}
     assert all(_contained(row) for row in rows.values()), {k: v for k, v in rows.items() if not _contained(v)}
     # The same tests pass a right answer: the engine's comparisons take the right ints.

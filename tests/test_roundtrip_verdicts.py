@@ -74,8 +74,8 @@ def test_correctness_in_each_language_honest_one_deep_replies_zero(language):
     assert forged["status"] in ("failed", "error", "timeout"), forged
 
 
-# Each passed on the main of 2026-12-01 (the tests compared with their own language's `==`;
-# JavaScript's correctness was NaN): a wrong type that the tests' language conflates.
+# A wrong type that the tests' language conflates (their own `==` would take it): the engine
+# compares by type.
 JS_LOOSE = {**ADD["javascript"], "tests": "const assert = require('node:assert');\nassert.deepEqual(addNumbers(1, 2), 3);\n"
                                           "assert.equal(addNumbers(-4, 4), 0);\nassert.equal(addNumbers(1, 0), true);\n"}
 PY_ONE = {**ADD["python"], "tests": "def check(candidate):\n    assert candidate(1, 2) == 3\n    assert candidate(1, 0) == 1\n"}
@@ -136,8 +136,6 @@ def test_inputs_for_every_language_follow_the_declared_types():
 
 # Attacks on correctness itself: the answers are replies the engine reads and compares with the
 # reference's from another sandbox, so nothing in the candidate's process can make them agree.
-# (On the main of 2026-12-01 the Python ones were already contained by the typed record, and
-# JavaScript had no correctness: these check the new path, they did not forge before.)
 DIFF_ATTACKS = {
     "python: an int subclass equal to everything": (
         ADD["python"], "    class A(int):\n        def __eq__(self, other):\n            return True\n"

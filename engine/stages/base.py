@@ -41,7 +41,7 @@ from engine.errors import StageError
 
 # Kinds of rows in the declared data flow (`provides` / `consumes`), re-exported for stage modules.
 # Keys of `ReportSettings.report_settings`, re-exported likewise.
-from engine.kinds import CALIBRATION, CANDIDATES, INPUT, JUDGMENTS, LAYER_SETTING, REPORT, ROUNDTRIP_ROWS, SAMPLES, SCORES, SIGNIFICANCE_SETTING  # noqa: E402,F401  # noqa: E402,F401
+from engine.kinds import CALIBRATION, CANDIDATES, INPUT, JUDGMENTS, LAYER_SETTING, REPORT, ROUNDTRIP_ROWS, SAMPLES, SCORES, SIGNIFICANCE_SETTING  # noqa: E402,F401
 
 # Option names whose values are model or tokenizer locations in most sections.
 MODEL_PATH_OPTIONS = ("model", "tokenizer")
