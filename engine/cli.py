@@ -162,7 +162,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                 print(f"{bound.name} rows {counts.get(f'{bound.name}_rows')}\n")
                 print(run_summary(summary.run_dir))
     if plan.layout.has_provider(CALIBRATION) and not quiet:
-        _print_kappa(summary.run_dir)
+        print_kappa(summary.run_dir)
     if not quiet:
         lines = console.throughput_lines(summary.throughput, plan.layout)
         if lines:
@@ -214,7 +214,7 @@ def _print_reuse(run_dir: str) -> None:
         print(line)
 
 
-def _print_kappa(run_dir: str) -> None:
+def print_kappa(run_dir: str) -> None:
     import pyarrow.parquet as pq
 
     from engine.calibrate.stage import kappa_summary
@@ -338,12 +338,12 @@ def cmd_demo(args: argparse.Namespace) -> int:
         report = run_dir / "report" / "index.html"
         print(f"  {config.name:<22} " + (f"open {report.resolve()}" if report.exists() else
                                           f"none (`report` not in its stages): babelscore report {run_dir}"))
-    _print_demo_closing(built, build_s, [run_dir for _, run_dir in jobs], warmed)
+    print_demo_closing(built, build_s, [run_dir for _, run_dir in jobs], warmed)
     return 0
 
 
 # ----- the demo's closing note: one-off costs, and how to go on from the shell ---------
-def _print_demo_closing(built: list[str], build_s: float, run_dirs: list[Path], warmed: dict[str, float]) -> None:
+def print_demo_closing(built: list[str], build_s: float, run_dirs: list[Path], warmed: dict[str, float]) -> None:
     import os
     import shutil
 

@@ -22,7 +22,7 @@ import re
 import typing
 from typing import Any, Iterator
 
-from engine.params import Params, _describe
+from engine.params import Params, describe_type
 from engine.stages.registry import DEFAULT_STAGES
 
 # Top-level keys are not a Params class (RunConfig holds the parsed sections); documented here.
@@ -93,7 +93,7 @@ def _default(field: dataclasses.Field) -> str:
 
 
 def _type_text(tp: Any) -> str:
-    return _describe(tp).replace("|", "\\|")
+    return describe_type(tp).replace("|", "\\|")
 
 
 def _nested_params(tp: Any) -> type[Params] | None:

@@ -19,14 +19,14 @@ from engine.hints import did_you_mean
 _SECRET_NAME = re.compile(r"key|token|secret|passw|credential|auth", re.IGNORECASE)
 
 
-def _describe(tp: Any) -> str:
+def describe_type(tp: Any) -> str:
     origin = typing.get_origin(tp)
     if origin is Literal:
         return "one of " + ", ".join(repr(a) for a in typing.get_args(tp))
     if origin in (Union, types.UnionType):
-        return " or ".join(_describe(a) for a in typing.get_args(tp))
+        return " or ".join(describe_type(a) for a in typing.get_args(tp))
     if origin is tuple:
-        return f"a list of {_describe(typing.get_args(tp)[0])}"
+        return f"a list of {describe_type(typing.get_args(tp)[0])}"
     if origin is dict:
         return "a mapping"
     if tp is type(None):
@@ -78,7 +78,7 @@ def _convert(value: Any, tp: Any, where: str) -> Any:
     elif isinstance(tp, type):
         if isinstance(value, tp):
             return value
-    raise ConfigError(f"{where}: got {value!r}; allowed: {_describe(tp)}")
+    raise ConfigError(f"{where}: got {value!r}; allowed: {describe_type(tp)}")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -104,6 +104,7 @@ FAST_MODULES = frozenset({
     "test_noise.py",
     "test_perturb.py",
     "test_prime_rule.py",
+    "test_private_names.py",
     "test_progress.py",
     "test_prompts.py",
     "test_report.py",

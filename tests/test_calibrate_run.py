@@ -10,7 +10,7 @@ from engine.calibrate.run import calibrate_run_dir, score_settings
 from engine.calibrate.stage import CalibrateParams, calibrate
 from engine.io.rundir import RunDirectory
 from engine.records import SAMPLE_SCHEMA, SCORE_SCHEMA
-from tests.test_calibrate_stage import _per_generator_study
+from tests.test_calibrate_stage import per_generator_study
 
 
 def _run_dir(tmp_path, samples: pa.Table, scores: pa.Table, n_parts: int) -> RunDirectory:
@@ -25,7 +25,7 @@ def _run_dir(tmp_path, samples: pa.Table, scores: pa.Table, n_parts: int) -> Run
 
 
 def test_streamed_calibration_equals_the_in_memory_fit(tmp_path):
-    samples, scores = _per_generator_study(n=600)
+    samples, scores = per_generator_study(n=600)
     # a second setting, and rows that must be left out: an error row and a NaN row
     second = scores.set_column(scores.schema.get_field_index("metric"), "metric",
                                pa.array(["other"] * scores.num_rows)).cast(SCORE_SCHEMA)
@@ -51,7 +51,7 @@ def test_streamed_calibration_equals_the_in_memory_fit(tmp_path):
 
 
 def test_a_run_without_scores_gives_an_empty_table(tmp_path):
-    samples, scores = _per_generator_study(n=30)
+    samples, scores = per_generator_study(n=30)
     run = _run_dir(tmp_path, samples, scores.slice(0, 0), n_parts=1)
     assert calibrate_run_dir(run, CalibrateParams()).num_rows == 0
     run.close()

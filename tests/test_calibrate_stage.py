@@ -235,7 +235,7 @@ def test_kappa_summary_is_a_readable_table():
     assert "showing 20 of 60" in short and " R " not in short
 
 
-def _per_generator_study(n=900, seed=3):
+def per_generator_study(n=900, seed=3):
     """Three generators whose noise separates differently; two languages."""
     rng = np.random.default_rng(seed)
     gens = ["gA", "gB", "gC"]
@@ -255,7 +255,7 @@ def _per_generator_study(n=900, seed=3):
 
 
 def test_noise_f1_per_generator_equals_an_independent_per_generator_fit():
-    samples, scores = _per_generator_study()
+    samples, scores = per_generator_study()
     out = calibrate(scores, samples, CalibrateParams(grid_points=256, bootstrap=0))
     rows = scores.to_pylist()
     per_generator = [r for r in out.to_pylist() if r["group_by"] == "language+generator"]
@@ -286,7 +286,7 @@ def test_noise_f1_per_generator_equals_an_independent_per_generator_fit():
 
 
 def test_group_by_is_configurable_per_task_kind():
-    samples, scores = _per_generator_study(n=300)
+    samples, scores = per_generator_study(n=300)
     params = CalibrateParams.from_mapping({"grid_points": 128, "bootstrap": 0,
                                            "group_by": {"agreement": ["language", "generator"],
                                                         "noise": [["language"]]}})

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 
-from engine.cli import _print_demo_closing
+from engine.cli import print_demo_closing
 from engine.demo import one_off_lines
 
 
@@ -40,7 +40,7 @@ def test_the_background_warm_up_fills_the_caches_the_demo_would_fill_itself(tmp_
 
 def test_the_demo_ends_with_how_to_run_babelscore_from_the_shell(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("PATH", "/usr/bin:/bin")  # a fresh shell: .venv not activated
-    _print_demo_closing([], 0.0, [], {})
+    print_demo_closing([], 0.0, [], {})
     out = capsys.readouterr().out.strip().splitlines()
     assert out[-3].startswith("next: use babelscore from the shell") and "not on your PATH" in out[-3]
     assert out[-2].strip().startswith("source ") and out[-2].split()[1].endswith("bin/activate")

@@ -12,7 +12,7 @@ import yaml
 from conftest import REPO, write_demo_subset
 from PIL import Image
 from test_report import STUDY_NUMBERS, check_kappa_cells, parse
-from test_report_browser import CHROMIUM, _chromium, layout_problems
+from test_report_browser import CHROMIUM, chromium_dom, layout_problems
 
 from engine.config import config_from_mapping
 from engine.records import SCORE_KEY
@@ -81,7 +81,7 @@ def test_demo_report_names_each_study_result_with_its_number(demo_run: Path) -> 
 def test_demo_report_opens_in_a_browser_with_every_image_and_the_right_kappas(demo_run: Path, tmp_path: Path) -> None:
     index = demo_run / "report" / "index.html"
     assert index.exists()
-    dom = _chromium(index, tmp_path / "shot.png", tmp_path / "profile")
+    dom = chromium_dom(index, tmp_path / "shot.png", tmp_path / "profile")
     body = parse(dom, "data-images-ok").cells
     assert body and body[0]["data-images-ok"] == "true"
     images = parse(dom, "data-never").images

@@ -241,13 +241,13 @@ def test_report_puts_the_best_metric_kappa_beside_the_judges(tmp_path) -> None:
 
 def test_a_row_without_kappa_says_why_as_text() -> None:
     """No answer of a setup parsed into a label: the note under the table names its parse classes."""
-    from engine.judge.report import _no_kappa_notes
+    from engine.judge.report import no_kappa_notes
 
     setup = {"judge": "j", "strategy": "cot", "prompt_language": "en", "reference": "with"}
     agreement = [dict(setup, language="en", n_rows=5, n=0, kappa=float("nan")),
                  dict(setup, language="nl", strategy="standard", n_rows=5, n=5, kappa=0.4)]
     rates = [dict(setup, rate_ok=0.0, rate_empty=0.2, rate_malformed=0.0, rate_truncated=0.8, rate_api_error=0.0)]
-    [note] = _no_kappa_notes(agreement, rates)
+    [note] = no_kappa_notes(agreement, rates)
     assert "English, j · cot · en · with: no answer gave a label (80% truncated, 20% empty" in note
     assert "Dutch" not in note  # a row with a kappa needs no note
-    assert _no_kappa_notes(agreement[1:], rates) == []
+    assert no_kappa_notes(agreement[1:], rates) == []

@@ -128,13 +128,13 @@ def test_parameters_are_counted_from_the_weights_on_disk() -> None:
     import torch  # noqa: F401 - transformers needs it
 
     from engine.runtime import load_model, resolve_model
-    from engine.runtime.memory import TORCH_FIXED_BYTES, TORCH_MARGIN, _safetensors_parameters, estimate_model_bytes
+    from engine.runtime.memory import TORCH_FIXED_BYTES, TORCH_MARGIN, estimate_model_bytes, safetensors_parameters
 
     model = load_model("demo:tiny-bart", "AutoModelForSeq2SeqLM", dtype="float32", device="cpu").model
     n_params = sum(p.numel() for p in model.parameters())
     from pathlib import Path
 
-    counted = _safetensors_parameters(Path(resolve_model("demo:tiny-bart").path))
+    counted = safetensors_parameters(Path(resolve_model("demo:tiny-bart").path))
     assert n_params <= counted <= 1.01 * n_params  # the saved buffers (BART's final_logits_bias) too
     expected = int(counted * 4 * (1 + TORCH_MARGIN) + TORCH_FIXED_BYTES)
     assert estimate_model_bytes("demo:tiny-bart", dtype="float32", device="cpu") == expected

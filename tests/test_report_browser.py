@@ -21,7 +21,7 @@ CHROMIUM = shutil.which("chromium")
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (the Makefile's test set-up installs Debian's `chromium`)")
 
 
-def _chromium(page: Path, screenshot: Path, profile: Path, size: tuple[int, int] = (1280, 2000)) -> str:
+def chromium_dom(page: Path, screenshot: Path, profile: Path, size: tuple[int, int] = (1280, 2000)) -> str:
     """Screenshot the page and return its DOM after scripts ran (one browser start)."""
     command = [
         CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -48,7 +48,7 @@ def layout_problems(index: Path, width: int, profile: Path, screenshot: Path, ta
     script = "<script>" + LAYOUT_CHECK.read_text(encoding="utf-8") + "</script>"
     copy.write_text(text.replace("</body>", script + "</body>", 1), encoding="utf-8")
     try:
-        dom = _chromium(copy, screenshot, profile, (width, 1400))
+        dom = chromium_dom(copy, screenshot, profile, (width, 1400))
     finally:
         copy.unlink()
     [body] = parse(dom, "data-layout-checked").cells or [{}]
@@ -111,7 +111,7 @@ def browser_page(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, P
     run = build_run_dir(tmp / "run", n_files=3)
     index = Path(write_report(str(run)))
     screenshot = tmp / "screenshot.png"
-    dom = _chromium(index, screenshot, tmp / "profile")
+    dom = chromium_dom(index, screenshot, tmp / "profile")
     return run, dom, screenshot
 
 

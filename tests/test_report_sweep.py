@@ -123,9 +123,9 @@ def test_williams_against_the_next_setting_recomputed(sweep_run: Path) -> None:
 
 
 def test_console_prints_the_best_setting_per_language(sweep_run: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from engine.cli import _print_kappa
+    from engine.cli import print_kappa
 
-    _print_kappa(str(sweep_run))
+    print_kappa(str(sweep_run))
     out = capsys.readouterr().out
     lines = out[out.index("best setting per language"):].splitlines()[1:6]
     cal = _agreement(sweep_run)

@@ -38,13 +38,13 @@ def lora_parameters(config: dict[str, Any], params: FinetuneParams) -> int:
 
 def training_bytes(params: FinetuneParams, device: str) -> dict[str, int] | None:
     """{base, lora_state, activations, total} bytes of training on `device`; None when the config is unreadable."""
-    from engine.runtime.memory import _config_of, _config_parameters, _local_path, _safetensors_parameters
+    from engine.runtime.memory import config_parameters, local_model_path, read_model_config, safetensors_parameters
 
-    path = _local_path(params.model)
-    config = _config_of(path) if path is not None else None
+    path = local_model_path(params.model)
+    config = read_model_config(path) if path is not None else None
     if config is None:
         return None
-    n = _safetensors_parameters(path) or _config_parameters(config) or 0
+    n = safetensors_parameters(path) or config_parameters(config) or 0
     dtype_bytes = 4 if params.dtype == "float32" or (params.dtype == "auto" and not device.startswith("cuda")) else 2
     base = n // 2 if params.quantize == "4bit" else n * dtype_bytes
     lora_state = 16 * lora_parameters(config, params)

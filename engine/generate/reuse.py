@@ -38,7 +38,7 @@ def generate_identity(params: Any, plan: Mapping[str, Any]) -> str:
 
 def generate_part(stage: Any, ctx: Any, sources: ReuseSources) -> tuple[pa.Table, dict[str, int], int] | None:
     """(table, rows reused per earlier run, rows generated), or None when nothing can be reused."""
-    from engine.generate.stage import _first_row_per_file, _output_row
+    from engine.generate.stage import first_row_per_file, output_row
     from engine.generate.stage import generate_part as generate
     from engine.records import GENERATION_SCHEMA
 
@@ -47,7 +47,7 @@ def generate_part(stage: Any, ctx: Any, sources: ReuseSources) -> tuple[pa.Table
     if not index:
         return None
     samples = ctx.input_table()
-    rows = _first_row_per_file(samples)
+    rows = first_row_per_file(samples)
     hits = [index.get(generation_input_hash(row)) for row in rows]
     if not any(hits):
         return None
@@ -64,7 +64,7 @@ def generate_part(stage: Any, ctx: Any, sources: ReuseSources) -> tuple[pa.Table
             merged.append(generated[row["file_id"]])
             continue
         earlier, run = hit
-        out = _output_row(row, params.generator_name)
+        out = output_row(row, params.generator_name)
         out.update({name: earlier[name] for name in GENERATED_FIELDS})
         merged.append(out)
         per_run[run] = per_run.get(run, 0) + 1

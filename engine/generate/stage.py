@@ -187,7 +187,7 @@ def signature(params: GenerateParams, plan: dict[str, Any] | None = None) -> str
     return format_signature(fields)
 
 
-def _first_row_per_file(samples: pa.Table) -> list[dict[str, Any]]:
+def first_row_per_file(samples: pa.Table) -> list[dict[str, Any]]:
     missing = [c for c in REQUIRED_SAMPLE_COLUMNS if c not in samples.column_names]
     if missing:
         raise StageError("generate", f"input lacks the columns {missing}; the build stage or a converter writes them")
@@ -212,7 +212,7 @@ def _limit_from_lengths(lengths: list[int]) -> int:
 
 def generation_limit(samples: pa.Table, tokenizer: Any) -> int:
     """ceil(mean + 3 * std) of the token lengths of the references (one per file), at least 1."""
-    return _limit_from_lengths(_reference_lengths(_first_row_per_file(samples), tokenizer))
+    return _limit_from_lengths(_reference_lengths(first_row_per_file(samples), tokenizer))
 
 
 def plan_generation(tables: Iterable[pa.Table], params: GenerateParams) -> dict[str, Any]:
@@ -226,7 +226,7 @@ def plan_generation(tables: Iterable[pa.Table], params: GenerateParams) -> dict[
     files = 0
     lengths: list[int] = []
     for table in tables:
-        rows = _first_row_per_file(table)
+        rows = first_row_per_file(table)
         files += len(rows)
         if tokenizer is not None:
             lengths += _reference_lengths(rows, tokenizer)
@@ -243,7 +243,7 @@ def _request_seed(seed: int, file_id: str) -> int:
     return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
 
 
-def _output_row(row: dict[str, Any], name: str) -> dict[str, Any]:
+def output_row(row: dict[str, Any], name: str) -> dict[str, Any]:
     out = {field.name: row.get(field.name) for field in GENERATION_SCHEMA}
     out.update(sample_id=f"{row['file_id']}/{name}", generator=name, prime=None, prediction=None,
                label=None, error_codes=None, raw_generation=None, prompt_tokens=None, generated_tokens=None,
@@ -258,8 +258,8 @@ def generate_samples(samples: pa.Table, params: GenerateParams, max_new_tokens: 
     uses only these samples (see the module docstring), which is logged as a warning.
     """
     name = params.generator_name
-    rows = _first_row_per_file(samples)
-    out = [_output_row(r, name) for r in rows]
+    rows = first_row_per_file(samples)
+    out = [output_row(r, name) for r in rows]
     if not rows:
         return pa.Table.from_pylist([], schema=GENERATION_SCHEMA)
     card = get_card(params.card, params.cards_file)

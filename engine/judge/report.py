@@ -155,7 +155,7 @@ def adapter_part(rows: list[dict[str, Any]]) -> list[str]:
     ]
 
 
-def _no_kappa_notes(agreement: list[dict[str, Any]], parse_rates: list[dict[str, Any]]) -> list[str]:
+def no_kappa_notes(agreement: list[dict[str, Any]], parse_rates: list[dict[str, Any]]) -> list[str]:
     """Why a row of the agreement table has no kappa, as text under it (a screenshot keeps it):
     none of its answers parsed into a label, and what they were instead (from the parse classes)."""
     from engine.report.tables import language_name
@@ -198,7 +198,7 @@ def judge_section(run_root: str | Path) -> tuple[str, str, str] | None:
         _table(read["agreement"], ["language", *setup, "n_rows", "n", "kappa", "metric_kappa", "metric_setting"],
                ["language", *setup_headers, "candidates judged", "with a label", "judge kappa", "best metric kappa",
                 "best metric setting"]),
-        *_no_kappa_notes(read["agreement"], read["parse_rates"]),
+        *no_kappa_notes(read["agreement"], read["parse_rates"]),
         "<h3>Pooled confusion (counts, row- / column-normalised; the clustered strategies hierarchical and combined left out)</h3>",
     ]
     for row in read["pooled_confusion"]:

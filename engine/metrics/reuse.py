@@ -99,7 +99,7 @@ def _restricted_scorer(spec: Any, scorer: Any, segments: Sequence[str], prepass:
 
 def score_part(stage: Any, ctx: Any, sources: ReuseSources) -> tuple[pa.Table, dict[str, int], int] | None:
     """(table, rows reused per earlier run, rows computed), or None when nothing can be reused."""
-    from engine.metrics.scoring import _missing_prediction_rows, rows_to_table, score_items
+    from engine.metrics.scoring import missing_prediction_rows, rows_to_table, score_items
 
     spec, scorer = stage.part_scorer(ctx)
     layout = _layout(spec, scorer)
@@ -157,7 +157,7 @@ def score_part(stage: Any, ctx: Any, sources: ReuseSources) -> tuple[pa.Table, d
             return (contexts[row.context], item, rank[key])
         return (item, rank[key])
 
-    rows = sorted(all_rows, key=order) + _missing_prediction_rows(scorer, missing, reasons)
+    rows = sorted(all_rows, key=order) + missing_prediction_rows(scorer, missing, reasons)
     items_by_id = {item.sample_id: item for item in items}
     per_run: dict[str, int] = {}
     for _, run in reused:

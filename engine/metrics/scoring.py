@@ -174,7 +174,7 @@ def score_items(samples: pa.Table, extra_predictions: Mapping[str, list[dict[str
             yield ScoreItem(noise=extra["noise"], prediction=extra["prediction"], **common)
 
 
-def _group_by_sample(rows: Iterable[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+def group_by_sample(rows: Iterable[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
     out: dict[str, list[dict[str, Any]]] = {}
     for row in rows:
         out.setdefault(row["sample_id"], []).append(row)
@@ -199,7 +199,7 @@ def rows_to_table(rows: Sequence[ScoreRow], items_by_id: Mapping[str, ScoreItem]
     return pa.table(columns, schema=SCORE_SCHEMA)
 
 
-def _missing_prediction_rows(scorer: Any, items: Sequence[ScoreItem], reasons: Mapping[str, str]) -> list[ScoreRow]:
+def missing_prediction_rows(scorer: Any, items: Sequence[ScoreItem], reasons: Mapping[str, str]) -> list[ScoreRow]:
     """Error rows with the scorer's real metric names and variants for items without a prediction.
 
     The rows' shape comes from scoring an empty prediction; every value is then replaced by NaN

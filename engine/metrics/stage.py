@@ -22,7 +22,7 @@ from typing import Any, Iterable
 import pyarrow as pa
 
 from engine.items import ScoreItem
-from engine.metrics.scoring import ScorerSpec, ScoreSection, _group_by_sample, _missing_prediction_rows, get_scorer, parse_scorers, rows_to_table, score_items
+from engine.metrics.scoring import ScorerSpec, ScoreSection, get_scorer, group_by_sample, missing_prediction_rows, parse_scorers, rows_to_table, score_items
 from engine.records import SCORE_SCHEMA
 from engine.stages.base import CANDIDATES, LAYER_SETTING, SAMPLES, SCORES, PartContext, PartStage, Rates, ReportSettings, Reusable, StageTask, prepass_hash
 
@@ -131,7 +131,7 @@ class ScoreStage(PartStage, Reusable, Rates, ReportSettings):
         extra: list[dict[str, Any]] = []
         for provider in ctx.providers_of(CANDIDATES):
             extra.extend(provider.as_candidates(ctx.stage_output(provider.name)).to_pylist())
-        items = list(score_items(samples, _group_by_sample(extra)))
+        items = list(score_items(samples, group_by_sample(extra)))
         missing = [item for item in items if item.prediction is None]
         reasons: dict[str, str] = {}
         if missing and "generation_error" in samples.column_names:
@@ -147,6 +147,6 @@ class ScoreStage(PartStage, Reusable, Rates, ReportSettings):
         items, reasons = self.part_items(ctx)
         ready = [item for item in items if item.prediction is not None]
         missing = [item for item in items if item.prediction is None]
-        rows = scorer.score(ready) + _missing_prediction_rows(scorer, missing, reasons)
+        rows = scorer.score(ready) + missing_prediction_rows(scorer, missing, reasons)
         items_by_id = {item.sample_id: item for item in items}
         return rows_to_table(rows, items_by_id, spec.scorer_label)

@@ -196,7 +196,7 @@ def _perturb_tables(run: Any) -> Iterator[pa.Table]:
         yield pq.read_table(path, columns=["language", "target", "family", "applied"], schema=PERTURB_SCHEMA)
 
 
-def _open(run: Any) -> Any:
+def open_run_dir(run: Any) -> Any:
     from engine.io.rundir import RunDirectory
 
     return run if isinstance(run, RunDirectory) else RunDirectory.open_existing(run)
@@ -209,7 +209,7 @@ def write_sensitivity(run: Any, config: Any) -> Path | None:
     """
     if "perturb" not in config.stages:
         return None
-    run = _open(run)
+    run = open_run_dir(run)
     params = config.section("perturb")
     files = score_task_files(run)
     where = perturbation_filter(params.perturb_predictions)

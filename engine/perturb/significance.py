@@ -32,7 +32,7 @@ from scipy import stats
 
 from engine.errors import ConfigError
 from engine.io.atomic import write_parquet_atomic
-from engine.perturb.analysis import _open, read_task, score_task_files
+from engine.perturb.analysis import open_run_dir, read_task, score_task_files
 from engine.records import LABELS, SIGNIFICANCE_SCHEMA
 from engine.stats import williams_test  # noqa: F401 - the test used here, kept importable from this module
 
@@ -182,7 +182,7 @@ def write_significance(run: Any, config: Any) -> Path:
     """Write RUN/significance.parquet (options from the `perturb` section's `significance`, else defaults)."""
     from engine.perturb.perturber import SignificanceParams
 
-    run = _open(run)
+    run = open_run_dir(run)
     try:
         params = config.section("perturb").significance
     except ConfigError:  # no perturb section: the defaults

@@ -95,7 +95,7 @@ def _matches(value: Any, hint: Any) -> bool:
     return False
 
 
-def _draw(rng: random.Random, hint: Any, pool: list[Any], depth: int = 0) -> Any:
+def draw_value(rng: random.Random, hint: Any, pool: list[Any], depth: int = 0) -> Any:
     typed = [v for v in pool if _matches(v, hint)] if hint is not None else pool
     # Half of the draws reuse a test literal of the right type: edge values the author chose.
     if typed and rng.random() < 0.5:
@@ -113,17 +113,17 @@ def _draw(rng: random.Random, hint: Any, pool: list[Any], depth: int = 0) -> Any
     if isinstance(hint, tuple) and depth < 3:
         kind = hint[0]
         if kind in ("list", "set"):
-            values = [_draw(rng, hint[1], pool, depth + 1) for _ in range(rng.randint(0, MAX_LEN))]
+            values = [draw_value(rng, hint[1], pool, depth + 1) for _ in range(rng.randint(0, MAX_LEN))]
             if len(hint) > 2:
                 return tuple(values)
             return values if kind == "list" else set(_hashable(values))
         if kind == "fixed-tuple":
-            return tuple(_draw(rng, h, pool, depth + 1) for h in hint[1])
+            return tuple(draw_value(rng, h, pool, depth + 1) for h in hint[1])
         if kind == "dict":
-            keys = [_draw(rng, hint[1] or "str", pool, depth + 1) for _ in range(rng.randint(0, MAX_LEN))]
-            return {k: _draw(rng, hint[2] or "int", pool, depth + 1) for k in _hashable(keys)}
+            keys = [draw_value(rng, hint[1] or "str", pool, depth + 1) for _ in range(rng.randint(0, MAX_LEN))]
+            return {k: draw_value(rng, hint[2] or "int", pool, depth + 1) for k in _hashable(keys)}
         if kind == "union":
-            return _draw(rng, rng.choice(hint[1]), pool, depth + 1)
+            return draw_value(rng, rng.choice(hint[1]), pool, depth + 1)
     if pool:
         return pool[rng.randrange(len(pool))]
     return rng.randint(*INT_RANGE)
@@ -153,7 +153,7 @@ def generate_inputs(signature: str, tests: str, entry_point: str, n: int, seed: 
     hints = argument_hints(signature)
     calls, pool = test_literals(tests, entry_point)
     inputs = [repr(c) for c in calls if len(c) == len(hints)][:n]
-    return fill_with_draws(inputs, n, seed, lambda rng: tuple(_draw(rng, h, pool) for h in hints))
+    return fill_with_draws(inputs, n, seed, lambda rng: tuple(draw_value(rng, h, pool) for h in hints))
 
 
 def fill_with_draws(inputs: list[str], n: int, seed: int, draw_arguments: Any) -> list[str]:

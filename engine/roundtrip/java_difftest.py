@@ -76,7 +76,7 @@ def parse_signature(signature: str) -> dict[str, Any] | None:
             "returns": match.group("ret").strip(), "types": types, "hints": hints}
 
 
-def _literal_pool(tests: str) -> list[Any]:
+def literal_pool(tests: str) -> list[Any]:
     pool: list[Any] = [int(n) for n in re.findall(r"(?<![\w.])-?\d{1,9}(?![\w.])", tests)]
     pool += [float(n) for n in re.findall(r"(?<![\w.])-?\d+\.\d+(?![\w])", tests)]
     for text in re.findall(r'"((?:[^"\\\n]|\\.)*)"', tests):
@@ -89,12 +89,12 @@ def _literal_pool(tests: str) -> list[Any]:
 
 def generate_inputs(signature: str, tests: str, n: int, seed: int) -> list[str] | None:
     """`n` argument tuples as Python literals, or None when the signature has an unsupported type."""
-    from engine.roundtrip.inputs import ALPHABET, _draw, fill_with_draws
+    from engine.roundtrip.inputs import ALPHABET, draw_value, fill_with_draws
 
     parsed = parse_signature(signature)
     if parsed is None:
         return None
-    pool = _literal_pool(tests)
+    pool = literal_pool(tests)
 
     def draw_arguments(rng: random.Random) -> tuple:
         values = []
@@ -103,7 +103,7 @@ def generate_inputs(signature: str, tests: str, n: int, seed: int) -> list[str] 
                 draw = lambda: rng.choice(ALPHABET)  # noqa: E731 - one character
                 values.append(draw() if hint == "char" else [draw() for _ in range(rng.randint(0, 6))])
             else:
-                values.append(_draw(rng, hint, pool))
+                values.append(draw_value(rng, hint, pool))
         return tuple(values)
 
     return fill_with_draws([], n, seed, draw_arguments)

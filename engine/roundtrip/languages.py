@@ -31,11 +31,11 @@ from engine.roundtrip.programs import (
     CPP_HARNESS,
     JAVA_HARNESS,
     RUST_HARNESS,
-    _go_file,
-    _join,
-    _rename_main,
-    _script,
+    go_file,
     java_class_name,
+    join_sources,
+    rename_main,
+    shell_script,
 )
 from engine.roundtrip.sandbox import SandboxLimits, SandboxResult, python_for, run_program
 
@@ -93,7 +93,7 @@ def build(task: Mapping[str, str], implementation: str, limits: SandboxLimits) -
     context = task.get("context") or ""
     if language == "python":
         call = "check" if "def check(" in tests else "plain"
-        files = {"_harness.py": python_harness(limits.isolation == "hook"), "impl.py": _join(context, implementation),
+        files = {"_harness.py": python_harness(limits.isolation == "hook"), "impl.py": join_sources(context, implementation),
                  "tests.py": tests}
         return Build(files, [python_for(limits), "-I", "-B", "_harness.py", "tests", "impl.py", "tests.py", entry, call], {})
     if language == "java":
@@ -101,24 +101,24 @@ def build(task: Mapping[str, str], implementation: str, limits: SandboxLimits) -
                  "BabelscoreHarness.java": JAVA_HARNESS.replace("ENTRY", entry)}
         return Build(files, java_command("BabelscoreHarness", limits), {})
     if language == "javascript":
-        files = {"harness.js": JS_HARNESS, "program.js": _join(context, implementation, tests)}
+        files = {"harness.js": JS_HARNESS, "program.js": join_sources(context, implementation, tests)}
         heap = max(16, limits.memory_mb // 2)
         return Build(files, ["/usr/bin/node", f"--max-old-space-size={heap}", "harness.js"], {})
     if language == "cpp":
-        renamed = _rename_main(tests, r"\bint\s+main\s*\(\s*(?:void\s*)?\)", "int babelscore_tests_main()", language)
-        files = {"program.cpp": _join(context, implementation, renamed), "harness.cpp": CPP_HARNESS}
-        return Build(files, _script("g++ -std=c++17 -O1 -w -o program program.cpp harness.cpp", "./program"), {})
+        renamed = rename_main(tests, r"\bint\s+main\s*\(\s*(?:void\s*)?\)", "int babelscore_tests_main()", language)
+        files = {"program.cpp": join_sources(context, implementation, renamed), "harness.cpp": CPP_HARNESS}
+        return Build(files, shell_script("g++ -std=c++17 -O1 -w -o program program.cpp harness.cpp", "./program"), {})
     if language == "go":
-        renamed = _rename_main(tests, r"\bfunc\s+main\s*\(\s*\)", "func babelscoreTestsMain()", language)
-        files = {"solution.go": _go_file(_join(context, implementation)), "tests.go": _go_file(renamed),
+        renamed = rename_main(tests, r"\bfunc\s+main\s*\(\s*\)", "func babelscoreTestsMain()", language)
+        files = {"solution.go": go_file(join_sources(context, implementation)), "tests.go": go_file(renamed),
                  "harness.go": GO_HARNESS}
         env = {"GOCACHE": "/tmp/go-cache", "GOPATH": "/tmp/go", "GO111MODULE": "off", "GOTOOLCHAIN": "local",
                "CGO_ENABLED": "0", "GOFLAGS": "-buildvcs=false"}
-        return Build(files, _script("go build -o program solution.go tests.go harness.go", "./program"), env)
+        return Build(files, shell_script("go build -o program solution.go tests.go harness.go", "./program"), env)
     if language == "rust":
-        renamed = _rename_main(tests, r"\bfn\s+main\s*\(\s*\)", "fn babelscore_tests_main()", language)
-        files = {"main.rs": _join(context, implementation, renamed, RUST_HARNESS)}
-        return Build(files, _script("rustc --edition 2021 -C opt-level=1 -A warnings -o program main.rs", "./program"), {})
+        renamed = rename_main(tests, r"\bfn\s+main\s*\(\s*\)", "fn babelscore_tests_main()", language)
+        files = {"main.rs": join_sources(context, implementation, renamed, RUST_HARNESS)}
+        return Build(files, shell_script("rustc --edition 2021 -C opt-level=1 -A warnings -o program main.rs", "./program"), {})
     raise ValueError(f"unknown programming language {language!r}; allowed: {list(LANGUAGES)}")
 
 
@@ -127,7 +127,7 @@ def java_command(main_class: str, limits: SandboxLimits) -> list[str]:
     heap = max(16, limits.memory_mb // 2)
     jvm = f"-Xmx{heap}m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Xshare:auto"
     javac = " ".join(f"-J{flag}" for flag in jvm.split())
-    return _script(f"javac {javac} -encoding UTF-8 -nowarn -d . *.java", f"java {jvm} -cp . {main_class}")
+    return shell_script(f"javac {javac} -encoding UTF-8 -nowarn -d . *.java", f"java {jvm} -cp . {main_class}")
 
 
 def run_toolchain(argv: list[str], files: Mapping[str, str], limits: SandboxLimits, env: Mapping[str, str] | None = None,

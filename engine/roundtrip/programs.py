@@ -10,7 +10,7 @@ import re
 from engine.roundtrip.sandbox import EXIT_COMPILE
 
 
-def _script(compile_step: str, run_step: str) -> list[str]:
+def shell_script(compile_step: str, run_step: str) -> list[str]:
     return ["/bin/sh", "-c", f"{compile_step} || exit {EXIT_COMPILE}; exec {run_step}"]
 
 
@@ -71,16 +71,16 @@ def java_class_name(code: str) -> str:
     return public.group(1) if public else "Solution"
 
 
-def _rename_main(tests: str, pattern: str, replacement: str, language: str) -> str:
+def rename_main(tests: str, pattern: str, replacement: str, language: str) -> str:
     renamed, count = re.subn(pattern, replacement, tests, count=1)
     if count != 1:
         raise ValueError(f"{language} tests need a main function to run ({pattern!r} not found)")
     return renamed
 
 
-def _join(*parts: str) -> str:
+def join_sources(*parts: str) -> str:
     return "\n\n".join(p.strip("\n") for p in parts if p and p.strip()) + "\n"
 
 
-def _go_file(source: str) -> str:
+def go_file(source: str) -> str:
     return source if re.match(r"\s*(//[^\n]*\n\s*)*package\s+\w+", source) else "package main\n\n" + source

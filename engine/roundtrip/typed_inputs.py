@@ -18,8 +18,8 @@ import re
 from typing import Any
 
 from engine.roundtrip import syntax
-from engine.roundtrip.inputs import MAX_LEN, _draw, fill_with_draws
-from engine.roundtrip.java_difftest import _literal_pool
+from engine.roundtrip.inputs import MAX_LEN, draw_value, fill_with_draws
+from engine.roundtrip.java_difftest import literal_pool
 
 _SIGNED = {"cpp": r"(?:signed\s+)?(?:int|long|long\s+long|short|long\s+int|int64_t|int32_t|int16_t|int8_t|ssize_t)",
            "go": r"int|int8|int16|int32|int64|rune", "rust": r"i8|i16|i32|i64|i128|isize"}
@@ -74,15 +74,15 @@ def _parameter_type(language: str, name: str, text: str) -> str:
 def draw(rng: random.Random, kind: Any, pool: list[Any], depth: int = 0) -> Any:
     """One value of `kind`, of exactly the declared type (floats are floats, never ints)."""
     if kind == "nat":
-        return abs(_draw(rng, "int", [v for v in pool if type(v) is int and v >= 0]))
+        return abs(draw_value(rng, "int", [v for v in pool if type(v) is int and v >= 0]))
     if kind == "float":
-        return float(_draw(rng, "float", pool))
+        return float(draw_value(rng, "float", pool))
     if isinstance(kind, tuple) and kind[0] == "list":
         return [draw(rng, kind[1], pool, depth + 1) for _ in range(rng.randint(0, MAX_LEN))] if depth < 3 else []
     if isinstance(kind, tuple) and kind[0] == "dict":
         keys = {draw(rng, kind[1], pool, depth + 1) for _ in range(rng.randint(0, MAX_LEN))}
         return {k: draw(rng, kind[2], pool, depth + 1) for k in sorted(keys, key=repr)}
-    return _draw(rng, kind, pool)
+    return draw_value(rng, kind, pool)
 
 
 def _value_kind(value: Any) -> Any:
@@ -120,7 +120,7 @@ def _js_calls(tests: str, entry: str) -> list[tuple]:
 def generate_inputs(task: dict, n: int, seed: int) -> list[str] | None:
     """`n` argument tuples as Python literals, or None when a parameter's type is not supported."""
     language, tests = task["programming_language"], task["tests"]
-    pool = _literal_pool(tests)
+    pool = literal_pool(tests)
     inputs: list[str] = []
     if language == "javascript":
         calls = _js_calls(tests, task["entry_point"])

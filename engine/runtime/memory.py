@@ -65,7 +65,7 @@ class PlannedModel:
                 f"estimated {format_bytes(self.estimated_bytes)} of {format_bytes(self.budget_bytes)}")
 
 
-def _config_of(path: Path) -> dict[str, Any] | None:
+def read_model_config(path: Path) -> dict[str, Any] | None:
     try:
         return json.loads((path / "config.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -77,7 +77,7 @@ def _text_config(config: dict[str, Any]) -> dict[str, Any]:
     return config.get("text_config") or config
 
 
-def _safetensors_parameters(path: Path) -> int | None:
+def safetensors_parameters(path: Path) -> int | None:
     files = sorted(path.glob("*.safetensors"))
     if not files:
         return None
@@ -96,7 +96,7 @@ def _safetensors_parameters(path: Path) -> int | None:
     return total
 
 
-def _config_parameters(config: dict[str, Any]) -> int | None:
+def config_parameters(config: dict[str, Any]) -> int | None:
     c = _text_config(config)
     hidden = c.get("hidden_size") or c.get("d_model") or c.get("n_embd")
     layers = (c.get("num_hidden_layers") or c.get("n_layer") or c.get("num_layers") or 0) + (c.get("decoder_layers") or 0)
@@ -181,8 +181,8 @@ def estimate_need(model: str, *, backend: str, dtype: str, device: str, max_mode
     """(bytes it will take, bytes it needs at least); equal except for vLLM on CUDA."""
     device = device_of(backend, device)
     path = _local_path(model)
-    config = _config_of(path) if path is not None else None
-    params = (_safetensors_parameters(path) or _config_parameters(config)) if config is not None else None
+    config = read_model_config(path) if path is not None else None
+    params = (safetensors_parameters(path) or config_parameters(config)) if config is not None else None
     if params is None:
         return _unknown_weights_need(backend, device, gpu_memory_utilization)
     size = _dtype_bytes(dtype, device, config.get("torch_dtype") or config.get("dtype"))

@@ -24,10 +24,10 @@ def split_jobs(task: dict, code: str, python: str, hook: bool, command=None) -> 
         server, tests = side.jobs(task, code)
         return server, tests, True
     if language in ("go", "cpp", "rust"):
-        from engine.roundtrip.programs import _script
+        from engine.roundtrip.programs import shell_script
         side = importlib.import_module(f"engine.roundtrip.proxies.{language}")
 
-        server, tests = side.jobs(task, code, _script)
+        server, tests = side.jobs(task, code, shell_script)
         return server, tests, True
     if language == "java":
         from engine.roundtrip.proxies import java as side

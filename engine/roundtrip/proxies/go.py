@@ -375,13 +375,13 @@ def _tests_context(context: str) -> str:
 
 
 def _go_file_text(source: str) -> str:
-    from engine.roundtrip.programs import _go_file
+    from engine.roundtrip.programs import go_file
 
-    return _go_file(source)
+    return go_file(source)
 
 
 def jobs(task: dict, code: str, script) -> tuple[Job, Job]:
-    from engine.roundtrip.programs import _go_file, _join, _rename_main
+    from engine.roundtrip.programs import go_file, join_sources, rename_main
 
     sig = syntax.signature("go", task["signature"])
     results = _results(sig.result)
@@ -391,11 +391,11 @@ def jobs(task: dict, code: str, script) -> tuple[Job, Job]:
     returns = ", ".join(f"r{i}" for i in range(len(results)))
     proxy = (f"{task['signature']} {{\n{declared}\tbsCall([]interface{{}}{{{pointers}}}{', ' if names else ''}"
              f"{', '.join(names)})\n\treturn {returns}\n}}\n")
-    server_files = {"solution.go": _go_file(_join(task.get("context") or "", code)),
+    server_files = {"solution.go": go_file(join_sources(task.get("context") or "", code)),
                     "server.go": SERVER.replace("ENTRY", sig.name)}
-    renamed = _rename_main(task["tests"], r"\bfunc\s+main\s*\(\s*\)", "func babelscoreTestsMain()", "go")
-    tests_files = {"context.go": _go_file(_tests_context(task.get("context") or "")), "proxy.go": "package main\n\n" + proxy,
-                   "tests.go": _go_file(renamed), "harness.go": TESTS_HARNESS}
+    renamed = rename_main(task["tests"], r"\bfunc\s+main\s*\(\s*\)", "func babelscoreTestsMain()", "go")
+    tests_files = {"context.go": go_file(_tests_context(task.get("context") or "")), "proxy.go": "package main\n\n" + proxy,
+                   "tests.go": go_file(renamed), "harness.go": TESTS_HARNESS}
     build = "go build -o program "
     server = Job(server_files, script(build + "solution.go server.go", "./program"), dict(ENV))
     tests = Job(tests_files, script(build + "context.go proxy.go tests.go harness.go", "./program"), dict(ENV))

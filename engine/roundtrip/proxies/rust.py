@@ -249,7 +249,7 @@ def _owned(kind: str) -> tuple[str, str]:
 
 
 def jobs(task: dict, code: str, script) -> tuple[Job, Job]:
-    from engine.roundtrip.programs import RUST_HARNESS, _join, _rename_main
+    from engine.roundtrip.programs import RUST_HARNESS, join_sources, rename_main
 
     sig = syntax.signature("rust", task["signature"])
     context = task.get("context") or ""
@@ -260,7 +260,7 @@ def jobs(task: dict, code: str, script) -> tuple[Job, Job]:
               .replace("DESTRUCTURE", "(" + "".join(f"mut a{i}, " for i in range(len(owned))) + ")")
               .replace("ENTRY", sig.name).replace("ARGS", ", ".join(f"{p}a{i}" for i, (_, p) in enumerate(owned))))
     proxy = f"{task['signature']} {{\n    babelscore_call(&[{', '.join(f'&{n}' for n in names)}])\n}}\n"
-    renamed = _rename_main(task["tests"], r"\bfn\s+main\s*\(\s*\)", "fn babelscore_tests_main()", "rust")
+    renamed = rename_main(task["tests"], r"\bfn\s+main\s*\(\s*\)", "fn babelscore_tests_main()", "rust")
     compile_step = "rustc --edition 2021 -C opt-level=1 -A warnings -o program main.rs"
-    return (Job({"main.rs": _join(CODEC, context, code, server)}, script(compile_step, "./program")),
-            Job({"main.rs": _join(CODEC, context, proxy, renamed, PROXY_CALL, RUST_HARNESS)}, script(compile_step, "./program")))
+    return (Job({"main.rs": join_sources(CODEC, context, code, server)}, script(compile_step, "./program")),
+            Job({"main.rs": join_sources(CODEC, context, proxy, renamed, PROXY_CALL, RUST_HARNESS)}, script(compile_step, "./program")))

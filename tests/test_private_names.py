@@ -1,0 +1,79 @@
+"""No module imports another module's private (`_name`) names: a name used across modules is part
+of its module's interface and is named like it. The few left are listed; an entry that no longer
+matches fails too, so the list only shrinks."""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from conftest import REPO
+
+ROOTS = ("engine", "kernels", "bench", "tests")
+
+# (importing file, "module._name"): tests that reach into a module's internals.
+ALLOWED = {
+    ("tests/test_disk_full.py", "engine.runner._Committer"),
+    ("tests/test_user_errors.py", "engine.runner._Committer"),
+    ("tests/test_model_files.py", "engine.runner._log_model_plan"),
+    ("tests/test_run_core.py", "engine.runner._log_model_plan"),
+    ("tests/test_signatures.py", "engine.runner._record_signatures"),
+    ("tests/test_fault_attacks.py", "engine.judge.http_backend._OPENER"),
+    ("tests/test_fault_attacks.py", "engine.judge.http_backend._ERROR_BODY_CHARS"),
+    ("tests/test_judge_faults.py", "engine.judge.http_backend._OPENER"),
+    ("tests/test_judge_prompts.py", "engine.judge.promptpack._read"),
+    ("tests/test_user_errors.py", "engine.llm.vllm_backend._quiet_vllm_logs"),
+    ("tests/test_vllm_guard.py", "engine.llm.vllm_backend._guard_module_scan"),
+    ("tests/test_roundtrip_attacks.py", "engine.roundtrip.run._execute"),
+    ("tests/test_roundtrip_forgery.py", "engine.roundtrip.run._execute"),
+    ("tests/test_roundtrip_verdicts.py", "engine.roundtrip.run._execute"),
+    ("tests/test_isolation.py", "test_roundtrip_stage._config"),
+    ("tests/test_isolation.py", "test_judge_stage._samples"),
+}
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def private_uses(path: Path) -> set[str]:
+    """`module._name` for each private name `path` imports from a module, or reads off an imported module."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    modules: dict[str, str] = {}  # local name -> module it stands for
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            for alias in node.names:
+                if _private(alias.name):
+                    found.add(f"{node.module}.{alias.name}")
+                else:
+                    modules[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                modules[alias.asname or alias.name] = alias.name
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Attribute) and _private(node.attr) and isinstance(node.value, ast.Name)
+                and node.value.id in modules and modules[node.value.id].split(".")[0] in (*ROOTS, *_test_modules())):
+            found.add(f"{modules[node.value.id]}.{node.attr}")
+    return found
+
+
+def _test_modules() -> tuple[str, ...]:
+    return tuple(p.stem for p in (REPO / "tests").glob("*.py"))
+
+
+def test_no_private_name_is_imported_across_modules() -> None:
+    seen = set()
+    for root in ROOTS:
+        for path in sorted((REPO / root).rglob("*.py")):
+            rel = path.relative_to(REPO).as_posix()
+            seen |= {(rel, use) for use in private_uses(path)}
+    new = sorted(seen - ALLOWED)
+    assert not new, "private names used across modules (give the name a public one where it is defined):\n" + "\n".join(map(str, new))
+    stale = sorted(ALLOWED - seen)
+    assert not stale, "ALLOWED entries that no longer match (take them out):\n" + "\n".join(map(str, stale))
+
+
+def test_the_check_sees_both_forms(tmp_path: Path) -> None:
+    planted = tmp_path / "planted.py"
+    planted.write_text("from engine.roundtrip.programs import _hidden\nfrom engine import runner\nrunner._Committer\n", encoding="utf-8")
+    assert private_uses(planted) == {"engine.roundtrip.programs._hidden", "engine.runner._Committer"}
