@@ -128,11 +128,15 @@ HEAVY_TESTS = frozenset({
     "test_calibrate_run.py::test_streamed_calibration_equals_the_in_memory_fit",
     "test_demo_closing.py::test_the_background_warm_up_fills_the_caches_the_demo_would_fill_itself",  # a child process: numba and vLLM
     "test_embedding_compat.py::test_equals_bert_score",  # MiniLM through bert_score and through us
+    "test_embedding_compat.py::test_multiple_references_take_max_per_score",
+    "test_embedding_compat.py::test_all_layers_equal_bert_score",
+    "test_embedding_scorer.py::test_fast_bfloat16_close_to_float32",
     "test_embedding_scorer.py::test_scores_do_not_depend_on_batching",
     "test_embedding_scorer.py::test_baseline_without_the_layer_row_is_a_config_error",
     "test_generate_backends.py::test_vllm_and_transformers_give_identical_greedy_outputs",  # vLLM
     "test_isolation.py::test_roundtrip_out_of_memory_at_batch_size_one_is_retried_then_a_failed_part",  # a whole run
     "test_kde.py::test_thresholds_are_the_same_bits_compiled_afresh_and_loaded_from_the_cache",  # numba compiles in subprocesses
+    "test_likelihood.py::test_batch_composition_and_order_invariance",  # many batchings of three models
     "test_model_registry.py::test_model_cap_holds_one_model_at_a_time_and_intervals_never_overlap",
     "test_perturb.py::test_run_results_are_part_invariant",  # whole runs
     "test_report.py::test_report_writes_page_and_valid_images",
