@@ -118,7 +118,7 @@ def prepare(run: RunDirectory, plan: Any) -> None:
                     write_parquet_atomic(run.path(f"samples/part-{index:05d}.parquet"), table, SAMPLE_SCHEMA)
     spill.unlink(missing_ok=True)
     write_parquet_atomic(run.path("rejected.parquet"), pa.Table.from_pylist(rejected, schema=REJECTED_SCHEMA))
-    counts = run.manifest["counts"]
+    counts = run.manifest.counts
     counts.update(
         {
             "input_rows": validator.valid + validator.rejected,
@@ -131,7 +131,7 @@ def prepare(run: RunDirectory, plan: Any) -> None:
     if merged:
         counts["rows_sharing_a_generated_file"] = merged
         logger.info("%d input rows share their file with an earlier row: each file is generated once", merged)
-    run.manifest["part_rows"] = sizes
+    run.manifest.set_part_rows(sizes)
     if validator.rejected:
         logger.warning(
             "%d of %d input rows rejected (see %s), by reason:\n%s",

@@ -139,7 +139,7 @@ def _row_files(root: Path) -> dict[str, list[tuple[str, Path]]]:
     """table name -> [(task, file)]: committed part files (from the completion markers) and
     every other Parquet table of the run directory (a part file without a marker is not output)."""
     run = RunDirectory.open_existing(root)
-    committed = {(root / info["file"]).resolve() for info in run.manifest.get("parts", {}).values() if "file" in info}
+    committed = {(root / file).resolve() for file in run.manifest.committed_files()}
     tables: dict[str, list[tuple[str, Path]]] = defaultdict(list)
     for path in sorted(root.rglob("*.parquet")):
         if path.name.startswith(TEMP_PREFIX):

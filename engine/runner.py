@@ -110,12 +110,12 @@ def _prepass_results(run: RunDirectory, plan: RunPlan, bound: BoundStage) -> dic
     the input is streamed part by part, never concatenated.
     """
     stage, config = bound.stage, plan.config
-    n_parts = run.manifest["counts"]["parts"]
+    n_parts = run.manifest.counts["parts"]
     results: dict[str, Any] = {}
     for task in bound.tasks:
         if not stage.needs_prepass(config, task):
             continue
-        record = run.manifest.setdefault("prepass", {}).get(task.task)
+        record = run.manifest.prepass_record(task.task)
         path = run.path(f"prepass/{task.task}.json")
         if record is not None and path.exists():
             results[task.task] = json.loads(path.read_text(encoding="utf-8"))
@@ -126,7 +126,7 @@ def _prepass_results(run: RunDirectory, plan: RunPlan, bound: BoundStage) -> dic
             result = stage.prepass(config, task, tables)
         release_models()  # an idf pre-pass loads its scorer's model here; free it before the parts load theirs
         write_json_atomic(path, result)
-        run.manifest["prepass"][task.task] = {"file": f"prepass/{task.task}.json", "hash": prepass_hash(result)}
+        run.manifest.record_prepass(task.task, {"file": f"prepass/{task.task}.json", "hash": prepass_hash(result)})
         run.save()
         results[task.task] = result
     return results
@@ -144,7 +144,7 @@ def run_part_stage(run: RunDirectory, plan: RunPlan, bound: BoundStage, executor
     # A stage that cuts its own input (cut in RUN/ before its parts run) waits for no other stage.
     reads_earlier_stages = rows_per_part is None
     if rows_per_part is None:
-        rows_per_part = run.manifest["part_rows"]
+        rows_per_part = run.manifest.part_rows
     n_parts = len(rows_per_part)
     todo: list[PartTask] = []
     kept = 0
@@ -181,9 +181,9 @@ def _record_signatures(run: RunDirectory, plan: RunPlan) -> None:
         for task in bound.tasks:
             signatures = _signatures(plan, bound, task, prepass.get(task.task, {}))
             if signatures:
-                run.manifest["signatures"][task.task] = present_languages_only(signatures, languages)
+                run.manifest.record_signatures(task.task, present_languages_only(signatures, languages))
     run.save()
-    unsigned = unsigned_tasks(run.manifest)
+    unsigned = run.manifest.unsigned_tasks()
     if unsigned:
         raise StageError(
             unsigned[0].split("/")[0],
@@ -198,12 +198,6 @@ def _signatures(plan: RunPlan, bound: BoundStage, task: Any, prepass: dict[str, 
     if isinstance(stage, ReadsGenerators):
         return stage.generator_signatures(plan.config, task, prepass, plan.generated_names(bound))
     return stage.signatures(plan.config, task, prepass)
-
-
-def unsigned_tasks(manifest: dict[str, Any]) -> list[str]:
-    """`stage/task` of every task with committed rows and no signature in the manifest."""
-    with_rows = {key.rsplit("/", 1)[0] for key, info in manifest["parts"].items() if info.get("rows")}
-    return sorted(key for key in with_rows if not manifest["signatures"].get(key.split("/", 1)[1]))
 
 
 def _record_reuse(run: RunDirectory, plan: RunPlan) -> None:
@@ -221,10 +215,10 @@ def _log_model_plan(run: RunDirectory, run_plan: RunPlan) -> None:
     plan = plan_models(run_plan.model_needs())
     for planned in plan:
         logger.info("model plan: %s", planned.line())
-    run.manifest["model_plan"] = [
+    run.manifest.record_model_plan([
         {"where": p.need.where, "model": p.need.model, "stage": p.need.stage, "backend": p.need.backend, "device": p.device,
          "estimated_bytes": p.estimated_bytes, "budget_bytes": p.budget_bytes} for p in plan
-    ]
+    ])
     run.save()
 
 
@@ -238,7 +232,7 @@ def _record_models(run: RunDirectory, executor: Any, since: float) -> None:
     records = model_registry().take_records() + getattr(executor, "take_model_records", list)()
     records = [r for r in records if r["loaded_at"] >= since]
     if records:
-        run.manifest.setdefault("models", []).extend(records)
+        run.manifest.record_models(records)
         run.save()
 
 
@@ -310,12 +304,12 @@ def _execute(run: RunDirectory, plan: RunPlan, executor_name: str, ray_address: 
     config = dataclasses.replace(plan.config, deterministic=plan.config.deterministic.resolved())
     plan = dataclasses.replace(plan, config=config)
     numerics.apply(config.deterministic)
-    run.manifest["numerics"] = config.deterministic.to_dict()
+    run.manifest.record_numerics(config.deterministic.to_dict())
     recorder = throughput.Recorder(run.manifest)
     with recorder.timed("prepare"):
         prepare(run, plan)
     loss = assess_data_loss(run.manifest, config.validation.rejection_limit, str(run.path("rejected.parquet")))
-    run.manifest["data_loss"] = loss.manifest_record()  # also in a failed run's manifest
+    run.manifest.record_data_loss(loss.manifest_record())  # also in a failed run's manifest
     stages = plan.part_stages()
     parts_by_stage: dict[str, dict[str, int]] = {}
     if stages:
@@ -334,8 +328,8 @@ def _execute(run: RunDirectory, plan: RunPlan, executor_name: str, ray_address: 
             _record_models(run, executor, models_since)
         _record_signatures(run, plan)
         _record_reuse(run, plan)
-    failed = run.manifest["failed_parts"]
-    blocked = run.manifest.get("blocked_parts", {})
+    failed = run.manifest.failed_parts
+    blocked = run.manifest.blocked_parts
     if failed or blocked:
         run.finish("failed")
         names = ", ".join(sorted(failed))
@@ -349,9 +343,7 @@ def _execute(run: RunDirectory, plan: RunPlan, executor_name: str, ray_address: 
         )
     for stage in stages:
         prefix = f"{stage.name}/"
-        run.manifest["counts"][f"{stage.name}_rows"] = sum(
-            info["rows"] for key, info in run.manifest["parts"].items() if key.startswith(prefix)
-        )
+        run.manifest.counts[f"{stage.name}_rows"] = run.manifest.committed_rows(prefix)
     driver_work = [b.stage for b in plan.stages if isinstance(b.stage, (DriverStage, Analyzes))]
     for stage in [s for s in driver_work if not _after_complete(s)]:
         with recorder.timed(_step_name(stage)):
@@ -363,8 +355,8 @@ def _execute(run: RunDirectory, plan: RunPlan, executor_name: str, ray_address: 
         with recorder.timed(_step_name(stage)):
             run_driver_stage(run, config, stage)
     run.save()
-    return RunSummary(str(run.root), "complete", dict(run.manifest["counts"]), {}, parts_by_stage,
-                      dict(run.manifest.get("throughput", {})), loss, plan)
+    return RunSummary(str(run.root), "complete", dict(run.manifest.counts), {}, parts_by_stage,
+                      dict(run.manifest.throughput), loss, plan)
 
 
 def _step_name(stage: Stage) -> str:

@@ -30,6 +30,8 @@ from typing import Any, Iterator
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from engine.io.manifest import Manifest
+
 METADATA_KEY = b"babelscore.throughput"
 # Output columns whose sums are counters of the part (generation and judge tables carry them).
 SUMMED_COLUMNS = {
@@ -130,10 +132,8 @@ class Recorder:
     """Sums part stats into `manifest["throughput"]` (kept across `--resume`: a resumed run adds
     the parts it computed to the totals of the earlier attempts)."""
 
-    def __init__(self, manifest: dict[str, Any]):
-        self.section = manifest.setdefault("throughput", {"stages": {}, "tasks": {}, "steps": {}})
-        for key in ("stages", "tasks", "steps"):
-            self.section.setdefault(key, {})
+    def __init__(self, manifest: Manifest):
+        self.section = manifest.throughput_section()
         self._seen: set[str] = set()
 
     def add_part(self, stage: str, task: str, model_key: str, stats: dict[str, Any], in_rows: int,

@@ -98,6 +98,7 @@ FAST_MODULES = frozenset({
     "test_kernels_matching.py",
     "test_lexical.py",
     "test_likelihood.py",
+    "test_manifest.py",
     "test_meteor_wordnet.py",
     "test_model_registry.py",
     "test_nf_reasons.py",

@@ -13,6 +13,7 @@ from conftest import REPO, write_demo_subset
 from engine import runner
 from engine.config import config_from_mapping
 from engine.errors import StageError
+from engine.io.manifest import Manifest
 from engine.io.rundir import RunDirectory
 from engine.signature import parse_signature
 from engine.stages.base import PartStage, ReadsGenerators
@@ -48,7 +49,7 @@ def test_every_part_stage_of_the_registry_defines_its_signatures(name: str) -> N
 def test_demo_generate_manifest_carries_the_generator_signatures(generated: tuple[Path, object]) -> None:
     run, _config = generated
     manifest = json.loads((run / "manifest.json").read_text())
-    assert runner.unsigned_tasks(manifest) == []
+    assert Manifest(manifest).unsigned_tasks() == []
     for name in ("tiny-fim", "tiny-fim-prime5"):
         fields = parse_signature(manifest["signatures"][f"generate-{name}"]["generation"])
         assert fields["model"] == "demo:tiny-fim" and fields["model_id"].startswith("sha256-")

@@ -11,6 +11,7 @@ from conftest import make_sample, write_jsonl
 from engine import throughput
 from engine.config import config_from_mapping
 from engine.console import throughput_lines
+from engine.io.manifest import Manifest
 from engine.runner import execute_run
 from engine.stages.registry import get_stage
 
@@ -34,7 +35,7 @@ def test_a_part_carries_its_stats_in_the_table_metadata_and_the_driver_takes_the
 
 
 def test_the_recorder_sums_parts_per_stage_and_task_and_keeps_the_first_part_apart():
-    manifest: dict = {}
+    manifest = Manifest()
     recorder = throughput.Recorder(manifest)
     for wall in (3.0, 1.0, 1.0):
         recorder.add_part("score", "embedding-x", "model-x", {"out_rows": 20, "wall_s": wall, "cpu_s": wall,

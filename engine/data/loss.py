@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.errors import ConfigError
+from engine.io.manifest import Manifest
 
 # Documented in `babelscore --help` and the README's exit status table (engine/cli.py EXIT_CODES).
 EXIT_REJECTED = 8
@@ -118,9 +119,9 @@ class DataLoss:
         )
 
 
-def assess(manifest: dict[str, Any], limit: RejectionLimit, reasons_path: str) -> DataLoss:
+def assess(manifest: Manifest, limit: RejectionLimit, reasons_path: str) -> DataLoss:
     """The data loss of a run from its manifest counts (prepare wrote them)."""
-    counts = manifest.get("counts", {})
+    counts = manifest.counts
     by_reason = sorted((counts.get("rejected_by_reason") or {}).items(), key=lambda kv: (-kv[1], kv[0]))
     return DataLoss(
         rejected=int(counts.get("rejected_rows") or 0),

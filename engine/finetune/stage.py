@@ -56,7 +56,7 @@ class FinetuneStage(DriverStage, ReportSection):
         from engine.finetune.run import train_all
 
         params: FinetuneParams = config.section(self.name)
-        record = run.manifest.setdefault("finetune", {"options": params.to_dict(), "adapters": {}})
+        record = run.manifest.stage_record(self.name, {"options": params.to_dict(), "adapters": {}})
         if not run.stage_done("finetune-data"):
             info = write_data(run.root, run.read_samples(), params)
             record["split"] = {k: info[k] for k in ("signature", "seed", "train_ratio", "align", "counts", "examples")}
@@ -82,7 +82,7 @@ class FinetuneStage(DriverStage, ReportSection):
         from engine.judge.report import adapter_part
 
         rows = read_table(ctx.data.root)
-        adapters = ctx.data.manifest.get("finetune", {}).get("adapters", {})
+        adapters = ctx.data.manifest.recorded_by(self.name).get("adapters", {})
         if not rows and not adapters:
             return None
         losses = "".join(f"<tr><td class=lbl>{escape(name)}</td><td>{a['examples']}</td><td>{a['steps']}</td>"

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import logging
-import time
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
@@ -25,26 +24,22 @@ from engine.errors import RunDirectoryError
 from engine.io.atomic import remove_stale_temps, write_json_atomic, write_parquet_atomic
 from engine.io.layout import RunLayout, resolve
 from engine.io.lock import LOCK_FILE, RunLock
+from engine.io.manifest import Manifest, now
 from engine.kinds import SAMPLES, SCORES
 
 logger = logging.getLogger(__name__)
 
 MANIFEST = "manifest.json"
-MANIFEST_FORMAT = 1
 COMMITS = "commits"  # completion markers: COMMITS/<stage>/<task>/<index>.json
-
-
-def _now() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
 class RunDirectory:
     """A run's folder. Only the driver process creates one and changes its manifest."""
 
-    def __init__(self, root: str | Path, manifest: dict[str, Any], lock: RunLock | None = None,
+    def __init__(self, root: str | Path, manifest: Manifest | dict[str, Any], lock: RunLock | None = None,
                  layout: RunLayout | None = None):
         self.root = Path(root)
-        self.manifest = manifest
+        self.manifest = manifest if isinstance(manifest, Manifest) else Manifest(manifest)
         self._lock = lock
         self._layout = layout
 
@@ -57,7 +52,7 @@ class RunDirectory:
         """The run's data flow as data (engine.io.layout): given by the driver's RunPlan, else
         resolved once from the stages the manifest lists."""
         if self._layout is None:
-            self._layout = resolve(tuple(self.manifest.get("config", {}).get("stages", ())))
+            self._layout = resolve(self.manifest.config_stages)
         return self._layout
 
     # ----- opening -------------------------------------------------------------------------
@@ -98,15 +93,15 @@ class RunDirectory:
     ) -> "RunDirectory":
         manifest_path = root / MANIFEST
         if manifest_path.exists():
-            manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-            old_hash = manifest.get("config_hash")
+            manifest = Manifest.load(manifest_path)
+            old_hash = manifest.config_hash
             if old_hash != config_hash:
                 raise RunDirectoryError(
                     f"{root} holds a run of another config or input (hash {old_hash}, this one {config_hash}); "
                     "a changed config never writes into an old run directory: choose a new --out"
                 )
             if not resume:
-                status = manifest.get("status")
+                status = manifest.status
                 raise RunDirectoryError(
                     f"{root} already holds this run (status {status}); pass --resume to continue it, "
                     "or choose a new --out"
@@ -118,34 +113,12 @@ class RunDirectory:
             run._merge_markers()
             run._forget_lost_parts()
             # Failures of an earlier attempt are history: every failed or blocked part is retried now.
-            earlier = {**manifest.get("failed_parts", {}), **manifest.get("blocked_parts", {})}
+            earlier = run.manifest.start_resume()
             if earlier:
-                logger.info("resume: retrying %d part(s) that failed or waited last time", len(earlier))
-                history = run.manifest.setdefault("failure_history", [])
-                history.extend({"part": key, **info} for key, info in sorted(manifest.get("failed_parts", {}).items()))
-            run.manifest["failed_parts"] = {}
-            run.manifest["blocked_parts"] = {}
-            run.manifest["status"] = "running"
-            run.manifest["resumed"] = run.manifest.get("resumed", 0) + 1
+                logger.info("resume: retrying %d part(s) that failed or waited last time", earlier)
             run.save()
             return run
-        manifest = {
-            "format": MANIFEST_FORMAT,
-            "config": config_dict,
-            "config_hash": config_hash,
-            "status": "running",
-            "created": _now(),
-            "updated": _now(),
-            "parts": {},
-            "failed_parts": {},
-            "blocked_parts": {},
-            "stages": {},
-            "prepass": {},
-            "counts": {},
-            "signatures": {},
-            **extra,
-        }
-        run = cls(root, manifest, lock)
+        run = cls(root, Manifest.new(config_dict, config_hash, extra), lock)
         run.save()
         return run
 
@@ -160,7 +133,7 @@ class RunDirectory:
         manifest_path = Path(root) / MANIFEST
         if not manifest_path.exists():
             raise RunDirectoryError(f"{root} is not a babelscore run directory (no {MANIFEST})")
-        run = cls(root, json.loads(manifest_path.read_text(encoding="utf-8")), layout=layout)
+        run = cls(root, Manifest.load(manifest_path), layout=layout)
         run._merge_markers()
         return run
 
@@ -173,20 +146,18 @@ class RunDirectory:
         folder = self.root / COMMITS
         if not folder.is_dir():
             return
-        parts = self.manifest.setdefault("parts", {})
         for path in folder.rglob("*.json"):
             if path.name.startswith(".tmp-"):
                 continue
             key = path.relative_to(folder).with_suffix("").as_posix()
-            parts[key] = json.loads(path.read_text(encoding="utf-8"))
-            self.manifest.get("failed_parts", {}).pop(key, None)
+            self.manifest.record_part(key, json.loads(path.read_text(encoding="utf-8")))
 
     def _forget_lost_parts(self) -> None:
         """On resume, a committed part whose file is gone or is not the file its marker recorded
         (deleted, lost or cut short in a copy of the run directory) is redone, never trusted:
         keeping it would lose its rows. One Parquet footer read per part."""
         lost = []
-        for key, info in sorted(self.manifest["parts"].items()):
+        for key, info in self.manifest.committed():
             if "file" not in info:
                 continue
             try:
@@ -196,7 +167,7 @@ class RunDirectory:
             if rows is None or ("rows" in info and rows != info["rows"]):
                 lost.append(key)
         for key in lost:
-            self.manifest["parts"].pop(key)
+            self.manifest.forget_part(key)
             self.marker_path(key).unlink(missing_ok=True)
         if lost:
             logger.warning("resume: %d committed part(s) have a missing or damaged file and are redone: %s",
@@ -204,43 +175,42 @@ class RunDirectory:
 
     # ----- manifest ------------------------------------------------------------------------
     def save(self) -> None:
-        self.manifest["updated"] = _now()
+        self.manifest.touch()
         write_json_atomic(self.root / MANIFEST, self.manifest)
 
     def path(self, relative: str) -> Path:
         return self.root / relative
 
     def is_done(self, part_key: str) -> bool:
-        return part_key in self.manifest["parts"]
+        return self.manifest.is_committed(part_key)
 
     def stage_done(self, stage: str) -> bool:
-        return bool(self.manifest["stages"].get(stage, {}).get("done"))
+        return self.manifest.stage_done(stage)
 
     def mark_stage(self, stage: str, **info: Any) -> None:
-        self.manifest["stages"][stage] = {"done": True, "at": _now(), **info}
+        self.manifest.mark_stage(stage, **info)
         self.save()
 
     def commit_part(self, part_key: str, relative: str, table: pa.Table, schema: pa.Schema, info: dict[str, Any] | None = None) -> None:
         """Write a part's table atomically, then its completion marker: the marker is the commit
         point. O(1) bytes per commit: the manifest's summary is written by `save` later."""
         write_parquet_atomic(self.root / relative, table, schema)
-        record = {"file": relative, "rows": table.num_rows, "at": _now(), **(info or {})}
+        record = {"file": relative, "rows": table.num_rows, "at": now(), **(info or {})}
         write_json_atomic(self.marker_path(part_key), record)
-        self.manifest["parts"][part_key] = record
-        self.manifest["failed_parts"].pop(part_key, None)
+        self.manifest.record_part(part_key, record)
 
     def record_failed_part(self, part_key: str, error: str, attempts: int) -> None:
-        self.manifest["failed_parts"][part_key] = {"error": error, "attempts": attempts, "at": _now()}
+        self.manifest.record_failure(part_key, error, attempts)
         self.save()
 
     def record_blocked_part(self, part_key: str, waits_for: list[str]) -> None:
         """A part that could not start because a part it reads failed; redone on resume."""
-        self.manifest.setdefault("blocked_parts", {})[part_key] = {"waits_for": waits_for, "at": _now()}
+        self.manifest.record_blocked(part_key, waits_for)
         self.save()
 
     def part_files(self, prefix: str) -> list[Path]:
         """Committed part files whose key starts with `prefix`, in key order."""
-        return [self.root / info["file"] for key, info in sorted(self.manifest["parts"].items()) if key.startswith(prefix)]
+        return [self.root / info["file"] for _, info in self.manifest.committed(prefix)]
 
     def read_parts(self, prefix: str, schema: pa.Schema, columns: Iterable[str] | None = None) -> pa.Table:
         files = self.part_files(prefix)
@@ -307,5 +277,5 @@ class RunDirectory:
         return pa.concat_tables(tables)
 
     def finish(self, status: str) -> None:
-        self.manifest["status"] = status
+        self.manifest.set_status(status)
         self.save()

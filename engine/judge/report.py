@@ -6,7 +6,6 @@ judge analysis; the report wraps it like its other sections.
 """
 from __future__ import annotations
 
-import json
 import math
 from html import escape
 from pathlib import Path
@@ -14,6 +13,7 @@ from typing import Any, Sequence
 
 import pyarrow.parquet as pq
 
+from engine.io.manifest import Manifest
 from engine.judge.analysis import OUTPUT_DIR, ROUTES
 from engine.judge.parse import PARSE_CLASSES
 
@@ -110,11 +110,11 @@ def _reference_part(rows: list[dict[str, Any]]) -> list[str]:
 def http_request_rates(run_root: str | Path) -> list[dict[str, Any]]:
     """Per HTTP judge task: requests, retries, failed requests and their rates (committed parts only)."""
     try:
-        manifest = json.loads((Path(run_root) / "manifest.json").read_text(encoding="utf-8"))
+        manifest = Manifest.load(Path(run_root) / "manifest.json")
     except (OSError, ValueError):
         return []
     rows = []
-    for task, entry in sorted((manifest.get("throughput") or {}).get("tasks", {}).items()):
+    for task, entry in sorted(manifest.throughput.get("tasks", {}).items()):
         counters = entry.get("counters") or {}
         requests = int(counters.get("judge_http_requests", 0))
         if not requests:

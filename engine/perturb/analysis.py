@@ -180,7 +180,7 @@ def score_task_files(run: Any) -> dict[str, list[Path]]:
 
     prefixes = run.layout.prefixes(SCORES)
     files: dict[str, list[Path]] = defaultdict(list)
-    for key, info in sorted(run.manifest["parts"].items()):
+    for key, info in run.manifest.committed():
         if prefixes and key.startswith(prefixes):
             files[key.split("/")[1]].append(run.root / info["file"])
     return dict(files)

@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from engine.io.atomic import write_json_atomic
-from engine.reuse.sources import IDENTITIES_KEY, forget_sources, hold_earlier_runs, sources_for
+from engine.reuse.sources import forget_sources, hold_earlier_runs, sources_for
 from engine.stages.base import OwnTable, Reusable
 
 logger = logging.getLogger(__name__)
@@ -72,7 +72,7 @@ def record_identities(run: Any, plan: Any, prepass_of: Callable[[Any], dict[str,
         for task in bound.tasks:
             digest = stage.reuse_identity(config, task, prepass.get(task.task, {}))
             identities[task.task] = {"stage": stage.name, "identity": digest}
-    run.manifest[IDENTITIES_KEY] = identities
+    run.manifest.record_reuse_identities(identities)
     run.save()
 
 
@@ -85,7 +85,7 @@ def summarize_reuse(run: Any, plan: Any) -> dict[str, Any] | None:
     for bound in _reusing_stages(plan):
         stage = bound.stage
         own = stage.own_parts(config, run.root) if isinstance(stage, OwnTable) else None
-        n_parts = len(own or run.manifest["part_rows"])
+        n_parts = len(own or run.manifest.part_rows)
         for part in bound.parts(n_parts):
             if not run.is_done(part.key):
                 continue
@@ -99,7 +99,7 @@ def summarize_reuse(run: Any, plan: Any) -> dict[str, Any] | None:
             else:
                 entry["computed"] += pq.ParquetFile(run.path(part.relative_path)).metadata.num_rows
     summary = {"from": list(config.reuse), "tasks": dict(sorted(tasks.items()))}
-    run.manifest["reuse"] = summary
+    run.manifest.record_reuse(summary)
     run.save()
     for line in reuse_lines(summary, plan.layout.reuse_verbs):
         logger.info("%s", line)

@@ -25,8 +25,6 @@ from engine.reuse.keys import generation_input_hash, item_hash
 
 logger = logging.getLogger(__name__)
 
-IDENTITIES_KEY = "reuse_identities"
-
 
 @dataclass(frozen=True)
 class ScoreHit:
@@ -56,7 +54,7 @@ class EarlierRun:
     @property
     def identities(self) -> dict[str, dict[str, str]]:
         """task -> {stage, identity}, as that run recorded them (empty for runs made before reuse)."""
-        return dict(self.run.manifest.get(IDENTITIES_KEY, {}))
+        return self.run.manifest.reuse_identities
 
     def tasks_with_identity(self, identity: str) -> list[str]:
         """That run's tasks of this identity (an identity digest covers its stage too)."""
