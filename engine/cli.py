@@ -210,7 +210,7 @@ def _print_reuse(run_dir: str) -> None:
     from engine.reuse import reuse_lines
 
     run = RunDirectory.open_existing(run_dir)
-    for line in reuse_lines(run.manifest.get("reuse"), run.layout.reuse_verbs):
+    for line in reuse_lines(run.manifest.reuse, run.layout.reuse_verbs):
         print(line)
 
 
