@@ -74,7 +74,7 @@ EXPECTED_LANGUAGE_CLUSTER = (
         '  "Wrong language": [\n'
         '    {\n      "code": "LG-WL1",\n      "title": "undesired translation",\n      "definition": "",\n'
         '      "when": "a translation that is correct but undesired, because the translated word is seldom used in that '
-        'context (the term is normally kept as a loan word)",\n'
+        'context",\n'
         '      "unless": "correctly used foreign words that the language commonly takes in"\n    },\n'
         '    {\n      "code": "LG-WL2",\n      "title": "incorrect language",\n      "definition": "",\n'
         '      "when": "the comment (or a large part of it) is in another language than the target language",\n'

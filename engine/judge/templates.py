@@ -55,6 +55,8 @@ BASE_SLOTS: dict[str, str] = {
     "taxonomy_json_compact": "the same on one line",
     "taxonomy_lines": "one line per code: `- ID (name): include` (+ definition and exclusion where given)",
     "taxonomy_rubric": "the call's codes as a rubric: each code with its PRESENT-if and ABSENT-if criteria",
+    "taxonomy_rubric_authors": "the call's codes as the authors' code writes its rubric: lines joined by the two "
+                               "characters backslash-n, the group without a name left out",
     "output_schema": "the JSON schema of the answer, indented by 2",
     "cluster": "the cluster's internal name (hierarchical and combined calls; else empty)",
     "cluster_description": "the pack's description of the cluster (else empty)",
