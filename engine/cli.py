@@ -421,7 +421,8 @@ def cmd_judge(args: argparse.Namespace) -> int:
     from engine.stages import flow
 
     made = flow.input_source(config.stages) is not None or flow.generates_samples(config.stages)
-    records = list(render_calls(config, args.sample, args.strategy, args.language, args.judge, stage_made_samples=made))
+    records = list(render_calls(config, args.sample, args.strategy, args.language, args.judge, stage_made_samples=made,
+                                request=args.request))
     text = json.dumps(records, ensure_ascii=False, indent=1) + "\n"
     if args.out:
         Path(args.out).write_text(text, encoding="utf-8")
@@ -454,6 +455,9 @@ def _add_judge_commands(sub: Any) -> None:
     render.add_argument("--language", default=None, help="only this prompt language (en, nl, zh, el, pl)")
     render.add_argument("--judge", default=None, help="only the judge of this name (default: every judge)")
     render.add_argument("--out", default=None, help="write the JSON to this file instead of stdout")
+    render.add_argument("--request", action="store_true",
+                        help="add each call's whole request body (`request`: model, messages, temperature, seed, "
+                             "max_tokens, provider options, response_format when its answers are structured)")
     render.set_defaults(func=cmd_judge)
 
 

@@ -262,3 +262,32 @@ def test_the_docs_name_every_slot_and_the_layout_of_every_strategy() -> None:
     for strategy, messages in LAYOUTS.items():
         row = next(line for line in docs.splitlines() if line.startswith(f"| {strategy} |"))
         assert all(f"`{template}`".replace("\n", "\\n") in row for _role, template in messages), strategy
+
+
+def test_judge_render_request_prints_the_whole_body_of_each_call(judged_run, tmp_path, monkeypatch) -> None:
+    from engine.cli import main
+
+    root, _config, _rows, _backend = judged_run
+    judge = {"model": "served", "backend": "http", "base_url": "http://localhost:1/v1", "name": "j",
+             "strategies": ["standard", "cot"], "structured": ["standard"], "prompt_languages": ["nl"],
+             "max_tokens": {"standard": 700, "cot": 1500}, "provider_options": {"provider": {"order": ["x"]}},
+             "provider_secret_env": {"user": "RENDER_TEST_USER"}}
+    config_path = tmp_path / "config.yaml"
+    config_path.write_text(yaml.safe_dump({"name": "r", "input": str(root / "in.jsonl"), "stages": ["judge"],
+                                           "judge": {"judges": [judge]}}))
+    monkeypatch.delenv("RENDER_TEST_USER", raising=False)  # never read: the body names the variable
+    out = tmp_path / "render.json"
+    assert main(["judge", "render", "--request", str(config_path), "--sample", "f1/gen-a", "--out", str(out)]) == 0
+    standard, cot = json.loads(out.read_text(encoding="utf-8"))
+    for record, limit in ((standard, 700), (cot, 1500)):
+        body = record["request"]
+        assert body["messages"] == record["messages"] and body["model"] == "served"
+        assert (body["temperature"], body["seed"], body["max_tokens"]) == (0.0, 42, limit)
+        assert body["provider"] == {"order": ["x"]} and body["user"] == "<$RENDER_TEST_USER>"
+    schema = standard["request"]["response_format"]["json_schema"]
+    assert standard["request"]["response_format"]["type"] == "json_schema" and schema["strict"] is True
+    assert "evaluaties" in schema["schema"]["properties"] and "response_format" not in cot["request"]
+    # one strategy of a per-strategy limit renders alone
+    assert main(["judge", "render", "--request", str(config_path), "--strategy", "cot", "--out", str(out)]) == 0
+    (only,) = json.loads(out.read_text(encoding="utf-8"))
+    assert only["request"]["max_tokens"] == 1500

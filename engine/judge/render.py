@@ -50,6 +50,8 @@ def _narrowed(judge: JudgeParams, strategy: str | None, language: str | None) ->
         if strategy not in judge.strategies:
             raise ConfigError(f"judge render --strategy {strategy}: judge {judge.judge_name!r} runs {list(judge.strategies)}")
         changes["strategies"] = (strategy,)
+        if isinstance(judge.max_tokens, dict):  # a per-strategy limit: only the rendered strategy's is left
+            changes["max_tokens"] = {strategy: judge.max_tokens[strategy]}
         if isinstance(judge.structured, tuple):
             changes["structured"] = tuple(s for s in judge.structured if s == strategy)
     if language is not None:
@@ -58,12 +60,16 @@ def _narrowed(judge: JudgeParams, strategy: str | None, language: str | None) ->
 
 
 def render_calls(config: Any, sample_id: str | None = None, strategy: str | None = None, language: str | None = None,
-                 judge_name: str | None = None, stage_made_samples: bool = False) -> Iterator[dict[str, Any]]:
+                 judge_name: str | None = None, stage_made_samples: bool = False,
+                 request: bool = False) -> Iterator[dict[str, Any]]:
     """One record per call: judge, request id, prompt id and messages, in the run's order.
 
     stage_made_samples: whether a stage of the config makes the samples (the RunPlan says; the
-    predictions are then not in the config's input)."""
-    from engine.judge.run import plan
+    predictions are then not in the config's input). request: add `request`, the whole body of the
+    call as an OpenAI-compatible chat-completions request (engine/judge/http_backend.py
+    `request_body`), with each `provider_secret_env` value shown as `<$VARIABLE>`, never read."""
+    from engine.judge.http_backend import request_body
+    from engine.judge.run import plan, requests_of
 
     if "judge" not in config.stages:
         raise ConfigError("judge render: the config has no judge stage; add `judge` to `stages` and a `judge:` section")
@@ -75,6 +81,13 @@ def render_calls(config: Any, sample_id: str | None = None, strategy: str | None
             raise ConfigError(f"judge render --judge {judge_name}: no such judge; the config's judges: {names}")
     table = pa.Table.from_pylist(_file_rows(config, sample_id, stage_made_samples), schema=SAMPLE_SCHEMA)
     for judge in judges:
-        for entry in plan(table, _narrowed(judge, strategy, language)):
+        narrowed = _narrowed(judge, strategy, language)
+        entries = plan(table, narrowed)
+        bodies = {r.request_id: r for r in requests_of(entries, narrowed)} if request else {}
+        secrets = {key: f"<${name}>" for key, name in judge.provider_secret_env.items()}
+        for entry in entries:
             for request_id, call in entry.calls:
-                yield {"judge": judge.judge_name, "request_id": request_id, **prompt_record(call.messages)}
+                record = {"judge": judge.judge_name, "request_id": request_id, **prompt_record(call.messages)}
+                if request:
+                    record["request"] = request_body(narrowed, bodies[request_id], secrets)
+                yield record
