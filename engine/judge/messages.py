@@ -135,24 +135,27 @@ def taxonomy_rubric(pack: PromptPack, cluster: str | None) -> str:
 def taxonomy_rubric_authors(pack: PromptPack, cluster: str | None) -> str:
     """The rubric as the authors' code lays it out: every line ends in the two characters
     backslash-n instead of a line break, the group without a name (E, M) is left out, each code's
-    inclusion and exclusion is one `  - ` item per part between the two characters backslash-n
-    (real line breaks stay inside the item), an empty item after each code."""
+    inclusion and exclusion one `  - ` item per part between the two characters backslash-n (real
+    line breaks stay inside the item), an empty item after each code. Like the authors' code, it
+    reads each entry of {taxonomy_json} by the English key names (id, name, description, inclusion,
+    exclusion): a pack whose `taxonomy_keys` are other names gets the ids alone, without names or
+    criteria, as the study's translated prompts got them."""
     words = pack.data["rubric_labels"]
     lines = [f"# {words['title']}\\n"]
-    for group, codes in _taxonomy_entries(pack, cluster):
-        if not group:
+    for group, entries in taxonomy_value(pack, cluster).items():
+        if not group or not entries:
             continue
         lines.append(f"\\n## {group}\\n")
-        for code in codes:
-            text = pack.codes[code]
-            lines.append(f"### [{code}] {text.name}\\n")
-            if text.definition.strip():
-                lines.append(f"**{words['definition']}:** {text.definition.strip()}\\n")
+        for entry in entries:
+            definition, include, exclude = (str(entry.get(k, "")).strip() for k in ("description", "inclusion", "exclusion"))
+            lines.append(f"### [{entry.get('id', '')}] {entry.get('name', '')}\\n")
+            if definition:
+                lines.append(f"**{words['definition']}:** {definition}\\n")
             lines.append(f"**{words['present']}:**")
-            lines += [f"  - {part.strip()}" for part in text.include.strip().split("\\n") if part.strip()]
-            if text.exclude.strip():
+            lines += [f"  - {part.strip()}" for part in include.split("\\n") if part.strip()]
+            if exclude:
                 lines.append(f"\\n**{words['absent']}:**")
-                lines += [f"  - {part.strip()}" for part in text.exclude.strip().split("\\n") if part.strip()]
+                lines += [f"  - {part.strip()}" for part in exclude.split("\\n") if part.strip()]
             lines.append("")
     return "\\n".join(lines)
 
