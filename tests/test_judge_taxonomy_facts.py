@@ -114,3 +114,11 @@ def test_parents_carry_no_tree_instruction_and_the_labels_and_principles_are_the
     assert not any(facts["principle_never"] in p for p in pack.data["principles"])
     assert any(facts["position_principle_says"] in p for p in pack.data["principles"])
     assert facts["assignment_says"] in pack.raw("assignment")
+
+
+def test_the_facts_say_what_every_code_includes_and_excludes() -> None:
+    study = FACTS["study_codes"]
+    assert set(study) == set(CODES) and len(study) == len(CODES)
+    assert all(entry["includes"] for entry in study.values())
+    assert {code for code, entry in study.items() if entry["excludes"]} == set(FACTS["languages"]["en"]["exclusions"])
+    assert set(FACTS["languages"]) == set(PROMPT_LANGUAGES)
