@@ -122,3 +122,13 @@ def test_the_facts_say_what_every_code_includes_and_excludes() -> None:
     assert all(entry["includes"] for entry in study.values())
     assert {code for code, entry in study.items() if entry["excludes"]} == set(FACTS["languages"]["en"]["exclusions"])
     assert set(FACTS["languages"]) == set(PROMPT_LANGUAGES)
+
+
+def test_the_docs_table_of_names_is_the_packs() -> None:
+    docs = (Path(__file__).resolve().parents[1] / "docs" / "judge_prompts.md").read_text(encoding="utf-8")
+    for language in PROMPT_LANGUAGES:
+        pack = load_pack(language)
+        row = next(line.strip() for line in docs.splitlines() if line.strip().startswith(f"| {language} | "))
+        cells = [c.strip() for c in row.strip("|").split("|")][1:]
+        names = [pack.field(k) for k in ("evaluations", "model_name", "errors", "code", "overall_quality")]
+        assert cells == [*names, ", ".join(pack.label(label) for label in ("correct", "partial", "incorrect"))], language

@@ -291,3 +291,18 @@ def test_judge_render_request_prints_the_whole_body_of_each_call(judged_run, tmp
     assert main(["judge", "render", "--request", str(config_path), "--strategy", "cot", "--out", str(out)]) == 0
     (only,) = json.loads(out.read_text(encoding="utf-8"))
     assert only["request"]["max_tokens"] == 1500
+
+
+def test_judge_render_request_on_the_demo_config(tmp_path) -> None:
+    from engine.cli import main
+
+    out = tmp_path / "demo.json"
+    demo = Path(__file__).resolve().parents[1] / "configs" / "demo.yaml"
+    assert main(["judge", "render", "--request", str(demo), "--out", str(out)]) == 0
+    calls = {r["request_id"].split("|")[1]: r for r in json.loads(out.read_text(encoding="utf-8"))}
+    assert set(calls) == {"standard", "cot"}  # the demo judge's strategies; standard answers under a schema
+    for strategy, limit in (("standard", 768), ("cot", 128)):
+        body = calls[strategy]["request"]
+        assert body["messages"] == calls[strategy]["messages"] and body["model"] == "demo:tiny-chat"
+        assert (body["temperature"], body["seed"], body["max_tokens"]) == (0.0, 42, limit)
+        assert ("response_format" in body) == (strategy == "standard")
