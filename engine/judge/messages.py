@@ -6,11 +6,13 @@ the task, the taxonomy as JSON, the instructions, the label definitions and the 
 in the user message, then a separator line and the file as JSON). The slots are filled in
 three layers (per call, the pack's lists, the pack's texts), so a text may use the taxonomy,
 the principles or the labels. The file (source with the comment marker, original comment,
-candidates `prime + prediction` sorted by generator name) comes last, so the calls of one
-(strategy, prompt language, reference mode) share everything before it. A clustered call
+candidates `prime + prediction` sorted by generator name, case-sensitively) comes last, so the
+calls of one (strategy, prompt language, reference mode) share everything before it. The
+taxonomy lists its groups in the order of the pack's `groups:` keys. A clustered call
 (hierarchical, combined) shows only its cluster's codes, with their parents: a parent's criteria
 (LG-GR's and SE-CS's exclusions, MS-RE's inclusion) apply to its children, so a cluster call
-without them would judge by less than the study's criteria.
+without them would judge by less than the study's criteria (a pack with `cluster_parents: false`
+leaves them out, as the authors' code does).
 """
 from __future__ import annotations
 
