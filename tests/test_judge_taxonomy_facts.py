@@ -132,3 +132,11 @@ def test_the_docs_table_of_names_is_the_packs() -> None:
         cells = [c.strip() for c in row.strip("|").split("|")][1:]
         names = [pack.field(k) for k in ("evaluations", "model_name", "errors", "code", "overall_quality")]
         assert cells == [*names, ", ".join(pack.label(label) for label in ("correct", "partial", "incorrect"))], language
+
+
+@pytest.mark.parametrize("language", PROMPT_LANGUAGES)
+def test_the_six_principles_are_the_studys_in_its_order(language: str) -> None:
+    principles = load_pack(language).raw("principles")
+    phrases = FACTS["principles"][language]
+    assert len(principles) == len(phrases) == 6
+    assert all(phrase in principle for phrase, principle in zip(phrases, principles)), language
