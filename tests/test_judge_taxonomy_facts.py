@@ -140,3 +140,17 @@ def test_the_six_principles_are_the_studys_in_its_order(language: str) -> None:
     phrases = FACTS["principles"][language]
     assert len(principles) == len(phrases) == 6
     assert all(phrase in principle for phrase, principle in zip(phrases, principles)), language
+
+
+def _nulls(node, where: str = "") -> list[str]:
+    if isinstance(node, dict):
+        return [f"{where}/{k}" for k, v in node.items() if v is None] + [
+            p for k, v in node.items() for p in _nulls(v, f"{where}/{k}")]
+    if isinstance(node, list):
+        return [p for i, v in enumerate(node) for p in _nulls(v, f"{where}[{i}]")]
+    return []
+
+
+def test_no_fact_has_a_null_value() -> None:
+    # An unquoted comma in a flow mapping cuts the value and makes the rest a key with no value.
+    assert _nulls(FACTS) == []
