@@ -291,6 +291,9 @@ def test_judge_render_request_prints_the_whole_body_of_each_call(judged_run, tmp
     assert main(["judge", "render", "--request", str(config_path), "--strategy", "cot", "--out", str(out)]) == 0
     (only,) = json.loads(out.read_text(encoding="utf-8"))
     assert only["request"]["max_tokens"] == 1500
+    # a language the judge never prompts in is refused, as a strategy it does not run is
+    assert main(["judge", "render", str(config_path), "--language", "en", "--out", str(out)]) == 3
+    assert main(["judge", "render", str(config_path), "--strategy", "rubric", "--out", str(out)]) == 3
 
 
 def test_judge_render_request_on_the_demo_config(tmp_path) -> None:
@@ -306,3 +309,24 @@ def test_judge_render_request_on_the_demo_config(tmp_path) -> None:
         assert body["messages"] == calls[strategy]["messages"] and body["model"] == "demo:tiny-chat"
         assert (body["temperature"], body["seed"], body["max_tokens"]) == (0.0, 42, limit)
         assert ("response_format" in body) == (strategy == "standard")
+
+
+def test_judge_render_out_must_be_a_file_in_an_existing_directory(tmp_path, capsys) -> None:
+    from engine.cli import EXIT_USAGE, main
+
+    demo = str(Path(__file__).resolve().parents[1] / "configs" / "demo.yaml")
+    for out, says in ((tmp_path / "missing" / "x.json", "does not exist"), (tmp_path, "is a directory")):
+        with pytest.raises(SystemExit) as stop:
+            main(["judge", "render", demo, "--out", str(out)])
+        assert stop.value.code == EXIT_USAGE and says in capsys.readouterr().err
+
+
+def test_judge_render_language_the_sample_setting_would_not_use_is_refused(tmp_path) -> None:
+    from engine.cli import main
+
+    demo = str(Path(__file__).resolve().parents[1] / "configs" / "demo.yaml")  # prompt_languages: [sample]
+    out = tmp_path / "x.json"
+    assert main(["judge", "render", demo, "--language", "pl", "--out", str(out)]) == 3 and not out.exists()
+    first = json.loads((main(["judge", "render", demo, "--out", str(out)]), out.read_text(encoding="utf-8"))[1])[0]
+    language = first["request_id"].split("|")[2]
+    assert main(["judge", "render", demo, "--language", language, "--out", str(out)]) == 0

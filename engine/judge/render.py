@@ -54,9 +54,24 @@ def _narrowed(judge: JudgeParams, strategy: str | None, language: str | None) ->
             changes["max_tokens"] = {strategy: judge.max_tokens[strategy]}
         if isinstance(judge.structured, tuple):
             changes["structured"] = tuple(s for s in judge.structured if s == strategy)
-    if language is not None:
-        changes["prompt_languages"] = (language,)
+    if language is not None and language not in judge.prompt_languages and "sample" not in judge.prompt_languages:
+        raise ConfigError(f"judge render --language {language}: judge {judge.judge_name!r} prompts in "
+                          f"{list(judge.prompt_languages)}; give one of those")
     return dataclasses.replace(judge, **changes) if changes else judge
+
+
+def _in_language(entries: list, judge: JudgeParams, language: str | None) -> list:
+    """The planned calls in `language` only; an error when the judge makes none in it for this file
+    (a `sample` setting prompts in the file's own language), so no call it would never make is shown."""
+    if language is None:
+        return entries
+    kept = [entry for entry in entries if entry.prompt_language == language]
+    if entries and not kept:
+        made = sorted({entry.prompt_language for entry in entries})
+        raise ConfigError(f"judge render --language {language}: judge {judge.judge_name!r} prompts file {entries[0].item.file_id!r} "
+                          f"in {made} only (prompt_languages {list(judge.prompt_languages)}); give one of those "
+                          "or --sample with a sample of that language")
+    return kept
 
 
 def render_calls(config: Any, sample_id: str | None = None, strategy: str | None = None, language: str | None = None,
@@ -82,7 +97,7 @@ def render_calls(config: Any, sample_id: str | None = None, strategy: str | None
     table = pa.Table.from_pylist(_file_rows(config, sample_id, stage_made_samples), schema=SAMPLE_SCHEMA)
     for judge in judges:
         narrowed = _narrowed(judge, strategy, language)
-        entries = plan(table, narrowed)
+        entries = _in_language(plan(table, narrowed), judge, language)
         bodies = {r.request_id: r for r in requests_of(entries, narrowed)} if request else {}
         secrets = {key: f"<${name}>" for key, name in judge.provider_secret_env.items()}
         for entry in entries:
