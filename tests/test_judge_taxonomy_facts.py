@@ -15,9 +15,51 @@ from engine.records import LABELS
 from engine.taxonomy import CODES, criteria
 
 FACTS = yaml.safe_load((Path(__file__).parent / "golden" / "judge_taxonomy_facts.yaml").read_text(encoding="utf-8"))
+STUDY_CODES = FACTS["study_codes"]
 SOURCE = "class A {\n    // Adds one.\n    int inc(int x) { return x + 1; }\n}\n"
 ITEM = JudgeItem("f", "en", SOURCE, SOURCE.index("// Adds"), SOURCE.index("// Adds") + len("// Adds one."),
                  "// Adds one.", (Candidate("m", "// Adds one to x."),))
+
+
+def _has(text: str, phrase: str) -> bool:
+    # A phrase is a stem where the word form may vary ("poważn" for poważne/poważnych): a casefolded
+    # substring, so a planted change of ending or case cannot pass for the study's wording.
+    return phrase.casefold() in text.casefold()
+
+
+def _phrase_problems(where: str, fact: dict, text: str, kind: str, required: list[str]) -> list[str]:
+    study = fact.get("study", "the study's meaning")
+    problems = [f"{where}: lacks {p!r} ({study})" for p in required if not _has(text, p)]
+    return problems + [f"{where}: says {p!r} ({study})" for p in fact.get("never", []) if _has(text, p)]
+
+
+def _order_problems(where: str, fact: dict, text: str) -> list[str]:
+    """An example's direction: its words in the given order (the wrong word, then the meant one)."""
+    order = fact.get("order")
+    if not order:
+        return []
+    at = [text.casefold().find(word.casefold()) for word in order]
+    if -1 in at or at != sorted(at):
+        return [f"{where}: example not in the direction {' -> '.join(order)} ({fact.get('study', '')})"]
+    return []
+
+
+def _code_problems(code: str, fact: dict, text, never_anywhere: list[str]) -> list[str]:
+    covered, whole = f"{text.definition} {text.include}", f"{text.name} {text.definition} {text.include} {text.exclude}"
+    study = STUDY_CODES[code]
+    fact = {"study": f"the study: {study['includes']}; excludes: {study['excludes'] or 'nothing'}", **fact}
+    problems = _phrase_problems(code, fact, covered, "says", fact.get("says", []))
+    problems = [p for p in problems if ": says " not in p]  # the forbidden phrases are checked on the whole text
+    problems += [f"{code}: exclusion lacks {p!r} ({fact['study']})" for p in fact.get("excludes", []) if not _has(text.exclude, p)]
+    problems += [f"{code}: says {p!r} ({fact['study']})" for p in [*fact.get("never", []), *never_anywhere] if _has(whole, p)]
+    problems += _order_problems(code, fact, covered)
+    if not fact.get("says"):
+        problems.append(f"{code}: the facts give no phrase it must say")
+    if bool(fact.get("excludes")) != bool(text.exclude):
+        problems.append(f"{code}: exclusion {'without' if text.exclude else 'missing, the facts give'} phrases to check")
+    if "name" in fact and text.name != fact["name"]:
+        problems.append(f"{code}: named {text.name!r}, the study {fact['name']!r}")
+    return problems
 
 
 def fact_problems(language: str, pack: PromptPack) -> list[str]:
@@ -33,18 +75,15 @@ def fact_problems(language: str, pack: PromptPack) -> list[str]:
         problems.append("definitions: other codes than the study's have one")
     if {c for c in CODES if texts[c].exclude} != set(facts["exclusions"]):
         problems.append(f"exclusions: {sorted(c for c in CODES if texts[c].exclude)} != {sorted(facts['exclusions'])}")
+    if set(facts["codes"]) != set(CODES):
+        problems.append(f"codes: the facts cover {len(facts['codes'])} codes, not all {len(CODES)}")
     for code, fact in facts["codes"].items():
-        text = texts[code]
-        covered, whole = f"{text.definition} {text.include}", f"{text.name} {text.definition} {text.include} {text.exclude}"
-        problems += [f"{code}: lacks {p!r} ({fact['study']})" for p in fact.get("says", []) if p not in covered]
-        problems += [f"{code}: exclusion lacks {p!r} ({fact['study']})" for p in fact.get("excludes", []) if p not in text.exclude]
-        problems += [f"{code}: says {p!r} ({fact['study']})" for p in fact.get("never", []) if p in whole]
-        if "name" in fact and text.name != fact["name"]:
-            problems.append(f"{code}: named {text.name!r}, the study {fact['name']!r}")
+        problems += _code_problems(code, fact, texts[code], facts.get("never_anywhere", []))
     for label, fact in facts["label_texts"].items():
-        text = pack.raw("rubric", label)
-        problems += [f"label {label}: lacks {p!r} ({fact['study']})" for p in fact["says"] if p not in text]
-        problems += [f"label {label}: says {p!r} ({fact['study']})" for p in fact["never"] if p in text]
+        problems += _phrase_problems(f"label {label}", fact, pack.raw("rubric", label), "says", fact["says"])
+        # the reference-free variant: no study text for `correct`; the other two mean the same
+        without = pack.raw("rubric_without", label)
+        problems += _phrase_problems(f"label {label} (without)", fact, without, "says", [] if label == "correct" else fact["says"])
     for strategy in STRATEGIES:
         user = build_calls(pack, ITEM, strategy)[0].messages[-1]["content"]
         shown = [label for label in LABELS if pack.text("rubric", label) in user]
@@ -88,8 +127,19 @@ def _code(codes: dict, code: str, **changes) -> None:
     ("pl", lambda d, c: _code(c, "LG-WL1", include=c["LG-WL1"].include + " (termin zwykle pozostaje zapożyczeniem)"),
      "LG-WL1: says"),
     ("en", lambda d, c: d["rubric"].update(partial=d["rubric"]["partial"].replace("a small", "one small")), "label partial"),
+    # a clause no study text has, in another word form than any listed one
+    ("pl", lambda d, c: _code(c, "LG-WL1", include=c["LG-WL1"].include + "; termin zwykle zostaje jako zapożyczenie"),
+     "LG-WL1: says"),
+    ("pl", lambda d, c: d["rubric"].update(incorrect=d["rubric"]["incorrect"].replace(
+        "albo ma poważne błędy", "albo ma jakiekolwiek błędy, nawet drobne,")), "label incorrect: lacks"),
+    ("el", lambda d, c: _code(c, "LG-GR", exclude=c["LG-GR"].exclude.replace("εκτός αν", "ακόμη κι αν")),
+     "LG-GR: exclusion lacks"),
+    ("zh", lambda d, c: _code(c, "LG-IS", include=c["LG-IS"].include.replace("用“房子”代替“家”", "用“家”代替“房子”")),
+     "LG-IS: example not in the direction"),
+    ("nl", lambda d, c: _code(c, "SE-TS", include=c["SE-TS"].include.replace("te specifiek", "te algemeen")), "SE-TS: lacks"),
 ])
 def test_a_planted_drift_is_found(language, edit, expected) -> None:
+    assert fact_problems(language, load_pack(language)) == []  # the drift, not something else, is found
     problems = fact_problems(language, _planted(language, edit))
     assert any(p.startswith(expected) for p in problems), problems
 
@@ -154,3 +204,12 @@ def _nulls(node, where: str = "") -> list[str]:
 def test_no_fact_has_a_null_value() -> None:
     # An unquoted comma in a flow mapping cuts the value and makes the rest a key with no value.
     assert _nulls(FACTS) == []
+
+
+@pytest.mark.parametrize("language", PROMPT_LANGUAGES)
+def test_the_facts_cover_every_code_and_label_in_every_language(language: str) -> None:
+    facts = FACTS["languages"][language]
+    assert set(facts["codes"]) == set(CODES) and set(facts["label_texts"]) == set(LABELS)
+    assert all(fact.get("says") for fact in facts["codes"].values())
+    assert {c for c, fact in facts["codes"].items() if fact.get("excludes")} == set(facts["exclusions"])
+    assert all(fact["says"] and "never" in fact for fact in facts["label_texts"].values())
