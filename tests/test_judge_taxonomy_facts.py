@@ -27,10 +27,10 @@ def _has(text: str, phrase: str) -> bool:
     return phrase.casefold() in text.casefold()
 
 
-def _phrase_problems(where: str, fact: dict, text: str, kind: str, required: list[str]) -> list[str]:
+def _phrase_problems(where: str, fact: dict, text: str, required: list[str], forbidden: list[str]) -> list[str]:
     study = fact.get("study", "the study's meaning")
     problems = [f"{where}: lacks {p!r} ({study})" for p in required if not _has(text, p)]
-    return problems + [f"{where}: says {p!r} ({study})" for p in fact.get("never", []) if _has(text, p)]
+    return problems + [f"{where}: says {p!r} ({study})" for p in forbidden if _has(text, p)]
 
 
 def _order_problems(where: str, fact: dict, text: str) -> list[str]:
@@ -48,10 +48,9 @@ def _code_problems(code: str, fact: dict, text, never_anywhere: list[str]) -> li
     covered, whole = f"{text.definition} {text.include}", f"{text.name} {text.definition} {text.include} {text.exclude}"
     study = STUDY_CODES[code]
     fact = {"study": f"the study: {study['includes']}; excludes: {study['excludes'] or 'nothing'}", **fact}
-    problems = _phrase_problems(code, fact, covered, "says", fact.get("says", []))
-    problems = [p for p in problems if ": says " not in p]  # the forbidden phrases are checked on the whole text
-    problems += [f"{code}: exclusion lacks {p!r} ({fact['study']})" for p in fact.get("excludes", []) if not _has(text.exclude, p)]
-    problems += [f"{code}: says {p!r} ({fact['study']})" for p in [*fact.get("never", []), *never_anywhere] if _has(whole, p)]
+    problems = _phrase_problems(code, fact, covered, fact.get("says", []), [])
+    problems += _phrase_problems(f"{code}: exclusion", fact, text.exclude, fact.get("excludes", []), [])
+    problems += _phrase_problems(code, fact, whole, [], [*fact.get("never", []), *never_anywhere])
     problems += _order_problems(code, fact, covered)
     if not fact.get("says"):
         problems.append(f"{code}: the facts give no phrase it must say")
@@ -80,10 +79,10 @@ def fact_problems(language: str, pack: PromptPack) -> list[str]:
     for code, fact in facts["codes"].items():
         problems += _code_problems(code, fact, texts[code], facts.get("never_anywhere", []))
     for label, fact in facts["label_texts"].items():
-        problems += _phrase_problems(f"label {label}", fact, pack.raw("rubric", label), "says", fact["says"])
+        problems += _phrase_problems(f"label {label}", fact, pack.raw("rubric", label), fact["says"], fact["never"])
         # the reference-free variant: no study text for `correct`; the other two mean the same
         without = pack.raw("rubric_without", label)
-        problems += _phrase_problems(f"label {label} (without)", fact, without, "says", [] if label == "correct" else fact["says"])
+        problems += _phrase_problems(f"label {label} (without)", fact, without, [] if label == "correct" else fact["says"], fact["never"])
     for strategy in STRATEGIES:
         user = build_calls(pack, ITEM, strategy)[0].messages[-1]["content"]
         shown = [label for label in LABELS if pack.text("rubric", label) in user]
@@ -133,7 +132,7 @@ def _code(codes: dict, code: str, **changes) -> None:
     ("pl", lambda d, c: d["rubric"].update(incorrect=d["rubric"]["incorrect"].replace(
         "albo ma poważne błędy", "albo ma jakiekolwiek błędy, nawet drobne,")), "label incorrect: lacks"),
     ("el", lambda d, c: _code(c, "LG-GR", exclude=c["LG-GR"].exclude.replace("εκτός αν", "ακόμη κι αν")),
-     "LG-GR: exclusion lacks"),
+     "LG-GR: exclusion: lacks"),
     ("zh", lambda d, c: _code(c, "LG-IS", include=c["LG-IS"].include.replace("用“房子”代替“家”", "用“家”代替“房子”")),
      "LG-IS: example not in the direction"),
     ("nl", lambda d, c: _code(c, "SE-TS", include=c["SE-TS"].include.replace("te specifiek", "te algemeen")), "SE-TS: lacks"),
