@@ -410,6 +410,20 @@ def cmd_make_tiny_models(args: argparse.Namespace) -> int:
 
 
 # ----- `babelscore judge render` (the judge's own commands; kept apart from the others) -----------
+def _usage_error(command: str, message: str) -> None:
+    print(f"babelscore {command}: error: {message}", file=sys.stderr)
+    raise SystemExit(EXIT_USAGE)
+
+
+def _check_out_file(out: str, command: str) -> None:
+    """`--out` must name a file in a directory that exists; checked before any work is done."""
+    path = Path(out)
+    if path.is_dir():
+        _usage_error(command, f"--out {out} is a directory; give a file path, e.g. {path / 'render.json'}")
+    if not path.parent.is_dir():
+        _usage_error(command, f"--out {out}: the directory {path.parent} does not exist; create it or give another path")
+
+
 def cmd_judge(args: argparse.Namespace) -> int:
     """Print (or write) the exact messages of each judge call of a config, as a JSON list."""
     import json
@@ -417,14 +431,20 @@ def cmd_judge(args: argparse.Namespace) -> int:
     from engine.config import load_config
     from engine.judge.render import render_calls
 
+    if args.out:
+        _check_out_file(args.out, "judge render")
     config = load_config(args.config, check=False)  # no model is loaded or checked: nothing is sent
     from engine.stages import flow
 
     made = flow.input_source(config.stages) is not None or flow.generates_samples(config.stages)
-    records = list(render_calls(config, args.sample, args.strategy, args.language, args.judge, stage_made_samples=made))
+    records = list(render_calls(config, args.sample, args.strategy, args.language, args.judge, stage_made_samples=made,
+                                request=args.request))
     text = json.dumps(records, ensure_ascii=False, indent=1) + "\n"
     if args.out:
-        Path(args.out).write_text(text, encoding="utf-8")
+        try:
+            Path(args.out).write_text(text, encoding="utf-8")
+        except OSError as exc:  # e.g. no permission: said as a usage error, like a wrong --out
+            _usage_error("judge render", f"--out {args.out}: cannot write it ({exc.strerror or exc})")
         print(f"wrote {len(records)} call(s) to {args.out}")
     else:
         sys.stdout.write(text)
@@ -454,6 +474,9 @@ def _add_judge_commands(sub: Any) -> None:
     render.add_argument("--language", default=None, help="only this prompt language (en, nl, zh, el, pl)")
     render.add_argument("--judge", default=None, help="only the judge of this name (default: every judge)")
     render.add_argument("--out", default=None, help="write the JSON to this file instead of stdout")
+    render.add_argument("--request", action="store_true",
+                        help="add each call's whole request body (`request`: model, messages, temperature, seed, "
+                             "max_tokens, provider options, response_format when its answers are structured)")
     render.set_defaults(func=cmd_judge)
 
 

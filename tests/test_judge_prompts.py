@@ -17,6 +17,7 @@ from engine.errors import ConfigError
 from engine.judge.messages import Candidate, JudgeItem, build_calls, taxonomy_json
 from engine.judge.promptpack import CLUSTERED, PROMPT_LANGUAGES, REFERENCE_MODES, STRATEGIES, _read, check_pack, load_pack, resolve_prompt_language
 from engine.judge.schema import REASONING, output_schema
+from engine.judge.templates import LAYOUTS
 from engine.records import LABELS
 from engine.taxonomy import CLUSTERS, CODES, criteria
 
@@ -120,8 +121,12 @@ def test_golden_prompts_follow_the_study_layout(language: str, strategy: str) ->
             assert [m["role"] for m in call["messages"]] == ["system", "user"]
             assert system.startswith(pack.raw("system", "basic" if basic else "enhanced").split("\n")[0])
             assert len(system) < len(user) / 2 and pack.data["separator"] not in system
+            # the label definitions wherever the layout has them (the Greek pack leaves them out of
+            # standard, rubric and hierarchical, as the study's Greek prompts do)
+            defined = "{labels}" in "".join(t for _role, t in (pack.templates(strategy) or LAYOUTS[strategy]))
+            assert defined == (language != "el" or strategy in REASONING)
             for label in LABELS:
-                assert pack.text(labels_key, label) in user, (reference, label)
+                assert (pack.text(labels_key, label) in user) == defined, (reference, label)
             if call["cluster"] is None:  # the cluster task has no principles, as the study's
                 assert all(principle in user for principle in pack.data["principles"])
             head, file_json = user.rsplit("\n" + pack.data["separator"] + "\n", 1)

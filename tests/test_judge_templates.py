@@ -74,7 +74,7 @@ EXPECTED_LANGUAGE_CLUSTER = (
         '  "Wrong language": [\n'
         '    {\n      "code": "LG-WL1",\n      "title": "undesired translation",\n      "definition": "",\n'
         '      "when": "a translation that is correct but undesired, because the translated word is seldom used in that '
-        'context (the term is normally kept as a loan word)",\n'
+        'context",\n'
         '      "unless": "correctly used foreign words that the language commonly takes in"\n    },\n'
         '    {\n      "code": "LG-WL2",\n      "title": "incorrect language",\n      "definition": "",\n'
         '      "when": "the comment (or a large part of it) is in another language than the target language",\n'
@@ -262,3 +262,71 @@ def test_the_docs_name_every_slot_and_the_layout_of_every_strategy() -> None:
     for strategy, messages in LAYOUTS.items():
         row = next(line for line in docs.splitlines() if line.startswith(f"| {strategy} |"))
         assert all(f"`{template}`".replace("\n", "\\n") in row for _role, template in messages), strategy
+
+
+def test_judge_render_request_prints_the_whole_body_of_each_call(judged_run, tmp_path, monkeypatch) -> None:
+    from engine.cli import main
+
+    root, _config, _rows, _backend = judged_run
+    judge = {"model": "served", "backend": "http", "base_url": "http://localhost:1/v1", "name": "j",
+             "strategies": ["standard", "cot"], "structured": ["standard"], "prompt_languages": ["nl"],
+             "max_tokens": {"standard": 700, "cot": 1500}, "provider_options": {"provider": {"order": ["x"]}},
+             "provider_secret_env": {"user": "RENDER_TEST_USER"}}
+    config_path = tmp_path / "config.yaml"
+    config_path.write_text(yaml.safe_dump({"name": "r", "input": str(root / "in.jsonl"), "stages": ["judge"],
+                                           "judge": {"judges": [judge]}}))
+    monkeypatch.delenv("RENDER_TEST_USER", raising=False)  # never read: the body names the variable
+    out = tmp_path / "render.json"
+    assert main(["judge", "render", "--request", str(config_path), "--sample", "f1/gen-a", "--out", str(out)]) == 0
+    standard, cot = json.loads(out.read_text(encoding="utf-8"))
+    for record, limit in ((standard, 700), (cot, 1500)):
+        body = record["request"]
+        assert body["messages"] == record["messages"] and body["model"] == "served"
+        assert (body["temperature"], body["seed"], body["max_tokens"]) == (0.0, 42, limit)
+        assert body["provider"] == {"order": ["x"]} and body["user"] == "<$RENDER_TEST_USER>"
+    schema = standard["request"]["response_format"]["json_schema"]
+    assert standard["request"]["response_format"]["type"] == "json_schema" and schema["strict"] is True
+    assert "evaluaties" in schema["schema"]["properties"] and "response_format" not in cot["request"]
+    # one strategy of a per-strategy limit renders alone
+    assert main(["judge", "render", "--request", str(config_path), "--strategy", "cot", "--out", str(out)]) == 0
+    (only,) = json.loads(out.read_text(encoding="utf-8"))
+    assert only["request"]["max_tokens"] == 1500
+    # a language the judge never prompts in is refused, as a strategy it does not run is
+    assert main(["judge", "render", str(config_path), "--language", "en", "--out", str(out)]) == 3
+    assert main(["judge", "render", str(config_path), "--strategy", "rubric", "--out", str(out)]) == 3
+
+
+def test_judge_render_request_on_the_demo_config(tmp_path) -> None:
+    from engine.cli import main
+
+    out = tmp_path / "demo.json"
+    demo = Path(__file__).resolve().parents[1] / "configs" / "demo.yaml"
+    assert main(["judge", "render", "--request", str(demo), "--out", str(out)]) == 0
+    calls = {r["request_id"].split("|")[1]: r for r in json.loads(out.read_text(encoding="utf-8"))}
+    assert set(calls) == {"standard", "cot"}  # the demo judge's strategies; standard answers under a schema
+    for strategy, limit in (("standard", 768), ("cot", 128)):
+        body = calls[strategy]["request"]
+        assert body["messages"] == calls[strategy]["messages"] and body["model"] == "demo:tiny-chat"
+        assert (body["temperature"], body["seed"], body["max_tokens"]) == (0.0, 42, limit)
+        assert ("response_format" in body) == (strategy == "standard")
+
+
+def test_judge_render_out_must_be_a_file_in_an_existing_directory(tmp_path, capsys) -> None:
+    from engine.cli import EXIT_USAGE, main
+
+    demo = str(Path(__file__).resolve().parents[1] / "configs" / "demo.yaml")
+    for out, says in ((tmp_path / "missing" / "x.json", "does not exist"), (tmp_path, "is a directory")):
+        with pytest.raises(SystemExit) as stop:
+            main(["judge", "render", demo, "--out", str(out)])
+        assert stop.value.code == EXIT_USAGE and says in capsys.readouterr().err
+
+
+def test_judge_render_language_the_sample_setting_would_not_use_is_refused(tmp_path) -> None:
+    from engine.cli import main
+
+    demo = str(Path(__file__).resolve().parents[1] / "configs" / "demo.yaml")  # prompt_languages: [sample]
+    out = tmp_path / "x.json"
+    assert main(["judge", "render", demo, "--language", "pl", "--out", str(out)]) == 3 and not out.exists()
+    first = json.loads((main(["judge", "render", demo, "--out", str(out)]), out.read_text(encoding="utf-8"))[1])[0]
+    language = first["request_id"].split("|")[2]
+    assert main(["judge", "render", demo, "--language", language, "--out", str(out)]) == 0

@@ -56,6 +56,26 @@ class _RefuseRedirects(urllib.request.HTTPRedirectHandler):
 _OPENER = urllib.request.build_opener(_RefuseRedirects)
 
 
+def request_body(params: JudgeParams, request: ChatRequest, secrets: dict[str, str]) -> dict[str, Any]:
+    """The chat-completions body of one request: model, messages, temperature, seed, max_tokens, the
+    provider options and secrets as configured, and `response_format` when the strategy's answers
+    are structured (a JSON schema)."""
+    body: dict[str, Any] = {
+        "model": params.model,
+        "messages": list(request.messages),
+        "temperature": request.temperature,
+        "seed": request.seed,
+        "max_tokens": request.max_tokens,
+    }
+    # provider routing, quantisation pins, price caps...: passed through as configured
+    body.update(params.provider_options)
+    body.update(secrets)
+    if request.schema is not None:
+        body["response_format"] = {"type": "json_schema",
+                                   "json_schema": {"name": "judgment", "schema": request.schema, "strict": True}}
+    return body
+
+
 def check_secrets(params: JudgeParams, where: str | None = None) -> None:
     """MissingSecretError unless every variable the judge names (API key, provider secrets) is set.
     Run by the stage's preflight too, so a missing key stops the run before its directory exists."""
@@ -120,20 +140,7 @@ class HttpChatBackend:
         return text
 
     def _body(self, request: ChatRequest) -> bytes:
-        body: dict[str, Any] = {
-            "model": self.params.model,
-            "messages": list(request.messages),
-            "temperature": request.temperature,
-            "seed": request.seed,
-            "max_tokens": request.max_tokens,
-        }
-        # provider routing, quantisation pins, price caps...: passed through as configured
-        body.update(self.params.provider_options)
-        body.update(self._secrets)
-        if request.schema is not None:
-            body["response_format"] = {"type": "json_schema",
-                                       "json_schema": {"name": "judgment", "schema": request.schema, "strict": True}}
-        return json.dumps(body, ensure_ascii=False).encode("utf-8")
+        return json.dumps(request_body(self.params, request, self._secrets), ensure_ascii=False).encode("utf-8")
 
     def _one(self, request: ChatRequest) -> tuple[ChatResponse, int]:
         """The request's answer (or failure) and how many attempts it took."""

@@ -6,11 +6,13 @@ the task, the taxonomy as JSON, the instructions, the label definitions and the 
 in the user message, then a separator line and the file as JSON). The slots are filled in
 three layers (per call, the pack's lists, the pack's texts), so a text may use the taxonomy,
 the principles or the labels. The file (source with the comment marker, original comment,
-candidates `prime + prediction` sorted by generator name) comes last, so the calls of one
-(strategy, prompt language, reference mode) share everything before it. A clustered call
+candidates `prime + prediction` sorted by generator name, case-sensitively) comes last, so the
+calls of one (strategy, prompt language, reference mode) share everything before it. The
+taxonomy lists its groups in the order of the pack's `groups:` keys. A clustered call
 (hierarchical, combined) shows only its cluster's codes, with their parents: a parent's criteria
 (LG-GR's and SE-CS's exclusions, MS-RE's inclusion) apply to its children, so a cluster call
-without them would judge by less than the study's criteria.
+without them would judge by less than the study's criteria (a pack with `cluster_parents: false`
+leaves them out, as the authors' code does).
 """
 from __future__ import annotations
 
@@ -59,12 +61,13 @@ def masked_source(item: JudgeItem, placeholder: str) -> str:
     return item.source[: item.comment_start] + placeholder + item.source[item.comment_end :]
 
 
-def _shown_codes(cluster: str | None) -> list[str]:
+def _shown_codes(cluster: str | None, parents: bool = True) -> list[str]:
     """The codes a call's taxonomy shows, in table order: every code and parent, or one cluster's
-    codes with all their parents (whose criteria apply to them)."""
+    codes with all their parents (whose criteria apply to them; `parents` False: the cluster's
+    codes alone, as the authors' code sends them)."""
     if cluster is None:
         return list(CODES)
-    shown = {a for code in CLUSTERS[cluster] for a in ancestors(code)}
+    shown = {a for code in CLUSTERS[cluster] for a in (ancestors(code) if parents else (code,))}
     return [code for code in CODES if code in shown]
 
 
@@ -73,11 +76,12 @@ def _dump(pack: PromptPack, value: Any, indent: int | None = 2) -> str:
 
 
 def _taxonomy_entries(pack: PromptPack, cluster: str | None) -> list[tuple[str, list[str]]]:
-    """(group name, codes) in the study's group order, only groups with a shown code."""
-    shown = set(_shown_codes(cluster))
+    """(group name, codes) in the order of the pack's `groups:` keys, only groups with a shown code
+    (within a group, the study's order of its codes)."""
+    shown = set(_shown_codes(cluster, pack.cluster_parents))
     out = []
-    for group, codes in GROUPS.items():
-        kept = [c for c in codes if c in shown]
+    for group in pack.raw("groups"):
+        kept = [c for c in GROUPS[group] if c in shown]
         if kept:
             out.append((pack.raw("groups", group), kept))
     return out
@@ -100,7 +104,7 @@ def taxonomy_json(pack: PromptPack, cluster: str | None, indent: int | None = 2)
 def taxonomy_lines(pack: PromptPack, cluster: str | None) -> str:
     words = pack.data["rubric_labels"]
     lines = []
-    for code in _shown_codes(cluster):
+    for code in _shown_codes(cluster, pack.cluster_parents):
         text = pack.codes[code]
         line = f"- {code} ({text.name}): {text.include}"
         if text.definition:
@@ -128,6 +132,34 @@ def taxonomy_rubric(pack: PromptPack, cluster: str | None) -> str:
                 lines.append(f"**{words['absent']}:**\n  - {text.exclude}")
             parts.append("\n".join(lines))
     return "\n\n".join(parts)
+
+
+def taxonomy_rubric_authors(pack: PromptPack, cluster: str | None) -> str:
+    """The rubric as the authors' code lays it out: every line ends in the two characters
+    backslash-n instead of a line break, the group without a name (E, M) is left out, each code's
+    inclusion and exclusion one `  - ` item per part between the two characters backslash-n (real
+    line breaks stay inside the item), an empty item after each code. Like the authors' code, it
+    reads each entry of {taxonomy_json} by the English key names (id, name, description, inclusion,
+    exclusion): a pack whose `taxonomy_keys` are other names gets the ids alone, without names or
+    criteria, as the study's translated prompts got them."""
+    words = pack.data["rubric_labels"]
+    lines = [f"# {words['title']}\\n"]
+    for group, entries in taxonomy_value(pack, cluster).items():
+        if not group or not entries:
+            continue
+        lines.append(f"\\n## {group}\\n")
+        for entry in entries:
+            definition, include, exclude = (str(entry.get(k, "")).strip() for k in ("description", "inclusion", "exclusion"))
+            lines.append(f"### [{entry.get('id', '')}] {entry.get('name', '')}\\n")
+            if definition:
+                lines.append(f"**{words['definition']}:** {definition}\\n")
+            lines.append(f"**{words['present']}:**")
+            lines += [f"  - {part.strip()}" for part in include.split("\\n") if part.strip()]
+            if exclude:
+                lines.append(f"\\n**{words['absent']}:**")
+                lines += [f"  - {part.strip()}" for part in exclude.split("\\n") if part.strip()]
+            lines.append("")
+    return "\\n".join(lines)
 
 
 def _candidates(pack: PromptPack, item: JudgeItem) -> list[dict[str, str]]:
@@ -181,6 +213,7 @@ def slot_values(pack: PromptPack, item: JudgeItem, strategy: str, cluster: str |
         "input_json": dump(_input(pack, item, reference)), "input_json_compact": dump(_input(pack, item, reference), None),
         "taxonomy_json": taxonomy_json(pack, cluster), "taxonomy_json_compact": taxonomy_json(pack, cluster, None),
         "taxonomy_lines": taxonomy_lines(pack, cluster), "taxonomy_rubric": taxonomy_rubric(pack, cluster),
+        "taxonomy_rubric_authors": taxonomy_rubric_authors(pack, cluster),
         "output_schema": dump(output_schema(pack, strategy, cluster, names)),
         "cluster": cluster or "", "cluster_description": pack.raw("clusters", cluster) if cluster else "",
         "cluster_codes": ", ".join(codes_for(cluster)),

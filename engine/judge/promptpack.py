@@ -57,7 +57,9 @@ RENDERED = (*LIST_PARTS, "system", "assignment", "assignment_without", "output",
 MAY_BE_EMPTY = ("groups.",)
 # `json_ascii`: true writes every JSON slot with non-ASCII characters as \u escapes
 # (json.dumps ensure_ascii), as a study that wrote its JSON so would have sent it.
-OPTIONAL = ("taxonomy", "templates", "field_variants", "json_ascii")
+# `cluster_parents`: false shows a cluster call only its cluster's codes (the authors' code), not
+# their parents with the criteria that apply to them (the shipped default).
+OPTIONAL = ("taxonomy", "templates", "field_variants", "json_ascii", "cluster_parents")
 
 
 @dataclass(frozen=True)
@@ -91,6 +93,10 @@ class PromptPack:
     @property
     def json_ascii(self) -> bool:
         return bool(self.data.get("json_ascii", False))
+
+    @property
+    def cluster_parents(self) -> bool:
+        return bool(self.data.get("cluster_parents", True))
 
     def templates(self, strategy: str) -> tuple[tuple[str, str], ...] | None:
         """The pack's own (role, template) messages for `strategy`, or None (the shipped layout)."""
@@ -222,8 +228,9 @@ def check_pack(language: str, data: Any, reference: dict[str, Any] | None, where
     _check_distinct({**data, **optional}, problems)
     if "templates" in optional:
         _check_templates(optional["templates"], problems)
-    if "json_ascii" in optional and not isinstance(optional["json_ascii"], bool):
-        problems.append(f"json_ascii: must be true or false (got {optional['json_ascii']!r})")
+    for flag in ("json_ascii", "cluster_parents"):
+        if flag in optional and not isinstance(optional[flag], bool):
+            problems.append(f"{flag}: must be true or false (got {optional[flag]!r})")
     codes: dict[str, CodeText] = {}
     if "taxonomy" in optional:
         try:

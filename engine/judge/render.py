@@ -50,20 +50,41 @@ def _narrowed(judge: JudgeParams, strategy: str | None, language: str | None) ->
         if strategy not in judge.strategies:
             raise ConfigError(f"judge render --strategy {strategy}: judge {judge.judge_name!r} runs {list(judge.strategies)}")
         changes["strategies"] = (strategy,)
+        if isinstance(judge.max_tokens, dict):  # a per-strategy limit: only the rendered strategy's is left
+            changes["max_tokens"] = {strategy: judge.max_tokens[strategy]}
         if isinstance(judge.structured, tuple):
             changes["structured"] = tuple(s for s in judge.structured if s == strategy)
-    if language is not None:
-        changes["prompt_languages"] = (language,)
+    if language is not None and language not in judge.prompt_languages and "sample" not in judge.prompt_languages:
+        raise ConfigError(f"judge render --language {language}: judge {judge.judge_name!r} prompts in "
+                          f"{list(judge.prompt_languages)}; give one of those")
     return dataclasses.replace(judge, **changes) if changes else judge
 
 
+def _in_language(entries: list, judge: JudgeParams, language: str | None) -> list:
+    """The planned calls in `language` only; an error when the judge makes none in it for this file
+    (a `sample` setting prompts in the file's own language), so no call it would never make is shown."""
+    if language is None:
+        return entries
+    kept = [entry for entry in entries if entry.prompt_language == language]
+    if entries and not kept:
+        made = sorted({entry.prompt_language for entry in entries})
+        raise ConfigError(f"judge render --language {language}: judge {judge.judge_name!r} prompts file {entries[0].item.file_id!r} "
+                          f"in {made} only (prompt_languages {list(judge.prompt_languages)}); give one of those "
+                          "or --sample with a sample of that language")
+    return kept
+
+
 def render_calls(config: Any, sample_id: str | None = None, strategy: str | None = None, language: str | None = None,
-                 judge_name: str | None = None, stage_made_samples: bool = False) -> Iterator[dict[str, Any]]:
+                 judge_name: str | None = None, stage_made_samples: bool = False,
+                 request: bool = False) -> Iterator[dict[str, Any]]:
     """One record per call: judge, request id, prompt id and messages, in the run's order.
 
     stage_made_samples: whether a stage of the config makes the samples (the RunPlan says; the
-    predictions are then not in the config's input)."""
-    from engine.judge.run import plan
+    predictions are then not in the config's input). request: add `request`, the whole body of the
+    call as an OpenAI-compatible chat-completions request (engine/judge/http_backend.py
+    `request_body`), with each `provider_secret_env` value shown as `<$VARIABLE>`, never read."""
+    from engine.judge.http_backend import request_body
+    from engine.judge.run import plan, requests_of
 
     if "judge" not in config.stages:
         raise ConfigError("judge render: the config has no judge stage; add `judge` to `stages` and a `judge:` section")
@@ -75,6 +96,13 @@ def render_calls(config: Any, sample_id: str | None = None, strategy: str | None
             raise ConfigError(f"judge render --judge {judge_name}: no such judge; the config's judges: {names}")
     table = pa.Table.from_pylist(_file_rows(config, sample_id, stage_made_samples), schema=SAMPLE_SCHEMA)
     for judge in judges:
-        for entry in plan(table, _narrowed(judge, strategy, language)):
+        narrowed = _narrowed(judge, strategy, language)
+        entries = _in_language(plan(table, narrowed), judge, language)
+        bodies = {r.request_id: r for r in requests_of(entries, narrowed)} if request else {}
+        secrets = {key: f"<${name}>" for key, name in judge.provider_secret_env.items()}
+        for entry in entries:
             for request_id, call in entry.calls:
-                yield {"judge": judge.judge_name, "request_id": request_id, **prompt_record(call.messages)}
+                record = {"judge": judge.judge_name, "request_id": request_id, **prompt_record(call.messages)}
+                if request:
+                    record["request"] = request_body(narrowed, bodies[request_id], secrets)
+                yield record

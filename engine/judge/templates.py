@@ -10,7 +10,7 @@ Slots come in three layers, each rendered from the ones before it:
   comment, raw and as JSON string literals; the candidates as a list or as the study's mapping
   model name -> comment; all of them as one JSON object, with or without the taxonomy, so a
   template can write the study's JSON block either way), the taxonomy (as JSON grouped
-  by the study's named groups, as lines, as a PRESENT/ABSENT rubric; a cluster call gets only
+  by the study's named groups in the pack's order, as lines, as a PRESENT/ABSENT rubric; a cluster call gets only
   its cluster's codes), the output schema, the labels, the cluster;
 - the pack's lists (LIST_SLOTS): the principles, the chain-of-thought steps, the label definitions;
 - the pack's texts (BLOCK_SLOTS): the two system messages, the task (assignment), the output
@@ -51,10 +51,12 @@ BASE_SLOTS: dict[str, str] = {
                        "prediction}} (no original without the reference), indented by 2",
     "components_json_compact": "the same object on one line",
     "taxonomy_json": "the call's codes as JSON: {group name: [{id, name, definition, include, exclude}]} with the "
-                     "pack's `taxonomy_keys`, indented by 2",
+                     "pack's `taxonomy_keys`, groups in the order of the pack's `groups:` keys, indented by 2",
     "taxonomy_json_compact": "the same on one line",
     "taxonomy_lines": "one line per code: `- ID (name): include` (+ definition and exclusion where given)",
     "taxonomy_rubric": "the call's codes as a rubric: each code with its PRESENT-if and ABSENT-if criteria",
+    "taxonomy_rubric_authors": "the call's codes as the authors' code writes its rubric: lines joined by the two "
+                               "characters backslash-n, the group without a name left out",
     "output_schema": "the JSON schema of the answer, indented by 2",
     "cluster": "the cluster's internal name (hierarchical and combined calls; else empty)",
     "cluster_description": "the pack's description of the cluster (else empty)",
