@@ -63,6 +63,7 @@ HEAVY_MODULES = frozenset({
 })
 
 FAST_MODULES = frozenset({
+    "test_judge_study_reproduce.py",
     "test_agreement.py",
     "test_build.py",
     "test_calibrate_run.py",
