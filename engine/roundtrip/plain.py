@@ -61,13 +61,19 @@ def parse(payload: bytes, max_depth: int = MAX_DEPTH) -> tuple[Any, int]:
         else:
             end = payload.find(b" ", pos)
             end = n if end < 0 else end
-            token = payload[pos:end].decode("ascii", "replace")
+            raw = payload[pos:end]
+            if not raw.isascii():
+                raise PlainError(f"a token with a byte that is not ASCII: {raw[:20]!r}")
+            token = raw.decode("ascii")
             pos = end
             if token in ("n", "t", "f"):
                 value = (token,)
             elif token[:1] == "i":
                 if len(token) > _DIGITS:
                     raise PlainError("integer too long")
+                digits = token[1:].removeprefix("-")
+                if not digits.isdigit():
+                    raise PlainError(f"bad integer {token[:20]!r}")
                 try:
                     value = ("i", int(token[1:]))
                 except ValueError:
@@ -78,7 +84,7 @@ def parse(payload: bytes, max_depth: int = MAX_DEPTH) -> tuple[Any, int]:
                 except ValueError:
                     raise PlainError(f"bad float {token[:20]!r}") from None
             elif token[:1] in ("l", "u", "e", "m"):
-                count = _count(token[1:].encode("ascii"))
+                count = _count(raw[1:])
                 # Every value takes at least two bytes: a count beyond what is left is a lie.
                 if count * (4 if token[0] == "m" else 2) > n - pos + 1:
                     raise PlainError(f"{token[0]}{count} announces more values than the message holds")

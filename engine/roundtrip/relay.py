@@ -100,6 +100,9 @@ def _forward(calls_in: int, to_server: int, from_server: int, replies_out: int, 
     server's call pipe is closed (this thread owns it), so an idle server sees the end and exits."""
     try:
         _relay_calls(calls_in, to_server, from_server, replies_out, deadline, state)
+    except Exception as exc:  # noqa: BLE001 - the relay never ends silently: the row says why it stopped
+        log.warning("relay stopped: %s: %s", type(exc).__name__, exc)
+        state.broken = state.broken or f"the engine's relay stopped: {type(exc).__name__}: {str(exc)[:200]}"
     finally:
         _close(to_server)
 
@@ -129,7 +132,7 @@ def _relay_calls(calls_in: int, to_server: int, from_server: int, replies_out: i
             except (EOFError, BrokenPipeError):
                 state.broken = "reply refused: the candidate's server ended before it replied"
                 answer = b"z " + plain.write(("s", state.broken))
-            except (plain.PlainError, TimeoutError, OSError) as exc:
+            except (plain.PlainError, TimeoutError, OSError, ValueError) as exc:
                 state.broken = f"reply refused: {type(exc).__name__}: {str(exc)[:200]}"
                 answer = b"z " + plain.write(("s", state.broken))
         try:
@@ -144,7 +147,7 @@ def compared(message: bytes) -> bytes:
     language. A message that is not two plain values is answered `o f`."""
     try:
         value, end = plain.parse(message[2:])
-    except plain.PlainError:
+    except (plain.PlainError, ValueError, RecursionError):
         return b"o f"
     if end != len(message) - 2 or value[0] != "l" or len(value[1]) != 2:
         return b"o f"

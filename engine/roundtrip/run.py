@@ -102,6 +102,10 @@ def _regenerate(model: ModelParams, jobs: list[tuple[dict, str, int, str]], p: R
             out.append((generation.code_from_completion(task, text), None))
         except extract.Rejected as exc:
             out.append((None, f"{REJECTED}{exc}"))
+        except (ValueError, RecursionError, MemoryError) as exc:
+            # Any text a model returns is a row: a parser that chokes on it rejects the completion.
+            log.warning("round trip %s: extraction failed: %s: %s", task["task_id"], type(exc).__name__, exc)
+            out.append((None, f"{REJECTED}the parser cannot read the completion: {type(exc).__name__}: {str(exc)[:200]}"))
     return out
 
 
