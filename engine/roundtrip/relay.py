@@ -54,6 +54,7 @@ class Job:
 @dataclass
 class _Relay:
     broken: str = ""  # why a reply was refused; once set, every later call is refused too
+    calls: int = 0  # calls of the function the tests made (the engine's comparisons not counted)
 
 
 def _read_exact(fd: int, size: int, deadline: float) -> bytes:
@@ -118,8 +119,10 @@ def _relay_calls(calls_in: int, to_server: int, from_server: int, replies_out: i
         if call[:2] == b"c ":
             answer = compared(call)
         elif state.broken:
+            state.calls += 1
             answer = b"z " + plain.write(("s", state.broken))
         else:
+            state.calls += 1
             try:
                 _write_all(to_server, plain.frame(call))
                 raw = read_message(from_server, deadline)
@@ -207,8 +210,13 @@ def run_split(server: Job, tests: Job, run: Callable[..., SandboxResult], wall_s
     return _verdict(tested, served, state)
 
 
+NO_CALL = "the tests made no call to the function: a task error (tests that do not run are never a pass)"
+
+
 def _verdict(tested: SandboxResult, served: SandboxResult | None, state: _Relay) -> SandboxResult:
     if tested.status == "passed" and not state.broken:
+        if not state.calls:
+            return dataclasses.replace(tested, status="error", reason=NO_CALL)
         return tested
     if served is not None and served.status in TELLING:
         return dataclasses.replace(tested, status=served.status, reason=f"candidate: {served.reason}", payload="",
