@@ -29,7 +29,7 @@ def _row(task: dict, completion: str) -> dict:
     language = task["programming_language"]
     if toolchain_missing(language):
         pytest.skip(toolchain_missing(language))
-    params = type("P", (), {"sandbox": LIMITS, "call_seconds": 1.0})()
+    params = type("P", (), {"sandbox": LIMITS, "call_seconds": 1.0, "verdict": "values"})()
     return run._execute(task, generation.code_from_completion(task, completion), None, params)
 
 
