@@ -74,8 +74,10 @@ def command(argv: Sequence[str], files: Sequence[tuple[int, str]], tmpfs_bytes: 
         if parent:
             out += ["--dir", f"{WORKDIR}/{parent}"]
         out += ["--file", str(fd), f"{WORKDIR}/{name}"]
-    # bwrap's own root is an unbounded tmpfs: read-only, so only the capped mounts take writes.
-    out += ["--remount-ro", "/"]
+    # bwrap's own root and its /dev are unbounded tmpfs mounts: read-only, so only the capped
+    # mounts take writes. /proc/sys read-only: the run's IPC and network namespaces would let it
+    # raise their sysctls (message queue sizes, socket buffers); bwrap 0.8 leaves it writable.
+    out += ["--ro-bind", "/proc/sys", "/proc/sys", "--remount-ro", "/dev", "--remount-ro", "/"]
     out += ["--chdir", WORKDIR, "--setenv", "HOME", WORKDIR, "--setenv", "TMPDIR", "/tmp", "--"]
     return out + list(argv)
 
