@@ -296,7 +296,7 @@ def _roundtrip_config(tmp_path, sandbox_options: dict):
 
 def test_missing_bubblewrap_fails_the_config_check_with_the_fix(tmp_path, monkeypatch):
     monkeypatch.setattr(bwrap.shutil, "which", lambda name, *a, **k: None)
-    bwrap.unavailable.cache_clear()
+    bwrap.forget()
     try:
         with pytest.raises(ConfigError, match=r"roundtrip\.sandbox\.isolation: bubblewrap .* not on PATH; install bubblewrap"):
             _roundtrip_config(tmp_path, {})
@@ -313,7 +313,7 @@ def test_missing_bubblewrap_fails_the_config_check_with_the_fix(tmp_path, monkey
         assert all("isolation:hook-not-a-boundary" in value for value in signatures.values() if "pass@1" in value or "correctness" in value)
     finally:
         monkeypatch.undo()
-        bwrap.unavailable.cache_clear()
+        bwrap.forget()
     if BWRAP:
         return
     config = _roundtrip_config(tmp_path, {})

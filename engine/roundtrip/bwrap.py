@@ -82,9 +82,31 @@ def command(argv: Sequence[str], files: Sequence[tuple[int, str]], tmpfs_bytes: 
     return out + list(argv)
 
 
-@lru_cache(maxsize=None)
-def unavailable(uid: int | None) -> str:
-    """'' when bubblewrap runs here (as `uid` when given); otherwise why not (probed once)."""
+_WORKS: set = set()  # pools whose probe succeeded; a failure is never kept (the next call probes again)
+
+
+def known_to_work(pool: object) -> bool:
+    return pool in _WORKS
+
+
+def forget() -> None:
+    """Probe again at the next call (after the machine changed)."""
+    _WORKS.clear()
+
+
+def unavailable(uid: int | None, pool: object = None) -> str:
+    """'' when bubblewrap runs here (as `uid` when given, a uid the caller holds the lock of);
+    otherwise why not. A success is kept for `pool`; a failure is probed again next time (one
+    ended by a passing cause, a loaded machine, must not fail every later run)."""
+    if pool in _WORKS:
+        return ""
+    why = _probe(uid)
+    if not why:
+        _WORKS.add(pool)
+    return why
+
+
+def _probe(uid: int | None) -> str:
     if sys.platform != "linux":
         return f"bubblewrap needs Linux (this is {sys.platform})"
     if shutil.which("bwrap") is None:
