@@ -14,7 +14,7 @@ import json
 
 import pytest
 
-from engine.roundtrip import sandbox
+from engine.roundtrip import bwrap, sandbox
 from engine.roundtrip.languages import run_tests
 from engine.roundtrip.sandbox import SandboxLimits, memory_bound_mb
 
@@ -48,7 +48,8 @@ def fill(path, budget):
 
 before = meminfo()
 got = {"memfd_mb": 0, "userns": False, "nested_tmpfs_mb": 0, "shm": False, "fds": 0,
-       "usr_local": os.path.exists("/usr/local")}
+       "usr_local": os.path.exists("/usr/local"),
+       "usr_other": sorted(set(os.listdir("/usr")) - {%(usr)s})}
 memfds = []
 while got["memfd_mb"] < TARGET:
     fd = libc.syscall(319, b"hoard", 0)  # memfd_create
@@ -87,12 +88,12 @@ print(json.dumps(got))
 
 @pytest.mark.skipif(bool(BWRAP), reason=BWRAP or "bwrap runs")
 def test_memfds_nested_tmpfs_shm_and_fds_end_at_the_documented_bound():
-    program = HOARDER % {"target": TARGET_MB}
+    program = HOARDER % {"target": TARGET_MB, "usr": ", ".join(repr(name) for name in bwrap.USR_ENTRIES)}
     result = run_tests({"programming_language": "python", "tests": program, "entry_point": "", "context": ""}, "", LIMITS)
     assert result.status == "passed", result
     got = json.loads(result.stdout.strip().splitlines()[-1])
     assert got["memfd_mb"] == 0 and not got["userns"] and got["nested_tmpfs_mb"] == 0 and not got["shm"], got
-    assert not got["usr_local"]  # no toolchain needs it: /usr is bound without it
+    assert not got["usr_local"] and not got["usr_other"], got  # /usr holds the toolchains' paths only
     assert got["tmpfs_mb"] <= 3 * LIMITS.tmpfs_mb, got
     assert got["fds"] <= LIMITS.max_open_files, got
     # The kernel's shared-memory pages (tmpfs, memfd, shm) grew by the capped mounts at most.

@@ -6,8 +6,8 @@ no mount of an uncapped tmpfs; `--die-with-parent`; `--new-session`), the seccom
 engine.roundtrip.seccomp (`--seccomp FD`, installed just before the program starts), a fresh /proc, a minimal /dev,
 private tmpfs mounts of a fixed size for /tmp, /dev/shm and the work directory (the root itself
 read-only), and read-only
-binds of exactly what the toolchains need: /usr without /usr/local (interpreters and compilers
-of the Debian packages; no toolchain here needs /usr/local), /etc/alternatives (the symlinks behind /usr/bin/java and friends), the JDK's
+binds of exactly what the toolchains need: /usr's bin, sbin, lib*, libexec, include and share
+(interpreters, compilers and libraries of the Debian packages; not /usr/local, /usr/etc, /usr/src), /etc/alternatives (the symlinks behind /usr/bin/java and friends), the JDK's
 configuration under /etc and the dynamic linker's cache. Nothing else of the host is visible:
 no home, no checkout, no run directory, no host /tmp, no Unix sockets. The task's files are
 copied into the private work directory from file descriptors (`--file FD PATH`), so the run
@@ -30,13 +30,15 @@ INSTALL_HINT = ("install bubblewrap (Debian/Ubuntu: `apt-get install bubblewrap`
                 "or set `roundtrip.sandbox.isolation: hook` to run without isolation (not a security boundary)")
 
 
+# What the distribution's toolchains use under /usr: programs, libraries (the JDK and gcc's
+# internals live under lib/), headers for g++, and shared data. Not /usr/local, /usr/etc (npm's
+# and other hand-made configuration), /usr/src or /usr/games: nothing a toolchain here reads.
+USR_ENTRIES = ("bin", "sbin", "lib", "lib32", "lib64", "libx32", "libexec", "include", "share")
+
+
 def _usr_entries() -> list[str]:
-    """/usr's entries without /usr/local (whatever was installed by hand stays out of the sandbox)."""
-    try:
-        names = sorted(os.listdir("/usr"))
-    except OSError:
-        return []
-    return [f"/usr/{name}" for name in names if name != "local"]
+    """The toolchains' entries of /usr (USR_ENTRIES) that exist here."""
+    return [f"/usr/{name}" for name in USR_ENTRIES if os.path.lexists(f"/usr/{name}")]
 
 
 def host_binds() -> list[str]:
