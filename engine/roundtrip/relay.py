@@ -14,9 +14,11 @@ engine (`c l2 <actual> <expected>` on the call channel), which compares them by 
 proxy decoded into the declared types.
 
 The verdict is the tests' run's (`passed` only with the token after the last test), made
+`error` when the tests made no call to the function (tests that do not run are never a pass),
 `failed` whenever the engine had to refuse a reply (`z` to the proxy, which raises an error no
 `except Exception` catches), and replaced by the candidate's own status when that one names the
-failure better (compile error, memory, time-out of the server).
+failure better (compile error, memory, time-out of the server). A `Recording` given to `run_split` receives
+every call and the reply the tests got (engine.roundtrip.values records the reference's).
 """
 from __future__ import annotations
 
