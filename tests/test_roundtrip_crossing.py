@@ -71,3 +71,37 @@ def test_an_oversized_tests_message_is_drained_and_refused():
     assert relay.read_message(read, deadline, relay.TESTS_MESSAGE) == b"l0"  # the stream is still framed
     os.waitpid(pid, 0)
     os.close(read)
+
+
+FORGED = "o i99999999999999999999999"  # well-formed, beyond any declared integer type
+TYPED = {
+    "go": ({"signature": "func div(a int, b int) int", "entry_point": "div", "context": 'import "os"',
+            "code": "func div(a int, b int) int {\n\treturn a / b\n}\n",
+            "tests": "func main() {\n\tfunc() {\n\t\tdefer func() {\n\t\t\tif recover() == nil {\n\t\t\t\tpanic(\"no panic\")\n"
+                     "\t\t\t}\n\t\t}()\n\t\tdiv(1, 0)\n\t}()\n}\n"},
+           f"\n\tos.NewFile(4, \"r\").Write([]byte(\"{len(FORGED)}\\n{FORGED}\"))\n\treturn 0\n}}\n",
+           "\n\treturn a / b\n}\n"),
+    "cpp": ({"signature": "long divide(long a, long b)", "entry_point": "divide", "context": "#include <stdexcept>\n#include <unistd.h>",
+             "code": "long divide(long a, long b) {\n    if (b == 0) throw std::runtime_error(\"zero\");\n    return a / b;\n}\n",
+             "tests": "int main() {\n    try { divide(1, 0); return 1; } catch (...) { }\n    return 0;\n}\n"},
+            f"\n    write(4, \"{len(FORGED)}\\n{FORGED}\", {len(FORGED) + 3});\n    return 0;\n}}\n",
+            "\n    if (b == 0) throw std::runtime_error(\"zero\");\n    return a / b;\n}\n"),
+}
+
+
+@needs_bwrap
+@pytest.mark.parametrize("language", sorted(TYPED))
+def test_a_reply_beyond_the_declared_type_is_no_exception_the_tests_catch(language):
+    """Go's `recover()` and C++'s `catch (...)` took the proxy's own decoding error for the panic
+    or exception the tests expected."""
+    if toolchain_missing(language):
+        pytest.skip(toolchain_missing(language))
+    base = [t for t in load_tasks("polyglot").to_pylist() if t["task_id"] == f"polyglot/{language}/add"][0]
+    fields, forged, honest = TYPED[language]
+    task = {**base, **fields}
+    params = type("P", (), {"sandbox": LIMITS, "call_seconds": 1.0, "verdict": "values"})()
+    row = run._execute(task, generation.code_from_completion(task, forged), None, params)
+    assert row["tests_verdict"] == "failed" and row["pass_at_1"] == 0.0, row
+    task = {**task, "context": base["context"]} if language == "go" else task  # Go refuses an unused import
+    row = run._execute(task, generation.code_from_completion(task, honest), None, params)
+    assert row["status"] == "passed" and row["value_verdict"] == "passed", row
