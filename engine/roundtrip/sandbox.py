@@ -354,12 +354,6 @@ def _wait_unreaped(pid: int, seconds: float, stop: threading.Event | None = None
     return True
 
 
-def _runs_a_jvm(argv: Sequence[str]) -> bool:
-    """Whether the engine's command for this run starts javac or java: the JVM opens one socketpair
-    at start (its file channels need it), so only such runs may make one."""
-    return any(re.search(r"(^|[\s/;])javac?\s", arg) for arg in argv)
-
-
 def run_program(
     argv: Sequence[str],
     files: Mapping[str, str | bytes],
@@ -418,7 +412,7 @@ def _run(argv: Sequence[str], files: Mapping[str, str | bytes], limits: SandboxL
         if limits.isolation == "bwrap":
             # bwrap reads these at fixed numbers above the channel's, whatever the engine's numbers are.
             child = FIRST_BWRAP_FD
-            filter_fd = _memfd("babelscore-seccomp", seccomp.program(socketpair=_runs_a_jvm(argv)))
+            filter_fd = _memfd("babelscore-seccomp", seccomp.program_for(argv))
             opened.append(filter_fd)
             passed_fds[child] = filter_fd
             seccomp_child, child = child, child + 1

@@ -31,7 +31,9 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 from functools import lru_cache
+from typing import Sequence
 
 REFUSED = (
     "memfd_create", "memfd_secret", "shmget", "shmat", "shmctl", "shmdt",
@@ -87,6 +89,12 @@ def program(socketpair: bool = False) -> bytes:
         flt.export_bpf(handle)
     with os.fdopen(read_fd, "rb") as handle:
         return handle.read()
+
+
+def program_for(argv: Sequence[str]) -> bytes:
+    """The filter of a run of `argv` (the engine's command): `socketpair` allowed only where it
+    starts javac or java, whose JVM opens one at start (its file channels need it)."""
+    return program(socketpair=any(re.search(r"(^|[\s/;])javac?\s", arg) for arg in argv))
 
 
 def unavailable() -> str:
