@@ -127,6 +127,8 @@ def verdict(task: Mapping[str, str], code: str, limits: SandboxLimits, call_seco
         jobs = _jobs(task, code, limits)
     except (ValueError, KeyError) as exc:
         return ValueVerdict("error", f"no server for this candidate: {type(exc).__name__}: {exc}")
+    if jobs is None:
+        return ValueVerdict("skipped", f"no split run for {task['programming_language']}")
     server, _tests, toolchain = jobs
     run, startup = runner(toolchain, limits)
 
