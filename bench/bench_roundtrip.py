@@ -2,7 +2,8 @@
 
 Prints passed/164 and runs/s for both ways; the anchor is one unsandboxed `python file.py`
 per problem (what a harness without isolation does), so the ratio is the sandbox's cost.
-With --difftest it also compares every canonical solution with itself on 50 seeded
+With --values it also times the value verdict (engine.roundtrip.values) of every canonical
+solution (each must pass). With --difftest it also compares every canonical solution with itself on 50 seeded
 differential-testing inputs (correctness must be 1 for all) and prints inputs/s: the reference
 and the solution each run as a server in a sandbox of their own, called by the engine.
 
@@ -25,6 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from engine.roundtrip import values
 from engine.roundtrip.difftest import agreement, generate_inputs
 from engine.roundtrip.languages import run_tests
 from engine.roundtrip.sandbox import SandboxLimits, isolation_name
@@ -50,6 +52,8 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=0, help="first N problems only (0 = all 164)")
     parser.add_argument("--isolation", default="bwrap", choices=["bwrap", "hook"])
     parser.add_argument("--difftest", action="store_true", help="also time self-agreement on 50 inputs per problem")
+    parser.add_argument("--values", action="store_true",
+                        help="also time the value verdict (the tests' calls recorded against the reference, asked of the solution)")
     args = parser.parse_args()
     tasks = load_tasks("humaneval").to_pylist()
     if args.limit:
@@ -75,6 +79,16 @@ def main() -> None:
     for task, result in zip(tasks, results):
         if result.status != "passed":
             print(f"  {task['task_id']}: {result.status} {result.reason}")
+    if args.values:
+        start = time.perf_counter()
+        verdicts = [values.verdict(task, task["code"], limits, 1.0) for task in tasks]
+        elapsed = time.perf_counter() - start
+        agreed = sum(v.status == "passed" for v in verdicts)
+        print(f"values  : passed {agreed}/{n}  {n / elapsed:6.2f} rows/s  ({elapsed:.1f} s, recording included); "
+              f"ratio with the tests' run (rows/s both / plain runs/s): {plain_s / (sandbox_s + elapsed):.2f}")
+        for task, verdict in zip(tasks, verdicts):
+            if verdict.status != "passed":
+                print(f"  {task['task_id']}: {verdict.status} {verdict.reason}")
     if args.difftest:
         start = time.perf_counter()
         n_inputs, perfect = 0, 0

@@ -264,6 +264,8 @@ ROUNDTRIP_SCHEMA = pa.schema(
         pa.field("conciseness", pa.float64()),  # per (task, language); null when not configured
         pa.field("fluency", pa.float64()),  # per (task, language); null when not configured
         pa.field("error", pa.string()),  # null for a good row; a generation failure otherwise
+        pa.field("tests_verdict", pa.string()),  # status of the tests' own run (null: never run)
+        pa.field("value_verdict", pa.string()),  # passed | failed | error | skipped: answers vs the reference's
     ]
 )
 ROUNDTRIP_KEY = ("task_id", "language", "generator", "sample")

@@ -227,7 +227,7 @@ def test_no_network_tcp_dns_or_unix_sockets_of_the_host():
         "import socket\nreached = []\n"
         f"for family, address in ((socket.AF_INET, ('127.0.0.1', {port})), (socket.AF_UNIX, {unix_path!r}),"
         f" (socket.AF_UNIX, {abstract_name!r}), (socket.AF_INET, ('192.0.2.1', 80))):\n"
-        "    s = socket.socket(family)\n    s.settimeout(2)\n    try:\n        s.connect(address)\n        reached.append(address)\n"
+        "    try:\n        s = socket.socket(family)\n        s.settimeout(2)\n        s.connect(address)\n        reached.append(address)\n"
         "    except OSError:\n        pass\n"
         "try:\n    socket.getaddrinfo('example.com', 80)\n    reached.append('dns')\nexcept OSError:\n    pass\n"
         "assert reached == [], reached\n"
@@ -296,7 +296,7 @@ def _roundtrip_config(tmp_path, sandbox_options: dict):
 
 def test_missing_bubblewrap_fails_the_config_check_with_the_fix(tmp_path, monkeypatch):
     monkeypatch.setattr(bwrap.shutil, "which", lambda name, *a, **k: None)
-    bwrap.unavailable.cache_clear()
+    bwrap.forget()
     try:
         with pytest.raises(ConfigError, match=r"roundtrip\.sandbox\.isolation: bubblewrap .* not on PATH; install bubblewrap"):
             _roundtrip_config(tmp_path, {})
@@ -313,7 +313,7 @@ def test_missing_bubblewrap_fails_the_config_check_with_the_fix(tmp_path, monkey
         assert all("isolation:hook-not-a-boundary" in value for value in signatures.values() if "pass@1" in value or "correctness" in value)
     finally:
         monkeypatch.undo()
-        bwrap.unavailable.cache_clear()
+        bwrap.forget()
     if BWRAP:
         return
     config = _roundtrip_config(tmp_path, {})

@@ -215,7 +215,7 @@ ATTACKS_ON_THE_SPLIT = {
 
 def _through_the_stage(task: dict, completion: str, inputs: list[str] | None = None) -> dict:
     """The row the stage writes for this completion (a rejected one is never run)."""
-    params = types.SimpleNamespace(sandbox=LIMITS, call_seconds=1.0)
+    params = types.SimpleNamespace(sandbox=LIMITS, call_seconds=1.0, verdict="values")
     try:
         code = generation.code_from_completion(task, completion)
     except ValueError as exc:  # extract.Rejected

@@ -53,7 +53,7 @@ def _honest(task: dict) -> str:
 
 
 def _through_the_stage(task: dict, completion: str, inputs: list[str] | None) -> dict:
-    params = type("P", (), {"sandbox": LIMITS, "call_seconds": 1.0})()
+    params = type("P", (), {"sandbox": LIMITS, "call_seconds": 1.0, "verdict": "values"})()
     return run._execute(task, generation.code_from_completion(task, completion), inputs, params)
 
 

@@ -6,8 +6,9 @@ no mount of an uncapped tmpfs; `--die-with-parent`; `--new-session`), the seccom
 engine.roundtrip.seccomp (`--seccomp FD`, installed just before the program starts), a fresh /proc, a minimal /dev,
 private tmpfs mounts of a fixed size for /tmp, /dev/shm and the work directory (the root itself
 read-only), and read-only
-binds of exactly what the toolchains need: /usr without /usr/local (interpreters and compilers
-of the Debian packages; no toolchain here needs /usr/local), /etc/alternatives (the symlinks behind /usr/bin/java and friends), the JDK's
+binds of exactly what the toolchains need: /usr's bin, sbin, lib*, libexec, include and share
+(interpreters, compilers and libraries of the Debian packages; not /usr/local, /usr/etc, /usr/src),
+/etc/alternatives (the symlinks behind /usr/bin/java and friends), the JDK's
 configuration under /etc and the dynamic linker's cache. Nothing else of the host is visible:
 no home, no checkout, no run directory, no host /tmp, no Unix sockets. The task's files are
 copied into the private work directory from file descriptors (`--file FD PATH`), so the run
@@ -30,13 +31,15 @@ INSTALL_HINT = ("install bubblewrap (Debian/Ubuntu: `apt-get install bubblewrap`
                 "or set `roundtrip.sandbox.isolation: hook` to run without isolation (not a security boundary)")
 
 
+# What the distribution's toolchains use under /usr: programs, libraries (the JDK and gcc's
+# internals live under lib/), headers for g++, and shared data. Not /usr/local, /usr/etc (npm's
+# and other hand-made configuration), /usr/src or /usr/games: nothing a toolchain here reads.
+USR_ENTRIES = ("bin", "sbin", "lib", "lib32", "lib64", "libx32", "libexec", "include", "share")
+
+
 def _usr_entries() -> list[str]:
-    """/usr's entries without /usr/local (whatever was installed by hand stays out of the sandbox)."""
-    try:
-        names = sorted(os.listdir("/usr"))
-    except OSError:
-        return []
-    return [f"/usr/{name}" for name in names if name != "local"]
+    """The toolchains' entries of /usr (USR_ENTRIES) that exist here."""
+    return [f"/usr/{name}" for name in USR_ENTRIES if os.path.lexists(f"/usr/{name}")]
 
 
 def host_binds() -> list[str]:
@@ -74,15 +77,39 @@ def command(argv: Sequence[str], files: Sequence[tuple[int, str]], tmpfs_bytes: 
         if parent:
             out += ["--dir", f"{WORKDIR}/{parent}"]
         out += ["--file", str(fd), f"{WORKDIR}/{name}"]
-    # bwrap's own root is an unbounded tmpfs: read-only, so only the capped mounts take writes.
-    out += ["--remount-ro", "/"]
+    # bwrap's own root and its /dev are unbounded tmpfs mounts: read-only, so only the capped
+    # mounts take writes. /proc/sys read-only: the run's IPC and network namespaces would let it
+    # raise their sysctls (message queue sizes, socket buffers); bwrap 0.8 leaves it writable.
+    out += ["--ro-bind", "/proc/sys", "/proc/sys", "--remount-ro", "/dev", "--remount-ro", "/"]
     out += ["--chdir", WORKDIR, "--setenv", "HOME", WORKDIR, "--setenv", "TMPDIR", "/tmp", "--"]
     return out + list(argv)
 
 
-@lru_cache(maxsize=None)
-def unavailable(uid: int | None) -> str:
-    """'' when bubblewrap runs here (as `uid` when given); otherwise why not (probed once)."""
+_WORKS: set = set()  # pools whose probe succeeded; a failure is never kept (the next call probes again)
+
+
+def known_to_work(pool: object) -> bool:
+    return pool in _WORKS
+
+
+def forget() -> None:
+    """Probe again at the next call (after the machine changed)."""
+    _WORKS.clear()
+
+
+def unavailable(uid: int | None, pool: object = None) -> str:
+    """'' when bubblewrap runs here (as `uid` when given, a uid the caller holds the lock of);
+    otherwise why not. A success is kept for `pool`; a failure is probed again next time (one
+    ended by a passing cause, a loaded machine, must not fail every later run)."""
+    if pool in _WORKS:
+        return ""
+    why = _probe(uid)
+    if not why:
+        _WORKS.add(pool)
+    return why
+
+
+def _probe(uid: int | None) -> str:
     if sys.platform != "linux":
         return f"bubblewrap needs Linux (this is {sys.platform})"
     if shutil.which("bwrap") is None:

@@ -34,6 +34,7 @@ from engine.roundtrip.sandbox import SandboxResult
 from engine.roundtrip.wire import program_text
 
 MAX_SESSIONS = 4
+Keep = Callable[[int, tuple], tuple]
 REFUSED = ("ended", "reply refused: malformed, too long or too deep")
 
 
@@ -51,7 +52,7 @@ def _write_before(fd: int, data: bytes, deadline: float) -> None:
 
 
 def _session(job: Job, run: Callable[..., SandboxResult], calls: Sequence[bytes], start: int, call_seconds: float,
-             startup_seconds: float, run_limits: dict) -> tuple[list[tuple], SandboxResult | None]:
+             startup_seconds: float, run_limits: dict, keep: Keep | None = None) -> tuple[list[tuple], SandboxResult | None]:
     """Outcomes of calls[start:] on one server, up to and including the first time-out or end."""
     to_server_r, to_server_w = os.pipe()
     from_server_r, from_server_w = os.pipe()
@@ -87,7 +88,9 @@ def _session(job: Job, run: Callable[..., SandboxResult], calls: Sequence[bytes]
             except (plain.PlainError, OSError):
                 outcomes.append(REFUSED)
                 break
-            outcomes.append((kind, value[1] if kind in ("x", "z") else value))
+            outcome = (kind, value[1] if kind in ("x", "z") else value)
+            del value  # a reply is compared (`keep`) and dropped: one row never holds them all parsed
+            outcomes.append(keep(index, outcome) if keep is not None else outcome)
     finally:
         os.close(to_server_w)  # the end of the calls: an idle server exits by itself
         if outcomes and (outcomes[-1][0] == "timeout" or outcomes[-1] == REFUSED):
@@ -102,15 +105,16 @@ def _session(job: Job, run: Callable[..., SandboxResult], calls: Sequence[bytes]
 
 
 def call_all(job: Job, run: Callable[..., SandboxResult], calls: Sequence[bytes], call_seconds: float,
-             startup_seconds: float, run_limits: dict) -> tuple[list[tuple], SandboxResult | None]:
-    """One outcome per call (the module docstring's table), and the last server run's result."""
+             startup_seconds: float, run_limits: dict, keep: Keep | None = None) -> tuple[list[tuple], SandboxResult | None]:
+    """One outcome per call (the module docstring's table), and the last server run's result;
+    `keep(index, outcome)` replaces each returned/raised/non-plain outcome as soon as it is read."""
     outcomes: list[tuple] = []
     result: SandboxResult | None = None
     silent = 0
     for _ in range(MAX_SESSIONS):
         if len(outcomes) >= len(calls):
             break
-        found, result = _session(job, run, calls, len(outcomes), call_seconds, startup_seconds, run_limits)
+        found, result = _session(job, run, calls, len(outcomes), call_seconds, startup_seconds, run_limits, keep)
         outcomes += found
         if result is not None and result.status == "compile_error":
             break

@@ -8,9 +8,14 @@ ever compared. The rules:
 - the kinds must be the same: `i` (integer), `d` (float), `t`/`f` (booleans), `s`, `n`, `l`
   (list), `u` (tuple), `e` (set), `m` (map) are distinct, so `1`, `1.0` and `True` are three
   different answers, and a list is not a tuple;
-- two floats agree when `math.isclose(x, y, rel_tol=FLOAT_TOLERANCE, abs_tol=FLOAT_TOLERANCE)`
-  or both are NaN; the tolerance applies only between two floats (a float 5e-10 from an
-  integer answer does not agree);
+- floats compare against the reference side (the first argument: the reference's reply in
+  differential testing and the value verdict, the expected side of a tests' assertion): NaN
+  agrees only with NaN and only where the reference is NaN; an infinity only with itself; a zero
+  reference only with a float within `FLOAT_FLOOR` of zero; any other reference only with a
+  float of the same sign, not zero, within `FLOAT_TOLERANCE` of the reference's magnitude or
+  `FLOAT_FLOOR`, whichever is larger (so a tiny float does not pass for a tiny answer of
+  another size, and neither a zero nor a wrong sign passes for a tiny answer); the tolerance
+  applies only between two floats (a float 5e-10 from an integer answer does not agree);
 - lists and tuples compare item by item; sets compare by the exact stream text of their elements
   (no float tolerance inside a set); maps compare by the exact stream text of their keys and the
   typed rules for their values; a map with a repeated key agrees with nothing.
@@ -22,21 +27,32 @@ from typing import Any
 
 from engine.roundtrip import plain
 
-FLOAT_TOLERANCE = 1e-9
+FLOAT_TOLERANCE = 1e-9  # relative to the reference's magnitude
+FLOAT_FLOOR = 1e-12  # absolute, for results that are rounding noise around a tiny reference
+
+
+def close(reference: float, got: float) -> bool:
+    """A float answer against the reference's float (the module docstring's rule)."""
+    if math.isnan(reference) or math.isnan(got):
+        return math.isnan(reference) and math.isnan(got)
+    if math.isinf(reference) or math.isinf(got):
+        return reference == got
+    if reference == 0.0:
+        return abs(got) <= FLOAT_FLOOR
+    if got == 0.0 or (got > 0) != (reference > 0):
+        return False
+    return abs(got - reference) <= max(FLOAT_TOLERANCE * abs(reference), FLOAT_FLOOR)
 
 
 def same(a: Any, b: Any) -> bool:
-    """Typed equality of two parsed plain values (the module docstring's rules)."""
+    """Typed equality of two parsed plain values, `a` the reference side (the module docstring's rules)."""
     kind = a[0]
     if kind != b[0]:
         return False
     if kind in ("n", "t", "f"):
         return True
     if kind == "d":
-        x, y = a[1], b[1]
-        if math.isnan(x) or math.isnan(y):
-            return math.isnan(x) and math.isnan(y)
-        return math.isclose(x, y, rel_tol=FLOAT_TOLERANCE, abs_tol=FLOAT_TOLERANCE)
+        return close(a[1], b[1])
     if kind in ("i", "s"):
         return a[1] == b[1]
     if kind in ("l", "u"):

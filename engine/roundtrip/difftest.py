@@ -9,7 +9,7 @@ Neither function reports its own answers. Each runs as the split run's server
 (engine.roundtrip.proxies) in a sandboxed run of its own, the task's reference solution in one,
 the regenerated function in another; the engine sends every input as a plain-value call
 (engine.roundtrip.caller) and compares the two parsed replies itself (engine.roundtrip.compare:
-int, float and bool distinct, floats within 1e-9 of each other only, the same exception name).
+int, float and bool distinct, floats within 1e-9 of the reference's magnitude, the same exception name).
 An input on which the reference gives no usable answer (time-out, end, not plain data) counts
 neither way; a candidate's time-out, end, malformed or non-plain reply on an input disagrees on
 that input. The reference's outcomes are computed once per task and shared by every regeneration.
@@ -103,7 +103,7 @@ def calls_of(task: Mapping[str, str], inputs: list[str]) -> list[bytes]:
     return out
 
 
-def _limits_for(limits: SandboxLimits, n_inputs: int, call_seconds: float) -> dict:
+def run_limits_for(limits: SandboxLimits, n_inputs: int, call_seconds: float) -> dict:
     budget = math.ceil(n_inputs * call_seconds) + 2
     return {"cpu_seconds": max(limits.cpu_seconds, budget), "wall_seconds": max(limits.wall_seconds, 2.0 * budget)}
 
@@ -128,7 +128,7 @@ def outcomes(task: Mapping[str, str], code: str, inputs: list[str], limits: Sand
     server, _tests, toolchain = jobs
     run, startup = runner(toolchain, limits)
     found, result = caller.call_all(server, run, calls_of(task, inputs), call_seconds, startup,
-                                    _limits_for(limits, len(inputs), call_seconds))
+                                    run_limits_for(limits, len(inputs), call_seconds))
     if result is None:
         result = SandboxResult("error", "the server did not run", None, "", "", 0.0, limits.isolation)
     if result.status == "compile_error":

@@ -37,7 +37,8 @@ class Rejected(ValueError):
 
 
 def java_unicode_escapes(text: str) -> str:
-    """`\\uXXXX` translated as JLS 3.3 does (a backslash escaped by another backslash is not one)."""
+    """`\\uXXXX` translated as JLS 3.3 does (a backslash escaped by another backslash is not one);
+    surrogate escapes are kept as written (javac translates them in the source it reads)."""
     out, i, n = [], 0, len(text)
     while i < n:
         ch = text[i]
@@ -54,7 +55,10 @@ def java_unicode_escapes(text: str) -> str:
                     j += 1
                 digits = text[j:j + 4]
                 if len(digits) == 4 and re.fullmatch(r"[0-9a-fA-F]{4}", digits):
-                    out.append(chr(int(digits, 16)))
+                    code = int(digits, 16)
+                    # A surrogate (half of an escaped emoji, or a lone one) is no character a UTF-8
+                    # file can hold, and never a brace or quote: it stays an escape, for javac.
+                    out.append(text[i:j + 4] if 0xD800 <= code <= 0xDFFF else chr(code))
                     i = j + 4
                     continue
             out.append("\\")

@@ -31,6 +31,7 @@ from engine.roundtrip.programs import (
     CPP_HARNESS,
     JAVA_HARNESS,
     RUST_HARNESS,
+    RUSTC_FLAGS,
     go_file,
     java_class_name,
     join_sources,
@@ -118,7 +119,7 @@ def build(task: Mapping[str, str], implementation: str, limits: SandboxLimits) -
     if language == "rust":
         renamed = rename_main(tests, r"\bfn\s+main\s*\(\s*\)", "fn babelscore_tests_main()", language)
         files = {"main.rs": join_sources(context, implementation, renamed, RUST_HARNESS)}
-        return Build(files, shell_script("rustc --edition 2021 -C opt-level=1 -A warnings -o program main.rs", "./program"), {})
+        return Build(files, shell_script(f"rustc {RUSTC_FLAGS} -o program main.rs", "./program"), {})
     raise ValueError(f"unknown programming language {language!r}; allowed: {list(LANGUAGES)}")
 
 
@@ -127,7 +128,8 @@ def java_command(main_class: str, limits: SandboxLimits) -> list[str]:
     heap = max(16, limits.memory_mb // 2)
     jvm = f"-Xmx{heap}m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Xshare:auto"
     javac = " ".join(f"-J{flag}" for flag in jvm.split())
-    return shell_script(f"javac {javac} -encoding UTF-8 -nowarn -d . *.java", f"java {jvm} -cp . {main_class}")
+    # -ea: tests written with Java's `assert` run them (without it the JVM skips every one).
+    return shell_script(f"javac {javac} -encoding UTF-8 -nowarn -d . *.java", f"java -ea {jvm} -cp . {main_class}")
 
 
 def run_toolchain(argv: list[str], files: Mapping[str, str], limits: SandboxLimits, env: Mapping[str, str] | None = None,

@@ -12,6 +12,7 @@ roundtrip:
     - {model: ..., name: ..., backend: vllm}
   samples: 1                    # V samples per generator: 1 decodes greedily, more sample at sample_temperature
   inputs: 50                    # differential-testing inputs per task
+  verdict: values               # pass@1 by values (tests pass and every answer equals the reference's), or `tests`
   compressions: 0               # n compressions of each comment for conciseness (0: not computed)
   fluency_model: null           # causal LM for fluency (null: not computed)
   sandbox: {cpu_seconds: 5, wall_seconds: 10, memory_mb: 512, ...}
@@ -95,7 +96,9 @@ class RoundTripParams(Params):
         samples: V code samples per generator and comment; 1 decodes greedily.
         sample_temperature: sampling temperature of the V samples when samples > 1 (each sample seeded).
         inputs: differential-testing inputs per task (SONAR correctness).
-        call_seconds: time limit of one function call in differential testing.
+        call_seconds: time limit of one function call in differential testing and the value verdict.
+        verdict: what pass@1 means: `values` (the tests pass and the candidate answers every call the
+            tests make as the reference does) or `tests` (the tests' own verdict); both are on every row.
         compressions: n compressions of each comment for conciseness (0: not computed).
         fluency_model: causal LM whose perplexity gives fluency (null: not computed).
         seed: seed of inputs and requests (default: the run's `seed`, like each generator's).
@@ -116,6 +119,7 @@ class RoundTripParams(Params):
     sample_temperature: float = 0.8
     inputs: int = 50
     call_seconds: float = 1.0
+    verdict: Literal["values", "tests"] = "values"
     compressions: int = 0
     fluency_model: str | None = None
     seed: int = 0

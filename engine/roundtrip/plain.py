@@ -61,13 +61,19 @@ def parse(payload: bytes, max_depth: int = MAX_DEPTH) -> tuple[Any, int]:
         else:
             end = payload.find(b" ", pos)
             end = n if end < 0 else end
-            token = payload[pos:end].decode("ascii", "replace")
+            raw = payload[pos:end]
+            if not raw.isascii():
+                raise PlainError(f"a token with a byte that is not ASCII: {raw[:20]!r}")
+            token = raw.decode("ascii")
             pos = end
             if token in ("n", "t", "f"):
                 value = (token,)
             elif token[:1] == "i":
                 if len(token) > _DIGITS:
                     raise PlainError("integer too long")
+                digits = token[1:].removeprefix("-")
+                if not digits.isdigit():
+                    raise PlainError(f"bad integer {token[:20]!r}")
                 try:
                     value = ("i", int(token[1:]))
                 except ValueError:
@@ -78,7 +84,7 @@ def parse(payload: bytes, max_depth: int = MAX_DEPTH) -> tuple[Any, int]:
                 except ValueError:
                     raise PlainError(f"bad float {token[:20]!r}") from None
             elif token[:1] in ("l", "u", "e", "m"):
-                count = _count(token[1:].encode("ascii"))
+                count = _count(raw[1:])
                 # Every value takes at least two bytes: a count beyond what is left is a lie.
                 if count * (4 if token[0] == "m" else 2) > n - pos + 1:
                     raise PlainError(f"{token[0]}{count} announces more values than the message holds")
@@ -167,18 +173,30 @@ def reply(payload: bytes) -> tuple[str, Any]:
 def _refuse_repeats(value: Any) -> None:
     """PlainError for a map with a repeated key or a set with a repeated element: no server's codec
     writes one from a real map or set, and a proxy would keep only one of them (`{1: 5, 1: 3}`
-    would pass for `{1: 3}` where the engine's comparison says they differ)."""
-    todo = [value]
+    would pass for `{1: 3}` where the engine's comparison says they differ).
+
+    Each container's stream text is built once, from its children's texts (post-order), so sets
+    nested in sets cost the bytes of each level once, not a re-write of every subtree per level."""
+    texts: list[bytes] = []
+    todo: list[tuple[Any, bool]] = [(value, False)]
     while todo:
-        item = todo.pop()
-        if item[0] in ("l", "u", "e"):
-            todo.extend(item[1])
-            if item[0] == "e" and len({write(x) for x in item[1]}) != len(item[1]):
-                raise PlainError("a set with a repeated element")
-        elif item[0] == "m":
-            if len({write(k) for k, _ in item[1]}) != len(item[1]):
-                raise PlainError("a map with a repeated key")
-            todo.extend(v for pair in item[1] for v in pair)
+        node, ready = todo.pop()
+        kind = node[0]
+        if kind not in ("l", "u", "e", "m"):
+            texts.append(write(node))
+            continue
+        children = [v for pair in node[1] for v in pair] if kind == "m" else node[1]
+        if not ready:
+            todo.append((node, True))
+            todo.extend((child, False) for child in reversed(children))
+            continue
+        parts = texts[len(texts) - len(children):] if children else []
+        del texts[len(texts) - len(children):]
+        if kind == "e" and len(set(parts)) != len(parts):
+            raise PlainError("a set with a repeated element")
+        if kind == "m" and len(set(parts[0::2])) != len(node[1]):
+            raise PlainError("a map with a repeated key")
+        texts.append(b" ".join([b"%s%d" % (kind.encode(), len(node[1])), *parts]))
 
 
 def frame(payload: bytes) -> bytes:

@@ -9,6 +9,10 @@ import re
 
 from engine.roundtrip.sandbox import EXIT_COMPILE
 
+# rustc for both sides: debug_assert! runs (as under `cargo test`: a test written with it is a
+# test), while integer overflow keeps the optimised build's wrapping.
+RUSTC_FLAGS = "--edition 2021 -C opt-level=1 -C debug-assertions=on -C overflow-checks=off -A warnings"
+
 
 def shell_script(compile_step: str, run_step: str) -> list[str]:
     return ["/bin/sh", "-c", f"{compile_step} || exit {EXIT_COMPILE}; exec {run_step}"]

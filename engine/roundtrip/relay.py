@@ -14,9 +14,11 @@ engine (`c l2 <actual> <expected>` on the call channel), which compares them by 
 proxy decoded into the declared types.
 
 The verdict is the tests' run's (`passed` only with the token after the last test), made
+`error` when the tests made no call to the function (tests that do not run are never a pass),
 `failed` whenever the engine had to refuse a reply (`z` to the proxy, which raises an error no
 `except Exception` catches), and replaced by the candidate's own status when that one names the
-failure better (compile error, memory, time-out of the server).
+failure better (compile error, memory, time-out of the server). A `Recording` given to `run_split` receives
+every call and the reply the tests got (engine.roundtrip.values records the reference's).
 """
 from __future__ import annotations
 
@@ -51,9 +53,37 @@ class Job:
     env: dict[str, str] = field(default_factory=dict)
 
 
+# A tests' equality message carries the candidate's answer and the expected value: two replies' worth.
+TESTS_MESSAGE = 2 * plain.MAX_MESSAGE + 1024
+RECORD_BYTES = 16 << 20  # calls and replies one recording keeps (engine.roundtrip.values)
+
+
+@dataclass
+class Recording:
+    """The calls the tests made and the replies they got, in order, as stream text; `overflow`
+    when they did not fit RECORD_BYTES (the recording is then incomplete and not used)."""
+
+    calls: list[bytes] = field(default_factory=list)
+    replies: list[bytes] = field(default_factory=list)
+    size: int = 0
+    overflow: bool = False
+
+    def add(self, call: bytes, reply: bytes) -> None:
+        self.size += len(call) + len(reply)
+        if self.size > RECORD_BYTES:
+            self.overflow = True
+            self.calls.clear()
+            self.replies.clear()
+        if not self.overflow:
+            self.calls.append(call)
+            self.replies.append(reply)
+
+
 @dataclass
 class _Relay:
     broken: str = ""  # why a reply was refused; once set, every later call is refused too
+    calls: int = 0  # calls of the function the tests made (the engine's comparisons not counted)
+    record: Recording | None = None
 
 
 def _read_exact(fd: int, size: int, deadline: float) -> bytes:
@@ -86,7 +116,10 @@ def read_message(fd: int, deadline: float, limit: int = plain.MAX_MESSAGE) -> by
         raise plain.PlainError("message header is not a length")
     size = int(text)
     if size > limit:
-        raise plain.PlainError(f"message of {size} bytes is longer than {limit}")
+        # Read to its end, so the stream stays framed and the writer is not left blocked halfway.
+        while size > 0:
+            size -= len(_read_exact(fd, min(size, 1 << 16), deadline))
+        raise plain.PlainError(f"message of {int(text)} bytes is longer than {limit}")
     return _read_exact(fd, size, deadline)
 
 
@@ -100,6 +133,9 @@ def _forward(calls_in: int, to_server: int, from_server: int, replies_out: int, 
     server's call pipe is closed (this thread owns it), so an idle server sees the end and exits."""
     try:
         _relay_calls(calls_in, to_server, from_server, replies_out, deadline, state)
+    except Exception as exc:  # noqa: BLE001 - the relay never ends silently: the row says why it stopped
+        log.warning("relay stopped: %s: %s", type(exc).__name__, exc)
+        state.broken = state.broken or f"the engine's relay stopped: {type(exc).__name__}: {str(exc)[:200]}"
     finally:
         _close(to_server)
 
@@ -107,35 +143,50 @@ def _forward(calls_in: int, to_server: int, from_server: int, replies_out: int, 
 def _relay_calls(calls_in: int, to_server: int, from_server: int, replies_out: int, deadline: float, state: _Relay) -> None:
     while True:
         try:
-            call = read_message(calls_in, deadline)
-        except (plain.PlainError, TimeoutError, EOFError, OSError):
+            call = read_message(calls_in, deadline, TESTS_MESSAGE)
+        except plain.PlainError as exc:
+            # The tests sent what is not a call: they get a refusal (never a hang), and the row fails.
+            state.broken = state.broken or f"the tests' call was refused: {exc}"
+            call = b""
+        except (TimeoutError, EOFError, OSError):
             return
         if call is None:
             return
-        if call[:2] == b"c ":
-            answer = compared(call)
-        elif state.broken:
+        if not call:
             answer = b"z " + plain.write(("s", state.broken))
+        elif call[:2] == b"c ":
+            answer = compared(call)
         else:
-            try:
-                _write_all(to_server, plain.frame(call))
-                raw = read_message(from_server, deadline)
-                if raw is None:
-                    raise EOFError("end of the server's replies")
-                kind, value = plain.reply(raw)
-                answer = kind.encode() + b" " + plain.write(value)
-                if kind == "z":
-                    state.broken = f"the candidate's reply is not plain data: {program_text(value[1])}"
-            except (EOFError, BrokenPipeError):
-                state.broken = "reply refused: the candidate's server ended before it replied"
-                answer = b"z " + plain.write(("s", state.broken))
-            except (plain.PlainError, TimeoutError, OSError) as exc:
-                state.broken = f"reply refused: {type(exc).__name__}: {str(exc)[:200]}"
-                answer = b"z " + plain.write(("s", state.broken))
+            answer = _answer(call, to_server, from_server, deadline, state)
+            if state.record is not None:
+                state.record.add(call, answer)
         try:
             _write_all(replies_out, plain.frame(answer))
         except OSError:
             return
+
+
+def _answer(call: bytes, to_server: int, from_server: int, deadline: float, state: _Relay) -> bytes:
+    """The server's reply to one call of the tests, parsed and written anew, or `z` when refused."""
+    state.calls += 1
+    if state.broken:
+        return b"z " + plain.write(("s", state.broken))
+    try:
+        _write_all(to_server, plain.frame(call))
+        raw = read_message(from_server, deadline)
+        if raw is None:
+            raise EOFError("end of the server's replies")
+        kind, value = plain.reply(raw)
+        answer = kind.encode() + b" " + plain.write(value)
+        if kind == "z":
+            state.broken = f"the candidate's reply is not plain data: {program_text(value[1])}"
+    except (EOFError, BrokenPipeError):
+        state.broken = "reply refused: the candidate's server ended before it replied"
+        answer = b"z " + plain.write(("s", state.broken))
+    except (plain.PlainError, TimeoutError, OSError, ValueError) as exc:
+        state.broken = f"reply refused: {type(exc).__name__}: {str(exc)[:200]}"
+        answer = b"z " + plain.write(("s", state.broken))
+    return answer
 
 
 def compared(message: bytes) -> bytes:
@@ -144,11 +195,12 @@ def compared(message: bytes) -> bytes:
     language. A message that is not two plain values is answered `o f`."""
     try:
         value, end = plain.parse(message[2:])
-    except plain.PlainError:
+    except (plain.PlainError, ValueError, RecursionError):
         return b"o f"
     if end != len(message) - 2 or value[0] != "l" or len(value[1]) != 2:
         return b"o f"
-    return b"o t" if compare.same(*value[1]) else b"o f"
+    actual, expected = value[1]
+    return b"o t" if compare.same(expected, actual) else b"o f"
 
 
 def _close(fd: int) -> None:
@@ -158,15 +210,17 @@ def _close(fd: int) -> None:
         pass
 
 
-def run_split(server: Job, tests: Job, run: Callable[..., SandboxResult], wall_seconds: float) -> SandboxResult:
-    """The tests' verdict on the candidate, each in its own sandboxed run (see the module docstring)."""
+def run_split(server: Job, tests: Job, run: Callable[..., SandboxResult], wall_seconds: float,
+              record: Recording | None = None) -> SandboxResult:
+    """The tests' verdict on the candidate, each in its own sandboxed run (see the module docstring);
+    `record` receives every call the tests made and the reply they got."""
     to_server_r, to_server_w = os.pipe()
     from_server_r, from_server_w = os.pipe()
     calls_r, calls_w = os.pipe()
     replies_r, replies_w = os.pipe()
     engine_ends = [to_server_w, from_server_r, calls_r, replies_w]
     stop = threading.Event()
-    state = _Relay()
+    state = _Relay(record=record)
     outcome: dict[str, SandboxResult] = {}
 
     failure: list[BaseException] = []
@@ -204,8 +258,13 @@ def run_split(server: Job, tests: Job, run: Callable[..., SandboxResult], wall_s
     return _verdict(tested, served, state)
 
 
+NO_CALL = "the tests made no call to the function: a task error (tests that do not run are never a pass)"
+
+
 def _verdict(tested: SandboxResult, served: SandboxResult | None, state: _Relay) -> SandboxResult:
     if tested.status == "passed" and not state.broken:
+        if not state.calls:
+            return dataclasses.replace(tested, status="error", reason=NO_CALL)
         return tested
     if served is not None and served.status in TELLING:
         return dataclasses.replace(tested, status=served.status, reason=f"candidate: {served.reason}", payload="",

@@ -24,7 +24,7 @@ import pyarrow as pa
 
 from engine.isolation import PART_FAILURES
 from engine.records import ROUNDTRIP_SCHEMA
-from engine.roundtrip import difftest, extract, generation, scores
+from engine.roundtrip import difftest, extract, generation, scores, values
 from engine.roundtrip.languages import run_tests
 from engine.roundtrip.params import ORACLE, ModelParams, RoundTripParams
 
@@ -102,6 +102,10 @@ def _regenerate(model: ModelParams, jobs: list[tuple[dict, str, int, str]], p: R
             out.append((generation.code_from_completion(task, text), None))
         except extract.Rejected as exc:
             out.append((None, f"{REJECTED}{exc}"))
+        except (ValueError, RecursionError, MemoryError) as exc:
+            # Any text a model returns is a row: a parser that chokes on it rejects the completion.
+            log.warning("round trip %s: extraction failed: %s: %s", task["task_id"], type(exc).__name__, exc)
+            out.append((None, f"{REJECTED}the parser cannot read the completion: {type(exc).__name__}: {str(exc)[:200]}"))
     return out
 
 
@@ -119,7 +123,15 @@ def _execute(task: dict, code: str, inputs: list[str] | None, p: RoundTripParams
 
 def _verdicts(task: dict, code: str, inputs: list[str] | None, p: RoundTripParams) -> dict[str, Any]:
     tested = run_tests(task, code, p.sandbox)
-    row = {"status": tested.status, "reason": tested.reason, "pass_at_1": scores.pass_at_1(tested.status)}
+    row = {"status": tested.status, "reason": tested.reason, "pass_at_1": scores.pass_at_1(tested.status),
+           "tests_verdict": tested.status, "value_verdict": None}
+    if task.get("entry_point") and tested.status not in ("skipped", "compile_error"):
+        valued = values.verdict(task, code, p.sandbox, p.call_seconds)
+        row["value_verdict"] = valued.status
+        if p.verdict == "values" and tested.status == "passed" and valued.status != "passed":
+            # The tests' own conclusion is not enough: every answer must be the reference's too.
+            status = "error" if valued.status == "error" else "failed"
+            row.update(status=status, reason=valued.reason, pass_at_1=0.0)
     if tested.status == "skipped":
         row.update(pass_at_1=None, correctness=None, n_inputs=0)
     elif inputs is None:
@@ -212,7 +224,7 @@ def _row(task: dict, lang: str, generator: str, sample: int, comment: tuple, cod
         "generator": generator, "sample": sample, "comment_source": comment[1], "comment": comment[0], "code": code,
         "status": "error" if error else "pending", "reason": error or "", "pass_at_1": math.nan if error else None,
         "correctness": math.nan if error else None, "n_inputs": 0, "abstraction": None, "conciseness": None,
-        "fluency": None, "error": error,
+        "fluency": None, "error": error, "tests_verdict": None, "value_verdict": None,
     }
     if error and error.startswith(REJECTED):
         # A completion the parser could not place is a wrong program, scored as one: never run, never passed.

@@ -222,7 +222,15 @@ def unavailable(limits: SandboxLimits) -> str:
     """'' when the configured isolation can run here; otherwise the reason and the fix."""
     if limits.isolation == "hook":
         return ""
-    why = bwrap.unavailable(limits.uid if _drop_privileges() else None)
+    if not _drop_privileges():
+        why = bwrap.unavailable(None)
+    elif bwrap.known_to_work((limits.uid, limits.uid_slots)):
+        why = ""
+    else:
+        # The probe runs as a uid of the pool, so it holds that uid's lock like any run: another
+        # engine on this machine can neither end it nor run as that uid meanwhile.
+        with claimed_uid(limits.uid, limits.uid_slots) as uid:
+            why = bwrap.unavailable(uid, (limits.uid, limits.uid_slots))
     if why:
         return f"{why}; {bwrap.INSTALL_HINT}"
     return seccomp.unavailable()
@@ -404,7 +412,7 @@ def _run(argv: Sequence[str], files: Mapping[str, str | bytes], limits: SandboxL
         if limits.isolation == "bwrap":
             # bwrap reads these at fixed numbers above the channel's, whatever the engine's numbers are.
             child = FIRST_BWRAP_FD
-            filter_fd = _memfd("babelscore-seccomp", seccomp.program())
+            filter_fd = _memfd("babelscore-seccomp", seccomp.program_for(argv))
             opened.append(filter_fd)
             passed_fds[child] = filter_fd
             seccomp_child, child = child, child + 1

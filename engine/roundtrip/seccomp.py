@@ -8,8 +8,13 @@ namespace set-up does not.
 Refused with EPERM, and why:
 
 - memory the address-space limit does not count: `memfd_create`, `memfd_secret` (pages of an
-  unmapped memfd are no process's address space), `shmget` (System V segments outlive their
-  mappings; the IPC namespace's defaults cap nothing);
+  unmapped memfd are no process's address space), System V IPC, all of it (`shmget`, `shmat`,
+  `shmctl`, `shmdt`; `semget`, `semop`, `semtimedop`, `semctl`; `msgget`, `msgsnd`, `msgrcv`,
+  `msgctl`: segments, semaphore sets and message queues are kernel memory that outlives its
+  process, and the IPC namespace's defaults cap nothing), `socket` and `socketpair` (a socket's
+  buffers in flight are kernel memory no limit counts, and the run has no network to reach: its
+  network namespace is empty; `socketpair` stays allowed in a JVM's run, which opens one at
+  start), and `setsockopt` of a socket's buffer sizes (they stay at the kernel's defaults);
 - new mounts and namespaces (an uncapped tmpfs): `mount`, `umount2`, `fsopen`, `fsmount`,
   `fsconfig`, `fspick`, `move_mount`, `open_tree`, `mount_setattr`, `pivot_root`, `unshare`,
   `setns`, and `clone` with any namespace flag (bwrap's `--disable-userns` also stops nested
@@ -26,10 +31,14 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 from functools import lru_cache
+from typing import Sequence
 
 REFUSED = (
-    "memfd_create", "memfd_secret", "shmget",
+    "memfd_create", "memfd_secret", "shmget", "shmat", "shmctl", "shmdt",
+    "semget", "semop", "semtimedop", "semctl", "msgget", "msgsnd", "msgrcv", "msgctl",
+    "socket",
     "mount", "umount2", "fsopen", "fsmount", "fsconfig", "fspick", "move_mount", "open_tree", "mount_setattr", "pivot_root",
     "unshare", "setns",
     "ptrace", "process_vm_readv", "process_vm_writev", "userfaultfd", "keyctl", "add_key", "request_key", "bpf",
@@ -41,9 +50,15 @@ CLONE_NAMESPACES = 0x00020000 | 0x02000000 | 0x04000000 | 0x08000000 | 0x1000000
 INSTALL_HINT = "install libseccomp (Debian: `apt-get install libseccomp2`) and `pip install pyseccomp` (or `make setup`)"
 
 
-@lru_cache(maxsize=1)
-def program() -> bytes:
-    """The compiled BPF program (built once per engine process)."""
+SOL_SOCKET = 1
+# SO_SNDBUF, SO_RCVBUF, SO_SNDBUFFORCE, SO_RCVBUFFORCE: a socket's buffers stay at the defaults.
+BUFFER_OPTIONS = (7, 8, 32, 33)
+
+
+@lru_cache(maxsize=2)
+def program(socketpair: bool = False) -> bytes:
+    """The compiled BPF program (built once per engine process and variant); `socketpair`: allowed
+    (a JVM's run: its file channels open one at start), refused otherwise."""
     from engine.errors import ConfigError
 
     try:
@@ -58,6 +73,10 @@ def program() -> bytes:
         except (RuntimeError, ValueError, OSError):
             # A call this kernel's libseccomp does not know (memfd_secret on an old one) cannot be made either.
             continue
+    if not socketpair:
+        flt.add_rule(refuse, "socketpair")
+    for option in BUFFER_OPTIONS:
+        flt.add_rule(refuse, "setsockopt", seccomp.Arg(1, seccomp.EQ, SOL_SOCKET), seccomp.Arg(2, seccomp.EQ, option))
     flt.add_rule(seccomp.ERRNO(errno.ENOSYS), "clone3")
     # One rule per flag: libseccomp's MASKED_EQ tests `arg & mask == value`.
     for bit in range(32):
@@ -70,6 +89,12 @@ def program() -> bytes:
         flt.export_bpf(handle)
     with os.fdopen(read_fd, "rb") as handle:
         return handle.read()
+
+
+def program_for(argv: Sequence[str]) -> bytes:
+    """The filter of a run of `argv` (the engine's command): `socketpair` allowed only where it
+    starts javac or java, whose JVM opens one at start (its file channels need it)."""
+    return program(socketpair=any(re.search(r"(^|[\s/;])javac?\s", arg) for arg in argv))
 
 
 def unavailable() -> str:

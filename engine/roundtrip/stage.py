@@ -187,7 +187,7 @@ class RoundTripStage(PartStage, Rates, OwnTable, ReportSection):
         if p.programming_languages:
             common["programming_languages"] = list(p.programming_languages)
         out = {
-            "pass@1": signature("pass@1", **common, **sandbox),
+            "pass@1": signature("pass@1", **common, verdict=p.verdict, call_s=p.call_seconds, **sandbox),
             "correctness": signature("correctness", **common, inputs=p.inputs, call_s=p.call_seconds, **sandbox),
             "abstraction": signature("abstraction", **common, similarity="mean(ast-edge-jaccard,token-jaccard)",
                                      tokens="no-keywords,no-given"),

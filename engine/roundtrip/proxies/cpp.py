@@ -268,13 +268,20 @@ template <class R, class... A> R call(const A&... args) {
     Reader r{reply, 2};
     if (reply[0] == 'o') {
         if constexpr (std::is_void_v<R>) { return; } else {
+            // Decoding never throws inside the tests (their catch would take it for an answer).
             std::decay_t<R> value{};
-            get(r, value);
+            try { get(r, value); } catch (const std::exception& e) {
+                std::fprintf(stderr, "candidate broken: the reply does not decode into the declared type: %s\n", e.what());
+                std::_Exit(1);
+            }
             return value;
         }
     }
     std::string why;
-    get(r, why);
+    try { get(r, why); } catch (const std::exception& e) {
+        std::fprintf(stderr, "candidate broken: %s\n", e.what());
+        std::_Exit(1);
+    }
     if (reply[0] == 'x') throw std::runtime_error("the candidate raised " + why);
     std::fprintf(stderr, "candidate broken: %s\n", why.c_str());
     std::_Exit(1);

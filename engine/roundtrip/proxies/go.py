@@ -296,6 +296,15 @@ func bsCall(results []interface{}, args ...interface{}) {
 		bsBroken("the engine closed the call channel")
 	}
 	r := &bsReader{data: reply, pos: 2}
+	if reply[0] == 'o' {
+		// Decoding never panics inside the tests (a recover() there would take it for an answer):
+		// a reply that does not decode into the declared types stops the tests.
+		defer func() {
+			if e := recover(); e != nil {
+				bsBroken(fmt.Sprint("the reply does not decode into the declared type: ", e))
+			}
+		}()
+	}
 	switch reply[0] {
 	case 'o':
 		if len(results) == 1 {

@@ -234,7 +234,7 @@ public class Bs {
                 for (int i = 0; i < arity; i++) { r.skip(); args[i] = get(r, types[i]); }
                 Object value;
                 try { value = m.invoke(self, args); } catch (InvocationTargetException e) {
-                    send(replies, "x " + quoted(e.getCause() == null ? "Throwable" : e.getCause().getClass().getSimpleName()));
+                    send(replies, "x " + quoted(e.getCause() == null ? "java.lang.Throwable" : e.getCause().getClass().getName()));
                     continue;
                 }
                 StringBuilder o = new StringBuilder("o ");
@@ -262,15 +262,43 @@ public class Bs {
             byte[] reply = recv(replies);
             if (reply == null) broken("the engine closed the call channel");
             Reader r = new Reader(reply, 2);
-            if (reply[0] == 'o') return m.getReturnType() == void.class ? null : (T) get(r, m.getGenericReturnType());
-            String why = r.string();
-            if (reply[0] == 'x') throw new RuntimeException("the candidate raised " + why);
+            Object value = null;
+            String why = null;
+            // Decoding never throws inside the tests (their `catch` would take it for an answer):
+            // a reply that does not decode into the declared type stops the tests.
+            try {
+                if (reply[0] == 'o' && m.getReturnType() != void.class) value = get(r, m.getGenericReturnType());
+                else if (reply[0] != 'o') why = r.string();
+            } catch (Throwable e) {
+                broken("the reply does not decode into the declared type: " + e);
+            }
+            if (reply[0] == 'o') return (T) value;
+            if (reply[0] == 'x') raise(why);
             broken(why);
         } catch (IOException e) {
             broken(e.toString());
         }
         return null;
     }
+
+    /** The candidate's exception as its own JDK type (a class of java.*), else a RuntimeException naming it. */
+    static void raise(String name) {
+        Throwable t = null;
+        if (name.startsWith("java.")) {
+            try {
+                Class<?> c = Class.forName(name);
+                if (Throwable.class.isAssignableFrom(c)) {
+                    try { t = (Throwable) c.getConstructor(String.class).newInstance("the candidate raised " + name); }
+                    catch (ReflectiveOperationException e) { t = (Throwable) c.getConstructor().newInstance(); }
+                }
+            } catch (Throwable e) { t = null; }
+        }
+        if (t == null) t = new RuntimeException("the candidate raised " + name);
+        Bs.<RuntimeException>sneaky(t);
+    }
+
+    @SuppressWarnings("unchecked")
+    static <E extends Throwable> void sneaky(Throwable t) throws E { throw (E) t; }
 
     static void broken(String why) {
         System.err.println("candidate broken: " + why);

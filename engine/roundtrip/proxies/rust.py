@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 
 from engine.roundtrip import syntax
+from engine.roundtrip.programs import RUSTC_FLAGS
 from engine.roundtrip.relay import Job
 
 CODEC = r'''
@@ -261,6 +262,6 @@ def jobs(task: dict, code: str, script) -> tuple[Job, Job]:
               .replace("ENTRY", sig.name).replace("ARGS", ", ".join(f"{p}a{i}" for i, (_, p) in enumerate(owned))))
     proxy = f"{task['signature']} {{\n    babelscore_call(&[{', '.join(f'&{n}' for n in names)}])\n}}\n"
     renamed = rename_main(task["tests"], r"\bfn\s+main\s*\(\s*\)", "fn babelscore_tests_main()", "rust")
-    compile_step = "rustc --edition 2021 -C opt-level=1 -A warnings -o program main.rs"
+    compile_step = f"rustc {RUSTC_FLAGS} -o program main.rs"
     return (Job({"main.rs": join_sources(CODEC, context, code, server)}, script(compile_step, "./program")),
             Job({"main.rs": join_sources(CODEC, context, proxy, renamed, PROXY_CALL, RUST_HARNESS)}, script(compile_step, "./program")))

@@ -1,0 +1,137 @@
+"""The value verdict: forgeries of the tests' own semantics, written as model completions and run
+through the stage's own path, and the honest controls that must still pass.
+
+Each attack below passed the tests' own verdict on the main of 2026-12-03 (the tests concluded
+from the candidate's values in their language's rules): a truthy string where a bool is asserted,
+membership, a helper's comparison, `operator.eq`, a mixed chain, `unittest` assertions, an
+`if ...: raise`; JavaScript's bare `assert()`, `assert.ok(f() == 3)`; NaN past an
+`abs(r - e) > eps` guard in JavaScript, C++, Go and Java; a tiny float within an absolute 1e-9
+of a tiny answer. The value verdict (the candidate answers the tests' calls as the reference
+does, compared by the engine's typed rules) fails each of them.
+"""
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from engine.roundtrip import compare, generation, run, sandbox, values
+from engine.roundtrip.languages import toolchain_missing
+from engine.roundtrip.sandbox import SandboxLimits
+from engine.roundtrip.tasks import load_tasks
+
+LIMITS = SandboxLimits()
+BWRAP = sandbox.unavailable(LIMITS)
+needs_bwrap = pytest.mark.skipif(bool(BWRAP), reason=BWRAP or "bwrap runs")
+POLY = {t["task_id"]: t for t in load_tasks("polyglot").to_pylist()}
+ADD = {t["programming_language"]: t for t in POLY.values() if t["task_id"].endswith("/add")}
+
+
+def _row(task: dict, completion: str, verdict: str = "values") -> dict:
+    language = task["programming_language"]
+    if toolchain_missing(language):
+        pytest.skip(toolchain_missing(language))
+    params = type("P", (), {"sandbox": LIMITS, "call_seconds": 1.0, "verdict": verdict})()
+    return run._execute(task, generation.code_from_completion(task, completion), None, params)
+
+
+PY_BOOL = {**ADD["python"], "signature": "def is_even(n: int) -> bool:", "entry_point": "is_even",
+           "code": "def is_even(n: int) -> bool:\n    return n % 2 == 0\n"}
+PY_INT = {**ADD["python"]}
+
+
+def _py(base: dict, tests: str) -> dict:
+    return {**base, "tests": "def check(candidate):\n" + tests}
+
+
+PYTHON = {
+    "truthy string for a bool": (_py(PY_BOOL, "    assert candidate(2)\n    assert not candidate(3)\n"),
+                                 "    return 'yes' if n % 2 == 0 else ''\n"),
+    "membership": (_py(PY_INT, "    assert candidate(1, 2) in [3, 4]\n"), "    return 4\n"),
+    "helper's comparison": (_py(PY_INT, "    def same(x, y):\n        return x == y\n    assert same(candidate(1, 2), 3)\n"),
+                            "    return float(a + b)\n"),
+    "operator.eq": (_py(PY_INT, "    import operator\n    assert operator.eq(candidate(1, 2), 3)\n"), "    return float(a + b)\n"),
+    "mixed chain": (_py(PY_INT, "    assert 0 < candidate(1, 2) == 3\n"), "    return 3.0\n"),
+    "unittest assertion": (_py(PY_INT, "    import unittest\n    unittest.TestCase().assertEqual(candidate(1, 2), 3)\n"),
+                           "    return float(a + b)\n"),
+    "if ...: raise": (_py(PY_INT, "    if candidate(1, 2) != 3:\n        raise AssertionError\n"), "    return float(a + b)\n"),
+}
+
+
+@needs_bwrap
+@pytest.mark.parametrize("attack", sorted(PYTHON))
+def test_python_forgeries_of_the_tests_semantics_fail_the_value_verdict(attack):
+    task, completion = PYTHON[attack]
+    row = _row(task, completion)
+    assert row["tests_verdict"] == "passed", row  # the tests' own verdict is forged ...
+    assert row["value_verdict"] == "failed" and row["status"] == "failed" and row["pass_at_1"] == 0.0, row
+    assert _row(task, completion, verdict="tests")["pass_at_1"] == 1.0  # ... and kept when a study asks for it
+
+
+@needs_bwrap
+def test_python_honest_controls_pass_both_signals():
+    task = _py(PY_BOOL, "    assert candidate(2)\n    assert not candidate(3)\n")
+    row = _row(task, "    return n % 2 == 0\n")
+    assert (row["status"], row["tests_verdict"], row["value_verdict"], row["pass_at_1"]) == ("passed", "passed", "passed", 1.0)
+    large = {**PY_INT, "signature": "def f(n: int) -> str:", "entry_point": "f", "code": "def f(n: int) -> str:\n    return 'x' * n\n",
+             "tests": "def check(candidate):\n    assert candidate(600000) == 'x' * 600000\n"}
+    row = _row(large, "    return ''.join('x' for _ in range(n))\n")
+    assert row["value_verdict"] == "passed", row
+    raising = {**PY_INT, "signature": "def f(n: int) -> int:", "entry_point": "f", "code": "def f(n: int) -> int:\n    return 10 // n\n",
+               "tests": "def check(candidate):\n    try:\n        candidate(0)\n    except ZeroDivisionError:\n        pass\n"
+                        "    else:\n        raise AssertionError\n    assert candidate(5) == 2\n"}
+    assert _row(raising, "    if n == 0:\n        raise ZeroDivisionError('no')\n    return 10 // n\n")["status"] == "passed"
+    row = _row(raising, "    if n == 0:\n        raise ArithmeticError('no')\n    return 10 // n\n")
+    assert row["value_verdict"] == "failed", row  # another exception type is another answer
+
+
+FLOAT_TASKS = {
+    "javascript": ("function half(a) ", "half", "function half(a) {\n  return a / 2;\n}\n",
+                   "if (Math.abs(half(3) - 1.5) > 1e-6) throw new Error('half');\n", "\n  return NaN;\n}\n", "\n  return a * 0.5;\n}\n"),
+    "cpp": ("double half(double a)", "half", "double half(double a) {\n    return a / 2;\n}\n",
+            "#include <cmath>\n#include <cstdlib>\nint main() {\n    if (std::fabs(half(3) - 1.5) > 1e-6) std::abort();\n    return 0;\n}\n",
+            "\n    return 0.0 / 0.0;\n}\n", "\n    return a * 0.5;\n}\n"),
+    "go": ("func half(a float64) float64", "half", "func half(a float64) float64 {\n\treturn a / 2\n}\n",
+           "func main() {\n\td := half(3) - 1.5\n\tif d > 1e-6 || d < -1e-6 {\n\t\tpanic(\"half\")\n\t}\n}\n",
+           "\n\tz := 0.0\n\treturn z / z\n}\n", "\n\treturn a * 0.5\n}\n"),
+    "java": ("public static double half(double a)", "Main",
+             "public class Solution {\n    public static double half(double a) {\n        return a / 2;\n    }\n}\n",
+             "public class Main {\n    public static void main(String[] args) {\n"
+             "        if (Math.abs(Solution.half(3) - 1.5) > 1e-6) throw new AssertionError();\n    }\n}\n",
+             "\n        return Double.NaN;\n    }\n}\n", "\n        return a * 0.5;\n    }\n}\n"),
+}
+
+
+@needs_bwrap
+@pytest.mark.parametrize("language", sorted(FLOAT_TASKS))
+def test_nan_past_an_epsilon_guard_fails_the_value_verdict(language):
+    signature, entry, code, tests, nan, honest = FLOAT_TASKS[language]
+    task = {**ADD[language], "signature": signature, "entry_point": entry, "code": code, "tests": tests, "context": ""}
+    row = _row(task, nan)
+    assert row["tests_verdict"] == "passed" and row["value_verdict"] == "failed" and row["pass_at_1"] == 0.0, row
+    row = _row(task, honest)
+    assert row["status"] == "passed" and row["value_verdict"] == "passed", row
+
+
+@needs_bwrap
+def test_javascript_loose_assertions_fail_the_value_verdict():
+    task = {**ADD["javascript"], "tests": "const assert = require('node:assert');\nassert(addNumbers(1, 2));\n"
+                                          "assert.ok(addNumbers(1, 2) == 3);\n"}
+    row = _row(task, "\n  return '3';\n}\n")
+    assert row["tests_verdict"] == "passed" and row["value_verdict"] == "failed", row
+    assert _row(task, "\n  return a + b;\n}\n")["status"] == "passed"
+
+
+def test_float_rule_is_relative_to_the_reference_with_a_floor_that_keeps_sign_and_zero():
+    close = compare.close
+    assert close(0.3, 0.1 + 0.2) and close(1e300, 1e300 * (1 + 1e-12)) and close(0.0, 1e-13)
+    assert not close(1e-10, 2e-10)  # a tiny float for a tiny answer of another size
+    assert not close(1e-13, -1e-13) and not close(1e-13, 0.0)  # neither a wrong sign nor a zero, under the floor
+    assert not close(1.0, math.nan) and not close(math.nan, 1.0) and close(math.nan, math.nan)
+    assert close(math.inf, math.inf) and not close(math.inf, 1e308)
+
+
+@needs_bwrap
+def test_tests_without_calls_are_no_value_verdict():
+    task = _py(PY_INT, "    assert 1 + 2 == 3\n")
+    assert values.verdict(task, task["code"], LIMITS, 1.0).status == "error"
