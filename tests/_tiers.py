@@ -44,6 +44,11 @@ HEAVY_MODULES = frozenset({
     "test_reuse.py",
     "test_reuse_generate.py",
     "test_roundtrip_attacks.py",  # the sandboxed toolchains, from here on
+    "test_roundtrip_crashes.py",
+    "test_roundtrip_crossing.py",
+    "test_roundtrip_probe.py",
+    "test_roundtrip_unrun_tests.py",
+    "test_roundtrip_values.py",
     "test_roundtrip_bounds.py",
     "test_roundtrip_escape.py",
     "test_roundtrip_forgery.py",

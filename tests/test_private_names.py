@@ -23,9 +23,6 @@ ALLOWED = {
     ("tests/test_judge_prompts.py", "engine.judge.promptpack._read"),
     ("tests/test_user_errors.py", "engine.llm.vllm_backend._quiet_vllm_logs"),
     ("tests/test_vllm_guard.py", "engine.llm.vllm_backend._guard_module_scan"),
-    ("tests/test_roundtrip_attacks.py", "engine.roundtrip.run._execute"),
-    ("tests/test_roundtrip_forgery.py", "engine.roundtrip.run._execute"),
-    ("tests/test_roundtrip_verdicts.py", "engine.roundtrip.run._execute"),
     ("tests/test_isolation.py", "test_roundtrip_stage._config"),
     ("tests/test_isolation.py", "test_judge_stage._samples"),
 }

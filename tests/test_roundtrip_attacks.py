@@ -1,6 +1,6 @@
 """Attacks on the round trip's verdict that a plain proxy does not contain, written as model
 completions and run through the stage's own path (`generation.code_from_completion`, then
-`run._execute`, default limits), each asserting the contained outcome: pass@1 0, correctness
+`run.execute_row`, default limits), each asserting the contained outcome: pass@1 0, correctness
 below 0.5, a row (never an exception of the stage) or `rejected`.
 
 - a Python candidate that raises StopIteration: raised in the tests, it would end the tests' own
@@ -39,7 +39,7 @@ def _check(body: str) -> dict:
 def _through_the_stage(task: dict, completion: str, n_inputs: int = 0) -> dict:
     params = type("P", (), {"sandbox": LIMITS, "call_seconds": 1.0, "verdict": "values"})()
     inputs = difftest.task_inputs(task, n_inputs, seed=0) if n_inputs else None
-    return run._execute(task, generation.code_from_completion(task, completion), inputs, params)
+    return run.execute_row(task, generation.code_from_completion(task, completion), inputs, params)
 
 
 def _contained(row: dict) -> bool:

@@ -34,7 +34,7 @@ def _row(task: dict, completion: str) -> dict:
     if toolchain_missing("java"):
         pytest.skip(toolchain_missing("java"))
     params = type("P", (), {"sandbox": LIMITS, "call_seconds": 1.0, "verdict": "values"})()
-    return run._execute(task, generation.code_from_completion(task, completion), None, params)
+    return run.execute_row(task, generation.code_from_completion(task, completion), None, params)
 
 
 @needs_bwrap
@@ -100,8 +100,8 @@ def test_a_reply_beyond_the_declared_type_is_no_exception_the_tests_catch(langua
     fields, forged, honest = TYPED[language]
     task = {**base, **fields}
     params = type("P", (), {"sandbox": LIMITS, "call_seconds": 1.0, "verdict": "values"})()
-    row = run._execute(task, generation.code_from_completion(task, forged), None, params)
+    row = run.execute_row(task, generation.code_from_completion(task, forged), None, params)
     assert row["tests_verdict"] == "failed" and row["pass_at_1"] == 0.0, row
     task = {**task, "context": base["context"]} if language == "go" else task  # Go refuses an unused import
-    row = run._execute(task, generation.code_from_completion(task, honest), None, params)
+    row = run.execute_row(task, generation.code_from_completion(task, honest), None, params)
     assert row["status"] == "passed" and row["value_verdict"] == "passed", row

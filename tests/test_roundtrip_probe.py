@@ -26,8 +26,8 @@ def test_the_probe_takes_a_free_uid_of_the_pool_under_its_lock(monkeypatch):
     held = os.open(folder / f"{LIMITS.uid}.lock", os.O_CREAT | os.O_RDWR, 0o600)
     fcntl.flock(held, fcntl.LOCK_EX)  # another engine's run holds the pool's first uid
     probed = []
-    real = bwrap._probe
-    monkeypatch.setattr(bwrap, "_probe", lambda uid: probed.append(uid) or real(uid))
+    real = bwrap.probe_as
+    monkeypatch.setattr(bwrap, "probe_as", lambda uid: probed.append(uid) or real(uid))
     try:
         bwrap.forget()
         assert sandbox.unavailable(LIMITS) == ""

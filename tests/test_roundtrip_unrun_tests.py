@@ -30,7 +30,7 @@ def _row(task: dict, completion: str) -> dict:
     if toolchain_missing(language):
         pytest.skip(toolchain_missing(language))
     params = type("P", (), {"sandbox": LIMITS, "call_seconds": 1.0, "verdict": "values"})()
-    return run._execute(task, generation.code_from_completion(task, completion), None, params)
+    return run.execute_row(task, generation.code_from_completion(task, completion), None, params)
 
 
 ASSERTING = {

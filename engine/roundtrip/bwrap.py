@@ -103,13 +103,13 @@ def unavailable(uid: int | None, pool: object = None) -> str:
     ended by a passing cause, a loaded machine, must not fail every later run)."""
     if pool in _WORKS:
         return ""
-    why = _probe(uid)
+    why = probe_as(uid)
     if not why:
         _WORKS.add(pool)
     return why
 
 
-def _probe(uid: int | None) -> str:
+def probe_as(uid: int | None) -> str:
     if sys.platform != "linux":
         return f"bubblewrap needs Linux (this is {sys.platform})"
     if shutil.which("bwrap") is None:

@@ -109,7 +109,7 @@ def _regenerate(model: ModelParams, jobs: list[tuple[dict, str, int, str]], p: R
     return out
 
 
-def _execute(task: dict, code: str, inputs: list[str] | None, p: RoundTripParams) -> dict[str, Any]:
+def execute_row(task: dict, code: str, inputs: list[str] | None, p: RoundTripParams) -> dict[str, Any]:
     """One regeneration's sandboxed verdicts; anything that goes wrong is this row's `error`, never the stage's."""
     try:
         return _verdicts(task, code, inputs, p)
@@ -207,7 +207,7 @@ def run_roundtrip(tasks: Sequence[dict], p: RoundTripParams) -> pa.Table:
 
     workers = p.workers or os.cpu_count() or 1
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        done = list(pool.map(lambda job: _execute(job[1], job[2], inputs.get(job[1]["task_id"]), p), pending))
+        done = list(pool.map(lambda job: execute_row(job[1], job[2], inputs.get(job[1]["task_id"]), p), pending))
         squeeze_keys = [k for k, code in squeezed.items() if code is not None]
         squeeze_agree = list(pool.map(lambda k: _squeezed_correctness(by_id[k[0]], squeezed[k], inputs.get(k[0]), p),
                                       squeeze_keys))
