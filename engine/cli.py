@@ -241,10 +241,14 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
     params = ValidationParams(unknown_error_codes=args.unknown_error_codes)
     validator = SampleValidator(require_prediction=not args.allow_missing_prediction, params=params)
-    shown = 0
+    shown, said = 0, 0
     for raw in iter_raw_rows(args.input):
         _, rejection = validator.check(raw)
-        if rejection is not None and shown < args.show:
+        for message in validator.column_messages[said:]:  # once per input, before the rows it explains
+            print(f"columns: {message}")
+        said = len(validator.column_messages)
+        # a row rejected for a misnamed column is not listed row by row: the column message says it once
+        if rejection is not None and shown < args.show and "present: rename it to" not in rejection["reason"]:
             if not shown:
                 print("rejected rows (numbered from 0 in input order; blank JSONL lines are not counted):")
             print(f"row {rejection['row_index']} ({rejection['sample_id']}): {rejection['reason']}")
@@ -253,7 +257,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     print(f"{args.input}: {total} rows, {validator.valid} valid, {validator.rejected} rejected")
     if validator.rejected:
         print("rejected rows by reason:")
-        for line in validator.summary_lines():
+        for line in validator.summary_lines(where=None):
             print("  " + line)
     for warning in (validator.label_warning(), validator.unknown_codes_warning()):
         if warning:

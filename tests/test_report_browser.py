@@ -78,7 +78,7 @@ def overflow_page(root: Path) -> Path:
         '<section id="fine"><h2>fine</h2><div class="scroll" style="width:300px"><table id="scrolls"><tr>'
         + "".join(f"<td>column-{i}</td>" for i in range(12)) + "</tr></table></div></section>"
     )
-    values = dict(title="overflow", name="overflow", path=str(root), meta="", chips="", counted="", toc="", notice="", body=body, footer="")
+    values = dict(title="overflow", name="overflow", path=str(root), meta="", chips="", counted="", answer="", toc="", notice="", body=body, footer="")
     root.mkdir(parents=True, exist_ok=True)
     page = root / "index.html"
     page.write_text(Template(PAGE).substitute(values), encoding="utf-8")
@@ -164,7 +164,7 @@ def test_stage_sections_hold_at_1000_px(tmp_path: Path) -> None:
     pq.write_table(pa.Table.from_pylist(ROWS, schema=ROUNDTRIP_SCHEMA), tmp_path / "run" / "roundtrip" / "t__part-00000.parquet")
     signature = "metric:roundtrip-pass@1|" + "|".join(f"option-{i}:value-{i}" for i in range(40))
     body = f'<section id="roundtrip"><h2>Execution round trip</h2>{section_html(tmp_path / "run", {"rt": {"pass@1": signature}})}</section>'
-    values = dict(title="t", name="t", path="p", meta="", chips="", counted="", toc="", notice="", body=body, footer="")
+    values = dict(title="t", name="t", path="p", meta="", chips="", counted="", answer="", toc="", notice="", body=body, footer="")
     (tmp_path / "report").mkdir()
     index = tmp_path / "report" / "index.html"
     index.write_text(Template(PAGE).substitute(values), encoding="utf-8")
@@ -195,7 +195,7 @@ def _sensitivity_page(root: Path) -> Path:
     data = types.SimpleNamespace(root=root / "run", manifest={"config": {"stages": ["perturb"]}})
     figure_writer = types.SimpleNamespace(draw=lambda *args, **kwargs: "")  # the table is what is checked here
     body = sensitivity_section(data, figure_writer, lambda anchor, title, html, *rest: f'<section id="{anchor}"><h2>{title}</h2>{html}</section>')
-    values = dict(title="t", name="t", path="p", meta="", chips="", counted="", toc="", notice="", body=body, footer="")
+    values = dict(title="t", name="t", path="p", meta="", chips="", counted="", answer="", toc="", notice="", body=body, footer="")
     (root / "report").mkdir()
     index = root / "report" / "index.html"
     index.write_text(Template(PAGE).substitute(values), encoding="utf-8")

@@ -163,7 +163,9 @@ def strip_section(ctx: ReportContext) -> Section:
         page.note(
             "The study's Fig. 2, computed from this run. Each point is one real prediction. Scores are min-max "
             "normalised per setting over all languages (the raw range is under each row name); dashed lines are the "
-            "KDE classifier's class boundaries and the background tint is the label of each region."
+            "KDE classifier's class boundaries and the background tint is the label of each region (legend: region). "
+            "A panel framed in red has regions out of label order (e.g. partial below incorrect): a higher score is not "
+            "a better label there, whatever its kappa."
         )
     ]
     missing = None
