@@ -417,8 +417,12 @@ def report_lines(result: BenchResult) -> list[str]:
     if result.devices > 1:
         on = sum(f.projected_on(result.devices) for f in result.fits)
         scaled = ", ".join(f.step.removeprefix("stage:") for f in result.fits if f.model) or "none"
-        lines.append(f"projection for {result.devices} devices (not measured: per-row time of the model stages "
-                     f"[{scaled}] divided by {result.devices}, fixed costs paid once per device in parallel): {_duration(on)}")
+        kind = device_kind()
+        lines.append(f"projection for {result.devices} devices like this one ({kind}; not measured: per-row time of the model "
+                     f"stages [{scaled}] divided by {result.devices}, fixed costs paid once per device in parallel): {_duration(on)}")
+        if kind.startswith("cpu"):
+            lines.append("  this machine has no GPU: the projection is for N processes of this CPU's speed and says nothing "
+                         "about a GPU's; run `babelscore bench` with a small --sample on the target machine to know its time")
     fixed = [f.step.removeprefix("stage:") for f in result.fits if f.fixed_share > FIXED_REGIME and f.large[1] >= 0.5]
     if fixed:
         lines.append(f"regime: fixed costs (model loads, engine starts, imports) are over {FIXED_REGIME:.0%} of the time "
@@ -431,6 +435,18 @@ def report_lines(result: BenchResult) -> list[str]:
                  f"sizes (a step that grew by less than {NOISE:.0%} counts as fixed). Timings on a busy machine move "
                  "by 10-30% between runs: check with --compare")
     return lines
+
+
+def device_kind() -> str:
+    """What the model stages run on here: the first CUDA device's name, else 'cpu (N cores)'."""
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            return f"gpu {torch.cuda.get_device_name(0)}"
+    except Exception:  # no torch, or a broken driver: this machine runs models on its CPU
+        pass
+    return f"cpu ({os.cpu_count()} cores)"
 
 
 def _cpu_lines(result: BenchResult) -> list[str]:

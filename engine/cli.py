@@ -524,7 +524,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     bench_cmd.add_argument("config", help="YAML run config")
     bench_cmd.add_argument("--sample", type=int, default=100, help="rows of the larger sample (default 100)")
-    bench_cmd.add_argument("--devices", type=int, default=1, help="also project the time on this many devices (GPUs)")
+    bench_cmd.add_argument("--devices", type=int, default=1, help="also project the time on this many devices of this machine's kind (a CPU-only machine projects CPU "
+                                "workers, never GPUs: bench on the target machine to know its speed)")
     bench_cmd.add_argument("--seed", type=int, default=None, help="seed of the sample (default: the config's seed)")
     bench_cmd.add_argument("--compare", action="store_true",
                            help="also run the whole input and print measured beside projected time (checks the projection)")

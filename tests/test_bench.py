@@ -62,5 +62,6 @@ def test_bench_prints_per_stage_rates_and_the_projection_beside_the_measured_run
     score = next(line for line in out.splitlines() if line.startswith("score "))
     assert len(score.split()) == 10, score  # every column filled for a part stage
     assert "projected time for the whole input on this machine:" in out
-    assert "projection for 2 devices (not measured" in out and "regime:" in out
+    assert "projection for 2 devices like this one (" in out and "not measured" in out and "regime:" in out
+    assert "says nothing about a GPU" in out or "like this one (gpu" in out
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl", "my.yaml"]  # nothing left beside the config

@@ -96,11 +96,23 @@ def test_layout_check_finds_overflow_overlap_and_clipping(tmp_path: Path) -> Non
     assert not [p for p in problems if "#fine" in p["what"] or "scrolls" in p["what"]], problems
 
 
+def answer_first_and_tables_fit(index: Path, width: int, tmp_path: Path, must_fit: tuple[str, ...] = ()) -> None:
+    """At `width` px: no layout problem, the answer block's first card ends on the first screen,
+    and the tables named in `must_fit` show every column without scrolling at 1000 px and wider."""
+    tables: dict = {}
+    problems = layout_problems(index, width, tmp_path / "profile", tmp_path / f"shot-{width}.png", tables)
+    assert problems == [], problems
+    answer = tables["answer-block"]
+    assert answer["first_bottom"] <= answer["window"], (width, answer)  # the first language's answer is on screen
+    for name in must_fit if width >= 1000 else ():
+        box = tables[name]
+        assert box["scroll"] <= box["client"] + 1.5, (width, name, box)
+
+
 @pytest.mark.parametrize("width", [420, 1000, 1600])
 def test_fixture_report_layout_holds(browser_page: tuple[Path, str, Path], width: int, tmp_path: Path) -> None:
     run, _, _ = browser_page
-    problems = layout_problems(run / "report" / "index.html", width, tmp_path / "profile", tmp_path / "shot.png")
-    assert problems == [], problems
+    answer_first_and_tables_fit(run / "report" / "index.html", width, tmp_path)
 
 
 @pytest.fixture(scope="module")

@@ -350,6 +350,10 @@ def heatmap_figure(
             ax.spines[side].set_visible(False)
         if titles[p]:
             ax.set_title(titles[p], fontsize=10, fontweight="bold", pad=4)
+        if not np.isfinite(values).any() and not (nan_text is not None and any(str(t) for t in np.ravel(nan_text[p]))):
+            # a blank grey panel would read as a drawing fault: say that it has no value
+            ax.text((values.shape[1] - 1) / 2, (values.shape[0] - 1) / 2, "no value in this panel", ha="center",
+                    va="center", fontsize=8, color="#555555")
     if image is not None:
         bar_top = height - top - title_h
         bar_h = min(max(panel_h, 1.2), bar_top - 0.3)

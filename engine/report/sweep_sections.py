@@ -91,7 +91,7 @@ def layer_section(ctx: ReportContext) -> Section | None:
             if anyv is None:
                 cells.append('<td class="na">–</td><td class="na">–</td>')
             else:
-                tie = f"<small>{anyv[2]} tied</small>" if anyv[2] > 1 else ""
+                tie = f"<small>{anyv[1]} tied</small>" if anyv[1] > 1 else ""
                 cells.append(f'<td class=lbl data-any-variant="{esc(anyv[0]["variant"])}">{esc(anyv[0]["variant"])}{tie}</td>'
                              f'<td style="{kappa_style(anyv[0]["kappa"])}">{anyv[0]["kappa"]:.3f}'
                              f'<small>{interval_text(anyv[0].get("kappa_lo"), anyv[0].get("kappa_hi"))}</small></td>')
