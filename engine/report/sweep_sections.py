@@ -9,6 +9,7 @@ import html
 from typing import Any
 
 from engine.report import figures, page
+from engine.report.answer import anchor_of, context_best, tied_count
 from engine.report.context import ReportContext, Section
 from engine.report.page import kappa_style
 from engine.report.sweep import (
@@ -22,7 +23,6 @@ from engine.report.sweep import (
     setting_text,
     significance_options,
 )
-from engine.report.answer import anchor_of, context_best, tied_count
 from engine.report.tables import language_name, short_scorer
 
 esc = html.escape
