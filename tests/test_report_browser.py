@@ -230,3 +230,38 @@ def test_the_sensitivity_table_shows_ds_and_no_column_is_clipped(tmp_path: Path)
     tables = {}
     assert layout_problems(index, 420, tmp_path / "profile", tmp_path / "shot-420.png", tables) == []
     assert tables["sensitivity"]["scroll"] > tables["sensitivity"]["client"]  # the test can fail: narrow, it must scroll
+
+
+def test_williams_table_fits_at_1000_and_1600_px_in_the_reports_language_order(tmp_path: Path) -> None:
+    """Williams' test table hid t, p and adjusted p at 1000 px: its setting names wrap and its
+    column names break now, so every column is in view; languages in the study's order."""
+    import types
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from engine.perturb.report import significance_section
+    from engine.records import SIGNIFICANCE_SCHEMA
+    from engine.report.page import PAGE
+
+    settings = [("bertscore", "pypi:all-MiniLM-L6-v2", "layer-5/F", c) for c in ("none", "minimal", "full")]
+    settings += [("bartscore", "demo:tiny-bart", "avg", "minimal"), ("rougeL", "", "F", "")]
+    rows = [dict(kind="williams", language=lang, metric=x[0], scorer=x[1], variant=x[2], context=x[3], metric_y=y[0],
+                 scorer_y=y[1], variant_y=y[2], context_y=y[3], n=55, r_xz=0.41, r_yz=0.32, r_xy=0.7, t=1.23456, p=0.1111,
+                 p_adjusted=0.3333, direction="x>y", significant=False)
+            for lang in ("zh", "de", "en", "nl") for x, y in zip(settings, settings[1:])]
+    (tmp_path / "run").mkdir()
+    pq.write_table(pa.Table.from_pylist(rows, schema=SIGNIFICANCE_SCHEMA), tmp_path / "run" / "significance.parquet")
+    data = types.SimpleNamespace(root=tmp_path / "run")
+    body = significance_section(data, lambda anchor, title, html, *rest: f'<section id="{anchor}"><h2>{title}</h2>{html}</section>')
+    order = [m.group(1) for m in re.finditer(r'<tr data-significant="false"><td>([^<]+)</td>', body)]
+    assert list(dict.fromkeys(order)) == ["English", "Dutch", "German", "Chinese"]
+    values = dict(title="t", name="t", path="p", meta="", chips="", counted="", answer="", toc="", notice="", body=body, footer="")
+    (tmp_path / "report").mkdir()
+    index = tmp_path / "report" / "index.html"
+    index.write_text(Template(PAGE).substitute(values), encoding="utf-8")
+    for width in (1000, 1600):
+        tables: dict = {}
+        assert layout_problems(index, width, tmp_path / "profile", tmp_path / f"shot-{width}.png", tables) == []
+        assert tables["williams"]["scroll"] <= tables["williams"]["client"] + 1.5, (width, tables["williams"])
+    assert layout_problems(index, 420, tmp_path / "profile", tmp_path / "shot-420.png") == []

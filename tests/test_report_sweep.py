@@ -174,9 +174,9 @@ def test_the_answer_block_opens_the_page_with_rank_one_of_each_language(sweep_ru
     for language, card in cards.items():
         top = ranked[language]
         assert (card["data-metric"], card["data-variant"], card["data-context"]) == (top["data-metric"], top["data-variant"], top["data-context"])
-        assert float(card["data-kappa"]) == float(top["data-ranked-kappa"]) == cal[cal["language"] == language]["kappa"].max()
+        assert float(card["data-answer-kappa"]) == float(top["data-ranked-kappa"]) == cal[cal["language"] == language]["kappa"].max()
         assert card["data-p"] == top["data-p"]
-        tied = int((cal[cal["language"] == language]["kappa"] == float(card["data-kappa"])).sum())
+        tied = int((cal[cal["language"] == language]["kappa"] == float(card["data-answer-kappa"])).sum())
         assert int(card["data-tied"]) == min(tied, BEST_ROWS + 1)
         assert f'href="#best-{language}"' in answer and f'id="best-{language}"' in text
     assert "no single best" in answer or "Williams p = " in answer

@@ -137,7 +137,7 @@ def _language_card(language: str, rows: list[BestRow], judges: list[dict[str, An
     if mine:  # what tests compare with the Best settings table
         top = mine[0]
         attrs += (f' data-metric="{esc(top.key.metric)}" data-scorer="{esc(top.key.scorer)}" data-context="{esc(top.key.context)}"'
-                  f' data-variant="{esc(top.key.variant)}" data-kappa="{top.kappa!r}" data-tied="{tied_count(rows, language)}"'
+                  f' data-variant="{esc(top.key.variant)}" data-answer-kappa="{top.kappa!r}" data-tied="{tied_count(rows, language)}"'
                   f' data-p="{"" if top.p is None else repr(top.p)}"')
     return f'<div class="ans" {attrs}><h3>{esc(language_name(language))}</h3>{"".join(lines)}</div>'
 
