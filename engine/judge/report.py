@@ -46,7 +46,7 @@ def _cell(column: str, value: Any) -> str:
         parts.pop("task", None)  # the judge's task id repeats its name
         return f"<td class=lbl>{escape(' · '.join(parts.values()))}</td>"
     if column == "best_setup" and value is None:
-        return '<td class=lbl title="no setup detects the code (F1 0) or several share the best F1">none single</td>'
+        return '<td class=lbl title="no setup detects the code (F1 0) or several share the best F1">no single best</td>'
     if column in _KAPPA_COLUMNS and isinstance(value, float) and math.isfinite(value):
         return f'<td style="{kappa_style(value)}">{value:.3f}</td>'
     css = ' class=lbl' if isinstance(value, str) else ""
@@ -233,7 +233,7 @@ def judge_section(run_root: str | Path) -> tuple[str, str, str] | None:
         _table(read["code_summary"], ["code", "setups", "mean_precision", "mean_recall", "best_setup", "best_precision",
                                       "best_recall"],
                ["code", "setups", "mean precision", "mean recall", "best setup", "its precision", "its recall"]),
-        "<p>Best setup: the one setup with the highest F1 for the code; <em>none single</em> where no setup detects "
+        "<p>Best setup: the one setup with the highest F1 for the code; <em>no single best</em> where no setup detects "
         "the code (every F1 0) or several share the highest F1.</p>",
     ]
     parts += _http_part(run_root)
