@@ -152,7 +152,8 @@ def significance_section(data: Any, section: Callable[..., Any]) -> Any | None:
             f'<td title="{esc(r["reason"] or "")}">{"yes" if r["significant"] else "no"}</td></tr>'
             for r in will)
         parts.append("<h3>Williams' test (x better than y)</h3>"
-                     '<div class="scroll" data-table="williams"><table class="values heads-wrap compact"><thead><tr><th>language</th><th>x</th><th>y</th><th>n</th>'
+                     '<div class="scroll" data-table="williams"><table class="values heads-wrap compact"><thead><tr>'
+                     "<th>language</th><th>x</th><th>y</th><th>n</th>"
                      "<th>r(x, experts)</th><th>r(y, experts)</th><th>r(x, y)</th><th>t</th><th>p (one-sided)</th><th>p adjusted</th>"
                      f'<th>direction</th><th>significant</th></tr></thead><tbody>{body}</tbody></table></div>')
     if corr:

@@ -217,8 +217,6 @@ class RunData:
 
 
 def load_run(run_dir: str | Path) -> RunData:
-    import engine.stages.flow  # noqa: F401  installs the resolver of a run's layout from its recorded stages
-
     run = RunDirectory.open_existing(run_dir)
     stats = read_sample_stats(run)
     scores = None
