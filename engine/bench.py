@@ -318,6 +318,17 @@ def _full_tasks(plan: Any) -> int:
     return sum(b.stage.own_table_rows(plan.config) or 0 for b in plan.own_tables())
 
 
+def input_size(config: Any) -> tuple[int, int]:
+    """(input rows, round-trip tasks) of the config's whole input: what a profile projects."""
+    from engine.stages.plan import build_plan
+
+    plan = build_plan(config)
+    if plan.input_source is not None:
+        raise ConfigError(f"bench projects an input table; a config with the `{plan.input_source.name}` stage makes its "
+                          "input: run it once, then bench a config whose `input:` is the built table")
+    return len(_file_ids(Path(config.input))), _full_tasks(plan)
+
+
 def bench(config: Any, sample: int, devices: int = 1, seed: int | None = None, compare: bool = False,
           workdir: str | Path | None = None) -> BenchResult:
     if sample < 2:
@@ -377,26 +388,26 @@ def _fit_all(small: Measured, large: Measured, full_rows: int, full_tasks: int, 
     return fits
 
 
-def _rate(fit_: StageFit) -> str:
-    return f"{1 / fit_.per_row_s:10,.1f}" if fit_.per_row_s > 0 else f"{'-':>10}"
-
-
 def report_lines(result: BenchResult) -> list[str]:
     """The bench's console table: per stage, measured at both sizes, fitted, projected."""
     lines = [
         f"bench: samples of {result.small.rows} and {result.large.rows} of the input's {result.full_rows:,} rows"
         + (f" ({result.large.tasks} of {result.full_tasks} round-trip tasks)" if result.full_tasks else "")
-        + "; each run in a fresh process",
+        + "; each run in a fresh process; rows and rows/s count input rows in every stage",
         f"{'stage':<22}{'rows':>6}{'s':>8}{'rows/s':>10}{'fixed s':>9}{'warm rows/s':>12}{'fixed share':>12}"
         f"{'projected s':>13}" + (f"{'measured s':>12}{'ratio':>7}" if result.measured_full else ""),
     ]
     measured = result.measured_full.steps if result.measured_full else {}
     total_projected = 0.0
     for f in result.fits:
-        rows, seconds = f.large
+        # one unit for every stage: input rows of the sample (a stage may read prompts, pairs or
+        # candidates, more or fewer than the input's rows; its warm rate is converted)
+        rows, seconds = result.large.rows, f.large[1]
         total_projected += f.projected_s
+        per_input_row = f.per_row_s * f.full_rows / max(1, result.full_rows)
+        warm = f"{1 / per_input_row:10,.1f}" if per_input_row > 0 else f"{'-':>10}"
         line = (f"{f.step.removeprefix('stage:'):<22}{rows:>6}{seconds:>8.1f}"
-                f"{(rows / seconds if seconds > 0 else 0):>10,.1f}{f.fixed_s:>9.1f}{_rate(f):>12}"
+                f"{(rows / seconds if seconds > 0 else 0):>10,.1f}{f.fixed_s:>9.1f}{warm:>12}"
                 f"{f.fixed_share:>11.0%} {f.projected_s:>13.1f}")
         if result.measured_full:
             full = (max(0.0, result.measured_full.total_s - sum(measured.values())) if f.step == "startup+other"
@@ -417,8 +428,12 @@ def report_lines(result: BenchResult) -> list[str]:
     if result.devices > 1:
         on = sum(f.projected_on(result.devices) for f in result.fits)
         scaled = ", ".join(f.step.removeprefix("stage:") for f in result.fits if f.model) or "none"
-        lines.append(f"projection for {result.devices} devices (not measured: per-row time of the model stages "
-                     f"[{scaled}] divided by {result.devices}, fixed costs paid once per device in parallel): {_duration(on)}")
+        kind = device_kind()
+        lines.append(f"projection for {result.devices} devices like this one ({kind}; not measured: per-row time of the model "
+                     f"stages [{scaled}] divided by {result.devices}, fixed costs paid once per device in parallel): {_duration(on)}")
+        if kind.startswith("cpu"):
+            lines.append("  this machine has no GPU: the projection is for N processes of this CPU's speed and says nothing "
+                         "about a GPU's; run `babelscore bench` with a small --sample on the target machine to know its time")
     fixed = [f.step.removeprefix("stage:") for f in result.fits if f.fixed_share > FIXED_REGIME and f.large[1] >= 0.5]
     if fixed:
         lines.append(f"regime: fixed costs (model loads, engine starts, imports) are over {FIXED_REGIME:.0%} of the time "
@@ -431,6 +446,18 @@ def report_lines(result: BenchResult) -> list[str]:
                  f"sizes (a step that grew by less than {NOISE:.0%} counts as fixed). Timings on a busy machine move "
                  "by 10-30% between runs: check with --compare")
     return lines
+
+
+def device_kind() -> str:
+    """What the model stages run on here: the first CUDA device's name, else 'cpu (N cores)'."""
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            return f"gpu {torch.cuda.get_device_name(0)}"
+    except Exception:  # no torch, or a broken driver: this machine runs models on its CPU
+        pass
+    return f"cpu ({os.cpu_count()} cores)"
 
 
 def _cpu_lines(result: BenchResult) -> list[str]:

@@ -241,10 +241,14 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
     params = ValidationParams(unknown_error_codes=args.unknown_error_codes)
     validator = SampleValidator(require_prediction=not args.allow_missing_prediction, params=params)
-    shown = 0
+    shown, said = 0, 0
     for raw in iter_raw_rows(args.input):
         _, rejection = validator.check(raw)
-        if rejection is not None and shown < args.show:
+        for message in validator.column_messages[said:]:  # once per input, before the rows it explains
+            print(f"columns: {message}")
+        said = len(validator.column_messages)
+        # a row rejected for a misnamed column is not listed row by row: the column message says it once
+        if rejection is not None and shown < args.show and "present: rename it to" not in rejection["reason"]:
             if not shown:
                 print("rejected rows (numbered from 0 in input order; blank JSONL lines are not counted):")
             print(f"row {rejection['row_index']} ({rejection['sample_id']}): {rejection['reason']}")
@@ -253,7 +257,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     print(f"{args.input}: {total} rows, {validator.valid} valid, {validator.rejected} rejected")
     if validator.rejected:
         print("rejected rows by reason:")
-        for line in validator.summary_lines():
+        for line in validator.summary_lines(where=None):
             print("  " + line)
     for warning in (validator.label_warning(), validator.unknown_codes_warning()):
         if warning:
@@ -370,8 +374,26 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if args.devices < 1:
         raise ConfigError(f"--devices {args.devices}: give 1 or more")
     config = load_config(args.config)
+    from engine.bench import device_kind
+
+    if args.profile:  # project from what a bench measured on the target machine: nothing runs here
+        from engine.bench import input_size
+        from engine.bench_profile import projection_lines, read_profile
+
+        profile = read_profile(args.profile)
+        full_rows, full_tasks = input_size(config)
+        print("\n".join(projection_lines(profile, full_rows, full_tasks, args.devices, device_kind())))
+        return EXIT_OK
     result = bench(config, args.sample, devices=args.devices, seed=args.seed, compare=args.compare)
     print("\n".join(report_lines(result)))
+    if args.write_profile:
+        from engine.bench_profile import profile_of, write_profile
+        from engine.stages.plan import build_plan
+
+        tasks = {b.stage.name for b in build_plan(config).own_tables()}
+        write_profile(args.write_profile, profile_of(result, device_kind(), tasks))
+        print(f"profile of this machine ({device_kind()}) written to {args.write_profile}: project with "
+              f"`babelscore bench CONFIG --profile {args.write_profile} --devices N`")
     return EXIT_OK
 
 
@@ -543,8 +565,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     bench_cmd.add_argument("config", help="YAML run config")
     bench_cmd.add_argument("--sample", type=int, default=100, help="rows of the larger sample (default 100)")
-    bench_cmd.add_argument("--devices", type=int, default=1, help="also project the time on this many devices (GPUs)")
+    bench_cmd.add_argument("--devices", type=int, default=1, help="also project the time on this many devices of this machine's kind (a CPU-only "
+                           "machine projects CPU workers, never GPUs: bench on the target, see --profile)")
     bench_cmd.add_argument("--seed", type=int, default=None, help="seed of the sample (default: the config's seed)")
+    bench_cmd.add_argument("--write-profile", metavar="FILE", default=None,
+                           help="also write this machine's measured costs (per input row, per stage) to FILE, to project "
+                                "runs for this kind of machine elsewhere with --profile")
+    bench_cmd.add_argument("--profile", metavar="FILE", default=None,
+                           help="project the whole input from a profile written by --write-profile on the target machine "
+                                "(nothing runs here; --devices N spreads its model stages over N such devices)")
     bench_cmd.add_argument("--compare", action="store_true",
                            help="also run the whole input and print measured beside projected time (checks the projection)")
     bench_cmd.set_defaults(func=cmd_bench)

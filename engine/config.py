@@ -18,7 +18,7 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import yaml
 
@@ -27,6 +27,7 @@ from engine.data.validate import ValidationParams
 from engine.errors import ConfigError, InputError
 from engine.hints import did_you_mean, path_hint, yaml_tab_hint
 from engine.numerics import DeterministicParams, parse_deterministic
+from engine.params import error_messages, raise_all
 from engine.stages import flow, registry  # flow also installs the layout resolver of run directories
 from engine.stages.registry import DEFAULT_STAGES, get_stage
 
@@ -155,48 +156,64 @@ def config_from_mapping(
     raw = dict(raw)
     raw.update(overrides or {})
     STAGE_ORDER, SECTION_NAMES, TOP_LEVEL_KEYS = tuple(registry.STAGES), section_names(), top_level_keys()
-    unknown = sorted(set(raw) - TOP_LEVEL_KEYS)
-    if unknown:
-        raise ConfigError(f"{unknown[0]}: unknown top-level key (value {raw[unknown[0]]!r}){did_you_mean(unknown[0], TOP_LEVEL_KEYS)}; "
-                          f"allowed: {sorted(TOP_LEVEL_KEYS)}")
+    errors: list[str] = []  # every mistake found, reported together (one pass, not one round per mistake)
+
+    def collect(parse: Callable[[], Any], default: Any = None) -> Any:
+        try:
+            return parse()
+        except ConfigError as exc:
+            errors.extend(error_messages(exc))
+            return default
+
+    for key in sorted(set(raw) - TOP_LEVEL_KEYS):
+        errors.append(f"{key}: unknown top-level key (value {raw[key]!r}){did_you_mean(key, TOP_LEVEL_KEYS)}; "
+                      f"allowed: {sorted(TOP_LEVEL_KEYS)}")
+        raw.pop(key)
     stages = raw.get("stages", list(DEFAULT_STAGES))
     if not isinstance(stages, list) or not stages:
-        raise ConfigError(f"stages: got {stages!r}; allowed: a non-empty list drawn from {list(STAGE_ORDER)}")
+        errors.append(f"stages: got {stages!r}; allowed: a non-empty list drawn from {list(STAGE_ORDER)}")
+        stages = []
     for stage in stages:
         if stage not in STAGE_ORDER:
-            raise ConfigError(f"stages: got {stage!r}{did_you_mean(stage, STAGE_ORDER)}; allowed: {list(STAGE_ORDER)}")
+            errors.append(f"stages: got {stage!r}{did_you_mean(stage, STAGE_ORDER)}; allowed: {list(STAGE_ORDER)}")
     ordered = tuple(s for s in STAGE_ORDER if s in stages)
-    if list(ordered) != list(stages):
-        raise ConfigError(f"stages: got {stages!r}; stages run in the order {list(STAGE_ORDER)}, list them in that order")
+    if list(ordered) != [s for s in stages if s in STAGE_ORDER]:
+        errors.append(f"stages: got {stages!r}; stages run in the order {list(STAGE_ORDER)}, list them in that order")
+    if errors and not ordered:
+        raise_all(errors)  # the sections cannot be checked without the stages they belong to
     for section in SECTION_NAMES:
         if section in raw and section not in ordered:
-            raise ConfigError(
+            errors.append(
                 f"{section}: the config has a `{section}:` section but `stages` ({list(ordered)}) does not list "
                 f"{section!r}; add it to stages or remove the section"
             )
     name = raw.get("name", "run")
     if not isinstance(name, str) or not name:
-        raise ConfigError(f"name: got {name!r}; allowed: a non-empty string")
-    seed = _int_option(raw, "seed", 0, None, "an integer")
-    part_size = _int_option(raw, "part_size", 64, 1, "a positive integer (samples per part; a file never spans two parts)")
+        errors.append(f"name: got {name!r}; allowed: a non-empty string")
+    seed = collect(lambda: _int_option(raw, "seed", 0, None, "an integer"), 0)
+    part_size = collect(lambda: _int_option(raw, "part_size", 64, 1, "a positive integer (samples per part; a file never spans two parts)"), 64)
     input_value = raw.get("input")
+    input_path = ""
     if flow.input_source(ordered) is None:
         if not isinstance(input_value, str) or not input_value:
-            raise ConfigError("input: required key is missing; give a Parquet or JSONL sample table (or builtin:demo)")
-        input_path = resolve_input(input_value, base_dir)
-    else:
-        input_path = ""
+            errors.append("input: required key is missing; give a Parquet or JSONL sample table (or builtin:demo)")
+        else:
+            input_path = collect(lambda: resolve_input(input_value, base_dir), "")
     labels = raw.get("labels")
     if labels is not None:
         if not isinstance(labels, str) or not labels:
-            raise ConfigError(f"labels: got {labels!r}; allowed: a Parquet or JSONL table of file_id, generator, label, error_codes")
-        labels = resolve_input(labels, base_dir, key="labels")
+            errors.append(f"labels: got {labels!r}; allowed: a Parquet or JSONL table of file_id, generator, label, error_codes")
+        else:
+            labels = collect(lambda: resolve_input(labels, base_dir, key="labels"))
     sections: dict[str, Any] = {}
     for section in SECTION_NAMES:
-        if section in raw or section in ordered:
-            sections[section] = _parse_section(section, raw.get(section) if raw.get(section) is not None else {}, base_dir, seed)
-    reuse = parse_reuse(raw.get("reuse"), base_dir)
-    validation = ValidationParams.from_mapping(raw.get("validation") or {}, where="validation")
+        if section in ordered:
+            options = raw.get(section) if raw.get(section) is not None else {}
+            sections[section] = collect(lambda section=section, options=options: _parse_section(section, options, base_dir, seed))
+    reuse = collect(lambda: parse_reuse(raw.get("reuse"), base_dir), ())
+    validation = collect(lambda: ValidationParams.from_mapping(raw.get("validation") or {}, where="validation"))
+    deterministic = collect(lambda: parse_deterministic(raw.get("deterministic")))
+    raise_all(errors)
     config = RunConfig(
         name=name,
         input=input_path,
@@ -207,7 +224,7 @@ def config_from_mapping(
         sections=sections,
         validation=validation,
         reuse=reuse,
-        deterministic=parse_deterministic(raw.get("deterministic")),
+        deterministic=deterministic,
     )
     if check:
         check_config(config)

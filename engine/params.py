@@ -78,7 +78,29 @@ def _convert(value: Any, tp: Any, where: str) -> Any:
     elif isinstance(tp, type):
         if isinstance(value, tp):
             return value
-    raise ConfigError(f"{where}: got {value!r}; allowed: {describe_type(tp)}")
+    hint = ""
+    if origin is Literal and isinstance(value, str):  # 'rouge-l' -> 'rougeL': compared without case, '-' or '_'
+        options = [str(a) for a in typing.get_args(tp)]
+        plain = {o.lower().replace("-", "").replace("_", ""): o for o in options}
+        same = plain.get(value.lower().replace("-", "").replace("_", ""))
+        hint = f"; did you mean {same!r}?" if same else did_you_mean(value, options)
+    raise ConfigError(f"{where}: got {value!r}{hint}; allowed: {describe_type(tp)}")
+
+
+def error_messages(exc: ConfigError) -> list[str]:
+    """The single mistakes a ConfigError reports (several when raised by `raise_all`)."""
+    return list(getattr(exc, "messages", None) or [str(exc)])
+
+
+def raise_all(errors: list[str]) -> None:
+    """Raise one ConfigError listing every message (the message itself when there is one)."""
+    if not errors:
+        return
+    unique = list(dict.fromkeys(errors))
+    text = unique[0] if len(unique) == 1 else f"{len(unique)} config errors:\n" + "\n".join(f"  - {m}" for m in unique)
+    error = ConfigError(text)
+    error.messages = unique
+    raise error
 
 
 @dataclasses.dataclass(frozen=True)
@@ -92,15 +114,21 @@ class Params:
         names = [f.name for f in dataclasses.fields(cls) if f.init]
         unknown = sorted(set(mapping) - set(names))
         prefix = f"{where}." if where else ""
-        if unknown:
+        errors: list[str] = []  # every mistake of the section, said in one pass
+        for key in unknown:
             # A key named like a secret is not echoed: its value would land in logs and CI output.
             shown = ("not shown: a key of this name may hold a secret, which belongs in an environment variable"
-                     if _SECRET_NAME.search(unknown[0]) else f"value {mapping[unknown[0]]!r}")
-            raise ConfigError(
-                f"{prefix}{unknown[0]}: unknown key ({shown})"
-                f"{did_you_mean(unknown[0], names)}; allowed keys here: {sorted(names)}"
-            )
-        kwargs = {k: _convert(v, hints[k], f"{prefix}{k}") for k, v in mapping.items()}
+                     if _SECRET_NAME.search(key) else f"value {mapping[key]!r}")
+            errors.append(f"{prefix}{key}: unknown key ({shown}){did_you_mean(key, names)}; allowed keys here: {sorted(names)}")
+        kwargs = {}
+        for k, v in mapping.items():
+            if k in unknown:
+                continue
+            try:
+                kwargs[k] = _convert(v, hints[k], f"{prefix}{k}")
+            except ConfigError as exc:
+                errors += error_messages(exc)
+        raise_all(errors)
         try:
             return cls(**kwargs)
         except TypeError as exc:  # a required field is missing

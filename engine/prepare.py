@@ -140,6 +140,8 @@ def prepare(run: RunDirectory, plan: Any) -> None:
             run.path("rejected.parquet"),
             "\n".join(validator.summary_lines()),
         )
+    for message in validator.column_messages:
+        logger.warning("input columns: %s", message)
     if validator.spaced_labels:
         logger.warning("%s", validator.label_warning())
     if validator.unknown_codes:

@@ -116,6 +116,14 @@
     for (var n = 0; n < named.length; n++) {
       fits[named[n].getAttribute("data-table")] = { scroll: named[n].scrollWidth, client: named[n].clientWidth };
     }
+    // The answer block and its first card: where they are on the first screen (window height).
+    var answer = document.getElementById("answer");
+    if (answer) {
+      var first = answer.querySelector(".ans") || answer;
+      fits["answer-block"] = { top: answer.getBoundingClientRect().top + window.scrollY,
+                               first_bottom: first.getBoundingClientRect().bottom + window.scrollY,
+                               window: window.innerHeight };
+    }
     document.body.setAttribute("data-layout-tables", JSON.stringify(fits));
     document.body.setAttribute("data-layout-checked", String(all.length));
     document.body.setAttribute("data-layout-texts", String(boxes.length));

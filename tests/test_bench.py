@@ -49,7 +49,8 @@ def test_bench_prints_per_stage_rates_and_the_projection_beside_the_measured_run
     write_jsonl(tmp_path / "in.jsonl", rows)
     config = tmp_path / "my.yaml"
     config.write_text("input: in.jsonl\nstages: [score]\nscore:\n  scorers: [{kind: lexical, metrics: [bleu]}]\n")
-    proc = subprocess.run([PYTHON, "-m", "engine.cli", "bench", str(config), "--sample", "8", "--compare", "--devices", "2"],
+    proc = subprocess.run([PYTHON, "-m", "engine.cli", "bench", str(config), "--sample", "8", "--compare", "--devices", "2",
+                           "--write-profile", str(tmp_path / "p.json")],
                           capture_output=True, text=True, cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(REPO)})
     assert proc.returncode == 0, proc.stderr
     # the runs' progress is relayed: a bench would otherwise print nothing for minutes
@@ -62,5 +63,14 @@ def test_bench_prints_per_stage_rates_and_the_projection_beside_the_measured_run
     score = next(line for line in out.splitlines() if line.startswith("score "))
     assert len(score.split()) == 10, score  # every column filled for a part stage
     assert "projected time for the whole input on this machine:" in out
-    assert "projection for 2 devices (not measured" in out and "regime:" in out
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl", "my.yaml"]  # nothing left beside the config
+    assert "projection for 2 devices like this one (" in out and "not measured" in out and "regime:" in out
+    assert "says nothing about a GPU" in out or "like this one (gpu" in out
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl", "my.yaml", "p.json"]  # nothing else left beside the config
+    # The profile projects the same input to the same total, and to N devices only as the measured kind
+    projected = float(next(line for line in out.splitlines() if line.startswith("total")).split()[-3])
+    again = subprocess.run([PYTHON, "-m", "engine.cli", "bench", str(config), "--profile", str(tmp_path / "p.json")],
+                           capture_output=True, text=True, cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert again.returncode == 0, again.stderr
+    assert "projection from the profile measured on cpu (" in again.stdout and "bench small run" not in again.stderr
+    total = float(next(line for line in again.stdout.splitlines() if line.strip().startswith("total")).split()[-1])
+    assert total == pytest.approx(projected, abs=0.15)

@@ -251,3 +251,44 @@ def test_a_row_without_kappa_says_why_as_text() -> None:
     assert "English, j · cot · en · with: no answer gave a label (80% truncated, 20% empty" in note
     assert "Dutch" not in note  # a row with a kappa needs no note
     assert no_kappa_notes(agreement[1:], rates) == []
+
+
+def test_no_best_setup_is_named_when_every_setup_scores_zero_or_several_tie() -> None:
+    """Picking the first of several equal setups (every precision 0) named an arbitrary "best"."""
+    import pyarrow as pa
+
+    def row(code: str, strategy: str, tp: int, fp: int, fn: int) -> dict:
+        precision = tp / (tp + fp) if tp + fp else 0.0
+        return {"code": code, "judge": "J", "task": "judge-J-1", "strategy": strategy, "prompt_language": "en",
+                "reference": "with", "tp": tp, "fp": fp, "fn": fn, "pairs": 4, "precision": precision,
+                "recall": tp / (tp + fn) if tp + fn else math.nan}
+
+    detection = pa.Table.from_pylist([row("MS", "standard", 0, 1, 2), row("MS", "hierarchical", 0, 0, 2),
+                                      row("LG", "standard", 1, 1, 1), row("LG", "hierarchical", 1, 1, 1),
+                                      row("SE", "standard", 2, 0, 0), row("SE", "hierarchical", 1, 1, 1)])
+    summary = {r["code"]: r for r in code_summary(detection).to_pylist()}
+    assert summary["MS"]["best_setup"] is None and summary["MS"]["best_f1"] == 0.0  # every F1 is 0
+    assert summary["LG"]["best_setup"] is None and summary["LG"]["best_f1"] == pytest.approx(0.5)  # a tie
+    assert summary["SE"]["best_setup"] == "J/judge-J-1/standard/en/with" and summary["SE"]["best_precision"] == 1.0
+
+
+def test_the_answer_names_the_judges_best_setup_per_language_and_says_ties(tmp_path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from engine.judge.analysis import AGREEMENT_SCHEMA
+    from engine.report.answer import judge_best
+
+    def row(language: str, strategy: str, kappa: float | None, n: int) -> dict:
+        return {"language": language, "judge": "J", "task": "judge-J-1", "strategy": strategy, "prompt_language": "en",
+                "reference": "with", "n_rows": 10, "n": n, "kappa": kappa}
+
+    rows = [row("en", "standard", 0.4, 10), row("en", "hierarchical", 0.7, 10), row("de", "standard", 0.5, 8),
+            row("de", "hierarchical", 0.5, 8), row("nl", "standard", None, 0)]
+    (tmp_path / "judge_analysis").mkdir()
+    table = pa.Table.from_pylist([{f.name: r.get(f.name) for f in AGREEMENT_SCHEMA} for r in rows], schema=AGREEMENT_SCHEMA)
+    pq.write_table(table, tmp_path / "judge_analysis" / "agreement.parquet")
+    best = judge_best(tmp_path)
+    assert [r["strategy"] for r in best["en"]] == ["hierarchical"]
+    assert sorted(r["strategy"] for r in best["de"]) == ["hierarchical", "standard"]  # a tie: both named
+    assert "nl" not in best  # no kappa: no best

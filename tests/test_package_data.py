@@ -15,6 +15,7 @@ REPO = Path(__file__).resolve().parents[1]
 SHIPPED = [
     "engine/resources/model_cards.yaml",
     "engine/resources/encoders.yaml",
+    "engine/resources/languages.tsv",
     *[f"engine/resources/taxonomy_{lang}.yaml" for lang in ("en", "nl", "zh", "el", "pl")],
     "engine/data/demo/samples.jsonl",
     *[f"engine/data/demo/content_{lang}.yaml" for lang in ("en", "nl", "zh", "el", "pl")],
@@ -59,8 +60,10 @@ def test_an_installed_wheel_reads_its_own_data(wheel: Path, tmp_path: Path) -> N
         "from engine.generate.cards import load_cards\n"
         "from engine.metrics.embedding import default_layer_table\n"
         "from engine.data.demo.make_demo_data import build_rows\n"
+        "from engine.report.tables import language_name\n"
         "print(json.dumps({'file': engine.__file__, 'cards': sorted(load_cards()),\n"
-        "  'layer': default_layer_table()['bert-base-multilingual-cased'], 'rows': len(build_rows())}))\n"
+        "  'layer': default_layer_table()['bert-base-multilingual-cased'], 'rows': len(build_rows()),\n"
+        "  'language': language_name('de')}))\n"
     )
     env = {**os.environ, "PYTHONPATH": str(target)}
     done = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, env=env, check=True, capture_output=True,
@@ -69,4 +72,5 @@ def test_an_installed_wheel_reads_its_own_data(wheel: Path, tmp_path: Path) -> N
     assert Path(result["file"]).is_relative_to(target)  # the installed copy, not the checkout
     assert result["cards"] == ["codegemma", "codellama", "codeqwen1.5", "granite-code", "starcoder2"]
     assert result["layer"] == 9
+    assert result["language"] == "German"  # engine/resources/languages.tsv travels with the wheel
     assert result["rows"] == len((REPO / "engine/data/demo/samples.jsonl").read_text(encoding="utf-8").splitlines())

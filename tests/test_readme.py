@@ -15,6 +15,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -23,6 +24,7 @@ from conftest import REPO
 
 from engine.cli import build_parser
 from engine.config import load_config
+from engine.report.summary import run_summary
 
 PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 TOP = ("engine/", "kernels/", "tests/", "bench/", "configs/", "docs/", "examples/", ".ci/")
@@ -185,3 +187,46 @@ def test_the_walk_through_runs_in_a_fresh_shell(tmp_path):
     assert "18 rows, 18 valid, 0 rejected" in proc.stdout and "config check passed" in proc.stdout
     assert (tmp_path / "runs" / "example" / "report" / "index.html").is_file()
     assert '"status": "complete"' in (tmp_path / "runs" / "example" / "manifest.json").read_text()
+
+
+def _snippet() -> str:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    start = readme.index("```python", readme.index("**Read the scores**"))
+    return textwrap.dedent(readme[start:readme.index("```", start + 3)].split("\n", 1)[1])
+
+
+def _console_means(stdout: str) -> dict[tuple[str, str, str, str, str], str]:
+    """(metric, scorer, context, variant, language) -> the value the console printed."""
+    lines = stdout[stdout.index("mean score per language"):].splitlines()
+    header = lines[1].split()
+    out = {}
+    for line in lines[3:]:
+        cells = line.split()
+        if len(cells) != len(header) or line.startswith("("):
+            break
+        for language, value in zip(header[4:], cells[4:]):
+            out[(*cells[:4], language)] = value
+    return out
+
+
+def test_the_pandas_snippet_prints_the_consoles_numbers(tmp_path, monkeypatch):
+    """The README's snippet keeps settings apart: its means are the console's, setting by setting."""
+    from engine.cli import main
+
+    run = tmp_path / "runs" / "example"
+    assert main(["run", str(REPO / "examples" / "lexical.yaml"), "--out", str(run)]) in (0, 1)
+    console = _console_means(run_summary(str(run)) + "\n")
+    monkeypatch.chdir(tmp_path)
+    namespace: dict = {}
+    with contextlib.redirect_stdout(io.StringIO()) as printed:
+        exec(compile(_snippet(), "README.md", "exec"), namespace)
+    assert printed.getvalue().strip()
+    means = namespace["means"].reset_index()
+    checked = 0
+    for row in means.to_dict("records"):
+        key = tuple(str(row[k]) if isinstance(row[k], str) and row[k] else "-" for k in ("metric", "scorer", "context", "variant"))
+        for language in namespace["means"].columns:
+            if console.get((*key, language), "-") != "-":
+                assert console[(*key, language)] == f"{row[language]:.4f}", (key, language)
+                checked += 1
+    assert checked == sum(v != "-" for v in console.values()) > 0

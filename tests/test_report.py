@@ -20,6 +20,7 @@ import pytest
 from PIL import Image
 from sklearn.metrics import cohen_kappa_score, confusion_matrix, f1_score
 
+import engine.stages.flow  # noqa: F401  the layout resolver of run directories (the CLI imports it; a test run alone did not)
 from engine.records import CALIBRATION_SCHEMA, LABELS, SAMPLE_SCHEMA, SCORE_SCHEMA
 from engine.taxonomy import accumulate
 
@@ -298,7 +299,7 @@ def test_run_without_labels_or_noise_says_what_is_missing(tmp_path: Path) -> Non
     assert "data-kappa" not in text
     headings = re.findall(r"<h2>(.*?)</h2>", text)
     assert all(any(h.startswith(number + " — ") for h in headings) for number in STUDY_NUMBERS)  # named even when missing
-    notice = text[text.index("Missing from this report"):text.index("</aside>")]
+    notice = text[text.index("Missing from this report"):text.index("</aside>", text.index("Missing from this report"))]
     for number in ("Table 1", "Table 2", "Fig. 3", "Fig. 6", "Figs. 7/8", "Fig. 11", "Fig. 12"):
         assert number + " — " in notice, number
     images = parse(text, "data-never").images

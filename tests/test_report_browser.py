@@ -78,7 +78,7 @@ def overflow_page(root: Path) -> Path:
         '<section id="fine"><h2>fine</h2><div class="scroll" style="width:300px"><table id="scrolls"><tr>'
         + "".join(f"<td>column-{i}</td>" for i in range(12)) + "</tr></table></div></section>"
     )
-    values = dict(title="overflow", name="overflow", path=str(root), meta="", chips="", counted="", toc="", notice="", body=body, footer="")
+    values = dict(title="overflow", name="overflow", path=str(root), meta="", chips="", counted="", answer="", toc="", notice="", body=body, footer="")
     root.mkdir(parents=True, exist_ok=True)
     page = root / "index.html"
     page.write_text(Template(PAGE).substitute(values), encoding="utf-8")
@@ -96,11 +96,23 @@ def test_layout_check_finds_overflow_overlap_and_clipping(tmp_path: Path) -> Non
     assert not [p for p in problems if "#fine" in p["what"] or "scrolls" in p["what"]], problems
 
 
+def answer_first_and_tables_fit(index: Path, width: int, tmp_path: Path, must_fit: tuple[str, ...] = ()) -> None:
+    """At `width` px: no layout problem, the answer block's first card ends on the first screen,
+    and the tables named in `must_fit` show every column without scrolling at 1000 px and wider."""
+    tables: dict = {}
+    problems = layout_problems(index, width, tmp_path / "profile", tmp_path / f"shot-{width}.png", tables)
+    assert problems == [], problems
+    answer = tables["answer-block"]
+    assert answer["first_bottom"] <= answer["window"], (width, answer)  # the first language's answer is on screen
+    for name in must_fit if width >= 1000 else ():
+        box = tables[name]
+        assert box["scroll"] <= box["client"] + 1.5, (width, name, box)
+
+
 @pytest.mark.parametrize("width", [420, 1000, 1600])
 def test_fixture_report_layout_holds(browser_page: tuple[Path, str, Path], width: int, tmp_path: Path) -> None:
     run, _, _ = browser_page
-    problems = layout_problems(run / "report" / "index.html", width, tmp_path / "profile", tmp_path / "shot.png")
-    assert problems == [], problems
+    answer_first_and_tables_fit(run / "report" / "index.html", width, tmp_path)
 
 
 @pytest.fixture(scope="module")
@@ -164,7 +176,7 @@ def test_stage_sections_hold_at_1000_px(tmp_path: Path) -> None:
     pq.write_table(pa.Table.from_pylist(ROWS, schema=ROUNDTRIP_SCHEMA), tmp_path / "run" / "roundtrip" / "t__part-00000.parquet")
     signature = "metric:roundtrip-pass@1|" + "|".join(f"option-{i}:value-{i}" for i in range(40))
     body = f'<section id="roundtrip"><h2>Execution round trip</h2>{section_html(tmp_path / "run", {"rt": {"pass@1": signature}})}</section>'
-    values = dict(title="t", name="t", path="p", meta="", chips="", counted="", toc="", notice="", body=body, footer="")
+    values = dict(title="t", name="t", path="p", meta="", chips="", counted="", answer="", toc="", notice="", body=body, footer="")
     (tmp_path / "report").mkdir()
     index = tmp_path / "report" / "index.html"
     index.write_text(Template(PAGE).substitute(values), encoding="utf-8")
@@ -195,7 +207,7 @@ def _sensitivity_page(root: Path) -> Path:
     data = types.SimpleNamespace(root=root / "run", manifest={"config": {"stages": ["perturb"]}})
     figure_writer = types.SimpleNamespace(draw=lambda *args, **kwargs: "")  # the table is what is checked here
     body = sensitivity_section(data, figure_writer, lambda anchor, title, html, *rest: f'<section id="{anchor}"><h2>{title}</h2>{html}</section>')
-    values = dict(title="t", name="t", path="p", meta="", chips="", counted="", toc="", notice="", body=body, footer="")
+    values = dict(title="t", name="t", path="p", meta="", chips="", counted="", answer="", toc="", notice="", body=body, footer="")
     (root / "report").mkdir()
     index = root / "report" / "index.html"
     index.write_text(Template(PAGE).substitute(values), encoding="utf-8")
@@ -218,3 +230,38 @@ def test_the_sensitivity_table_shows_ds_and_no_column_is_clipped(tmp_path: Path)
     tables = {}
     assert layout_problems(index, 420, tmp_path / "profile", tmp_path / "shot-420.png", tables) == []
     assert tables["sensitivity"]["scroll"] > tables["sensitivity"]["client"]  # the test can fail: narrow, it must scroll
+
+
+def test_williams_table_fits_at_1000_and_1600_px_in_the_reports_language_order(tmp_path: Path) -> None:
+    """Williams' test table hid t, p and adjusted p at 1000 px: its setting names wrap and its
+    column names break now, so every column is in view; languages in the study's order."""
+    import types
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from engine.perturb.report import significance_section
+    from engine.records import SIGNIFICANCE_SCHEMA
+    from engine.report.page import PAGE
+
+    settings = [("bertscore", "pypi:all-MiniLM-L6-v2", "layer-5/F", c) for c in ("none", "minimal", "full")]
+    settings += [("bartscore", "demo:tiny-bart", "avg", "minimal"), ("rougeL", "", "F", "")]
+    rows = [dict(kind="williams", language=lang, metric=x[0], scorer=x[1], variant=x[2], context=x[3], metric_y=y[0],
+                 scorer_y=y[1], variant_y=y[2], context_y=y[3], n=55, r_xz=0.41, r_yz=0.32, r_xy=0.7, t=1.23456, p=0.1111,
+                 p_adjusted=0.3333, direction="x>y", significant=False)
+            for lang in ("zh", "de", "en", "nl") for x, y in zip(settings, settings[1:])]
+    (tmp_path / "run").mkdir()
+    pq.write_table(pa.Table.from_pylist(rows, schema=SIGNIFICANCE_SCHEMA), tmp_path / "run" / "significance.parquet")
+    data = types.SimpleNamespace(root=tmp_path / "run")
+    body = significance_section(data, lambda anchor, title, html, *rest: f'<section id="{anchor}"><h2>{title}</h2>{html}</section>')
+    order = [m.group(1) for m in re.finditer(r'<tr data-significant="false"><td>([^<]+)</td>', body)]
+    assert list(dict.fromkeys(order)) == ["English", "Dutch", "Chinese", "German"]  # study order, then the others
+    values = dict(title="t", name="t", path="p", meta="", chips="", counted="", answer="", toc="", notice="", body=body, footer="")
+    (tmp_path / "report").mkdir()
+    index = tmp_path / "report" / "index.html"
+    index.write_text(Template(PAGE).substitute(values), encoding="utf-8")
+    for width in (1000, 1600):
+        tables: dict = {}
+        assert layout_problems(index, width, tmp_path / "profile", tmp_path / f"shot-{width}.png", tables) == []
+        assert tables["williams"]["scroll"] <= tables["williams"]["client"] + 1.5, (width, tables["williams"])
+    assert layout_problems(index, 420, tmp_path / "profile", tmp_path / "shot-420.png") == []

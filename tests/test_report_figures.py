@@ -98,3 +98,26 @@ def test_expert_label_bars_number_each_segment_with_its_own_share(tmp_path: Path
     # a segment too narrow for its number (the 5% incorrect of c) has none
     assert sorted(t.get_text() for t in numbers) == sorted(["100%", "50%", "30%", "20%", "95%"])
     plt.close("all")
+
+
+def test_regions_out_of_label_order_are_flagged_in_the_strip_plot(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A classifier whose lowest region is labelled partial and the middle one incorrect is framed
+    and named in its panel, with the region tints in the legend; an ordered one is not flagged."""
+    from engine.report.tables import ConfigKey, StripPanel, StripRow, regions_out_of_order
+
+    assert regions_out_of_order(["partial", "incorrect", "correct"]) and not regions_out_of_order(["incorrect", "partial", "correct"])
+    assert not regions_out_of_order(["incorrect", "correct"]) and not regions_out_of_order(None)
+    x, labels = np.linspace(0, 1, 12), np.array([0, 1, 2] * 4)
+    panels = [StripPanel("en", x, labels, [0.3, 0.6], ["partial", "incorrect", "correct"]),
+              StripPanel("de", x, labels, [0.3, 0.6], ["incorrect", "partial", "correct"])]
+    drawn: list[plt.Figure] = []
+    monkeypatch.setattr(figures, "_save", lambda fig, path: drawn.append(fig))
+    figures.strip_figure(tmp_path / "s.png", "bleu", [StripRow(ConfigKey("bleu", "", "", "score"), 0, 1, 12, 12, panels)])
+    fig = drawn[0]
+    flagged = [ax for ax in fig.axes if any(t.get_text() == "regions out of label order" for t in ax.texts)]
+    assert [ax.get_title() for ax in flagged] == ["English"]
+    legend = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert {"region: partial", "region: incorrect", "regions out of label order"} <= set(legend)
+    assert [ax.get_title() for ax in fig.axes if ax.get_title()] == ["English", "German"]  # any ISO code is named
+    assert not figures.text_overlaps(fig)
+    plt.close("all")

@@ -153,4 +153,45 @@ def test_a_language_without_a_fitted_setting_gets_its_line_and_reason(tmp_path) 
     execute_run(load_config(str(REPO / "examples" / "lexical.yaml")), str(tmp_path / "run"))
     lines = best_lines(tmp_path / "run").splitlines()
     assert lines[1].split()[0] == "English" and "κ" in lines[1]
-    assert lines[-1].split()[:4] == ["Dutch", "no", "fitted", "setting:"] and "has 1 score(s)" in lines[-1], lines
+    languages = [line for line in lines[1:] if not line.startswith("warning:")]
+    assert languages[-1].split()[:4] == ["Dutch", "no", "fitted", "setting:"] and "has 1 score(s)" in languages[-1], lines
+    # the lexical example has a fitted setting whose regions run partial below incorrect: the console says so
+    assert [line for line in lines if line.startswith("warning:")] == [lines[-1]] and "out of label order" in lines[-1]
+
+
+def test_the_answer_block_opens_the_page_with_rank_one_of_each_language(sweep_run: Path) -> None:
+    """Right under the header, before any section: per language the Best settings table's rank 1
+    (the highest kappa among every fitted setting), its Williams p against the runner-up, and a
+    link to the evidence; a tie is said as a tie."""
+    text = _html(sweep_run)
+    start = text.index('<aside class="answer"')
+    assert start < text.index("<section") and start < text.index('<nav class="toc"')
+    answer = text[start:text.index("</aside>", start)]
+    cards = {c["data-answer-language"]: c for c in parse(answer, "data-answer-language").cells}
+    ranked = {r["data-language"]: r for r in parse(text, "data-rank").cells if r["data-rank"] == "1"}
+    assert list(cards) == ["en", "nl", "pl", "el", "zh"] and set(ranked) == set(cards)
+    cal = _agreement(sweep_run)
+    for language, card in cards.items():
+        top = ranked[language]
+        assert (card["data-metric"], card["data-variant"], card["data-context"]) == (top["data-metric"], top["data-variant"], top["data-context"])
+        assert float(card["data-answer-kappa"]) == float(top["data-ranked-kappa"]) == cal[cal["language"] == language]["kappa"].max()
+        assert card["data-p"] == top["data-p"]
+        tied = int((cal[cal["language"] == language]["kappa"] == float(card["data-answer-kappa"])).sum())
+        assert int(card["data-tied"]) == min(tied, BEST_ROWS + 1)
+        assert f'href="#best-{language}"' in answer and f'id="best-{language}"' in text
+    assert "no single best" in answer or "Williams p = " in answer
+
+
+@pytest.mark.parametrize("width", [420, 1000, 1600])
+def test_sweep_report_layout_holds_with_the_answer_on_the_first_screen(sweep_run: Path, width: int, tmp_path: Path) -> None:
+    """Chromium at three widths: no clipped table, no text over text, the answer on the first screen,
+    and the layer and best-settings tables whole at 1000 px and wider."""
+    import shutil
+
+    if shutil.which("chromium") is None:
+        pytest.skip("chromium is not installed (the Makefile's test set-up installs Debian's `chromium`)")
+    from test_report_browser import answer_first_and_tables_fit
+
+    names = re.findall(r'data-table="((?:layers|best)-[^"]+)"', _html(sweep_run))
+    assert names
+    answer_first_and_tables_fit(sweep_run / "report" / "index.html", width, tmp_path, tuple(names))

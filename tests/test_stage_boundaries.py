@@ -57,6 +57,7 @@ ALLOWED_LITERALS: dict[tuple[str, str], tuple[int, str]] = {
     ('engine/perturb/significance.py', 'score'): (1, VARIANT),
     ('engine/records.py', 'judge'): (1, 'the `judge` column of the judgment table'),
     ('engine/records.py', 'noise'): (4, COLUMN),
+    ('engine/report/answer.py', 'judge'): (1, "the `judge` column of the judges' agreement table"),
     ('engine/report/figures.py', 'score'): (1, 'an axis label'),
     ('engine/report/load.py', 'noise'): (5, COLUMN),
     ('engine/report/sections.py', 'noise'): (7, "the noise figure's anchor and the `noise` column; 2 say which stage a run lacks"),

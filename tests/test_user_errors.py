@@ -414,3 +414,42 @@ def test_a_mistyped_model_directory_gets_did_you_mean(tmp_path):
         check_model_name(str(tmp_path / "tiny-bertt"), "score.scorers[0].model")
     with pytest.raises(ConfigError, match=r"the path has backslashes; write it with / \('\./models/mini'\)"):
         check_model_name(".\\models\\mini", "score.scorers[0].model")
+
+
+# ----- a researcher's first day: misnamed columns, metric names, every config error at once --------
+def _renamed(row: dict, old: str, new: str) -> dict:
+    return {(new if k == old else k): v for k, v in row.items()}
+
+
+def test_a_misnamed_column_gives_one_message_naming_it_and_the_intended_field(tmp_path):
+    rows = [{**_renamed(make_sample(f"f{i}/gen-a"), "language", "lang"), "notes": "x"} for i in range(24)]
+    write_jsonl(tmp_path / "in.jsonl", rows)
+    proc = _cli("validate", str(tmp_path / "in.jsonl"))
+    assert proc.returncode == 4, proc.stderr  # no valid row
+    hints = [line for line in proc.stdout.splitlines() if "did you mean 'language'" in line]
+    assert len(hints) == 1 and "'lang'" in hints[0], proc.stdout
+    assert "row 0 (" not in proc.stdout  # not one line per row
+    assert "'notes'" in proc.stdout and "not read" in proc.stdout  # an unknown column is named, not ignored silently
+    assert "rejected.parquet" not in proc.stdout + proc.stderr  # validate writes no such file
+
+
+def test_validate_names_no_file_it_does_not_write():
+    validator = SampleValidator(require_prediction=True)
+    for i in range(5):
+        validator.check(RawRow(i, make_sample(f"s{i}", comment_start=i + 100), None, None))
+    validate_lines = "\n".join(validator.summary_lines(where=None))
+    assert "more distinct reason(s)" in validate_lines and "rejected.parquet" not in validate_lines
+    assert "in rejected.parquet" in "\n".join(validator.summary_lines())  # a run writes it
+
+
+def test_a_metric_name_gets_did_you_mean_and_every_config_error_is_reported_in_one_pass(tmp_path):
+    write_jsonl(tmp_path / "in.jsonl", [make_sample("a")])
+    raw = {"input": "in.jsonl", "stages": ["score", "calibrate"], "seeed": 1,
+           "score": {"scorers": [{"kind": "lexical", "metrics": ["rouge-l"]}]}, "calibrate": {"bootstrapp": 10}}
+    with pytest.raises(ConfigError) as caught:
+        config_from_mapping(raw, tmp_path)
+    text = str(caught.value)
+    assert text.startswith("3 config errors:"), text
+    assert "got 'rouge-l'; did you mean 'rougeL'?" in text
+    assert "seeed: unknown top-level key" in text and "did you mean 'seed'" in text
+    assert "calibrate.bootstrapp: unknown key" in text and "did you mean 'bootstrap'" in text

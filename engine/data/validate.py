@@ -188,6 +188,45 @@ def raw_json(row: RawRow) -> str:
     return _storable(json.dumps(row.values, ensure_ascii=False, default=repr))
 
 
+INPUT_COLUMNS = tuple(field.name for field in SAMPLE_SCHEMA)
+
+
+def _likely(name: str, choices: list[str]) -> str | None:
+    """The choice `name` most likely stands for: a close spelling, or a prefix ('lang' -> 'language')."""
+    import difflib
+
+    close = difflib.get_close_matches(name.lower(), choices, n=1, cutoff=0.6)
+    if close:
+        return close[0]
+    prefixed = [c for c in choices if len(name) >= 3 and (c.startswith(name.lower()) or name.lower().startswith(c))]
+    return prefixed[0] if len(prefixed) == 1 else None
+
+
+def column_notes(columns: Any) -> tuple[list[str], dict[str, str]]:
+    """What is wrong with an input's column names, once per input rather than once per row.
+
+    Returns (messages, field -> note): a message per unknown column (named, with the required or
+    optional column it likely stands for), and for each required field that is absent but likely
+    given under another name, the note its rows' rejections carry."""
+    present = [str(c) for c in columns]
+    unknown = [c for c in present if c not in INPUT_COLUMNS]
+    missing = [c for c in REQUIRED_SAMPLE_COLUMNS if c not in present]
+    messages, explained = [], {}
+    for column in unknown:
+        target = _likely(column, missing) or _likely(column, [c for c in INPUT_COLUMNS if c not in present])
+        if target in missing:
+            messages.append(f"column {column!r} is not an input column: did you mean {target!r} (a required field, "
+                            f"missing)? Rename the column; every row is rejected until then")
+            explained[target] = f"column {column!r} present: rename it to {target!r}"
+        elif target is not None:
+            messages.append(f"column {column!r} is not an input column and is not read: did you mean {target!r}?")
+    rest = [c for c in unknown if not any(repr(c) in m for m in messages)]
+    if rest:
+        messages.append(f"column(s) {', '.join(map(repr, rest))} are not input columns and are not read "
+                        f"(input columns: {', '.join(INPUT_COLUMNS)})")
+    return messages, explained
+
+
 class SampleValidator:
     """Validates rows in input order; remembers sample_ids to catch duplicates."""
 
@@ -201,13 +240,28 @@ class SampleValidator:
         self.spaced_labels: Counter[tuple[str, str]] = Counter()  # (label as written, read as) with stray spaces
         self.valid = 0
         self.rejected = 0
+        # column-name problems, said once per distinct set of columns (JSONL rows may differ)
+        self.column_messages: list[str] = []
+        self._column_sets: dict[frozenset, dict[str, str]] = {}
 
     def check(self, row: RawRow) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
         """(valid sample, None) or (None, rejected record)."""
         try:
             if row.values is None:
                 raise RowRejected(row.problem or "unreadable row")
-            sample, unknown = validate_row(row.values, self.require_prediction, self.params.unknown_error_codes)
+            columns = frozenset(row.values)
+            if columns not in self._column_sets:
+                messages, explained = column_notes(sorted(columns))
+                self._column_sets[columns] = explained
+                self.column_messages += [m for m in messages if m not in self.column_messages]
+            try:
+                sample, unknown = validate_row(row.values, self.require_prediction, self.params.unknown_error_codes)
+            except RowRejected as rejection:
+                missing = next((f for f in self._column_sets[columns] if rejection.reason == f"missing required field {f!r}"), None)
+                if missing is None:
+                    raise
+                note = f"missing required field {missing!r} ({self._column_sets[columns][missing]})"
+                raise RowRejected(note, note) from None
             first = self._first_seen.get(sample["sample_id"])
             if first is not None:
                 raise RowRejected(f"duplicate sample_id (first seen at row {first})", "duplicate sample_id")
@@ -231,8 +285,9 @@ class SampleValidator:
             self.spaced_labels[(written, sample["label"])] += 1
         return sample, None
 
-    def summary_lines(self, examples: int = 3) -> list[str]:
-        """Rejections grouped by kind, most frequent first, each with up to `examples` whole reasons."""
+    def summary_lines(self, examples: int = 3, where: str | None = "rejected.parquet") -> list[str]:
+        """Rejections grouped by kind, most frequent first, each with up to `examples` whole reasons.
+        where: the file that holds every reason (None when nothing was written: `validate`)."""
         lines = []
         for kind, count in self.reasons.most_common():
             lines.append(f"{count:6d}  {kind}")
@@ -242,7 +297,8 @@ class SampleValidator:
             for reason, n in reasons.most_common(examples):
                 lines.append(f"{n:6d}    {reason}")
             if len(reasons) > examples:
-                lines.append(f"{'':6s}    ... {len(reasons) - examples} more distinct reason(s) in rejected.parquet")
+                place = f" in {where}" if where else " (listed row by row above; --show N lists more rows)"
+                lines.append(f"{'':6s}    ... {len(reasons) - examples} more distinct reason(s){place}")
         return lines
 
     def label_warning(self) -> str | None:

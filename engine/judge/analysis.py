@@ -153,10 +153,16 @@ def code_summary(detection: pa.Table) -> pa.Table:
         if not rows:
             continue
         best = max(rows, key=lambda r: (_f1(r["precision"], r["recall"]), -rows.index(r)))
+        best_f1 = _f1(best["precision"], best["recall"])
+        # No best setup is named when none detects the code (F1 0) or several share the best F1:
+        # picking one of them would be arbitrary (the first in sort order).
+        tied = sum(1 for r in rows if _f1(r["precision"], r["recall"]) == best_f1)
+        named = best_f1 > 0 and tied == 1
         out.append({"code": code, "setups": len(rows), "mean_precision": float(np.mean([r["precision"] for r in rows])),
                     "mean_recall": float(np.mean([r["recall"] for r in rows])),
-                    "best_setup": "/".join(str(best[k]) for k in SETUP), "best_precision": best["precision"],
-                    "best_recall": best["recall"], "best_f1": _f1(best["precision"], best["recall"])})
+                    "best_setup": "/".join(str(best[k]) for k in SETUP) if named else None,
+                    "best_precision": best["precision"] if named else None,
+                    "best_recall": best["recall"] if named else None, "best_f1": best_f1})
     return pa.Table.from_pylist(out, schema=CODE_SUMMARY_SCHEMA)
 
 

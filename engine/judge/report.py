@@ -45,6 +45,8 @@ def _cell(column: str, value: Any) -> str:
             parts["prompt_language"] = language_name(parts["prompt_language"])
         parts.pop("task", None)  # the judge's task id repeats its name
         return f"<td class=lbl>{escape(' · '.join(parts.values()))}</td>"
+    if column == "best_setup" and value is None:
+        return '<td class=lbl title="no setup detects the code (F1 0) or several share the best F1">no single best</td>'
     if column in _KAPPA_COLUMNS and isinstance(value, float) and math.isfinite(value):
         return f'<td style="{kappa_style(value)}">{value:.3f}</td>'
     css = ' class=lbl' if isinstance(value, str) else ""
@@ -185,6 +187,12 @@ def judge_section(run_root: str | Path) -> tuple[str, str, str] | None:
             for name in ("agreement", "pooled_confusion", "code_summary", "parse_rates", "reference_comparison")}
     setup = ["judge", "strategy", "prompt_language", "reference"]
     setup_headers = ["judge", "strategy", "prompt language", "reference"]
+    from engine.report.tables import order_languages
+
+    # languages in the report's one order (study order, then the others alphabetically)
+    for name in ("agreement", "reference_comparison"):
+        rank = {lang: i for i, lang in enumerate(order_languages({r["language"] for r in read[name]}))}
+        read[name].sort(key=lambda r: rank[r["language"]])
     metrics = best_metric_kappa(run_root)
     for row in read["agreement"]:
         kappa, setting = metrics.get(row["language"], (math.nan, "–"))
@@ -225,6 +233,8 @@ def judge_section(run_root: str | Path) -> tuple[str, str, str] | None:
         _table(read["code_summary"], ["code", "setups", "mean_precision", "mean_recall", "best_setup", "best_precision",
                                       "best_recall"],
                ["code", "setups", "mean precision", "mean recall", "best setup", "its precision", "its recall"]),
+        "<p>Best setup: the one setup with the highest F1 for the code; <em>no single best</em> where no setup detects "
+        "the code (every F1 0) or several share the highest F1.</p>",
     ]
     parts += _http_part(run_root)
     return "judges", "LLM judges", "\n".join(parts)

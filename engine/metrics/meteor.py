@@ -29,7 +29,11 @@ def wordnet_version() -> str | None:
 
 
 def wordnet_available() -> bool:
-    return wordnet_version() is not None
+    """A WordNet is there to load (folders checked, nltk not imported: config checks stay fast);
+    the signature names the version actually loaded, or `syn:no` when loading fails."""
+    from engine.metrics.wordnet_data import wordnet_findable
+
+    return wordnet_findable()
 
 
 @lru_cache(maxsize=None)
@@ -62,7 +66,7 @@ class MeteorParams:
             "beta": self.beta,
             "gamma": self.gamma,
             "stem": stem_name,
-            "syn": f"wordnet-{wordnet_version()}" if (self.synonyms and stem_name == "porter") else "no",
+            "syn": f"wordnet-{version}" if (self.synonyms and stem_name == "porter" and (version := wordnet_version())) else "no",
             "tok": "unicode-words+punct",
         }
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import sys
 import tempfile
 from functools import lru_cache
 from pathlib import Path
@@ -79,6 +80,25 @@ def link_database(source: Path, nltk_data: Path) -> Path:
     except OSError:  # another process made it first
         shutil.rmtree(staging, ignore_errors=True)
     return target
+
+
+def _nltk_search_paths() -> list[Path]:
+    """Where nltk looks for its data (its defaults and NLTK_DATA), as nltk.data.path lists them."""
+    paths = [Path(p) for p in os.environ.get("NLTK_DATA", "").split(os.pathsep) if p]
+    paths += [Path.home() / "nltk_data"]
+    paths += [Path(sys.prefix) / sub for sub in ("nltk_data", "share/nltk_data", "lib/nltk_data")]
+    paths += [Path(p) for p in ("/usr/share/nltk_data", "/usr/local/share/nltk_data", "/usr/lib/nltk_data",
+                                "/usr/local/lib/nltk_data")]
+    return paths + [cache_root() / "nltk_data"]
+
+
+def wordnet_findable() -> bool:
+    """Whether ensure_wordnet() will find a WordNet, by looking at the folders only: no nltk
+    import (seconds), so a config check stays fast. The load itself, and its version in the
+    signatures, come from ensure_wordnet() when METEOR scores."""
+    if database_dir() is not None:
+        return True
+    return any((p / "corpora" / "wordnet").is_dir() or (p / "corpora" / "wordnet.zip").is_file() for p in _nltk_search_paths())
 
 
 @lru_cache(maxsize=1)

@@ -129,6 +129,8 @@ def significance_section(data: Any, section: Callable[..., Any]) -> Any | None:
     rows = pq.read_table(path, schema=SIGNIFICANCE_SCHEMA).to_pylist()
     corr = [r for r in rows if r["kind"] == "correlation"]
     will = [r for r in rows if r["kind"] == "williams"]
+    rank = {lang: i for i, lang in enumerate(order_languages({r["language"] for r in will}))}
+    will.sort(key=lambda r: rank[r["language"]])  # the report's one language order; stable within a language
     parts = [page.note(
         "Correlation of each metric setting's scores of real predictions with the expert labels (incorrect < partial "
         "< correct): Spearman's ρ and Kendall's τ-b. Williams' t compares two settings on the same items, one-sided: "
@@ -143,14 +145,15 @@ def significance_section(data: Any, section: Callable[..., Any]) -> Any | None:
     if will:
         body = "".join(
             f'<tr data-significant="{str(bool(r["significant"])).lower()}"><td>{esc(language_name(r["language"]))}</td>'
-            f'<td>{esc(_setting_label(r["metric"], r["scorer"], r["variant"], r["context"]))}</td>'
-            f'<td>{esc(_setting_label(r["metric_y"], r["scorer_y"], r["variant_y"], r["context_y"]))}</td>'
+            f'<td class="lbl wrap">{esc(_setting_label(r["metric"], r["scorer"], r["variant"], r["context"]))}</td>'
+            f'<td class="lbl wrap">{esc(_setting_label(r["metric_y"], r["scorer_y"], r["variant_y"], r["context_y"]))}</td>'
             f'<td>{r["n"]}</td><td>{_fmt(r["r_xz"])}</td><td>{_fmt(r["r_yz"])}</td><td>{_fmt(r["r_xy"])}</td>'
             f'<td>{_fmt(r["t"], 2)}</td><td>{_fmt(r["p"], 4)}</td><td>{_fmt(r["p_adjusted"], 4)}</td><td>{esc(r["direction"] or "–")}</td>'
             f'<td title="{esc(r["reason"] or "")}">{"yes" if r["significant"] else "no"}</td></tr>'
             for r in will)
         parts.append("<h3>Williams' test (x better than y)</h3>"
-                     '<div class="scroll"><table class="values"><thead><tr><th>language</th><th>x</th><th>y</th><th>n</th>'
+                     '<div class="scroll" data-table="williams"><table class="values heads-wrap compact"><thead><tr>'
+                     "<th>language</th><th>x</th><th>y</th><th>n</th>"
                      "<th>r(x, experts)</th><th>r(y, experts)</th><th>r(x, y)</th><th>t</th><th>p (one-sided)</th><th>p adjusted</th>"
                      f'<th>direction</th><th>significant</th></tr></thead><tbody>{body}</tbody></table></div>')
     if corr:

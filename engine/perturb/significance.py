@@ -39,7 +39,6 @@ from engine.stats import williams_test  # noqa: F401 - the test used here, kept 
 logger = logging.getLogger(__name__)
 
 SIGNIFICANCE_FILE = "significance.parquet"
-LANGUAGE_NAMES = {"en": "English", "nl": "Dutch", "zh": "Chinese", "el": "Greek", "pl": "Polish"}
 Setting = tuple[str, str, str, str]  # metric, scorer, variant, context
 
 
@@ -72,7 +71,9 @@ def setting_label(s: Setting) -> str:
 
 def _sentence(language: str, x: Setting, y: Setting, r_xz: float, r_yz: float, t: float, p: float, p_adj: float, n: int,
               kind: str, adjust: str) -> str:
-    name = LANGUAGE_NAMES.get(language, language)
+    from engine.report.tables import language_name
+
+    name = language_name(language)
     adjusted = f", Holm-adjusted {p_adj:.3g}" if adjust == "holm" else ""
     return (f"In {name}, {setting_label(x)} agrees with the expert labels better than {setting_label(y)} "
             f"({kind.capitalize()} {r_xz:.2f} vs {r_yz:.2f}; Williams t = {t:.2f}, one-sided p = {p:.3g}{adjusted}, n = {n}).")

@@ -20,6 +20,7 @@ from string import Template
 from typing import Callable
 
 from engine.report import page
+from engine.report.answer import answer_block
 from engine.report.context import FigureWriter, ReportContext, Section
 from engine.report.load import RunData, load_run
 from engine.report.page import PAGE
@@ -145,7 +146,7 @@ def _data_loss_notice(loss: dict) -> str:
             f'(max_rejected {esc(str(loss.get("max_rejected", "0")))}). Reasons: <code>{esc(str(loss.get("reasons", "rejected.parquet")))}</code>.</p></aside>')
 
 
-def render_page(data: RunData, sections: list[Section], elapsed_note: str) -> str:
+def render_page(data: RunData, sections: list[Section], elapsed_note: str, answer: str = "") -> str:
     meta, chips = _header(data)
     toc = "".join(
         f'<li><a href="#{s.anchor}">{esc(s.title)}</a>{" <em>(incomplete)</em>" if s.missing else ""}</li>' for s in sections
@@ -164,6 +165,7 @@ def render_page(data: RunData, sections: list[Section], elapsed_note: str) -> st
         meta=meta,
         chips=chips,
         counted=_counted_note(data),
+        answer=answer,
         toc=toc,
         notice=notice,
         body=body,
@@ -201,8 +203,9 @@ def report_context(data: RunData, folder: Path) -> ReportContext:
     return ReportContext(data, FigureWriter(folder, data.image_format), head_keys, groups, by_key(agreement_rows))
 
 
-def _build(data: RunData, folder: Path) -> list[Section]:
+def _build(data: RunData, folder: Path) -> tuple[list[Section], str]:
     ctx = report_context(data, folder)
+    answer = answer_block(ctx)
     sections: list[Section] = []
     for builder in SECTION_BUILDERS:
         made = builder(ctx)
@@ -211,7 +214,7 @@ def _build(data: RunData, folder: Path) -> list[Section]:
         failures = ctx.fw.failures
         sections.append(Section("failures", "Figures that failed", "<ul>" + "".join(f"<li>{esc(f)}</li>" for f in failures) + "</ul>",
                                 f"{len(failures)} figure(s) failed to draw"))
-    return sections
+    return sections, answer
 
 
 def _remove_leftovers(root: Path) -> None:
@@ -229,9 +232,9 @@ def write_report(run_dir: str) -> str:
     temp = Path(tempfile.mkdtemp(prefix=TMP_PREFIX, dir=root))
     try:
         os.chmod(temp, 0o755)
-        sections = _build(data, temp)
+        sections, answer = _build(data, temp)
         footer = f"generated {time.strftime('%Y-%m-%d %H:%M:%S')} in {time.perf_counter() - start:.1f} s by babelscore report; reads only {root.resolve()}"
-        (temp / "index.html").write_text(render_page(data, sections, footer), encoding="utf-8")
+        (temp / "index.html").write_text(render_page(data, sections, footer, answer), encoding="utf-8")
         final = root / REPORT_DIR
         if final.exists():
             old = root / f"{OLD_PREFIX}{uuid.uuid4().hex[:8]}"

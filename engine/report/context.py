@@ -73,3 +73,4 @@ class ReportContext:
     head_keys: set[ConfigKey] = field(default_factory=set)
     groups: list[tuple[tuple[str, str], list[ConfigKey]]] = field(default_factory=list)
     agreement: dict[tuple, dict[str, Any]] = field(default_factory=dict)
+    cache: dict[str, Any] = field(default_factory=dict)  # results several sections share (computed once)

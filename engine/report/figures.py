@@ -28,13 +28,18 @@ from engine.report.tables import (  # noqa: E402
     ConfigKey,
     StripRow,
     language_name,
+    regions_out_of_order,
 )
 
 logger = logging.getLogger(__name__)
 LABEL_COLOURS = {"incorrect": "#D55E00", "partial": "#E69F00", "correct": "#009E73", "unlabelled": "#8C8C8C"}
+# Region tints of the strip plots (colour, alpha): hues apart from each other (vermillion, yellow,
+# bluish green), so the partial and incorrect regions are told apart even when pale.
+REGION_TINTS = {"incorrect": ("#D55E00", 0.16), "partial": ("#F0E442", 0.35), "correct": ("#009E73", 0.14)}
 NOISE_COLOURS = {"none": "#0072B2", "uniform": "#E69F00", "targeted": "#CC79A7"}
 NOISE_NAMES = {"none": "real prediction", "uniform": "uniform noise", "targeted": "targeted noise"}
 DPI = 100
+BEST_COLOUR = "#D55E00"  # the best layer's star; the frame of a panel whose regions are out of order
 WIDTH = 11.0  # inches; the page's content column is ~1100 px wide
 
 plt.rcParams.update(
@@ -132,13 +137,24 @@ def strip_figure(path: Path, title: str, rows: Sequence[StripRow]) -> None:
         n_rows, n_cols, figsize=(WIDTH, 0.55 + (0.32 * len(strips) + 0.55) * n_rows), squeeze=False, sharex=True, sharey=True
     )
     rng = np.random.default_rng(0)
+    flagged = False
     for r, row in enumerate(rows):
         for c, panel in enumerate(row.panels):
             ax = axes[r, c]
             edges = [0.0, *panel.thresholds, 1.0]
             for region, label in enumerate(panel.region_labels):
                 if region + 1 < len(edges):
-                    ax.axvspan(max(edges[region], -0.02), min(edges[region + 1], 1.02), color=LABEL_COLOURS.get(label, "#cccccc"), alpha=0.10, lw=0)
+                    colour, alpha = REGION_TINTS.get(label, ("#cccccc", 0.2))
+                    ax.axvspan(max(edges[region], -0.02), min(edges[region + 1], 1.02), color=colour, alpha=alpha, lw=0)
+            if regions_out_of_order(panel.region_labels):
+                flagged = True
+                for side in ax.spines.values():
+                    side.set_visible(True)
+                    side.set_color(BEST_COLOUR)
+                    side.set_linewidth(1.6)
+                ax.text(0.5, 0.97, "regions out of label order", transform=ax.transAxes, ha="center", va="top",
+                        fontsize=7, color=BEST_COLOUR, fontweight="bold",
+                        bbox=dict(facecolor="white", edgecolor="none", alpha=0.8, pad=1))
             for t in panel.thresholds:
                 ax.axvline(t, color="#333333", lw=0.8, ls="--")
             if len(panel.x) == 0:
@@ -163,9 +179,20 @@ def strip_figure(path: Path, title: str, rows: Sequence[StripRow]) -> None:
     fig.suptitle(title, x=0.01, ha="left", fontsize=11, fontweight="bold")
     h = fig.get_figheight()
     fig.supxlabel("normalised score", fontsize=9, y=0.06 / h)
+    handles, names = [], []
     if labelled:
-        handles = [plt.Line2D([], [], ls="", marker="o", color=LABEL_COLOURS[label]) for label in reversed(LABELS)]
-        fig.legend(handles, list(reversed(LABELS)), loc="upper right", ncol=3, fontsize=8, handletextpad=0.2)
+        handles += [plt.Line2D([], [], ls="", marker="o", color=LABEL_COLOURS[label]) for label in reversed(LABELS)]
+        names += [f"expert: {label}" for label in reversed(LABELS)]
+    if any(p.region_labels for r in rows for p in r.panels):
+        handles += [plt.Rectangle((0, 0), 1, 1, color=REGION_TINTS[label][0], alpha=min(1.0, 2 * REGION_TINTS[label][1]))
+                    for label in reversed(LABELS)]
+        names += [f"region: {label}" for label in reversed(LABELS)]
+    if flagged:
+        handles.append(plt.Rectangle((0, 0), 1, 1, fill=False, edgecolor=BEST_COLOUR, lw=1.6))
+        names.append("regions out of label order")
+    if handles:
+        fig.legend(handles, names, loc="upper right", ncol=len(handles) if len(handles) <= 4 else math.ceil(len(handles) / 2),
+                   fontsize=7.5, handletextpad=0.3, columnspacing=1.0)
     fig.subplots_adjust(left=0.11, right=0.99, top=1 - 0.62 / h, bottom=0.45 / h + 0.02, wspace=0.06, hspace=0.18)
     _save(fig, path)
 
@@ -323,6 +350,10 @@ def heatmap_figure(
             ax.spines[side].set_visible(False)
         if titles[p]:
             ax.set_title(titles[p], fontsize=10, fontweight="bold", pad=4)
+        if not np.isfinite(values).any() and not (nan_text is not None and any(str(t) for t in np.ravel(nan_text[p]))):
+            # a blank grey panel would read as a drawing fault: say that it has no value
+            ax.text((values.shape[1] - 1) / 2, (values.shape[0] - 1) / 2, "no value in this panel", ha="center",
+                    va="center", fontsize=8, color="#555555")
     if image is not None:
         bar_top = height - top - title_h
         bar_h = min(max(panel_h, 1.2), bar_top - 0.3)
@@ -388,7 +419,6 @@ def accuracy_figure(path: Path, title: str, table: AccuracyTable) -> None:
 
 
 # ----- layer sweeps ------------------------------------------------------------------------------
-BEST_COLOUR = "#D55E00"
 
 
 def layer_figure(path: Path, title: str, curves: Sequence[LayerCurve]) -> None:
@@ -440,9 +470,12 @@ def layer_figure(path: Path, title: str, curves: Sequence[LayerCurve]) -> None:
     ax.set_xticks(layers[::step])
     handles = [plt.Line2D([], [], color="#0072B2", marker="o", ms=3), plt.Rectangle((0, 0), 1, 1, color="#0072B2", alpha=0.15),
                plt.Line2D([], [], color=BEST_COLOUR, marker="*", ms=9, ls=""), plt.Line2D([], [], color="#555555", ls=":")]
-    fig.legend(handles, ["kappa", "bootstrap interval", "best layer (its interval)", "shipped default layer"],
-               loc="upper right", ncol=4, fontsize=7.5)
-    fig.suptitle(title, x=0.01, ha="left", fontsize=11, fontweight="bold")
+    fig.set_figheight(fig.get_figheight() + 0.25)
     h, w = fig.get_figheight(), fig.get_figwidth()
-    fig.subplots_adjust(left=0.55 / w, right=1 - 0.1 / w, top=1 - 0.75 / h, bottom=0.45 / h, wspace=0.12, hspace=0.55)
+    # Title on the first line, the legend on its own line under it: side by side they ran into
+    # each other on figures of few languages.
+    fig.suptitle(title, x=0.01, y=1 - 0.06 / h, ha="left", va="top", fontsize=11, fontweight="bold")
+    fig.legend(handles, ["kappa (variant F)", "bootstrap interval", "best F layer (its interval)", "shipped default layer"],
+               loc="upper left", bbox_to_anchor=(0.0, 1 - 0.3 / h), ncol=4, fontsize=7.5)
+    fig.subplots_adjust(left=0.55 / w, right=1 - 0.1 / w, top=1 - 1.0 / h, bottom=0.45 / h, wspace=0.12, hspace=0.55)
     _save(fig, path)

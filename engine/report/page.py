@@ -178,6 +178,16 @@ header.top code { background:rgba(255,255,255,.15); padding:1px 6px; border-radi
 .stat span { display:block; font-size:11px; text-transform:uppercase; letter-spacing:.05em; opacity:.8; }
 .stat b { font-size:18px; font-weight:600; word-break:break-word; }
 header.top p.counted { margin:10px 0 0; font-size:12.5px; opacity:.85; max-width:1100px; }
+/* The answer block: right under the header, one card per language, cards wrap at any width. */
+aside.answer { max-width:1680px; margin:18px auto 0; padding:16px 32px 4px; }
+aside.answer h2 { font-size:19px; margin:0 0 6px; }
+aside.answer p.note { margin:0 0 8px; font-size:13px; }
+.answers { display:flex; flex-wrap:wrap; gap:12px; margin-bottom:12px; }
+.ans { flex:1 1 300px; min-width:0; background:var(--card); border:1px solid var(--line); border-left:4px solid var(--accent);
+       border-radius:8px; padding:8px 12px; }
+.ans h3 { margin:0 0 4px; font-size:15px; } .ans p { margin:3px 0; font-size:13.5px; overflow-wrap:anywhere; }
+.ans .k { display:inline-block; min-width:5.5em; color:var(--muted); font-size:11px; text-transform:uppercase; letter-spacing:.04em; }
+.ans p.tie { color:#7a3300; }
 .layout { display:grid; grid-template-columns:230px minmax(0,1fr); gap:28px; max-width:1680px; margin:0 auto; padding:24px 32px 48px; }
 nav.toc { position:sticky; top:16px; align-self:start; background:var(--card); border:1px solid var(--line); border-radius:10px; padding:14px 16px; }
 nav.toc h2 { font-size:12px; text-transform:uppercase; letter-spacing:.06em; color:var(--muted); margin:0 0 8px; }
@@ -210,6 +220,10 @@ th, td { padding:5px 9px; border-bottom:1px solid var(--line); text-align:left; 
 thead th { background:#eef1f5; font-weight:600; position:sticky; top:0; }
 table.values td { text-align:right; font-variant-numeric:tabular-nums; white-space:nowrap; }
 table.values td.lbl { text-align:left; }
+/* Long setting names wrap and column names break, so a many-column table (Williams' test, the
+   judges' parse tables) fits its box at 1000 px instead of hiding its last columns. */
+table.values td.wrap { white-space:normal; min-width:9em; overflow-wrap:anywhere; }
+table.values.heads-wrap thead th, table.values.judge thead th { white-space:normal; min-width:3.5em; }
 /* Row names stay on one line (wide value cells would squeeze them over five lines) and, in a table
    wider than its box, stay in view while the values scroll under them. */
 table.values th[scope=row] { white-space:nowrap; }
@@ -241,6 +255,7 @@ footer { color:var(--muted); font-size:12px; text-align:center; padding:0 0 30px
   .layout { grid-template-columns:1fr; padding:16px; }
   nav.toc { position:static; }
   header.top { padding:20px 16px; }
+  aside.answer { padding:12px 16px 2px; }
 }
 figcaption a.full { white-space:nowrap; font-size:12px; }
 .figbox { max-width:100%; }
@@ -261,6 +276,7 @@ figcaption a.full { white-space:nowrap; font-size:12px; }
   <div class="stats">$chips</div>
   <p class="counted">$counted</p>
 </header>
+$answer
 <div class="layout">
 <nav class="toc"><h2>Contents</h2><ol>$toc</ol></nav>
 <main>

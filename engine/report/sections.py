@@ -163,7 +163,9 @@ def strip_section(ctx: ReportContext) -> Section:
         page.note(
             "The study's Fig. 2, computed from this run. Each point is one real prediction. Scores are min-max "
             "normalised per setting over all languages (the raw range is under each row name); dashed lines are the "
-            "KDE classifier's class boundaries and the background tint is the label of each region."
+            "KDE classifier's class boundaries and the background tint is the label of each region (legend: region). "
+            "A panel framed in red has regions out of label order (e.g. partial below incorrect): a higher score is not "
+            "a better label there, whatever its kappa."
         )
     ]
     missing = None
@@ -300,10 +302,18 @@ def _kappa_heatmap(ctx: ReportContext, rows: list[dict[str, Any]], keys: list[Co
     for context in contexts or [""]:
         panel_keys = [k if k in lexical else k._replace(context=context) for k in row_keys]
         panels.append((f"context: {context}" if context else "no context", matrix(rows, panel_keys, languages, "kappa")))
-        states.append(cell_states(rows, panel_keys, languages))
+        state = cell_states(rows, panel_keys, languages)
+        present = {(r["metric"], r["scorer"], r["context"], r["variant"], r["language"]) for r in rows}
+        for i, key in enumerate(panel_keys):  # a cell with no row at all: the setting was not scored in this context
+            for j, language in enumerate(languages):
+                if (*key, language) not in present:
+                    state[i, j] = "–"
+        states.append(state)
     caption = ("Kappa per scorer and language for each context setting (<code>none</code>: the scored spans only; "
                "<code>minimal</code>: the whole comment; <code>full</code>: the whole file). Lexical metrics do not see "
-               "context and repeat in every panel. n/f: not fitted.")
+               "context and repeat in every panel. n/f: not fitted (the reasons are under the kappa table); –: the setting "
+               "was not scored in this context (e.g. a scorer configured without it). Every number, with its interval, is in "
+               "the kappa table below.")
     return ctx.fw.draw(
         "kappa-heatmap", "kappa heatmap per context setting", caption,
         lambda path: figures.heatmap_figure(path, "Quadratic kappa", labels, languages, panels, "kappa", vmin=0.0, vmax=1.0, nan_text=states),

@@ -21,7 +21,11 @@ from typing import Any, Callable
 import numpy as np
 
 from engine.kinds import LAYER_SETTING, SIGNIFICANCE_SETTING
-from engine.report.tables import ConfigKey, context_rank, language_name, order_languages, short_scorer
+from engine.report.tables import ConfigKey, context_rank, language_name, order_languages, regions_out_of_order, short_scorer
+
+# The one definition of "best" (report, console, docs).
+BEST_DEFINITION = ("best: the highest quadratic kappa with the experts among all fitted settings (every metric, "
+                   "scorer, layer, context and variant); ties are shown as ties")
 
 BEST_ROWS = 5  # settings listed per language in the report's table
 LAYER_VARIANT = re.compile(r"layer-(\d+)/(.+)")
@@ -295,14 +299,22 @@ def best_lines(run_dir: str | Path) -> str:
     unfitted = sorted({str(r["language"]) for r in agreement if r["language"]} - best)
     if not rows and not unfitted:
         return ""
-    lines = ["best setting per language (highest kappa, bootstrap interval; against the runner-up by Williams' test):"]
+    lines = [f"best setting per language ({BEST_DEFINITION}; bootstrap interval; against the runner-up by Williams' test):"]
     width = max(len(language_name(language)) for language in [*best, *unfitted])
+    disordered = {(r["metric"], r["scorer"], r["context"], r["variant"], r["language"]) for r in agreement
+                  if r["fitted"] and regions_out_of_order(r.get("region_labels"))}
     for r in rows:
         nxt = f" | next: {setting_text(r.next_key, r.next_layer)} κ {r.next_kappa:.2f}, {verdict_text(r)}" if r.next_key is not None else ""
-        lines.append(f"  {language_name(r.language).ljust(width)}  {setting_text(r.key, r.layer)}  κ {r.kappa:.2f} "
-                     f"{interval_text(r.lo, r.hi)}, n = {r.n}{nxt}")
+        tie = " (tied: no single best, see the report)" if r.next_kappa is not None and r.next_kappa == r.kappa else ""
+        flag = " | regions out of label order" if (*r.key, r.language) in disordered else ""
+        lines.append(f"  {language_name(r.language).ljust(width)}  {setting_text(r.key, r.layer)}{tie}  κ {r.kappa:.2f} "
+                     f"{interval_text(r.lo, r.hi)}, n = {r.n}{nxt}{flag}")
     for language in unfitted:
         reasons = grouped_reasons(r for r in agreement if r["language"] == language)
         why = f": {reasons[0].text}" if reasons else ""
         lines.append(f"  {language_name(language).ljust(width)}  no fitted setting{why}")
+    if disordered:
+        fitted = sum(1 for r in agreement if r["fitted"])
+        lines.append(f"warning: {len(disordered)} of {fitted} fitted settings have KDE regions out of label order (e.g. partial "
+                     "below incorrect): there a higher score is not a better label; the report's strip plots frame them")
     return "\n".join(lines)

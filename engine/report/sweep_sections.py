@@ -9,19 +9,17 @@ import html
 from typing import Any
 
 from engine.report import figures, page
+from engine.report.answer import anchor_of, context_best, tied_count
 from engine.report.context import ReportContext, Section
 from engine.report.page import kappa_style
 from engine.report.sweep import (
     BEST_ROWS,
     LAYER_VARIANT,
     BestRow,
-    best_settings,
     interval_text,
-    label_ordinals,
     layer_curves,
     report_settings,
     representative_layers,
-    run_scores,
     setting_text,
     significance_options,
 )
@@ -32,6 +30,22 @@ esc = html.escape
 
 def _agreement(ctx: ReportContext) -> list[dict[str, Any]]:
     return ctx.data.calibration_rows("agreement") if ctx.data.n_labelled else []
+
+
+def best_any_variant(rows: list[dict[str, Any]]) -> dict[tuple[str, str, str, str], tuple[dict[str, Any], int]]:
+    """(metric, scorer, context, language) -> (the fitted layer-K/<part> row with the highest kappa, how
+    many rows share that kappa): best as the Best settings table defines it, within one scorer and context."""
+    out: dict[tuple[str, str, str, str], tuple[dict[str, Any], int]] = {}
+    for r in rows:
+        if not LAYER_VARIANT.fullmatch(r["variant"]) or not r["fitted"] or r["kappa"] is None or r["kappa"] != r["kappa"]:
+            continue
+        key = (r["metric"], r["scorer"], r["context"], r["language"])
+        best = out.get(key)
+        if best is None or r["kappa"] > best[0]["kappa"] or (r["kappa"] == best[0]["kappa"] and r["variant"] < best[0]["variant"]):
+            out[key] = (r, 1 if best is None or r["kappa"] > best[0]["kappa"] else best[1] + 1)
+        elif r["kappa"] == best[0]["kappa"]:
+            out[key] = (best[0], best[1] + 1)
+    return out
 
 
 def layer_section(ctx: ReportContext) -> Section | None:
@@ -45,8 +59,11 @@ def layer_section(ctx: ReportContext) -> Section | None:
         "scorers run with <code>all_layers: true</code>, variant F. The band is the bootstrap interval of each layer's "
         "kappa; the star marks the best layer with its interval (named above each panel); the dotted line is the "
         "scorer's shipped default layer (engine/resources/encoders.yaml), which the other figures and tables of this "
-        "report show as the scorer's representative. Picking the best layer on the same items it is judged on "
+        "report show as the scorer's representative. The table gives the best F layer (the figure's star; layers "
+        "sharing its kappa are named as tied) and, as the Best settings table defines best, the highest kappa among "
+        "every layer and variant (P, R, F) of the scorer in that context. Picking the best layer on the same items it is judged on "
         "flatters it: overlapping intervals mean the layers are not told apart.")]
+    any_variant = best_any_variant(_agreement(ctx))
     groups: dict[tuple[str, str], list] = {}
     for curve in curves:
         groups.setdefault((curve.metric, curve.scorer), []).append(curve)
@@ -66,16 +83,28 @@ def layer_section(ctx: ReportContext) -> Section | None:
                 if i is None:
                     cells.append('<td class="na">–</td><td class="na">–</td>')
                 else:
-                    cells.append(f'<td>{c.layers[i]}</td><td style="{kappa_style(c.kappa[i])}">{c.kappa[i]:.3f}'
+                    tied = [k for k, v in zip(c.layers, c.kappa) if i == best and v == c.kappa[i] and k != c.layers[i]]
+                    shown = f"{c.layers[i]}" + (f"<small>tied with {', '.join(map(str, tied))}</small>" if tied else "")
+                    cells.append(f'<td>{shown}</td><td style="{kappa_style(c.kappa[i])}">{c.kappa[i]:.3f}'
                                  f"<small>{interval_text(c.lo[i], c.hi[i])}</small></td>")
+            anyv = any_variant.get((c.metric, c.scorer, c.context, c.language))
+            if anyv is None:
+                cells.append('<td class="na">–</td><td class="na">–</td>')
+            else:
+                tie = f"<small>{anyv[1]} tied</small>" if anyv[1] > 1 else ""
+                cells.append(f'<td class=lbl data-any-variant="{esc(anyv[0]["variant"])}">{esc(anyv[0]["variant"])}{tie}</td>'
+                             f'<td style="{kappa_style(anyv[0]["kappa"])}">{anyv[0]["kappa"]:.3f}'
+                             f'<small>{interval_text(anyv[0].get("kappa_lo"), anyv[0].get("kappa_hi"))}</small></td>')
             attrs = (f'data-metric="{esc(c.metric)}" data-scorer="{esc(c.scorer)}" data-context="{esc(c.context)}" '
                      f'data-language="{esc(c.language)}" data-best-layer="{"" if best is None else c.layers[best]}" '
                      f'data-best-kappa="{"" if best is None else repr(c.kappa[best])}"')
             rows.append(f"<tr {attrs}><th scope=row>{esc(language_name(c.language))}</th><td class=lbl>{esc(c.context or '—')}</td>"
                         f"{''.join(cells)}<td>{max(c.n)}</td></tr>")
         parts.append(
-            f'<div class="scroll"><table class="values layers"><thead><tr><th>language</th><th>context</th><th>best layer</th>'
-            f"<th>kappa (best)</th><th>default layer</th><th>kappa (default)</th><th>n</th></tr></thead>"
+            f'<div class="scroll" data-table="layers-{esc(short_scorer(scorer))}"><table class="values layers"><thead><tr>'
+            f"<th>language</th><th>context</th><th>best F layer</th>"
+            f"<th>kappa (best F)</th><th>default layer</th><th>kappa (default)</th><th>best layer and variant</th>"
+            f"<th>its kappa</th><th>n</th></tr></thead>"
             f'<tbody>{"".join(rows)}</tbody></table></div>')
     return Section("layers", "Layer sweep — kappa against layer", "\n".join(parts))
 
@@ -106,10 +135,7 @@ def best_section(ctx: ReportContext) -> Section | None:
         return None  # the kappa sections say why there is no agreement
     settings = report_settings(ctx.data.manifest, ctx.data.layout)
     correlation, alpha = significance_options(settings)
-    from engine.io.rundir import RunDirectory
-
-    run = RunDirectory.open_existing(str(ctx.data.root))
-    best = best_settings(rows, run_scores(run), label_ordinals(run), representative_layers(settings), BEST_ROWS, correlation, alpha)
+    best = context_best(ctx)
     if not best:
         return None
     parts = [page.note(
@@ -124,7 +150,10 @@ def best_section(ctx: ReportContext) -> Section | None:
             "<th>n</th><th>better than next</th></tr>")
     for language in dict.fromkeys(r.language for r in best):
         body = "".join(_best_row(r) for r in best if r.language == language)
-        parts.append(f"<h3>{esc(language_name(language))}</h3><div class=\"scroll\"><table class=\"values best\" "
+        tied = tied_count(best, language)
+        tie = (f' <small class=muted>(no single best: the first {tied} share one kappa)</small>' if tied > 1 else "")
+        parts.append(f'<h3 id="{anchor_of(language)}">{esc(language_name(language))}{tie}</h3>'
+                     f'<div class="scroll" data-table="best-{esc(language)}"><table class="values best" '
                      f'data-best-language="{esc(language)}"><thead>{head}</thead><tbody>{body}</tbody></table></div>')
     return Section("best", "Best settings per language", "\n".join(parts))
 

@@ -9,6 +9,8 @@ import math
 import re
 from collections import defaultdict
 from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
@@ -51,8 +53,33 @@ def short_scorer(scorer: str) -> str:
     return scorer.replace("pypi:", "").rstrip("/").rsplit("/", 1)[-1]
 
 
+@lru_cache(maxsize=1)
+def _iso_names() -> dict[str, str]:
+    """ISO 639-1 code -> English name (engine/resources/languages.tsv)."""
+    text = (Path(__file__).resolve().parent.parent / "resources" / "languages.tsv").read_text(encoding="utf-8")
+    pairs = (line.split("\t", 1) for line in text.splitlines() if line.strip() and not line.startswith("#"))
+    return {code.strip(): name.strip() for code, name in pairs}
+
+
 def language_name(code: str) -> str:
-    return LANGUAGE_NAMES.get(code, code)
+    """The English name of a language code: any ISO 639-1 code ('de' -> German), a tag with a
+    region or script ('pt-BR' -> Portuguese (BR)); a code the table lacks is shown as written."""
+    if code in LANGUAGE_NAMES:
+        return LANGUAGE_NAMES[code]
+    text = str(code)
+    base, _, rest = text.replace("_", "-").partition("-")
+    name = _iso_names().get(base.lower())
+    if name is None:
+        return text
+    return f"{name} ({rest})" if rest else name
+
+
+def regions_out_of_order(region_labels: Any) -> bool:
+    """True when the KDE classifier's regions, from low to high score, go down the label order
+    (incorrect < partial < correct) somewhere: e.g. partial below incorrect. Such a classifier
+    can still agree (its kappa is real) but a higher score no longer means a better label."""
+    ranks = [LABELS.index(label) for label in (region_labels or []) if label in LABELS]
+    return any(b < a for a, b in zip(ranks, ranks[1:]))
 
 
 def order_languages(languages: Any) -> list[str]:
