@@ -27,14 +27,17 @@ import logging
 import math
 import os
 import socket
+import time
 from collections import deque
 from collections.abc import Sequence
 from typing import Any
 
 import pyarrow as pa
 import ray
-from ray.exceptions import RayActorError, RayError, RayTaskError
+from ray.exceptions import AuthenticationError, RayActorError, RayError, RaySystemError, RayTaskError
 
+from engine.errors import ClusterError
+from engine.executors.cluster import connection_error, lost_error, probe
 from engine.executors.base import CommitFn, FailFn, RetryPolicy
 from engine.params import Params, require
 from engine.pipeline import PartTask, execute_part
@@ -47,6 +50,7 @@ logger = logging.getLogger(__name__)
 FORWARDED_ENV_PREFIX = "BABELSCORE_"
 _SETTLE_TIMEOUT_S = 60.0  # how long to wait for the other calls of an actor that just died
 _STATUS_EVERY_S = 300.0  # log what is outstanding when nothing finished for this long
+_HEAD_CHECK_EVERY_S = 5.0  # how often the driver checks, while waiting for parts, that the head still answers
 
 
 @dataclasses.dataclass(frozen=True)
@@ -238,14 +242,23 @@ class RayExecutor:
         if ray.is_initialized():
             return
         opts = self.options
-        if self.address:
-            logger.info("connecting to the Ray cluster at %s", self.address)
-            ray.init(address=self.address, logging_level=logging.WARNING)
-        else:  # a new local instance, or the cluster named by RAY_ADDRESS (set by `ray job submit`)
-            local = {} if os.environ.get("RAY_ADDRESS") else {
-                "num_cpus": opts.num_cpus, "object_store_memory": opts.object_store_memory, "include_dashboard": opts.include_dashboard,
-            }
-            ray.init(logging_level=logging.WARNING, **local)
+        try:
+            if self.address:
+                probe(self.address)
+                logger.info("connecting to the Ray cluster at %s", self.address)
+                ray.init(address=self.address, logging_level=logging.WARNING)
+            else:  # a new local instance, or the cluster named by RAY_ADDRESS (set by `ray job submit`)
+                local = {} if os.environ.get("RAY_ADDRESS") else {
+                    "num_cpus": opts.num_cpus, "object_store_memory": opts.object_store_memory,
+                    "include_dashboard": opts.include_dashboard,
+                }
+                ray.init(logging_level=logging.WARNING, **local)
+        except ClusterError:
+            raise
+        except (AuthenticationError, ConnectionError, RuntimeError, RayError, OSError) as exc:
+            if ray.is_initialized():
+                ray.shutdown()
+            raise connection_error(self.address or os.environ.get("RAY_ADDRESS") or "a local Ray", exc) from None
         self._owns_ray = True
         resources = ray.cluster_resources()
         nodes = len([n for n in ray.nodes() if n.get("Alive")])
@@ -291,13 +304,16 @@ class RayExecutor:
         if not parts:
             return
         self._connect()
-        run = _StageRun(self, os.path.abspath(run_root), plan, parts, prepass, commit, fail, rows_per_part)
-        with progress_bar(parts[0].stage, sum(rows_per_part[p.index] for p in parts), len(parts)) as bar:
-            run.bar = bar
-            try:
-                run.loop()
-            finally:
-                run.abandon()
+        try:
+            run = _StageRun(self, os.path.abspath(run_root), plan, parts, prepass, commit, fail, rows_per_part)
+            with progress_bar(parts[0].stage, sum(rows_per_part[p.index] for p in parts), len(parts)) as bar:
+                run.bar = bar
+                try:
+                    run.loop()
+                finally:
+                    run.abandon()
+        except (RaySystemError, ConnectionError, AuthenticationError) as exc:  # the driver's own link to the cluster
+            raise lost_error(self.address, exc) from None
 
     def take_model_records(self) -> list[dict[str, Any]]:
         records, self.model_records = self.model_records, []
@@ -339,6 +355,7 @@ class _StageRun:
         self.env = _driver_env()
         self.seq = 0
         self.finished: set[str] = set()
+        self.idle_since: float | None = None  # when the driver last saw nothing finish
 
     # ----- submitting ------------------------------------------------------------------------
     def _next_seq(self) -> int:
@@ -385,14 +402,33 @@ class _StageRun:
             waiting = list(self.calls) + (list(self.pool.ready_refs) if self.pool else [])
             if not waiting:
                 return
-            ready, _ = ray.wait(waiting, num_returns=1, timeout=_STATUS_EVERY_S)
+            ready, _ = ray.wait(waiting, num_returns=1, timeout=_HEAD_CHECK_EVERY_S)
             if not ready:
-                self._log_waiting()
+                self._idle()
+                continue
+            self.idle_since = None
             for ref in ready:
                 if self.pool is not None and ref in self.pool.ready_refs:
                     self._actor_ready(ref)
                 elif ref in self.calls:
                     self._result(ref)
+
+    def _idle(self) -> None:
+        """Nothing finished in the last slice: check that the head still answers (a driver whose
+        head is gone would otherwise wait until Ray ends its process), and now and then say
+        what is outstanding."""
+        if self.ex.address:
+            try:
+                probe(self.ex.address)
+            except ClusterError as exc:
+                raise ClusterError(f"lost the Ray cluster in the middle of the run: {exc}. Committed parts are kept: "
+                                   "once a cluster runs, rerun the same command with --resume") from None
+        now = time.monotonic()
+        if self.idle_since is None:
+            self.idle_since = now
+        elif now - self.idle_since >= _STATUS_EVERY_S:
+            self.idle_since = now
+            self._log_waiting()
 
     def _log_waiting(self) -> None:
         """Nothing finished for a while: say what is outstanding (e.g. actors waiting for GPUs)."""

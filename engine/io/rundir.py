@@ -38,6 +38,17 @@ def _now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
+def _status_text(manifest: dict[str, Any]) -> str:
+    """The status of a run found on disk, with why it failed, for the message that refuses to overwrite it."""
+    status = manifest.get("status")
+    failure = manifest.get("failure")
+    if status == "failed" and failure:
+        return f"status failed: {str(failure.get('error', ''))[:300]}"
+    if status == "running":  # this process holds the writer's lock, so the driver that wrote "running" is gone
+        return "status running, but its driver stopped without finishing it"
+    return f"status {status}"
+
+
 class RunDirectory:
     """A run's folder. Only the driver process creates one and changes its manifest."""
 
@@ -106,11 +117,8 @@ class RunDirectory:
                     "a changed config never writes into an old run directory: choose a new --out"
                 )
             if not resume:
-                status = manifest.get("status")
-                raise RunDirectoryError(
-                    f"{root} already holds this run (status {status}); pass --resume to continue it, "
-                    "or choose a new --out"
-                )
+                raise RunDirectoryError(f"{root} already holds this run ({_status_text(manifest)}); pass --resume "
+                                        "to continue it (committed parts are kept), or choose a new --out")
             removed = remove_stale_temps(root)
             if removed:
                 logger.info("removed %d temp file(s) left by an interrupted run", removed)
@@ -125,6 +133,9 @@ class RunDirectory:
                 history.extend({"part": key, **info} for key, info in sorted(manifest.get("failed_parts", {}).items()))
             run.manifest["failed_parts"] = {}
             run.manifest["blocked_parts"] = {}
+            stopped = run.manifest.pop("failure", None)  # why the last attempt stopped: history too
+            if stopped:
+                run.manifest.setdefault("failure_history", []).append({"part": None, **stopped})
             run.manifest["status"] = "running"
             run.manifest["resumed"] = run.manifest.get("resumed", 0) + 1
             run.save()
@@ -308,4 +319,11 @@ class RunDirectory:
 
     def finish(self, status: str) -> None:
         self.manifest["status"] = status
+        if status != "failed":
+            self.manifest.pop("failure", None)
         self.save()
+
+    def fail(self, reason: str) -> None:
+        """The driver stopped on an error before the run ended: the status says failed, and why."""
+        self.manifest["failure"] = {"error": reason, "at": _now()}
+        self.finish("failed")
