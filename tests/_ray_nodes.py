@@ -23,6 +23,18 @@ REPO = Path(__file__).resolve().parent.parent
 RAY = str(Path(sys.executable).with_name("ray"))
 DOCS = REPO / "docs" / "cluster.md"
 _ENV_BLOCK = re.compile(r"```bash cluster-env\n(.*?)```", re.S)
+_TOKEN_BLOCK = re.compile(r"```bash cluster-token\n(.*?)```", re.S)
+DOCS_TOKEN_PATH = "/shared/ray/auth_token"
+
+
+def make_docs_token(token_file: Path) -> None:
+    """Run the docs' `cluster-token` block, with `token_file` in place of the shared path."""
+    match = _TOKEN_BLOCK.search(DOCS.read_text(encoding="utf-8"))
+    if match is None:
+        raise AssertionError(f"{DOCS} has no ```bash cluster-token block")
+    script = match.group(1).replace(DOCS_TOKEN_PATH, str(token_file)).replace("/shared/ray", str(token_file.parent))
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"}
+    subprocess.run(["bash", "-euc", script], check=True, env=env, timeout=60)
 
 
 def free_ports(n: int) -> list[int]:
@@ -65,7 +77,7 @@ def docs_environment(token_file: Path, skip: tuple[str, ...] = ()) -> dict[str, 
         if not line.startswith("export ") or any(s in line for s in skip):
             continue
         name, _, value = line[len("export "):].partition("=")
-        env[name] = shlex.split(value.replace("/shared/ray/auth_token", str(token_file)))[0] if value else ""
+        env[name] = shlex.split(value.replace(DOCS_TOKEN_PATH, str(token_file)))[0] if value else ""
     return env
 
 
