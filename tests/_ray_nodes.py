@@ -32,7 +32,8 @@ def make_docs_token(token_file: Path) -> None:
     match = _TOKEN_BLOCK.search(DOCS.read_text(encoding="utf-8"))
     if match is None:
         raise AssertionError(f"{DOCS} has no ```bash cluster-token block")
-    script = match.group(1).replace(DOCS_TOKEN_PATH, str(token_file)).replace("/shared/ray", str(token_file.parent))
+    assert token_file.name == Path(DOCS_TOKEN_PATH).name
+    script = match.group(1).replace(str(Path(DOCS_TOKEN_PATH).parent), str(token_file.parent))
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"}
     subprocess.run(["bash", "-euc", script], check=True, env=env, timeout=60)
 

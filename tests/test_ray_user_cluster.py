@@ -1,0 +1,174 @@
+"""A cluster the way users start one, following docs/cluster.md literally.
+
+One cluster per module (its start is the slow part): a head (`ray start --head`) and one worker
+node (`ray start --address=...`), each a `ray start` subprocess in its own session, temp dir and
+ports (tests/_ray_nodes.py), with the environment of the docs' `cluster-env` block and the token
+made by the docs' `cluster-token` block. Every process sees a home whose `~/.ray/auth_token`
+exists, as it does for anyone who ran a local Ray before: there `ray start --head` turns token
+authentication on by itself, so a node or driver without the docs' environment is refused.
+The driver is `babelscore run --executor ray --ray-address HEAD` (a CLI subprocess) on a config
+with a model stage (a tiny likelihood model); its output must equal the local run's as
+`babelscore diff` sees it, with parts computed on both nodes. Nodes end with a kill of their
+own process group, never `ray stop`.
+"""
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("ray")
+pytest.importorskip("psutil")
+pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+from tests._ray_nodes import NodeStartError, RayNode, docs_environment, make_docs_token  # noqa: E402
+
+REPO = Path(__file__).resolve().parent.parent
+pytestmark = pytest.mark.slow
+
+
+def _base_env(home: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("RAY_", "BABELSCORE_TEST_"))}
+    env.update(HOME=str(home), HF_HUB_OFFLINE="1", BABELSCORE_NO_PROGRESS="1", PYTHONPATH=str(REPO))
+    return env
+
+
+class Cluster:
+    def __init__(self, folder: Path):
+        self.folder = folder
+        self.home = folder / "home"
+        (self.home / ".ray").mkdir(parents=True)
+        # What a local `ray.init()` leaves in a user's home: a token of its own.
+        (self.home / ".ray" / "auth_token").write_text(secrets.token_hex(32))
+        self.token = folder / "shared" / "ray" / "auth_token"
+        make_docs_token(self.token)
+        self.env = {**_base_env(self.home), **docs_environment(self.token)}
+        self.nodes: list[RayNode] = []
+        self.temp_dirs: list[Path] = []
+        self.head = self.start(None)
+        self.worker = self.start(self.head.address)
+
+    def start(self, head_address: str | None, env: dict[str, str] | None = None) -> RayNode:
+        # Ray's socket paths live under the temp dir and may not exceed 107 bytes: a short one.
+        temp_dir = Path(tempfile.mkdtemp(prefix="ray-", dir="/tmp"))
+        self.temp_dirs.append(temp_dir)
+        node = RayNode.start(temp_dir, env or self.env, head_address=head_address)
+        self.nodes.append(node)
+        return node
+
+    def end(self) -> None:
+        for node in reversed(self.nodes):
+            node.end()
+        for temp_dir in self.temp_dirs:
+            shutil.rmtree(temp_dir, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory):
+    started = Cluster(tmp_path_factory.mktemp("user-cluster"))
+    try:
+        yield started
+    finally:
+        started.end()
+
+
+@pytest.fixture(scope="module")
+def case(tmp_path_factory: pytest.TempPathFactory, cluster: Cluster) -> tuple[Path, Path]:
+    """A config with a model stage and its local run (the reference)."""
+    from engine.testing.tiny_lm import build_tiny_bart
+
+    folder = tmp_path_factory.mktemp("user-cluster-case")
+    model = build_tiny_bart(folder / "tiny-bart")
+    spec_path = REPO / "bench" / "make_synthetic.py"
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("make_synthetic", spec_path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    input_path = module.write_synthetic(folder / "in.parquet", 16)
+    config = folder / "config.yaml"
+    config.write_text(f"name: user-cluster\ninput: {input_path}\npart_size: 4\nstages: [score]\nscore:\n  scorers:\n"
+                      f"    - kind: likelihood\n      model: {model}\n      directions: [forward]\n")
+    local = babelscore(cluster.env, "run", str(config), "--out", str(folder / "local"))
+    assert local.returncode == 0, local.stderr[-3000:]
+    return config, folder / "local"
+
+
+def babelscore(env: dict[str, str], *args: str, timeout: float = 400) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "engine.cli", *args], capture_output=True, text=True, cwd=REPO,
+                          env=env, timeout=timeout, check=False)
+
+
+def _manifest(run: Path) -> dict[str, Any]:
+    return json.loads((run / "manifest.json").read_text(encoding="utf-8"))
+
+
+def _ray_run(env: dict[str, str], config: Path, out: Path, address: str, *extra: str) -> subprocess.CompletedProcess:
+    return babelscore(env, "run", str(config), "--out", str(out), "--executor", "ray", "--ray-address", address,
+                      "--ray-actors-per-model", "2", *extra)
+
+
+def _one_message(proc: subprocess.CompletedProcess) -> str:
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("ERROR engine.cli:")]
+    assert len(errors) == 2 and errors[1].startswith("ERROR engine.cli: next: "), proc.stderr[-3000:]
+    return errors[0]
+
+
+def test_docs_recipe_runs_on_both_nodes_and_equals_local(cluster: Cluster, case, tmp_path: Path) -> None:
+    config, local = case
+    out = tmp_path / "ray"
+    proc = _ray_run(cluster.env, config, out, cluster.head.address)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    manifest = _manifest(out)
+    placements = manifest["placements"]
+    assert sorted(placements) == sorted(manifest["parts"])  # every committed part says where it ran
+    assert len({p["node_id"] for p in placements.values()}) == 2, placements  # on the head and on the worker
+    assert all(p["attempts"] == 1 for p in placements.values())
+    diff = babelscore(cluster.env, "diff", str(out), str(local))
+    assert diff.returncode == 0, diff.stdout[-3000:]
+
+
+def test_without_the_docs_auth_step_the_node_and_the_driver_are_refused(cluster: Cluster, case, tmp_path: Path) -> None:
+    config, _ = case
+    no_auth = {**_base_env(cluster.home), **docs_environment(cluster.token, skip=("RAY_AUTH",))}
+    assert not any(k.startswith("RAY_AUTH") for k in no_auth)
+    with pytest.raises(NodeStartError, match="InvalidAuthToken"):
+        cluster.start(cluster.head.address, env=no_auth)
+    out = tmp_path / "run"
+    proc = _ray_run(no_auth, config, out, cluster.head.address)
+    assert proc.returncode == 9, proc.stderr[-3000:]
+    message = _one_message(proc)
+    assert "authentication token" in message and "RAY_AUTH_MODE=token" in message
+    manifest = _manifest(out)
+    assert manifest["status"] == "failed" and "authentication token" in manifest["failure"]["error"]
+    # The fixed environment and the command the message names continue the run.
+    hint = proc.stderr.split("next: ")[-1]
+    assert hint.rstrip().endswith(f"--ray-address {cluster.head.address} --resume"), hint
+    again = _ray_run(cluster.env, config, out, cluster.head.address, "--resume")
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert _manifest(out)["status"] == "complete" and "failure" not in _manifest(out)
+
+
+def test_unreachable_address_fails_with_one_message_and_resume_continues(cluster: Cluster, case, tmp_path: Path) -> None:
+    config, local = case
+    out = tmp_path / "run"
+    nowhere = "127.0.0.1:1"
+    proc = _ray_run(cluster.env, config, out, nowhere)
+    assert proc.returncode == 9, proc.stderr[-3000:]
+    assert "cannot reach the Ray cluster at 127.0.0.1:1" in _one_message(proc)
+    assert _manifest(out)["status"] == "failed"
+    refused = _ray_run(cluster.env, config, out, cluster.head.address)  # the same command without --resume
+    assert refused.returncode == 5 and "status failed" in refused.stderr and "--resume" in refused.stderr
+    again = _ray_run(cluster.env, config, out, cluster.head.address, "--resume")
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert babelscore(cluster.env, "diff", str(out), str(local)).returncode == 0
