@@ -7,6 +7,7 @@ cause and the fix; the CLI gives it its own exit status.
 """
 from __future__ import annotations
 
+import re
 import socket
 
 from engine.errors import ClusterError
@@ -45,15 +46,19 @@ def connection_error(address: str, exc: BaseException) -> ClusterError:
     cause = chain[-1]
     first = str(cause).strip().splitlines()[0] if str(cause).strip() else type(cause).__name__
     if "InvalidAuthToken" in text or "authentication token" in text.lower():
+        found = re.search(r"InvalidAuthToken: [^.\n]*", text)
         return ClusterError(
-            f"the Ray cluster at {address} refused this driver's authentication token ({first[:200]}). "
+            f"the Ray cluster at {address} refused this driver's authentication token "
+            f"({found.group(0) if found else first[:200]}). "
             "Run the driver with the cluster's token: export RAY_AUTH_MODE=token and RAY_AUTH_TOKEN_PATH=<the token "
             "file every node was started with> (or RAY_AUTH_TOKEN); on a cluster started without token "
             f"authentication, export RAY_AUTH_MODE=disabled ({_DOCS}, \"The token\")"
         )
     if "Version mismatch" in text or "version mismatch" in text:
+        found = re.search(r"[Vv]ersion mismatch:.*", text, re.S)
+        versions = " ".join((found.group(0) if found else first).split())[:300]
         return ClusterError(
-            f"the Ray cluster at {address} runs another Ray or Python version than this driver ({first[:300]}). "
+            f"the Ray cluster at {address} runs another Ray or Python version than this driver ({versions}). "
             f"Run the driver with the installation the nodes run (same Python, same `make setup`; {_DOCS}), "
             "or start the cluster from this installation"
         )
