@@ -17,19 +17,22 @@ import json
 import os
 import secrets
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 pytest.importorskip("ray")
-pytest.importorskip("psutil")
+psutil = pytest.importorskip("psutil")
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
+from engine.faults import HOLD_PART_ENV  # noqa: E402
 from tests._ray_nodes import NodeStartError, RayNode, docs_environment, make_docs_token  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
@@ -171,4 +174,102 @@ def test_unreachable_address_fails_with_one_message_and_resume_continues(cluster
     assert refused.returncode == 5 and "status failed" in refused.stderr and "--resume" in refused.stderr
     again = _ray_run(cluster.env, config, out, cluster.head.address, "--resume")
     assert again.returncode == 0, again.stderr[-3000:]
+    assert babelscore(cluster.env, "diff", str(out), str(local)).returncode == 0
+
+
+def _hold_all(env: dict[str, str], local: Path, marker: Path) -> tuple[dict[str, str], list[str]]:
+    """The driver's environment with every part held on its first attempt (engine/faults.py)."""
+    keys = sorted(_manifest(local)["parts"])
+    return {**env, HOLD_PART_ENV: ",".join(keys), HOLD_PART_ENV + "_MARKER": str(marker)}, keys
+
+
+def _held_pids(marker: Path, n: int) -> dict[int, int]:
+    """{position of the part: pid} of the parts holding now."""
+    found = {}
+    for i in range(n):
+        path = marker.with_name(f"{marker.name}-{i}")
+        if path.exists() and path.read_text().strip():
+            found[i] = int(path.read_text())
+    return found
+
+
+def _release(marker: Path, n: int) -> None:
+    for i in range(n):
+        marker.with_name(f"{marker.name}-{i}.release").write_text("go\n")
+
+
+def _wait_for(condition, what: str, timeout: float = 240) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.1)
+
+
+def _on_node(pid: int, node: RayNode) -> bool:
+    """Whether process `pid` was started by that node's raylet (a worker's parent is its raylet)."""
+    return node.raylet_pid() in {p.pid for p in psutil.Process(pid).parents()}
+
+
+def test_worker_node_lost_mid_run_completes_exactly_once(cluster: Cluster, case, tmp_path: Path) -> None:
+    config, local = case
+    marker = tmp_path / "held"
+    env, keys = _hold_all(cluster.env, local, marker)
+    out = tmp_path / "run"
+    driver = subprocess.Popen([sys.executable, "-m", "engine.cli", "run", str(config), "--out", str(out), "--executor",
+                               "ray", "--ray-address", cluster.head.address, "--ray-actors-per-model", "2"],
+                              cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        # One actor per node (each has one CPU), each holding the first part it got.
+        _wait_for(lambda: len(_held_pids(marker, len(keys))) == 2 or driver.poll() is not None, "two held parts")
+        held = _held_pids(marker, len(keys))
+        on_worker = [i for i, pid in held.items() if _on_node(pid, cluster.worker)]
+        assert len(on_worker) == 1, held
+        os.kill(cluster.worker.raylet_pid(), signal.SIGKILL)  # the worker node's raylet: the node is lost
+        _release(marker, len(keys))
+        _, stderr = driver.communicate(timeout=400)
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+        cluster.worker.end()  # what is left of that node (its agents) ends with its group
+    assert driver.returncode == 0, stderr[-4000:]
+    manifest = _manifest(out)
+    assert manifest["status"] == "complete" and not manifest["failed_parts"]
+    assert sorted(manifest["parts"]) == keys  # lost 0, duplicated 0 (one marker per part key)
+    lost = keys[on_worker[0]]
+    assert manifest["placements"][lost]["attempts"] == 2
+    on_head = keys[next(i for i in held if i not in on_worker)]
+    # Redone on the node that is left (the head), where the other held part ran.
+    assert manifest["placements"][lost]["node_id"] == manifest["placements"][on_head]["node_id"]
+    assert babelscore(cluster.env, "diff", str(out), str(local)).returncode == 0
+
+
+def test_head_lost_mid_run_stops_cleanly_and_resume_on_a_new_cluster_completes(cluster: Cluster, case,
+                                                                                tmp_path: Path) -> None:
+    config, local = case
+    marker = tmp_path / "held"
+    env, keys = _hold_all(cluster.env, local, marker)
+    out = tmp_path / "run"
+    driver = subprocess.Popen([sys.executable, "-m", "engine.cli", "run", str(config), "--out", str(out), "--executor",
+                               "ray", "--ray-address", cluster.head.address], cwd=REPO, env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        _wait_for(lambda: _held_pids(marker, len(keys)) or driver.poll() is not None, "a held part")
+        cluster.head.end()  # the head node, GCS included
+        _, stderr = driver.communicate(timeout=300)
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+        _release(marker, len(keys))
+    assert driver.returncode == 9, stderr[-4000:]
+    assert "Traceback" not in stderr, stderr[-4000:]
+    assert "lost the Ray cluster" in stderr and "--resume" in stderr.split("next: ")[-1]
+    manifest = _manifest(out)
+    assert manifest["status"] == "failed" and "lost the Ray cluster" in manifest["failure"]["error"]
+    new_head = cluster.start(None)
+    cluster.head = new_head
+    again = _ray_run(cluster.env, config, out, new_head.address, "--resume")
+    assert again.returncode == 0, again.stderr[-4000:]
+    assert _manifest(out)["status"] == "complete"
+    assert sorted(_manifest(out)["parts"]) == keys
     assert babelscore(cluster.env, "diff", str(out), str(local)).returncode == 0

@@ -356,6 +356,7 @@ class _StageRun:
         self.seq = 0
         self.finished: set[str] = set()
         self.idle_since: float | None = None  # when the driver last saw nothing finish
+        self.head_lost = False
 
     # ----- submitting ------------------------------------------------------------------------
     def _next_seq(self) -> int:
@@ -413,16 +414,23 @@ class _StageRun:
                 elif ref in self.calls:
                     self._result(ref)
 
+    def _check_head(self) -> None:
+        """Raise ClusterError when the head no longer answers: Ray ends a driver whose head is
+        gone a minute later, so the run must stop (and say so) before that."""
+        if not self.ex.address:
+            return
+        try:
+            probe(self.ex.address)
+        except ClusterError as exc:
+            self.head_lost = True
+            raise ClusterError(f"lost the Ray cluster in the middle of the run: {exc}. Committed parts are kept: "
+                               "once a cluster runs, rerun the same command with --resume") from None
+
     def _idle(self) -> None:
         """Nothing finished in the last slice: check that the head still answers (a driver whose
         head is gone would otherwise wait until Ray ends its process), and now and then say
         what is outstanding."""
-        if self.ex.address:
-            try:
-                probe(self.ex.address)
-            except ClusterError as exc:
-                raise ClusterError(f"lost the Ray cluster in the middle of the run: {exc}. Committed parts are kept: "
-                                   "once a cluster runs, rerun the same command with --resume") from None
+        self._check_head()
         now = time.monotonic()
         if self.idle_since is None:
             self.idle_since = now
@@ -447,6 +455,7 @@ class _StageRun:
         try:
             ray.get(ref)
         except RayError as exc:
+            self._check_head()
             pool.creation_failures += 1
             logger.warning("model %s: an actor could not start (%s)", pool.model_key, _error_text(exc))
             if self.retry.try_again(pool.creation_failures, retried=True):
@@ -466,12 +475,14 @@ class _StageRun:
         try:
             table, where = ray.get(ref)
         except RayActorError as exc:
+            self._check_head()  # an actor that died with the head is no part's fault
             self._actor_died(call, exc)
             return
         except RayTaskError as exc:  # the part's own code raised; a TransientError is worth another try
             self._retry_or_fail(call, exc, charged=True, retried=self.retry.is_retried(exc.cause))
             return
         except RayError as exc:  # worker crashed, node died, object lost: system failures
+            self._check_head()
             self._retry_or_fail(call, exc, charged=True, retried=True)
             return
         self._done(call, table, where)
@@ -527,7 +538,11 @@ class _StageRun:
         self.bar.update(self.rows_per_part[part.index])
 
     def abandon(self) -> None:
-        """After an interrupt: stop what is still running; nothing of it is ever committed."""
+        """After an interrupt: stop what is still running; nothing of it is ever committed.
+        With the head gone there is nobody to ask (the nodes' processes end with their raylets)."""
+        if self.head_lost:
+            self.calls.clear()
+            return
         for ref, call in self.calls.items():
             if call.slot is None:
                 try:
