@@ -37,8 +37,8 @@ import ray
 from ray.exceptions import AuthenticationError, RayActorError, RayError, RaySystemError, RayTaskError
 
 from engine.errors import ClusterError
-from engine.executors.cluster import connection_error, lost_error, probe
 from engine.executors.base import CommitFn, FailFn, RetryPolicy
+from engine.executors.cluster import connection_error, lost_error, probe
 from engine.params import Params, require
 from engine.pipeline import PartTask, execute_part
 from engine.progress import progress_bar
