@@ -292,7 +292,8 @@ def execute_run(
             # it failed and why, never "running" with nobody running it; `--resume` continues it.
             translated = _translated(exc, run)
             try:
-                run.fail(f"{type(translated).__name__}: {translated}")
+                if run.manifest.get("status") == "running":  # a view drawn after "complete" leaves the run complete
+                    run.fail(f"{type(translated).__name__}: {translated}")
             except OSError as save_error:  # a full disk may not take the manifest either: the error still says what to do
                 logger.warning("could not record the failure in the manifest: %s", save_error)
             if translated is exc:
