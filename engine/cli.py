@@ -10,6 +10,7 @@ from typing import Any
 
 from engine.errors import (
     BabelscoreError,
+    ClusterError,
     ConfigError,
     DamagedModelError,
     DiskFullError,
@@ -41,6 +42,8 @@ EXIT_CODES: tuple[tuple[int, type[BaseException] | None, str], ...] = (
     (7, BabelscoreError, "any other babelscore error (a stage cannot run)"),
     (8, RejectedRowsError, "the run finished but rejected more input rows than --max-rejected / "
      "validation.max_rejected allow (default 0; reasons in RUN/rejected.parquet)"),
+    (9, ClusterError, "the Ray cluster cannot be reached, refused the driver (authentication token, Ray or Python "
+     "version) or was lost mid-run: fix it as the message says, then rerun with --resume"),
     (130, None, "interrupted (Ctrl-C): rerun with --resume"),
 )
 EPILOG = "exit status:\n" + "\n".join(f"  {code:<4d}{meaning}" for code, _, meaning in EXIT_CODES)
@@ -58,6 +61,8 @@ def _command(args: argparse.Namespace, out: str | None = None, resume: bool = Fa
     parts = ["babelscore", "run", args.config, "--out", out or args.out]
     if getattr(args, "executor", "local") != "local":
         parts += ["--executor", args.executor]
+    if getattr(args, "ray_address", None):
+        parts += ["--ray-address", args.ray_address]
     if getattr(args, "reuse", None):
         parts += ["--reuse", *args.reuse]
     return shlex.join(parts) + (" --resume" if resume else "")
@@ -82,6 +87,11 @@ def next_step(args: argparse.Namespace, exc: BaseException) -> str | None:
                 f"cannot --resume {out}): {_command(args, new_out)}"
             )
         return f"fix the cause, then continue (committed parts are kept): {_command(args, resume=True)}"
+    if isinstance(exc, RunDirectoryError) and "already holds this run" in str(exc) and not getattr(args, "resume", False):
+        return f"continue it: {_command(args, resume=True)}"
+    if isinstance(exc, ClusterError):
+        started = (out / "manifest.json").exists()
+        return f"fix the cluster as said above, then {'continue' if started else 'run'}: {_command(args, resume=started)}"
     if isinstance(exc, DiskFullError):
         return f"free space on that disk, then continue (committed parts are kept): {_command(args, resume=True)}"
     if isinstance(exc, MissingSecretError):

@@ -73,6 +73,13 @@ class PartFailedError(BabelscoreError):
         return any(c.startswith("DamagedModelError") for c in self.causes)
 
 
+class ClusterError(BabelscoreError):
+    """The Ray cluster named by `--ray-address` cannot be reached, refuses this driver (another
+    token, another Ray or Python version) or was lost in the middle of the run. Nothing of the
+    run is wrong: committed parts are kept, and once the cluster is fixed the run continues
+    with `--resume`."""
+
+
 class TransientError(BabelscoreError):
     """A failure of the moment, not of the data (out of memory at batch size 1, a lost device):
     the whole part fails, the executor retries it, and `--resume` redoes it. Never an error row."""

@@ -10,8 +10,9 @@ both do nothing else:
 - `BABELSCORE_TEST_KILL_PART=<part key>` with `BABELSCORE_TEST_KILL_PART_MARKER=<file>`: the
   process that runs that part SIGKILLs itself on its first attempt only (the marker file
   records that it happened), so a retry can succeed;
-- `BABELSCORE_TEST_HOLD_PART=<part key>` with `..._MARKER=<file>`: that part's first attempt
-  writes its pid to the marker and waits there (at most a minute) for the test to kill its
+- `BABELSCORE_TEST_HOLD_PART=<part key>[,<part key>...]` with `..._MARKER=<file>`: that part's
+  first attempt writes its pid to the marker (`<file>-<i>` for the i-th of several keys) and
+  waits there (at most a minute, or until `<marker>.release` exists) for the test to kill its
   process or remove its node;
 - `BABELSCORE_TEST_KILL_WORKER_CALL=<method>` with `..._MARKER=<file>`: a model worker kills its
   whole process group (a vLLM EngineCore too) at the start of its first call of that method;
@@ -62,13 +63,17 @@ def before_part(part_key: str) -> None:
 
 
 def _hold(part_key: str) -> None:
-    if os.environ.get(HOLD_PART_ENV) != part_key:
+    keys = os.environ.get(HOLD_PART_ENV, "").split(",")
+    if part_key not in keys:
         return
     marker = Path(os.environ.get(HOLD_PART_ENV + "_MARKER", "/nonexistent"))
+    if len(keys) > 1:  # several held parts: one marker each, `<marker>-<position in the list>`
+        marker = marker.with_name(f"{marker.name}-{keys.index(part_key)}")
+    release = marker.with_name(marker.name + ".release")
     if marker.parent.is_dir() and not marker.exists():
         marker.write_text(f"{os.getpid()}\n")
         deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:  # the test removes this process's node meanwhile
+        while time.monotonic() < deadline and not release.exists():  # the test removes this process's node meanwhile
             time.sleep(0.05)
 
 

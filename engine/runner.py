@@ -168,8 +168,18 @@ def run_part_stage(run: RunDirectory, plan: RunPlan, bound: BoundStage, executor
         # The plan travels in place of the config: workers find each part's bound stage in it.
         executor.run_parts(str(run.root), plan, todo, prepass, committer.commit, committer.fail, rows_per_part)
     finally:
+        _record_placements(run, executor, todo)
         run.save()  # the manifest summarises the stage's completion markers once, not per commit
     return {"kept": kept, "run": len(todo)}
+
+
+def _record_placements(run: RunDirectory, executor: Any, parts: list[PartTask]) -> None:
+    """manifest["placements"]: for each part committed now, the node, host and process that computed it."""
+    placed = run.manifest.setdefault("placements", {})
+    for part in parts:
+        where = executor.placements.get(part.key)
+        if where is not None and run.is_done(part.key):
+            placed[part.key] = {k: where.get(k) for k in ("node_id", "hostname", "pid", "attempts")}
 
 
 def _record_signatures(run: RunDirectory, plan: RunPlan) -> None:
@@ -269,22 +279,40 @@ def execute_run(
             # Ctrl-C: the manifest says so (committed parts stay; `--resume` continues the run).
             run.finish("interrupted")
             raise
-        except OSError as exc:
-            # Writes outside engine.io.atomic (the input's spill, driver work): the same DiskFullError.
-            where = Path(exc.filename) if exc.filename else run.root
-            if is_disk_full(exc):
-                raise disk_full_error(where, exc) from exc
-            in_run = exc.filename is not None and where.resolve().is_relative_to(run.root.resolve())
-            if exc.errno == errno.EROFS or (exc.errno in (errno.EACCES, errno.EPERM) and in_run):
-                raise RunDirectoryError(f"cannot write {where} ({exc.strerror}): the run directory must stay writable; "
-                                        "make it writable again (or copy it to a writable disk), then rerun with "
-                                        "--resume (committed parts are kept)") from exc
-            raise
+        except PartFailedError:
+            raise  # the manifest already says failed, and which parts
+        except BaseException as exc:
+            # Whatever stopped the driver (a cluster that refused it, a full disk): the run says
+            # it failed and why, never "running" with nobody running it; `--resume` continues it.
+            translated = _translated(exc, run)
+            try:
+                if run.manifest.get("status") == "running":  # a view drawn after "complete" leaves the run complete
+                    run.fail(f"{type(translated).__name__}: {translated}")
+            except OSError as save_error:  # a full disk may not take the manifest either: the error still says what to do
+                logger.warning("could not record the failure in the manifest: %s", save_error)
+            if translated is exc:
+                raise
+            raise translated from exc
         finally:
             run.close()
     finally:
         for reader in readers:
             reader.release()
+
+
+def _translated(exc: BaseException, run: RunDirectory) -> BaseException:
+    """An OSError of the run directory as the project error that says what to do; others as they are."""
+    if isinstance(exc, OSError):
+        # Writes outside engine.io.atomic (the input's spill, driver work): the same DiskFullError.
+        where = Path(exc.filename) if exc.filename else run.root
+        if is_disk_full(exc):
+            return disk_full_error(where, exc)
+        in_run = exc.filename is not None and where.resolve().is_relative_to(run.root.resolve())
+        if exc.errno == errno.EROFS or (exc.errno in (errno.EACCES, errno.EPERM) and in_run):
+            return RunDirectoryError(f"cannot write {where} ({exc.strerror}): the run directory must stay writable; "
+                                     "make it writable again (or copy it to a writable disk), then rerun with "
+                                     "--resume (committed parts are kept)")
+    return exc
 
 
 def _hold_reuse_sources(config: RunConfig, out: str) -> list[Any]:

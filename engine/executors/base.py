@@ -46,6 +46,8 @@ class RetryPolicy:
 
 class Executor(Protocol):
     name: str
+    # part key -> where it was computed: node_id (Ray's; None locally), hostname, pid, attempts
+    placements: dict[str, dict[str, Any]]
 
     def run_parts(
         self,

@@ -12,6 +12,8 @@ again). A failed part is handed to `fail`; the other parts go on.
 from __future__ import annotations
 
 import logging
+import os
+import socket
 import traceback
 from typing import Any, Sequence
 
@@ -28,6 +30,7 @@ class LocalExecutor:
 
     def __init__(self, retry: RetryPolicy = RetryPolicy()):
         self.retry = retry
+        self.placements: dict[str, dict[str, Any]] = {}  # where each committed part ran (the runner records it)
 
     def run_parts(
         self,
@@ -60,6 +63,8 @@ class LocalExecutor:
                         logger.warning("part %s: attempt %d failed (%s); trying again", part.key, attempt, exc)
                         continue
                     commit(part, table)
+                    self.placements[part.key] = {"node_id": None, "hostname": socket.gethostname(), "pid": os.getpid(),
+                                                 "attempts": attempt}
                     break
                 bar.update(rows_per_part[part.index])
         release_models()

@@ -27,15 +27,18 @@ import logging
 import math
 import os
 import socket
+import time
 from collections import deque
 from collections.abc import Sequence
 from typing import Any
 
 import pyarrow as pa
 import ray
-from ray.exceptions import RayActorError, RayError, RayTaskError
+from ray.exceptions import AuthenticationError, RayActorError, RayError, RaySystemError, RayTaskError
 
+from engine.errors import ClusterError
 from engine.executors.base import CommitFn, FailFn, RetryPolicy
+from engine.executors.cluster import connection_error, lost_error, probe
 from engine.params import Params, require
 from engine.pipeline import PartTask, execute_part
 from engine.progress import progress_bar
@@ -47,6 +50,7 @@ logger = logging.getLogger(__name__)
 FORWARDED_ENV_PREFIX = "BABELSCORE_"
 _SETTLE_TIMEOUT_S = 60.0  # how long to wait for the other calls of an actor that just died
 _STATUS_EVERY_S = 300.0  # log what is outstanding when nothing finished for this long
+_HEAD_CHECK_EVERY_S = 5.0  # how often the driver checks, while waiting for parts, that the head still answers
 
 
 @dataclasses.dataclass(frozen=True)
@@ -238,14 +242,23 @@ class RayExecutor:
         if ray.is_initialized():
             return
         opts = self.options
-        if self.address:
-            logger.info("connecting to the Ray cluster at %s", self.address)
-            ray.init(address=self.address, logging_level=logging.WARNING)
-        else:  # a new local instance, or the cluster named by RAY_ADDRESS (set by `ray job submit`)
-            local = {} if os.environ.get("RAY_ADDRESS") else {
-                "num_cpus": opts.num_cpus, "object_store_memory": opts.object_store_memory, "include_dashboard": opts.include_dashboard,
-            }
-            ray.init(logging_level=logging.WARNING, **local)
+        try:
+            if self.address:
+                probe(self.address)
+                logger.info("connecting to the Ray cluster at %s", self.address)
+                ray.init(address=self.address, logging_level=logging.WARNING)
+            else:  # a new local instance, or the cluster named by RAY_ADDRESS (set by `ray job submit`)
+                local = {} if os.environ.get("RAY_ADDRESS") else {
+                    "num_cpus": opts.num_cpus, "object_store_memory": opts.object_store_memory,
+                    "include_dashboard": opts.include_dashboard,
+                }
+                ray.init(logging_level=logging.WARNING, **local)
+        except ClusterError:
+            raise
+        except (AuthenticationError, ConnectionError, RuntimeError, RayError, OSError) as exc:
+            if ray.is_initialized():
+                ray.shutdown()
+            raise connection_error(self.address or os.environ.get("RAY_ADDRESS") or "a local Ray", exc) from None
         self._owns_ray = True
         resources = ray.cluster_resources()
         nodes = len([n for n in ray.nodes() if n.get("Alive")])
@@ -291,13 +304,16 @@ class RayExecutor:
         if not parts:
             return
         self._connect()
-        run = _StageRun(self, os.path.abspath(run_root), plan, parts, prepass, commit, fail, rows_per_part)
-        with progress_bar(parts[0].stage, sum(rows_per_part[p.index] for p in parts), len(parts)) as bar:
-            run.bar = bar
-            try:
-                run.loop()
-            finally:
-                run.abandon()
+        try:
+            run = _StageRun(self, os.path.abspath(run_root), plan, parts, prepass, commit, fail, rows_per_part)
+            with progress_bar(parts[0].stage, sum(rows_per_part[p.index] for p in parts), len(parts)) as bar:
+                run.bar = bar
+                try:
+                    run.loop()
+                finally:
+                    run.abandon()
+        except (RaySystemError, ConnectionError, AuthenticationError) as exc:  # the driver's own link to the cluster
+            raise lost_error(self.address, exc) from None
 
     def take_model_records(self) -> list[dict[str, Any]]:
         records, self.model_records = self.model_records, []
@@ -339,6 +355,8 @@ class _StageRun:
         self.env = _driver_env()
         self.seq = 0
         self.finished: set[str] = set()
+        self.idle_since: float | None = None  # when the driver last saw nothing finish
+        self.head_lost = False
 
     # ----- submitting ------------------------------------------------------------------------
     def _next_seq(self) -> int:
@@ -385,14 +403,40 @@ class _StageRun:
             waiting = list(self.calls) + (list(self.pool.ready_refs) if self.pool else [])
             if not waiting:
                 return
-            ready, _ = ray.wait(waiting, num_returns=1, timeout=_STATUS_EVERY_S)
+            ready, _ = ray.wait(waiting, num_returns=1, timeout=_HEAD_CHECK_EVERY_S)
             if not ready:
-                self._log_waiting()
+                self._idle()
+                continue
+            self.idle_since = None
             for ref in ready:
                 if self.pool is not None and ref in self.pool.ready_refs:
                     self._actor_ready(ref)
                 elif ref in self.calls:
                     self._result(ref)
+
+    def _check_head(self) -> None:
+        """Raise ClusterError when the head no longer answers: Ray ends a driver whose head is
+        gone a minute later, so the run must stop (and say so) before that."""
+        if not self.ex.address:
+            return
+        try:
+            probe(self.ex.address)
+        except ClusterError as exc:
+            self.head_lost = True
+            raise ClusterError(f"lost the Ray cluster in the middle of the run: {exc}. Committed parts are kept: "
+                               "once a cluster runs, rerun the same command with --resume") from None
+
+    def _idle(self) -> None:
+        """Nothing finished in the last slice: check that the head still answers (a driver whose
+        head is gone would otherwise wait until Ray ends its process), and now and then say
+        what is outstanding."""
+        self._check_head()
+        now = time.monotonic()
+        if self.idle_since is None:
+            self.idle_since = now
+        elif now - self.idle_since >= _STATUS_EVERY_S:
+            self.idle_since = now
+            self._log_waiting()
 
     def _log_waiting(self) -> None:
         """Nothing finished for a while: say what is outstanding (e.g. actors waiting for GPUs)."""
@@ -411,6 +455,7 @@ class _StageRun:
         try:
             ray.get(ref)
         except RayError as exc:
+            self._check_head()
             pool.creation_failures += 1
             logger.warning("model %s: an actor could not start (%s)", pool.model_key, _error_text(exc))
             if self.retry.try_again(pool.creation_failures, retried=True):
@@ -430,12 +475,14 @@ class _StageRun:
         try:
             table, where = ray.get(ref)
         except RayActorError as exc:
+            self._check_head()  # an actor that died with the head is no part's fault
             self._actor_died(call, exc)
             return
         except RayTaskError as exc:  # the part's own code raised; a TransientError is worth another try
             self._retry_or_fail(call, exc, charged=True, retried=self.retry.is_retried(exc.cause))
             return
         except RayError as exc:  # worker crashed, node died, object lost: system failures
+            self._check_head()
             self._retry_or_fail(call, exc, charged=True, retried=True)
             return
         self._done(call, table, where)
@@ -491,7 +538,11 @@ class _StageRun:
         self.bar.update(self.rows_per_part[part.index])
 
     def abandon(self) -> None:
-        """After an interrupt: stop what is still running; nothing of it is ever committed."""
+        """After an interrupt: stop what is still running; nothing of it is ever committed.
+        With the head gone there is nobody to ask (the nodes' processes end with their raylets)."""
+        if self.head_lost:
+            self.calls.clear()
+            return
         for ref, call in self.calls.items():
             if call.slot is None:
                 try:

@@ -73,6 +73,23 @@ class Manifest(dict):
 
     def set_status(self, status: str) -> None:
         self["status"] = status
+        if status != "failed":
+            self.pop("failure", None)
+
+    def record_failure(self, reason: str) -> None:
+        """The driver stopped on an error before the run ended: the status says failed, and why."""
+        self["failure"] = {"error": reason, "at": now()}
+        self.set_status("failed")
+
+    def status_text(self) -> str:
+        """The status of a run found on disk, with why it failed, for a message that refuses to overwrite it."""
+        status = self.get("status")
+        failure = self.get("failure")
+        if status == "failed" and failure:
+            return f"status failed: {str(failure.get('error', ''))[:300]}"
+        if status == "running":  # the caller holds the writer's lock, so the driver that wrote "running" is gone
+            return "status running, but its driver stopped without finishing it"
+        return f"status {status}"
 
     def start_resume(self) -> int:
         """Begin another attempt: earlier failures go to `failure_history`, every failed or
@@ -83,6 +100,9 @@ class Manifest(dict):
             history.extend({"part": key, **info} for key, info in sorted(self.failed_parts.items()))
         self["failed_parts"] = {}
         self["blocked_parts"] = {}
+        stopped = self.pop("failure", None)  # why the last attempt stopped: history too
+        if stopped:
+            self.setdefault("failure_history", []).append({"part": None, **stopped})
         self["status"] = "running"
         self["resumed"] = self.get("resumed", 0) + 1
         return len(earlier)

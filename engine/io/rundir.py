@@ -101,11 +101,8 @@ class RunDirectory:
                     "a changed config never writes into an old run directory: choose a new --out"
                 )
             if not resume:
-                status = manifest.status
-                raise RunDirectoryError(
-                    f"{root} already holds this run (status {status}); pass --resume to continue it, "
-                    "or choose a new --out"
-                )
+                raise RunDirectoryError(f"{root} already holds this run ({manifest.status_text()}); pass --resume "
+                                        "to continue it (committed parts are kept), or choose a new --out")
             removed = remove_stale_temps(root)
             if removed:
                 logger.info("removed %d temp file(s) left by an interrupted run", removed)
@@ -278,4 +275,9 @@ class RunDirectory:
 
     def finish(self, status: str) -> None:
         self.manifest.set_status(status)
+        self.save()
+
+    def fail(self, reason: str) -> None:
+        """The driver stopped on an error before the run ended: the status says failed, and why."""
+        self.manifest.record_failure(reason)
         self.save()

@@ -1,0 +1,88 @@
+"""The driver's link to a Ray cluster, in words a user can act on (no Ray import here).
+
+A head that is not there makes `ray.init` retry for minutes, so the address is probed with a
+plain TCP connection first. What `ray.init` raises when the cluster refuses the driver (another
+authentication token, another Ray or Python version) becomes one `ClusterError` naming the
+cause and the fix; the CLI gives it its own exit status.
+"""
+from __future__ import annotations
+
+import re
+import socket
+
+from engine.errors import ClusterError
+
+_PROBE_TIMEOUT_S = 10.0  # a head that does not accept a TCP connection within this is unreachable
+_DOCS = "docs/cluster.md"
+
+
+def _host_port(address: str) -> tuple[str, int] | None:
+    """HOST:PORT of a GCS address; None for forms that are not one (`auto`, `ray://...`)."""
+    host, sep, port = address.rpartition(":")
+    if not sep or not host or "/" in address or not port.isdigit():
+        return None
+    return host.strip("[]"), int(port)
+
+
+def probe(address: str) -> None:
+    """Fail at once when nothing listens at the head's address: `ray.init` would retry for minutes."""
+    target = _host_port(address)
+    if target is None:
+        return
+    try:
+        socket.create_connection(target, timeout=_PROBE_TIMEOUT_S).close()
+    except OSError as exc:
+        raise ClusterError(
+            f"cannot reach the Ray cluster at {address}: {exc.strerror or exc}. Start the head node there "
+            f"(`ray start --head --port={target[1]}`, {_DOCS}) or give the head's address with --ray-address; "
+            f"`ray status --address={address}` checks it"
+        ) from None
+
+
+def connection_error(address: str, exc: BaseException) -> ClusterError:
+    """One message naming why the cluster refused this driver and what to do."""
+    chain = _chain(exc)  # ray.init wraps the refusal (an AuthenticationError) in a ConnectionError
+    text = "\n".join(str(e) for e in chain)
+    cause = chain[-1]
+    first = str(cause).strip().splitlines()[0] if str(cause).strip() else type(cause).__name__
+    if "InvalidAuthToken" in text or "authentication token" in text.lower():
+        found = re.search(r"InvalidAuthToken: [^.\n]*", text)
+        return ClusterError(
+            f"the Ray cluster at {address} refused this driver's authentication token "
+            f"({found.group(0) if found else first[:200]}). "
+            "Run the driver with the cluster's token: export RAY_AUTH_MODE=token and RAY_AUTH_TOKEN_PATH=<the token "
+            "file every node was started with> (or RAY_AUTH_TOKEN); on a cluster started without token "
+            f"authentication, export RAY_AUTH_MODE=disabled ({_DOCS}, \"The token\")"
+        )
+    if "Version mismatch" in text or "version mismatch" in text:
+        found = re.search(r"[Vv]ersion mismatch:.*", text, re.S)
+        versions = " ".join((found.group(0) if found else first).split())[:300]
+        return ClusterError(
+            f"the Ray cluster at {address} runs another Ray or Python version than this driver ({versions}). "
+            f"Run the driver with the installation the nodes run (same Python, same `make setup`; {_DOCS}), "
+            "or start the cluster from this installation"
+        )
+    return ClusterError(
+        f"cannot connect to the Ray cluster at {address} ({type(exc).__name__}: {first[:300]}). Check that the "
+        f"head node runs (`ray status --address={address}`) and that this driver has the cluster's environment "
+        f"({_DOCS})"
+    )
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    chain = [exc]
+    while len(chain) < 10:
+        nxt = chain[-1].__cause__ or chain[-1].__context__
+        if nxt is None or nxt in chain:
+            break
+        chain.append(nxt)
+    return chain
+
+
+def lost_error(address: str | None, exc: BaseException) -> ClusterError:
+    text = str(exc).strip().splitlines()
+    return ClusterError(
+        f"lost the Ray cluster{' at ' + address if address else ''} in the middle of the run "
+        f"({type(exc).__name__}: {text[0][:300] if text else ''}). Committed parts are kept: start the cluster "
+        "again (or give another with --ray-address), then rerun the same command with --resume"
+    )
