@@ -43,6 +43,8 @@ HEAVY_MODULES = frozenset({
     "test_resume_executors.py",
     "test_reuse.py",
     "test_reuse_generate.py",
+    "test_ray_user_cluster.py",  # real `ray start` nodes
+    "test_stranded_runs.py",  # CLI runs in subprocesses
     "test_roundtrip_attacks.py",  # the sandboxed toolchains, from here on
     "test_roundtrip_crashes.py",
     "test_roundtrip_crossing.py",

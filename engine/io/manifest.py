@@ -76,7 +76,7 @@ class Manifest(dict):
         if status != "failed":
             self.pop("failure", None)
 
-    def record_failure(self, reason: str) -> None:
+    def record_stop(self, reason: str) -> None:
         """The driver stopped on an error before the run ended: the status says failed, and why."""
         self["failure"] = {"error": reason, "at": now()}
         self.set_status("failed")

@@ -279,5 +279,5 @@ class RunDirectory:
 
     def fail(self, reason: str) -> None:
         """The driver stopped on an error before the run ended: the status says failed, and why."""
-        self.manifest.record_failure(reason)
+        self.manifest.record_stop(reason)
         self.save()
