@@ -173,6 +173,9 @@ def test_transient_faults_are_retried_to_the_clean_output(clean, tmp_path, monke
     faulted = sum(f is not None for f in firsts)
     [rates] = http_request_rates(tmp_path / "run")
     assert (rates["requests"], rates["retries"], rates["failed"]) == (len(firsts), faulted, 0)
+    # the 429s counted as such; with the hangs (timeouts) they are the overload answers that cut the concurrency
+    assert rates["http_429"] == firsts.count("429") and rates["overloads"] == firsts.count("429") + firsts.count("hang")
+    assert rates["requests_per_s"] > 0 and rates["concurrency_cuts"] >= 1
     _no_key_anywhere(tmp_path / "run", caplog.text)
 
 

@@ -1,6 +1,7 @@
 """Judge backend for any OpenAI-compatible chat-completions server (vLLM serve, hosted APIs), on httpx.
 
-One `httpx.Client` per batch (pooled keep-alive connections, one timeout per read/connect,
+Requests run with adaptive concurrency (engine/judge/concurrency.py: from `max_concurrency` down
+on overload and rising latency, back up on success, paused for a Retry-After). One `httpx.Client` per batch (pooled keep-alive connections, one timeout per read/connect,
 redirects never followed, no streaming); its own retries are off, since the project's budget
 decides them: a 429/500/503/524 (`retry_statuses`), a timeout, a dropped connection or a body
 cut short is retried with exponential backoff (base * 2^attempt, at most the cap) or after the
@@ -24,7 +25,9 @@ import email.utils
 import json
 import logging
 import os
+import threading
 import time
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from typing import Any, Callable, Sequence
@@ -33,6 +36,7 @@ import httpx
 
 from engine.errors import MissingSecretError
 from engine.judge.backends import ChatRequest, ChatResponse
+from engine.judge.concurrency import AdaptiveLimit
 from engine.judge.config import JudgeParams
 
 logger = logging.getLogger(__name__)
@@ -40,6 +44,7 @@ REDACTED = "[redacted]"
 _ERROR_BODY_CHARS = 300  # how much of a server's error answer a failure reason quotes
 # Read (and redacted) beyond what is quoted, so a key the cut falls into is still found whole.
 _ERROR_BODY_READ = 65536
+_OVERLOAD = {429, 503, 524}  # answers that say "too many requests": the concurrency backs off
 
 
 def check_secrets(params: JudgeParams, where: str | None = None) -> None:
@@ -79,6 +84,7 @@ class _Attempt:
     reason: str = ""
     final: bool = False
     retry_after: float | None = None
+    overload: bool = False  # the server is overloaded (429, 503, 524, a timeout): fewer requests in flight
 
 
 class HttpChatBackend:
@@ -97,6 +103,10 @@ class HttpChatBackend:
             return []
         workers = min(self.params.max_concurrency, len(requests))
         limits = httpx.Limits(max_connections=workers, max_keepalive_connections=workers)
+        self.limit = AdaptiveLimit(workers)
+        self.statuses: Counter[int] = Counter()  # HTTP status -> answers, over every attempt
+        self._lock = threading.Lock()
+        start = time.perf_counter()
         with httpx.Client(timeout=self.params.timeout_s, limits=limits, follow_redirects=False) as client, \
                 ThreadPoolExecutor(max_workers=workers) as pool:
             results = list(pool.map(lambda r: self._one(client, r), requests))
@@ -106,6 +116,14 @@ class HttpChatBackend:
         throughput.count("judge_http_requests", len(results))
         throughput.count("judge_http_retries", sum(attempts - 1 for _answer, attempts in results))
         throughput.count("judge_http_failed", sum(answer.error is not None for answer, _attempts in results))
+        throughput.count("judge_http_429", self.statuses[429])
+        throughput.count("judge_http_overloads", self.limit.overloads)
+        throughput.count("judge_http_concurrency_cuts", self.limit.cuts)
+        throughput.count("judge_http_send_s", time.perf_counter() - start)
+        if self.limit.cuts:
+            logger.info("judge %s: concurrency %s over %d requests (%d overload answer(s), %d of them 429)",
+                        self.params.judge_name, " -> ".join(map(str, self.limit.history)), len(results),
+                        self.limit.overloads, self.statuses[429])
         return [answer for answer, _attempts in results]
 
     def redact(self, text: str) -> str:
@@ -139,7 +157,10 @@ class HttpChatBackend:
         params, data, start = self.params, self._body(request), time.perf_counter()
         attempts, waited = params.max_retries + 1, 0.0
         for attempt in range(attempts):
+            epoch, sent = self.limit.acquire(), time.perf_counter()
             got = self._attempt(client, request, data, start)
+            self.limit.release(epoch, "ok" if got.answer is not None else "overload" if got.overload else "other",
+                               time.perf_counter() - sent, got.retry_after)
             if got.answer is not None:
                 return got.answer, attempt + 1
             if got.final:
@@ -162,7 +183,7 @@ class HttpChatBackend:
         try:
             reply = client.post(self.url, content=data, headers=self._headers)
         except httpx.TimeoutException:
-            return _Attempt(reason=f"timeout after {self.params.timeout_s:g} s")
+            return _Attempt(reason=f"timeout after {self.params.timeout_s:g} s", overload=True)
         except httpx.RemoteProtocolError as exc:  # the connection closed before the whole answer came
             return _Attempt(reason=f"answer cut short ({self.redact(' '.join(str(exc).split()))[:200]})")
         except (httpx.TransportError, OSError) as exc:
@@ -170,12 +191,15 @@ class HttpChatBackend:
             # could otherwise leave a piece of the key that the redaction misses.
             return _Attempt(reason=f"connection error ({type(exc).__name__}: {self.redact(' '.join(str(exc).split()))[:200]})")
         status = reply.status_code
+        with self._lock:
+            self.statuses[status] += 1
         if reply.is_redirect:
             where = reply.headers.get("Location", "")
             return _Attempt(final=True, reason=f"HTTP {status} (not retried): the server redirects to {where!r}; redirects "
                             "are not followed, so the API key goes to no other address: set base_url to where the API is")
         if status in self.params.retry_statuses:
-            return _Attempt(reason=f"HTTP {status}", retry_after=retry_after_seconds(reply.headers.get("Retry-After")))
+            return _Attempt(reason=f"HTTP {status}", retry_after=retry_after_seconds(reply.headers.get("Retry-After")),
+                            overload=status in _OVERLOAD)
         if status >= 300:
             return _Attempt(final=True, reason=f"HTTP {status} (not retried){self._quote(reply)}")
         try:

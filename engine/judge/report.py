@@ -120,8 +120,12 @@ def http_request_rates(run_root: str | Path) -> list[dict[str, Any]]:
         if not requests:
             continue
         retries, failed = int(counters.get("judge_http_retries", 0)), int(counters.get("judge_http_failed", 0))
+        send_s = float(counters.get("judge_http_send_s", 0.0))
         rows.append({"task": task, "requests": requests, "retries": retries, "failed": failed,
-                     "retry_rate": retries / requests, "failure_rate": failed / requests})
+                     "retry_rate": retries / requests, "failure_rate": failed / requests,
+                     "http_429": int(counters.get("judge_http_429", 0)), "overloads": int(counters.get("judge_http_overloads", 0)),
+                     "concurrency_cuts": int(counters.get("judge_http_concurrency_cuts", 0)),
+                     "requests_per_s": requests / send_s if send_s > 0 else math.nan})
     return rows
 
 
@@ -130,12 +134,16 @@ def _http_part(run_root: str | Path) -> list[str]:
     if not rows:
         return []
     return [
-        "<h3>HTTP judge requests: retries and failures</h3>",
+        "<h3>HTTP judge requests: throughput, 429s, retries and failures</h3>",
         "<p>Retries: attempts after a request's first (429, 5xx, timeouts, dropped connections, cut answers; "
         "within max_retries and retry_budget_s). Failed: requests whose retries were spent or that were refused; "
-        "each is an api_error judgment with its reason in the error column.</p>",
-        _table(rows, ["task", "requests", "retries", "failed", "retry_rate", "failure_rate"],
-               ["judge task", "requests", "retries", "failed", "retries / request", "failure rate"]),
+        "each is an api_error judgment with its reason in the error column. Requests/s: requests over the time "
+        "the parts spent sending them. Overload answers (429, 503, 524, timeouts) halve the requests in flight "
+        "(concurrency cuts, also on rising latency); each success adds back, up to max_concurrency.</p>",
+        _table(rows, ["task", "requests", "requests_per_s", "http_429", "overloads", "concurrency_cuts", "retries",
+                      "failed", "retry_rate", "failure_rate"],
+               ["judge task", "requests", "requests / s", "429 answers", "overload answers", "concurrency cuts",
+                "retries", "failed", "retries / request", "failure rate"]),
     ]
 
 
