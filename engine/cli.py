@@ -10,6 +10,7 @@ from typing import Any
 
 from engine.errors import (
     BabelscoreError,
+    BudgetStopError,
     ConfigError,
     DamagedModelError,
     DiskFullError,
@@ -41,17 +42,17 @@ EXIT_CODES: tuple[tuple[int, type[BaseException] | None, str], ...] = (
     (7, BabelscoreError, "any other babelscore error (a stage cannot run)"),
     (8, RejectedRowsError, "the run finished but rejected more input rows than --max-rejected / "
      "validation.max_rejected allow (default 0; reasons in RUN/rejected.parquet)"),
+    (9, BudgetStopError, "a judge stopped at a spending cap (max_prompt_tokens, max_completion_tokens, max_cost): "
+     "nothing over it was sent; raise the cap, then rerun with --resume"),
     (130, None, "interrupted (Ctrl-C): rerun with --resume"),
 )
 EPILOG = "exit status:\n" + "\n".join(f"  {code:<4d}{meaning}" for code, _, meaning in EXIT_CODES)
 
 
 def exit_code(exc: BaseException) -> int:
-    # The base class last, so a subclass listed after it in the table still gets its own code.
-    for code, cls, _ in sorted(EXIT_CODES, key=lambda entry: entry[1] is BabelscoreError):
-        if cls is not None and isinstance(exc, cls):
-            return code
-    return 7
+    # The most specific class that matches (the longest ancestry), so a subclass gets its own code.
+    matches = [(len(cls.__mro__), code) for code, cls, _ in EXIT_CODES if cls is not None and isinstance(exc, cls)]
+    return max(matches)[1] if matches else 7
 
 
 def _command(args: argparse.Namespace, out: str | None = None, resume: bool = False) -> str:
@@ -70,6 +71,9 @@ def next_step(args: argparse.Namespace, exc: BaseException) -> str | None:
     if getattr(args, "command", None) != "run":
         return None
     out = Path(args.out)
+    if isinstance(exc, BudgetStopError):
+        return (f"raise the cap named above in {args.config} (or judge.budget), then continue; no paid call is "
+                f"repeated: {_command(args, resume=True)}")
     if isinstance(exc, PartFailedError):
         if exc.environment_caused and not exc.config_caused:
             return f"export the variable named above, then continue: {_command(args, resume=True)}"

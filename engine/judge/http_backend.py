@@ -34,8 +34,9 @@ from typing import Any, Callable, Sequence
 
 import httpx
 
-from engine.errors import MissingSecretError
+from engine.errors import BudgetExhaustedError, MissingSecretError
 from engine.judge.backends import ChatRequest, ChatResponse
+from engine.judge.budget import JudgeBudget, Usage, request_hash
 from engine.judge.concurrency import AdaptiveLimit
 from engine.judge.config import JudgeParams
 
@@ -88,8 +89,9 @@ class _Attempt:
 
 
 class HttpChatBackend:
-    def __init__(self, params: JudgeParams, sleep: Callable[[float], None] = time.sleep):
+    def __init__(self, params: JudgeParams, sleep: Callable[[float], None] = time.sleep, budget: JudgeBudget | None = None):
         self.params = params
+        self.budget = budget  # caps, prices and the answer cache (engine/judge/budget.py); None: none of them
         self.url = str(params.base_url).rstrip("/") + "/chat/completions"
         self._sleep = sleep
         self._headers = {"Content-Type": "application/json"}
@@ -107,12 +109,20 @@ class HttpChatBackend:
         self.statuses: Counter[int] = Counter()  # HTTP status -> answers, over every attempt
         self._lock = threading.Lock()
         start = time.perf_counter()
-        with httpx.Client(timeout=self.params.timeout_s, limits=limits, follow_redirects=False) as client, \
-                ThreadPoolExecutor(max_workers=workers) as pool:
-            results = list(pool.map(lambda r: self._one(client, r), requests))
+        try:
+            with httpx.Client(timeout=self.params.timeout_s, limits=limits, follow_redirects=False) as client, \
+                    ThreadPoolExecutor(max_workers=workers) as pool:
+                everything = list(pool.map(lambda r: self._cached_or_sent(client, r), requests))
+        finally:
+            if self.budget is not None:
+                self.budget.cache.close()
         # Counted here, in the part's own thread: the pool's threads do not see the part's counters.
         from engine import throughput
 
+        results = [(answer, attempts) for answer, attempts in everything if attempts > 0]  # sent, not from the cache
+        throughput.count("judge_http_cached", len(everything) - len(results))
+        refused = sum(answer is None for answer, _attempts in results)
+        results = [(answer, attempts) for answer, attempts in results if answer is not None]
         throughput.count("judge_http_requests", len(results))
         throughput.count("judge_http_retries", sum(attempts - 1 for _answer, attempts in results))
         throughput.count("judge_http_failed", sum(answer.error is not None for answer, _attempts in results))
@@ -124,7 +134,37 @@ class HttpChatBackend:
             logger.info("judge %s: concurrency %s over %d requests (%d overload answer(s), %d of them 429)",
                         self.params.judge_name, " -> ".join(map(str, self.limit.history)), len(results),
                         self.limit.overloads, self.statuses[429])
-        return [answer for answer, _attempts in results]
+        if refused and self.budget is not None:
+            raise BudgetExhaustedError(f"judge {self.params.judge_name}: {self.budget.stop_reason()}; {refused} request(s) "
+                                       f"of this part not sent, its {len(results)} answered one(s) kept in RUN/judge_cache")
+        return [answer for answer, _attempts in everything]  # type: ignore[misc]  # none is None here
+
+    def _cached_or_sent(self, client: httpx.Client, request: ChatRequest) -> tuple[ChatResponse | None, int]:
+        """The answer and its attempts: from the cache (0 attempts), sent within the caps, or None
+        when its worst case would pass a cap (not sent)."""
+        budget = self.budget
+        if budget is None:
+            return self._one(client, request)
+        key = request_hash(self._body_dict(request))
+        cached = budget.cache.answers.get(key)
+        if cached is not None:  # paid for by an earlier attempt of this part
+            return ChatResponse(request.request_id, cached["text"], cached["finish_reason"], cached["prompt_tokens"],
+                                cached["completion_tokens"], cached["latency_s"]), 0
+        need = budget.worst_case(request.messages, request.max_tokens)
+        if not budget.reserve(need):
+            return None, 1
+        answer, attempts = None, 0
+        try:
+            answer, attempts = self._one(client, request)
+        finally:
+            paid = answer is not None and answer.error is None
+            if paid:  # on disk before it counts as done: a crash from here on loses no paid answer
+                cost = budget.cost(answer.prompt_tokens, answer.completion_tokens)
+                budget.cache.put({"hash": key, "request_id": request.request_id, "text": answer.text,
+                                  "finish_reason": answer.finish_reason, "prompt_tokens": answer.prompt_tokens,
+                                  "completion_tokens": answer.completion_tokens, "latency_s": answer.latency_s, "cost": cost})
+            budget.settle(need, Usage(answer.prompt_tokens, answer.completion_tokens, cost) if paid else None)
+        return answer, attempts
 
     def redact(self, text: str) -> str:
         """`text` with the API key and every provider secret replaced by [redacted]."""
@@ -137,6 +177,10 @@ class HttpChatBackend:
         return text
 
     def _body(self, request: ChatRequest) -> bytes:
+        return json.dumps({**self._body_dict(request), **self._secrets}, ensure_ascii=False).encode("utf-8")
+
+    def _body_dict(self, request: ChatRequest) -> dict[str, Any]:
+        """The request body without the provider secrets (what the answer cache is keyed by)."""
         body: dict[str, Any] = {
             "model": self.params.model,
             "messages": list(request.messages),
@@ -146,11 +190,10 @@ class HttpChatBackend:
         }
         # provider routing, quantisation pins, price caps...: passed through as configured
         body.update(self.params.provider_options)
-        body.update(self._secrets)
         if request.schema is not None:
             body["response_format"] = {"type": "json_schema",
                                        "json_schema": {"name": "judgment", "schema": request.schema, "strict": True}}
-        return json.dumps(body, ensure_ascii=False).encode("utf-8")
+        return body
 
     def _one(self, client: httpx.Client, request: ChatRequest) -> tuple[ChatResponse, int]:
         """The request's answer (or failure) and how many attempts it took."""

@@ -131,8 +131,15 @@ class JudgeStage(PartStage, Rates, Analyzes, ReportSection):
 
         table = ctx.input_table()
         self.require_columns(table, "sample table")
-        judge = ctx.config.section(self.name).judges[ctx.part.entry]
-        return judge_table(table, judge, ctx.part.task, get_chat_backend(judge), prompt_root=ctx.run_root)
+        section = ctx.config.section(self.name)
+        judge = section.judges[ctx.part.entry]
+        budget = None
+        if judge.backend == "http":  # paid answers cached as they come, caps checked before each call
+            from engine.judge.budget import Caps, JudgeBudget
+
+            budget = JudgeBudget(ctx.run_root, ctx.part.task, ctx.part.index, Caps.of(judge, f"judge.judges[{ctx.part.entry}]"),
+                                 Caps.of(section.budget, "judge.budget"), judge.price_per_million)
+        return judge_table(table, judge, ctx.part.task, get_chat_backend(judge, budget), prompt_root=ctx.run_root)
 
     def analyze(self, run: Any, config: Any) -> None:
         from engine.judge.adapter_table import write_judges_table
