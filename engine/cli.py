@@ -303,6 +303,11 @@ def cmd_config(args: argparse.Namespace) -> int:
         print("  ok  no model or tokenizer to check (lexical metrics only)")
     for line in checked:
         print(f"  ok  {line}")
+    rows = _judge_forecast(config)
+    if rows:
+        from engine.judge.forecast import summary_line
+
+        print(f"  {summary_line(rows)}; per judge, strategy and language: babelscore bench {args.file}")
     print("config check passed: nothing was run")
     return EXIT_OK
 
@@ -374,9 +379,31 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if args.devices < 1:
         raise ConfigError(f"--devices {args.devices}: give 1 or more")
     config = load_config(args.config)
+    rows = _judge_forecast(config)
+    if rows:
+        from engine.judge.forecast import forecast_lines
+
+        print("judge forecast for the whole input, before any call (completion: at most max_tokens a call):")
+        print("\n".join(forecast_lines(rows)) + "\n", flush=True)
     result = bench(config, args.sample, devices=args.devices, seed=args.seed, compare=args.compare)
     print("\n".join(report_lines(result)))
+    if rows and result.large.judge_completion:
+        from engine.judge.forecast import forecast_lines
+
+        rows = _judge_forecast(config, result.large.judge_completion)
+        print(f"\njudge forecast with the completion tokens measured on the {result.large.rows}-row sample "
+              "(expected = mean a call there x calls):")
+        print("\n".join(forecast_lines(rows or [])))
     return EXIT_OK
+
+
+def _judge_forecast(config: Any, measured: dict | None = None) -> list | None:
+    """The judges' forecast on the config's input (None without a judge stage, or when a stage makes the samples)."""
+    from engine.judge.forecast import config_forecast
+    from engine.stages import flow
+
+    made = flow.input_source(config.stages) is not None or flow.generates_samples(config.stages)
+    return config_forecast(config, stage_made_samples=made, measured=measured)
 
 
 def cmd_convert(args: argparse.Namespace) -> int:

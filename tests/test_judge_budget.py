@@ -124,6 +124,15 @@ def test_a_cost_cap_stops_cleanly_and_resume_with_a_raised_cap_repeats_no_call(t
     assert set(_Counting.calls) >= set(first) and set(_Counting.calls.values()) == {1}  # no call made twice
     assert len(_Counting.calls) == all_calls
     assert _rows(tmp_path / "run") == _rows(tmp_path / "clean")
+    # the report's usage: the tokens and cost the server billed over both runs, each call once
+    usage = pq.read_table(tmp_path / "run" / "judge_analysis" / "usage.parquet").to_pylist()
+    assert sum(u["calls"] for u in usage) == all_calls
+    assert sum(u["prompt_tokens"] for u in usage) == sum(p for p, _c in _Counting.billed)
+    assert sum(u["cost"] for u in usage) == pytest.approx(_Counting.spent())
+    from engine.judge.report import judge_section
+
+    _anchor, _title, html = judge_section(tmp_path / "run")
+    assert "<th>cost</th>" in html and f"{usage[0]['cost']:.3f}" in html
 
 
 def test_a_run_wide_token_cap_holds_across_parts(tmp_path, server) -> None:

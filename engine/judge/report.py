@@ -16,6 +16,7 @@ import pyarrow.parquet as pq
 
 from engine.judge.analysis import OUTPUT_DIR, ROUTES
 from engine.judge.parse import PARSE_CLASSES
+from engine.judge.usage import KEY as USAGE_KEY
 
 # Columns that hold a kappa are coloured as the report's other kappa tables; language and prompt
 # language are written as names, as elsewhere in the report.
@@ -194,18 +195,24 @@ def judge_section(run_root: str | Path) -> tuple[str, str, str] | None:
     setup = ["judge", "strategy", "prompt_language", "reference"]
     setup_headers = ["judge", "strategy", "prompt language", "reference"]
     metrics = best_metric_kappa(run_root)
+    usage = {tuple(u[k] for k in USAGE_KEY): u for u in
+             (pq.read_table(folder / "usage.parquet").to_pylist() if (folder / "usage.parquet").is_file() else [])}
     for row in read["agreement"]:
         kappa, setting = metrics.get(row["language"], (math.nan, "–"))
         row["metric_kappa"], row["metric_setting"] = kappa, setting
+        spent = usage.get(tuple(row.get(k) for k in USAGE_KEY), {})
+        row.update({k: spent.get(k) for k in ("prompt_tokens", "completion_tokens", "cost")})
     parts = [
         "<h3>Agreement with the experts (quadratic kappa, pooled over generators), beside the best metric</h3>",
         "<p>Candidates judged: every (file, generator) the judge was asked about; with a label: those whose answer "
         "parsed into a label and that have an expert label (the kappa's n). Best metric: the metric setting with the "
         "highest kappa in that language among all fitted settings, as in the Best settings table. Reference: whether "
-        "the prompt held the original comment (with) or not (without).</p>",
-        _table(read["agreement"], ["language", *setup, "n_rows", "n", "kappa", "metric_kappa", "metric_setting"],
-               ["language", *setup_headers, "candidates judged", "with a label", "judge kappa", "best metric kappa",
-                "best metric setting"]),
+        "the prompt held the original comment (with) or not (without). Tokens: as the server (or engine) counted "
+        "them, each call once; cost: at the judge's price_per_million (– without prices).</p>",
+        _table(read["agreement"], ["language", *setup, "n_rows", "n", "kappa", "prompt_tokens", "completion_tokens", "cost",
+                                   "metric_kappa", "metric_setting"],
+               ["language", *setup_headers, "candidates judged", "with a label", "judge kappa", "prompt tokens",
+                "completion tokens", "cost", "best metric kappa", "best metric setting"]),
         *_no_kappa_notes(read["agreement"], read["parse_rates"]),
         "<h3>Pooled confusion (counts, row- / column-normalised; the clustered strategies hierarchical and combined left out)</h3>",
     ]

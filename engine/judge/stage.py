@@ -147,6 +147,9 @@ class JudgeStage(PartStage, Rates, Analyzes, ReportSection):
 
         samples, judgments = run.read_samples(["sample_id", "label", "error_codes"]), run.read_parts(f"{self.name}/", JUDGMENT_SCHEMA)
         write_analysis(run.root, samples, judgments)
+        from engine.judge.usage import write_usage
+
+        write_usage(run.root, config.section(self.name).judges, judgments)  # tokens and cost beside each kappa
         write_judges_table(run.root, config.section(self.name).judges, samples, judgments)  # judges with `lora:`
 
     def report_section(self, ctx: Any) -> tuple[str, str, str] | None:
