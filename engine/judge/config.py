@@ -66,7 +66,8 @@ class JudgeParams(Params):
             model name a server knows (http).
         backend: vllm (offline engine), transformers (no structured outputs) or http (OpenAI-compatible server).
         name: the judge's name in RUN/judgments; default: the model's last path component.
-        tokenizer: tokenizer location when it differs from the model (local backends).
+        tokenizer: tokenizer location when it differs from the model (local backends); http: the served model's
+            tokenizer (hub id or folder), with which the forecast counts prompt tokens (else it estimates them).
         strategies: judge strategies: standard, cot, rubric, hierarchical (seven cluster calls),
             combined (the study's fifth: seven cluster calls, each with the rubric and chain-of-thought).
         prompt_languages: `sample` (each sample's language; English without a pack) and/or fixed

@@ -65,6 +65,8 @@ class JudgeStage(PartStage, Rates, Analyzes, ReportSection):
 
                 check_pack_dir(judge.prompt_pack)
             if judge.backend == "http":  # a served model name, checked by the server
+                if judge.tokenizer is not None:  # the forecast counts prompt tokens with it
+                    check_model(judge.tokenizer, f"judge.judges[{i}].tokenizer", kind="tokenizer")
                 continue
             check_model(judge.model, f"judge.judges[{i}].model")
             if judge.lora is not None:
