@@ -32,7 +32,9 @@ import os
 import threading
 import uuid
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
+
+from engine.llm.requests import ChatRequest, ChatResponse
 
 
 logger = logging.getLogger(__name__)
@@ -277,3 +279,27 @@ class JudgeBudget:
 
     def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
         return cost_of(prompt_tokens, completion_tokens, self.price)
+
+    def answer(self, request: ChatRequest, key: str, send: Callable[[], tuple[ChatResponse, int]]) -> tuple[ChatResponse | None, int]:
+        """The answer of `request` (body hash `key`) and its attempts: from the cache (0 attempts),
+        sent within the caps (`send`), or None when its worst case would pass a cap (not sent)."""
+        cached = self.cache.answers.get(key)
+        if cached is not None:  # paid for by an earlier attempt of this part
+            return ChatResponse(request.request_id, cached["text"], cached["finish_reason"], cached["prompt_tokens"],
+                                cached["completion_tokens"], cached["latency_s"]), 0
+        need = self.worst_case(request.messages, request.max_tokens)
+        if not self.reserve(need):
+            return None, 1
+        answer, attempts, actual = None, 0, None
+        try:
+            answer, attempts = send()
+        finally:
+            if answer is not None and answer.error is None:  # on disk before it counts as done: a crash loses no paid answer
+                actual = Usage(answer.prompt_tokens, answer.completion_tokens, self.cost(answer.prompt_tokens,
+                                                                                        answer.completion_tokens))
+                self.cache.put({"hash": key, "request_id": request.request_id, "text": answer.text,
+                                "finish_reason": answer.finish_reason, "prompt_tokens": answer.prompt_tokens,
+                                "completion_tokens": answer.completion_tokens, "latency_s": answer.latency_s,
+                                "cost": actual.cost})
+            self.settle(need, actual)
+        return answer, attempts

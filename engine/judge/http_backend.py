@@ -36,7 +36,7 @@ import httpx
 
 from engine.errors import BudgetExhaustedError, MissingSecretError
 from engine.judge.backends import ChatRequest, ChatResponse
-from engine.judge.budget import JudgeBudget, Usage, request_hash
+from engine.judge.budget import JudgeBudget, request_hash
 from engine.judge.concurrency import AdaptiveLimit
 from engine.judge.config import JudgeParams
 
@@ -140,31 +140,9 @@ class HttpChatBackend:
         return [answer for answer, _attempts in everything]  # type: ignore[misc]  # none is None here
 
     def _cached_or_sent(self, client: httpx.Client, request: ChatRequest) -> tuple[ChatResponse | None, int]:
-        """The answer and its attempts: from the cache (0 attempts), sent within the caps, or None
-        when its worst case would pass a cap (not sent)."""
-        budget = self.budget
-        if budget is None:
+        if self.budget is None:
             return self._one(client, request)
-        key = request_hash(self._body_dict(request))
-        cached = budget.cache.answers.get(key)
-        if cached is not None:  # paid for by an earlier attempt of this part
-            return ChatResponse(request.request_id, cached["text"], cached["finish_reason"], cached["prompt_tokens"],
-                                cached["completion_tokens"], cached["latency_s"]), 0
-        need = budget.worst_case(request.messages, request.max_tokens)
-        if not budget.reserve(need):
-            return None, 1
-        answer, attempts = None, 0
-        try:
-            answer, attempts = self._one(client, request)
-        finally:
-            paid = answer is not None and answer.error is None
-            if paid:  # on disk before it counts as done: a crash from here on loses no paid answer
-                cost = budget.cost(answer.prompt_tokens, answer.completion_tokens)
-                budget.cache.put({"hash": key, "request_id": request.request_id, "text": answer.text,
-                                  "finish_reason": answer.finish_reason, "prompt_tokens": answer.prompt_tokens,
-                                  "completion_tokens": answer.completion_tokens, "latency_s": answer.latency_s, "cost": cost})
-            budget.settle(need, Usage(answer.prompt_tokens, answer.completion_tokens, cost) if paid else None)
-        return answer, attempts
+        return self.budget.answer(request, request_hash(self._body_dict(request)), lambda: self._one(client, request))
 
     def redact(self, text: str) -> str:
         """`text` with the API key and every provider secret replaced by [redacted]."""
