@@ -133,6 +133,23 @@ def test_a_cost_cap_stops_cleanly_and_resume_with_a_raised_cap_repeats_no_call(t
 
     _anchor, _title, html = judge_section(tmp_path / "run")
     assert "<th>cost</th>" in html and f"{usage[0]['cost']:.3f}" in html
+    # what bench reads after its sample: the completion tokens a call, as the server billed them
+    from engine.judge.forecast import measured_completion
+
+    measured = measured_completion(tmp_path / "run")
+    assert set(measured) == {("served-judge", "standard", "en"), ("served-judge", "cot", "en")}
+    assert set(measured.values()) == {COMPLETION_TOKENS}
+
+
+def test_config_check_prints_the_forecast_in_one_line(tmp_path, server, capsys) -> None:
+    from engine.cli import main
+
+    _reset()
+    assert main(["config", "check", str(_config(tmp_path, server, max_cost=5))]) == 0
+    [line] = [line for line in capsys.readouterr().out.splitlines() if "judge forecast" in line]
+    assert line.strip().startswith("judge forecast: 16 calls,") and "(some estimated: bytes / 3.5" in line
+    assert "≤ 1,024 completion tokens" in line and "cost ≤" in line
+    assert not _Counting.calls  # nothing was sent
 
 
 def test_a_run_wide_token_cap_holds_across_parts(tmp_path, server) -> None:
