@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import signal
 import subprocess
 import threading
 from http.server import BaseHTTPRequestHandler
@@ -30,6 +31,9 @@ COMPLETION_TOKENS = 30
 class _Counting(BaseHTTPRequestHandler):
     calls: dict[str, int] = {}  # sha1 of the body -> calls
     billed: list[tuple[int, int]] = []  # (prompt, completion) tokens of every answer given
+    arrivals = 0
+    victim: subprocess.Popen | None = None  # killed when the `kill_at`-th request arrives
+    kill_at = 0
     lock = threading.Lock()
 
     def log_message(self, *args) -> None:
@@ -37,6 +41,11 @@ class _Counting(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         raw = self.rfile.read(int(self.headers["Content-Length"]))
+        with self.lock:
+            _Counting.arrivals += 1
+            if self.victim is not None and _Counting.arrivals == self.kill_at:  # the judging process dies mid-part
+                os.kill(self.victim.pid, signal.SIGKILL)
+                return
         body = json.loads(raw)
         user = body["messages"][-1]["content"]
         # a tokenizer of about four bytes a token, as real ones on English and code
@@ -68,7 +77,7 @@ def server():
         yield url
 
 
-def _config(folder: Path, server: str, budget: dict | None = None, **caps) -> Path:
+def _config(folder: Path, server: str, budget: dict | None = None, concurrency: int = 3, **caps) -> Path:
     rows = []
     for f in range(8):
         reference = f"// Returns element {f} of the list."
@@ -79,7 +88,7 @@ def _config(folder: Path, server: str, budget: dict | None = None, **caps) -> Pa
                                     reference=reference, prime="// Returns", generator=f"g{g}", file_id=f"f{f}"))
     input_path = write_jsonl(folder / "in.jsonl", rows)
     judge = dict(model="served-judge", backend="http", base_url=server, strategies=["standard", "cot"], max_tokens=64,
-                 max_concurrency=3, price_per_million=PRICE, **caps)
+                 max_concurrency=concurrency, price_per_million=PRICE, **caps)
     section = {"judges": [judge], **({"budget": budget} if budget else {})}
     config = folder / f"config-{len(list(folder.glob('config-*.yaml')))}.yaml"
     config.write_text(f"name: judge-budget\ninput: {input_path}\npart_size: 6\nstages: [judge]\n"
@@ -95,6 +104,32 @@ def _rows(run: Path) -> list[dict]:
 def _reset() -> None:
     _Counting.calls.clear()
     _Counting.billed.clear()
+    _Counting.arrivals, _Counting.victim = 0, None
+
+
+def _cli(config: Path, out: Path, *extra: str) -> subprocess.Popen:
+    return subprocess.Popen([PYTHON, "-m", "engine.cli", "run", str(config), "--out", str(out), *extra], cwd=REPO,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=dict(os.environ, PYTHONPATH=str(REPO)))
+
+
+def test_answers_paid_before_a_crash_mid_part_are_not_paid_again(tmp_path, server) -> None:
+    """SIGKILL while the first part's fifth request is in flight: its four answers are on disk,
+    --resume takes them from there and every call is made exactly once."""
+    _reset()
+    config = _config(tmp_path, server, max_cost=1e6, concurrency=1)  # one at a time: four answered, none in flight
+    _Counting.kill_at = 5
+    _Counting.victim = crashed = _cli(config, tmp_path / "run")
+    crashed.communicate(timeout=600)
+    assert crashed.returncode == -9 and len(_Counting.calls) == 4
+    _Counting.victim = None
+    resumed = _cli(config, tmp_path / "run", "--resume")
+    _out, err = resumed.communicate(timeout=600)
+    assert resumed.returncode == 0, err[-3000:]
+    assert len(_Counting.calls) == 16 and set(_Counting.calls.values()) == {1}
+    manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    [task] = [t for t in manifest["throughput"]["tasks"].values() if t.get("stage") == "judge"]
+    assert task["counters"]["judge_http_cached"] == 4 and task["counters"]["judge_http_requests"] == 12
 
 
 def test_a_cost_cap_stops_cleanly_and_resume_with_a_raised_cap_repeats_no_call(tmp_path, server) -> None:
