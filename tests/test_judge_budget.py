@@ -211,3 +211,36 @@ def test_caps_and_prices_are_checked_and_left_out_of_the_identity(tmp_path, serv
 
     a, b = load_config(_config(tmp_path, server)), load_config(_config(tmp_path, server, budget={"max_cost": 1}, max_cost=2))
     assert config_hash(a, "x") == config_hash(b, "x")
+
+
+class _NoUsage(BaseHTTPRequestHandler):
+    calls = 0
+
+    def log_message(self, *args) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers["Content-Length"]))
+        _NoUsage.calls += 1
+        data = json.dumps({"choices": [{"message": {"content": "ok"}, "finish_reason": "stop"}]}).encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+def test_a_server_that_reports_no_usage_is_charged_the_worst_case(tmp_path) -> None:
+    from engine.errors import BudgetExhaustedError
+    from engine.judge.backends import ChatRequest
+    from engine.judge.budget import Caps, JudgeBudget, prompt_token_bound
+    from engine.judge.http_backend import HttpChatBackend
+
+    with local_http_server(_NoUsage) as url:
+        params = JudgeParams.from_mapping(dict(model="m", backend="http", base_url=url, max_concurrency=1,
+                                               max_prompt_tokens=500))
+        budget = JudgeBudget(tmp_path, "t", 0, Caps.of(params, "judge.judges[0]"), Caps(where="judge.budget"), None)
+        requests = [ChatRequest(f"r{i}", ({"role": "user", "content": "x" * 100},), 5) for i in range(10)]
+        with pytest.raises(BudgetExhaustedError, match="max_prompt_tokens 500"):
+            HttpChatBackend(params, budget=budget).chat(requests)
+    bound = prompt_token_bound(requests[0].messages)
+    assert _NoUsage.calls == 500 // bound and budget.ledger.spent("t").prompt_tokens == _NoUsage.calls * bound

@@ -124,8 +124,8 @@ class Ledger:
                 per_task: dict[str, Usage] = {}
                 for record in _records(path):
                     task = path.parent.name
-                    per_task[task] = per_task.get(task, Usage()) + Usage(
-                        record["prompt_tokens"], record["completion_tokens"], record.get("cost", 0.0))
+                    prompt, completion = record.get("spent") or (record["prompt_tokens"], record["completion_tokens"])
+                    per_task[task] = per_task.get(task, Usage()) + Usage(prompt, completion, record.get("cost", 0.0))
                 self._files[path] = (size, per_task)
             self._since = {}
 
@@ -297,9 +297,11 @@ class JudgeBudget:
             if answer is not None and answer.error is None:  # on disk before it counts as done: a crash loses no paid answer
                 actual = Usage(answer.prompt_tokens, answer.completion_tokens, self.cost(answer.prompt_tokens,
                                                                                         answer.completion_tokens))
+                if not (answer.prompt_tokens or answer.completion_tokens):  # no usage reported: the worst case counts
+                    actual = need
                 self.cache.put({"hash": key, "request_id": request.request_id, "text": answer.text,
                                 "finish_reason": answer.finish_reason, "prompt_tokens": answer.prompt_tokens,
                                 "completion_tokens": answer.completion_tokens, "latency_s": answer.latency_s,
-                                "cost": actual.cost})
+                                "cost": actual.cost, "spent": [actual.prompt_tokens, actual.completion_tokens]})
             self.settle(need, actual)
         return answer, attempts
