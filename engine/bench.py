@@ -61,13 +61,16 @@ class Measured:
     throughput: dict[str, Any]
     cpu_steps: dict[str, float] = dataclasses.field(default_factory=dict)
     total_cpu_s: float = 0.0
+    # (judge, strategy, prompt language) -> mean completion tokens a call (engine/judge/forecast.py)
+    judge_completion: dict[tuple[str, str, str], float] = dataclasses.field(default_factory=dict)
 
     def cpu_view(self) -> "Measured":
         """The same run in CPU seconds (its processes' own time): other users' load on a shared
         machine stretches wall time far more than CPU time."""
         tasks = {name: {**e, "wall_s": e.get("cpu_s", 0.0), "cold_wall_s": e.get("cold_cpu_s", 0.0)}
                  for name, e in self.throughput.get("tasks", {}).items()}
-        return Measured(self.rows, self.tasks, self.cpu_steps, self.total_cpu_s, {**self.throughput, "tasks": tasks})
+        return Measured(self.rows, self.tasks, self.cpu_steps, self.total_cpu_s, {**self.throughput, "tasks": tasks},
+                        judge_completion=self.judge_completion)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -222,7 +225,10 @@ def run_once(plan: Any, workdir: Path, label: str, input_path: str | None, task_
     counts = manifest.get("counts", {})
     tasks_index = out / "roundtrip_tasks" / "index.json"
     tasks = json.loads(tasks_index.read_text(encoding="utf-8"))["n_tasks"] if tasks_index.exists() else 0
-    return Measured(int(counts.get("valid_rows") or 0), tasks, steps, total, section, cpu_steps, total_cpu)
+    from engine.judge.forecast import measured_completion
+
+    return Measured(int(counts.get("valid_rows") or 0), tasks, steps, total, section, cpu_steps, total_cpu,
+                    measured_completion(out))
 
 
 def _run_relaying_progress(argv: list[str], env: dict[str, str], label: str, timeout: float | None) -> tuple[int, str]:

@@ -11,6 +11,7 @@ from typing import Any
 from engine.errors import (
     BabelscoreError,
     ClusterError,
+    BudgetStopError,
     ConfigError,
     DamagedModelError,
     DiskFullError,
@@ -44,17 +45,17 @@ EXIT_CODES: tuple[tuple[int, type[BaseException] | None, str], ...] = (
      "validation.max_rejected allow (default 0; reasons in RUN/rejected.parquet)"),
     (9, ClusterError, "the Ray cluster cannot be reached, refused the driver (authentication token, Ray or Python "
      "version) or was lost mid-run: fix it as the message says, then rerun with --resume"),
+    (9, BudgetStopError, "a judge stopped at a spending cap (max_prompt_tokens, max_completion_tokens, max_cost): "
+     "nothing over it was sent; raise the cap, then rerun with --resume"),
     (130, None, "interrupted (Ctrl-C): rerun with --resume"),
 )
 EPILOG = "exit status:\n" + "\n".join(f"  {code:<4d}{meaning}" for code, _, meaning in EXIT_CODES)
 
 
 def exit_code(exc: BaseException) -> int:
-    # The base class last, so a subclass listed after it in the table still gets its own code.
-    for code, cls, _ in sorted(EXIT_CODES, key=lambda entry: entry[1] is BabelscoreError):
-        if cls is not None and isinstance(exc, cls):
-            return code
-    return 7
+    # The most specific class that matches (the longest ancestry), so a subclass gets its own code.
+    matches = [(len(cls.__mro__), code) for code, cls, _ in EXIT_CODES if cls is not None and isinstance(exc, cls)]
+    return max(matches)[1] if matches else 7
 
 
 def _command(args: argparse.Namespace, out: str | None = None, resume: bool = False) -> str:
@@ -75,6 +76,9 @@ def next_step(args: argparse.Namespace, exc: BaseException) -> str | None:
     if getattr(args, "command", None) != "run":
         return None
     out = Path(args.out)
+    if isinstance(exc, BudgetStopError):
+        return (f"raise the cap named above in {args.config} (or judge.budget), then continue; no paid call is "
+                f"repeated: {_command(args, resume=True)}")
     if isinstance(exc, PartFailedError):
         if exc.environment_caused and not exc.config_caused:
             return f"export the variable named above, then continue: {_command(args, resume=True)}"
@@ -313,6 +317,11 @@ def cmd_config(args: argparse.Namespace) -> int:
         print("  ok  no model or tokenizer to check (lexical metrics only)")
     for line in checked:
         print(f"  ok  {line}")
+    rows = _judge_forecast(config)
+    if rows:
+        from engine.judge.forecast import summary_line
+
+        print(f"  {summary_line(rows)}; per judge, strategy and language: babelscore bench {args.file}")
     print("config check passed: nothing was run")
     return EXIT_OK
 
@@ -386,6 +395,12 @@ def cmd_bench(args: argparse.Namespace) -> int:
     config = load_config(args.config)
     from engine.bench import device_kind
 
+    rows = _judge_forecast(config)
+    if rows:
+        from engine.judge.forecast import forecast_lines
+
+        print("judge forecast for the whole input, before any call (completion: at most max_tokens a call):")
+        print("\n".join(forecast_lines(rows)) + "\n", flush=True)
     if args.profile:  # project from what a bench measured on the target machine: nothing runs here
         from engine.bench import input_size
         from engine.bench_profile import projection_lines, read_profile
@@ -396,6 +411,13 @@ def cmd_bench(args: argparse.Namespace) -> int:
         return EXIT_OK
     result = bench(config, args.sample, devices=args.devices, seed=args.seed, compare=args.compare)
     print("\n".join(report_lines(result)))
+    if rows and result.large.judge_completion:
+        from engine.judge.forecast import forecast_lines
+
+        rows = _judge_forecast(config, result.large.judge_completion)
+        print(f"\njudge forecast with the completion tokens measured on the {result.large.rows}-row sample "
+              "(expected = mean a call there x calls):")
+        print("\n".join(forecast_lines(rows or [])))
     if args.write_profile:
         from engine.bench_profile import profile_of, write_profile
         from engine.stages.plan import build_plan
@@ -405,6 +427,15 @@ def cmd_bench(args: argparse.Namespace) -> int:
         print(f"profile of this machine ({device_kind()}) written to {args.write_profile}: project with "
               f"`babelscore bench CONFIG --profile {args.write_profile} --devices N`")
     return EXIT_OK
+
+
+def _judge_forecast(config: Any, measured: dict | None = None) -> list | None:
+    """The judges' forecast on the config's input (None without a judge stage, or when a stage makes the samples)."""
+    from engine.judge.forecast import config_forecast
+    from engine.stages import flow
+
+    made = flow.input_source(config.stages) is not None or flow.generates_samples(config.stages)
+    return config_forecast(config, stage_made_samples=made, measured=measured)
 
 
 def cmd_convert(args: argparse.Namespace) -> int:

@@ -68,6 +68,11 @@ class PartFailedError(BabelscoreError):
         return any(c.startswith("MissingSecretError") for c in self.causes)
 
     @property
+    def budget_caused(self) -> bool:
+        """Every failure is a judge stopped at a spending cap: raise it, then `--resume`."""
+        return bool(self.causes) and all(c.startswith("BudgetExhaustedError") for c in self.causes)
+
+    @property
     def files_caused(self) -> bool:
         """A model file is damaged: repair it, then `--resume` (the config stays as it is)."""
         return any(c.startswith("DamagedModelError") for c in self.causes)
@@ -78,6 +83,16 @@ class ClusterError(BabelscoreError):
     token, another Ray or Python version) or was lost in the middle of the run. Nothing of the
     run is wrong: committed parts are kept, and once the cluster is fixed the run continues
     with `--resume`."""
+
+
+class BudgetExhaustedError(BabelscoreError):
+    """A judge's next request would pass a spending cap (max_prompt_tokens, max_completion_tokens,
+    max_cost): nothing over it was sent, every paid answer is kept (RUN/judge_cache). The part
+    fails without a retry; raise the cap and `--resume` (caps are not part of the run's identity)."""
+
+
+class BudgetStopError(PartFailedError):
+    """The run stopped because judges reached their spending caps (every failed part says so)."""
 
 
 class TransientError(BabelscoreError):

@@ -9,8 +9,9 @@ generators, likelihood and embedding forwards, tokenisation) goes through `run_i
 3. any other exception: each item alone, and an item that still fails gets an `ItemFailure`
    in its place, which the stage records on that item's row (an error row, never dropped).
 
-A `TransientError` (out of memory on one item, a lost device), a `ModelLoadError` and a
-`ConfigError` are never turned into row errors: they say nothing about the item and would fail
+A `TransientError` (out of memory on one item, a lost device), a `ModelLoadError`, a
+`ConfigError` and a `BudgetExhaustedError` (a judge at its spending cap) are never turned into row
+errors: they say nothing about the item and would fail
 every item alike, so they are re-raised and the part fails (and is retried when transient, by
 the executor's retry policy in `engine.executors.base`).
 """
@@ -20,7 +21,7 @@ import logging
 from dataclasses import dataclass
 from typing import Callable, Sequence, TypeVar
 
-from engine.errors import ConfigError, ModelLoadError, TransientError
+from engine.errors import BudgetExhaustedError, ConfigError, ModelLoadError, TransientError
 
 logger = logging.getLogger(__name__)
 
@@ -28,7 +29,7 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 # Failures that belong to the part (or the run), never to one item.
-PART_FAILURES = (TransientError, ModelLoadError, ConfigError)
+PART_FAILURES = (TransientError, ModelLoadError, ConfigError, BudgetExhaustedError)
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ import dataclasses
 import re
 import types
 import typing
-from typing import Any, Literal, Mapping, Union
+from typing import Any, ClassVar, Literal, Mapping, Union
 
 from engine.errors import ConfigError
 from engine.hints import did_you_mean
@@ -107,6 +107,10 @@ def raise_all(errors: list[str]) -> None:
 class Params:
     """Base of all frozen parameter objects. Subclasses validate ranges in `__post_init__`."""
 
+    # Fields that are policy (spending caps, prices), not inputs to any result: left out of the
+    # run's config hash, so changing them continues the same run.
+    policy_fields: ClassVar[tuple[str, ...]] = ()
+
     @classmethod
     def from_mapping(cls, mapping: Mapping[str, Any] | None, where: str = "") -> "Params":
         mapping = dict(mapping or {})
@@ -147,17 +151,19 @@ class Params:
             message = str(exc)
             raise ConfigError(message if message.startswith(prefix) or not prefix else f"{prefix}{message}") from None
 
-    def to_dict(self) -> dict[str, Any]:
-        """Plain, JSON-ready form (tuples become lists); used for hashing and the manifest."""
+    def to_dict(self, identity: bool = False) -> dict[str, Any]:
+        """Plain, JSON-ready form (tuples become lists); used for hashing and the manifest.
+        identity: without the `policy_fields` (of this object and nested ones), as the run's hash sees it."""
         def plain(v: Any) -> Any:
             if isinstance(v, Params):
-                return v.to_dict()
+                return v.to_dict(identity)
             if isinstance(v, (list, tuple)):
                 return [plain(x) for x in v]
             if isinstance(v, dict):
                 return {k: plain(x) for k, x in v.items()}
             return v
-        return {f.name: plain(getattr(self, f.name)) for f in dataclasses.fields(self)}
+        return {f.name: plain(getattr(self, f.name)) for f in dataclasses.fields(self)
+                if not (identity and f.name in self.policy_fields)}
 
 
 def option_digest(options: Mapping[str, Any], exclude: tuple[str, ...] = ()) -> str:

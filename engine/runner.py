@@ -25,7 +25,7 @@ import pyarrow as pa
 from engine import faults, throughput
 from engine.config import RunConfig, config_hash, file_fingerprint
 from engine.data.loss import assess as assess_data_loss
-from engine.errors import InputError, PartFailedError, RunDirectoryError, StageError
+from engine.errors import BudgetStopError, InputError, PartFailedError, RunDirectoryError, StageError
 from engine.io.atomic import disk_full_error, is_disk_full, write_json_atomic
 from engine.io.rundir import RunDirectory
 from engine.pipeline import PartTask, read_part_input, release_models, sample_part_path, upstream_parts
@@ -359,6 +359,18 @@ def _execute(run: RunDirectory, plan: RunPlan, executor_name: str, ray_address: 
     failed = run.manifest.failed_parts
     blocked = run.manifest.blocked_parts
     if failed or blocked:
+        causes = [info.get("error", "") for info in failed.values()]
+        if PartFailedError("", causes).budget_caused and not blocked:
+            # Judges at their spending caps: a clean stop, said once, recorded with its reasons.
+            reasons = sorted({c.removeprefix("BudgetExhaustedError: ") for c in causes})
+            run.manifest["budget_stop"] = {"parts": sorted(failed), "reasons": reasons}
+            run.finish("stopped")
+            raise BudgetStopError(
+                f"the judge stage stopped at a spending cap ({len(failed)} part(s) not finished): {reasons[0]}"
+                + (f" (and {len(reasons) - 1} more reason(s))" if len(reasons) > 1 else "")
+                + ". Nothing over the cap was sent and every paid answer is kept; raise the cap in the config "
+                "(caps and prices are not part of the run's identity) and rerun the same command with --resume: "
+                "no paid call is repeated", causes=causes)
         run.finish("failed")
         names = ", ".join(sorted(failed))
         raise PartFailedError(

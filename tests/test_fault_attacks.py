@@ -83,11 +83,13 @@ def test_a_key_quoted_where_the_error_body_is_cut_is_redacted(server, monkeypatc
 
 
 def test_a_key_in_an_exception_text_cut_at_200_characters_is_redacted(server, monkeypatch, caplog) -> None:
-    def refuses(request, timeout):
-        raise ConnectionError("p" * 190 + f" {request.get_header('Authorization')}")
+    import httpx
+
+    def refuses(client, request, **kwargs):
+        raise ConnectionError("p" * 190 + f" {request.headers['Authorization']}")
 
     backend = _backend(server, monkeypatch)
-    monkeypatch.setattr(http_backend._OPENER, "open", refuses)
+    monkeypatch.setattr(httpx.Client, "send", refuses)
     with caplog.at_level(logging.DEBUG):
         [answer] = backend.chat([REQUEST])
     assert answer.error.startswith("connection error (ConnectionError: ppp")
@@ -95,7 +97,7 @@ def test_a_key_in_an_exception_text_cut_at_200_characters_is_redacted(server, mo
 
 
 def test_a_redirect_is_not_followed_so_the_key_never_reaches_another_host(server, monkeypatch, caplog) -> None:
-    # 127.0.0.1 and localhost are two hosts to urllib; the redirect target records what it was sent.
+    # 127.0.0.1 and localhost are two hosts to the client; the redirect target records what it was sent.
     _Handler.location = server.replace("127.0.0.1", "localhost") + "/elsewhere/chat/completions"
     _Handler.seen_auth.clear()
     with caplog.at_level(logging.DEBUG):

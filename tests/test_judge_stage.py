@@ -65,7 +65,7 @@ def _run(tmp_path: Path, monkeypatch, judges: list[dict], table: pa.Table, entry
     stage = JudgeStage()
     section = stage.parse_section({"judges": judges}, tmp_path, "judge")
     scripted = Scripted()
-    monkeypatch.setattr(backends, "get_chat_backend", lambda params: scripted)
+    monkeypatch.setattr(backends, "get_chat_backend", lambda params, budget=None: scripted)
     config = SimpleNamespace(section=lambda name: section)
     task = stage.tasks(config)[entry]
     ctx = PartContext(tmp_path, config, PartTask.of(task, 0, stage.directory), _input_reader=lambda i: table)

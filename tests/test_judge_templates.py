@@ -185,7 +185,7 @@ def judged_run(tmp_path_factory):
     task = stage.tasks(config)[0]
     backend = Fixed('{"evaluations": []}')
     backends_get = backends.get_chat_backend
-    backends.get_chat_backend = lambda params: backend
+    backends.get_chat_backend = lambda params, budget=None: backend
     try:
         ctx = PartContext(root / "out", config, PartTask.of(task, 0, stage.directory),
                           _input_reader=lambda i: pa.Table.from_pylist(rows, schema=SAMPLE_SCHEMA))

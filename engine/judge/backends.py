@@ -14,7 +14,7 @@ from __future__ import annotations
 import gc
 import logging
 import time
-from typing import Sequence
+from typing import Any, Sequence
 
 from engine.errors import ModelLoadError, StageError
 from engine.judge.config import JudgeParams
@@ -96,13 +96,14 @@ def lora_rank_limit(params: JudgeParams) -> int | None:
     return served_rank(adapter_rank(params.lora))
 
 
-def get_chat_backend(params: JudgeParams) -> ChatBackend:
+def get_chat_backend(params: JudgeParams, budget: Any = None) -> ChatBackend:
     """The backend of a judge. A local model comes from the model registry (a vLLM engine in a
-    worker process of its own); an http backend holds no model and is made for each call."""
+    worker process of its own); an http backend holds no model and is made for each call, with
+    the part's `budget` (engine/judge/budget.py JudgeBudget: caps, prices, answer cache) if given."""
     if params.backend == "http":
         from engine.judge.http_backend import HttpChatBackend
 
-        return HttpChatBackend(params)
+        return HttpChatBackend(params, budget=budget)
     from engine.runtime.memory import device_of, estimate_model_bytes
     from engine.runtime.registry import acquire
 

@@ -11,6 +11,11 @@ from engine.hints import did_you_mean
 from engine.judge.promptpack import PROMPT_LANGUAGES, REFERENCE_MODES, STRATEGIES, check_pack_dir
 from engine.params import Params, option_digest, require
 
+CAP_KEYS = ("max_prompt_tokens", "max_completion_tokens", "max_cost")
+# Options that limit or price spending but change no judgment: not part of a judge's task name
+# or the run's config hash, so a raised cap continues the same run.
+POLICY_KEYS = (*CAP_KEYS, "price_per_million")
+
 # Request-body keys the judge's own options set: provider options may not override them.
 _BODY_KEYS = ("model", "messages", "temperature", "seed", "max_tokens", "response_format")
 # Keys that would break the call or change what is judged, with why.
@@ -61,7 +66,8 @@ class JudgeParams(Params):
             model name a server knows (http).
         backend: vllm (offline engine), transformers (no structured outputs) or http (OpenAI-compatible server).
         name: the judge's name in RUN/judgments; default: the model's last path component.
-        tokenizer: tokenizer location when it differs from the model (local backends).
+        tokenizer: tokenizer location when it differs from the model (local backends); http: the served model's
+            tokenizer (hub id or folder), with which the forecast counts prompt tokens (else it estimates them).
         strategies: judge strategies: standard, cot, rubric, hierarchical (seven cluster calls),
             combined (the study's fifth: seven cluster calls, each with the rubric and chain-of-thought).
         prompt_languages: `sample` (each sample's language; English without a pack) and/or fixed
@@ -105,6 +111,13 @@ class JudgeParams(Params):
             and values that look like keys (`sk-...`); see docs/judge_prompts.md.
         provider_secret_env: http: body key -> NAME of the environment variable holding its value (secrets:
             only the key and the variable's name are recorded, never the value).
+        max_prompt_tokens: http: most prompt tokens this judge may spend in the run (a cap; null: none). Each
+            request's worst case is reserved before it is sent; the judge stops when the next one would pass.
+        max_completion_tokens: http: most completion tokens this judge may spend in the run (a cap; null: none).
+        max_cost: http: most this judge may cost in the run, in the currency of price_per_million (a cap; null: none).
+        price_per_million: prices per million tokens, `{input: X, output: Y}`, for the forecast, the report's
+            cost columns and max_cost (null: none assumed). Caps and prices are not part of the run's identity:
+            raise a cap and `--resume` the same run.
     """
 
     model: str
@@ -144,6 +157,12 @@ class JudgeParams(Params):
     retry_statuses: tuple[int, ...] = (429, 500, 503, 524)
     provider_options: dict[str, Any] = field(default_factory=dict)
     provider_secret_env: dict[str, str] = field(default_factory=dict)
+    # spending caps and prices: policy, not identity (left out of the task name and the config hash)
+    max_prompt_tokens: int | None = None
+    max_completion_tokens: int | None = None
+    max_cost: float | None = None
+    price_per_million: dict[str, float] | None = None
+    policy_fields = POLICY_KEYS
 
     def __post_init__(self) -> None:
         for strategy in self.strategies:
@@ -190,6 +209,18 @@ class JudgeParams(Params):
                               "variable name (not shown: it may be the key itself); allowed: the NAME of an "
                               "environment variable, e.g. JUDGE_API_KEY, which holds the key")
         self._check_provider_options()
+        check_caps(self, "")
+        if self.price_per_million is not None:
+            prices = self.price_per_million
+            require(set(prices) == {"input", "output"} and all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                                                             and v >= 0 for v in prices.values()),
+                    "price_per_million", prices, "{input: X, output: Y}, prices per million tokens >= 0")
+        if self.max_cost is not None:
+            require(self.price_per_million is not None, "max_cost", self.max_cost,
+                    "a cap with the judge's prices: add price_per_million: {input: X, output: Y}")
+        if any(getattr(self, key) is not None for key in CAP_KEYS):
+            require(self.backend == "http", CAP_KEYS[0], self.max_prompt_tokens,
+                    "caps (max_prompt_tokens, max_completion_tokens, max_cost) only with backend http")
         if self.lora is not None:
             require(self.backend != "http", "lora", self.lora, "only with backend vllm or transformers (a served model "
                     "names its adapter in `model`)")
@@ -252,9 +283,33 @@ class JudgeParams(Params):
             from engine.judge.adapter import adapter_hash
 
             options["lora"] = adapter_hash(self.lora)
-        digest = option_digest(options)
+        digest = option_digest(options, exclude=POLICY_KEYS)
         short = re.sub(r"[^A-Za-z0-9._-]+", "-", self.judge_name).strip("-.")
         return f"judge-{short[:40] or 'model'}-{digest}"
+
+
+@dataclass(frozen=True)
+class RunBudget(Params):
+    """`judge.budget`: caps over every HTTP judge of the run together.
+
+    Keys:
+        max_prompt_tokens: most prompt tokens all judges together may spend (null: none).
+        max_completion_tokens: most completion tokens all judges together may spend (null: none).
+        max_cost: most all judges together may cost (null: none); every http judge needs price_per_million.
+    """
+
+    max_prompt_tokens: int | None = None
+    max_completion_tokens: int | None = None
+    max_cost: float | None = None
+
+    def __post_init__(self) -> None:
+        check_caps(self, "budget.")
+
+
+def check_caps(options: Any, prefix: str) -> None:
+    for key in CAP_KEYS:
+        value = getattr(options, key)
+        require(value is None or value > 0, f"{prefix}{key}", value, "a positive number, or null for no cap")
 
 
 @dataclass(frozen=True)
@@ -265,12 +320,20 @@ class JudgeSection(Params):
         judges: the judges; each is one task (named from all its options), an exact duplicate is an error.
         prompt_pack: a folder of the user's prompt packs for every judge that names none itself
             (<language>.yaml files laid out like engine/judge/prompts/; checked at config check).
+        budget: caps over all HTTP judges together (max_prompt_tokens, max_completion_tokens, max_cost);
+            each judge may have its own as well.
     """
 
     judges: tuple[JudgeParams, ...]
     prompt_pack: str | None = None
+    budget: RunBudget = field(default_factory=RunBudget)
+    policy_fields = ("budget",)
 
     def __post_init__(self) -> None:
+        if self.budget.max_cost is not None:
+            unpriced = [i for i, j in enumerate(self.judges) if j.backend == "http" and j.price_per_million is None]
+            require(not unpriced, "budget.max_cost", self.budget.max_cost,
+                    f"a cap on priced judges: judge.judges{unpriced} have no price_per_million")
         require(len(self.judges) > 0, "judge.judges", self.judges, "a non-empty list of judges")
         if self.prompt_pack is not None:
             # frozen: the section's pack becomes each judge's own, so a part needs only its judge

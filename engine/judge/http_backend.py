@@ -1,41 +1,43 @@
-"""Judge backend for any OpenAI-compatible chat-completions server (vLLM serve, hosted APIs).
+"""Judge backend for any OpenAI-compatible chat-completions server (vLLM serve, hosted APIs), on httpx.
 
-Standard library only (urllib). Requests run with bounded concurrency; a 429/500/503/524
-(configurable), a timeout, a dropped connection or a body cut short is retried with exponential
-backoff (base * 2^attempt, at most the cap) or after the server's Retry-After when it asks for
-longer (in full: retrying sooner only meets another 429). The retry budget
-of one request is `max_retries` retries and `retry_budget_s` seconds of waiting between them,
-whichever is spent first (a Retry-After longer than what is left of the budget is not waited
-for); then the request's answer is an error with its reason, which the stage records as one
-`api_error` judgment row. Attempts, retries and failed requests are counted per part
-(engine.throughput counters `judge_http_requests`, `judge_http_retries`, `judge_http_failed`),
-summed in the manifest's throughput section and shown in the report's judge section.
+Requests run with adaptive concurrency (engine/judge/concurrency.py: from `max_concurrency` down
+on overload and rising latency, back up on success, paused for a Retry-After). One `httpx.Client` per batch (pooled keep-alive connections, one timeout per read/connect,
+redirects never followed, no streaming); its own retries are off, since the project's budget
+decides them: a 429/500/503/524 (`retry_statuses`), a timeout, a dropped connection or a body
+cut short is retried with exponential backoff (base * 2^attempt, at most the cap) or after the
+server's Retry-After when it asks for longer (in full: retrying sooner only meets another 429).
+One request's budget is `max_retries` retries and `retry_budget_s` seconds of waiting between
+them, whichever is spent first (a Retry-After longer than what is left is not waited for); then
+its answer is an error with its reason, which the stage records as one `api_error` judgment row.
+Attempts, retries and failed requests are counted per part (engine.throughput counters
+`judge_http_requests`, `judge_http_retries`, `judge_http_failed`), summed in the manifest.
 
 The API key is read from the environment variable the config names and goes only into the
 Authorization header: never into answers, errors, logs or the run directory; every error text
 (which may quote a server's answer or an exception that echoes the request's headers) passes
 through `redact` first. `provider_options` are added to every request body as configured;
-`provider_secret_env` values are read from the environment and added the same way, but never
-recorded.
+`provider_secret_env` values are read from the environment and added the same way, but never recorded.
 """
 from __future__ import annotations
 
 import dataclasses
 import email.utils
-import http.client
 import json
 import logging
 import os
-import socket
+import threading
 import time
-import urllib.error
-import urllib.request
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from typing import Any, Callable, Sequence
 
-from engine.errors import MissingSecretError
+import httpx
+
+from engine.errors import BudgetExhaustedError, MissingSecretError
 from engine.judge.backends import ChatRequest, ChatResponse
+from engine.judge.budget import JudgeBudget, request_hash
+from engine.judge.concurrency import AdaptiveLimit
 from engine.judge.config import JudgeParams
 
 logger = logging.getLogger(__name__)
@@ -43,17 +45,7 @@ REDACTED = "[redacted]"
 _ERROR_BODY_CHARS = 300  # how much of a server's error answer a failure reason quotes
 # Read (and redacted) beyond what is quoted, so a key the cut falls into is still found whole.
 _ERROR_BODY_READ = 65536
-
-
-class _RefuseRedirects(urllib.request.HTTPRedirectHandler):
-    """urllib follows a 301/302/303 with the request's headers, Authorization included, to
-    whatever host the Location names; the judge never does (the answer is an HTTP error)."""
-
-    def redirect_request(self, req, fp, code, msg, headers, newurl):  # noqa: ANN001 - urllib's signature
-        return None
-
-
-_OPENER = urllib.request.build_opener(_RefuseRedirects)
+_OVERLOAD = {429, 503, 524}  # answers that say "too many requests": the concurrency backs off
 
 
 def request_body(params: JudgeParams, request: ChatRequest, secrets: dict[str, str]) -> dict[str, Any]:
@@ -105,9 +97,21 @@ def retry_after_seconds(value: str | None) -> float | None:
     return max(0.0, (when - datetime.now(timezone.utc)).total_seconds())
 
 
+@dataclasses.dataclass
+class _Attempt:
+    """What one attempt ended in: an answer, a final failure, or a reason to retry (with Retry-After)."""
+
+    answer: ChatResponse | None = None
+    reason: str = ""
+    final: bool = False
+    retry_after: float | None = None
+    overload: bool = False  # the server is overloaded (429, 503, 524, a timeout): fewer requests in flight
+
+
 class HttpChatBackend:
-    def __init__(self, params: JudgeParams, sleep: Callable[[float], None] = time.sleep):
+    def __init__(self, params: JudgeParams, sleep: Callable[[float], None] = time.sleep, budget: JudgeBudget | None = None):
         self.params = params
+        self.budget = budget  # caps, prices and the answer cache (engine/judge/budget.py); None: none of them
         self.url = str(params.base_url).rstrip("/") + "/chat/completions"
         self._sleep = sleep
         self._headers = {"Content-Type": "application/json"}
@@ -119,15 +123,46 @@ class HttpChatBackend:
     def chat(self, requests: Sequence[ChatRequest]) -> list[ChatResponse]:
         if not requests:
             return []
-        with ThreadPoolExecutor(max_workers=min(self.params.max_concurrency, len(requests))) as pool:
-            results = list(pool.map(self._one, requests))
+        workers = min(self.params.max_concurrency, len(requests))
+        limits = httpx.Limits(max_connections=workers, max_keepalive_connections=workers)
+        self.limit = AdaptiveLimit(workers)
+        self.statuses: Counter[int] = Counter()  # HTTP status -> answers, over every attempt
+        self._lock = threading.Lock()
+        start = time.perf_counter()
+        try:
+            with httpx.Client(timeout=self.params.timeout_s, limits=limits, follow_redirects=False) as client, \
+                    ThreadPoolExecutor(max_workers=workers) as pool:
+                everything = list(pool.map(lambda r: self._cached_or_sent(client, r), requests))
+        finally:
+            if self.budget is not None:
+                self.budget.cache.close()
         # Counted here, in the part's own thread: the pool's threads do not see the part's counters.
         from engine import throughput
 
+        results = [(answer, attempts) for answer, attempts in everything if attempts > 0]  # sent, not from the cache
+        throughput.count("judge_http_cached", len(everything) - len(results))
+        refused = sum(answer is None for answer, _attempts in results)
+        results = [(answer, attempts) for answer, attempts in results if answer is not None]
         throughput.count("judge_http_requests", len(results))
         throughput.count("judge_http_retries", sum(attempts - 1 for _answer, attempts in results))
         throughput.count("judge_http_failed", sum(answer.error is not None for answer, _attempts in results))
-        return [answer for answer, _attempts in results]
+        throughput.count("judge_http_429", self.statuses[429])
+        throughput.count("judge_http_overloads", self.limit.overloads)
+        throughput.count("judge_http_concurrency_cuts", self.limit.cuts)
+        throughput.count("judge_http_send_s", time.perf_counter() - start)
+        if self.limit.cuts:
+            logger.info("judge %s: concurrency %s over %d requests (%d overload answer(s), %d of them 429)",
+                        self.params.judge_name, " -> ".join(map(str, self.limit.history)), len(results),
+                        self.limit.overloads, self.statuses[429])
+        if refused and self.budget is not None:
+            raise BudgetExhaustedError(f"judge {self.params.judge_name}: {self.budget.stop_reason()}; {refused} request(s) "
+                                       f"of this part not sent, its {len(results)} answered one(s) kept in RUN/judge_cache")
+        return [answer for answer, _attempts in everything]  # type: ignore[misc]  # none is None here
+
+    def _cached_or_sent(self, client: httpx.Client, request: ChatRequest) -> tuple[ChatResponse | None, int]:
+        if self.budget is None:
+            return self._one(client, request)
+        return self.budget.answer(request, request_hash(self._body_dict(request)), lambda: self._one(client, request))
 
     def redact(self, text: str) -> str:
         """`text` with the API key and every provider secret replaced by [redacted]."""
@@ -142,72 +177,73 @@ class HttpChatBackend:
     def _body(self, request: ChatRequest) -> bytes:
         return json.dumps(request_body(self.params, request, self._secrets), ensure_ascii=False).encode("utf-8")
 
-    def _one(self, request: ChatRequest) -> tuple[ChatResponse, int]:
+    def _body_dict(self, request: ChatRequest) -> dict[str, Any]:
+        """The request body without the provider secrets (what the answer cache is keyed by)."""
+        return request_body(self.params, request, {})
+
+    def _one(self, client: httpx.Client, request: ChatRequest) -> tuple[ChatResponse, int]:
         """The request's answer (or failure) and how many attempts it took."""
-        params = self.params
-        data = self._body(request)
-        start = time.perf_counter()
-        reason = ""
-        attempts = params.max_retries + 1
-        waited = 0.0
+        params, data, start = self.params, self._body(request), time.perf_counter()
+        attempts, waited = params.max_retries + 1, 0.0
         for attempt in range(attempts):
-            retry_after = None
-            try:
-                http_request = urllib.request.Request(self.url, data=data, headers=self._headers, method="POST")
-                with _OPENER.open(http_request, timeout=params.timeout_s) as reply:
-                    payload = json.loads(reply.read().decode("utf-8"))
-                answer = self._answer(request, payload, time.perf_counter() - start)
-                # The raw answer is stored in RUN/judgments: a server that echoes the request
-                # (a debugging proxy, an echo endpoint) must not put the key there either.
-                return dataclasses.replace(answer, text=self.redact(answer.text)), attempt + 1
-            except urllib.error.HTTPError as exc:
-                reason = f"HTTP {exc.code}"
-                if 300 <= exc.code < 400:
-                    where = exc.headers.get("Location", "") if exc.headers else ""
-                    reason += (f" (not retried): the server redirects to {where!r}; redirects are not followed, so "
-                               "the API key goes to no other address: set base_url to where the API is")
-                    return self._failed(request, reason, start), attempt + 1
-                if exc.code not in params.retry_statuses:
-                    return self._failed(request, f"{reason} (not retried){self._quote(exc)}", start), attempt + 1
-                retry_after = retry_after_seconds(exc.headers.get("Retry-After") if exc.headers else None)
-            except (TimeoutError, socket.timeout):
-                reason = f"timeout after {params.timeout_s:g} s"
-            except urllib.error.URLError as exc:
-                if isinstance(exc.reason, (TimeoutError, socket.timeout)):
-                    reason = f"timeout after {params.timeout_s:g} s"
-                else:
-                    reason = f"connection error ({type(exc.reason).__name__})"
-            except http.client.IncompleteRead as exc:
-                reason = f"answer cut short ({len(exc.partial)} bytes read)"
-            except (http.client.HTTPException, ConnectionError, OSError) as exc:
-                # the exception's own text helps (and may echo the request: redacted below)
-                # redacted before the cut, which could leave a piece of the key the redaction misses
-                text = self.redact(' '.join(str(exc).split()))[:200]
-                reason = f"connection error ({type(exc).__name__}: {text})"
-            except (ValueError, KeyError, IndexError, TypeError):
-                return self._failed(request, "the server's answer is not a chat completion", start), attempt + 1
+            epoch, sent = self.limit.acquire(), time.perf_counter()
+            got = self._attempt(client, request, data, start)
+            self.limit.release(epoch, "ok" if got.answer is not None else "overload" if got.overload else "other",
+                               time.perf_counter() - sent, got.retry_after)
+            if got.answer is not None:
+                return got.answer, attempt + 1
+            if got.final:
+                return self._failed(request, got.reason, start), attempt + 1
             if attempt + 1 == attempts:
                 break
             # A server's Retry-After is waited for in full (retrying sooner only meets another 429),
             # the cap bounds our own backoff, the budget bounds both.
-            wait = max(min(params.backoff_cap_s, params.backoff_base_s * 2 ** attempt), retry_after or 0.0)
+            wait = max(min(params.backoff_cap_s, params.backoff_base_s * 2 ** attempt), got.retry_after or 0.0)
             if waited + wait > params.retry_budget_s:
-                return self._failed(request, f"{reason} after {attempt + 1} attempt(s): the next wait ({wait:.3f} s) "
+                return self._failed(request, f"{got.reason} after {attempt + 1} attempt(s): the next wait ({wait:.3f} s) "
                                     f"would pass retry_budget_s ({params.retry_budget_s:g} s)", start), attempt + 1
             waited += wait
-            logger.warning("judge request %s: %s; retry %d of %d in %.3f s", request.request_id, self.redact(reason),
+            logger.warning("judge request %s: %s; retry %d of %d in %.3f s", request.request_id, self.redact(got.reason),
                            attempt + 1, params.max_retries, wait)
             self._sleep(wait)
-        return self._failed(request, f"{reason} after {attempts} attempt(s)", start), attempts
+        return self._failed(request, f"{got.reason} after {attempts} attempt(s)", start), attempts
 
-    def _quote(self, exc: urllib.error.HTTPError) -> str:
-        """The start of a refused request's error answer (servers say there why), redacted."""
+    def _attempt(self, client: httpx.Client, request: ChatRequest, data: bytes, start: float) -> _Attempt:
         try:
-            body = exc.read(_ERROR_BODY_READ).decode("utf-8", "replace")
-        except Exception:  # noqa: BLE001 - the quote is a courtesy; the status says enough
-            return ""
+            reply = client.post(self.url, content=data, headers=self._headers)
+        except httpx.TimeoutException:
+            return _Attempt(reason=f"timeout after {self.params.timeout_s:g} s", overload=True)
+        except httpx.RemoteProtocolError as exc:  # the connection closed before the whole answer came
+            return _Attempt(reason=f"answer cut short ({self.redact(' '.join(str(exc).split()))[:200]})")
+        except (httpx.TransportError, OSError) as exc:
+            # The exception's text helps (and may echo the request): redacted before the cut, which
+            # could otherwise leave a piece of the key that the redaction misses.
+            return _Attempt(reason=f"connection error ({type(exc).__name__}: {self.redact(' '.join(str(exc).split()))[:200]})")
+        status = reply.status_code
+        with self._lock:
+            self.statuses[status] += 1
+        if reply.is_redirect:
+            where = reply.headers.get("Location", "")
+            return _Attempt(final=True, reason=f"HTTP {status} (not retried): the server redirects to {where!r}; redirects "
+                            "are not followed, so the API key goes to no other address: set base_url to where the API is")
+        if status in self.params.retry_statuses:
+            return _Attempt(reason=f"HTTP {status}", retry_after=retry_after_seconds(reply.headers.get("Retry-After")),
+                            overload=status in _OVERLOAD)
+        if status >= 300:
+            return _Attempt(final=True, reason=f"HTTP {status} (not retried){self._quote(reply)}")
+        try:
+            answer = self._answer(request, reply.json(), time.perf_counter() - start)
+        except (ValueError, KeyError, IndexError, TypeError, AttributeError):
+            return _Attempt(final=True, reason="the server's answer is not a chat completion")
+        # The raw answer is stored in RUN/judgments: a server that echoes the request (a debugging
+        # proxy, an echo endpoint) must not put the key there either.
+        return _Attempt(answer=dataclasses.replace(answer, text=self.redact(answer.text)))
+
+    def _quote(self, reply: httpx.Response) -> str:
+        """The start of a refused request's error answer (servers say there why), redacted."""
         # redacted before the cut: a key the cut falls into would otherwise leave its start behind
-        body = self.redact(" ".join(body.split()))[:_ERROR_BODY_CHARS].strip()
+        body = self.redact(" ".join(reply.content[:_ERROR_BODY_READ].decode("utf-8", "replace").split()))
+        body = body[:_ERROR_BODY_CHARS].strip()
         return f": {body}" if body else ""
 
     def _failed(self, request: ChatRequest, message: str, start: float) -> ChatResponse:

@@ -16,6 +16,7 @@ import pyarrow.parquet as pq
 from engine.io.manifest import Manifest
 from engine.judge.analysis import OUTPUT_DIR, ROUTES
 from engine.judge.parse import PARSE_CLASSES
+from engine.judge.usage import KEY as USAGE_KEY
 
 # Columns that hold a kappa are coloured as the report's other kappa tables; language and prompt
 # language are written as names, as elsewhere in the report.
@@ -122,8 +123,12 @@ def http_request_rates(run_root: str | Path) -> list[dict[str, Any]]:
         if not requests:
             continue
         retries, failed = int(counters.get("judge_http_retries", 0)), int(counters.get("judge_http_failed", 0))
+        send_s = float(counters.get("judge_http_send_s", 0.0))
         rows.append({"task": task, "requests": requests, "retries": retries, "failed": failed,
-                     "retry_rate": retries / requests, "failure_rate": failed / requests})
+                     "retry_rate": retries / requests, "failure_rate": failed / requests,
+                     "http_429": int(counters.get("judge_http_429", 0)), "overloads": int(counters.get("judge_http_overloads", 0)),
+                     "concurrency_cuts": int(counters.get("judge_http_concurrency_cuts", 0)),
+                     "requests_per_s": requests / send_s if send_s > 0 else math.nan})
     return rows
 
 
@@ -132,12 +137,16 @@ def _http_part(run_root: str | Path) -> list[str]:
     if not rows:
         return []
     return [
-        "<h3>HTTP judge requests: retries and failures</h3>",
+        "<h3>HTTP judge requests: throughput, 429s, retries and failures</h3>",
         "<p>Retries: attempts after a request's first (429, 5xx, timeouts, dropped connections, cut answers; "
         "within max_retries and retry_budget_s). Failed: requests whose retries were spent or that were refused; "
-        "each is an api_error judgment with its reason in the error column.</p>",
-        _table(rows, ["task", "requests", "retries", "failed", "retry_rate", "failure_rate"],
-               ["judge task", "requests", "retries", "failed", "retries / request", "failure rate"]),
+        "each is an api_error judgment with its reason in the error column. Requests/s: requests over the time "
+        "the parts spent sending them. Overload answers (429, 503, 524, timeouts) halve the requests in flight "
+        "(concurrency cuts, also on rising latency); each success adds back, up to max_concurrency.</p>",
+        _table(rows, ["task", "requests", "requests_per_s", "http_429", "overloads", "concurrency_cuts", "retries",
+                      "failed", "retry_rate", "failure_rate"],
+               ["judge task", "requests", "requests / s", "429 answers", "overload answers", "concurrency cuts",
+                "retries", "failed", "retries / request", "failure rate"]),
     ]
 
 
@@ -194,18 +203,24 @@ def judge_section(run_root: str | Path) -> tuple[str, str, str] | None:
         rank = {lang: i for i, lang in enumerate(order_languages({r["language"] for r in read[name]}))}
         read[name].sort(key=lambda r: rank[r["language"]])
     metrics = best_metric_kappa(run_root)
+    usage = {tuple(u[k] for k in USAGE_KEY): u for u in
+             (pq.read_table(folder / "usage.parquet").to_pylist() if (folder / "usage.parquet").is_file() else [])}
     for row in read["agreement"]:
         kappa, setting = metrics.get(row["language"], (math.nan, "–"))
         row["metric_kappa"], row["metric_setting"] = kappa, setting
+        spent = usage.get(tuple(row.get(k) for k in USAGE_KEY), {})
+        row.update({k: spent.get(k) for k in ("prompt_tokens", "completion_tokens", "cost")})
     parts = [
         "<h3>Agreement with the experts (quadratic kappa, pooled over generators), beside the best metric</h3>",
         "<p>Candidates judged: every (file, generator) the judge was asked about; with a label: those whose answer "
         "parsed into a label and that have an expert label (the kappa's n). Best metric: the metric setting with the "
         "highest kappa in that language among all fitted settings, as in the Best settings table. Reference: whether "
-        "the prompt held the original comment (with) or not (without).</p>",
-        _table(read["agreement"], ["language", *setup, "n_rows", "n", "kappa", "metric_kappa", "metric_setting"],
-               ["language", *setup_headers, "candidates judged", "with a label", "judge kappa", "best metric kappa",
-                "best metric setting"]),
+        "the prompt held the original comment (with) or not (without). Tokens: as the server (or engine) counted "
+        "them, each call once; cost: at the judge's price_per_million (– without prices).</p>",
+        _table(read["agreement"], ["language", *setup, "n_rows", "n", "kappa", "prompt_tokens", "completion_tokens", "cost",
+                                   "metric_kappa", "metric_setting"],
+               ["language", *setup_headers, "candidates judged", "with a label", "judge kappa", "prompt tokens",
+                "completion tokens", "cost", "best metric kappa", "best metric setting"]),
         *no_kappa_notes(read["agreement"], read["parse_rates"]),
         "<h3>Pooled confusion (counts, row- / column-normalised; the clustered strategies hierarchical and combined left out)</h3>",
     ]

@@ -65,6 +65,8 @@ class JudgeStage(PartStage, Rates, Analyzes, ReportSection):
 
                 check_pack_dir(judge.prompt_pack)
             if judge.backend == "http":  # a served model name, checked by the server
+                if judge.tokenizer is not None:  # the forecast counts prompt tokens with it
+                    check_model(judge.tokenizer, f"judge.judges[{i}].tokenizer", kind="tokenizer")
                 continue
             check_model(judge.model, f"judge.judges[{i}].model")
             if judge.lora is not None:
@@ -131,8 +133,15 @@ class JudgeStage(PartStage, Rates, Analyzes, ReportSection):
 
         table = ctx.input_table()
         self.require_columns(table, "sample table")
-        judge = ctx.config.section(self.name).judges[ctx.part.entry]
-        return judge_table(table, judge, ctx.part.task, get_chat_backend(judge), prompt_root=ctx.run_root)
+        section = ctx.config.section(self.name)
+        judge = section.judges[ctx.part.entry]
+        budget = None
+        if judge.backend == "http":  # paid answers cached as they come, caps checked before each call
+            from engine.judge.budget import Caps, JudgeBudget
+
+            budget = JudgeBudget(ctx.run_root, ctx.part.task, ctx.part.index, Caps.of(judge, f"judge.judges[{ctx.part.entry}]"),
+                                 Caps.of(section.budget, "judge.budget"), judge.price_per_million)
+        return judge_table(table, judge, ctx.part.task, get_chat_backend(judge, budget), prompt_root=ctx.run_root)
 
     def analyze(self, run: Any, config: Any) -> None:
         from engine.judge.adapter_table import write_judges_table
@@ -140,6 +149,9 @@ class JudgeStage(PartStage, Rates, Analyzes, ReportSection):
 
         samples, judgments = run.read_samples(["sample_id", "label", "error_codes"]), run.read_parts(f"{self.name}/", JUDGMENT_SCHEMA)
         write_analysis(run.root, samples, judgments)
+        from engine.judge.usage import write_usage
+
+        write_usage(run.root, config.section(self.name).judges, judgments)  # tokens and cost beside each kappa
         write_judges_table(run.root, config.section(self.name).judges, samples, judgments)  # judges with `lora:`
 
     def report_section(self, ctx: Any) -> tuple[str, str, str] | None:
