@@ -10,8 +10,8 @@ from typing import Any
 
 from engine.errors import (
     BabelscoreError,
-    ClusterError,
     BudgetStopError,
+    ClusterError,
     ConfigError,
     DamagedModelError,
     DiskFullError,

@@ -44,6 +44,9 @@ HEAVY_MODULES = frozenset({
     "test_reuse.py",
     "test_reuse_generate.py",
     "test_ray_user_cluster.py",  # real `ray start` nodes
+    "test_judge_budget.py",  # judge runs against a local HTTP server, one killed
+    "test_judge_concurrency.py",  # a judge run against a local HTTP server
+    "test_judge_forecast.py",  # forecasts with tiny tokenizers and runs
     "test_stranded_runs.py",  # CLI runs in subprocesses
     "test_roundtrip_attacks.py",  # the sandboxed toolchains, from here on
     "test_roundtrip_crashes.py",

@@ -36,7 +36,6 @@ from typing import Any, Callable, Mapping
 
 from engine.llm.requests import ChatRequest, ChatResponse
 
-
 logger = logging.getLogger(__name__)
 CACHE_DIR = "judge_cache"
 CAP_KEYS = ("max_prompt_tokens", "max_completion_tokens", "max_cost")

@@ -1,7 +1,8 @@
 """Judge backend for any OpenAI-compatible chat-completions server (vLLM serve, hosted APIs), on httpx.
 
 Requests run with adaptive concurrency (engine/judge/concurrency.py: from `max_concurrency` down
-on overload and rising latency, back up on success, paused for a Retry-After). One `httpx.Client` per batch (pooled keep-alive connections, one timeout per read/connect,
+on overload and rising latency, back up on success, paused for a Retry-After). One `httpx.Client`
+per batch (pooled keep-alive connections, one timeout per read/connect,
 redirects never followed, no streaming); its own retries are off, since the project's budget
 decides them: a 429/500/503/524 (`retry_statuses`), a timeout, a dropped connection or a body
 cut short is retried with exponential backoff (base * 2^attempt, at most the cap) or after the
