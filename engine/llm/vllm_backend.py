@@ -56,9 +56,14 @@ def _quiet_vllm_logs() -> None:
 
 def _prepare_engine_environment() -> None:
     """Before `import vllm` (see the module docstring): fork-safe CUDA check, spawn on CUDA, the
-    engine core in-process on CPU."""
+    engine core in-process on CPU, and vLLM 0.32.0's FlashInfer top-k/top-p sampler off: greedy
+    decoding never needs it, and on Hopper its start-up warm-up JIT-builds FlashInfer's sampling
+    kernels with nvcc, which PyPI's torch does not ship (engine.runtime.cuda says where in vLLM's
+    and flashinfer-python's sources)."""
     _quiet_vllm_logs()
-    from engine.runtime.cuda import MULTIPROC_ENV, cuda_available
+    from engine.runtime.cuda import FLASHINFER_SAMPLER_ENV, MULTIPROC_ENV, cuda_available
+
+    os.environ.setdefault(FLASHINFER_SAMPLER_ENV, "0")
 
     if cuda_available():  # asked through NVML: CUDA stays uninitialised in this process
         os.environ[MULTIPROC_ENV] = "spawn"

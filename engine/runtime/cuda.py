@@ -19,6 +19,19 @@ calls `use_fork_safe_cuda_check`), and every model worker gets `worker_environme
 check, `VLLM_WORKER_MULTIPROC_METHOD=spawn`, and the configured device as
 `CUDA_VISIBLE_DEVICES` (vLLM runs on whatever device 0 it sees; it has no device argument).
 
+- On compute capability 8.0 to 12.1 with more than 16 SMs (A100, H100/H200, B200, ...), vLLM 0.32.0 picks
+  FlashInfer's top-k/top-p sampler (`vllm/v1/sample/ops/topk_topp_sampler.py`,
+  `flashinfer_sampler_supported`, default of `VLLM_USE_FLASHINFER_SAMPLER` is on in `vllm/envs.py`)
+  and runs it during the start-up profile run (`vllm/v1/worker/gpu_model_runner.py`,
+  `_dummy_sampler_run`, which samples with top-k and top-p even for a greedy engine).
+  flashinfer-python 0.7.0.post1 (the version vllm 0.32.0 pins) ships no compiled kernels:
+  `flashinfer/sampling.py` `get_sampling_module` -> `gen_sampling_module().build_and_load()`
+  builds `sampling.cu` with nvcc and ninja (`flashinfer/jit/core.py`, `JitSpec.build_and_load`)
+  unless flashinfer-jit-cache of that exact version is installed; PyPI carries neither that
+  package nor flashinfer-cubin at 0.7.0.post1, and PyPI's torch ships no nvcc. babelscore decodes
+  greedily and never needs that sampler, so every worker runs with
+  `VLLM_USE_FLASHINFER_SAMPLER=0`; vLLM then takes its native top-k/top-p path (Triton on CUDA).
+
 Device memory per process comes from NVML (`pynvml`, the `nvidia-ml-py` package that vLLM's CUDA
 build depends on), which sees every process of a model (a vLLM engine's memory is held by its
 EngineCore child, not by the worker that built it). Without `pynvml`, only the asking process's
@@ -35,6 +48,7 @@ logger = logging.getLogger(__name__)
 
 NVML_CHECK_ENV = "PYTORCH_NVML_BASED_CUDA_CHECK"
 MULTIPROC_ENV = "VLLM_WORKER_MULTIPROC_METHOD"
+FLASHINFER_SAMPLER_ENV = "VLLM_USE_FLASHINFER_SAMPLER"
 VISIBLE_ENV = "CUDA_VISIBLE_DEVICES"
 
 
@@ -93,11 +107,12 @@ def worker_environment(device: str, base: Mapping[str, str] | None = None, count
     devices after it: a tensor-parallel engine's ranks need one each).
 
     On `cuda:N` the worker sees only those devices, the first as its device 0 (vLLM always starts
-    from device 0 of what it sees), and starts every child with spawn. The NVML check is set
-    everywhere.
+    from device 0 of what it sees), and starts every child with spawn. The NVML check and the
+    FlashInfer sampler off (see the module docstring) are set everywhere; a value the user set wins.
     """
     env = dict(os.environ if base is None else base)
     env.setdefault(NVML_CHECK_ENV, "1")
+    env.setdefault(FLASHINFER_SAMPLER_ENV, "0")
     if device.startswith("cuda"):
         first = device_index(device)
         env[VISIBLE_ENV] = ",".join(physical_device(f"cuda:{first + k}", env) for k in range(max(1, count)))
