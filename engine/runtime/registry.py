@@ -80,8 +80,9 @@ def available_host_bytes() -> int:
 def device_memory_bytes(device: str) -> int:
     """Total memory of a CUDA device, or the host memory available now for `cpu`.
 
-    On CUDA NVML answers first: asking torch (`mem_get_info`) would make a CUDA context in this
-    process, which holds device memory of its own for as long as the process lives.
+    On CUDA NVML answers first; without it torch answers in a child process (engine.runtime.cuda.
+    device_facts): `mem_get_info` here would make a CUDA context in this process, which holds
+    device memory of its own for as long as the process lives.
     """
     device = normalize_device(device)
     if device.startswith("cuda"):
@@ -90,10 +91,15 @@ def device_memory_bytes(device: str) -> int:
         total = nvml_total_bytes(device)
         if total is not None:
             return total
-        import torch
+        from engine.runtime.cuda import device_facts
 
-        _free, total = torch.cuda.mem_get_info(torch.device(device))
-        return int(total)
+        facts = device_facts(device)  # torch in a child process: no CUDA context here
+        if facts is None:
+            from engine.errors import ModelLoadError
+
+            raise ModelLoadError(f"cannot read the memory of {device}: neither NVML nor torch answered (see the warning "
+                                 "above); check `nvidia-smi`")
+        return facts[3]
     return available_host_bytes()
 
 
