@@ -288,8 +288,24 @@ def test_an_engine_start_without_a_c_compiler_is_refused_naming_the_apt_line(sim
         get_backend(spec(fim_model))
 
 
-def test_the_next_engine_waits_for_memory_the_driver_returns_late(sim, fim_model, monkeypatch) -> None:
-    monkeypatch.setenv(fake_cuda.FREE_DELAY_ENV, "3")  # a killed process's memory stays taken for 3 s
+@pytest.fixture
+def driver_nvml(monkeypatch):
+    """This process (the driver) with pynvml, as `make setup` installs it on CUDA."""
+    from engine.runtime import cuda
+
+    monkeypatch.syspath_prepend(str(SIM))
+    cuda._nvml.cache_clear()
+    try:
+        yield
+    finally:
+        sys.modules.pop("pynvml", None)
+        cuda._nvml.cache_clear()
+
+
+def test_the_next_engine_waits_for_memory_the_driver_returns_late(sim, driver_nvml, fim_model, monkeypatch) -> None:
+    # The driver returns a killed process's device memory some time after it exits; 20 s here,
+    # longer than a worker takes to start its next engine here.
+    monkeypatch.setenv(fake_cuda.FREE_DELAY_ENV, "20")
     first = get_backend(spec(fim_model, seed=1))
     get_backend(spec(fim_model, seed=2))  # 0.9 + 0.9: the first is released (killed), then the second starts
     starts = events(sim)

@@ -94,6 +94,7 @@ class ProcessModel:
         self._attrs: dict[str, Any] = {}
         self._broken = False  # a reply may still be on its way: the channel is out of step
         self._killed = False
+        self._group: list[int] = []  # the worker's process group as last seen (its device memory is waited for)
         try:
             self._attrs = self._ask(("load", factory, args, kwargs, tuple(attrs)), loading=True)
         except ModelLoadError as exc:
@@ -157,6 +158,8 @@ class ProcessModel:
         """End the worker (its model with it) and keep the peak memory it reported. The worker's
         whole process group is killed afterwards in every case: a worker that does not answer
         within the close timeout, or whose channel an interrupted call left out of step, too."""
+        if self.cuda_visible_devices is not None and not self._killed:
+            self._group = _group_pids(self._proc.pid)  # before the worker ends its EngineCore itself
         try:
             if self.alive and not self._broken:
                 self.peaks = dict(self._ask(("close",), timeout=_CLOSE_TIMEOUT_S))
@@ -174,7 +177,7 @@ class ProcessModel:
             return
         self._killed = True
         _LIVE_WORKERS.pop(self._proc.pid, None)  # reaped below: its CPU moves into RUSAGE_CHILDREN
-        group = _group_pids(self._proc.pid) if self.cuda_visible_devices is not None else []
+        group = sorted({*self._group, *_group_pids(self._proc.pid)}) if self.cuda_visible_devices is not None else []
         try:
             os.killpg(self._proc.pid, signal.SIGKILL)  # the child leads its group (start_new_session)
         except (ProcessLookupError, PermissionError):

@@ -133,25 +133,55 @@ def _alive(pid: int) -> bool:
 
 def holders(physical: int) -> dict[int, int]:
     """pid -> bytes of every process holding memory on this node's device: the live ones, and
-    those that exited less than CUDASIM_FREE_DELAY_S ago (the first time a reader sees one dead,
-    it stamps the moment)."""
+    those that exited less than CUDASIM_FREE_DELAY_S ago (their exit time is stamped by a watcher
+    `allocate` starts)."""
     folder = _dir() / "alloc" / node() / str(physical)
-    delay = float(os.environ.get(FREE_DELAY_ENV, "0") or 0)
     out = {}
     now = time.time()
     for file in folder.glob("*") if folder.exists() else []:
-        if file.suffix == ".dead":
+        if file.suffix in (".dead", ".tmp"):
             continue
         pid = int(file.name)
         if _alive(pid):
             out[pid] = int(file.read_text() or 0)
-        elif delay > 0:
-            stamp = file.with_suffix(".dead")
-            if not stamp.exists():
-                stamp.write_text(str(now))
-            if now - float(stamp.read_text() or now) < delay:
-                out[pid] = int(file.read_text() or 0)
+            continue
+        stamp = file.with_suffix(".dead")
+        try:
+            exited, delay = (float(x) for x in stamp.read_text().split())
+        except (OSError, ValueError):
+            continue
+        if now - exited < delay:
+            out[pid] = int(file.read_text() or 0)
     return out
+
+
+_WATCHER = (
+    "import os, sys, time\n"
+    "pid, stamp, delay = int(sys.argv[1]), sys.argv[2], sys.argv[3]\n"
+    "def alive():\n"
+    "    try:\n"
+    "        with open(f'/proc/{pid}/stat') as fh:\n"
+    "            return fh.read().rsplit(')', 1)[1].split()[0] != 'Z'\n"
+    "    except (OSError, IndexError):\n"
+    "        return False\n"
+    "while alive():\n"
+    "    time.sleep(0.02)\n"
+    "open(stamp + '.tmp', 'w').write(f'{time.time()} {delay}')\n"
+    "os.replace(stamp + '.tmp', stamp)\n"
+)
+
+
+def _watch_exit(folder: Path) -> None:
+    """With CUDASIM_FREE_DELAY_S, a detached watcher stamps when this process exits: its memory
+    then stays taken for that many seconds (`holders`)."""
+    delay = os.environ.get(FREE_DELAY_ENV)
+    if not delay or float(delay) <= 0:
+        return
+    import subprocess
+
+    stamp = folder / f"{os.getpid()}.dead"
+    subprocess.Popen([sys.executable, "-S", "-c", _WATCHER, str(os.getpid()), str(stamp), delay], start_new_session=True,
+                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
 def allocate(physical: int, nbytes: int, what: str) -> None:
@@ -160,6 +190,7 @@ def allocate(physical: int, nbytes: int, what: str) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     others = holders(physical)
     (folder / str(os.getpid())).write_text(str(nbytes))
+    _watch_exit(folder)
     event = {"event": what, "node": node(), "device": physical, "pid": os.getpid(), "bytes": nbytes, "time": time.time(),
              "others": sorted(others), "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
              "multiproc_method": os.environ.get("VLLM_WORKER_MULTIPROC_METHOD")}
