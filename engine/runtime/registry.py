@@ -263,8 +263,10 @@ class ModelRegistry:
             import torch
 
             if torch.cuda.is_initialized():
-                peaks["peak_device_bytes"] = int(torch.cuda.max_memory_allocated(torch.device(device)))
-                peaks["device_bytes_source"] = "torch allocator (this process)"
+                # Reserved, not allocated: what the allocator took from the device (the worker
+                # fallback reports the same), the nearest torch figure to NVML's per-process usage.
+                peaks["peak_device_bytes"] = int(torch.cuda.max_memory_reserved(torch.device(device)))
+                peaks["device_bytes_source"] = "torch allocator reserved (this process, without its CUDA context)"
         return peaks
 
     # ----- what was loaded -------------------------------------------------------------------
