@@ -333,3 +333,15 @@ def test_a_mig_instance_in_cuda_visible_devices_gets_its_engine(sim, fim_model, 
     (start,) = events(sim)
     assert start["device"] == 1 and start["multiproc_method"] == "spawn"
     assert start["cuda_visible_devices"] == fake_cuda.mig_uuid(1)
+
+
+def test_memory_other_processes_hold_makes_room_before_an_engine_starts(sim, driver_nvml, fim_model) -> None:
+    # 0.5 + 0.5 of the device fit the budget (total memory), but another process holds 20 GiB:
+    # NVML's free figure says the first engine must go before the second starts.
+    fake_cuda.allocate(0, 20 * GiB, "other_process")  # held by this test process
+    try:
+        first = get_backend(spec(fim_model, seed=1, gpu_memory_utilization=0.5))
+        get_backend(spec(fim_model, seed=2, gpu_memory_utilization=0.5))
+        assert not first.alive and len(model_registry().resident()) == 1
+    finally:
+        (sim / "alloc" / "local" / "0" / str(os.getpid())).unlink()

@@ -159,6 +159,22 @@ class _Entry:
     record: dict[str, Any] = field(default_factory=dict)
 
 
+def _short_of_free(device: str, needed: int) -> bool:
+    """Whether NVML sees less free on this CUDA device than `needed`. The budget counts the
+    estimates of this process's models against total memory; what other processes hold, and
+    each engine's CUDA context outside its share, only NVML's free figure shows, and vLLM 0.32.0
+    refuses to start when free memory is below its share (`vllm/v1/worker/utils.py`
+    `request_memory`). False without NVML or off CUDA."""
+    if not device.startswith("cuda") or needed <= 0 or _env_int(BUDGET_BYTES_ENV) is not None:
+        return False
+    from engine.runtime.cuda import device_used_bytes, nvml_total_bytes, physical_device
+
+    physical = physical_device(device)
+    used = (device_used_bytes([physical]) or {}).get(physical)
+    total = nvml_total_bytes(device)
+    return used is not None and total is not None and total - used < needed
+
+
 class ModelRegistry:
     """Loaded models of this process, least recently used first (see the module docstring)."""
 
@@ -206,7 +222,8 @@ class ModelRegistry:
         resident = sum(e.estimate for e in on_device)
         budget = budget_bytes(device, resident)
         cap = budget_models()
-        while on_device and (resident + needed > budget or (cap is not None and len(on_device) >= cap)):
+        while on_device and (resident + needed > budget or (cap is not None and len(on_device) >= cap)
+                             or _short_of_free(device, needed)):
             lru = on_device.pop(0)
             logger.info("releasing %s to make room for %s on %s", lru.record["model"], model, device)
             self._drop(lru.key)
@@ -214,6 +231,9 @@ class ModelRegistry:
         if needed > budget:
             logger.warning("%s is estimated at %s, more than the %s budget of %s; loading it alone", model,
                            format_bytes(needed), device, format_bytes(budget))
+        elif _short_of_free(device, needed):
+            logger.warning("%s needs %s on %s, more than is free there now (other processes hold the rest); its load "
+                           "may be refused", model, format_bytes(needed), device)
 
     # ----- giving models back ----------------------------------------------------------------
     def release(self, key: Hashable) -> None:
