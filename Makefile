@@ -30,7 +30,7 @@ GPU_CHECK_PY := $(if $(filter command line environment,$(origin PYTHON)),$(PYTHO
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: setup wordnet toolchains browser demo test test-fast bench lint clean gpu-check check-python check-torch-cpu
+.PHONY: setup wordnet toolchains browser demo test test-fast bench lint clean gpu-check check-python check-torch-cpu check-cuda-build
 
 setup: $(STAMP) wordnet toolchains
 
@@ -51,9 +51,27 @@ check-torch-cpu:
 	  "Name PyTorch's CPU wheel index: make setup TORCH_CPU_INDEX=https://download.pytorch.org/whl/cpu" >&2; \
 	  echo "pip said: $$(printf '%s\n' "$$out" | grep -v 'is ignored' | grep . | tail -n 2)" >&2; exit 1; }
 
+# CUDA: Triton (torch 2.13.0 pins triton 3.7.1) compiles a small C launcher the first time a
+# kernel runs, and vLLM 0.32.0 runs Triton kernels at every engine start (its block table, the
+# native top-k/top-p sampler): triton/runtime/build.py `_build` takes $$CC, else gcc, else clang,
+# and includes Python.h from sysconfig's include directory. Asked before anything is installed.
+PY_HEADERS := import os, sys, sysconfig; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))
+check-cuda-build:
+	@{ test -n "$$CC" && command -v "$${CC%% *}" >/dev/null 2>&1; } || command -v gcc >/dev/null 2>&1 || command -v clang >/dev/null 2>&1 || { \
+	  echo "no C compiler (gcc or clang, or one named by CC): Triton, which vLLM runs at every engine start on CUDA," \
+	  "compiles a C launcher the first time. Nothing was installed. On Debian/Ubuntu:" \
+	  "apt-get install gcc python$$($(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])')-dev" >&2; exit 1; }
+	@$(PYTHON) -c '$(PY_HEADERS)' || { \
+	  echo "no Python headers (Python.h) for $(PYTHON): Triton, which vLLM runs at every engine start on CUDA," \
+	  "compiles a C launcher against them the first time. Nothing was installed. On Debian/Ubuntu:" \
+	  "apt-get install python$$($(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])')-dev (python3-dev for the system python3)" >&2; exit 1; }
+
 # Re-runs only when the dependency declarations change.
 $(STAMP): pyproject.toml Makefile
 	@$(MAKE) --no-print-directory check-python
+ifeq ($(HAS_CUDA),yes)
+	@$(MAKE) --no-print-directory check-cuda-build
+endif
 	# A .venv without a working pip (made without ensurepip, or half made) is made anew.
 	$(PY) -m pip --version >/dev/null 2>&1 || { rm -rf $(VENV) && $(PYTHON) -m venv $(VENV); }
 	$(PIP) install -q --upgrade pip
@@ -61,8 +79,14 @@ ifeq ($(HAS_CUDA),yes)
 	# CUDA: PyPI's torch (the CUDA 13.0 build) and the vLLM release built for it (its CUDA wheels
 	# come with it). No FlashAttention package: PyPI has only its sdist (a source build needs nvcc and an hour),
 	# and torch's SDPA, which the loader uses, has flash kernels of its own.
+	# nvidia-ml-py (pynvml): babelscore asks NVML for capability and memory so the driver makes
+	# no CUDA context; vLLM 0.32.0 does not require it (it carries vllm/third_party/pynvml.py).
+	# No flashinfer-cubin / flashinfer-jit-cache: PyPI has neither at flashinfer-python 0.7.0.post1
+	# (vllm 0.32.0's pin), so FlashInfer would JIT-build its kernels with nvcc, which PyPI's torch
+	# does not ship; babelscore's model workers run with VLLM_USE_FLASHINFER_SAMPLER=0 instead
+	# (engine/runtime/cuda.py), the one FlashInfer path a greedy engine start reaches.
 	$(PIP) install -q $(TORCH)
-	$(PIP) install -q $(VLLM_CUDA) $(TORCH)
+	$(PIP) install -q $(VLLM_CUDA) $(TORCH) nvidia-ml-py
 else
 	@$(MAKE) --no-print-directory check-torch-cpu
 	$(PIP) install -q $(TORCH_CPU) $(TORCH_CPU_ARGS)

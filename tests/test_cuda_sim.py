@@ -236,3 +236,112 @@ def test_an_interrupted_call_leaves_nothing_behind_when_the_model_is_closed() ->
     assert not model.alive
     with pytest.raises(Exception, match="interrupted|exited"):
         model.wait(1)
+
+
+# ----- what torch 2.13.0, NVML and vLLM 0.32.0 do that the simulation learned ----------------------
+_DRIVER_SCRIPT = (
+    "import json, torch\n"
+    "from engine.runtime.hardware import probe_device\n"
+    "from engine.runtime.registry import device_memory_bytes\n"
+    "from engine.runtime.cuda import cuda_available\n"
+    "available = cuda_available()\n"
+    "capability = probe_device('cuda:0')\n"
+    "print(json.dumps({'available': available, 'arch': capability.isa, 'total': device_memory_bytes('cuda:0'),\n"
+    "                  'initialized': torch.cuda.is_initialized()}))\n"
+)
+
+
+@pytest.mark.parametrize("nvml", ["CUDASIM_NO_PYNVML", "CUDASIM_NVML_FAIL"])
+def test_a_driver_without_nvml_plans_a_gpu_model_without_a_cuda_context(sim, nvml) -> None:
+    # torch's get_device_name/get_device_capability/mem_get_info make a CUDA context; without
+    # pynvml (not a vLLM requirement), or with NVML failing, the driver asks them in a child.
+    env = dict(os.environ, **{nvml: "1"})
+    env["PYTHONPATH"] = os.pathsep.join((str(SIM), str(Path(__file__).resolve().parents[1]), env.get("PYTHONPATH", "")))
+    done = subprocess.run([sys.executable, "-c", _DRIVER_SCRIPT], env=env, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    answer = json.loads(done.stdout.strip().splitlines()[-1])
+    assert answer == {"available": True, "arch": "sm_90", "total": 80 * GiB, "initialized": False}
+
+
+def test_asking_torch_for_a_devices_name_initialises_cuda(sim, monkeypatch) -> None:
+    monkeypatch.setattr(fake_cuda, "_initialized", False)  # this process as freshly started
+    assert not torch.cuda.is_initialized()
+    torch.cuda.get_device_capability(0)  # torch 2.13.0: get_device_properties -> _lazy_init()
+    assert torch.cuda.is_initialized()
+
+
+def test_the_worker_starts_vllm_without_the_flashinfer_jit(sim, fim_model, monkeypatch) -> None:
+    # No nvcc on PATH (PyPI's torch ships none): vLLM's default FlashInfer sampler would need it.
+    path = [d for d in os.environ["PATH"].split(os.pathsep) if not (Path(d) / "nvcc").exists()]
+    monkeypatch.setenv("PATH", os.pathsep.join(path))
+    monkeypatch.delenv("VLLM_USE_FLASHINFER_SAMPLER", raising=False)
+    backend = get_backend(spec(fim_model))
+    assert backend.generate([GenerationRequest("r1", (5, 6, 7, 8), max_new_tokens=2)], stop_ids=[0])
+
+
+def test_an_engine_start_without_a_c_compiler_is_refused_naming_the_apt_line(sim, fim_model, monkeypatch) -> None:
+    tools = ("gcc", "clang", "cc", "nvcc")
+    path = [d for d in os.environ["PATH"].split(os.pathsep) if not any((Path(d) / t).exists() for t in tools)]
+    monkeypatch.setenv("PATH", os.pathsep.join(path))
+    monkeypatch.delenv("CC", raising=False)
+    with pytest.raises(ModelLoadError, match=r"no C compiler .*apt-get install gcc python3\.\d+-dev"):
+        get_backend(spec(fim_model))
+
+
+@pytest.fixture
+def driver_nvml(monkeypatch):
+    """This process (the driver) with pynvml, as `make setup` installs it on CUDA."""
+    from engine.runtime import cuda
+
+    monkeypatch.syspath_prepend(str(SIM))
+    cuda._nvml.cache_clear()
+    try:
+        yield
+    finally:
+        sys.modules.pop("pynvml", None)
+        cuda._nvml.cache_clear()
+
+
+def test_the_next_engine_waits_for_memory_the_driver_returns_late(sim, driver_nvml, fim_model, monkeypatch) -> None:
+    # The driver returns a killed process's device memory some time after it exits; 20 s here,
+    # longer than a worker takes to start its next engine here.
+    monkeypatch.setenv(fake_cuda.FREE_DELAY_ENV, "20")
+    first = get_backend(spec(fim_model, seed=1))
+    get_backend(spec(fim_model, seed=2))  # 0.9 + 0.9: the first is released (killed), then the second starts
+    starts = events(sim)
+    assert not first.alive and [e["device"] for e in starts] == [0, 0]
+    assert starts[1]["others"] == []  # nothing of the first engine was still held when the second started
+
+
+def test_gpu_uuids_in_cuda_visible_devices_reach_the_engine(sim, fim_model, monkeypatch) -> None:
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", f"{fake_cuda.uuid(1)},{fake_cuda.uuid(0)}")
+    backend = get_backend(spec(fim_model))
+    assert backend.cuda_visible_devices == fake_cuda.uuid(1)
+    model_registry().release_all()
+    (start,) = events(sim)
+    (record,) = model_registry().take_records()
+    assert start["device"] == 1 and record["physical_device"] == f"cuda:{fake_cuda.uuid(1)}"
+    assert record["peak_device_bytes"] == int(0.9 * 80 * GiB) and record["device_bytes_source"].startswith("nvml")
+
+
+def test_a_mig_instance_in_cuda_visible_devices_gets_its_engine(sim, fim_model, monkeypatch) -> None:
+    # torch 2.13.0 skips NVML for MIG entries (`_device_count_nvml` answers -1), so even the NVML
+    # check asks cudaGetDeviceCount: CUDA is found, and the engine must still start with spawn.
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", fake_cuda.mig_uuid(1))
+    backend = get_backend(spec(fim_model))
+    assert backend.generate([GenerationRequest("r1", (5, 6, 7, 8), max_new_tokens=2)], stop_ids=[0])
+    (start,) = events(sim)
+    assert start["device"] == 1 and start["multiproc_method"] == "spawn"
+    assert start["cuda_visible_devices"] == fake_cuda.mig_uuid(1)
+
+
+def test_memory_other_processes_hold_makes_room_before_an_engine_starts(sim, driver_nvml, fim_model) -> None:
+    # 0.5 + 0.5 of the device fit the budget (total memory), but another process holds 20 GiB:
+    # NVML's free figure says the first engine must go before the second starts.
+    fake_cuda.allocate(0, 20 * GiB, "other_process")  # held by this test process
+    try:
+        first = get_backend(spec(fim_model, seed=1, gpu_memory_utilization=0.5))
+        get_backend(spec(fim_model, seed=2, gpu_memory_utilization=0.5))
+        assert not first.alive and len(model_registry().resident()) == 1
+    finally:
+        (sim / "alloc" / "local" / "0" / str(os.getpid())).unlink()

@@ -397,7 +397,8 @@ class GenerateStage(PartStage, Reusable, Rates, NamesGenerators):
         from engine.runtime.memory import ModelNeed
 
         return [ModelNeed(g.model, self.name, f"generate.generators[{i}]", g.backend, g.dtype, g.device, g.max_model_len,
-                          g.gpu_memory_utilization) for i, g in enumerate(config.section("generate").generators)]
+                          g.gpu_memory_utilization, g.tensor_parallel_size)
+                for i, g in enumerate(config.section("generate").generators)]
 
     def tasks(self, config: Any) -> list[StageTask]:
         return [

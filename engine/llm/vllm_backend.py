@@ -54,14 +54,24 @@ def _quiet_vllm_logs() -> None:
         logging.getLogger("vllm").setLevel(logging.WARNING)
 
 
-def _prepare_engine_environment() -> None:
+def _prepare_engine_environment(starting_engine: bool = True) -> None:
     """Before `import vllm` (see the module docstring): fork-safe CUDA check, spawn on CUDA, the
-    engine core in-process on CPU."""
+    engine core in-process on CPU, and vLLM 0.32.0's FlashInfer top-k/top-p sampler off: greedy
+    decoding never needs it, and on Hopper its start-up warm-up JIT-builds FlashInfer's sampling
+    kernels with nvcc, which PyPI's torch does not ship (engine.runtime.cuda says where in vLLM's
+    and flashinfer-python's sources)."""
     _quiet_vllm_logs()
-    from engine.runtime.cuda import MULTIPROC_ENV, cuda_available
+    from engine.runtime.cuda import FLASHINFER_SAMPLER_ENV, MULTIPROC_ENV, cuda_available
+
+    os.environ.setdefault(FLASHINFER_SAMPLER_ENV, "0")
 
     if cuda_available():  # asked through NVML: CUDA stays uninitialised in this process
         os.environ[MULTIPROC_ENV] = "spawn"
+        from engine.runtime.cuda import triton_build_tools_missing
+
+        missing = triton_build_tools_missing() if starting_engine else None
+        if missing is not None:  # said now, not as a compile error deep in the engine's start-up log
+            raise ModelLoadError(missing)
     else:
         os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
 
@@ -256,7 +266,7 @@ def warm_model_inspection(model_dir: str) -> bool:
         architectures = []
     if architectures and all(any((root / "modelinfos").glob(f"*-{arch}.json")) for arch in architectures):
         return False
-    _prepare_engine_environment()
+    _prepare_engine_environment(starting_engine=False)
     from vllm.config import ModelConfig
 
     ModelConfig(model=model_dir, tokenizer=model_dir)

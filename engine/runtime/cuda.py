@@ -19,22 +19,47 @@ calls `use_fork_safe_cuda_check`), and every model worker gets `worker_environme
 check, `VLLM_WORKER_MULTIPROC_METHOD=spawn`, and the configured device as
 `CUDA_VISIBLE_DEVICES` (vLLM runs on whatever device 0 it sees; it has no device argument).
 
-Device memory per process comes from NVML (`pynvml`, the `nvidia-ml-py` package that vLLM's CUDA
-build depends on), which sees every process of a model (a vLLM engine's memory is held by its
-EngineCore child, not by the worker that built it). Without `pynvml`, only the asking process's
-own allocator figures are known, and the record says so.
+- On compute capability 8.0 to 12.1 with more than 16 SMs (A100, H100/H200, B200, ...), vLLM 0.32.0 picks
+  FlashInfer's top-k/top-p sampler (`vllm/v1/sample/ops/topk_topp_sampler.py`,
+  `flashinfer_sampler_supported`, default of `VLLM_USE_FLASHINFER_SAMPLER` is on in `vllm/envs.py`)
+  and runs it during the start-up profile run (`vllm/v1/worker/gpu_model_runner.py`,
+  `_dummy_sampler_run`, which samples with top-k and top-p even for a greedy engine).
+  flashinfer-python 0.7.0.post1 (the version vllm 0.32.0 pins) ships no compiled kernels:
+  `flashinfer/sampling.py` `get_sampling_module` -> `gen_sampling_module().build_and_load()`
+  builds `sampling.cu` with nvcc and ninja (`flashinfer/jit/core.py`, `JitSpec.build_and_load`)
+  unless flashinfer-jit-cache of that exact version is installed; PyPI carries neither that
+  package nor flashinfer-cubin at 0.7.0.post1, and PyPI's torch ships no nvcc. babelscore decodes
+  greedily and never needs that sampler, so every worker runs with
+  `VLLM_USE_FLASHINFER_SAMPLER=0`; vLLM then takes its native top-k/top-p path (Triton on CUDA).
+
+Device memory per process comes from NVML (`pynvml`, the `nvidia-ml-py` package, which `make setup`
+installs on CUDA: vLLM 0.32.0 does not require it, it carries `vllm/third_party/pynvml.py`, and it
+arrives otherwise only with flashinfer-python's requirements), which sees every process of a model
+(a vLLM engine's memory is held by its EngineCore child, not by the worker that built it). Without
+`pynvml`, only the asking process's own allocator figures are known, and the record says so.
+
+Where NVML cannot answer (no `pynvml`, or NVML failing), a device's name, capability and total
+memory are asked in a short-lived child process (`device_facts`), not here: torch's
+`get_device_name`, `get_device_capability` and `mem_get_info` all make a CUDA context
+(torch 2.13.0 `torch/cuda/__init__.py`: `get_device_properties` starts with `_lazy_init()`), which
+would hold device memory in the driver (and in every Ray actor) for its whole life and make a
+later `fork` fatal.
 """
 from __future__ import annotations
 
 import functools
+import json
 import logging
 import os
+import subprocess
+import sys
 from collections.abc import Iterable, Mapping
 
 logger = logging.getLogger(__name__)
 
 NVML_CHECK_ENV = "PYTORCH_NVML_BASED_CUDA_CHECK"
 MULTIPROC_ENV = "VLLM_WORKER_MULTIPROC_METHOD"
+FLASHINFER_SAMPLER_ENV = "VLLM_USE_FLASHINFER_SAMPLER"
 VISIBLE_ENV = "CUDA_VISIBLE_DEVICES"
 
 
@@ -93,17 +118,75 @@ def worker_environment(device: str, base: Mapping[str, str] | None = None, count
     devices after it: a tensor-parallel engine's ranks need one each).
 
     On `cuda:N` the worker sees only those devices, the first as its device 0 (vLLM always starts
-    from device 0 of what it sees), and starts every child with spawn. The NVML check is set
-    everywhere.
+    from device 0 of what it sees), and starts every child with spawn. The NVML check and the
+    FlashInfer sampler off (see the module docstring) are set everywhere; a value the user set wins.
     """
     env = dict(os.environ if base is None else base)
     env.setdefault(NVML_CHECK_ENV, "1")
+    env.setdefault(FLASHINFER_SAMPLER_ENV, "0")
     if device.startswith("cuda"):
         first = device_index(device)
         env[VISIBLE_ENV] = ",".join(physical_device(f"cuda:{first + k}", env) for k in range(max(1, count)))
         # Forced, not defaulted: `fork` after CUDA use in the worker is always fatal on CUDA.
         env[MULTIPROC_ENV] = "spawn"
     return env
+
+
+def triton_build_tools_missing() -> str | None:
+    """What Triton lacks to compile its C launcher here, as a message with the apt line; None when
+    nothing. vLLM 0.32.0 runs Triton kernels at every engine start on CUDA (the native top-k/top-p
+    sampler `apply_top_k_top_p_triton`, the block table), and Triton (3.7.1, torch 2.13.0's pin)
+    builds the launcher with $CC, else gcc, else clang, against Python.h from sysconfig's include
+    directory (triton/runtime/build.py `_build`)."""
+    import shutil
+    import sysconfig
+
+    version = "%d.%d" % sys.version_info[:2]
+    cc = os.environ.get("CC")
+    if not (cc and shutil.which(cc.split()[0])) and shutil.which("gcc") is None and shutil.which("clang") is None:
+        return (f"no C compiler (gcc or clang, or one named by CC) on PATH: Triton, which vLLM runs at every engine "
+                f"start on CUDA, compiles its C launcher with one; on Debian/Ubuntu: apt-get install gcc python{version}-dev")
+    include = sysconfig.get_paths()["include"]
+    if not os.path.exists(os.path.join(include, "Python.h")):
+        return (f"no Python headers ({include}/Python.h): Triton, which vLLM runs at every engine start on CUDA, "
+                f"compiles its C launcher against them; on Debian/Ubuntu: apt-get install python{version}-dev")
+    return None
+
+
+_FACTS_SCRIPT = (
+    "import json, sys, torch\n"
+    "i = int(sys.argv[1])\n"
+    "major, minor = torch.cuda.get_device_capability(i)\n"
+    "free, total = torch.cuda.mem_get_info(i)\n"
+    "print(json.dumps([torch.cuda.get_device_name(i), major, minor, total]))\n"
+)
+FACTS_TIMEOUT_S = 120.0  # importing torch and making one context: seconds; a hung driver must not hang a run
+
+
+@functools.lru_cache(maxsize=None)
+def device_facts(device: str) -> tuple[str, int, int, int] | None:
+    """(name, major, minor, total bytes) of this process's `cuda:N` from torch, without a CUDA
+    context in this process: asked here only where this process already uses CUDA, else in a
+    child process that sees what this one sees (the same CUDA_VISIBLE_DEVICES). None where no
+    answer came (the reason is logged)."""
+    index = device_index(device)
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_initialized():
+        major, minor = torch.cuda.get_device_capability(index)
+        _free, total = torch.cuda.mem_get_info(index)
+        return str(torch.cuda.get_device_name(index)), int(major), int(minor), int(total)
+    try:
+        done = subprocess.run([sys.executable, "-c", _FACTS_SCRIPT, str(index)], capture_output=True, text=True,
+                              timeout=FACTS_TIMEOUT_S, env=dict(os.environ), check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        logger.warning("could not ask torch about %s in a child process: %s", device, exc)
+        return None
+    if done.returncode != 0:
+        tail = (done.stderr.strip().splitlines() or ["(no output)"])[-1]
+        logger.warning("could not ask torch about %s in a child process: %s", device, tail)
+        return None
+    name, major, minor, total = json.loads(done.stdout.strip().splitlines()[-1])
+    return str(name), int(major), int(minor), int(total)
 
 
 # ----- NVML: memory per device and per process --------------------------------------------------

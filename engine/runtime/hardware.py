@@ -148,10 +148,15 @@ def _probe(device: str) -> DeviceCapability:
     if kind == "cuda":
         from engine.runtime.cuda import nvml_capability
 
-        index = torch.device(device).index or 0
         known = nvml_capability(device)
-        if known is None:
-            name, (major, minor) = torch.cuda.get_device_name(index), torch.cuda.get_device_capability(index)
+        if known is None:  # no pynvml, or NVML failing: torch answers, in a child process (see cuda.device_facts)
+            from engine.runtime.cuda import device_facts
+
+            facts = device_facts(device)
+            if facts is None:
+                raise ConfigError(f"cannot read the compute capability of {device}: neither NVML nor torch answered "
+                                  "(see the warning above); check `nvidia-smi`, or set the model's dtype explicitly")
+            name, major, minor, _total = facts
         else:
             name, major, minor = known
         # Timing needs a CUDA context in this process. A process that only plans (the driver,

@@ -49,6 +49,33 @@ class ModelNeed:
     device: str = "auto"
     max_model_len: int | None = None
     gpu_memory_utilization: float = 0.9
+    tensor_parallel_size: int = 1  # GPUs one vLLM engine of this model needs
+
+
+def ray_resource_errors(needs: list[ModelNeed], gpus_per_actor: float) -> list[str]:
+    """What a Ray model actor asking for `gpus_per_actor` GPUs cannot hold, one message per model.
+
+    Ray sets an actor's CUDA_VISIBLE_DEVICES from its `num_gpus` only, so a vLLM engine with
+    `tensor_parallel_size: N` in an actor of fewer GPUs sees too few devices and fails at load;
+    an engine in an actor of a fraction of a GPU takes `gpu_memory_utilization` of the whole
+    device (vLLM 0.32.0 requests total memory x gpu_memory_utilization and refuses to start when
+    less is free: `vllm/v1/worker/utils.py` `request_memory`), so more than that fraction makes
+    the next actor's engine on that GPU refuse to start.
+    """
+    errors = []
+    for need in needs:
+        if need.backend != "vllm":
+            continue
+        if need.tensor_parallel_size > max(1.0, gpus_per_actor):
+            errors.append(f"{need.where}.tensor_parallel_size: {need.tensor_parallel_size} needs "
+                          f"{need.tensor_parallel_size} GPUs in each Ray model actor, which asks for {gpus_per_actor:g}; "
+                          f"run with --ray-gpus-per-actor {need.tensor_parallel_size} (or set tensor_parallel_size: "
+                          f"{max(1, int(gpus_per_actor))})")
+        elif gpus_per_actor < 1 and need.gpu_memory_utilization > gpus_per_actor + 1e-9:
+            errors.append(f"{need.where}.gpu_memory_utilization: {need.gpu_memory_utilization:g} is more than the "
+                          f"{gpus_per_actor:g} of a GPU each Ray model actor asks for (--ray-gpus-per-actor); set "
+                          f"gpu_memory_utilization: {gpus_per_actor:g} or less, or run with --ray-gpus-per-actor 1")
+    return errors
 
 
 @dataclass(frozen=True)

@@ -35,6 +35,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 import traceback
 from pathlib import Path
 from typing import Any
@@ -48,6 +49,13 @@ logger = logging.getLogger(__name__)
 
 _REPO_ROOT = Path(__file__).resolve().parents[2]
 _CLOSE_TIMEOUT_S = 60.0
+# How long a released CUDA worker's device memory is waited for. The driver returns a killed
+# process's memory some time after it exits, and vLLM 0.32.0's EngineCore is a child of the
+# worker that exits on its own schedule; the next engine on that device requests
+# gpu_memory_utilization x total and refuses to start while less is free
+# (vllm/v1/worker/utils.py `request_memory`).
+MEMORY_RETURN_TIMEOUT_S = 60.0
+_MEMORY_POLL_S = 0.1
 _LOG_TAIL_SHOWN = 25  # of the worker's last log lines, the non-blank ones put into a load error
 _PARENT_WATCH_S = 0.5  # how often the child checks that its parent is still there
 # Test hook (fault-injection tests only): the first call of this method, in any worker, kills
@@ -86,6 +94,7 @@ class ProcessModel:
         self._attrs: dict[str, Any] = {}
         self._broken = False  # a reply may still be on its way: the channel is out of step
         self._killed = False
+        self._group: list[int] = []  # the worker's process group as last seen (its device memory is waited for)
         try:
             self._attrs = self._ask(("load", factory, args, kwargs, tuple(attrs)), loading=True)
         except ModelLoadError as exc:
@@ -149,6 +158,8 @@ class ProcessModel:
         """End the worker (its model with it) and keep the peak memory it reported. The worker's
         whole process group is killed afterwards in every case: a worker that does not answer
         within the close timeout, or whose channel an interrupted call left out of step, too."""
+        if self.cuda_visible_devices is not None and not self._killed:
+            self._group = _group_pids(self._proc.pid)  # before the worker ends its EngineCore itself
         try:
             if self.alive and not self._broken:
                 self.peaks = dict(self._ask(("close",), timeout=_CLOSE_TIMEOUT_S))
@@ -166,12 +177,15 @@ class ProcessModel:
             return
         self._killed = True
         _LIVE_WORKERS.pop(self._proc.pid, None)  # reaped below: its CPU moves into RUSAGE_CHILDREN
+        group = sorted({*self._group, *_group_pids(self._proc.pid)}) if self.cuda_visible_devices is not None else []
         try:
             os.killpg(self._proc.pid, signal.SIGKILL)  # the child leads its group (start_new_session)
         except (ProcessLookupError, PermissionError):
             pass
         if self._proc.returncode is None:
             self._proc.wait()
+        if group:
+            wait_for_device_memory(group, self.label)
         self._log.join()
         for stream in (self._proc.stdin, self._proc.stdout):
             try:
@@ -184,6 +198,49 @@ class ProcessModel:
             self._kill()
         except Exception:  # noqa: BLE001 - interpreter shutdown
             pass
+
+
+def _group_pids(pgid: int) -> list[int]:
+    """The processes of a worker's process group (the worker, its EngineCore, their children)."""
+    import psutil
+
+    pids = []
+    for proc in psutil.process_iter(["pid"]):
+        try:
+            if os.getpgid(proc.pid) == pgid:
+                pids.append(proc.pid)
+        except (ProcessLookupError, PermissionError):
+            continue
+    return pids
+
+
+def _running(pid: int) -> bool:
+    import psutil
+
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def wait_for_device_memory(pids: list[int], label: str, timeout: float = MEMORY_RETURN_TIMEOUT_S) -> bool:
+    """Wait until none of `pids` runs and NVML lists none of them holding device memory (without
+    NVML, or where NVML's pids are another namespace's, until they are gone). False, with a
+    warning, after `timeout`: the next load then meets vLLM's own free-memory check."""
+    from engine.runtime.cuda import device_bytes_by_pid
+
+    deadline = time.monotonic() + timeout
+    stop = threading.Event()
+    while True:
+        running = [pid for pid in pids if _running(pid)]
+        held = device_bytes_by_pid(pids) or {}
+        if not running and not held:
+            return True
+        if time.monotonic() >= deadline:
+            logger.warning("the device memory of %s was not returned within %.0f s (still running: %s; held: %s)",
+                           label, timeout, running or "none", held or "none")
+            return False
+        stop.wait(_MEMORY_POLL_S)
 
 
 # ----- the worker's log and CPU, seen from the parent ---------------------------------------------

@@ -98,7 +98,7 @@ class UsageSampler:
             device = sum(max(0, now.get(d, 0) - used) for d, used in self._baseline.items())
             source = "nvml device-wide growth since the worker started (its pids are not visible to NVML here)"
         else:
-            device, source = _own_allocator_peak(), "torch allocator (worker process only)"
+            device, source = _own_allocator_peak(), "torch allocator reserved (worker process only, without its CUDA context)"
         with self._lock:
             self.peak_host_bytes = max(self.peak_host_bytes, host)
             if device is not None:

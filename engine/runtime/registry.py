@@ -80,8 +80,9 @@ def available_host_bytes() -> int:
 def device_memory_bytes(device: str) -> int:
     """Total memory of a CUDA device, or the host memory available now for `cpu`.
 
-    On CUDA NVML answers first: asking torch (`mem_get_info`) would make a CUDA context in this
-    process, which holds device memory of its own for as long as the process lives.
+    On CUDA NVML answers first; without it torch answers in a child process (engine.runtime.cuda.
+    device_facts): `mem_get_info` here would make a CUDA context in this process, which holds
+    device memory of its own for as long as the process lives.
     """
     device = normalize_device(device)
     if device.startswith("cuda"):
@@ -90,10 +91,15 @@ def device_memory_bytes(device: str) -> int:
         total = nvml_total_bytes(device)
         if total is not None:
             return total
-        import torch
+        from engine.runtime.cuda import device_facts
 
-        _free, total = torch.cuda.mem_get_info(torch.device(device))
-        return int(total)
+        facts = device_facts(device)  # torch in a child process: no CUDA context here
+        if facts is None:
+            from engine.errors import ModelLoadError
+
+            raise ModelLoadError(f"cannot read the memory of {device}: neither NVML nor torch answered (see the warning "
+                                 "above); check `nvidia-smi`")
+        return facts[3]
     return available_host_bytes()
 
 
@@ -153,6 +159,22 @@ class _Entry:
     record: dict[str, Any] = field(default_factory=dict)
 
 
+def _short_of_free(device: str, needed: int) -> bool:
+    """Whether NVML sees less free on this CUDA device than `needed`. The budget counts the
+    estimates of this process's models against total memory; what other processes hold, and
+    each engine's CUDA context outside its share, only NVML's free figure shows, and vLLM 0.32.0
+    refuses to start when free memory is below its share (`vllm/v1/worker/utils.py`
+    `request_memory`). False without NVML or off CUDA."""
+    if not device.startswith("cuda") or needed <= 0 or _env_int(BUDGET_BYTES_ENV) is not None:
+        return False
+    from engine.runtime.cuda import device_used_bytes, nvml_total_bytes, physical_device
+
+    physical = physical_device(device)
+    used = (device_used_bytes([physical]) or {}).get(physical)
+    total = nvml_total_bytes(device)
+    return used is not None and total is not None and total - used < needed
+
+
 class ModelRegistry:
     """Loaded models of this process, least recently used first (see the module docstring)."""
 
@@ -200,7 +222,8 @@ class ModelRegistry:
         resident = sum(e.estimate for e in on_device)
         budget = budget_bytes(device, resident)
         cap = budget_models()
-        while on_device and (resident + needed > budget or (cap is not None and len(on_device) >= cap)):
+        while on_device and (resident + needed > budget or (cap is not None and len(on_device) >= cap)
+                             or _short_of_free(device, needed)):
             lru = on_device.pop(0)
             logger.info("releasing %s to make room for %s on %s", lru.record["model"], model, device)
             self._drop(lru.key)
@@ -208,6 +231,9 @@ class ModelRegistry:
         if needed > budget:
             logger.warning("%s is estimated at %s, more than the %s budget of %s; loading it alone", model,
                            format_bytes(needed), device, format_bytes(budget))
+        elif _short_of_free(device, needed):
+            logger.warning("%s needs %s on %s, more than is free there now (other processes hold the rest); its load "
+                           "may be refused", model, format_bytes(needed), device)
 
     # ----- giving models back ----------------------------------------------------------------
     def release(self, key: Hashable) -> None:
@@ -257,8 +283,10 @@ class ModelRegistry:
             import torch
 
             if torch.cuda.is_initialized():
-                peaks["peak_device_bytes"] = int(torch.cuda.max_memory_allocated(torch.device(device)))
-                peaks["device_bytes_source"] = "torch allocator (this process)"
+                # Reserved, not allocated: what the allocator took from the device (the worker
+                # fallback reports the same), the nearest torch figure to NVML's per-process usage.
+                peaks["peak_device_bytes"] = int(torch.cuda.max_memory_reserved(torch.device(device)))
+                peaks["device_bytes_source"] = "torch allocator reserved (this process, without its CUDA context)"
         return peaks
 
     # ----- what was loaded -------------------------------------------------------------------

@@ -7,6 +7,7 @@ import json
 import os
 import sys
 import time
+import zlib
 from pathlib import Path
 
 GiB = 2**30
@@ -48,18 +49,78 @@ def total_bytes() -> int:
     return int(_node_config()["total_bytes"])
 
 
+def uuid(physical: int) -> str:
+    """The device's UUID as NVML reports it (nvmlDeviceGetUUID)."""
+    return f"GPU-5137{physical:04d}-0000-4000-8000-{zlib.crc32(node().encode()) % 10**12:012d}"
+
+
+def mig_uuid(physical: int, instance: int = 0) -> str:
+    """A MIG instance of the device: here, the whole device under a MIG-prefixed UUID."""
+    return f"MIG-5137{physical:04d}-{instance:04d}-4000-8000-{zlib.crc32(node().encode()) % 10**12:012d}"
+
+
+def physical_of_uuid(text: str) -> int | None:
+    """The device a (possibly partial) GPU- or MIG- UUID names, None when none or several do."""
+    count = physical_count()
+    for table in ([uuid(p) for p in range(count)], [mig_uuid(p) for p in range(count)]):
+        hits = [p for p, full in enumerate(table) if full.startswith(text)]
+        if len(hits) == 1:
+            return hits[0]
+    return None
+
+
 def visible() -> list[int]:
+    """torch/cuda/__init__.py `_parse_visible_devices` (torch 2.13.0): ordinals until the first
+    entry that is not one; a list that starts with GPU- (or MIG-) takes UUIDs until the first
+    entry without that prefix; a repeated entry empties the list."""
     raw = os.environ.get("CUDA_VISIBLE_DEVICES")
     count = physical_count()
     if raw is None:
         return list(range(count))
-    out = []
-    for part in raw.split(","):
-        part = part.strip()
-        if not part.isdigit() or int(part) >= count:
-            break  # CUDA stops at the first invalid entry
-        out.append(int(part))
+    out: list[int] = []
+    entries = [part.strip() for part in raw.split(",")]
+    prefix = "GPU-" if raw.startswith("GPU-") else "MIG-" if raw.startswith("MIG-") else None
+    for part in entries:
+        if prefix is not None:
+            if not part.startswith(prefix):
+                break
+            physical = physical_of_uuid(part)
+            if physical is None:
+                break
+        else:
+            digits = ""
+            for ch in part:
+                if not ch.isdigit():
+                    break
+                digits += ch
+            if not digits or int(digits) >= count:
+                break  # CUDA stops at the first invalid entry
+            physical = int(digits)
+        if physical in out:
+            return []
+        out.append(physical)
     return out
+
+
+def nvml_works() -> bool:
+    """NVML answers (CUDASIM_NVML_FAIL=1: its library is there but fails, as on a driver/library
+    version mismatch)."""
+    return os.environ.get("CUDASIM_NVML_FAIL") != "1" and physical_count() > 0
+
+
+def nvml_device_count() -> int:
+    """torch/cuda/__init__.py `_device_count_nvml`: -1 when NVML fails, and for MIG entries
+    (torch skips their parsing), so the caller falls back to `cudaGetDeviceCount`."""
+    raw = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if raw is not None and raw.startswith("MIG-"):
+        return -1
+    if not nvml_works():
+        return -1
+    return len(visible())
+
+
+# Device memory of a process that exited is returned by the driver some time later, not at once.
+FREE_DELAY_ENV = "CUDASIM_FREE_DELAY_S"
 
 
 def _alive(pid: int) -> bool:
@@ -71,14 +132,56 @@ def _alive(pid: int) -> bool:
 
 
 def holders(physical: int) -> dict[int, int]:
-    """pid -> bytes of every live process holding memory on this node's device."""
+    """pid -> bytes of every process holding memory on this node's device: the live ones, and
+    those that exited less than CUDASIM_FREE_DELAY_S ago (their exit time is stamped by a watcher
+    `allocate` starts)."""
     folder = _dir() / "alloc" / node() / str(physical)
     out = {}
+    now = time.time()
     for file in folder.glob("*") if folder.exists() else []:
+        if file.suffix in (".dead", ".tmp"):
+            continue
         pid = int(file.name)
         if _alive(pid):
             out[pid] = int(file.read_text() or 0)
+            continue
+        stamp = file.with_suffix(".dead")
+        try:
+            exited, delay = (float(x) for x in stamp.read_text().split())
+        except (OSError, ValueError):
+            continue
+        if now - exited < delay:
+            out[pid] = int(file.read_text() or 0)
     return out
+
+
+_WATCHER = (
+    "import os, sys, time\n"
+    "pid, stamp, delay = int(sys.argv[1]), sys.argv[2], sys.argv[3]\n"
+    "def alive():\n"
+    "    try:\n"
+    "        with open(f'/proc/{pid}/stat') as fh:\n"
+    "            return fh.read().rsplit(')', 1)[1].split()[0] != 'Z'\n"
+    "    except (OSError, IndexError):\n"
+    "        return False\n"
+    "while alive():\n"
+    "    time.sleep(0.02)\n"
+    "open(stamp + '.tmp', 'w').write(f'{time.time()} {delay}')\n"
+    "os.replace(stamp + '.tmp', stamp)\n"
+)
+
+
+def _watch_exit(folder: Path) -> None:
+    """With CUDASIM_FREE_DELAY_S, a detached watcher stamps when this process exits: its memory
+    then stays taken for that many seconds (`holders`)."""
+    delay = os.environ.get(FREE_DELAY_ENV)
+    if not delay or float(delay) <= 0:
+        return
+    import subprocess
+
+    stamp = folder / f"{os.getpid()}.dead"
+    subprocess.Popen([sys.executable, "-S", "-c", _WATCHER, str(os.getpid()), str(stamp), delay], start_new_session=True,
+                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
 def allocate(physical: int, nbytes: int, what: str) -> None:
@@ -87,6 +190,7 @@ def allocate(physical: int, nbytes: int, what: str) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     others = holders(physical)
     (folder / str(os.getpid())).write_text(str(nbytes))
+    _watch_exit(folder)
     event = {"event": what, "node": node(), "device": physical, "pid": os.getpid(), "bytes": nbytes, "time": time.time(),
              "others": sorted(others), "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
              "multiproc_method": os.environ.get("VLLM_WORKER_MULTIPROC_METHOD")}
@@ -143,8 +247,11 @@ def physical_of(device) -> int:
 
 
 def is_available() -> bool:
+    """torch 2.13.0 `is_available`: with PYTORCH_NVML_BASED_CUDA_CHECK=1, `device_count() > 0`
+    (NVML first, `cudaGetDeviceCount` where NVML fails or MIG entries are visible); otherwise
+    `cudaGetDeviceCount`, which initialises the driver and poisons fork."""
     if os.environ.get("PYTORCH_NVML_BASED_CUDA_CHECK") == "1":
-        return len(visible()) > 0  # NVML answers; the driver stays untouched
+        return device_count() > 0
     if _bad_fork:
         return False  # cudaGetDeviceCount fails in a poisoned child
     _touch_driver()
@@ -152,8 +259,15 @@ def is_available() -> bool:
 
 
 def device_count() -> int:
-    if os.environ.get("PYTORCH_NVML_BASED_CUDA_CHECK") != "1" and not _bad_fork:
-        _touch_driver()
+    """torch 2.13.0 `device_count`: NVML's count before CUDA is initialised, whatever the
+    variable; `cudaGetDeviceCount` (driver touched) where NVML answers -1."""
+    if not _initialized:
+        counted = nvml_device_count()
+        if counted >= 0:
+            return counted
+    if _bad_fork:
+        return 0
+    _touch_driver()
     return len(visible())
 
 
@@ -174,6 +288,21 @@ def _own_on(device=None) -> int:
     return holders(physical_of(device)).get(os.getpid(), 0)
 
 
+def get_device_name(device=None) -> str:
+    """torch 2.13.0: `get_device_properties(device).name`, and get_device_properties starts with
+    `_lazy_init()`: asking a device's name makes a CUDA context."""
+    lazy_init()
+    physical_of(device)
+    return "NVIDIA H200 (simulated)"
+
+
+def get_device_capability(device=None) -> tuple[int, int]:
+    """torch 2.13.0: `get_device_properties(device)` (so `_lazy_init()`), then (major, minor)."""
+    lazy_init()
+    physical_of(device)
+    return (9, 0)
+
+
 def install_torch(torch) -> None:
     """Replace the parts of torch.cuda the engine and vLLM's start-up use."""
     cuda = torch.cuda
@@ -183,8 +312,8 @@ def install_torch(torch) -> None:
     cuda.init = lazy_init
     cuda._lazy_init = lazy_init
     cuda.mem_get_info = mem_get_info
-    cuda.get_device_name = lambda device=None: "NVIDIA H200 (simulated)"
-    cuda.get_device_capability = lambda device=None: (9, 0)
+    cuda.get_device_name = get_device_name
+    cuda.get_device_capability = get_device_capability
     cuda.max_memory_reserved = _own_on
     cuda.max_memory_allocated = _own_on
     cuda.memory_reserved = _own_on

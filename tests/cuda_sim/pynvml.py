@@ -7,14 +7,19 @@ from types import SimpleNamespace
 
 import fake_cuda
 
+if os.environ.get("CUDASIM_NO_PYNVML") == "1":
+    # nvidia-ml-py not installed: vLLM 0.32.0 does not require it (it carries
+    # vllm/third_party/pynvml.py); it arrives only with flashinfer-python's requirements.
+    raise ModuleNotFoundError("No module named 'pynvml'", name="pynvml")
+
 
 class NVMLError(Exception):
     pass
 
 
 def nvmlInit() -> None:
-    if not fake_cuda.physical_count():
-        raise NVMLError("no devices")
+    if not fake_cuda.nvml_works():
+        raise NVMLError("Driver/library version mismatch" if fake_cuda.physical_count() else "no devices")
 
 
 def nvmlShutdown() -> None:
@@ -32,7 +37,14 @@ def nvmlDeviceGetHandleByIndex(index: int):
 
 
 def nvmlDeviceGetHandleByUUID(uuid: str):
-    raise NVMLError(f"no device with UUID {uuid}")
+    physical = fake_cuda.physical_of_uuid(uuid.decode() if isinstance(uuid, bytes) else uuid)
+    if physical is None:
+        raise NVMLError(f"Not Found: {uuid}")
+    return ("sim", physical)
+
+
+def nvmlDeviceGetUUID(handle) -> str:
+    return fake_cuda.uuid(handle[1])
 
 
 def nvmlDeviceGetMemoryInfo(handle):

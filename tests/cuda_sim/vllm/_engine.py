@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import shutil
 import sys
 import threading
 import traceback
@@ -28,8 +29,27 @@ def _multiproc_method() -> str:
     return method
 
 
+def _jit_compilers() -> None:
+    """What vLLM 0.32.0 compiles during its start-up profile run on a capability-9.0 GPU with
+    132 SMs (tests/test_vllm_cuda_startup.py evaluates these choices in the real wheel):
+    - FlashInfer's top-k/top-p sampler unless VLLM_USE_FLASHINFER_SAMPLER=0
+      (vllm/v1/sample/ops/topk_topp_sampler.py `flashinfer_sampler_supported`); flashinfer-python
+      0.7.0.post1 without flashinfer-jit-cache builds it with nvcc (flashinfer/jit/core.py);
+    - Triton kernels (the native top-k/top-p path, the block table), whose launcher Triton
+      builds with $CC, gcc or clang against Python.h (triton 3.7.1 triton/runtime/build.py `_build`).
+    """
+    if os.environ.get("VLLM_USE_FLASHINFER_SAMPLER", "1") != "0" and shutil.which("nvcc") is None:
+        raise RuntimeError("Could not find nvcc and default cuda_home='/usr/local/cuda' doesn't exist "
+                           "(FlashInfer JIT build of module 'sampling')")
+    cc = os.environ.get("CC") or shutil.which("gcc") or shutil.which("clang")
+    if cc is None:
+        raise RuntimeError("Failed to find C compiler. Please specify via CC environment variable or set "
+                           "triton.knobs.build.impl.")
+
+
 def _start_core(utilization: float) -> None:
-    """What the engine core does first: take its share of device 0 of what it sees."""
+    """What the engine core does first: take its share of device 0 of what it sees, then
+    compile what its profile run needs."""
     fake_cuda.lazy_init()  # torch.cuda's init: raises in a poisoned fork, as the real one does
     free, total = fake_cuda.mem_get_info(0)
     requested = int(utilization * total)
@@ -38,6 +58,7 @@ def _start_core(utilization: float) -> None:
                          f"than desired GPU memory utilization ({utilization}, {requested / 2**30:.2f} GiB). Decrease GPU "
                          "memory utilization or reduce GPU memory used by other processes.")
     fake_cuda.allocate(fake_cuda.physical_of(0), requested, "engine_start")
+    _jit_compilers()
 
 
 def _outputs(requests, vocab: int):
