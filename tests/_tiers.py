@@ -44,6 +44,8 @@ HEAVY_MODULES = frozenset({
     "test_reuse.py",
     "test_reuse_generate.py",
     "test_ray_user_cluster.py",  # real `ray start` nodes
+    "test_ray_resources.py",  # a tiny FIM model and the demo config
+    "test_vllm_cuda_startup.py",  # downloads the CUDA vLLM wheel, runs its start-up code
     "test_judge_budget.py",  # judge runs against a local HTTP server, one killed
     "test_judge_concurrency.py",  # a judge run against a local HTTP server
     "test_judge_forecast.py",  # forecasts with tiny tokenizers and runs

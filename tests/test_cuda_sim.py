@@ -294,12 +294,12 @@ def driver_nvml(monkeypatch):
     from engine.runtime import cuda
 
     monkeypatch.syspath_prepend(str(SIM))
-    cuda._nvml.cache_clear()
+    cuda.nvml_module.cache_clear()
     try:
         yield
     finally:
         sys.modules.pop("pynvml", None)
-        cuda._nvml.cache_clear()
+        cuda.nvml_module.cache_clear()
 
 
 def test_the_next_engine_waits_for_memory_the_driver_returns_late(sim, driver_nvml, fim_model, monkeypatch) -> None:

@@ -158,12 +158,12 @@ def test_a_model_worker_sees_its_device_and_returns_its_memory_when_killed() -> 
 
 def _nvml_free(device: str) -> int | None:
     """Free memory of `device` by NVML (no CUDA context here), None without pynvml."""
-    from engine.runtime.cuda import _handle, _nvml, physical_device
+    from engine.runtime.cuda import nvml_device_handle, nvml_module, physical_device
 
-    nvml = _nvml()
+    nvml = nvml_module()
     if nvml is None:
         return None
-    return int(nvml.nvmlDeviceGetMemoryInfo(_handle(nvml, physical_device(device))).free)
+    return int(nvml.nvmlDeviceGetMemoryInfo(nvml_device_handle(nvml, physical_device(device))).free)
 
 
 @needs_cuda

@@ -191,7 +191,7 @@ def device_facts(device: str) -> tuple[str, int, int, int] | None:
 
 # ----- NVML: memory per device and per process --------------------------------------------------
 @functools.lru_cache(maxsize=1)
-def _nvml():
+def nvml_module():
     """pynvml, initialised once per process; None without it or without a driver."""
     try:
         import pynvml
@@ -204,7 +204,7 @@ def _nvml():
     return pynvml
 
 
-def _handle(nvml, physical: str):
+def nvml_device_handle(nvml, physical: str):
     if physical.isdigit():
         return nvml.nvmlDeviceGetHandleByIndex(int(physical))
     return nvml.nvmlDeviceGetHandleByUUID(physical)
@@ -212,11 +212,11 @@ def _handle(nvml, physical: str):
 
 def nvml_total_bytes(device: str) -> int | None:
     """Total memory of this process's `cuda:N` by NVML (no CUDA context is made), None without NVML."""
-    nvml = _nvml()
+    nvml = nvml_module()
     if nvml is None:
         return None
     try:
-        return int(nvml.nvmlDeviceGetMemoryInfo(_handle(nvml, physical_device(device))).total)
+        return int(nvml.nvmlDeviceGetMemoryInfo(nvml_device_handle(nvml, physical_device(device))).total)
     except Exception as exc:  # noqa: BLE001 - NVML without this device: the caller falls back
         logger.debug("NVML could not read %s: %s", device, exc)
         return None
@@ -224,11 +224,11 @@ def nvml_total_bytes(device: str) -> int | None:
 
 def nvml_capability(device: str) -> tuple[str, int, int] | None:
     """(name, major, minor) of this process's `cuda:N` by NVML, None without NVML."""
-    nvml = _nvml()
+    nvml = nvml_module()
     if nvml is None:
         return None
     try:
-        handle = _handle(nvml, physical_device(device))
+        handle = nvml_device_handle(nvml, physical_device(device))
         major, minor = nvml.nvmlDeviceGetCudaComputeCapability(handle)
         name = nvml.nvmlDeviceGetName(handle)
     except Exception as exc:  # noqa: BLE001 - the caller falls back to torch
@@ -239,13 +239,13 @@ def nvml_capability(device: str) -> tuple[str, int, int] | None:
 
 def device_used_bytes(physicals: Iterable[str]) -> dict[str, int] | None:
     """Device-wide used memory of these physical devices (every process's), None without NVML."""
-    nvml = _nvml()
+    nvml = nvml_module()
     if nvml is None:
         return None
     out: dict[str, int] = {}
     for physical in physicals:
         try:
-            out[physical] = int(nvml.nvmlDeviceGetMemoryInfo(_handle(nvml, physical)).used)
+            out[physical] = int(nvml.nvmlDeviceGetMemoryInfo(nvml_device_handle(nvml, physical)).used)
         except Exception:  # noqa: BLE001 - one unreadable device does not hide the others
             continue
     return out
@@ -254,7 +254,7 @@ def device_used_bytes(physicals: Iterable[str]) -> dict[str, int] | None:
 def device_bytes_by_pid(pids: Iterable[int]) -> dict[str, int] | None:
     """Device memory NVML sees held by `pids`, per physical device id (only devices where one of
     them holds memory); None when NVML is not available."""
-    nvml = _nvml()
+    nvml = nvml_module()
     if nvml is None:
         return None
     wanted = set(pids)
