@@ -34,7 +34,8 @@ SCORERS = [
 ]
 
 
-def _input(out: Path, files: int) -> Path:
+def demo_subset(out: Path, files: int) -> Path:
+    """The embedded demo input cut to `files` files per language (shuffled, seeded), as out/input.jsonl."""
     rows = [json.loads(line) for line in BUILTIN_INPUTS["demo"].read_text(encoding="utf-8").splitlines()]
     kept: dict[str, list[str]] = {}
     for row in rows:
@@ -69,7 +70,7 @@ def main() -> None:
     out = Path(args.out)
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
-    input_path = _input(out, args.files)
+    input_path = demo_subset(out, args.files)
     _timed(input_path, out / "warmup", 55, "default")
     t_default = _timed(input_path, out / "default-55", 55, "default")
     t_invariant = _timed(input_path, out / "invariant-55", 55, "batch_invariant")
