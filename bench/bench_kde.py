@@ -78,8 +78,11 @@ def main() -> None:
         if nt:
             worst_steps = max(worst_steps, float(np.abs(fit.thresholds[g, :nt] - ref_t).max() / step))
 
+    import numba
+
     print(f"groups {args.groups} x {args.n} scores, {args.classes} classes, grid {args.grid}, "
-          f"{os.cpu_count()} CPUs, numba threads {os.environ.get('NUMBA_NUM_THREADS', 'default')}")
+          f"{os.cpu_count()} CPUs, numba threads {numba.get_num_threads()}, "
+          f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} (1, 5, 15 min)")
     print(f"ours (numba, one parallel call)      {ours_s:9.3f} s   (best of 3; first call incl. compile/cache load {warm:.2f} s)")
     print(f"reference (scipy gaussian_kde.logpdf) {ref_s:9.3f} s")
     print(f"ratio reference / ours               {ref_s / ours_s:9.1f}x")

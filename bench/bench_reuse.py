@@ -21,10 +21,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import pyarrow.parquet as pq  # noqa: E402
+from bench_determinism import demo_subset  # noqa: E402
 
 from engine.config import config_from_mapping  # noqa: E402
 from engine.runner import execute_run  # noqa: E402
-from bench_determinism import demo_subset  # noqa: E402
 
 MODEL = "pypi:all-MiniLM-L6-v2"
 
