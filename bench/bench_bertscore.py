@@ -30,9 +30,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import torch  # noqa: E402
-
+# isort: off
 import engine  # noqa: E402, F401  (first: its thread plan is set before torch starts its pool)
+import torch  # noqa: E402
+# isort: on
+
 from bench.precision import matmul_peak, print_hardware, share_of_peak, slow_reason  # noqa: E402
 from engine.items import ScoreItem  # noqa: E402
 from engine.metrics.embedding import EmbeddingScorer  # noqa: E402
