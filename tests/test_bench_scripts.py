@@ -38,7 +38,7 @@ def test_make_synthetic_writes_the_rows_it_says(tmp_path):
 
 def test_bench_kde_prints_the_ratio_and_the_agreement(tmp_path):
     out = _run(tmp_path, "bench_kde.py", "--groups", "3", "--n", "150", "--grid", "64")
-    _has(out, r"^ours \(numba.*NUMBER s", r"^reference \(scipy.*NUMBER s", r"^ratio reference / ours\s+NUMBERx",
+    _has(out, r"^ours \(numba.*NUMBER s", r"^reference \(scipy.*NUMBER s", r"^ratio reference / ours\s+NUMBERx", r"^ratio by CPU seconds\s+NUMBERx",
          r"agreement: \d+/3 groups with identical regions", r"scipy evaluate\(\) only.*ratio NUMBERx", r"load average NUMBER")
 
 
