@@ -74,7 +74,7 @@ def test_bench_bertscore_prints_both_modes_against_bert_score(tmp_path):
     _has(out, r"^bert_score .*\s+NUMBER\s+NUMBER\s+1\.00x", r"^ours compat float32\s+NUMBER\s+NUMBER\s+NUMBERx\s+NUMBERx",
          r"^ours fast \w+\s+NUMBER\s+NUMBER\s+NUMBERx\s+NUMBERx", r"load average NUMBER",
          r"compat float32 vs bert_score: max \|P/R/F diff\| NUMBER", r"model NUMBER GFLOP/s executed = NUMBER% of",
-         r"none setting, beside 1 CPU-bound background process: load average NUMBER", r"^ours fast \w+: NUMBER s")
+         r"none setting, beside 1 CPU-bound background process: load average NUMBER", r"^\s+ours fast \w+: NUMBER s")
 
 
 @pytest.mark.slow
