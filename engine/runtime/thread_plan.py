@@ -45,12 +45,12 @@ def plan() -> dict[str, Any]:
     pools may wait as their defaults say); empty in a process that imported `engine` first."""
     apply()
     record: dict[str, Any] = {**_state["wait"], "loaded_before": list(_state["loaded_before"])}
-    if "torch" in sys.modules:
-        torch = sys.modules["torch"]
+    if "torch" in sys.modules:  # loaded already: importing it here costs nothing
+        import torch
+
         record["torch_intra_op"] = torch.get_num_threads()
         record["torch_inter_op"] = torch.get_num_interop_threads()
-    if "numba" in sys.modules:
-        # The configured pool size: asking numba for its current count would start its pool.
-        record["numba_threads"] = sys.modules["numba"].config.NUMBA_NUM_THREADS
+    # numba's pool (the KDE kernels, on the driver) has one thread per usable CPU unless this says otherwise.
+    record["numba_threads"] = os.environ.get("NUMBA_NUM_THREADS", "default")
     record["tokenizers_parallelism"] = os.environ.get("TOKENIZERS_PARALLELISM", "default")
     return record
