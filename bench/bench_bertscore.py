@@ -23,13 +23,17 @@ import logging
 import os
 import random
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+# isort: off
+import engine  # noqa: E402, F401  (first: its thread plan is set before torch starts its pool)
 import torch  # noqa: E402
+# isort: on
 
 from bench.precision import matmul_peak, print_hardware, share_of_peak, slow_reason  # noqa: E402
 from engine.items import ScoreItem  # noqa: E402
@@ -132,15 +136,58 @@ def make_items(n_pairs: int, seed: int = 0) -> list[ScoreItem]:
     return items[:n_pairs]
 
 
-def model_flops(scorer: EmbeddingScorer) -> float:
-    """FLOPs of the forward passes run so far (linear layers + attention scores, padded tokens)."""
+def model_flops(scorer: EmbeddingScorer, st: dict[str, int]) -> float:
+    """FLOPs the forward passes so far executed: every linear layer over every padded token,
+    attention (Q K^T and the weighted sum, all heads) over the padded width of each row, and the
+    pooler where the model has one (one row per sequence). Padding is executed, so it counts."""
     rt = scorer.runtime
     cfg = rt.model.config
     d, ff = cfg.hidden_size, cfg.intermediate_size
     layers = scorer.layer
-    linear = 2 * (4 * d * d + 2 * d * ff) * layers * rt.stats["padded_tokens"]
-    attention = 2 * 2 * d * layers * rt.stats["attention_pairs"]
-    return float(linear + attention)
+    linear = 2 * (4 * d * d + 2 * d * ff) * layers * st["padded_tokens"]
+    attention = 2 * 2 * d * layers * st["attention_pairs"]
+    pooler = 2 * d * d * st["sequences"] if getattr(rt.model, "pooler", None) is not None else 0
+    return float(linear + attention + pooler)
+
+
+def shape_peak(scorer: EmbeddingScorer, st: dict[str, int], dtype: str, seconds: float = 0.15) -> float:
+    """FLOP/s of the model's own largest product (mean batch tokens x hidden) @ (hidden x
+    intermediate) in its dtype, with this process's threads: the bound its encoder can reach now."""
+    cfg = scorer.runtime.model.config
+    rows = max(1, st["padded_tokens"] // max(1, st["batches"]))
+    a = torch.randn(rows, cfg.hidden_size, device=DEVICE).to(getattr(torch, dtype))  # (T, D)
+    b = torch.randn(cfg.hidden_size, cfg.intermediate_size, device=DEVICE).to(getattr(torch, dtype))  # (D, F)
+    sync = torch.cuda.synchronize if DEVICE.startswith("cuda") else (lambda: None)
+    with torch.inference_mode():
+        torch.matmul(a, b)
+        sync()
+        best, reps, spent = 0.0, 0, 0.0
+        while spent < seconds or reps < 3:
+            start = time.perf_counter()
+            torch.matmul(a, b)
+            sync()
+            elapsed = time.perf_counter() - start
+            spent += elapsed
+            reps += 1
+            best = max(best, 2 * rows * cfg.hidden_size * cfg.intermediate_size / elapsed)
+    return best
+
+
+def start_background() -> subprocess.Popen:
+    """One CPU-bound process (a busy loop), as another user's job on a shared machine."""
+    return subprocess.Popen([sys.executable, "-c", "while True: pass"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def os_threads() -> int:
+    """Threads of this process now (torch's OpenMP pool, tokenizers', numba's, Python's)."""
+    try:
+        return len(os.listdir("/proc/self/task"))
+    except OSError:
+        return -1
+
+
+def load_average() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 DEVICE = "cpu"  # set from --device: the scorers, the dtype probe and the matmul peaks all use it
@@ -169,6 +216,9 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--rounds", type=int, default=5, help="blocks the three none-setting runs are interleaved in")
     parser.add_argument("--device", default="auto", help="auto (cuda when visible), cpu, cuda, cuda:N")
+    parser.add_argument("--phases", nargs="+", default=["idle", "background"], choices=["idle", "background"],
+                        help="timed comparisons: with no process of ours beside it, and beside one CPU-bound "
+                             "background process the bench starts and stops itself (default: both)")
     args = parser.parse_args()
     from engine.runtime.hardware import resolve_device
 
@@ -193,7 +243,8 @@ def main() -> None:
     print_hardware(DEVICE)
     peak32 = matmul_peak("float32", DEVICE)
     peak16 = matmul_peak("bfloat16", DEVICE)
-    print(f"matmul peak on {DEVICE}: float32 {peak32 / 1e9:.1f} GFLOP/s, bfloat16 {peak16 / 1e9:.1f} GFLOP/s")
+    print(f"square {2048}x{2048} matmul on {DEVICE} at the start: float32 {peak32 / 1e9:.1f} GFLOP/s, "
+          f"bfloat16 {peak16 / 1e9:.1f} GFLOP/s (the efficiency figures use the model's own products)")
     skipped = slow_reason("bfloat16", DEVICE)
     fast_dtype = "float32" if skipped else "bfloat16"
     if skipped:
@@ -218,29 +269,51 @@ def main() -> None:
     bert_score_block(warm)
     s32.score(warm)
     s16.score(warm)
-    s32.runtime.stats.update(dict.fromkeys(s32.runtime.stats, 0))
-    s16.runtime.stats.update(dict.fromkeys(s16.runtime.stats, 0))
-    times = {"bert_score": 0.0, "compat": 0.0, "fast": 0.0}
-    block_ratios: dict[str, list[float]] = {"compat": [], "fast": []}
-    theirs: list[list[float]] = [[], [], []]
-    ours32: dict[str, list[float]] = {}
-    ours16: dict[str, list[float]] = {}
     blocks = file_blocks(items, max(1, min(args.rounds, len(items) // 50)))
-    for b, block in enumerate(blocks):
-        runs = [
-            ("bert_score", lambda: [theirs[k].extend(t.tolist()) for k, t in enumerate(bert_score_block(block))]),
-            ("compat", lambda: collect(s32.score(block), ours32)),
-            ("fast", lambda: collect(s16.score(block), ours16)),
-        ]
-        spent = {}
-        for name, run in runs[b % 3:] + runs[: b % 3]:
-            start = time.perf_counter()
-            run()
-            spent[name] = time.perf_counter() - start
-            times[name] += spent[name]
-        for name in block_ratios:
-            block_ratios[name].append(spent["bert_score"] / spent[name])
-    t_bs, t32, t16 = times["bert_score"], times["compat"], times["fast"]
+
+    def interleaved(phase: str) -> dict:
+        """The three runs, block by block (rotating their order so that they see the same load),
+        each block followed by the encoders' own product timed in their dtypes (the peak)."""
+        s32.runtime.stats.update(dict.fromkeys(s32.runtime.stats, 0))
+        s16.runtime.stats.update(dict.fromkeys(s16.runtime.stats, 0))
+        r = {"phase": phase, "times": {"bert_score": 0.0, "compat": 0.0, "fast": 0.0},
+             "cpu": {"bert_score": 0.0, "compat": 0.0, "fast": 0.0}, "block_ratios": {"compat": [], "fast": []},
+             "theirs": [[], [], []], "ours32": {}, "ours16": {}, "peak": {"compat": 0.0, "fast": 0.0},
+             "load_start": load_average()}
+        for b, block in enumerate(blocks):
+            runs = [
+                ("bert_score", lambda: [r["theirs"][k].extend(t.tolist()) for k, t in enumerate(bert_score_block(block))]),
+                ("compat", lambda: collect(s32.score(block), r["ours32"])),
+                ("fast", lambda: collect(s16.score(block), r["ours16"])),
+            ]
+            spent = {}
+            for name, run in runs[b % 3:] + runs[: b % 3]:
+                start, cpu = time.perf_counter(), time.process_time()
+                run()
+                spent[name] = time.perf_counter() - start
+                r["times"][name] += spent[name]
+                r["cpu"][name] += time.process_time() - cpu
+            for name in r["block_ratios"]:
+                r["block_ratios"][name].append(spent["bert_score"] / spent[name])
+            r["peak"]["compat"] = max(r["peak"]["compat"], shape_peak(s32, s32.runtime.stats, "float32"))
+            r["peak"]["fast"] = max(r["peak"]["fast"], shape_peak(s16, s16.runtime.stats, fast_dtype))
+        r["load_end"] = load_average()
+        r["threads"] = os_threads()
+        r["flops"] = {"compat": model_flops(s32, s32.runtime.stats), "fast": model_flops(s16, s16.runtime.stats)}
+        r["stats"] = {"compat": dict(s32.runtime.stats), "fast": dict(s16.runtime.stats)}
+        return r
+
+    results = []
+    for phase in args.phases:
+        background = start_background() if phase == "background" else None
+        try:
+            results.append(interleaved(phase))
+        finally:
+            if background is not None:
+                background.kill()
+                background.wait()
+    first = results[0]
+    theirs, ours32, ours16 = first["theirs"], first["ours32"], first["ours16"]
 
     empty = {i for i, it in enumerate(items) if not it.prediction.strip() or not it.reference_tail.strip()}
     keep = [i for i in range(len(items)) if i not in empty]
@@ -280,15 +353,29 @@ def main() -> None:
 
     n = len(items)
     print()
-    peak32 = max(peak32, matmul_peak("float32", DEVICE))
-    peak16 = max(peak16, matmul_peak("bfloat16", DEVICE))
-    peak_line = (f"matmul peak here (best of the start and now): float32 {peak32 / 1e9:.1f} GFLOP/s, bfloat16 {peak16 / 1e9:.1f} GFLOP/s")
-    med = {k: statistics.median(v) for k, v in block_ratios.items()}
-    print(f"{'none setting':<34}{'seconds':>9}{'pairs/s':>10}{'vs bert_score':>15}{'median of blocks':>18}")
-    print(f"{'bert_score 0.3.13 (fp32, bs 64)':<34}{t_bs:>9.2f}{n / t_bs:>10.1f}{1.0:>14.2f}x")
-    print(f"{'ours compat float32':<34}{t32:>9.2f}{n / t32:>10.1f}{t_bs / t32:>14.2f}x{med['compat']:>17.2f}x")
-    print(f"{'ours fast ' + fast_dtype:<34}{t16:>9.2f}{n / t16:>10.1f}{t_bs / t16:>14.2f}x{med['fast']:>17.2f}x")
-    print(f"(interleaved in {len(blocks)} blocks of whole files; load average now {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs)")
+    for r in results:
+        t_bs, t32, t16 = r["times"]["bert_score"], r["times"]["compat"], r["times"]["fast"]
+        med = {k: statistics.median(v) for k, v in r["block_ratios"].items()}
+        where = "beside 1 CPU-bound background process" if r["phase"] == "background" else "no background process of ours"
+        print(f"none setting, {where}: load average {r['load_start']} at the start, {r['load_end']} at the end "
+              f"(1, 5, 15 min; {os.cpu_count()} CPUs)")
+        print(f"{'':<34}{'seconds':>9}{'pairs/s':>10}{'vs bert_score':>15}{'median of blocks':>18}{'cores used':>12}")
+        print(f"{'bert_score 0.3.13 (fp32, bs 64)':<34}{t_bs:>9.2f}{n / t_bs:>10.1f}{1.0:>14.2f}x{'':>18}"
+              f"{r['cpu']['bert_score'] / t_bs:>12.2f}")
+        print(f"{'ours compat float32':<34}{t32:>9.2f}{n / t32:>10.1f}{t_bs / t32:>14.2f}x{med['compat']:>17.2f}x"
+              f"{r['cpu']['compat'] / t32:>12.2f}")
+        print(f"{'ours fast ' + fast_dtype:<34}{t16:>9.2f}{n / t16:>10.1f}{t_bs / t16:>14.2f}x{med['fast']:>17.2f}x"
+              f"{r['cpu']['fast'] / t16:>12.2f}")
+        print(f"(interleaved in {len(blocks)} blocks of whole files; torch threads {torch.get_num_threads()}, "
+              f"{r['threads']} threads in this process; cores used = CPU seconds / wall seconds)")
+        for key, label, t in (("compat", "compat float32", t32), ("fast", f"fast {fast_dtype}", t16)):
+            st = r["stats"][key]
+            rate = r["flops"][key] / t
+            print(f"  {label}: {st['sequences']} sequences, {st['tokens']} tokens ({st['padded_tokens']} padded, "
+                  f"{st['batches']} batches), {st['tokens'] / t:.0f} tokens/s, model {rate / 1e9:.1f} GFLOP/s executed "
+                  f"= {share_of_peak(rate, r['peak'][key])} ({r['peak'][key] / 1e9:.1f} GFLOP/s: its own "
+                  f"{st['padded_tokens'] // max(1, st['batches'])}-token product, best after each block)")
+        print()
     print(f"compat float32 vs bert_score: max |P/R/F diff| {diff:.2e} over {len(keep)} pairs "
           f"({len(empty)} pairs with an empty side left out: bert_score crashes on them)")
     if off:
@@ -300,28 +387,23 @@ def main() -> None:
     print(f"  all {n} pairs (fast scores over-long texts in windows, compat truncates): "
           f"max |F diff| {fdiff_all:.4f}, Spearman {rho_all:.5f}")
     print(f"fast {fast_dtype} vs fast float32 (same windows), all {n} pairs: max |F diff| {fdiff_dtype:.4f}, Spearman {rho_dtype:.5f}")
-    for label, scorer, t in (("compat float32", s32, t32), (f"fast {fast_dtype}", s16, t16)):
-        st = scorer.runtime.stats
-        flops = model_flops(scorer)
-        peak = peak32 if "float32" in label else peak16
-        print(f"  {label}: {st['sequences']} sequences, {st['tokens']} tokens ({st['padded_tokens']} padded), "
-              f"{st['tokens'] / t:.0f} tokens/s, model {flops / t / 1e9:.1f} GFLOP/s = {share_of_peak(flops / t, peak)}")
-
-    print(peak_line)
     full_items = items[: args.full_pairs]
     print()
     print(f"full setting (whole file, centred 512-token windows), {len(full_items)} pairs:")
     for dtype, mode in (("float32", "compat"), (fast_dtype, "fast")):
         scorer = new_scorer(mode=mode, dtype=dtype, contexts=("full",))
+        # The registry shares one runtime per model and dtype: count this run's batches only.
+        before = dict(scorer.runtime.stats)
         start = time.perf_counter()
         scorer.score(full_items)
         t = time.perf_counter() - start
-        st = scorer.runtime.stats
-        flops = model_flops(scorer)
-        peak = peak32 if dtype == "float32" else peak16
+        st = {k: v - before.get(k, 0) for k, v in scorer.runtime.stats.items()}
+        flops = model_flops(scorer, st)
+        peak = shape_peak(scorer, st, dtype)
         print(f"  ours {mode} {dtype}: {t:.2f} s, {len(full_items) / t:.1f} pairs/s, {st['tokens'] / t:.0f} tokens/s "
-              f"({st['sequences']} sequences, {st['tokens']} tokens), model {flops / t / 1e9:.1f} GFLOP/s "
-              f"= {dtype} {share_of_peak(flops / t, peak)}")
+              f"({st['sequences']} sequences, {st['tokens']} tokens, {st['padded_tokens']} padded), model "
+              f"{flops / t / 1e9:.1f} GFLOP/s executed = {dtype} {share_of_peak(flops / t, peak)} "
+              f"({peak / 1e9:.1f} GFLOP/s: its own {st['padded_tokens'] // max(1, st['batches'])}-token product)")
 
 
 if __name__ == "__main__":

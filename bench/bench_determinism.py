@@ -34,7 +34,8 @@ SCORERS = [
 ]
 
 
-def _input(out: Path, files: int) -> Path:
+def demo_subset(out: Path, files: int) -> Path:
+    """The embedded demo input cut to `files` files per language (shuffled, seeded), as out/input.jsonl."""
     rows = [json.loads(line) for line in BUILTIN_INPUTS["demo"].read_text(encoding="utf-8").splitlines()]
     kept: dict[str, list[str]] = {}
     for row in rows:
@@ -48,15 +49,21 @@ def _input(out: Path, files: int) -> Path:
     return path
 
 
-def _run(input_path: Path, out: Path, part_size: int, mode: str) -> None:
+def _scorers(contexts: list[str]) -> list[dict]:
+    """SCORERS in the given contexts only (the seq2seq scorer has no `full`)."""
+    chosen = [{**s, "contexts": [c for c in s["contexts"] if c in contexts]} for s in SCORERS]
+    return [s for s in chosen if s["contexts"]]
+
+
+def _run(input_path: Path, out: Path, part_size: int, mode: str, contexts: list[str]) -> None:
     raw = {"name": "bench-determinism", "input": str(input_path), "part_size": part_size, "stages": ["score"],
-           "score": {"scorers": SCORERS}, "deterministic": mode}
+           "score": {"scorers": _scorers(contexts)}, "deterministic": mode}
     execute_run(config_from_mapping(raw, Path.cwd()), str(out))
 
 
-def _timed(input_path: Path, out: Path, part_size: int, mode: str) -> float:
+def _timed(input_path: Path, out: Path, part_size: int, mode: str, contexts: list[str]) -> float:
     started = time.perf_counter()
-    _run(input_path, out, part_size, mode)
+    _run(input_path, out, part_size, mode, contexts)
     return time.perf_counter() - started
 
 
@@ -64,17 +71,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--files", type=int, default=11, help="files per language (the demo has 11)")
     parser.add_argument("--out", default="/tmp/bench-determinism")
+    parser.add_argument("--contexts", nargs="+", default=["none", "minimal", "full"], choices=["none", "minimal", "full"],
+                        help="context settings of the scorers (default: all three)")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
     out = Path(args.out)
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
-    input_path = _input(out, args.files)
-    _timed(input_path, out / "warmup", 55, "default")
-    t_default = _timed(input_path, out / "default-55", 55, "default")
-    t_invariant = _timed(input_path, out / "invariant-55", 55, "batch_invariant")
-    _timed(input_path, out / "default-7", 7, "default")
-    _timed(input_path, out / "invariant-7", 7, "batch_invariant")
+    input_path = demo_subset(out, args.files)
+    _timed(input_path, out / "warmup", 55, "default", args.contexts)
+    t_default = _timed(input_path, out / "default-55", 55, "default", args.contexts)
+    t_invariant = _timed(input_path, out / "invariant-55", 55, "batch_invariant", args.contexts)
+    _timed(input_path, out / "default-7", 7, "default", args.contexts)
+    _timed(input_path, out / "invariant-7", 7, "batch_invariant", args.contexts)
     d_default = compare_runs(out / "default-55", out / "default-7")
     d_invariant = compare_runs(out / "invariant-55", out / "invariant-7")
     worst = lambda d: max((v for (table, _), v in d.max_delta.items() if table == "scores"), default=0.0)  # noqa: E731

@@ -18,8 +18,10 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import pyarrow.parquet as pq  # noqa: E402
+from bench_determinism import demo_subset  # noqa: E402
 
 from engine.config import config_from_mapping  # noqa: E402
 from engine.runner import execute_run  # noqa: E402
@@ -33,10 +35,10 @@ def _scorers(layers: list[int]) -> list[dict]:
     ]
 
 
-def _config(scorers: list[dict], part_size: int, reuse: tuple[str, ...] = ()) -> object:
+def _config(scorers: list[dict], part_size: int, source: str, reuse: tuple[str, ...] = ()) -> object:
     from dataclasses import replace
 
-    raw = {"name": "bench-reuse", "input": "builtin:demo", "part_size": part_size, "stages": ["score"],
+    raw = {"name": "bench-reuse", "input": source, "part_size": part_size, "stages": ["score"],
            "score": {"scorers": scorers}}
     return replace(config_from_mapping(raw, Path.cwd()), reuse=reuse)
 
@@ -64,20 +66,23 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=2, help="embedding settings in the first sweep")
     parser.add_argument("--part-size", type=int, default=55)
     parser.add_argument("--out", default="/tmp/bench-reuse")
+    parser.add_argument("--files", type=int, default=0, help="files per language of the demo input (default 0: all)")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
     out = Path(args.out)
     shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    source = str(demo_subset(out, args.files)) if args.files else "builtin:demo"
     layers = list(range(1, args.n + 1))
     added = args.n + 1
     # Warm-up (model files, imports), so no timed run pays for the first load of the library.
-    _timed(_config(_scorers([added])[1:], args.part_size), out / "warmup")
-    t_sweep = _timed(_config(_scorers(layers), args.part_size), out / "sweep")
-    t_alone = _timed(_config(_scorers([added])[1:], args.part_size), out / "added-alone")
-    t_fresh = _timed(_config(_scorers(layers + [added]), args.part_size), out / "plus-one-fresh")
-    t_reuse = _timed(_config(_scorers(layers + [added]), args.part_size, (str(out / "sweep"),)), out / "plus-one-reuse")
+    _timed(_config(_scorers([added])[1:], args.part_size, source), out / "warmup")
+    t_sweep = _timed(_config(_scorers(layers), args.part_size, source), out / "sweep")
+    t_alone = _timed(_config(_scorers([added])[1:], args.part_size, source), out / "added-alone")
+    t_fresh = _timed(_config(_scorers(layers + [added]), args.part_size, source), out / "plus-one-fresh")
+    t_reuse = _timed(_config(_scorers(layers + [added]), args.part_size, source, (str(out / "sweep"),)), out / "plus-one-reuse")
     identical = _identical(out / "plus-one-reuse", out / "plus-one-fresh")
-    print(f"sweep of lexical + {args.n} embedding settings (demo input, part size {args.part_size}): {t_sweep:.1f} s")
+    print(f"sweep of lexical + {args.n} embedding settings (input {source}, part size {args.part_size}): {t_sweep:.1f} s")
     print(f"added scorer alone:                 {t_alone:7.1f} s")
     print(f"plus-one sweep, fresh:              {t_fresh:7.1f} s")
     print(f"plus-one sweep, --reuse the sweep:  {t_reuse:7.1f} s")

@@ -36,6 +36,8 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -181,7 +183,7 @@ def child(args: argparse.Namespace) -> None:
     import logging
 
     logging.basicConfig(level=logging.WARNING)
-    from engine import runner
+    from engine import runner, throughput
     from engine.config import load_config
 
     sampler = TreeSampler()
@@ -195,30 +197,25 @@ def child(args: argparse.Namespace) -> None:
     from engine.report.summary import run_summary
 
     stage_seconds: dict[str, float] = {}
-    original = runner.run_part_stage
-    original_driver = runner.run_driver_stage
+    original_timed = throughput.Recorder.timed
 
-    def timed(run: Any, config: Any, stage: str, executor: Any) -> None:
-        sampler.phase = stage
+    @contextmanager
+    def timed(recorder: Any, step: str) -> Iterator[None]:
+        # Every driver-side step of a run goes through Recorder.timed ("stage:score", "calibrate"):
+        # hooking it names the sampler's phase without depending on the runner's internals.
+        name = step.split(":", 1)[-1]
+        sampler.phase = name
         start = time.perf_counter()
-        original(run, config, stage, executor)
-        stage_seconds[stage] = time.perf_counter() - start
+        with original_timed(recorder, step):
+            yield
+        stage_seconds[name] = stage_seconds.get(name, 0.0) + time.perf_counter() - start
 
-    def timed_driver(run: Any, config: Any, stage: Any) -> None:
-        if stage.kind != "driver" or stage.after_complete:  # the report is timed on its own below
-            original_driver(run, config, stage)
-            return
-        sampler.phase = stage.name
-        start = time.perf_counter()
-        original_driver(run, config, stage)
-        stage_seconds[stage.name] = time.perf_counter() - start
-
-    runner.run_part_stage = timed
-    runner.run_driver_stage = timed_driver
+    throughput.Recorder.timed = timed  # type: ignore[method-assign]
     work = Path(args.work)
     warm = runner.execute_run(load_config(args.warmup_config), str(work / f"warm-{os.getpid()}"), executor_name=args.executor)
     del warm
     sampler.peak_phase.clear()  # the steps of the measured run only
+    stage_seconds.clear()
     sampler.phase = "prepare"
     summary = runner.execute_run(load_config(args.config), str(work / f"run-{os.getpid()}"), executor_name=args.executor)
     sampler.phase = "summary"

@@ -12,7 +12,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+# isort: off
+import engine  # noqa: E402, F401  (first: its thread plan is set before torch starts its pool)
 import torch  # noqa: E402
+# isort: on
 
 from engine.runtime.hardware import SLOW_RATIO, probe_device  # noqa: E402
 

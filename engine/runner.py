@@ -340,12 +340,14 @@ def _hold_reuse_sources(config: RunConfig, out: str) -> list[Any]:
 
 def _execute(run: RunDirectory, plan: RunPlan, executor_name: str, ray_address: str | None, ray_options: dict[str, Any] | None) -> RunSummary:
     from engine import numerics
+    from engine.runtime import thread_plan
 
     # Resolved once here (after the hash) and sent with the plan's config to every worker.
     config = dataclasses.replace(plan.config, deterministic=plan.config.deterministic.resolved())
     plan = dataclasses.replace(plan, config=config)
     numerics.apply(config.deterministic)
     run.manifest.record_numerics(config.deterministic.to_dict())
+    run.manifest.record_thread_plan(thread_plan.plan())  # this driver's; workers import engine first too
     recorder = throughput.Recorder(run.manifest)
     with recorder.timed("prepare"):
         prepare(run, plan)

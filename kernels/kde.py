@@ -17,7 +17,10 @@ densities: far from every class the densities underflow to 0 and the label would
 Why it is fast: a direct KDE costs one `exp` per (score, grid point). On a uniform grid the
 Gaussian obeys a recurrence: with u_j = (g_j - x) / h and s = step / h,
 exp(-u_{j+1}^2 / 2) = exp(-u_j^2 / 2) * r_j and r_{j+1} = r_j * exp(-s^2), so a block of B grid
-points costs two `exp` and 2B multiplications per score, vectorised across scores. Block
+points costs two `exp` and 2B multiplications per score, vectorised across scores; the sum over
+scores is pairwise in an order fixed by the number of scores (no `fastmath`), so the thresholds
+are the same bits whether the kernel was compiled or loaded from cache, in any thread count
+(threads split the groups, never a sum). Block
 lengths keep |u| <= 37 inside a block, so no term leaves the normal float range (no subnormal
 slow paths, no 0 * inf). Terms with |u| > 30 at every point of a block (< 1e-195 of the kernel
 peak) are skipped; grid points whose density sum falls below 1e-150 are recomputed exactly as
@@ -44,6 +47,7 @@ BAD_GRID = 7  # grid_points < 2
 _CUTOFF = 30.0  # |u| beyond which a kernel term (< exp(-450)) is skipped
 _MAX_U = 37.0  # bound on |u| inside a block: exp(-37^2 / 2) ~ 1e-297 is still a normal float
 _EXACT_BELOW = 1e-150  # density sums below this are recomputed as an exact log-sum-exp
+_TAIL = 8  # pairwise sums end with this many partial sums, added in order
 _LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
 
 
@@ -101,18 +105,45 @@ def _block_sums(t: np.ndarray, r: np.ndarray, q: float, out: np.ndarray, count: 
     """out[k] = sum_i t_i * prod(r_i q^l, l<k) for k < nb: the recurrence walk over i.
 
     t, r: (count,) scratch, overwritten. out: (nb,).
-    The sum runs in index order. With `fastmath` the compiler chose the order itself, and code
-    compiled afresh and the same code loaded from numba's cache summed differently: a run's
-    thresholds moved in the last digit with the state of the cache (measured on the demo:
-    5 of 2,056 thresholds, up to 8.9e-16). In order it is about 2.6x slower here
-    (bench/bench_kde.py --groups 200: 0.46 s against 0.18 s), still about 30x faster than scipy.
+    The summation order is fixed by `count` alone: the scores are split in halves, term i of
+    the lower half is added to term i of the upper half (a middle term of an odd count stands
+    alone), and the halves of those sums are added the same way down to _TAIL sums, which are
+    added in index order. Every loop is element-wise, so the compiler vectorises it without
+    `fastmath`; with `fastmath` it chose the order itself and code compiled afresh and the same
+    code loaded from numba's cache summed differently (a run's thresholds moved in the last digit
+    with the state of the cache). Pairwise sums are also more accurate than a running sum.
     """
+    h = (count + 1) // 2
+    m = count - h
+    # Separate views of the two halves: the loop below reads and writes each at index i only,
+    # which is what lets the compiler vectorise it.
+    t_lo = t[:h]
+    t_hi = t[h:count]
+    r_lo = r[:h]
+    r_hi = r[h:count]
+    sums = np.empty(max(h, 1))
     for k in range(nb):
+        for i in range(m):
+            a = t_lo[i]
+            b = t_hi[i]
+            sums[i] = a + b
+            t_lo[i] = a * r_lo[i]
+            t_hi[i] = b * r_hi[i]
+            r_lo[i] = r_lo[i] * q
+            r_hi[i] = r_hi[i] * q
+        if h > m:
+            sums[m] = t_lo[m]
+            t_lo[m] = t_lo[m] * r_lo[m]
+            r_lo[m] = r_lo[m] * q
+        width = h
+        while width > _TAIL:
+            half = (width + 1) // 2
+            for i in range(width - half):
+                sums[i] = sums[i] + sums[i + half]
+            width = half
         acc = 0.0
-        for i in range(count):
-            acc += t[i]
-            t[i] = t[i] * r[i]
-            r[i] = r[i] * q
+        for i in range(width):
+            acc += sums[i]
         out[k] = acc
 
 

@@ -44,6 +44,8 @@ HEAVY_MODULES = frozenset({
     "test_reuse.py",
     "test_reuse_generate.py",
     "test_ray_user_cluster.py",  # real `ray start` nodes
+    "test_bench_scripts.py",  # every bench script at a tiny size, in subprocesses
+    "test_thread_plan.py",  # fresh interpreters and a run
     "test_ray_resources.py",  # a tiny FIM model and the demo config
     "test_vllm_cuda_startup.py",  # downloads the CUDA vLLM wheel, runs its start-up code
     "test_judge_budget.py",  # judge runs against a local HTTP server, one killed
@@ -149,7 +151,7 @@ HEAVY_TESTS = frozenset({
     "test_embedding_scorer.py::test_baseline_without_the_layer_row_is_a_config_error",
     "test_generate_backends.py::test_vllm_and_transformers_give_identical_greedy_outputs",  # vLLM
     "test_isolation.py::test_roundtrip_out_of_memory_at_batch_size_one_is_retried_then_a_failed_part",  # a whole run
-    "test_kde.py::test_thresholds_are_the_same_bits_compiled_afresh_and_loaded_from_the_cache",  # numba compiles in subprocesses
+    "test_kde.py::test_thresholds_are_the_same_bits_compiled_afresh_and_loaded_from_the_cache_in_any_thread_count",  # numba compiles in subprocesses
     "test_likelihood.py::test_batch_composition_and_order_invariance",  # many batchings of three models
     "test_model_registry.py::test_model_cap_holds_one_model_at_a_time_and_intervals_never_overlap",
     "test_perturb.py::test_run_results_are_part_invariant",  # whole runs

@@ -197,24 +197,32 @@ def test_constant_group_and_nan_stay_not_fitted_with_the_floor():
         _fit_one([np.zeros(3), np.ones(3)], min_bandwidth=-1.0)
 
 
-def test_thresholds_are_the_same_bits_compiled_afresh_and_loaded_from_the_cache(tmp_path) -> None:
+def test_thresholds_are_the_same_bits_compiled_afresh_and_loaded_from_the_cache_in_any_thread_count(tmp_path) -> None:
     """The kernels compiled in a process and the same kernels loaded from numba's cache by the next
-    process give bit-identical thresholds (with `fastmath` in the block sums they did not: the
-    compiler chose the summation order, and a run's thresholds moved with the cache's state)."""
+    processes, with 1 or 3 numba threads, give bit-identical thresholds (with `fastmath` in the block
+    sums they did not: the compiler chose the summation order, and a run's thresholds moved with the
+    cache's state)."""
     import subprocess
     import sys
 
     code = (
-        "import hashlib, numpy as np\n"
+        "import hashlib, numba, numpy as np\n"
         "from kernels.kde import fit_thresholds\n"
         "rng = np.random.default_rng(0)\n"
         "c = rng.integers(0, 3, 300 * 300)\n"
         "v = rng.normal(c * 0.6, 1.0 + 0.2 * c)\n"
         "fit = fit_thresholds(v, np.arange(301, dtype=np.int64) * 300, c.astype(np.int64), 3, 1024)\n"
-        "print(hashlib.sha256(np.ascontiguousarray(fit.thresholds).tobytes()).hexdigest())\n"
+        "print(numba.get_num_threads(), hashlib.sha256(np.ascontiguousarray(fit.thresholds).tobytes()).hexdigest())\n"
     )
     env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba-cache")}
-    runs = [subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True, check=True)
-            for _ in range(2)]
-    assert any((tmp_path / "numba-cache").rglob("*.nbi"))  # the first process compiled and cached, the second loaded
-    assert runs[0].stdout == runs[1].stdout and runs[0].stdout.strip()
+    env.pop("NUMBA_NUM_THREADS", None)
+    runs = []
+    for threads in (None, None, "1", "3"):
+        extra = {"NUMBA_NUM_THREADS": threads} if threads else {}
+        runs.append(subprocess.run([sys.executable, "-c", code], cwd=REPO, env={**env, **extra}, capture_output=True,
+                                   text=True, check=True).stdout.split())
+        if len(runs) == 1:  # the first process compiled and cached, the next ones loaded
+            assert any((tmp_path / "numba-cache").rglob("*.nbi"))
+    assert [r[0] for r in runs[2:]] == ["1", "3"]
+    digests = {r[1] for r in runs}
+    assert len(digests) == 1, runs

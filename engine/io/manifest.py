@@ -213,6 +213,10 @@ class Manifest(dict):
         """The resolved determinism settings every worker ran with."""
         self["numerics"] = numerics
 
+    def record_thread_plan(self, plan: dict[str, Any]) -> None:
+        """How the driver's thread pools were set up (sizes, wait policy): changes no number, explains speed."""
+        self["thread_plan"] = plan
+
     @property
     def data_loss(self) -> dict[str, Any]:
         """How many input rows the run rejected, against its limit ({} before prepare)."""

@@ -176,7 +176,7 @@ class EncoderRuntime:
         self.pad_id = int(pad) if pad is not None else 0
         self.oom_halvings = 0
         # Work counters (benchmarks): real and padded tokens fed, sum of B*T*T over batches.
-        self.stats = {"sequences": 0, "tokens": 0, "padded_tokens": 0, "attention_pairs": 0}
+        self.stats = {"sequences": 0, "tokens": 0, "padded_tokens": 0, "attention_pairs": 0, "batches": 0}
 
     def _model_max_length(self, config: Any) -> int:
         """The tokenizer's model_max_length (what bert_score truncates at), else the position table."""
@@ -316,7 +316,8 @@ class EncoderRuntime:
         self.stats["tokens"] += sum(len(s) for s in seqs)
         throughput.count("encoder_tokens", sum(len(s) for s in seqs))
         self.stats["padded_tokens"] += rows * width
-        self.stats["attention_pairs"] += rows * width * width
+        self.stats["attention_pairs"] += rows * width * width  # every head attends over the padded width
+        self.stats["batches"] += 1
         result = self.model(
             input_ids=ids.to(self.device),
             attention_mask=mask.to(self.device),
