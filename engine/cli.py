@@ -45,7 +45,7 @@ EXIT_CODES: tuple[tuple[int, type[BaseException] | None, str], ...] = (
      "validation.max_rejected allow (default 0; reasons in RUN/rejected.parquet)"),
     (9, ClusterError, "the Ray cluster cannot be reached, refused the driver (authentication token, Ray or Python "
      "version) or was lost mid-run: fix it as the message says, then rerun with --resume"),
-    (9, BudgetStopError, "a judge stopped at a spending cap (max_prompt_tokens, max_completion_tokens, max_cost): "
+    (10, BudgetStopError, "a judge stopped at a spending cap (max_prompt_tokens, max_completion_tokens, max_cost): "
      "nothing over it was sent; raise the cap, then rerun with --resume"),
     (130, None, "interrupted (Ctrl-C): rerun with --resume"),
 )

@@ -1,5 +1,5 @@
 """Spending caps of an HTTP judge against a local server that counts every call and bills what
-it reports: a cap below the run's need stops the judge stage cleanly (exit status 9, the reason
+it reports: a cap below the run's need stops the judge stage cleanly (exit status 10, the reason
 in the manifest), nothing over the cap is ever sent, no paid answer is lost, and `--resume` with
 the cap raised finishes the run without repeating a call; the rows equal an uncapped run's."""
 from __future__ import annotations
@@ -143,7 +143,7 @@ def test_a_cost_cap_stops_cleanly_and_resume_with_a_raised_cap_repeats_no_call(t
     stopped = subprocess.run([PYTHON, "-m", "engine.cli", "run", str(_config(tmp_path, server, max_cost=cap)),
                               "--out", str(tmp_path / "run")], capture_output=True, text=True, cwd=REPO,
                              env=dict(os.environ, PYTHONPATH=str(REPO)))
-    assert stopped.returncode == 9, stopped.stderr[-3000:]
+    assert stopped.returncode == 10, stopped.stderr[-3000:]
     assert "judge.judges[0].max_cost" in stopped.stderr and "--resume" in stopped.stderr
     assert 0 < len(_Counting.calls) < all_calls
     assert _Counting.spent() <= cap  # never over the cap, whatever the server billed
