@@ -8,13 +8,20 @@ allowance covers the chat template's own tokens), completion tokens by its `max_
 both at the judge's `price_per_million`. A request whose reservation would pass a cap is not
 sent, nor is any later one of that judge (or of any judge, for a run-wide cap): the part raises
 `BudgetExhaustedError` once the requests in flight are answered, and the judge's other parts stop
-before their first call. When an answer comes, its reservation is replaced by the usage the
-server reported.
+before their first call. Every attempt (a retry too) reserves its own worst case before it is
+sent: when an answer comes, its reservation is replaced by the usage the server reported (a field
+it did not report, or reported as no count of tokens, at its worst case); an attempt that may have
+reached the server without an answer to keep (a dropped connection, a timeout after sending, a 200
+that cannot be read) is charged its worst case; one that cannot have been billed (no connection,
+an HTTP error answer) is released. The caps hold for a server whose reported usage is within the
+request's worst case; one that reports more is charged what it reports (logged as an error) and
+the next reservation stops the judge.
 
 The cache: every answer the server gave (not a failure) is appended, with its usage and cost,
 to RUN/judge_cache/<task>/p<part>-<id>.jsonl and flushed to disk before the request counts as
 done, keyed by the sha256 of the request body (model, messages, decoding, schema, provider
-options; never a secret). A part that runs again (after a crash, a cap, a failure) takes its
+options; never a secret); so is a `charged` record for every attempt that may have been billed
+without an answer to keep. A part that runs again (after a crash, a cap, a failure) takes its
 answers from there instead of calling again, and the spend so far is the sum over every cache
 file of the run. The caps and prices are not part of the run's identity (its config hash and
 task names), so `--resume` with a raised cap continues the same run.
@@ -32,7 +39,7 @@ import os
 import threading
 import uuid
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 
 from engine.llm.requests import ChatRequest, ChatResponse
 
@@ -207,7 +214,8 @@ class AnswerCache:
         if self.folder.is_dir():
             for path in sorted(self.folder.glob(f"{self.prefix}*.jsonl")):
                 for record in _records(path):
-                    self.answers[record["hash"]] = record
+                    if "charged" not in record:  # a charge without an answer: paid, nothing to reuse
+                        self.answers[record["hash"]] = record
 
     def put(self, record: dict[str, Any]) -> None:
         line = json.dumps(record, ensure_ascii=False) + "\n"
@@ -268,7 +276,8 @@ class JudgeBudget:
 
     def settle(self, reserved: Usage, actual: Usage | None) -> None:
         self.ledger.settle(self.task, reserved, actual)
-        if actual is not None and (actual.prompt_tokens > reserved.prompt_tokens or actual.cost > reserved.cost):
+        if actual is not None and (actual.prompt_tokens > reserved.prompt_tokens
+                                   or actual.completion_tokens > reserved.completion_tokens or actual.cost > reserved.cost):
             # the bound is bytes plus the template's allowance: a server that counts more is said loudly
             logger.error("judge %s: the server reported more than the worst case reserved (%s > %s)", self.task, actual,
                          reserved)
@@ -279,28 +288,43 @@ class JudgeBudget:
     def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
         return cost_of(prompt_tokens, completion_tokens, self.price)
 
-    def answer(self, request: ChatRequest, key: str, send: Callable[[], tuple[ChatResponse, int]]) -> tuple[ChatResponse | None, int]:
-        """The answer of `request` (body hash `key`) and its attempts: from the cache (0 attempts),
-        sent within the caps (`send`), or None when its worst case would pass a cap (not sent)."""
+    def cached(self, request: ChatRequest, key: str) -> ChatResponse | None:
+        """The answer an earlier attempt of this part paid for (body hash `key`), or None."""
         cached = self.cache.answers.get(key)
-        if cached is not None:  # paid for by an earlier attempt of this part
-            return ChatResponse(request.request_id, cached["text"], cached["finish_reason"], cached["prompt_tokens"],
-                                cached["completion_tokens"], cached["latency_s"]), 0
-        need = self.worst_case(request.messages, request.max_tokens)
-        if not self.reserve(need):
-            return None, 1
-        answer, attempts, actual = None, 0, None
+        if cached is None:
+            return None
+        return ChatResponse(request.request_id, cached["text"], cached["finish_reason"], cached["prompt_tokens"],
+                            cached["completion_tokens"], cached["latency_s"])
+
+    def charge(self, need: Usage, prompt_tokens: int | None, completion_tokens: int | None) -> Usage:
+        """What an answer costs: its reported usage, each field it did not report at its worst case."""
+        prompt = need.prompt_tokens if prompt_tokens is None else prompt_tokens
+        completion = need.completion_tokens if completion_tokens is None else completion_tokens
+        return Usage(prompt, completion, self.cost(prompt, completion))
+
+    def keep(self, request: ChatRequest, key: str, need: Usage, answer: ChatResponse,
+             reported: tuple[int | None, int | None]) -> None:
+        """An answer the server gave: on disk before it counts as done (a crash loses no paid
+        answer), then its reservation is settled at what it cost."""
+        actual = self.charge(need, *reported)
         try:
-            answer, attempts = send()
+            self.cache.put({"hash": key, "request_id": request.request_id, "text": answer.text,
+                            "finish_reason": answer.finish_reason, "prompt_tokens": answer.prompt_tokens,
+                            "completion_tokens": answer.completion_tokens, "latency_s": answer.latency_s,
+                            "cost": actual.cost, "spent": [actual.prompt_tokens, actual.completion_tokens]})
         finally:
-            if answer is not None and answer.error is None:  # on disk before it counts as done: a crash loses no paid answer
-                actual = Usage(answer.prompt_tokens, answer.completion_tokens, self.cost(answer.prompt_tokens,
-                                                                                        answer.completion_tokens))
-                if not (answer.prompt_tokens or answer.completion_tokens):  # no usage reported: the worst case counts
-                    actual = need
-                self.cache.put({"hash": key, "request_id": request.request_id, "text": answer.text,
-                                "finish_reason": answer.finish_reason, "prompt_tokens": answer.prompt_tokens,
-                                "completion_tokens": answer.completion_tokens, "latency_s": answer.latency_s,
-                                "cost": actual.cost, "spent": [actual.prompt_tokens, actual.completion_tokens]})
             self.settle(need, actual)
-        return answer, attempts
+
+    def charge_unanswered(self, request: ChatRequest, key: str, need: Usage, why: str) -> None:
+        """An attempt that may have reached the server (and be billed) but left no answer to keep
+        (a dropped connection, a timeout after sending, an unreadable 200): charged its worst case,
+        recorded in the cache folder (not as an answer) so a resumed run counts it too."""
+        try:
+            self.cache.put({"hash": key, "request_id": request.request_id, "charged": why, "cost": need.cost,
+                            "spent": [need.prompt_tokens, need.completion_tokens]})
+        finally:
+            self.settle(need, need)
+
+    def unsent(self, need: Usage) -> None:
+        """An attempt that cannot have been billed (no connection, an HTTP error answer): its reservation goes."""
+        self.settle(need, None)

@@ -212,9 +212,10 @@ class JudgeParams(Params):
         check_caps(self, "")
         if self.price_per_million is not None:
             prices = self.price_per_million
+            unknown = "".join(did_you_mean(k, ("input", "output")) for k in sorted(set(prices) - {"input", "output"}))
             require(set(prices) == {"input", "output"} and all(isinstance(v, (int, float)) and not isinstance(v, bool)
                                                              and v >= 0 for v in prices.values()),
-                    "price_per_million", prices, "{input: X, output: Y}, prices per million tokens >= 0")
+                    "price_per_million", prices, "{input: X, output: Y}, prices per million tokens >= 0" + unknown)
         if self.max_cost is not None:
             require(self.price_per_million is not None, "max_cost", self.max_cost,
                     "a cap with the judge's prices: add price_per_million: {input: X, output: Y}")
@@ -303,7 +304,7 @@ class RunBudget(Params):
     max_cost: float | None = None
 
     def __post_init__(self) -> None:
-        check_caps(self, "budget.")
+        check_caps(self, "")
 
 
 def check_caps(options: Any, prefix: str) -> None:

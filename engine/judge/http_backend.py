@@ -25,6 +25,7 @@ import dataclasses
 import email.utils
 import json
 import logging
+import math
 import os
 import threading
 import time
@@ -37,7 +38,7 @@ import httpx
 
 from engine.errors import BudgetExhaustedError, MissingSecretError
 from engine.judge.backends import ChatRequest, ChatResponse
-from engine.judge.budget import JudgeBudget, request_hash
+from engine.judge.budget import JudgeBudget, Usage, request_hash
 from engine.judge.concurrency import AdaptiveLimit
 from engine.judge.config import JudgeParams
 
@@ -86,9 +87,11 @@ def retry_after_seconds(value: str | None) -> float | None:
     if not value:
         return None
     try:
-        return max(0.0, float(value))
+        seconds = float(value)
     except ValueError:
         pass
+    else:  # `inf`, `nan`: no number of seconds, as if the header were absent
+        return max(0.0, seconds) if math.isfinite(seconds) else None
     try:
         when = email.utils.parsedate_to_datetime(value)
     except (TypeError, ValueError):
@@ -107,6 +110,20 @@ class _Attempt:
     final: bool = False
     retry_after: float | None = None
     overload: bool = False  # the server is overloaded (429, 503, 524, a timeout): fewer requests in flight
+    billed: bool = False  # may have reached the server and been billed without an answer to keep
+    usage: tuple[int | None, int | None] = (None, None)  # reported prompt, completion tokens (None: not reported)
+
+
+def token_count(value: Any) -> int | None:
+    """A usage field as a count of tokens; None (not reported) for anything else: a negative,
+    fractional or non-finite number, a string, a boolean."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value if value >= 0 else None
+    if isinstance(value, float) and math.isfinite(value) and value >= 0 and value.is_integer():
+        return int(value)
+    return None
 
 
 class HttpChatBackend:
@@ -124,7 +141,11 @@ class HttpChatBackend:
     def chat(self, requests: Sequence[ChatRequest]) -> list[ChatResponse]:
         if not requests:
             return []
-        workers = min(self.params.max_concurrency, len(requests))
+        # Requests with the same body (the cache key) are sent once and share the answer.
+        keys = [request_hash(self._body_dict(r)) for r in requests]
+        first: dict[str, int] = {}
+        unique = [i for i, key in enumerate(keys) if first.setdefault(key, i) == i]
+        workers = min(self.params.max_concurrency, len(unique))
         limits = httpx.Limits(max_connections=workers, max_keepalive_connections=workers)
         self.limit = AdaptiveLimit(workers)
         self.statuses: Counter[int] = Counter()  # HTTP status -> answers, over every attempt
@@ -133,16 +154,20 @@ class HttpChatBackend:
         try:
             with httpx.Client(timeout=self.params.timeout_s, limits=limits, follow_redirects=False) as client, \
                     ThreadPoolExecutor(max_workers=workers) as pool:
-                everything = list(pool.map(lambda r: self._cached_or_sent(client, r), requests))
+                sent = list(pool.map(lambda i: self._cached_or_sent(client, requests[i], keys[i]), unique))
         finally:
             if self.budget is not None:
                 self.budget.cache.close()
+        by_key = {keys[i]: outcome for i, outcome in zip(unique, sent)}
+        answers = [by_key[key][0] for key in keys]
+        answers = [a if a is None or a.request_id == r.request_id else dataclasses.replace(a, request_id=r.request_id)
+                   for a, r in zip(answers, requests)]
         # Counted here, in the part's own thread: the pool's threads do not see the part's counters.
         from engine import throughput
 
-        results = [(answer, attempts) for answer, attempts in everything if attempts > 0]  # sent, not from the cache
-        throughput.count("judge_http_cached", len(everything) - len(results))
-        refused = sum(answer is None for answer, _attempts in results)
+        results = [(answer, attempts) for answer, attempts in sent if attempts > 0]  # sent, not from the cache
+        throughput.count("judge_http_cached", len(requests) - len(results))  # the cache, or a same-body request
+        refused = sum(answer is None for answer in answers)
         results = [(answer, attempts) for answer, attempts in results if answer is not None]
         throughput.count("judge_http_requests", len(results))
         throughput.count("judge_http_retries", sum(attempts - 1 for _answer, attempts in results))
@@ -158,12 +183,15 @@ class HttpChatBackend:
         if refused and self.budget is not None:
             raise BudgetExhaustedError(f"judge {self.params.judge_name}: {self.budget.stop_reason()}; {refused} request(s) "
                                        f"of this part not sent, its {len(results)} answered one(s) kept in RUN/judge_cache")
-        return [answer for answer, _attempts in everything]  # type: ignore[misc]  # none is None here
+        return answers  # type: ignore[return-value]  # none is None here
 
-    def _cached_or_sent(self, client: httpx.Client, request: ChatRequest) -> tuple[ChatResponse | None, int]:
-        if self.budget is None:
-            return self._one(client, request)
-        return self.budget.answer(request, request_hash(self._body_dict(request)), lambda: self._one(client, request))
+    def _cached_or_sent(self, client: httpx.Client, request: ChatRequest, key: str) -> tuple[ChatResponse | None, int]:
+        """The answer and its attempts: from the cache (0), sent, or None when a cap refused it."""
+        if self.budget is not None:
+            cached = self.budget.cached(request, key)
+            if cached is not None:  # paid for by an earlier attempt of this part
+                return cached, 0
+        return self._one(client, request, key)
 
     def redact(self, text: str) -> str:
         """`text` with the API key and every provider secret replaced by [redacted]."""
@@ -182,47 +210,92 @@ class HttpChatBackend:
         """The request body without the provider secrets (what the answer cache is keyed by)."""
         return request_body(self.params, request, {})
 
-    def _one(self, client: httpx.Client, request: ChatRequest) -> tuple[ChatResponse, int]:
-        """The request's answer (or failure) and how many attempts it took."""
+    def _one(self, client: httpx.Client, request: ChatRequest, key: str) -> tuple[ChatResponse | None, int]:
+        """The request's answer (or failure) and how many attempts it took; None when a cap
+        refused an attempt. Each attempt reserves its worst case first (a retry may be billed
+        again: a dropped connection after the server did the work) and settles it when it ends."""
         params, data, start = self.params, self._body(request), time.perf_counter()
         attempts, waited = params.max_retries + 1, 0.0
         for attempt in range(attempts):
+            need = None
+            if self.budget is not None:
+                need = self.budget.worst_case(request.messages, request.max_tokens)
+                if not self.budget.reserve(need):
+                    return None, attempt + 1
             epoch, sent = self.limit.acquire(), time.perf_counter()
-            got = self._attempt(client, request, data, start)
-            self.limit.release(epoch, "ok" if got.answer is not None else "overload" if got.overload else "other",
-                               time.perf_counter() - sent, got.retry_after)
+            # what an attempt that raised (a fault of ours) counts as: failed, and maybe billed
+            got = _Attempt(reason="the request failed inside the client", final=True, billed=True)
+            wait: float | None = None
+            try:
+                got = self._attempt(client, request, data, start)
+                wait, why = self._next_wait(got, attempt, waited)
+            finally:
+                # Always: a slot or a reservation that leaks would stall every later request.
+                try:
+                    # the provider's pause holds only for a request that will retry (within its budget)
+                    self.limit.release(epoch, "ok" if got.answer is not None else "overload" if got.overload else "other",
+                                       time.perf_counter() - sent, got.retry_after if wait is not None else None)
+                finally:
+                    if need is not None:
+                        self._settle(request, key, need, got)
             if got.answer is not None:
                 return got.answer, attempt + 1
-            if got.final:
-                return self._failed(request, got.reason, start), attempt + 1
-            if attempt + 1 == attempts:
-                break
-            # A server's Retry-After is waited for in full (retrying sooner only meets another 429),
-            # the cap bounds our own backoff, the budget bounds both.
-            wait = max(min(params.backoff_cap_s, params.backoff_base_s * 2 ** attempt), got.retry_after or 0.0)
-            if waited + wait > params.retry_budget_s:
-                return self._failed(request, f"{got.reason} after {attempt + 1} attempt(s): the next wait ({wait:.3f} s) "
-                                    f"would pass retry_budget_s ({params.retry_budget_s:g} s)", start), attempt + 1
+            if wait is None:
+                return self._failed(request, why, start), attempt + 1
             waited += wait
             logger.warning("judge request %s: %s; retry %d of %d in %.3f s", request.request_id, self.redact(got.reason),
                            attempt + 1, params.max_retries, wait)
             self._sleep(wait)
-        return self._failed(request, f"{got.reason} after {attempts} attempt(s)", start), attempts
+        raise AssertionError("unreachable: the last attempt returns")  # pragma: no cover
+
+    def _next_wait(self, got: _Attempt, attempt: int, waited: float) -> tuple[float | None, str]:
+        """How long to wait before the next attempt, or None and why the request gives up."""
+        params = self.params
+        if got.final or got.answer is not None:
+            return None, got.reason
+        if attempt == params.max_retries:
+            return None, f"{got.reason} after {attempt + 1} attempt(s)"
+        # A server's Retry-After is waited for in full (retrying sooner only meets another 429),
+        # the cap bounds our own backoff, the budget bounds both.
+        wait = max(min(params.backoff_cap_s, params.backoff_base_s * 2 ** attempt), got.retry_after or 0.0)
+        if waited + wait > params.retry_budget_s:
+            return None, (f"{got.reason} after {attempt + 1} attempt(s): the next wait ({wait:.3f} s) "
+                          f"would pass retry_budget_s ({params.retry_budget_s:g} s)")
+        return wait, ""
+
+    def _settle(self, request: ChatRequest, key: str, need: Usage, got: _Attempt) -> None:
+        assert self.budget is not None
+        if got.answer is not None:
+            self.budget.keep(request, key, need, got.answer, got.usage)
+        elif got.billed:
+            self.budget.charge_unanswered(request, key, need, self.redact(got.reason))
+        else:
+            self.budget.unsent(need)
 
     def _attempt(self, client: httpx.Client, request: ChatRequest, data: bytes, start: float) -> _Attempt:
+        timeout = self.params.timeout_s
+        deadline = time.monotonic() + timeout  # the whole attempt, however slowly the server trickles
         try:
-            reply = client.post(self.url, content=data, headers=self._headers)
+            with client.stream("POST", self.url, content=data, headers=self._headers) as reply:
+                status = reply.status_code
+                with self._lock:
+                    self.statuses[status] += 1
+                body = self._read(reply, deadline, None if status < 300 else _ERROR_BODY_READ)
+        except (httpx.ConnectTimeout, httpx.PoolTimeout):  # never sent
+            return _Attempt(reason=f"timeout after {timeout:g} s (connecting)", overload=True)
         except httpx.TimeoutException:
-            return _Attempt(reason=f"timeout after {self.params.timeout_s:g} s", overload=True)
+            return _Attempt(reason=f"timeout after {timeout:g} s", overload=True, billed=True)
         except httpx.RemoteProtocolError as exc:  # the connection closed before the whole answer came
-            return _Attempt(reason=f"answer cut short ({self.redact(' '.join(str(exc).split()))[:200]})")
+            return _Attempt(reason=f"answer cut short ({self.redact(' '.join(str(exc).split()))[:200]})", billed=True)
         except (httpx.TransportError, OSError) as exc:
             # The exception's text helps (and may echo the request): redacted before the cut, which
             # could otherwise leave a piece of the key that the redaction misses.
-            return _Attempt(reason=f"connection error ({type(exc).__name__}: {self.redact(' '.join(str(exc).split()))[:200]})")
-        status = reply.status_code
-        with self._lock:
-            self.statuses[status] += 1
+            never_sent = isinstance(exc, (httpx.ConnectError, httpx.UnsupportedProtocol, httpx.ProxyError))
+            return _Attempt(reason=f"connection error ({type(exc).__name__}: {self.redact(' '.join(str(exc).split()))[:200]})",
+                            billed=not never_sent)
+        if body is None:
+            return _Attempt(reason=f"timeout: no whole answer within timeout_s ({timeout:g} s)", overload=True,
+                            billed=status < 300)
         if reply.is_redirect:
             where = reply.headers.get("Location", "")
             return _Attempt(final=True, reason=f"HTTP {status} (not retried): the server redirects to {where!r}; redirects "
@@ -231,21 +304,36 @@ class HttpChatBackend:
             return _Attempt(reason=f"HTTP {status}", retry_after=retry_after_seconds(reply.headers.get("Retry-After")),
                             overload=status in _OVERLOAD)
         if status >= 300:
-            return _Attempt(final=True, reason=f"HTTP {status} (not retried){self._quote(reply)}")
+            return _Attempt(final=True, reason=f"HTTP {status} (not retried){self._quote(body)}")
         try:
-            answer = self._answer(request, reply.json(), time.perf_counter() - start)
-        except (ValueError, KeyError, IndexError, TypeError, AttributeError):
-            return _Attempt(final=True, reason="the server's answer is not a chat completion")
+            answer, usage = self._answer(request, json.loads(body), time.perf_counter() - start)
+        except (ValueError, KeyError, IndexError, TypeError, AttributeError) as exc:
+            # a 200 reached the server and may be billed: charged its worst case
+            detail = f": {exc}" if isinstance(exc, _NotText) else ""
+            return _Attempt(final=True, billed=True, reason=f"the server's answer is not a chat completion{detail}")
         # The raw answer is stored in RUN/judgments: a server that echoes the request (a debugging
         # proxy, an echo endpoint) must not put the key there either.
-        return _Attempt(answer=dataclasses.replace(answer, text=self.redact(answer.text)))
+        return _Attempt(answer=dataclasses.replace(answer, text=self.redact(answer.text or "")), usage=usage)
 
-    def _quote(self, reply: httpx.Response) -> str:
+    @staticmethod
+    def _read(reply: httpx.Response, deadline: float, limit: int | None) -> bytes | None:
+        """The body (its first `limit` bytes), or None when the deadline passes first."""
+        chunks, size = [], 0
+        for chunk in reply.iter_bytes():
+            chunks.append(chunk)
+            size += len(chunk)
+            if time.monotonic() > deadline:
+                return None
+            if limit is not None and size >= limit:
+                break
+        return b"".join(chunks)
+
+    def _quote(self, body: bytes) -> str:
         """The start of a refused request's error answer (servers say there why), redacted."""
         # redacted before the cut: a key the cut falls into would otherwise leave its start behind
-        body = self.redact(" ".join(reply.content[:_ERROR_BODY_READ].decode("utf-8", "replace").split()))
-        body = body[:_ERROR_BODY_CHARS].strip()
-        return f": {body}" if body else ""
+        text = self.redact(" ".join(body[:_ERROR_BODY_READ].decode("utf-8", "replace").split()))
+        text = text[:_ERROR_BODY_CHARS].strip()
+        return f": {text}" if text else ""
 
     def _failed(self, request: ChatRequest, message: str, start: float) -> ChatResponse:
         message = self.redact(message)
@@ -253,10 +341,19 @@ class HttpChatBackend:
         return ChatResponse(request.request_id, None, None, 0, 0, time.perf_counter() - start, message)
 
     @staticmethod
-    def _answer(request: ChatRequest, payload: dict[str, Any], latency: float) -> ChatResponse:
+    def _answer(request: ChatRequest, payload: dict[str, Any], latency: float) -> tuple[ChatResponse, tuple[int | None, int | None]]:
+        """The answer and its reported (prompt, completion) tokens, None where not reported as a count."""
         choice = payload["choices"][0]
-        usage = payload.get("usage") or {}
-        return ChatResponse(
-            request.request_id, choice["message"].get("content") or "", choice.get("finish_reason"),
-            int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0), latency,
-        )
+        content = choice["message"].get("content")
+        if content is not None and not isinstance(content, str):
+            raise _NotText(f"its message content is {type(content).__name__}, not text")
+        usage = payload.get("usage")
+        usage = usage if isinstance(usage, dict) else {}
+        prompt, completion = token_count(usage.get("prompt_tokens")), token_count(usage.get("completion_tokens"))
+        # the row records what the server reported (0 where it did not); the budget charges the worst case there
+        return ChatResponse(request.request_id, content or "", choice.get("finish_reason"), prompt or 0, completion or 0,
+                            latency), (prompt, completion)
+
+
+class _NotText(ValueError):
+    """A chat completion whose message content is not text."""
