@@ -4,7 +4,8 @@ The limit starts at the judge's `max_concurrency` (its ceiling) and is shared by
 of one batch. Each request holds a slot while it is sent:
 - an overload answer (429, 503, 524, a timeout) halves the limit; a server's Retry-After also
   pauses every new send until it has passed (the provider asked the client, not one request,
-  to wait);
+  to wait), but only when the request that got it will retry, i.e. the pause fits in its
+  retry budget (engine/judge/http_backend.py): a request that gives up imposes no pause;
 - rising latency (the running mean of the last answers' latency above LATENCY_RISE times the
   lowest running mean seen, and by at least LATENCY_FLOOR_S: milliseconds of jitter on a local
   server are no queue) cuts it to CUT_ON_LATENCY of itself: the provider queues our
@@ -15,6 +16,7 @@ of 429s for requests that were already in flight counts once. Never below one sl
 """
 from __future__ import annotations
 
+import math
 import threading
 import time
 from typing import Callable
@@ -59,8 +61,10 @@ class AdaptiveLimit:
             self.in_flight -= 1
             if outcome == "overload":
                 self.overloads += 1
-                if retry_after:
-                    self._paused_until = max(self._paused_until, self._clock() + retry_after)
+                if retry_after and math.isfinite(retry_after) and retry_after > 0:
+                    # bounded by what a condition may wait; callers pass only pauses they will wait out
+                    pause = min(retry_after, threading.TIMEOUT_MAX / 2)
+                    self._paused_until = max(self._paused_until, self._clock() + pause)
                 self._cut(epoch, CUT_ON_OVERLOAD)
             elif outcome == "ok":
                 self._mean = latency_s if self._mean is None else (1 - _ALPHA) * self._mean + _ALPHA * latency_s
