@@ -239,8 +239,200 @@ def test_a_server_that_reports_no_usage_is_charged_the_worst_case(tmp_path) -> N
         params = JudgeParams.from_mapping(dict(model="m", backend="http", base_url=url, max_concurrency=1,
                                                max_prompt_tokens=500))
         budget = JudgeBudget(tmp_path, "t", 0, Caps.of(params, "judge.judges[0]"), Caps(where="judge.budget"), None)
-        requests = [ChatRequest(f"r{i}", ({"role": "user", "content": "x" * 100},), 5) for i in range(10)]
+        # distinct bodies of one length (requests with the same body would be sent once)
+        requests = [ChatRequest(f"r{i}", ({"role": "user", "content": f"{i}" + "x" * 99},), 5) for i in range(10)]
         with pytest.raises(BudgetExhaustedError, match="max_prompt_tokens 500"):
             HttpChatBackend(params, budget=budget).chat(requests)
     bound = prompt_token_bound(requests[0].messages)
     assert _NoUsage.calls == 500 // bound and budget.ledger.spent("t").prompt_tokens == _NoUsage.calls * bound
+
+
+class _Misbehaving(BaseHTTPRequestHandler):
+    """Bills every request it reads (prompt: bytes / 4 + 10, completion: 3) and answers as `mode`
+    says: `usage` (the answer with `usage` as given), `content` (`content` as the message),
+    `html` (a 200 that is no JSON) or `reset` (the first call of each body is reset after billing)."""
+
+    mode, usage, content = "usage", None, "ok"
+    arrivals: list[bytes] = []
+    billed: list[tuple[int, int]] = []
+    lock = threading.Lock()
+
+    def log_message(self, *args) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        import socket
+        import struct
+
+        raw = self.rfile.read(int(self.headers["Content-Length"]))
+        prompt_tokens = sum(len(m["content"].encode()) for m in json.loads(raw)["messages"]) // 4 + 10
+        with self.lock:
+            seen = raw in self.arrivals
+            self.arrivals.append(raw)
+            self.billed.append((prompt_tokens, 3))
+        if self.mode == "reset" and not seen:  # the work is done and billed, the answer never arrives
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            self.connection.close()
+            return
+        if self.mode == "html":
+            data = b"<html>upstream error</html>"
+        else:
+            usage = {"prompt_tokens": prompt_tokens, "completion_tokens": 3} if self.mode in ("reset", "content") else self.usage
+            data = json.dumps({"choices": [{"message": {"content": self.content if self.mode == "content" else "ok"},
+                                            "finish_reason": "stop"}], "usage": usage}).encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+@pytest.fixture(scope="module")
+def misbehaving():
+    with local_http_server(_Misbehaving) as url:
+        yield url
+
+
+def _misbehave(mode: str, usage=None, content=None) -> None:
+    _Misbehaving.mode, _Misbehaving.usage, _Misbehaving.content = mode, usage, content
+    _Misbehaving.arrivals, _Misbehaving.billed = [], []
+
+
+MAX_TOKENS = 20
+
+
+def _question(i: int) -> str:
+    return f"question {i} " + "x" * 100  # one length for i < 10
+
+
+def _bound() -> int:
+    from engine.judge.budget import prompt_token_bound
+
+    return prompt_token_bound(({"role": "user", "content": _question(0)},))
+
+
+def _chat_capped(folder: Path, url: str, n: int, **options):
+    """n distinct requests through the HTTP backend with a budget (the answers, or the exception
+    it raised) and the budget; run in a thread so that a hang fails the test instead of stalling it."""
+    from engine.judge.backends import ChatRequest
+    from engine.judge.budget import Caps, JudgeBudget
+    from engine.judge.http_backend import HttpChatBackend
+
+    params = JudgeParams.from_mapping(dict(model="m", backend="http", base_url=url, max_concurrency=1, backoff_base_s=0.001,
+                                           backoff_cap_s=0.001, price_per_million=PRICE, **options))
+    budget = JudgeBudget(folder, "t", 0, Caps.of(params, "judge.judges[0]"), Caps(where="judge.budget"), PRICE)
+    requests = [ChatRequest(f"r{i}", ({"role": "user", "content": _question(i)},), MAX_TOKENS)
+                for i in range(n)]
+    out: dict = {}
+
+    def chat() -> None:
+        try:
+            out["answers"] = HttpChatBackend(params, budget=budget).chat(requests)
+        except Exception as exc:  # noqa: BLE001 - handed to the test
+            out["error"] = exc
+
+    worker = threading.Thread(target=chat, daemon=True)
+    worker.start()
+    worker.join(120)  # a guard against a hang (a leaked slot waits forever), not a speed check
+    assert not worker.is_alive(), "the batch hung"
+    return out, budget, requests
+
+
+def _worst_prompt(requests) -> int:
+    from engine.judge.budget import prompt_token_bound
+
+    [bound] = {prompt_token_bound(r.messages) for r in requests}
+    return bound
+
+
+@pytest.mark.parametrize("usage, worst", [
+    ("valid", (False, False)),
+    ({"prompt_tokens": -100000, "completion_tokens": 3}, (True, False)),  # negative: would turn every cap off
+    ({"prompt_tokens": "PROMPT"}, (False, True)),  # completion missing: not 0
+    ({"prompt_tokens": "abc", "completion_tokens": 3}, (True, False)),
+    ({"prompt_tokens": 1.5, "completion_tokens": 3}, (True, False)),
+    ({"prompt_tokens": float("inf"), "completion_tokens": 3}, (True, False)),  # Infinity in the JSON
+    ("lots", (True, True)),  # usage no object
+])
+def test_usage_that_is_no_count_of_tokens_is_charged_its_worst_case(tmp_path, misbehaving, usage, worst) -> None:
+    from engine.judge.budget import AnswerCache, ledger_of
+
+    if usage == "valid":
+        usage = {"prompt_tokens": "PROMPT", "completion_tokens": 3}
+
+    _misbehave("usage")
+    prompt_real = None
+    if isinstance(usage, dict) and usage.get("prompt_tokens") == "PROMPT":
+        # every request has the same length, so one server-side count serves all
+        prompt_real = len(_question(0).encode()) // 4 + 10
+        usage = {**usage, "prompt_tokens": prompt_real}
+    _Misbehaving.usage = usage
+    out, budget, requests = _chat_capped(tmp_path, misbehaving, 4)
+    assert [a.text for a in out["answers"]] == ["ok"] * 4 and len(_Misbehaving.arrivals) == 4
+    prompt = _worst_prompt(requests) if worst[0] else prompt_real or 0
+    completion = MAX_TOKENS if worst[1] else 3
+    spent = ledger_of(tmp_path).spent("t")
+    assert (spent.prompt_tokens, spent.completion_tokens) == (4 * prompt, 4 * completion)
+    assert spent.cost == pytest.approx(4 * (prompt * PRICE["input"] + completion * PRICE["output"]) / 1e6)
+    assert len(AnswerCache(tmp_path, "t", 0).answers) == 4  # kept: a resumed run does not pay again
+
+
+def test_a_negative_usage_does_not_turn_the_caps_off(tmp_path, misbehaving) -> None:
+    from engine.errors import BudgetExhaustedError
+
+    _misbehave("usage", {"prompt_tokens": -100000, "completion_tokens": -5})
+    out, budget, requests = _chat_capped(tmp_path, misbehaving, 10, max_prompt_tokens=3 * _bound() + 10,
+                                         max_completion_tokens=10 * MAX_TOKENS)
+    assert isinstance(out["error"], BudgetExhaustedError) and "max_prompt_tokens" in str(out["error"])
+    assert len(_Misbehaving.arrivals) == 3  # three worst cases fit, the fourth is not sent
+
+
+@pytest.mark.parametrize("mode, content", [("html", None), ("content", 123), ("content", {"label": "correct"}),
+                                           ("content", ["a"])])
+def test_a_200_that_cannot_be_read_is_charged_its_worst_case_and_fails_with_a_reason(tmp_path, misbehaving, monkeypatch,
+                                                                                     mode, content) -> None:
+    from engine.judge.budget import AnswerCache, ledger_of
+
+    monkeypatch.setenv("JUDGE_TEST_KEY", "sekret-key-123")  # redaction runs on every answer
+    _misbehave(mode, content=content)
+    out, budget, requests = _chat_capped(tmp_path, misbehaving, 3, api_key_env="JUDGE_TEST_KEY")
+    answers = out["answers"]
+    assert [a.text for a in answers] == [None] * 3  # 123 is not stored as a number, nor as text
+    assert all(a.error.startswith("the server's answer is not a chat completion") for a in answers)
+    if mode == "content":
+        assert all(f"content is {type(content).__name__}, not text" in a.error for a in answers)
+    assert len(_Misbehaving.arrivals) == 3  # a bad 200 is not retried
+    worst = (3 * _worst_prompt(requests), 3 * MAX_TOKENS)
+    assert (budget.ledger.spent("t").prompt_tokens, budget.ledger.spent("t").completion_tokens) == worst
+    assert not AnswerCache(tmp_path, "t", 0).answers  # nothing to reuse ...
+    again = ledger_of(tmp_path)  # ... but the charge is on disk: read back from the cache files alone
+    again._since.clear()
+    again.refresh()
+    assert (again.spent("t").prompt_tokens, again.spent("t").completion_tokens) == worst
+
+
+def test_every_attempt_that_may_have_been_billed_is_charged(tmp_path, misbehaving) -> None:
+    """The server does the work, bills it and resets the connection before answering; the retry is
+    answered. Both attempts are billed, so both are charged: the ledger is never below the bill."""
+    _misbehave("reset")
+    out, budget, requests = _chat_capped(tmp_path, misbehaving, 3)
+    assert [a.text for a in out["answers"]] == ["ok"] * 3
+    assert len(_Misbehaving.arrivals) == 6
+    spent = budget.ledger.spent("t")
+    answered = _Misbehaving.billed[1][0]
+    assert spent.prompt_tokens == 3 * _worst_prompt(requests) + 3 * answered
+    assert spent.completion_tokens == 3 * MAX_TOKENS + 3 * 3
+    assert spent.prompt_tokens >= sum(p for p, _c in _Misbehaving.billed)
+    charged = [json.loads(line) for path in (tmp_path / "judge_cache").rglob("*.jsonl") for line in path.open()
+               if "charged" in line]
+    assert len(charged) == 3
+
+
+def test_a_retry_that_would_pass_the_cap_is_not_sent(tmp_path, misbehaving) -> None:
+    """Room for three worst cases: r0 is reset (charged in full) and answered on its retry (a few
+    tokens); r1 is reset too, and its retry, a fourth worst case, is not sent."""
+    from engine.errors import BudgetExhaustedError
+
+    _misbehave("reset")
+    out, _budget, requests = _chat_capped(tmp_path, misbehaving, 2, max_prompt_tokens=3 * _bound())
+    assert isinstance(out["error"], BudgetExhaustedError) and f"max_prompt_tokens {3 * _bound()}" in str(out["error"])
+    assert len(_Misbehaving.arrivals) == 3

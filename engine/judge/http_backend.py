@@ -317,15 +317,18 @@ class HttpChatBackend:
 
     @staticmethod
     def _read(reply: httpx.Response, deadline: float, limit: int | None) -> bytes | None:
-        """The body (its first `limit` bytes), or None when the deadline passes first."""
+        """The body (its first `limit` bytes), or None when the deadline passes before it is whole
+        (a whole answer that came late is kept: it is paid for)."""
         chunks, size = [], 0
+        length = reply.headers.get("Content-Length", "")
+        whole = int(length) if length.isdigit() else None
         for chunk in reply.iter_bytes():
             chunks.append(chunk)
             size += len(chunk)
+            if limit is not None and size >= limit or whole is not None and size >= whole:
+                break
             if time.monotonic() > deadline:
                 return None
-            if limit is not None and size >= limit:
-                break
         return b"".join(chunks)
 
     def _quote(self, body: bytes) -> str:
