@@ -93,3 +93,89 @@ def test_a_throttling_server_costs_no_call_and_the_concurrency_falls_and_recover
     counters = meter.counters
     assert counters["judge_http_429"] == len(THROTTLED) and counters["judge_http_failed"] == 0
     assert counters["judge_http_requests"] == len(requests) and counters["judge_http_retries"] == len(THROTTLED)
+
+
+def test_a_retry_after_that_is_no_finite_number_is_absent_and_never_pauses() -> None:
+    from engine.judge.http_backend import retry_after_seconds
+
+    assert [retry_after_seconds(v) for v in ("inf", "nan", "-inf", "abc", "-5", "1e12")] == [None, None, None, None, 0.0, 1e12]
+    limit = AdaptiveLimit(2)
+    for value in (float("inf"), float("nan"), -3.0):
+        limit.release(limit.acquire(), "overload", retry_after=value)
+        assert limit.pause_left_s == 0.0
+
+
+class _OnceThrottled(BaseHTTPRequestHandler):
+    """The first request of a batch is answered 429 with `retry_after`; every other one, and its retry, 200."""
+
+    retry_after = ""
+    arrivals: list[bytes] = []
+    lock = threading.Lock()
+
+    def log_message(self, *args) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        raw = self.rfile.read(int(self.headers["Content-Length"]))
+        with self.lock:
+            first = not self.arrivals
+            self.arrivals.append(raw)
+        if first:
+            self.send_response(429)
+            self.send_header("Retry-After", self.retry_after)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        data = json.dumps({"choices": [{"message": {"content": "ok"}, "finish_reason": "stop"}],
+                           "usage": {"prompt_tokens": 5, "completion_tokens": 1}}).encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+@pytest.fixture(scope="module")
+def once_throttled():
+    with local_http_server(_OnceThrottled) as url:
+        yield url
+
+
+def _chat_guarded(backend: HttpChatBackend, requests: list[ChatRequest]) -> list:
+    out: dict = {}
+    worker = threading.Thread(target=lambda: out.setdefault("answers", backend.chat(requests)), daemon=True)
+    worker.start()
+    worker.join(120)  # a guard against a hang, not a speed check
+    assert not worker.is_alive(), "the batch hung"
+    return out["answers"]
+
+
+@pytest.mark.parametrize("retry_after, gives_up", [
+    ("1e9", True), ("Wed, 21 Oct 2099 07:28:00 GMT", True), ("1e12", True),  # past the retry budget: no pause
+    ("inf", False), ("nan", False), ("abc", False),  # no number of seconds: as if absent, retried after the backoff
+])
+def test_a_retry_after_past_the_retry_budget_fails_that_request_and_pauses_no_other(once_throttled, retry_after,
+                                                                                    gives_up) -> None:
+    _OnceThrottled.retry_after, _OnceThrottled.arrivals = retry_after, []
+    params = JudgeParams.from_mapping(dict(model="m", backend="http", base_url=once_throttled, max_concurrency=2,
+                                           backoff_base_s=0.001, backoff_cap_s=0.001, retry_budget_s=5))
+    backend = HttpChatBackend(params)
+    answers = _chat_guarded(backend, [ChatRequest(f"r{i}", ({"role": "user", "content": f"x{i}"},), 5) for i in range(6)])
+    errors = [a.error for a in answers if a.error]
+    if gives_up:
+        assert len(errors) == 1 and "would pass retry_budget_s (5 s)" in errors[0], errors
+        assert len(_OnceThrottled.arrivals) == 6
+    else:
+        assert not errors and len(_OnceThrottled.arrivals) == 7
+    assert [a.text for a in answers].count("ok") == 6 - len(errors)
+    assert backend.limit.pause_left_s == 0.0
+
+
+def test_requests_with_the_same_body_are_sent_once(once_throttled) -> None:
+    _OnceThrottled.retry_after, _OnceThrottled.arrivals = "0", [b"not first"]  # no 429
+    params = JudgeParams.from_mapping(dict(model="m", backend="http", base_url=once_throttled, max_concurrency=4))
+    requests = [ChatRequest(f"r{i}", ({"role": "user", "content": "same" if i < 4 else "other"},), 5) for i in range(5)]
+    with throughput.part_meter() as meter:  # counters are per thread: called here
+        answers = HttpChatBackend(params).chat(requests)
+    assert len(_OnceThrottled.arrivals) == 1 + 2
+    assert [a.request_id for a in answers] == [r.request_id for r in requests] and {a.text for a in answers} == {"ok"}
+    assert meter.counters["judge_http_requests"] == 2 and meter.counters["judge_http_cached"] == 3

@@ -42,6 +42,12 @@ class AdaptiveLimit:
         self._mean: float | None = None
         self._lowest_mean: float | None = None
 
+    @property
+    def pause_left_s(self) -> float:
+        """Seconds until new sends may start again after a Retry-After (0: none pending)."""
+        with self._cond:
+            return max(0.0, self._paused_until - self._clock())
+
     def acquire(self) -> int:
         """Wait for a free slot (and for any Retry-After pause to pass); returns the epoch of the send."""
         with self._cond:
