@@ -204,6 +204,11 @@ def test_caps_and_prices_are_checked_and_left_out_of_the_identity(tmp_path, serv
         JudgeParams.from_mapping({**base, "price_per_million": {"input": 1}})
     with pytest.raises(ConfigError, match="max_prompt_tokens"):
         JudgeParams.from_mapping({**base, "max_prompt_tokens": 0})
+    with pytest.raises(ConfigError, match="did you mean 'output'"):
+        JudgeParams.from_mapping({**base, "price_per_million": {"input": 1, "ouput": 2}})
+    with pytest.raises(ConfigError) as negative:
+        load_config(_config(tmp_path, server, budget={"max_cost": -1}))
+    assert "judge.budget.max_cost: got -1" in str(negative.value) and "budget.budget" not in str(negative.value)
     plain = JudgeParams.from_mapping(base)
     capped = JudgeParams.from_mapping({**base, "max_cost": 5, "price_per_million": PRICE, "max_completion_tokens": 9})
     assert plain.task_name() == capped.task_name()
