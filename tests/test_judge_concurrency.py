@@ -179,3 +179,33 @@ def test_requests_with_the_same_body_are_sent_once(once_throttled) -> None:
     assert len(_OnceThrottled.arrivals) == 1 + 2
     assert [a.request_id for a in answers] == [r.request_id for r in requests] and {a.text for a in answers} == {"ok"}
     assert meter.counters["judge_http_requests"] == 2 and meter.counters["judge_http_cached"] == 3
+
+
+class _Trickling(BaseHTTPRequestHandler):
+    """Answers 200 with a whole Content-Length, then its body a byte at a time, each well within a read timeout."""
+
+    def log_message(self, *args) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        import time
+
+        self.rfile.read(int(self.headers["Content-Length"]))
+        data = json.dumps({"choices": [{"message": {"content": "ok" * 200}, "finish_reason": "stop"}]}).encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        try:
+            for i in range(len(data)):
+                self.wfile.write(data[i:i + 1])
+                self.wfile.flush()
+                time.sleep(0.02)
+        except OSError:  # the client gave up: expected
+            pass
+
+
+def test_a_server_that_trickles_its_answer_is_cut_off_at_timeout_s() -> None:
+    with local_http_server(_Trickling) as url:
+        params = JudgeParams.from_mapping(dict(model="m", backend="http", base_url=url, max_retries=0, timeout_s=0.5))
+        [answer] = _chat_guarded(HttpChatBackend(params), [ChatRequest("r0", ({"role": "user", "content": "x"},), 5)])
+    assert answer.text is None and answer.error.startswith("timeout: no whole answer within timeout_s (0.5 s)")
