@@ -2,14 +2,19 @@
 
 Requests run with adaptive concurrency (engine/judge/concurrency.py: from `max_concurrency` down
 on overload and rising latency, back up on success, paused for a Retry-After). One `httpx.Client`
-per batch (pooled keep-alive connections, one timeout per read/connect,
-redirects never followed, no streaming); its own retries are off, since the project's budget
+per batch (pooled keep-alive connections, `timeout_s` for each connect and read and for the
+whole answer of an attempt, redirects never followed); its own retries are off, since the project's budget
 decides them: a 429/500/503/524 (`retry_statuses`), a timeout, a dropped connection or a body
 cut short is retried with exponential backoff (base * 2^attempt, at most the cap) or after the
 server's Retry-After when it asks for longer (in full: retrying sooner only meets another 429).
 One request's budget is `max_retries` retries and `retry_budget_s` seconds of waiting between
 them, whichever is spent first (a Retry-After longer than what is left is not waited for); then
 its answer is an error with its reason, which the stage records as one `api_error` judgment row.
+Requests of a batch with the same body (the cache key) are sent once. With a budget
+(engine/judge/budget.py) every attempt reserves its worst case before it is sent and settles it
+when it ends: an answer at its reported usage, an attempt that may have been billed without an
+answer (a dropped connection, a timeout after sending, an unreadable 200) at its worst case, one
+that cannot have been (no connection, an HTTP error status) at nothing.
 Attempts, retries and failed requests are counted per part (engine.throughput counters
 `judge_http_requests`, `judge_http_retries`, `judge_http_failed`), summed in the manifest.
 
