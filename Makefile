@@ -83,8 +83,10 @@ ifeq ($(HAS_CUDA),yes)
 	# no CUDA context; vLLM 0.32.0 does not require it (it carries vllm/third_party/pynvml.py).
 	# No flashinfer-cubin / flashinfer-jit-cache: PyPI has neither at flashinfer-python 0.7.0.post1
 	# (vllm 0.32.0's pin), so FlashInfer would JIT-build its kernels with nvcc, which PyPI's torch
-	# does not ship; babelscore's model workers run with VLLM_USE_FLASHINFER_SAMPLER=0 instead
-	# (engine/runtime/cuda.py), the one FlashInfer path a greedy engine start reaches.
+	# does not ship; babelscore's engines run with VLLM_USE_FLASHINFER_SAMPLER=0 (the one
+	# FlashInfer path a one-GPU greedy start on Hopper reaches) and, for tensor_parallel_size >= 2,
+	# VLLM_ALLREDUCE_USE_FLASHINFER=0 and the all-reduce + RMSNorm fusion pass off
+	# (engine/runtime/cuda.py, engine/llm/vllm_backend.py).
 	$(PIP) install -q $(TORCH)
 	$(PIP) install -q $(VLLM_CUDA) $(TORCH) nvidia-ml-py
 else
