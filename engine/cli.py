@@ -323,7 +323,7 @@ def cmd_config(args: argparse.Namespace) -> int:
         print("  ok  no model or tokenizer to check (lexical metrics only)")
     for line in checked:
         warning = line.startswith(WARNING_PREFIX)
-        print(f"  {'warn' if warning else 'ok  '}  {line.removeprefix(WARNING_PREFIX)}")
+        print(f"  {'warn' if warning else 'ok'}  {line.removeprefix(WARNING_PREFIX)}")
     rows = _judge_forecast(config)
     if rows:
         from engine.judge.forecast import summary_line

@@ -52,9 +52,19 @@ def test_the_cuda_set_up_without_a_c_compiler_names_the_apt_line(tmp_path) -> No
     version = "%d.%d" % sys.version_info[:2]
     assert "no C compiler" in done.stderr and f"apt-get install gcc python{version}-dev" in done.stderr
     assert "Nothing was installed" in done.stderr
+    # Triton uses a set CC, and only it: one naming no program is refused even beside a gcc.
+    (bin_dir / "gcc").symlink_to("/bin/true")
+    env["CC"] = str(tmp_path / "no-such-cc")
+    done = subprocess.run([shutil.which("make"), "--no-print-directory", "check-cuda-build", "PYTHON=python3"], cwd=REPO,
+                          capture_output=True, text=True, env=env, check=False)
+    assert done.returncode != 0 and f"CC={env['CC']} names no program on PATH" in done.stderr, done.stderr
+    env["CC"] = "gcc"
+    done = subprocess.run([shutil.which("make"), "--no-print-directory", "check-cuda-build", "PYTHON=python3"], cwd=REPO,
+                          capture_output=True, text=True, env=env, check=False)
+    assert "CC=" not in done.stderr and "no C compiler" not in done.stderr, done.stderr
     here = subprocess.run(["make", "--no-print-directory", "check-cuda-build", f"PYTHON={sys.executable}"], cwd=REPO,
                           capture_output=True, text=True, check=False)
-    has_tools = shutil.which("gcc") or shutil.which("clang")
+    has_tools = (shutil.which(os.environ["CC"]) if "CC" in os.environ else shutil.which("gcc") or shutil.which("clang"))
     assert (here.returncode == 0) == bool(has_tools and Path(sysconfig.get_paths()["include"], "Python.h").exists()), here.stderr
 
 

@@ -65,7 +65,7 @@ def test_config_check_refuses_tensor_parallel_above_the_actors_gpus(tmp_path: Pa
     err = caplog.text
     assert "generate.generators[0].tensor_parallel_size: 2" in err and "--ray-gpus-per-actor 2" in err
     assert main(["config", "check", path, "--executor", "ray", "--ray-gpus-per-actor", "2"]) == 0
-    assert "ok    ray resources: every vLLM model fits a model actor of 2 GPU(s)" in capsys.readouterr().out
+    assert "  ok  ray resources: every vLLM model fits a model actor of 2 GPU(s)" in capsys.readouterr().out
 
 
 def test_a_model_estimated_over_its_budget_is_a_warning_line() -> None:

@@ -152,13 +152,19 @@ def triton_build_tools_missing() -> str | None:
     nothing. vLLM 0.32.0 runs Triton kernels at every engine start on CUDA (the native top-k/top-p
     sampler `apply_top_k_top_p_triton`, the block table), and Triton (3.7.1, torch 2.13.0's pin)
     builds the launcher with $CC, else gcc, else clang, against Python.h from sysconfig's include
-    directory (triton/runtime/build.py `_build`)."""
+    directory (triton/runtime/build.py `_build`). A set CC is used whenever it is set, as one
+    program name with no fallback (`_find_compiler`), so then CC itself must be found."""
     import shutil
     import sysconfig
 
     version = "%d.%d" % sys.version_info[:2]
     cc = os.environ.get("CC")
-    if not (cc and shutil.which(cc.split()[0])) and shutil.which("gcc") is None and shutil.which("clang") is None:
+    if cc is not None:
+        if not shutil.which(cc):
+            return (f"CC={cc!r} names no program on PATH: Triton, which vLLM runs at every engine start on CUDA, "
+                    f"compiles its C launcher with CC whenever it is set (one program, no arguments); set CC to a "
+                    f"compiler on PATH (CC=gcc) or unset it")
+    elif shutil.which("gcc") is None and shutil.which("clang") is None:
         return (f"no C compiler (gcc or clang, or one named by CC) on PATH: Triton, which vLLM runs at every engine "
                 f"start on CUDA, compiles its C launcher with one; on Debian/Ubuntu: apt-get install gcc python{version}-dev")
     include = sysconfig.get_paths()["include"]
