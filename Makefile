@@ -55,12 +55,18 @@ check-torch-cpu:
 # kernel runs, and vLLM 0.32.0 runs Triton kernels at every engine start (its block table, the
 # native top-k/top-p sampler): triton/runtime/build.py `_build` takes $$CC, else gcc, else clang,
 # and includes Python.h from sysconfig's include directory. Asked before anything is installed.
+# A set CC is used whenever it is set, as one program name (`_find_compiler`: no fallback, no
+# arguments), so it is CC itself that must be on PATH then.
 PY_HEADERS := import os, sys, sysconfig; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))
 check-cuda-build:
-	@{ test -n "$$CC" && command -v "$${CC%% *}" >/dev/null 2>&1; } || command -v gcc >/dev/null 2>&1 || command -v clang >/dev/null 2>&1 || { \
+	@if [ -n "$${CC+set}" ]; then command -v "$$CC" >/dev/null 2>&1 || { \
+	  echo "CC=$$CC names no program on PATH: Triton, which vLLM runs at every engine start on CUDA, compiles" \
+	  "its C launcher with CC whenever it is set (one program, no arguments). Nothing was installed." \
+	  "Set CC to a compiler on PATH (CC=gcc) or unset it." >&2; exit 1; }; \
+	else command -v gcc >/dev/null 2>&1 || command -v clang >/dev/null 2>&1 || { \
 	  echo "no C compiler (gcc or clang, or one named by CC): Triton, which vLLM runs at every engine start on CUDA," \
 	  "compiles a C launcher the first time. Nothing was installed. On Debian/Ubuntu:" \
-	  "apt-get install gcc python$$($(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])')-dev" >&2; exit 1; }
+	  "apt-get install gcc python$$($(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])')-dev" >&2; exit 1; }; fi
 	@$(PYTHON) -c '$(PY_HEADERS)' || { \
 	  echo "no Python headers (Python.h) for $(PYTHON): Triton, which vLLM runs at every engine start on CUDA," \
 	  "compiles a C launcher against them the first time. Nothing was installed. On Debian/Ubuntu:" \
@@ -83,8 +89,10 @@ ifeq ($(HAS_CUDA),yes)
 	# no CUDA context; vLLM 0.32.0 does not require it (it carries vllm/third_party/pynvml.py).
 	# No flashinfer-cubin / flashinfer-jit-cache: PyPI has neither at flashinfer-python 0.7.0.post1
 	# (vllm 0.32.0's pin), so FlashInfer would JIT-build its kernels with nvcc, which PyPI's torch
-	# does not ship; babelscore's model workers run with VLLM_USE_FLASHINFER_SAMPLER=0 instead
-	# (engine/runtime/cuda.py), the one FlashInfer path a greedy engine start reaches.
+	# does not ship; babelscore's engines run with VLLM_USE_FLASHINFER_SAMPLER=0 (the one
+	# FlashInfer path a one-GPU greedy start on Hopper reaches) and, for tensor_parallel_size >= 2,
+	# VLLM_ALLREDUCE_USE_FLASHINFER=0 and the all-reduce + RMSNorm fusion pass off
+	# (engine/runtime/cuda.py, engine/llm/vllm_backend.py).
 	$(PIP) install -q $(TORCH)
 	$(PIP) install -q $(VLLM_CUDA) $(TORCH) nvidia-ml-py
 else

@@ -75,6 +75,28 @@ STEPS = (
     Step("mini-run", ("bench/gpu_check.py", "--mini-run"), ("vllm", "transformers", "yaml", "pyarrow", "numba", "sacrebleu"),
          270, "the paper-shaped mini run"),
 )
+SHADOWED_KERNELS_FROM = (5, 25)  # transformers from here on requires Hugging Face's `kernels`
+
+
+def shadowed_kernels(version: str | None = None) -> str | None:
+    """One line when this Python's transformers requires Hugging Face's `kernels` package, which
+    babelscore's own top-level `kernels` package shadows on every step's PYTHONPATH (`import
+    transformers` would load ours and fail with an ImportError); None otherwise."""
+    if version is None:
+        from importlib.metadata import PackageNotFoundError
+        from importlib.metadata import version as installed
+
+        try:
+            version = installed("transformers")
+        except PackageNotFoundError:
+            return None
+    numbers = tuple(int(part) for part in re.findall(r"\d+", version)[:2])
+    if numbers < SHADOWED_KERNELS_FROM:
+        return None
+    return (f"transformers {version} in {sys.executable} requires Hugging Face's `kernels` package, which "
+            f"babelscore's own `kernels` package shadows; install transformers<5.25 (pip install 'transformers<5.25')")
+
+
 def _has(module: str) -> bool:
     return importlib.util.find_spec(module) is not None
 
@@ -335,6 +357,10 @@ def main() -> int:
     if not gpu_here:
         print("no CUDA device: nothing to check")
         return 0
+    shadowed = shadowed_kernels()
+    if shadowed is not None:  # every step imports transformers beside babelscore's `kernels`
+        print(shadowed)
+        return 1
     facts, error = cuda_probe()
     if facts is None:  # e.g. a CPU build of torch, or a driver older than the CUDA of this torch
         print(f"the GPU is there ({_smi('name')}, driver {_smi('driver_version')}), but torch "

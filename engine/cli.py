@@ -306,17 +306,24 @@ def cmd_config(args: argparse.Namespace) -> int:
 
         sys.stdout.write(yaml.safe_dump(config.to_dict(), sort_keys=False, allow_unicode=True))
         return EXIT_OK
-    from engine.preflight import preflight
+    from engine.preflight import WARNING_PREFIX, preflight
     from engine.stages.plan import build_plan
 
-    checked = preflight(build_plan(config))
+    plan = build_plan(config)
+    checked = preflight(plan)
+    if args.executor == "ray":
+        from engine.runner import check_ray_resources
+
+        check_ray_resources(plan, {"gpus_per_actor": args.ray_gpus_per_actor})
+        checked.append(f"ray resources: every vLLM model fits a model actor of {args.ray_gpus_per_actor:g} GPU(s)")
     print(f"{args.file}: every key valid (stages {list(config.stages)})")
     for where, kind, resolved in model_checks:
         print(f"  ok  {where}: {kind} {resolved.name!r} found ({resolved.source}: {resolved.path})")
     if not model_checks:
         print("  ok  no model or tokenizer to check (lexical metrics only)")
     for line in checked:
-        print(f"  ok  {line}")
+        warning = line.startswith(WARNING_PREFIX)
+        print(f"  {'warn' if warning else 'ok'}  {line.removeprefix(WARNING_PREFIX)}")
     rows = _judge_forecast(config)
     if rows:
         from engine.judge.forecast import summary_line
@@ -596,6 +603,10 @@ def build_parser() -> argparse.ArgumentParser:
                             "check without doing work; show: print the resolved config (YAML)")
     config_cmd.add_argument("file", nargs="?", help="the YAML run config (check, show)")
     config_cmd.add_argument("--write", default=None, help="reference: write it to this file instead (docs/config.md)")
+    config_cmd.add_argument("--executor", choices=["local", "ray"], default="local",
+                            help="check: where parts would run (default: local); ray adds the Ray resource checks of `run`")
+    config_cmd.add_argument("--ray-gpus-per-actor", type=float, default=1.0,
+                            help="check with --executor ray: GPUs each model actor would ask for (0.5: two actors per GPU)")
     config_cmd.set_defaults(func=cmd_config)
 
     bench_cmd = sub.add_parser(

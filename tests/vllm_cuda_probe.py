@@ -27,6 +27,19 @@ Decisions reported:
   bfloat16 (the FIM and judge models' shape); a FlashInfer backend there would JIT as well.
 - `triton`: `HAS_TRITON`, and whether the native top-k/top-p path runs through Triton
   (`apply_top_k_top_p` -> `apply_top_k_top_p_triton`), which compiles a C launcher.
+- `tp2`, for a tensor-parallel engine of 2 GPUs started with the `vllm.LLM` arguments given as
+  `info["tp2_engine_kwargs"]` (babelscore's `parallel_engine_kwargs(2)`):
+  `allreduce_flashinfer`: whether the wheel's `CudaCommunicator` of a "tp" group chooses
+  FlashInfer's all-reduce (it builds `FlashInferAllReduce` from that choice when the group has
+  more than one rank; the communicator here is built on a one-rank gloo group, and
+  `torch.accelerator.set_device_index` does nothing, there being no device);
+  `allreduce_fusion`: `pass_config.fuse_allreduce_rms` after `VllmConfig.
+  _apply_optimization_level_defaults` of vLLM's default optimization level ran on a
+  `CompilationConfig` made from those arguments (the parallel config is a stand-in carrying
+  only `tensor_parallel_size: 2`, all that `enable_allreduce_rms_fusion` reads on CUDA);
+  `comm_prebuilt`: whether FlashInfer's trtllm and mnnvl comm modules (`flashinfer.jit.comm`)
+  have prebuilt artifacts; `allreduce_jit`: FlashInfer all-reduce or fusion chosen while one of
+  those is not prebuilt (nvcc at the first start).
 """
 from __future__ import annotations
 
@@ -126,7 +139,49 @@ def main(info: dict) -> dict:
     backend = H200.get_attn_backend_cls(None, config, num_heads=16)
     out["attention"] = backend
     out["attention_jit"] = "flashinfer" in backend.lower()
+    out["tp2"] = _tensor_parallel_decisions(info.get("tp2_engine_kwargs") or {})
     out["compiled_stubbed"] = sorted(stub.loaded)
+    return out
+
+
+def _tensor_parallel_decisions(engine_kwargs: dict) -> dict:
+    import torch
+    import torch.distributed as dist
+
+    torch.accelerator.set_device_index = lambda device: None  # no device to select
+    if not dist.is_initialized():
+        dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+    from vllm.distributed.device_communicators.cuda_communicator import CudaCommunicator
+
+    comm = CudaCommunicator(cpu_group=dist.group.WORLD, device=torch.device("cuda:0"), unique_name="tp:0")
+
+    from vllm.config import CompilationConfig
+    from vllm.config.vllm import OPTIMIZATION_LEVEL_TO_CONFIG, VllmConfig
+
+    level = VllmConfig.__dataclass_fields__["optimization_level"].default
+
+    class _Config:  # what enable_allreduce_rms_fusion and the defaults' walk read
+        _set_config_default = VllmConfig._set_config_default
+        _apply_optimization_level_defaults = VllmConfig._apply_optimization_level_defaults
+
+        def __init__(self):
+            self.parallel_config = types.SimpleNamespace(tensor_parallel_size=2)
+            self.compilation_config = CompilationConfig(**engine_kwargs.get("compilation_config", {}))
+
+    config = _Config()
+    fusion_default = OPTIMIZATION_LEVEL_TO_CONFIG[level]["compilation_config"]["pass_config"]["fuse_allreduce_rms"]
+    config._apply_optimization_level_defaults({"compilation_config": {"pass_config": {"fuse_allreduce_rms": fusion_default}}})
+
+    from flashinfer.jit.comm import gen_trtllm_comm_module, gen_trtllm_mnnvl_comm_module
+
+    prebuilt = {spec.name: bool(spec.aot_artifacts) for spec in (gen_trtllm_comm_module(), gen_trtllm_mnnvl_comm_module())}
+    out = {
+        "optimization_level": str(level),
+        "allreduce_flashinfer": bool(comm.use_flashinfer_allreduce),
+        "allreduce_fusion": bool(config.compilation_config.pass_config.fuse_allreduce_rms),
+        "comm_prebuilt": prebuilt,
+    }
+    out["allreduce_jit"] = (out["allreduce_flashinfer"] or out["allreduce_fusion"]) and not all(prebuilt.values())
     return out
 
 

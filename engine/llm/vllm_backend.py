@@ -56,14 +56,15 @@ def _quiet_vllm_logs() -> None:
 
 def _prepare_engine_environment(starting_engine: bool = True) -> None:
     """Before `import vllm` (see the module docstring): fork-safe CUDA check, spawn on CUDA, the
-    engine core in-process on CPU, and vLLM 0.32.0's FlashInfer top-k/top-p sampler off: greedy
-    decoding never needs it, and on Hopper its start-up warm-up JIT-builds FlashInfer's sampling
-    kernels with nvcc, which PyPI's torch does not ship (engine.runtime.cuda says where in vLLM's
-    and flashinfer-python's sources)."""
+    engine core in-process on CPU, and vLLM 0.32.0's FlashInfer top-k/top-p sampler and
+    all-reduce off: greedy decoding never needs the sampler, vLLM has all-reduces of its own, and
+    on Hopper both JIT-build FlashInfer kernels with nvcc, which PyPI's torch does not ship
+    (engine.runtime.cuda says where in vLLM's and flashinfer-python's sources)."""
     _quiet_vllm_logs()
-    from engine.runtime.cuda import FLASHINFER_SAMPLER_ENV, MULTIPROC_ENV, cuda_available
+    from engine.runtime.cuda import FLASHINFER_OFF, MULTIPROC_ENV, cuda_available
 
-    os.environ.setdefault(FLASHINFER_SAMPLER_ENV, "0")
+    for key, value in FLASHINFER_OFF.items():
+        os.environ.setdefault(key, value)
 
     if cuda_available():  # asked through NVML: CUDA stays uninitialised in this process
         os.environ[MULTIPROC_ENV] = "spawn"
@@ -74,6 +75,18 @@ def _prepare_engine_environment(starting_engine: bool = True) -> None:
             raise ModelLoadError(missing)
     else:
         os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+
+
+def parallel_engine_kwargs(tensor_parallel_size: int) -> dict:
+    """`vllm.LLM` arguments for a tensor-parallel engine: vLLM 0.32.0's all-reduce + RMSNorm
+    fusion pass off. Its default (optimization level O2, `enable_allreduce_rms_fusion` in
+    vllm/config/vllm.py) turns it on for TP > 1 on Hopper and Blackwell whenever flashinfer is
+    installed, and the pass runs FlashInfer's trtllm all-reduce, whose kernels flashinfer-python
+    0.7.0.post1 JIT-builds with nvcc. A value the engine sets explicitly is kept by vLLM (its
+    level defaults fill only fields left None). Nothing for one GPU."""
+    if tensor_parallel_size <= 1:
+        return {}
+    return {"compilation_config": {"pass_config": {"fuse_allreduce_rms": False}}}
 
 
 class VllmBackend:
@@ -100,6 +113,7 @@ class VllmBackend:
         }
         if spec.max_model_len is not None:
             kwargs["max_model_len"] = spec.max_model_len
+        kwargs.update(parallel_engine_kwargs(spec.tensor_parallel_size))
         try:
             _guard_module_scan()
             self._llm = LLM(**kwargs)

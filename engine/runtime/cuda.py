@@ -31,6 +31,16 @@ check, `VLLM_WORKER_MULTIPROC_METHOD=spawn`, and the configured device as
   package nor flashinfer-cubin at 0.7.0.post1, and PyPI's torch ships no nvcc. babelscore decodes
   greedily and never needs that sampler, so every worker runs with
   `VLLM_USE_FLASHINFER_SAMPLER=0`; vLLM then takes its native top-k/top-p path (Triton on CUDA).
+- With tensor_parallel_size >= 2, vLLM 0.32.0 has two more FlashInfer paths, both JIT-built
+  (`flashinfer/jit/comm.py`, the trtllm and mnnvl comm modules have no prebuilt artifact):
+  the all-reduce (`VLLM_ALLREDUCE_USE_FLASHINFER` defaults to on in `vllm/envs.py`;
+  `vllm/distributed/device_communicators/cuda_communicator.py` then builds
+  `FlashInferAllReduce`) and the all-reduce + RMSNorm fusion pass (`vllm/config/vllm.py`,
+  `enable_allreduce_rms_fusion`: TP > 1 on capability 9.0/10.x with flashinfer installed, the
+  default of optimization level O2). Every worker runs with `VLLM_ALLREDUCE_USE_FLASHINFER=0`
+  (vLLM then uses its own custom all-reduce or NCCL), and engine.llm.vllm_backend turns the
+  fusion pass off for TP > 1 (`fuse_allreduce_rms`, a field of the compilation config's
+  pass_config).
 
 Device memory per process comes from NVML (`pynvml`, the `nvidia-ml-py` package, which `make setup`
 installs on CUDA: vLLM 0.32.0 does not require it, it carries `vllm/third_party/pynvml.py`, and it
@@ -60,6 +70,9 @@ logger = logging.getLogger(__name__)
 NVML_CHECK_ENV = "PYTORCH_NVML_BASED_CUDA_CHECK"
 MULTIPROC_ENV = "VLLM_WORKER_MULTIPROC_METHOD"
 FLASHINFER_SAMPLER_ENV = "VLLM_USE_FLASHINFER_SAMPLER"
+FLASHINFER_ALLREDUCE_ENV = "VLLM_ALLREDUCE_USE_FLASHINFER"
+# Set (if unset) in every model worker and before an in-process engine start: no FlashInfer JIT.
+FLASHINFER_OFF = {FLASHINFER_SAMPLER_ENV: "0", FLASHINFER_ALLREDUCE_ENV: "0"}
 VISIBLE_ENV = "CUDA_VISIBLE_DEVICES"
 
 
@@ -119,11 +132,13 @@ def worker_environment(device: str, base: Mapping[str, str] | None = None, count
 
     On `cuda:N` the worker sees only those devices, the first as its device 0 (vLLM always starts
     from device 0 of what it sees), and starts every child with spawn. The NVML check and the
-    FlashInfer sampler off (see the module docstring) are set everywhere; a value the user set wins.
+    FlashInfer sampler and all-reduce off (see the module docstring) are set everywhere; a value
+    the user set wins.
     """
     env = dict(os.environ if base is None else base)
     env.setdefault(NVML_CHECK_ENV, "1")
-    env.setdefault(FLASHINFER_SAMPLER_ENV, "0")
+    for key, value in FLASHINFER_OFF.items():
+        env.setdefault(key, value)
     if device.startswith("cuda"):
         first = device_index(device)
         env[VISIBLE_ENV] = ",".join(physical_device(f"cuda:{first + k}", env) for k in range(max(1, count)))
@@ -137,13 +152,19 @@ def triton_build_tools_missing() -> str | None:
     nothing. vLLM 0.32.0 runs Triton kernels at every engine start on CUDA (the native top-k/top-p
     sampler `apply_top_k_top_p_triton`, the block table), and Triton (3.7.1, torch 2.13.0's pin)
     builds the launcher with $CC, else gcc, else clang, against Python.h from sysconfig's include
-    directory (triton/runtime/build.py `_build`)."""
+    directory (triton/runtime/build.py `_build`). A set CC is used whenever it is set, as one
+    program name with no fallback (`_find_compiler`), so then CC itself must be found."""
     import shutil
     import sysconfig
 
     version = "%d.%d" % sys.version_info[:2]
     cc = os.environ.get("CC")
-    if not (cc and shutil.which(cc.split()[0])) and shutil.which("gcc") is None and shutil.which("clang") is None:
+    if cc is not None:
+        if not shutil.which(cc):
+            return (f"CC={cc!r} names no program on PATH: Triton, which vLLM runs at every engine start on CUDA, "
+                    f"compiles its C launcher with CC whenever it is set (one program, no arguments); set CC to a "
+                    f"compiler on PATH (CC=gcc) or unset it")
+    elif shutil.which("gcc") is None and shutil.which("clang") is None:
         return (f"no C compiler (gcc or clang, or one named by CC) on PATH: Triton, which vLLM runs at every engine "
                 f"start on CUDA, compiles its C launcher with one; on Debian/Ubuntu: apt-get install gcc python{version}-dev")
     include = sysconfig.get_paths()["include"]
