@@ -357,6 +357,8 @@ class _StageRun:
         self.finished: set[str] = set()
         self.idle_since: float | None = None  # when the driver last saw nothing finish
         self.head_lost = False
+        self.clock = time.monotonic
+        self.head_checked = self.clock()  # when the head last answered a probe
 
     # ----- submitting ------------------------------------------------------------------------
     def _next_seq(self) -> int:
@@ -404,6 +406,9 @@ class _StageRun:
             if not waiting:
                 return
             ready, _ = ray.wait(waiting, num_returns=1, timeout=_HEAD_CHECK_EVERY_S)
+            # Checked on a clock, not only when nothing finished: actors on a node that survives
+            # keep finishing parts after the head is gone, and Ray ends the driver a minute later.
+            self._check_head_due(force=not ready)
             if not ready:
                 self._idle()
                 continue
@@ -426,12 +431,18 @@ class _StageRun:
             raise ClusterError(f"lost the Ray cluster in the middle of the run: {exc}. Committed parts are kept: "
                                "once a cluster runs, rerun the same command with --resume") from None
 
+    def _check_head_due(self, force: bool = False) -> None:
+        """Probe the head (one TCP connect) when a slice passed with nothing finished, or when
+        the last probe is _HEAD_CHECK_EVERY_S old."""
+        now = self.clock()
+        if force or now - self.head_checked >= _HEAD_CHECK_EVERY_S:
+            self._check_head()
+            self.head_checked = now
+
     def _idle(self) -> None:
-        """Nothing finished in the last slice: check that the head still answers (a driver whose
-        head is gone would otherwise wait until Ray ends its process), and now and then say
-        what is outstanding."""
-        self._check_head()
-        now = time.monotonic()
+        """Nothing finished in the last slice: now and then say what is outstanding (the head
+        was checked by the loop)."""
+        now = self.clock()
         if self.idle_since is None:
             self.idle_since = now
         elif now - self.idle_since >= _STATUS_EVERY_S:
