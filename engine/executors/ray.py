@@ -38,7 +38,7 @@ from ray.exceptions import AuthenticationError, RayActorError, RayError, RaySyst
 
 from engine.errors import ClusterError
 from engine.executors.base import CommitFn, FailFn, RetryPolicy
-from engine.executors.cluster import connection_error, lost_error, probe
+from engine.executors.cluster import connection_error, lost_error, probe, summary
 from engine.params import Params, require
 from engine.pipeline import PartTask, execute_part
 from engine.progress import progress_bar
@@ -218,7 +218,7 @@ def _error_text(exc: BaseException) -> str:
         if isinstance(cause, FileNotFoundError):
             text += " (on several nodes, the run directory must be on a filesystem every node mounts at the same path)"
         return text
-    return f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
+    return f"{type(exc).__name__}: {summary(exc)}"
 
 
 class RayExecutor:
