@@ -7,6 +7,7 @@ cause and the fix; the CLI gives it its own exit status.
 """
 from __future__ import annotations
 
+import os
 import re
 import socket
 
@@ -16,7 +17,7 @@ _PROBE_TIMEOUT_S = 10.0  # a head that does not accept a TCP connection within t
 _DOCS = "docs/cluster.md"
 
 
-def _host_port(address: str) -> tuple[str, int] | None:
+def host_port(address: str) -> tuple[str, int] | None:
     """HOST:PORT of a GCS address; None for forms that are not one (`auto`, `ray://...`)."""
     host, sep, port = address.rpartition(":")
     if not sep or not host or "/" in address or not port.isdigit():
@@ -26,7 +27,7 @@ def _host_port(address: str) -> tuple[str, int] | None:
 
 def probe(address: str) -> None:
     """Fail at once when nothing listens at the head's address: `ray.init` would retry for minutes."""
-    target = _host_port(address)
+    target = host_port(address)
     if target is None:
         return
     try:
@@ -47,13 +48,7 @@ def connection_error(address: str, exc: BaseException) -> ClusterError:
     first = summary(cause)
     unreadable = re.search(r"RAY_AUTH_TOKEN_PATH is set but file cannot be opened or is empty: (.+?)\.?(?: |$)", text, re.M)
     if unreadable:
-        path = unreadable.group(1).strip()
-        return ClusterError(
-            f"this driver's Ray authentication token file cannot be read: RAY_AUTH_TOKEN_PATH={path} is missing, "
-            "empty or not a file. Point RAY_AUTH_TOKEN_PATH at the token file every node of the cluster at "
-            f"{address} was started with (or export RAY_AUTH_TOKEN); on a cluster started without token "
-            f"authentication, export RAY_AUTH_MODE=disabled ({_DOCS}, \"The token\")"
-        )
+        return _unreadable_token(address, unreadable.group(1).strip())
     if "InvalidAuthToken" in text or "authentication token" in text.lower():
         found = re.search(r"InvalidAuthToken: [^.\n]*", text)
         return ClusterError(
@@ -75,6 +70,32 @@ def connection_error(address: str, exc: BaseException) -> ClusterError:
         f"cannot connect to the Ray cluster at {address} ({type(exc).__name__}: {clip(first, 300)}). Check that "
         f"the head node runs (`ray status --address={address}`) and that this driver has the cluster's "
         f"environment ({_DOCS})"
+    )
+
+
+def check_token_file(address: str) -> None:
+    """With token authentication on and the token in a file, fail at once, naming the file,
+    when it cannot be read or is empty (Ray would say so only after connecting, or abort)."""
+    if os.environ.get("RAY_AUTH_MODE", "").strip().lower() != "token" or os.environ.get("RAY_AUTH_TOKEN", "").strip():
+        return
+    path = os.environ.get("RAY_AUTH_TOKEN_PATH", "").strip()
+    if not path:
+        return
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            readable = bool(handle.read().strip())
+    except OSError:
+        readable = False
+    if not readable:
+        raise _unreadable_token(address, path)
+
+
+def _unreadable_token(address: str, path: str) -> ClusterError:
+    return ClusterError(
+        f"this driver's Ray authentication token file cannot be read: RAY_AUTH_TOKEN_PATH={path} is missing, "
+        "empty or not a file. Point RAY_AUTH_TOKEN_PATH at the token file every node of the cluster at "
+        f"{address} was started with (or export RAY_AUTH_TOKEN); on a cluster started without token "
+        f"authentication, export RAY_AUTH_MODE=disabled ({_DOCS}, \"The token\")"
     )
 
 

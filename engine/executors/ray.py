@@ -38,7 +38,7 @@ from ray.exceptions import AuthenticationError, RayActorError, RayError, RaySyst
 
 from engine.errors import ClusterError
 from engine.executors.base import CommitFn, FailFn, RetryPolicy
-from engine.executors.cluster import connection_error, lost_error, probe, summary
+from engine.executors.cluster import check_token_file, connection_error, host_port, lost_error, probe, summary
 from engine.params import Params, require
 from engine.pipeline import PartTask, execute_part
 from engine.progress import progress_bar
@@ -211,6 +211,24 @@ class _ActorPool:
             ray.kill(actor, no_restart=True)
 
 
+def _check_token(address: str) -> None:
+    """Ask the head once whether it accepts this driver's token: `ray.init` asks 20 times over
+    20 s, each refusal a C++ warning on the console, before it gives up. Anything but a
+    refusal (a GCS still starting, another service) is left to `ray.init` and its retries."""
+    if host_port(address) is None:
+        return
+    try:
+        from ray._raylet import GcsClient  # no public API connects without starting the driver
+    except ImportError:
+        return
+    try:
+        GcsClient(address=address)
+    except AuthenticationError:
+        raise
+    except Exception:  # noqa: BLE001 - the real connection reports anything else
+        return
+
+
 def _error_text(exc: BaseException) -> str:
     if isinstance(exc, RayTaskError) and exc.cause is not None:
         cause = exc.cause
@@ -245,6 +263,8 @@ class RayExecutor:
         try:
             if self.address:
                 probe(self.address)
+                check_token_file(self.address)  # before _check_token: Ray aborts the process on a bad file
+                _check_token(self.address)
                 logger.info("connecting to the Ray cluster at %s", self.address)
                 ray.init(address=self.address, logging_level=logging.WARNING)
             else:  # a new local instance, or the cluster named by RAY_ADDRESS (set by `ray job submit`)
