@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import traceback
 
+import pytest
 from ray.exceptions import AuthenticationError
 
-from engine.executors.cluster import clip, connection_error, summary
+from engine.errors import ClusterError
+from engine.executors.cluster import check_token_file, clip, connection_error, summary
 
 
 def _with_traceback(message: str) -> ConnectionError:
@@ -64,3 +66,24 @@ def test_clip_cuts_at_a_boundary_outside_brackets():
 def test_summary_keeps_a_plain_first_line():
     assert summary(RuntimeError("head gone\nmore detail")) == "head gone"
     assert summary(RuntimeError("")) == "RuntimeError"
+
+
+def test_an_unreadable_token_file_is_refused_before_connecting(tmp_path, monkeypatch):
+    good, empty, blank = tmp_path / "auth_token", tmp_path / "empty", tmp_path / "blank"
+    good.write_text("0123abcd\n")
+    empty.write_text("")
+    blank.write_text("\n \n")
+    monkeypatch.setenv("RAY_AUTH_MODE", "token")
+    monkeypatch.delenv("RAY_AUTH_TOKEN", raising=False)
+    for path in (empty, blank, tmp_path / "missing", tmp_path):
+        monkeypatch.setenv("RAY_AUTH_TOKEN_PATH", str(path))
+        with pytest.raises(ClusterError, match=f"token file cannot be read: RAY_AUTH_TOKEN_PATH={path} is missing"):
+            check_token_file("127.0.0.1:6379")
+    monkeypatch.setenv("RAY_AUTH_TOKEN_PATH", str(good))
+    check_token_file("127.0.0.1:6379")
+    monkeypatch.setenv("RAY_AUTH_TOKEN_PATH", str(empty))
+    monkeypatch.setenv("RAY_AUTH_TOKEN", "0123abcd")  # the token itself wins over the file
+    check_token_file("127.0.0.1:6379")
+    monkeypatch.delenv("RAY_AUTH_TOKEN")
+    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")  # no token is read at all
+    check_token_file("127.0.0.1:6379")
