@@ -681,6 +681,9 @@ def main(argv: list[str] | None = None) -> int:
         return exit_code(exc)
     except KeyboardInterrupt:
         logger.error("interrupted; rerun with --resume to continue (committed parts are kept)")
+        if getattr(args, "command", None) == "run":
+            started = (Path(args.out) / "manifest.json").exists()
+            logger.error("next: %s", f"continue: {_command(args, resume=True)}" if started else f"run: {_command(args)}")
         return 130
 
 

@@ -94,6 +94,7 @@ class RunDiff:
     max_delta: dict[tuple[str, str], float] = field(default_factory=dict)  # (table, task) -> largest |a - b|
     tables_only_a: list[str] = field(default_factory=list)
     tables_only_b: list[str] = field(default_factory=list)
+    unfinished: list[tuple[Path, str]] = field(default_factory=list)  # (run, its status) of runs not complete
 
     @property
     def differing_rows(self) -> int:
@@ -112,6 +113,8 @@ class RunDiff:
             lines.append(f"  table {name} only in {self.run_a}")
         for name in self.tables_only_b:
             lines.append(f"  table {name} only in {self.run_b}")
+        for run, status in self.unfinished:
+            lines.append(f"  {run} is not a complete run ({status}): only its committed parts are compared")
         if self.equal:
             lines.append(f"equal: {total} row(s) match" + (" bit for bit" if self.tolerance == 0 else ""))
             return "\n".join(lines)
@@ -135,9 +138,20 @@ class RunDiff:
         return "\n".join(lines)
 
 
-def _row_files(root: Path) -> dict[str, list[tuple[str, Path]]]:
+def _status(manifest: Any) -> str | None:
+    """A run's status in words when it is not complete (None when it is)."""
+    status = manifest.get("status")
+    if status == "complete":
+        return None
+    if status == "running":  # diff holds no lock: the driver may still run, or have stopped
+        return "status running: its driver still runs, or stopped without finishing it"
+    return manifest.status_text()
+
+
+def _row_files(root: Path) -> tuple[dict[str, list[tuple[str, Path]]], str | None]:
     """table name -> [(task, file)]: committed part files (from the completion markers) and
-    every other Parquet table of the run directory (a part file without a marker is not output)."""
+    every other Parquet table of the run directory (a part file without a marker is not output);
+    and the run's status when it is not complete."""
     run = RunDirectory.open_existing(root)
     committed = {(root / file).resolve() for file in run.manifest.committed_files()}
     tables: dict[str, list[tuple[str, Path]]] = defaultdict(list)
@@ -155,7 +169,7 @@ def _row_files(root: Path) -> dict[str, list[tuple[str, Path]]]:
         else:
             name = relative.with_suffix("").as_posix()
             tables[name].append((name, path))
-    return tables
+    return tables, _status(run.manifest)
 
 
 def _is_float(t: pa.DataType) -> bool:
@@ -210,7 +224,8 @@ def compare_runs(run_a: Path, run_b: Path, tolerance: float = 0.0) -> RunDiff:
     if tolerance < 0 or math.isnan(tolerance):
         raise RunDirectoryError(f"diff: --tolerance must be a number >= 0, not {tolerance}")
     result = RunDiff(run_a, run_b, tolerance)
-    files_a, files_b = _row_files(run_a), _row_files(run_b)
+    (files_a, status_a), (files_b, status_b) = _row_files(run_a), _row_files(run_b)
+    result.unfinished = [(run, status) for run, status in ((run_a, status_a), (run_b, status_b)) if status]
     result.tables_only_a = sorted(set(files_a) - set(files_b))
     result.tables_only_b = sorted(set(files_b) - set(files_a))
     for name in sorted(set(files_a) & set(files_b)):

@@ -152,6 +152,7 @@ def test_without_the_docs_auth_step_the_node_and_the_driver_are_refused(cluster:
     assert proc.returncode == 9, proc.stderr[-3000:]
     message = _one_message(proc)
     assert "authentication token" in message and "RAY_AUTH_MODE=token" in message
+    assert proc.stderr.count("gcs_client.cc") <= 1, proc.stderr[-3000:]  # asked once, not retried for 20 s
     manifest = _manifest(out)
     assert manifest["status"] == "failed" and "authentication token" in manifest["failure"]["error"]
     # The fixed environment and the command the message names continue the run.

@@ -127,3 +127,21 @@ def test_nan_equals_nan_and_a_zero_of_the_other_sign_differs_only_bit_for_bit(cl
     assert [d.column for d in result.differences] == ["value"] and result.differences[0].b == 0.0
     assert compare_runs(nan_a, nan_b, tolerance=1e-12).equal  # NaN == NaN, and -0.0 == 0.0 within a tolerance
     assert not compare_runs(clean_run, nan_a).equal  # a number against NaN is a difference
+
+
+def test_a_run_that_did_not_complete_is_named_with_its_status(clean_run, tmp_path):
+    import json
+
+    copy = _copy(clean_run, tmp_path)
+    manifest_path = copy / "manifest.json"
+    manifest = json.loads(manifest_path.read_text())
+    manifest["status"], manifest["failure"] = "failed", {"error": "lost the Ray cluster in the middle of the run"}
+    manifest_path.write_text(json.dumps(manifest))
+    text = compare_runs(clean_run, copy).render()
+    assert (f"  {copy} is not a complete run (status failed: lost the Ray cluster in the middle of the run): "
+            "only its committed parts are compared") in text
+    assert str(clean_run) + " is not" not in text
+    manifest["status"] = "running"
+    manifest_path.write_text(json.dumps(manifest))
+    assert f"{copy} is not a complete run (status running: its driver still runs" in compare_runs(copy, clean_run).render()
+    assert "is not a complete run" not in compare_runs(clean_run, _copy(clean_run, tmp_path / "again")).render()

@@ -318,6 +318,26 @@ def test_ctrl_c_leaves_the_manifest_interrupted_and_resume_says_what_it_kept(tmp
     assert json.loads((out / "manifest.json").read_text())["status"] == "complete"
 
 
+def test_ctrl_c_prints_the_command_that_continues(tmp_path, monkeypatch, caplog):
+    from engine import runner
+    from engine.cli import main
+
+    _two_part_config(tmp_path)
+    path = tmp_path / "my.yaml"
+    path.write_text("input: in.jsonl\npart_size: 2\nstages: [score]\nscore:\n  scorers: [{kind: lexical, metrics: [bleu]}]\n")
+    original = runner._Committer.commit
+
+    def commit_then_ctrl_c(self, part, table):
+        original(self, part, table)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(runner._Committer, "commit", commit_then_ctrl_c)
+    out = tmp_path / "run"
+    assert main(["run", str(path), "--out", str(out)]) == 130
+    errors = [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
+    assert errors[-1] == f"next: continue: babelscore run {path} --out {out} --resume", errors
+
+
 def test_quiet_prints_the_result_paths_only(tmp_path):
     _two_part_config(tmp_path)
     path = tmp_path / "my.yaml"

@@ -38,7 +38,7 @@ from ray.exceptions import AuthenticationError, RayActorError, RayError, RaySyst
 
 from engine.errors import ClusterError
 from engine.executors.base import CommitFn, FailFn, RetryPolicy
-from engine.executors.cluster import connection_error, lost_error, probe
+from engine.executors.cluster import check_token_file, connection_error, host_port, lost_error, probe, summary
 from engine.params import Params, require
 from engine.pipeline import PartTask, execute_part
 from engine.progress import progress_bar
@@ -211,6 +211,24 @@ class _ActorPool:
             ray.kill(actor, no_restart=True)
 
 
+def _check_token(address: str) -> None:
+    """Ask the head once whether it accepts this driver's token: `ray.init` asks 20 times over
+    20 s, each refusal a C++ warning on the console, before it gives up. Anything but a
+    refusal (a GCS still starting, another service) is left to `ray.init` and its retries."""
+    if host_port(address) is None:
+        return
+    try:
+        from ray._raylet import GcsClient  # no public API connects without starting the driver
+    except ImportError:
+        return
+    try:
+        GcsClient(address=address)
+    except AuthenticationError:
+        raise
+    except Exception:  # noqa: BLE001 - the real connection reports anything else
+        return
+
+
 def _error_text(exc: BaseException) -> str:
     if isinstance(exc, RayTaskError) and exc.cause is not None:
         cause = exc.cause
@@ -218,7 +236,7 @@ def _error_text(exc: BaseException) -> str:
         if isinstance(cause, FileNotFoundError):
             text += " (on several nodes, the run directory must be on a filesystem every node mounts at the same path)"
         return text
-    return f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
+    return f"{type(exc).__name__}: {summary(exc)}"
 
 
 class RayExecutor:
@@ -245,6 +263,8 @@ class RayExecutor:
         try:
             if self.address:
                 probe(self.address)
+                check_token_file(self.address)  # before _check_token: Ray aborts the process on a bad file
+                _check_token(self.address)
                 logger.info("connecting to the Ray cluster at %s", self.address)
                 ray.init(address=self.address, logging_level=logging.WARNING)
             else:  # a new local instance, or the cluster named by RAY_ADDRESS (set by `ray job submit`)
@@ -357,6 +377,8 @@ class _StageRun:
         self.finished: set[str] = set()
         self.idle_since: float | None = None  # when the driver last saw nothing finish
         self.head_lost = False
+        self.clock = time.monotonic
+        self.head_checked = self.clock()  # when the head last answered a probe
 
     # ----- submitting ------------------------------------------------------------------------
     def _next_seq(self) -> int:
@@ -404,6 +426,9 @@ class _StageRun:
             if not waiting:
                 return
             ready, _ = ray.wait(waiting, num_returns=1, timeout=_HEAD_CHECK_EVERY_S)
+            # Checked on a clock, not only when nothing finished: actors on a node that survives
+            # keep finishing parts after the head is gone, and Ray ends the driver a minute later.
+            self._check_head_due(force=not ready)
             if not ready:
                 self._idle()
                 continue
@@ -426,12 +451,18 @@ class _StageRun:
             raise ClusterError(f"lost the Ray cluster in the middle of the run: {exc}. Committed parts are kept: "
                                "once a cluster runs, rerun the same command with --resume") from None
 
+    def _check_head_due(self, force: bool = False) -> None:
+        """Probe the head (one TCP connect) when a slice passed with nothing finished, or when
+        the last probe is _HEAD_CHECK_EVERY_S old."""
+        now = self.clock()
+        if force or now - self.head_checked >= _HEAD_CHECK_EVERY_S:
+            self._check_head()
+            self.head_checked = now
+
     def _idle(self) -> None:
-        """Nothing finished in the last slice: check that the head still answers (a driver whose
-        head is gone would otherwise wait until Ray ends its process), and now and then say
-        what is outstanding."""
-        self._check_head()
-        now = time.monotonic()
+        """Nothing finished in the last slice: now and then say what is outstanding (the head
+        was checked by the loop)."""
+        now = self.clock()
         if self.idle_since is None:
             self.idle_since = now
         elif now - self.idle_since >= _STATUS_EVERY_S:
