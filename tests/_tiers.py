@@ -44,6 +44,7 @@ HEAVY_MODULES = frozenset({
     "test_reuse.py",
     "test_reuse_generate.py",
     "test_ray_user_cluster.py",  # real `ray start` nodes
+    "test_ray_head_check.py",  # imports ray for the executor's loop
     "test_bench_scripts.py",  # every bench script at a tiny size, in subprocesses
     "test_thread_plan.py",  # fresh interpreters and a run
     "test_ray_resources.py",  # a tiny FIM model and the demo config
@@ -77,6 +78,8 @@ HEAVY_MODULES = frozenset({
 })
 
 FAST_MODULES = frozenset({
+    "test_cluster_docs.py",
+    "test_cluster_messages.py",
     "test_judge_study_reproduce.py",
     "test_agreement.py",
     "test_build.py",

@@ -23,12 +23,12 @@ class _Clock:
         return self.now
 
 
-def _stage_run(parts: int, clock: _Clock) -> ray_exec._StageRun:
-    run = object.__new__(ray_exec._StageRun)  # no Ray: only the loop's own state
+def _stage_run(parts: int, clock: _Clock) -> ray_exec.StageRun:
+    run = object.__new__(ray_exec.StageRun)  # no Ray: only the loop's own state
     run.ex = types.SimpleNamespace(address="127.0.0.1:6379")
     run.tasks, run.groups, run.pool_queue = ray_exec.deque(), ray_exec.deque(), ray_exec.deque()
     run.pool = None
-    run.calls = {f"ref{i}": ray_exec._Call(part=None, attempt=1, seq=i) for i in range(parts)}
+    run.calls = {f"ref{i}": ray_exec.PartCall(part=None, attempt=1, seq=i) for i in range(parts)}
     run.idle_since = None
     run.head_lost = False
     run.clock = clock
@@ -62,9 +62,9 @@ def test_a_lost_head_stops_the_loop_while_parts_keep_finishing(monkeypatch):
         run.loop()
     assert run.head_lost
     # Parts finished every second up to the end, and the head was probed every few seconds.
-    assert 12 <= len(run.finished_refs) < 12 + ray_exec._HEAD_CHECK_EVERY_S
-    assert all(b - a >= ray_exec._HEAD_CHECK_EVERY_S for a, b in zip(probes, probes[1:]))
-    assert probes[-1] - head_gone_at < ray_exec._HEAD_CHECK_EVERY_S
+    assert 12 <= len(run.finished_refs) < 12 + ray_exec.HEAD_CHECK_EVERY_S
+    assert all(b - a >= ray_exec.HEAD_CHECK_EVERY_S for a, b in zip(probes, probes[1:]))
+    assert probes[-1] - head_gone_at < ray_exec.HEAD_CHECK_EVERY_S
 
 
 def test_a_head_that_answers_lets_every_part_finish(monkeypatch):
@@ -75,4 +75,4 @@ def test_a_head_that_answers_lets_every_part_finish(monkeypatch):
     run = _stage_run(parts=20, clock=clock)
     run.loop()
     assert len(run.finished_refs) == 20 and not run.head_lost
-    assert len(probes) == 20 // int(ray_exec._HEAD_CHECK_EVERY_S)  # probed on the clock, not per part
+    assert len(probes) == 20 // int(ray_exec.HEAD_CHECK_EVERY_S)  # probed on the clock, not per part

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 import engine.runtime.cuda as runtime_cuda
-from engine.llm.vllm_backend import _prepare_engine_environment, parallel_engine_kwargs
+from engine.llm.vllm_backend import parallel_engine_kwargs, prepare_engine_environment
 from engine.runtime.cuda import worker_environment
 
 HERE = Path(__file__).resolve().parent
@@ -27,7 +27,7 @@ import vllm_cuda_wheel  # noqa: E402
 
 
 def _in_process_environment(base: dict) -> dict:
-    """What `_prepare_engine_environment` leaves in os.environ before an in-process engine start
+    """What `prepare_engine_environment` leaves in os.environ before an in-process engine start
     on a CUDA machine (`cuda_available` answers True; the build-tools check is not asked)."""
     with pytest.MonkeyPatch.context() as mp:
         for key in list(os.environ):
@@ -36,12 +36,12 @@ def _in_process_environment(base: dict) -> dict:
         for key, value in base.items():
             mp.setenv(key, value)
         mp.setattr(runtime_cuda, "cuda_available", lambda: True)
-        _prepare_engine_environment(starting_engine=False)
+        prepare_engine_environment(starting_engine=False)
         return dict(os.environ)
 
 
 # Both ways a vLLM engine starts: in a model worker process (its environment made by
-# worker_environment) and in the current process (vllm_backend._prepare_engine_environment).
+# worker_environment) and in the current process (vllm_backend.prepare_engine_environment).
 @pytest.fixture(scope="module", params=["worker", "in_process"])
 def decisions(request) -> dict:
     try:

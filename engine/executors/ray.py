@@ -50,7 +50,7 @@ logger = logging.getLogger(__name__)
 FORWARDED_ENV_PREFIX = "BABELSCORE_"
 _SETTLE_TIMEOUT_S = 60.0  # how long to wait for the other calls of an actor that just died
 _STATUS_EVERY_S = 300.0  # log what is outstanding when nothing finished for this long
-_HEAD_CHECK_EVERY_S = 5.0  # how often the driver checks, while waiting for parts, that the head still answers
+HEAD_CHECK_EVERY_S = 5.0  # how often the driver checks, while waiting for parts, that the head still answers
 
 
 @dataclasses.dataclass(frozen=True)
@@ -156,7 +156,7 @@ class _ModelWorker:
 
 # ----- driver side ----------------------------------------------------------------------------
 @dataclasses.dataclass
-class _Call:
+class PartCall:
     """One attempt at a part in flight."""
 
     part: PartTask
@@ -325,7 +325,7 @@ class RayExecutor:
             return
         self._connect()
         try:
-            run = _StageRun(self, os.path.abspath(run_root), plan, parts, prepass, commit, fail, rows_per_part)
+            run = StageRun(self, os.path.abspath(run_root), plan, parts, prepass, commit, fail, rows_per_part)
             with progress_bar(parts[0].stage, sum(rows_per_part[p.index] for p in parts), len(parts)) as bar:
                 run.bar = bar
                 try:
@@ -345,7 +345,7 @@ class RayExecutor:
         self._owns_ray = False
 
 
-class _StageRun:
+class StageRun:
     """The driver loop of one stage: submit, wait, commit or retry, model group by model group."""
 
     def __init__(self, executor: RayExecutor, run_root: str, plan: RunPlan, parts: Sequence[PartTask],
@@ -369,7 +369,7 @@ class _StageRun:
         self.groups: deque[tuple[str, deque[tuple[PartTask, int]]]] = deque(by_model.items())
         self.pool: _ActorPool | None = None
         self.pool_queue: deque[tuple[PartTask, int]] = deque()
-        self.calls: dict[Any, _Call] = {}
+        self.calls: dict[Any, PartCall] = {}
         self.task_limit = executor._max_tasks_in_flight()
         self.task_options = executor._task_options()
         self.env = _driver_env()
@@ -390,7 +390,7 @@ class _StageRun:
         while self.tasks and running_tasks < self.task_limit:
             part, attempt = self.tasks.popleft()
             ref = _part_task.options(**self.task_options).remote(self.run_root, self.plan_ref, part, self.info_ref, self.env)
-            self.calls[ref] = _Call(part, attempt, self._next_seq())
+            self.calls[ref] = PartCall(part, attempt, self._next_seq())
             running_tasks += 1
         if self.pool is None and self.groups:
             model_key, queue = self.groups.popleft()
@@ -407,7 +407,7 @@ class _StageRun:
                 break
             part, attempt = self.pool_queue.popleft()
             ref = pool.actors[slot].run.remote(self.run_root, self.plan_ref, part, self.info_ref, self.env)
-            self.calls[ref] = _Call(part, attempt, self._next_seq(), slot, pool.generation[slot])
+            self.calls[ref] = PartCall(part, attempt, self._next_seq(), slot, pool.generation[slot])
             pool.in_flight[slot] += 1
 
     def _maybe_close_pool(self) -> None:
@@ -425,7 +425,7 @@ class _StageRun:
             waiting = list(self.calls) + (list(self.pool.ready_refs) if self.pool else [])
             if not waiting:
                 return
-            ready, _ = ray.wait(waiting, num_returns=1, timeout=_HEAD_CHECK_EVERY_S)
+            ready, _ = ray.wait(waiting, num_returns=1, timeout=HEAD_CHECK_EVERY_S)
             # Checked on a clock, not only when nothing finished: actors on a node that survives
             # keep finishing parts after the head is gone, and Ray ends the driver a minute later.
             self._check_head_due(force=not ready)
@@ -453,9 +453,9 @@ class _StageRun:
 
     def _check_head_due(self, force: bool = False) -> None:
         """Probe the head (one TCP connect) when a slice passed with nothing finished, or when
-        the last probe is _HEAD_CHECK_EVERY_S old."""
+        the last probe is HEAD_CHECK_EVERY_S old."""
         now = self.clock()
-        if force or now - self.head_checked >= _HEAD_CHECK_EVERY_S:
+        if force or now - self.head_checked >= HEAD_CHECK_EVERY_S:
             self._check_head()
             self.head_checked = now
 
@@ -518,7 +518,7 @@ class _StageRun:
             return
         self._done(call, table, where)
 
-    def _done(self, call: _Call, table: pa.Table, where: dict[str, Any]) -> None:
+    def _done(self, call: PartCall, table: pa.Table, where: dict[str, Any]) -> None:
         key = call.part.key
         if key in self.finished:  # cannot happen with one call per part; never commit twice
             logger.warning("part %s came back twice; the second result is dropped", key)
@@ -528,7 +528,7 @@ class _StageRun:
         self.ex.placements[key] = {**where, "attempts": call.attempt, "actor": call.slot is not None}
         self.bar.update(self.rows_per_part[call.part.index])
 
-    def _actor_died(self, first: _Call, exc: RayActorError) -> None:
+    def _actor_died(self, first: PartCall, exc: RayActorError) -> None:
         """Settle every call of the dead actor; charge an attempt only to the one it was running."""
         assert first.slot is not None and self.pool is not None
         pool, slot, generation = self.pool, first.slot, first.generation
@@ -554,7 +554,7 @@ class _StageRun:
         for call in sorted(failed, key=lambda c: c.seq, reverse=True):  # requeued at the front, in order
             self._retry_or_fail(call, exc, charged=call is running, retried=True)
 
-    def _retry_or_fail(self, call: _Call, exc: BaseException, charged: bool, retried: bool) -> None:
+    def _retry_or_fail(self, call: PartCall, exc: BaseException, charged: bool, retried: bool) -> None:
         """retried: whether the failure is one the retry policy tries again (system failures are)."""
         error = _error_text(exc)
         if charged and not self.retry.try_again(call.attempt, retried):

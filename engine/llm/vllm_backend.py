@@ -54,7 +54,7 @@ def _quiet_vllm_logs() -> None:
         logging.getLogger("vllm").setLevel(logging.WARNING)
 
 
-def _prepare_engine_environment(starting_engine: bool = True) -> None:
+def prepare_engine_environment(starting_engine: bool = True) -> None:
     """Before `import vllm` (see the module docstring): fork-safe CUDA check, spawn on CUDA, the
     engine core in-process on CPU, and vLLM 0.32.0's FlashInfer top-k/top-p sampler and
     all-reduce off: greedy decoding never needs the sampler, vLLM has all-reduces of its own, and
@@ -93,7 +93,7 @@ class VllmBackend:
     """Greedy generation with `vllm.LLM` (one instance per process)."""
 
     def __init__(self, spec: BackendSpec):
-        _prepare_engine_environment()
+        prepare_engine_environment()
         from vllm import LLM
 
         from engine.runtime import resolve_model
@@ -168,7 +168,7 @@ class VllmChatBackend:
     def __init__(self, *, model: str, tokenizer: str, dtype: str = "auto", seed: int = 42, max_model_len: int | None = None,
                  enforce_eager: bool = False, gpu_memory_utilization: float = 0.9, enable_prefix_caching: bool = True,
                  max_lora_rank: int | None = None, max_loras: int = 1):
-        _prepare_engine_environment()
+        prepare_engine_environment()
         from vllm import LLM
 
         kwargs = {
@@ -280,7 +280,7 @@ def warm_model_inspection(model_dir: str) -> bool:
         architectures = []
     if architectures and all(any((root / "modelinfos").glob(f"*-{arch}.json")) for arch in architectures):
         return False
-    _prepare_engine_environment(starting_engine=False)
+    prepare_engine_environment(starting_engine=False)
     from vllm.config import ModelConfig
 
     ModelConfig(model=model_dir, tokenizer=model_dir)
