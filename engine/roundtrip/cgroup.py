@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from pathlib import Path
 
 ROOT = Path("/sys/fs/cgroup/memory")
@@ -44,9 +45,20 @@ def make(uid: int, limit_mb: int) -> str:
 
 
 def remove(procs: str) -> None:
-    """The run's group, once its processes have ended; a group still in use is left for the next run."""
-    if procs:
+    """The run's group, once its processes have left it (killed ones take a moment to exit); a
+    group still in use after a second is left, and the next run of the same uid reuses it."""
+    if not procs:
+        return
+    group = Path(procs).parent
+    deadline = time.monotonic() + 1.0
+    while True:
         try:
-            os.rmdir(Path(procs).parent)
+            os.rmdir(group)
+            return
+        except FileNotFoundError:
+            return
         except OSError:
-            pass
+            if time.monotonic() > deadline:
+                log.debug("memory cgroup %s still in use; the next run of its uid reuses it", group)
+                return
+            time.sleep(0.01)
