@@ -5,8 +5,9 @@ below 0.5, a row (never an exception of the stage) or `rejected`.
 
 - a Python candidate that raises StopIteration: raised in the tests, it would end the tests' own
   iteration (`zip(map(candidate, ...))`, `all(map(...))`) as if every case held;
-- a float for each int answer under an `==` the engine does not see (chained, negated, joined
-  with `and`, inside a generator): Python's `==` takes 3.0 for 3;
+- a bool for each int answer 1 or 0 under an `==` the engine does not see (chained, negated,
+  joined with `and`, inside a generator): Python's `==` takes True for 1 and False for 0 (a float
+  that is the same number as the int answer is not an attack: the engine's rules take it too);
 - a reply with a repeated map key or set element, written on the candidate's own reply pipe: a
   proxy that keeps one of them would pass `{1: 5, 1: 3}` for `{1: 3}`;
 - a JavaScript BigInt for a number: crossing as the number, `3n` would pass `strictEqual(.., 3)`
@@ -47,17 +48,17 @@ def _contained(row: dict) -> bool:
         row["correctness"] is None or row["correctness"] < 0.5)
 
 
-# The tests of each check the sum of two cases; the completion raises or returns a float.
-FLOAT = "    return float(a + b)\n"
+# The tests of each check the sum of two cases; the completion raises or returns a bool.
+BOOL = "    return a + b == 1\n"
 PYTHON = {
     "StopIteration ends zip(map(...))": (_check("    for got, want in zip(map(lambda ab: candidate(*ab), [(1, 2), (-4, 4)]), [3, 0]):\n"
                                                 "        assert got == want\n"), "    raise StopIteration\n"),
     "StopIteration ends all(map(...))": (_check("    assert all(map(lambda c: candidate(*c[0]) == c[1], [((1, 2), 3), ((10, 5), 15)]))\n"),
                                          "    raise StopIteration\n"),
-    "float under a chained ==": (_check("    assert 3 == candidate(1, 2) == 3\n"), FLOAT),
-    "float under not !=": (_check("    assert not candidate(1, 2) != 3\n"), FLOAT),
-    "float under == and ==": (_check("    assert candidate(1, 2) == 3 and candidate(2, 2) == 4\n"), FLOAT),
-    "float under == in a generator": (_check("    assert all(candidate(a, b) == a + b for a, b in [(1, 2), (3, 4)])\n"), FLOAT),
+    "bool under a chained ==": (_check("    assert 1 == candidate(1, 0) == 1\n"), BOOL),
+    "bool under not !=": (_check("    assert not candidate(1, 0) != 1\n"), BOOL),
+    "bool under == and ==": (_check("    assert candidate(1, 0) == 1 and candidate(0, 0) == 0\n"), BOOL),
+    "bool under == in a generator": (_check("    assert all(candidate(a, b) == a + b for a, b in [(1, 0), (0, 0)])\n"), BOOL),
     "repeated map key on the reply pipe": (_check("    assert candidate(1, 2) == {1: 3}\n"),
                                            "    import os\n    os.write(4, b'16\\no m2 i1 i5 i1 i3')\n    return 0\n"),
     "repeated set element on the reply pipe": (_check("    assert candidate(1, 2) == {3}\n"),

@@ -48,13 +48,21 @@ PYTHON = {
     "truthy string for a bool": (_py(PY_BOOL, "    assert candidate(2)\n    assert not candidate(3)\n"),
                                  "    return 'yes' if n % 2 == 0 else ''\n"),
     "membership": (_py(PY_INT, "    assert candidate(1, 2) in [3, 4]\n"), "    return 4\n"),
-    "helper's comparison": (_py(PY_INT, "    def same(x, y):\n        return x == y\n    assert same(candidate(1, 2), 3)\n"),
-                            "    return float(a + b)\n"),
-    "operator.eq": (_py(PY_INT, "    import operator\n    assert operator.eq(candidate(1, 2), 3)\n"), "    return float(a + b)\n"),
-    "mixed chain": (_py(PY_INT, "    assert 0 < candidate(1, 2) == 3\n"), "    return 3.0\n"),
-    "unittest assertion": (_py(PY_INT, "    import unittest\n    unittest.TestCase().assertEqual(candidate(1, 2), 3)\n"),
-                           "    return float(a + b)\n"),
-    "if ...: raise": (_py(PY_INT, "    if candidate(1, 2) != 3:\n        raise AssertionError\n"), "    return float(a + b)\n"),
+    # True for the integer 1: Python's own `True == 1` holds, the engine's typed rules keep bool and int apart
+    "helper's comparison": (_py(PY_INT, "    def same(x, y):\n        return x == y\n    assert same(candidate(1, 0), 1)\n"),
+                            "    return True\n"),
+    "operator.eq": (_py(PY_INT, "    import operator\n    assert operator.eq(candidate(1, 0), 1)\n"), "    return True\n"),
+    "mixed chain": (_py(PY_INT, "    assert 0 < candidate(1, 0) == 1\n"), "    return True\n"),
+    "unittest assertion": (_py(PY_INT, "    import unittest\n    unittest.TestCase().assertEqual(candidate(1, 0), 1)\n"),
+                           "    return True\n"),
+    "if ...: raise": (_py(PY_INT, "    if candidate(1, 0) != 1:\n        raise AssertionError\n"), "    return True\n"),
+    # a float under the tests' absolute tolerance, of another size than the reference's tiny answer
+    "tiny float": ({**PY_INT, "code": "def add_numbers(a: int, b: int) -> float:\n    return (a + b) * 1e-13\n",
+                    "tests": "def check(candidate):\n    assert abs(candidate(1, 0) - 1e-13) < 1e-9\n"
+                             "    assert abs(candidate(2, 3) - 5e-13) < 1e-9\n"}, "    return (a + b) * 2.9e-13\n"),
+    "tiny float, wrong sign": ({**PY_INT, "code": "def add_numbers(a: int, b: int) -> float:\n    return (a + b) * 1e-13\n",
+                                "tests": "def check(candidate):\n    assert abs(candidate(1, 0) - 1e-13) < 1e-9\n"},
+                               "    return -(a + b) * 1e-13\n"),
 }
 
 
@@ -122,10 +130,32 @@ def test_javascript_loose_assertions_fail_the_value_verdict():
     assert _row(task, "\n  return a + b;\n}\n")["status"] == "passed"
 
 
+@needs_bwrap
+def test_javascript_denormal_for_a_tiny_answer_fails_the_value_verdict():
+    task = {**ADD["javascript"], "code": "function addNumbers(a, b) {\n  return (a + b) * 1e-14;\n}\n",
+            "tests": "const assert = require('node:assert');\nassert.ok(Math.abs(addNumbers(1, 2) - 3e-14) < 1e-9);\n"}
+    row = _row(task, "\n  return 5e-324;\n}\n")
+    assert row["tests_verdict"] == "passed" and row["value_verdict"] == "failed" and row["pass_at_1"] == 0.0, row
+    assert _row(task, "\n  return (b + a) * 1e-14;\n}\n")["status"] == "passed"
+
+
+@needs_bwrap
+def test_median_as_a_float_where_the_reference_returns_an_integer_passes_both_signals():
+    task = [t for t in load_tasks("humaneval").to_pylist() if t["task_id"].endswith("/47")][0]
+    completion = "    s = sorted(l)\n    n = len(s)\n    return (s[n // 2] + s[(n - 1) // 2]) / 2\n"
+    row = _row(task, completion)  # 3.0 where the reference returns 3: the same number in Python's `==`
+    assert (row["status"], row["tests_verdict"], row["value_verdict"], row["pass_at_1"]) == ("passed", "passed", "passed", 1.0)
+    assert _row(task, completion, verdict="tests")["pass_at_1"] == 1.0
+    wrong = _row(task, "    s = sorted(l)\n    return float(s[len(s) // 2])\n")  # 5.0 for 8.0 on an even length
+    assert wrong["status"] == "failed" and wrong["tests_verdict"] == "failed", wrong
+
+
 def test_float_rule_is_relative_to_the_reference_with_a_floor_that_keeps_sign_and_zero():
     close = compare.close
-    assert close(0.3, 0.1 + 0.2) and close(1e300, 1e300 * (1 + 1e-12)) and close(0.0, 1e-13)
+    assert close(0.3, 0.1 + 0.2) and close(1e300, 1e300 * (1 + 1e-12)) and close(1e-13, 1e-13 + 1e-16)
+    assert close(0.0, -0.0) and not close(0.0, 1e-13) and not close(0.0, 5e-324)  # a zero only for a zero
     assert not close(1e-10, 2e-10)  # a tiny float for a tiny answer of another size
+    assert not close(3e-14, 5e-324) and not close(1e-13, 2.9e-13) and not close(1e-13, 1.6e-13)  # under the floor too
     assert not close(1e-13, -1e-13) and not close(1e-13, 0.0)  # neither a wrong sign nor a zero, under the floor
     assert not close(1.0, math.nan) and not close(math.nan, 1.0) and close(math.nan, math.nan)
     assert close(math.inf, math.inf) and not close(math.inf, 1e308)
@@ -135,3 +165,19 @@ def test_float_rule_is_relative_to_the_reference_with_a_floor_that_keeps_sign_an
 def test_tests_without_calls_are_no_value_verdict():
     task = _py(PY_INT, "    assert 1 + 2 == 3\n")
     assert values.verdict(task, task["code"], LIMITS, 1.0).status == "error"
+
+
+def test_only_a_successful_recording_is_kept(monkeypatch):
+    # A reference that failed once (a timeout on a loaded host) must not fail every later row of its task.
+    outcomes = [values.Recorded((), (), "the reference solution does not pass the task's tests: timeout"),
+                values.Recorded((b"l2 i1 i2",), (b"o i3",), "")]
+    made = []
+
+    def record(task, limits):
+        made.append(task["task_id"])
+        return outcomes[len(made) - 1]
+
+    monkeypatch.setattr(values, "record", record)
+    task = {**PY_INT, "task_id": "cache-probe", "tests": "def check(candidate):\n    assert candidate(1, 2) == 3  # cache probe\n"}
+    assert values.recorded(task, LIMITS).error and not values.recorded(task, LIMITS).error
+    assert values.recorded(task, LIMITS).calls == (b"l2 i1 i2",) and len(made) == 2  # the success is kept

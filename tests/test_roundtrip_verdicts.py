@@ -75,27 +75,28 @@ def test_correctness_in_each_language_honest_one_deep_replies_zero(language):
 
 
 # A wrong type that the tests' language conflates (their own `==` would take it): the engine
-# compares by type.
+# compares by type (a float that is the same number as an int answer is not a wrong type).
 JS_LOOSE = {**ADD["javascript"], "tests": "const assert = require('node:assert');\nassert.deepEqual(addNumbers(1, 2), 3);\n"
                                           "assert.equal(addNumbers(-4, 4), 0);\nassert.equal(addNumbers(1, 0), true);\n"}
 PY_ONE = {**ADD["python"], "tests": "def check(candidate):\n    assert candidate(1, 2) == 3\n    assert candidate(1, 0) == 1\n"}
 CONFLATED = {
-    "python: a float for each int answer": (PY_ONE, "    return float(a + b)\n"),
-    "python: True for the int 1": (PY_ONE, "    return True if a + b == 1 else float(a + b)\n"),
-    "javascript: a string for the number (loose deepEqual)": (JS_LOOSE, "\n  return a + b === 1 ? true : String(a + b);\n}\n"),
+    # right everywhere else (3.0 is the same number as 3): only the input whose sum is 1 disagrees
+    "python: True for the int 1": (PY_ONE, "    return True if a + b == 1 else float(a + b)\n", 1.0),
+    "javascript: a string for the number (loose deepEqual)": (JS_LOOSE, "\n  return a + b === 1 ? true : String(a + b);\n}\n", 0.5),
 }
 
 
 @needs_bwrap
 @pytest.mark.parametrize("attack", sorted(CONFLATED))
 def test_the_engine_decides_the_tests_equality_by_type(attack):
-    task, completion = CONFLATED[attack]
+    task, completion, most = CONFLATED[attack]
     why = toolchain_missing(task["programming_language"])
     if why:
         pytest.skip(why)
     inputs = difftest.task_inputs(task, 4, seed=0)
     row = _through_the_stage(task, completion, inputs)
-    assert row["status"] == "failed" and row["pass_at_1"] == 0.0 and row["correctness"] < 0.5, row
+    assert row["status"] == "failed" and row["tests_verdict"] == "failed" and row["pass_at_1"] == 0.0, row
+    assert row["correctness"] < most, row
 
 
 @needs_bwrap
@@ -104,13 +105,17 @@ def test_python_float_tolerance_is_between_floats_only_and_non_plain_falls_back(
                                       "    assert [candidate(1, 1)] == [2]\n    assert object() != object()\n"}
     assert _through_the_stage(task, "    return a + b\n", None)["status"] == "passed"  # 0.1 + 0.2 is 0.30000000000000004
     assert _through_the_stage(task, "    return a + b + 1e-6\n", None)["status"] == "failed"
+    # 3.0 for 3 and [2.0] for [2] are the same numbers, as Python's own `==` says
+    assert _through_the_stage(task, "    return float(a + b)\n", None)["status"] == "passed"
 
 
 def test_typed_comparison_of_plain_values():
     def value(text: str):
         return plain.parse(text.encode())[0]
 
-    assert compare.same(value("i3"), value("i3")) and not compare.same(value("i3"), value("d3.0"))
+    assert compare.same(value("i3"), value("i3")) and compare.same(value("i3"), value("d3.0"))  # the same number
+    assert compare.same(value("d3.0"), value("i3")) and not compare.same(value("i3"), value("d3.5"))
+    assert not compare.same(value("i" + "9" * 400), value("dinf")) and not compare.same(value("i1"), value("dnan"))
     assert not compare.same(value("t"), value("i1")) and not compare.same(value("l1 i1"), value("u1 i1"))
     assert compare.same(value("d0.30000000000000004"), value("d0.3")) and not compare.same(value("d3.0000000005"), value("i3"))
     assert compare.same(value("dnan"), value("dnan")) and not compare.same(value("d1.0"), value("d1.001"))

@@ -30,3 +30,12 @@ def test_a_reply_must_be_one_value_of_a_known_kind():
 def test_program_text_is_cut_and_marked():
     text = wire.program_text("x" * 1000, 50)
     assert text.startswith("[program output] ") and "950 more characters cut" in text and len(text) < 120
+
+
+def test_an_exception_name_is_capped_and_kept_to_a_type_names_alphabet():
+    # The name is the candidate's free text: it reaches the tests' process and a row's reason.
+    kind, value = plain.reply(b"x " + plain.write(("s", "E'\n<b>" + "ab" * 3000)))
+    assert kind == "x" and value[0] == "s" and len(value[1]) == plain.MAX_EXCEPTION_NAME
+    assert value[1].startswith("E___b_abab") and set(value[1]) <= set("Eab_")
+    for name in ("ZeroDivisionError", "java.lang.ArithmeticException", "Outer$Inner", "*errors.errorString", "[]int"):
+        assert plain.reply(b"x " + plain.write(("s", name))) == ("x", ("s", name))

@@ -6,16 +6,19 @@ values the engine parsed itself with size and depth limits; no object of a sandb
 ever compared. The rules:
 
 - the kinds must be the same: `i` (integer), `d` (float), `t`/`f` (booleans), `s`, `n`, `l`
-  (list), `u` (tuple), `e` (set), `m` (map) are distinct, so `1`, `1.0` and `True` are three
-  different answers, and a list is not a tuple;
+  (list), `u` (tuple), `e` (set), `m` (map) are distinct, so `1` and `True` are different
+  answers, and a list is not a tuple; the one exception is an integer and a float that are
+  exactly the same number (`3` and `3.0`, as Python's, JavaScript's, Java's and C++'s own `==`
+  say): they agree, with no tolerance (`3` and `3.0000001` do not);
 - floats compare against the reference side (the first argument: the reference's reply in
   differential testing and the value verdict, the expected side of a tests' assertion): NaN
   agrees only with NaN and only where the reference is NaN; an infinity only with itself; a zero
-  reference only with a float within `FLOAT_FLOOR` of zero; any other reference only with a
-  float of the same sign, not zero, within `FLOAT_TOLERANCE` of the reference's magnitude or
-  `FLOAT_FLOOR`, whichever is larger (so a tiny float does not pass for a tiny answer of
-  another size, and neither a zero nor a wrong sign passes for a tiny answer); the tolerance
-  applies only between two floats (a float 5e-10 from an integer answer does not agree);
+  reference only with a zero (either sign); any other reference only with a float of the same
+  sign within `FLOAT_TOLERANCE` of the reference's magnitude or `FLOAT_FLOOR`, whichever is
+  larger, and in every case within `FLOAT_SHARE` of the reference's magnitude: the absolute
+  floor absorbs rounding noise around a small reference but can never make a float of another
+  size agree (5e-324 is not 3e-14, 2.9e-13 is not 1e-13), and no zero or wrong sign agrees
+  with a non-zero answer;
 - lists and tuples compare item by item; sets compare by the exact stream text of their elements
   (no float tolerance inside a set); maps compare by the exact stream text of their keys and the
   typed rules for their values; a map with a repeated key agrees with nothing.
@@ -29,6 +32,7 @@ from engine.roundtrip import plain
 
 FLOAT_TOLERANCE = 1e-9  # relative to the reference's magnitude
 FLOAT_FLOOR = 1e-12  # absolute, for results that are rounding noise around a tiny reference
+FLOAT_SHARE = 0.5  # no float agrees beyond this share of the reference's magnitude, floor or not
 
 
 def close(reference: float, got: float) -> bool:
@@ -37,17 +41,25 @@ def close(reference: float, got: float) -> bool:
         return math.isnan(reference) and math.isnan(got)
     if math.isinf(reference) or math.isinf(got):
         return reference == got
-    if reference == 0.0:
-        return abs(got) <= FLOAT_FLOOR
-    if got == 0.0 or (got > 0) != (reference > 0):
+    if reference == 0.0 or got == 0.0:
+        return reference == got  # 0.0 == -0.0
+    if (got > 0) != (reference > 0):
         return False
-    return abs(got - reference) <= max(FLOAT_TOLERANCE * abs(reference), FLOAT_FLOOR)
+    gap = abs(got - reference)
+    return gap <= max(FLOAT_TOLERANCE * abs(reference), FLOAT_FLOOR) and gap <= FLOAT_SHARE * abs(reference)
+
+
+def _same_number(integer: int, number: float) -> bool:
+    """An integer and a float that are exactly the same number (Python's `3 == 3.0`)."""
+    return math.isfinite(number) and number.is_integer() and int(number) == integer
 
 
 def same(a: Any, b: Any) -> bool:
     """Typed equality of two parsed plain values, `a` the reference side (the module docstring's rules)."""
     kind = a[0]
     if kind != b[0]:
+        if {kind, b[0]} == {"i", "d"}:
+            return _same_number(a[1], b[1]) if kind == "i" else _same_number(b[1], a[1])
         return False
     if kind in ("n", "t", "f"):
         return True

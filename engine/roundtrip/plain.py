@@ -26,11 +26,16 @@ or `z s<n>:<why>` (the server could not encode what the function returned: never
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 MAX_MESSAGE = 1 << 20  # bytes of one call or reply
 MAX_DEPTH = 32
 _DIGITS = 5000
+MAX_EXCEPTION_NAME = 128  # characters of an exception's type name kept from a reply
+# What the proxies' type names use (Python identifiers, Java's `a.b.C$D`, Go's `*pkg.T`, `[]T`);
+# any other character (spaces, quotes, newlines, markup) becomes `_` before the name goes anywhere.
+_NAME_OTHER = re.compile(r"[^A-Za-z0-9_.$*\[\]]")
 
 
 class PlainError(ValueError):
@@ -167,7 +172,17 @@ def reply(payload: bytes) -> tuple[str, Any]:
     if kind != b"o " and value[0] != "s":
         raise PlainError("an exception's name must be a string")
     _refuse_repeats(value)
+    if kind == b"x ":
+        value = ("s", exception_name(value[1]))
     return kind[:1].decode(), value
+
+
+def exception_name(name: str) -> str:
+    """A candidate's exception type name as the engine keeps and shows it: at most
+    MAX_EXCEPTION_NAME characters, each outside a type name's alphabet replaced by `_`. Both
+    sides' names pass through here before they are compared, so equal names stay equal; a
+    program can choose its name freely anyway, so no name it could not have raised agrees."""
+    return _NAME_OTHER.sub("_", name[:MAX_EXCEPTION_NAME]) or "_"
 
 
 def _refuse_repeats(value: Any) -> None:

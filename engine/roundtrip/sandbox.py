@@ -59,6 +59,7 @@ from typing import Literal, Mapping, Sequence
 
 from engine.params import Params, require
 from engine.roundtrip import bwrap, seccomp
+from engine.roundtrip import cgroup
 from engine.roundtrip.uids import claimed_uid, end_uid
 from engine.roundtrip.wire import program_text
 
@@ -88,6 +89,9 @@ for fd, child in high:
     os.close(fd)
 for name, (soft, hard) in spec["limits"].items():
     resource.setrlimit(getattr(resource, name), (soft, hard))
+if spec["cgroup"]:
+    with open(spec["cgroup"], "w") as group:  # before anything of the run starts
+        group.write(str(os.getpid()))
 os.execvpe(spec["argv"][0], spec["argv"], spec["env"])
 '''
 
@@ -406,6 +410,7 @@ def _run(argv: Sequence[str], files: Mapping[str, str | bytes], limits: SandboxL
         for fd in opened:  # a JVM reopens them through /proc/self/fd, which checks the pipe's owner
             os.fchown(fd, uid, uid)
     workdir = None
+    group = ""
     try:
         blobs = {name: content.encode("utf-8") if isinstance(content, str) else content for name, content in files.items()}
         base_env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
@@ -437,7 +442,10 @@ def _run(argv: Sequence[str], files: Mapping[str, str | bytes], limits: SandboxL
                     os.chown(path, uid, uid)
             inner, cwd = list(argv), str(workdir)
             base_env.update(HOME=str(workdir), TMPDIR=str(workdir))
+        if uid is not None and limits.isolation == "bwrap":
+            group = cgroup.make(uid, max_processes * memory_mb + 3 * limits.tmpfs_mb + PIPE_BUFFERS_MB)
         spec = json.dumps({"limits": _rlimits(limits, memory_mb, max_processes, cpu_seconds, open_files), "argv": inner,
+                           "cgroup": group,
                            "env": {**base_env, **env},
                            "fds": [[host, child] for child, host in passed_fds.items()]})
         kwargs: dict = {"user": uid, "group": uid, "extra_groups": []} if uid is not None else {}
@@ -485,6 +493,7 @@ def _run(argv: Sequence[str], files: Mapping[str, str | bytes], limits: SandboxL
                 os.close(fd)
         if workdir is not None:
             shutil.rmtree(workdir, ignore_errors=True)
+        cgroup.remove(group)
 
 
 def _memfd(name: str, blob: bytes) -> int:

@@ -16,7 +16,8 @@ past an `abs(r - e) > eps` guard. The value verdict does not ask the tests what 
 
 `passed` only when every answer agrees; a reference that does not pass its own tests, tests that
 make no call, or a recording beyond RECORD_BYTES make it `error` (a task error, never a pass).
-The recording is made once per task and limits and shared by every regeneration.
+A successful recording is made once per task and limits and shared by every regeneration;
+a failed one is made again for the next row.
 """
 from __future__ import annotations
 
@@ -84,7 +85,9 @@ _LOCKS: dict[str, threading.Lock] = {}
 
 
 def recorded(task: Mapping[str, str], limits: SandboxLimits) -> Recorded:
-    """`record`, once per (task, limits); concurrent rows of one task wait for the one recording."""
+    """`record`, once per (task, limits) when it succeeds; concurrent rows of one task wait for the
+    one recording. A failed recording (a reference that timed out on a loaded host, a toolchain
+    that failed to start) is not kept: the next row of the task records again."""
     key = hashlib.sha256(json.dumps([task["programming_language"], task.get("context", ""), task["code"],
                                      task["tests"], task["entry_point"], task.get("signature", ""),
                                      repr(limits)]).encode("utf-8")).hexdigest()
@@ -96,10 +99,12 @@ def recorded(task: Mapping[str, str], limits: SandboxLimits) -> Recorded:
                 return _RECORDED[key]
         found = record(task, limits)
         with _LOCK:
+            _LOCKS.pop(key, None)
+            if found.error:
+                return found
             if sum(sum(map(len, r.calls)) + sum(map(len, r.replies)) for r in _RECORDED.values()) > _CACHE_BYTES:
                 _RECORDED.clear()
             _RECORDED[key] = found
-            _LOCKS.pop(key, None)
     return found
 
 

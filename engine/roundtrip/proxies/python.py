@@ -215,7 +215,7 @@ def _bs_same(left, right, negated):
 def _bs_typed(source, path):
     """The tests compiled with every `==` / `!=` comparison inside an `assert` sent to the engine:
     `assert x == y`, but also chained (`a == f(x) == b`), negated, joined with `and`/`or` or inside
-    a generator (`assert all(f(x) == y for ...)`), where Python's `==` would take 3.0 for 3."""
+    a generator (`assert all(f(x) == y for ...)`), where Python's `==` would take True for 1."""
     import ast
 
     class _Links(ast.NodeTransformer):

@@ -1,0 +1,64 @@
+"""A memory cgroup (v1) around one sandboxed run, where the machine lets the engine make one.
+
+The per-process limits do not see kernel memory a run makes the host hold: inodes and dentries
+in the capped tmpfs mounts cost slab and no block (bubblewrap's `--size` caps blocks only). Slab
+of tmpfs inodes and dentries is charged to the memory cgroup of the process that made it, and
+on these machines' kernels `memory.limit_in_bytes` counts it (`memory.kmem.limit_in_bytes`
+takes a write and stays unlimited), so one limit set to the run's documented bound holds both.
+
+The engine (root) makes `babelscore/run-<uid>` under the memory controller for the run's uid
+(one run holds a uid at a time, host-wide), sets the limit, and hands the run's launcher the
+group's `cgroup.procs`, owned by the run's uid: the launcher moves itself in before it starts
+anything the run controls, so every process of the run is born inside. Where there is no
+writable v1 memory controller (a cgroup v2 host, no root) `make` returns '' and the run goes
+without one (docs/sandbox.md says what that leaves open).
+"""
+from __future__ import annotations
+
+import logging
+import os
+import time
+from pathlib import Path
+
+ROOT = Path("/sys/fs/cgroup/memory")
+log = logging.getLogger(__name__)
+
+
+def available() -> bool:
+    """Whether this process can make memory cgroups (root, a v1 memory controller mounted)."""
+    return os.geteuid() == 0 and (ROOT / "cgroup.procs").exists() and os.access(ROOT, os.W_OK)
+
+
+def make(uid: int, limit_mb: int) -> str:
+    """The `cgroup.procs` path of a memory cgroup limited to `limit_mb` for the run of `uid`, or ''."""
+    if not available():
+        return ""
+    path = ROOT / "babelscore" / f"run-{uid}"
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        (path / "memory.limit_in_bytes").write_text(str(limit_mb << 20))
+        os.chown(path / "cgroup.procs", uid, uid)
+    except OSError as exc:
+        log.warning("no memory cgroup for the sandbox's runs (%s): kernel memory is not bounded", exc)
+        return ""
+    return str(path / "cgroup.procs")
+
+
+def remove(procs: str) -> None:
+    """The run's group, once its processes have left it (killed ones take a moment to exit); a
+    group still in use after a second is left, and the next run of the same uid reuses it."""
+    if not procs:
+        return
+    group = Path(procs).parent
+    deadline = time.monotonic() + 1.0
+    while True:
+        try:
+            os.rmdir(group)
+            return
+        except FileNotFoundError:
+            return
+        except OSError:
+            if time.monotonic() > deadline:
+                log.debug("memory cgroup %s still in use; the next run of its uid reuses it", group)
+                return
+            time.sleep(0.01)
