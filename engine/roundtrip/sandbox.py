@@ -58,8 +58,7 @@ from pathlib import Path
 from typing import Literal, Mapping, Sequence
 
 from engine.params import Params, require
-from engine.roundtrip import bwrap, seccomp
-from engine.roundtrip import cgroup
+from engine.roundtrip import bwrap, cgroup, seccomp
 from engine.roundtrip.uids import claimed_uid, end_uid
 from engine.roundtrip.wire import program_text
 
