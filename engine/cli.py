@@ -255,7 +255,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
     params = ValidationParams(unknown_error_codes=args.unknown_error_codes)
     validator = SampleValidator(require_prediction=not args.allow_missing_prediction, params=params)
-    shown, said = 0, 0
+    shown, unshown, said = 0, 0, 0
     for raw in iter_raw_rows(args.input):
         _, rejection = validator.check(raw)
         for message in validator.column_messages[said:]:  # once per input, before the rows it explains
@@ -267,11 +267,15 @@ def cmd_validate(args: argparse.Namespace) -> int:
                 print("rejected rows (numbered from 0 in input order; blank JSONL lines are not counted):")
             print(f"row {rejection['row_index']} ({rejection['sample_id']}): {rejection['reason']}")
             shown += 1
+        elif rejection is not None and "present: rename it to" not in rejection["reason"]:
+            unshown += 1
+    if unshown:
+        print(f"... {unshown} more rejected row(s) not shown (--show {shown + unshown} lists them all)")
     total = validator.valid + validator.rejected
     print(f"{args.input}: {total} rows, {validator.valid} valid, {validator.rejected} rejected")
     if validator.rejected:
         print("rejected rows by reason:")
-        for line in validator.summary_lines(where=None):
+        for line in validator.summary_lines(where=None, all_listed=not unshown):
             print("  " + line)
     for warning in (validator.label_warning(), validator.unknown_codes_warning()):
         if warning:

@@ -442,6 +442,19 @@ def test_validate_names_no_file_it_does_not_write():
     assert "in rejected.parquet" in "\n".join(validator.summary_lines())  # a run writes it
 
 
+def test_validate_says_how_many_rejected_rows_it_did_not_list_and_never_claims_they_are_above(tmp_path):
+    rows = [make_sample(f"f{i}/gen-a", label=f"bad{i:02d}") for i in range(30)] + [make_sample("ok/gen-a")]
+    write_jsonl(tmp_path / "in.jsonl", rows)
+    proc = _cli("validate", str(tmp_path / "in.jsonl"), "--show", "5")
+    listed = [line for line in proc.stdout.splitlines() if line.startswith("row ")]
+    assert len(listed) == 5, proc.stdout
+    assert "... 25 more rejected row(s) not shown (--show 30 lists them all)" in proc.stdout
+    assert "27 more distinct reason(s)" in proc.stdout and "listed row by row above" not in proc.stdout
+    every = _cli("validate", str(tmp_path / "in.jsonl"), "--show", "30")
+    assert "not shown" not in every.stdout.split("rejected rows by reason")[0]
+    assert "27 more distinct reason(s) (listed row by row above)" in every.stdout
+
+
 def test_a_metric_name_gets_did_you_mean_and_every_config_error_is_reported_in_one_pass(tmp_path):
     write_jsonl(tmp_path / "in.jsonl", [make_sample("a")])
     raw = {"input": "in.jsonl", "stages": ["score", "calibrate"], "seeed": 1,

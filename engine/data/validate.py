@@ -285,9 +285,10 @@ class SampleValidator:
             self.spaced_labels[(written, sample["label"])] += 1
         return sample, None
 
-    def summary_lines(self, examples: int = 3, where: str | None = "rejected.parquet") -> list[str]:
+    def summary_lines(self, examples: int = 3, where: str | None = "rejected.parquet", all_listed: bool = False) -> list[str]:
         """Rejections grouped by kind, most frequent first, each with up to `examples` whole reasons.
-        where: the file that holds every reason (None when nothing was written: `validate`)."""
+        where: the file that holds every reason (None when nothing was written: `validate`);
+        all_listed: every rejected row was printed above with its reason (where is None)."""
         lines = []
         for kind, count in self.reasons.most_common():
             lines.append(f"{count:6d}  {kind}")
@@ -297,7 +298,8 @@ class SampleValidator:
             for reason, n in reasons.most_common(examples):
                 lines.append(f"{n:6d}    {reason}")
             if len(reasons) > examples:
-                place = f" in {where}" if where else " (listed row by row above; --show N lists more rows)"
+                place = (f" in {where}" if where else " (listed row by row above)" if all_listed
+                         else " (not shown: --show N lists N rejected rows with their reasons)")
                 lines.append(f"{'':6s}    ... {len(reasons) - examples} more distinct reason(s){place}")
         return lines
 
