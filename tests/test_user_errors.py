@@ -433,6 +433,18 @@ def test_a_misnamed_column_gives_one_message_naming_it_and_the_intended_field(tm
     assert "rejected.parquet" not in proc.stdout + proc.stderr  # validate writes no such file
 
 
+def test_an_optional_column_typo_gets_did_you_mean_whether_or_not_the_column_is_present():
+    from engine.data.validate import column_notes
+
+    base = list(make_sample("a"))
+    without = [c for c in base if c != "label"] + ["labell"]
+    messages, explained = column_notes(without)
+    assert messages == ["column 'labell' is not an input column and is not read: did you mean 'label'?"] and not explained
+    messages, _ = column_notes(base + ["labell", "extra_col"])
+    assert any("'labell'" in m and "did you mean 'label'?" in m and "present too" in m for m in messages), messages
+    assert any("'extra_col'" in m and "did you mean" not in m for m in messages), messages
+
+
 def test_validate_names_no_file_it_does_not_write():
     validator = SampleValidator(require_prediction=True)
     for i in range(5):

@@ -214,12 +214,16 @@ def column_notes(columns: Any) -> tuple[list[str], dict[str, str]]:
     messages, explained = [], {}
     for column in unknown:
         target = _likely(column, missing) or _likely(column, [c for c in INPUT_COLUMNS if c not in present])
+        twin = None if target else _likely(column, list(INPUT_COLUMNS))  # a near-copy of a column that is present
         if target in missing:
             messages.append(f"column {column!r} is not an input column: did you mean {target!r} (a required field, "
                             f"missing)? Rename the column; every row is rejected until then")
             explained[target] = f"column {column!r} present: rename it to {target!r}"
         elif target is not None:
             messages.append(f"column {column!r} is not an input column and is not read: did you mean {target!r}?")
+        elif twin is not None:
+            messages.append(f"column {column!r} is not an input column and is not read: did you mean {twin!r}? (a "
+                            f"{twin!r} column is present too and is the one read; drop or rename {column!r})")
     rest = [c for c in unknown if not any(repr(c) in m for m in messages)]
     if rest:
         messages.append(f"column(s) {', '.join(map(repr, rest))} are not input columns and are not read "
