@@ -478,3 +478,25 @@ def test_a_metric_name_gets_did_you_mean_and_every_config_error_is_reported_in_o
     assert "got 'rouge-l'; did you mean 'rougeL'?" in text
     assert "seeed: unknown top-level key" in text and "did you mean 'seed'" in text
     assert "calibrate.bootstrapp: unknown key" in text and "did you mean 'bootstrap'" in text
+
+
+def test_the_config_check_reports_every_error_of_a_section_list_and_scorer_list_and_the_missing_input_at_once(tmp_path):
+    raw = {"input": "missing.jsonl", "stages": ["score", "calibrate"],
+           "score": {"batchsize": 3, "scorers": [{"kind": "lexicl"}, {"kind": "lexical", "metrics": ["bleu", "rouge-l", "Meteor"], "foo": 2}]},
+           "calibrate": {"kappa": "linearr", "bootstrap": -5}}
+    write_jsonl(tmp_path / "lang.jsonl", [make_sample("a")])
+    with pytest.raises(ConfigError) as caught:
+        config_from_mapping(raw, tmp_path)
+    text = str(caught.value)
+    assert text.startswith("8 config errors:"), text
+    assert "score.batchsize: unknown key" in text
+    assert "score.scorers[0].kind: unknown kind 'lexicl'; did you mean 'lexical'?" in text
+    assert "score.scorers[1].foo: unknown key" in text
+    assert "metrics[1]: got 'rouge-l'; did you mean 'rougeL'?" in text and "metrics[2]: got 'Meteor'; did you mean 'meteor'?" in text
+    assert "calibrate.kappa: unknown key" in text and "calibrate.bootstrap: got -5" in text
+    assert "input: " in text and "missing.jsonl' does not exist" in text
+    assert "lang.jsonl" not in text  # a shared suffix is no likeness
+    write_jsonl(tmp_path / "sample.jsonl", [make_sample("a")])
+    raw["input"] = "samples.jsonl"
+    with pytest.raises(ConfigError, match=r"samples.jsonl' does not exist or is not a file; did you mean '.*sample.jsonl'\?"):
+        config_from_mapping(raw, tmp_path)
