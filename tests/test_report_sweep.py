@@ -195,3 +195,27 @@ def test_sweep_report_layout_holds_with_the_answer_on_the_first_screen(sweep_run
     names = re.findall(r'data-table="((?:layers|best)-[^"]+)"', _html(sweep_run))
     assert names
     answer_first_and_tables_fit(sweep_run / "report" / "index.html", width, tmp_path, tuple(names))
+
+
+def test_a_tie_is_said_as_a_tie_by_the_console_and_the_layer_curve(tmp_path) -> None:
+    """Two scorers that score alike (bleu with the 13a and the intl tokenizer on ASCII comments):
+    the console names no best, as the report's answer block does, with the one tie rule."""
+    from conftest import REPO
+
+    from engine.config import config_from_mapping
+    from engine.report.sweep import LayerCurve, best_lines, same_kappa
+    from engine.runner import execute_run
+
+    raw = {"name": "tie", "input": str(REPO / "examples" / "samples.jsonl"), "stages": ["score", "calibrate"],
+           "score": {"scorers": [{"kind": "lexical", "metrics": ["bleu"]},
+                                 {"kind": "lexical", "metrics": ["bleu"], "bleu_tokenize": "intl"}]},
+           "calibrate": {"bootstrap": 20}}
+    execute_run(config_from_mapping(raw, tmp_path), str(tmp_path / "run"))
+    cal = _agreement(tmp_path / "run")
+    english = cal[(cal["language"] == "en") & cal["fitted"]]["kappa"].tolist()
+    assert len(english) == 2 and same_kappa(*english)  # the premise: the two settings tie
+    line = next(line for line in best_lines(tmp_path / "run").splitlines() if line.strip().startswith("English"))
+    assert f"no single best: 2 settings share κ {english[0]:.2f}" in line and "next:" not in line, line
+    curve = LayerCurve("bertscore", "m", "none", "en", [1, 2, 3], [0.5, 0.7, 0.7 + 1e-15], [0.4] * 3, [0.8] * 3, [9] * 3, None)
+    assert curve.tied == [2, 3]
+    assert LayerCurve("bertscore", "m", "none", "en", [1, 2], [0.5, 0.7], [0.4] * 2, [0.8] * 2, [9] * 2, None).tied == [2]
