@@ -150,4 +150,5 @@ def answer_block(ctx: ReportContext) -> str:
             'judged on flatters it: overlapping intervals mean the settings are not told apart. '
             '<a href="#best">Best settings</a> ranks the top settings; <a href="#agreement">the kappa heatmap and table</a> '
             'show every one.</p>')
-    return head + note + f'<div class="answers">{cards}</div></aside>'
+    # the answers first, their definition after: at 420 px the note alone would push them below the first screen
+    return head + f'<div class="answers">{cards}</div>' + note + '</aside>'
