@@ -482,13 +482,15 @@ def test_a_metric_name_gets_did_you_mean_and_every_config_error_is_reported_in_o
 
 def test_the_config_check_reports_every_error_of_a_section_list_and_scorer_list_and_the_missing_input_at_once(tmp_path):
     raw = {"input": "missing.jsonl", "stages": ["score", "calibrate"],
-           "score": {"batchsize": 3, "scorers": [{"kind": "lexicl"}, {"kind": "lexical", "metrics": ["bleu", "rouge-l", "Meteor"], "foo": 2}]},
+           "score": {"batchsize": 3, "scorers": [{"kind": "lexicl"}, {"kind": "lexical", "metrics": ["bleu", "rouge-l", "Meteor"], "foo": 2},
+                                                 {"kind": "bertscore"}]},
            "calibrate": {"kappa": "linearr", "bootstrap": -5}}
     write_jsonl(tmp_path / "lang.jsonl", [make_sample("a")])
     with pytest.raises(ConfigError) as caught:
         config_from_mapping(raw, tmp_path)
     text = str(caught.value)
-    assert text.startswith("8 config errors:"), text
+    assert text.startswith("9 config errors:"), text
+    assert "score.scorers[2].kind: unknown kind 'bertscore'; 'bertscore' is a metric of kind 'embedding'" in text
     assert "score.batchsize: unknown key" in text
     assert "score.scorers[0].kind: unknown kind 'lexicl'; did you mean 'lexical'?" in text
     assert "score.scorers[1].foo: unknown key" in text

@@ -90,6 +90,10 @@ def _row_keys(spec: ScorerSpec) -> set[tuple[str, str]]:
     return {(metric, c) for c in p.get("contexts", ("none",))}
 
 
+_METRIC_KINDS = {"bleu": "lexical", "rouge": "lexical", "rougel": "lexical", "rouge-l": "lexical", "meteor": "lexical",
+                 "bertscore": "embedding", "bartscore": "likelihood", "gptscore": "likelihood"}
+
+
 def parse_scorers(raw: Any) -> ScoreSection:
     from engine.metrics.base import SCORER_KINDS, scorer_class
 
@@ -107,8 +111,9 @@ def parse_scorers(raw: Any) -> ScoreSection:
             errors.append(f"{where}: got {entry!r}; allowed: a mapping with 'kind' (one of {sorted(SCORER_KINDS)})")
             continue
         if entry["kind"] not in SCORER_KINDS:
-            errors.append(f"{where}.kind: unknown kind {entry['kind']!r}{did_you_mean(entry['kind'], SCORER_KINDS)}; "
-                          f"allowed: {sorted(SCORER_KINDS)}")
+            metric = _METRIC_KINDS.get(str(entry["kind"]).lower())  # a metric's name given as the kind
+            hint = f"; {entry['kind']!r} is a metric of kind {metric!r}" if metric else did_you_mean(entry["kind"], SCORER_KINDS)
+            errors.append(f"{where}.kind: unknown kind {entry['kind']!r}{hint}; allowed: {sorted(SCORER_KINDS)}")
             continue
         options = {k: v for k, v in entry.items() if k != "kind"}  # relative paths resolved by the config loader
         cls = scorer_class(entry["kind"])
