@@ -255,7 +255,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
     params = ValidationParams(unknown_error_codes=args.unknown_error_codes)
     validator = SampleValidator(require_prediction=not args.allow_missing_prediction, params=params)
-    shown, said = 0, 0
+    shown, unshown, said = 0, 0, 0
     for raw in iter_raw_rows(args.input):
         _, rejection = validator.check(raw)
         for message in validator.column_messages[said:]:  # once per input, before the rows it explains
@@ -267,11 +267,15 @@ def cmd_validate(args: argparse.Namespace) -> int:
                 print("rejected rows (numbered from 0 in input order; blank JSONL lines are not counted):")
             print(f"row {rejection['row_index']} ({rejection['sample_id']}): {rejection['reason']}")
             shown += 1
+        elif rejection is not None and "present: rename it to" not in rejection["reason"]:
+            unshown += 1
+    if unshown:
+        print(f"... {unshown} more rejected row(s) not shown (--show {shown + unshown} lists them all)")
     total = validator.valid + validator.rejected
     print(f"{args.input}: {total} rows, {validator.valid} valid, {validator.rejected} rejected")
     if validator.rejected:
         print("rejected rows by reason:")
-        for line in validator.summary_lines(where=None):
+        for line in validator.summary_lines(where=None, all_listed=not unshown):
             print("  " + line)
     for warning in (validator.label_warning(), validator.unknown_codes_warning()):
         if warning:
@@ -399,6 +403,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
     if args.devices < 1:
         raise ConfigError(f"--devices {args.devices}: give 1 or more")
+    if args.profile and (args.write_profile or args.compare):
+        both = "--write-profile" if args.write_profile else "--compare"
+        _usage_error("bench", f"--profile projects a measured profile and runs nothing here; {both} needs a run: "
+                     "give one or the other")
     config = load_config(args.config)
     from engine.bench import device_kind
 
@@ -410,11 +418,12 @@ def cmd_bench(args: argparse.Namespace) -> int:
         print("\n".join(forecast_lines(rows)) + "\n", flush=True)
     if args.profile:  # project from what a bench measured on the target machine: nothing runs here
         from engine.bench import input_size
-        from engine.bench_profile import projection_lines, read_profile
+        from engine.bench_profile import check_covers, projection_lines, read_profile
 
         profile = read_profile(args.profile)
+        notes = check_covers(profile, config, args.profile)
         full_rows, full_tasks = input_size(config)
-        print("\n".join(projection_lines(profile, full_rows, full_tasks, args.devices, device_kind())))
+        print("\n".join(projection_lines(profile, full_rows, full_tasks, args.devices, device_kind()) + notes))
         return EXIT_OK
     result = bench(config, args.sample, devices=args.devices, seed=args.seed, compare=args.compare)
     print("\n".join(report_lines(result)))
@@ -430,7 +439,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         from engine.stages.plan import build_plan
 
         tasks = {b.stage.name for b in build_plan(config).own_tables()}
-        write_profile(args.write_profile, profile_of(result, device_kind(), tasks))
+        write_profile(args.write_profile, profile_of(result, device_kind(), tasks, config))
         print(f"profile of this machine ({device_kind()}) written to {args.write_profile}: project with "
               f"`babelscore bench CONFIG --profile {args.write_profile} --devices N`")
     return EXIT_OK

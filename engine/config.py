@@ -213,6 +213,9 @@ def config_from_mapping(
     reuse = collect(lambda: parse_reuse(raw.get("reuse"), base_dir), ())
     validation = collect(lambda: ValidationParams.from_mapping(raw.get("validation") or {}, where="validation"))
     deterministic = collect(lambda: parse_deterministic(raw.get("deterministic")))
+    if errors and input_path and not Path(input_path).is_file():  # said with the config errors, not a round later
+        errors.append(f"input: {input_path!r} does not exist or is not a file{path_hint(input_path)}; fix `input:` "
+                      "(relative paths are relative to the config file's folder)")
     raise_all(errors)
     config = RunConfig(
         name=name,

@@ -27,9 +27,11 @@ def path_hint(path: str | Path) -> str:
             names = [p.name for p in folder.iterdir()]
         except OSError:
             names = []
-        close = difflib.get_close_matches(candidate.name, names, n=1, cutoff=0.6)
+        # names compared without their suffix: 'missing.jsonl' is not close to 'lang.jsonl' for the '.jsonl' they share
+        stems = {Path(n).stem.lower(): n for n in names}
+        close = difflib.get_close_matches(candidate.stem.lower(), list(stems), n=1, cutoff=0.6)
         if close:
-            hints.append(f"did you mean {str(folder / close[0])!r}?")
+            hints.append(f"did you mean {str(folder / stems[close[0]])!r}?")
     else:
         existing = next((p for p in folder.parents if p.is_dir()), None)
         if existing is not None and existing != folder:

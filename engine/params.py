@@ -53,7 +53,14 @@ def _convert(value: Any, tp: Any, where: str) -> Any:
     elif origin is tuple:
         if isinstance(value, (list, tuple)):
             (item_type, *_rest) = typing.get_args(tp)
-            return tuple(_convert(v, item_type, f"{where}[{i}]") for i, v in enumerate(value))
+            items, errors = [], []  # every bad item of the list, not only the first
+            for i, v in enumerate(value):
+                try:
+                    items.append(_convert(v, item_type, f"{where}[{i}]"))
+                except ConfigError as exc:
+                    errors += error_messages(exc)
+            raise_all(errors)
+            return tuple(items)
     elif origin is dict:
         if isinstance(value, Mapping):
             key_type, value_type = typing.get_args(tp)
@@ -132,6 +139,13 @@ class Params:
                 kwargs[k] = _convert(v, hints[k], f"{prefix}{k}")
             except ConfigError as exc:
                 errors += error_messages(exc)
+        if errors:  # the range checks of the keys that did convert are said in the same pass
+            try:
+                cls(**kwargs)
+            except ConfigError as exc:
+                errors += [m if m.startswith(prefix) or not prefix else f"{prefix}{m}" for m in error_messages(exc)]
+            except TypeError:  # a required key is missing or was wrong: already said
+                pass
         raise_all(errors)
         try:
             return cls(**kwargs)

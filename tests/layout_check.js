@@ -120,8 +120,10 @@
     var answer = document.getElementById("answer");
     if (answer) {
       var first = answer.querySelector(".ans") || answer;
+      var line = answer.querySelector(".ans p.best") || answer.querySelector("p") || first;
       fits["answer-block"] = { top: answer.getBoundingClientRect().top + window.scrollY,
                                first_bottom: first.getBoundingClientRect().bottom + window.scrollY,
+                               first_line_bottom: line.getBoundingClientRect().bottom + window.scrollY,
                                window: window.innerHeight };
     }
     document.body.setAttribute("data-layout-tables", JSON.stringify(fits));

@@ -74,3 +74,56 @@ def test_bench_prints_per_stage_rates_and_the_projection_beside_the_measured_run
     assert "projection from the profile measured on cpu (" in again.stdout and "bench small run" not in again.stderr
     total = float(next(line for line in again.stdout.splitlines() if line.strip().startswith("total")).split()[-1])
     assert total == pytest.approx(projected, abs=0.15)
+
+
+def _profile(tmp_path, steps, **extra):
+    body = {"format": 1, "device": "gpu (H200)", "measured": "2026-01-01T00:00:00Z", "sample_rows": 8,
+            "steps": [{"step": s, "model": m, "fixed_s": 1.0, "unit": "row", "per_unit_s": 0.01} for s, m in steps], **extra}
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(body))
+    return path
+
+
+def test_a_profile_of_another_config_or_with_a_bad_field_is_refused_and_no_run_flag_goes_with_it(tmp_path, capsys, caplog):
+    def logged():
+        text = caplog.text
+        caplog.clear()
+        return text
+
+    from engine.cli import main
+
+    write_jsonl(tmp_path / "in.jsonl", [make_sample(f"f{i}/gen-a") for i in range(4)])
+    neural = tmp_path / "n.yaml"
+    neural.write_text("input: in.jsonl\nstages: [score, calibrate]\nscore:\n  scorers: [{kind: lexical}, "
+                      "{kind: embedding, model: pypi:all-MiniLM-L6-v2}]\n")
+    lexical_steps = [("calibrate", False), ("stage:score", False)]
+    # stages and scorers the profile did not measure: refused, each named
+    assert main(["bench", str(neural), "--profile", str(_profile(tmp_path, [("stage:score", False)]))]) == 3
+    assert "did not measure stage(s) calibrate" in logged()
+    assert main(["bench", str(neural), "--profile", str(_profile(tmp_path, lexical_steps, scorers=["lexical:"]))]) == 3
+    assert "did not measure scorer(s) embedding:pypi:all-MiniLM-L6-v2" in logged()
+    assert main(["bench", str(neural), "--profile", str(_profile(tmp_path, lexical_steps))]) == 3  # no scorers recorded, no model loaded
+    assert "scorer(s) embedding:pypi:all-MiniLM-L6-v2" in logged()
+    # a profile that measured them projects; the device footnote names the model stages it spreads, or says none
+    path = _profile(tmp_path, [("calibrate", False), ("stage:score", True)], scorers=["embedding:pypi:all-MiniLM-L6-v2", "lexical:"])
+    assert main(["bench", str(neural), "--profile", str(path), "--devices", "4"]) == 0
+    assert "model stages [score] divided by 4" in capsys.readouterr().out
+    lexical = tmp_path / "l.yaml"
+    lexical.write_text("input: in.jsonl\nstages: [score]\nscore:\n  scorers: [{kind: lexical}]\n")
+    assert main(["bench", str(lexical), "--profile", str(_profile(tmp_path, lexical_steps, scorers=["lexical:"])), "--devices", "4"]) == 0
+    out = capsys.readouterr().out
+    assert "no stage of the profile loads a model" in out and "model stages [" not in out
+    # every field a projection reads is checked, and all bad ones are named in one message
+    body = json.loads(path.read_text())
+    body["steps"][0]["fixed_s"], body["steps"][1]["unit"], body["steps"][1]["per_unit_s"] = "abc", "rows", float("nan")
+    path.write_text(json.dumps(body))
+    assert main(["bench", str(neural), "--profile", str(path)]) == 3
+    err = logged()
+    assert "steps[0].fixed_s 'abc'" in err and "steps[1].unit 'rows'" in err and "steps[1].per_unit_s nan" in err
+    assert "Traceback" not in err
+    # --profile runs nothing: a flag that needs a run is a usage error, not silently ignored
+    for flag in (["--compare"], ["--write-profile", str(tmp_path / "q.json")]):
+        with pytest.raises(SystemExit) as stop:
+            main(["bench", str(lexical), "--profile", str(path), *flag])
+        assert stop.value.code == 2 and flag[0] in capsys.readouterr().err
+    assert not (tmp_path / "q.json").exists()

@@ -29,7 +29,7 @@ def _load(tmp_path, **changes):
             "score.scorers[0].metrics[1]: got 'chrf'; allowed: one of 'bleu', 'rougeL', 'meteor'",
         ),
         ({"score": {"scorers": [{"kind": "lexical", "spam": 1}]}}, "score.scorers[0].spam: unknown key"),
-        ({"score": {"scorers": [{"kind": "magic"}]}}, "score.scorers: unknown kind 'magic'"),
+        ({"score": {"scorers": [{"kind": "magic"}]}}, "score.scorers[0].kind: unknown kind 'magic'"),
         ({"score": {"scorers": []}}, "score.scorers: got []"),
         ({"input": None}, "input: required key is missing"),
         ({"input": "builtin:nope"}, "allowed builtin inputs"),

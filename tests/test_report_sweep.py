@@ -66,8 +66,16 @@ def test_layer_figure_marks_the_best_layer(sweep_run: Path) -> None:
     assert shown == expected and len(expected) == 2 * 5  # contexts none, minimal x 5 languages
     [image] = parse(section, "data-never").images
     svg = (sweep_run / "report" / image["src"]).read_text(encoding="utf-8")
-    for b in best.itertuples():  # each panel names its best layer, drawn as a starred point
-        assert f"best layer {int(b.layer)}: κ {b.kappa:.2f}" in svg, (b.language, b.context, b.layer)
+    ties = 0
+    for b in best.itertuples():  # each panel names its best layer, drawn as a starred point, or the layers that tie
+        group = layered[(layered["metric"] == b.metric) & (layered["context"] == b.context) & (layered["language"] == b.language)]
+        tied = sorted(group[(group["kappa"] - b.kappa).abs() <= 1e-12]["layer"])
+        if len(tied) > 1:
+            ties += 1
+            assert f"no single best layer: {', '.join(map(str, tied))} share κ {b.kappa:.2f}" in svg, (b.language, b.context, tied)
+        else:
+            assert f"best layer {int(b.layer)}: κ {b.kappa:.2f}" in svg, (b.language, b.context, b.layer)
+    assert ties < len(expected)  # the sweep has panels with a single best layer too
     assert "shipped default layer" in svg
 
 
@@ -195,3 +203,27 @@ def test_sweep_report_layout_holds_with_the_answer_on_the_first_screen(sweep_run
     names = re.findall(r'data-table="((?:layers|best)-[^"]+)"', _html(sweep_run))
     assert names
     answer_first_and_tables_fit(sweep_run / "report" / "index.html", width, tmp_path, tuple(names))
+
+
+def test_a_tie_is_said_as_a_tie_by_the_console_and_the_layer_curve(tmp_path) -> None:
+    """Two scorers that score alike (bleu with the 13a and the intl tokenizer on ASCII comments):
+    the console names no best, as the report's answer block does, with the one tie rule."""
+    from conftest import REPO
+
+    from engine.config import config_from_mapping
+    from engine.report.sweep import LayerCurve, best_lines, same_kappa
+    from engine.runner import execute_run
+
+    raw = {"name": "tie", "input": str(REPO / "examples" / "samples.jsonl"), "stages": ["score", "calibrate"],
+           "score": {"scorers": [{"kind": "lexical", "metrics": ["bleu"]},
+                                 {"kind": "lexical", "metrics": ["bleu"], "bleu_tokenize": "intl"}]},
+           "calibrate": {"bootstrap": 20}}
+    execute_run(config_from_mapping(raw, tmp_path), str(tmp_path / "run"))
+    cal = _agreement(tmp_path / "run")
+    english = cal[(cal["language"] == "en") & cal["fitted"]]["kappa"].tolist()
+    assert len(english) == 2 and same_kappa(*english)  # the premise: the two settings tie
+    line = next(line for line in best_lines(tmp_path / "run").splitlines() if line.strip().startswith("English"))
+    assert f"no single best: 2 settings share κ {english[0]:.2f}" in line and "next:" not in line, line
+    curve = LayerCurve("bertscore", "m", "none", "en", [1, 2, 3], [0.5, 0.7, 0.7 + 1e-15], [0.4] * 3, [0.8] * 3, [9] * 3, None)
+    assert curve.tied == [2, 3]
+    assert LayerCurve("bertscore", "m", "none", "en", [1, 2], [0.5, 0.7], [0.4] * 2, [0.8] * 2, [9] * 2, None).tied == [2]

@@ -453,6 +453,18 @@ def test_a_misnamed_column_gives_one_message_naming_it_and_the_intended_field(tm
     assert "rejected.parquet" not in proc.stdout + proc.stderr  # validate writes no such file
 
 
+def test_an_optional_column_typo_gets_did_you_mean_whether_or_not_the_column_is_present():
+    from engine.data.validate import column_notes
+
+    base = list(make_sample("a"))
+    without = [c for c in base if c != "label"] + ["labell"]
+    messages, explained = column_notes(without)
+    assert messages == ["column 'labell' is not an input column and is not read: did you mean 'label'?"] and not explained
+    messages, _ = column_notes(base + ["labell", "extra_col"])
+    assert any("'labell'" in m and "did you mean 'label'?" in m and "present too" in m for m in messages), messages
+    assert any("'extra_col'" in m and "did you mean" not in m for m in messages), messages
+
+
 def test_validate_names_no_file_it_does_not_write():
     validator = SampleValidator(require_prediction=True)
     for i in range(5):
@@ -460,6 +472,19 @@ def test_validate_names_no_file_it_does_not_write():
     validate_lines = "\n".join(validator.summary_lines(where=None))
     assert "more distinct reason(s)" in validate_lines and "rejected.parquet" not in validate_lines
     assert "in rejected.parquet" in "\n".join(validator.summary_lines())  # a run writes it
+
+
+def test_validate_says_how_many_rejected_rows_it_did_not_list_and_never_claims_they_are_above(tmp_path):
+    rows = [make_sample(f"f{i}/gen-a", label=f"bad{i:02d}") for i in range(30)] + [make_sample("ok/gen-a")]
+    write_jsonl(tmp_path / "in.jsonl", rows)
+    proc = _cli("validate", str(tmp_path / "in.jsonl"), "--show", "5")
+    listed = [line for line in proc.stdout.splitlines() if line.startswith("row ")]
+    assert len(listed) == 5, proc.stdout
+    assert "... 25 more rejected row(s) not shown (--show 30 lists them all)" in proc.stdout
+    assert "27 more distinct reason(s)" in proc.stdout and "listed row by row above" not in proc.stdout
+    every = _cli("validate", str(tmp_path / "in.jsonl"), "--show", "30")
+    assert "not shown" not in every.stdout.split("rejected rows by reason")[0]
+    assert "27 more distinct reason(s) (listed row by row above)" in every.stdout
 
 
 def test_a_metric_name_gets_did_you_mean_and_every_config_error_is_reported_in_one_pass(tmp_path):
@@ -473,3 +498,27 @@ def test_a_metric_name_gets_did_you_mean_and_every_config_error_is_reported_in_o
     assert "got 'rouge-l'; did you mean 'rougeL'?" in text
     assert "seeed: unknown top-level key" in text and "did you mean 'seed'" in text
     assert "calibrate.bootstrapp: unknown key" in text and "did you mean 'bootstrap'" in text
+
+
+def test_the_config_check_reports_every_error_of_a_section_list_and_scorer_list_and_the_missing_input_at_once(tmp_path):
+    raw = {"input": "missing.jsonl", "stages": ["score", "calibrate"],
+           "score": {"batchsize": 3, "scorers": [{"kind": "lexicl"}, {"kind": "lexical", "metrics": ["bleu", "rouge-l", "Meteor"], "foo": 2},
+                                                 {"kind": "bertscore"}]},
+           "calibrate": {"kappa": "linearr", "bootstrap": -5}}
+    write_jsonl(tmp_path / "lang.jsonl", [make_sample("a")])
+    with pytest.raises(ConfigError) as caught:
+        config_from_mapping(raw, tmp_path)
+    text = str(caught.value)
+    assert text.startswith("9 config errors:"), text
+    assert "score.scorers[2].kind: unknown kind 'bertscore'; 'bertscore' is a metric of kind 'embedding'" in text
+    assert "score.batchsize: unknown key" in text
+    assert "score.scorers[0].kind: unknown kind 'lexicl'; did you mean 'lexical'?" in text
+    assert "score.scorers[1].foo: unknown key" in text
+    assert "metrics[1]: got 'rouge-l'; did you mean 'rougeL'?" in text and "metrics[2]: got 'Meteor'; did you mean 'meteor'?" in text
+    assert "calibrate.kappa: unknown key" in text and "calibrate.bootstrap: got -5" in text
+    assert "input: " in text and "missing.jsonl' does not exist" in text
+    assert "lang.jsonl" not in text  # a shared suffix is no likeness
+    write_jsonl(tmp_path / "sample.jsonl", [make_sample("a")])
+    raw["input"] = "samples.jsonl"
+    with pytest.raises(ConfigError, match=r"samples.jsonl' does not exist or is not a file; did you mean '.*sample.jsonl'\?"):
+        config_from_mapping(raw, tmp_path)

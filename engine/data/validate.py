@@ -214,12 +214,16 @@ def column_notes(columns: Any) -> tuple[list[str], dict[str, str]]:
     messages, explained = [], {}
     for column in unknown:
         target = _likely(column, missing) or _likely(column, [c for c in INPUT_COLUMNS if c not in present])
+        twin = None if target else _likely(column, list(INPUT_COLUMNS))  # a near-copy of a column that is present
         if target in missing:
             messages.append(f"column {column!r} is not an input column: did you mean {target!r} (a required field, "
                             f"missing)? Rename the column; every row is rejected until then")
             explained[target] = f"column {column!r} present: rename it to {target!r}"
         elif target is not None:
             messages.append(f"column {column!r} is not an input column and is not read: did you mean {target!r}?")
+        elif twin is not None:
+            messages.append(f"column {column!r} is not an input column and is not read: did you mean {twin!r}? (a "
+                            f"{twin!r} column is present too and is the one read; drop or rename {column!r})")
     rest = [c for c in unknown if not any(repr(c) in m for m in messages)]
     if rest:
         messages.append(f"column(s) {', '.join(map(repr, rest))} are not input columns and are not read "
@@ -285,9 +289,10 @@ class SampleValidator:
             self.spaced_labels[(written, sample["label"])] += 1
         return sample, None
 
-    def summary_lines(self, examples: int = 3, where: str | None = "rejected.parquet") -> list[str]:
+    def summary_lines(self, examples: int = 3, where: str | None = "rejected.parquet", all_listed: bool = False) -> list[str]:
         """Rejections grouped by kind, most frequent first, each with up to `examples` whole reasons.
-        where: the file that holds every reason (None when nothing was written: `validate`)."""
+        where: the file that holds every reason (None when nothing was written: `validate`);
+        all_listed: every rejected row was printed above with its reason (where is None)."""
         lines = []
         for kind, count in self.reasons.most_common():
             lines.append(f"{count:6d}  {kind}")
@@ -297,7 +302,8 @@ class SampleValidator:
             for reason, n in reasons.most_common(examples):
                 lines.append(f"{n:6d}    {reason}")
             if len(reasons) > examples:
-                place = f" in {where}" if where else " (listed row by row above; --show N lists more rows)"
+                place = (f" in {where}" if where else " (listed row by row above)" if all_listed
+                         else " (not shown: --show N lists N rejected rows with their reasons)")
                 lines.append(f"{'':6s}    ... {len(reasons) - examples} more distinct reason(s){place}")
         return lines
 

@@ -15,8 +15,9 @@ from typing import Any, Iterable, Iterator, Mapping, Sequence
 import pyarrow as pa
 
 from engine.errors import ConfigError
+from engine.hints import did_you_mean
 from engine.items import ScoreItem, ScoreRow
-from engine.params import Params
+from engine.params import Params, error_messages, raise_all
 from engine.records import SCORE_SCHEMA
 
 # Option names that never change a number of the rows an entry shares with another entry:
@@ -89,25 +90,38 @@ def _row_keys(spec: ScorerSpec) -> set[tuple[str, str]]:
     return {(metric, c) for c in p.get("contexts", ("none",))}
 
 
+_METRIC_KINDS = {"bleu": "lexical", "rouge": "lexical", "rougel": "lexical", "rouge-l": "lexical", "meteor": "lexical",
+                 "bertscore": "embedding", "bartscore": "likelihood", "gptscore": "likelihood"}
+
+
 def parse_scorers(raw: Any) -> ScoreSection:
     from engine.metrics.base import SCORER_KINDS, scorer_class
 
     if not isinstance(raw, Mapping):
         raise ConfigError(f"score: got {raw!r}; allowed: a mapping with key 'scorers'")
-    unknown = sorted(set(raw) - {"scorers"})
-    if unknown:
-        raise ConfigError(f"score.{unknown[0]}: unknown key; allowed keys here: ['scorers']")
+    errors = [f"score.{key}: unknown key{did_you_mean(key, ['scorers'])}; allowed keys here: ['scorers']"
+              for key in sorted(set(raw) - {"scorers"})]  # said with the scorers' own errors, in one pass
     entries = raw.get("scorers")
     if not isinstance(entries, list) or not entries:
-        raise ConfigError(f"score.scorers: got {entries!r}; allowed: a non-empty list of scorer mappings")
+        raise_all(errors + [f"score.scorers: got {entries!r}; allowed: a non-empty list of scorer mappings"])
     specs: list[ScorerSpec] = []
     for i, entry in enumerate(entries):
         where = f"score.scorers[{i}]"
         if not isinstance(entry, Mapping) or "kind" not in entry:
-            raise ConfigError(f"{where}: got {entry!r}; allowed: a mapping with 'kind' (one of {sorted(SCORER_KINDS)})")
+            errors.append(f"{where}: got {entry!r}; allowed: a mapping with 'kind' (one of {sorted(SCORER_KINDS)})")
+            continue
+        if entry["kind"] not in SCORER_KINDS:
+            metric = _METRIC_KINDS.get(str(entry["kind"]).lower())  # a metric's name given as the kind
+            hint = f"; {entry['kind']!r} is a metric of kind {metric!r}" if metric else did_you_mean(entry["kind"], SCORER_KINDS)
+            errors.append(f"{where}.kind: unknown kind {entry['kind']!r}{hint}; allowed: {sorted(SCORER_KINDS)}")
+            continue
         options = {k: v for k, v in entry.items() if k != "kind"}  # relative paths resolved by the config loader
         cls = scorer_class(entry["kind"])
-        specs.append(ScorerSpec(entry["kind"], cls.Params.from_mapping(options, where=where)))
+        try:
+            specs.append(ScorerSpec(entry["kind"], cls.Params.from_mapping(options, where=where)))
+        except ConfigError as exc:
+            errors += error_messages(exc)
+    raise_all(errors)
     return ScoreSection(scorers=tuple(_label_and_check(specs)))
 
 

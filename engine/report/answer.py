@@ -15,11 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from engine.report.context import ReportContext
-from engine.report.sweep import BEST_DEFINITION, BEST_ROWS, BestRow, interval_text, setting_text
+from engine.report.sweep import BEST_DEFINITION, BEST_ROWS, TIE, BestRow, interval_text, setting_text, tied_count
 from engine.report.tables import language_name, order_languages, regions_out_of_order
 
 esc = html.escape
-TIE = 1e-12  # kappas this close are one value (the same classifier fitted twice)
 
 
 def context_best(ctx: ReportContext) -> list[BestRow]:
@@ -45,19 +44,6 @@ def context_best(ctx: ReportContext) -> list[BestRow]:
                                  BEST_ROWS, correlation, alpha)
         ctx.cache["best"] = best
     return ctx.cache["best"]
-
-
-def tied_count(rows: list[BestRow], language: str) -> int:
-    """How many listed settings of `language` share its highest kappa (1: a single best)."""
-    mine = [r for r in rows if r.language == language]
-    if not mine:
-        return 0
-    top = mine[0].kappa
-    count = sum(1 for r in mine if abs(r.kappa - top) <= TIE)
-    last = mine[-1]  # the setting after the last listed one may tie too
-    if count == len(mine) and last.next_kappa is not None and abs(last.next_kappa - top) <= TIE:
-        count += 1
-    return count
 
 
 def judge_best(run_root: Path) -> dict[str, list[dict[str, Any]]]:
@@ -164,4 +150,5 @@ def answer_block(ctx: ReportContext) -> str:
             'judged on flatters it: overlapping intervals mean the settings are not told apart. '
             '<a href="#best">Best settings</a> ranks the top settings; <a href="#agreement">the kappa heatmap and table</a> '
             'show every one.</p>')
-    return head + note + f'<div class="answers">{cards}</div></aside>'
+    # the answers first, their definition after: at 420 px the note alone would push them below the first screen
+    return head + f'<div class="answers">{cards}</div>' + note + '</aside>'

@@ -459,7 +459,9 @@ def layer_figure(path: Path, title: str, curves: Sequence[LayerCurve]) -> None:
             err = [[kb - lb], [hb - kb]] if math.isfinite(lb) and math.isfinite(hb) else None
             ax.errorbar([b], [kb], yerr=err, color=BEST_COLOUR, marker="*", ms=11, capsize=3, lw=1.4, zorder=5)
             interval = f" [{lb:.2f}, {hb:.2f}]" if err is not None else ""
-            ax.set_title(f"{name}\nbest layer {b}: κ {kb:.2f}{interval}", fontsize=7.5)
+            tied = curve.tied
+            head = (f"no single best layer: {', '.join(map(str, tied))} share" if len(tied) > 1 else f"best layer {b}:")
+            ax.set_title(f"{name}\n{head} κ {kb:.2f}{interval}", fontsize=7.5)
     for ax in axes[-1]:
         ax.set_xlabel("layer", fontsize=8)
     for ax in axes[:, 0]:

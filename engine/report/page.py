@@ -261,6 +261,11 @@ figcaption a.full { white-space:nowrap; font-size:12px; }
 .figbox { max-width:100%; }
 @media (max-width: 700px) {  /* a phone: figures keep a legible width and scroll sideways in their box */
   .layout { padding:8px; }
+  /* a compact header: the first answer line stays on the first screen */
+  header.top { padding:14px 12px; } header.top h1 { font-size:20px; }
+  .stats { grid-template-columns:repeat(auto-fit,minmax(100px,1fr)); gap:6px; margin-top:10px; }
+  .stat { padding:4px 8px; } .stat b { font-size:15px; } .stat span { letter-spacing:.02em; }
+  aside.answer { margin-top:10px; } aside.answer h2 { font-size:16px; }
   .figbox { overflow-x:auto; }
   .figbox img { max-width:none; width:680px; }
   th, td { padding:4px 6px; }

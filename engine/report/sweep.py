@@ -28,6 +28,12 @@ BEST_DEFINITION = ("best: the highest quadratic kappa with the experts among all
                    "scorer, layer, context and variant); ties are shown as ties")
 
 BEST_ROWS = 5  # settings listed per language in the report's table
+TIE = 1e-12  # kappas this close are one value (the same classifier fitted twice): the one tie rule
+
+
+def same_kappa(a: float, b: float) -> bool:
+    """Whether two kappas tie: the one rule of the answer block, the tables, the figures and the console."""
+    return abs(a - b) <= TIE
 LAYER_VARIANT = re.compile(r"layer-(\d+)/(.+)")
 DEFAULT_CORRELATION, DEFAULT_ALPHA = "spearman", 0.05
 
@@ -75,9 +81,18 @@ class LayerCurve:
 
     @property
     def best(self) -> int | None:
-        """Index into `layers` of the highest kappa (the shallowest layer on a tie)."""
+        """Index into `layers` of the highest kappa; on a tie the shallowest of `tied` (drawn first,
+        and always said with the others: see `tied`)."""
         finite = [i for i, k in enumerate(self.kappa) if math.isfinite(k)]
         return max(finite, key=lambda i: (self.kappa[i], -self.layers[i])) if finite else None
+
+    @property
+    def tied(self) -> list[int]:
+        """The layers that share the highest kappa (one layer: a single best)."""
+        best = self.best
+        if best is None:
+            return []
+        return [k for k, v in zip(self.layers, self.kappa) if math.isfinite(v) and same_kappa(v, self.kappa[best])]
 
 
 def layer_curves(rows: list[dict[str, Any]], defaults: dict[str, int], part: str = "F") -> list[LayerCurve]:
@@ -262,6 +277,19 @@ def run_best_settings(run_dir: str | Path, agreement: list[dict[str, Any]] | Non
     return best_settings(agreement, run_scores(run), label_ordinals(run), representative_layers(settings), top, correlation, alpha)
 
 
+def tied_count(rows: list[BestRow], language: str) -> int:
+    """How many listed settings of `language` share its highest kappa (1: a single best)."""
+    mine = [r for r in rows if r.language == language]
+    if not mine:
+        return 0
+    top = mine[0].kappa
+    count = sum(1 for r in mine if same_kappa(r.kappa, top))
+    last = mine[-1]  # the setting after the last listed one may tie too
+    if count == len(mine) and last.next_kappa is not None and same_kappa(last.next_kappa, top):
+        count += 1
+    return count
+
+
 # ----- text ------------------------------------------------------------------------------------------
 def setting_text(key: ConfigKey, layer: int | None = None) -> str:
     variant = LAYER_VARIANT.sub(r"\2", key.variant)
@@ -294,7 +322,7 @@ def best_lines(run_dir: str | Path) -> str:
         return ""
     agreement = [r for r in pq.read_table(path, schema=CALIBRATION_SCHEMA).to_pylist()
                  if r["task"] == "agreement" and (r["group_by"] or "language") == "language"]
-    rows = run_best_settings(run_dir, agreement, top=1)
+    rows = run_best_settings(run_dir, agreement, top=BEST_ROWS)  # enough rows to see a tie
     best = {r.language for r in rows}
     unfitted = sorted({str(r["language"]) for r in agreement if r["language"]} - best)
     if not rows and not unfitted:
@@ -303,11 +331,19 @@ def best_lines(run_dir: str | Path) -> str:
     width = max(len(language_name(language)) for language in [*best, *unfitted])
     disordered = {(r["metric"], r["scorer"], r["context"], r["variant"], r["language"]) for r in agreement
                   if r["fitted"] and regions_out_of_order(r.get("region_labels"))}
-    for r in rows:
-        nxt = f" | next: {setting_text(r.next_key, r.next_layer)} κ {r.next_kappa:.2f}, {verdict_text(r)}" if r.next_key is not None else ""
-        tie = " (tied: no single best, see the report)" if r.next_kappa is not None and r.next_kappa == r.kappa else ""
+    for language in dict.fromkeys(r.language for r in rows):
+        r = next(x for x in rows if x.language == language)
         flag = " | regions out of label order" if (*r.key, r.language) in disordered else ""
-        lines.append(f"  {language_name(r.language).ljust(width)}  {setting_text(r.key, r.layer)}{tie}  κ {r.kappa:.2f} "
+        tied = tied_count(rows, language)
+        if tied > 1:  # said as the report says it: no setting is named as the best
+            mine = [x for x in rows if x.language == language]
+            names = "; ".join(setting_text(x.key, x.layer) for x in mine[:min(tied, 3)])
+            more = f" and {tied - 3} more" if tied > 3 else ""
+            lines.append(f"  {language_name(language).ljust(width)}  no single best: {tied} settings share κ {r.kappa:.2f} "
+                         f"{interval_text(r.lo, r.hi)}, n = {r.n} ({names}{more}){flag}")
+            continue
+        nxt = f" | next: {setting_text(r.next_key, r.next_layer)} κ {r.next_kappa:.2f}, {verdict_text(r)}" if r.next_key is not None else ""
+        lines.append(f"  {language_name(r.language).ljust(width)}  {setting_text(r.key, r.layer)}  κ {r.kappa:.2f} "
                      f"{interval_text(r.lo, r.hi)}, n = {r.n}{nxt}{flag}")
     for language in unfitted:
         reasons = grouped_reasons(r for r in agreement if r["language"] == language)

@@ -15,11 +15,13 @@ from engine.report.page import kappa_style
 from engine.report.sweep import (
     BEST_ROWS,
     LAYER_VARIANT,
+    TIE,
     BestRow,
     interval_text,
     layer_curves,
     report_settings,
     representative_layers,
+    same_kappa,
     setting_text,
     significance_options,
 )
@@ -41,10 +43,10 @@ def best_any_variant(rows: list[dict[str, Any]]) -> dict[tuple[str, str, str, st
             continue
         key = (r["metric"], r["scorer"], r["context"], r["language"])
         best = out.get(key)
-        if best is None or r["kappa"] > best[0]["kappa"] or (r["kappa"] == best[0]["kappa"] and r["variant"] < best[0]["variant"]):
-            out[key] = (r, 1 if best is None or r["kappa"] > best[0]["kappa"] else best[1] + 1)
-        elif r["kappa"] == best[0]["kappa"]:
-            out[key] = (best[0], best[1] + 1)
+        if best is None or r["kappa"] > best[0]["kappa"] + TIE:
+            out[key] = (r, 1)
+        elif same_kappa(r["kappa"], best[0]["kappa"]):  # a tie: counted, the first variant by name shown with the count
+            out[key] = (min(r, best[0], key=lambda x: x["variant"]), best[1] + 1)
     return out
 
 
@@ -83,7 +85,7 @@ def layer_section(ctx: ReportContext) -> Section | None:
                 if i is None:
                     cells.append('<td class="na">–</td><td class="na">–</td>')
                 else:
-                    tied = [k for k, v in zip(c.layers, c.kappa) if i == best and v == c.kappa[i] and k != c.layers[i]]
+                    tied = [k for k in c.tied if i == best and k != c.layers[i]]
                     shown = f"{c.layers[i]}" + (f"<small>tied with {', '.join(map(str, tied))}</small>" if tied else "")
                     cells.append(f'<td>{shown}</td><td style="{kappa_style(c.kappa[i])}">{c.kappa[i]:.3f}'
                                  f"<small>{interval_text(c.lo[i], c.hi[i])}</small></td>")
