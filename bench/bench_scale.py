@@ -66,29 +66,34 @@ class TreeSampler(threading.Thread):
         self.stop = threading.Event()
 
     def run(self) -> None:
+        while not self.stop.is_set():
+            self.sample()
+            self.stop.wait(self.interval)
+
+    def sample(self) -> None:
+        """One reading of the driver and its children (also taken at each step's start and end, so a
+        step shorter than the interval still has its peak)."""
         import psutil
 
-        while not self.stop.is_set():
-            total = 0
-            try:
-                driver = self.me.memory_info().rss
-                total += driver
-                self.peak_driver = max(self.peak_driver, driver)
-                self.peak_phase[self.phase] = max(self.peak_phase.get(self.phase, 0), driver)
-                for child in self.me.children(recursive=True):
-                    try:
-                        rss = child.memory_info().rss
-                        title = " ".join(child.cmdline())
-                    except (psutil.NoSuchProcess, psutil.AccessDenied):
-                        continue
-                    total += rss
-                    self.peak_worker_any = max(self.peak_worker_any, rss)
-                    if "ray::" in title or "default_worker" in title:  # a Ray worker, not raylet/GCS
-                        self.peak_worker = max(self.peak_worker, rss)
-            except psutil.Error:
-                pass
-            self.peak_tree = max(self.peak_tree, total)
-            self.stop.wait(self.interval)
+        total = 0
+        try:
+            driver = self.me.memory_info().rss
+            total += driver
+            self.peak_driver = max(self.peak_driver, driver)
+            self.peak_phase[self.phase] = max(self.peak_phase.get(self.phase, 0), driver)
+            for child in self.me.children(recursive=True):
+                try:
+                    rss = child.memory_info().rss
+                    title = " ".join(child.cmdline())
+                except (psutil.NoSuchProcess, psutil.AccessDenied):
+                    continue
+                total += rss
+                self.peak_worker_any = max(self.peak_worker_any, rss)
+                if "ray::" in title or "default_worker" in title:  # a Ray worker, not raylet/GCS
+                    self.peak_worker = max(self.peak_worker, rss)
+        except psutil.Error:
+            pass
+        self.peak_tree = max(self.peak_tree, total)
 
 
 def write_config(folder: Path, input_path: Path, part_size: int, scorer: str, model_dir: Path | None) -> Path:
@@ -205,9 +210,11 @@ def child(args: argparse.Namespace) -> None:
         # hooking it names the sampler's phase without depending on the runner's internals.
         name = step.split(":", 1)[-1]
         sampler.phase = name
+        sampler.sample()
         start = time.perf_counter()
         with original_timed(recorder, step):
             yield
+        sampler.sample()
         stage_seconds[name] = stage_seconds.get(name, 0.0) + time.perf_counter() - start
 
     throughput.Recorder.timed = timed  # type: ignore[method-assign]

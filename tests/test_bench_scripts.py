@@ -50,7 +50,7 @@ def test_bench_lexical_prints_each_metric_against_its_anchor(tmp_path):
 
 def test_gpu_check_dry_run_lists_its_steps(tmp_path):
     out = _run(tmp_path, "gpu_check.py", "--dry-run")
-    _has(out, r"1\. tests:", r"2\. bertscore:", r"3\. generate:", r"4\. mini-run:")
+    _has(out, r"1\. tests:", r"2\. encoder:", r"3\. bertscore:", r"4\. generate:", r"5\. mini-run:")
 
 
 def test_bench_roundtrip_prints_both_ways_and_the_ratio(tmp_path):
