@@ -106,6 +106,14 @@ def _release_models_after_module():
     model_registry().take_records()  # the next module's record checks see only its own loads
 
 
+def send_body(handler: Any, data: bytes, status: int = 200) -> None:
+    """Answer a request of a `local_http_server` handler with `data` as the whole body."""
+    handler.send_response(status)
+    handler.send_header("Content-Length", str(len(data)))
+    handler.end_headers()
+    handler.wfile.write(data)
+
+
 @contextlib.contextmanager
 def local_http_server(handler: type, path: str = "/v1"):
     """A threaded HTTP server on a free local port answering with `handler`; yields its base URL

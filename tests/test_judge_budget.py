@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-from conftest import PYTHON, REPO, local_http_server, make_sample, write_jsonl
+from conftest import PYTHON, REPO, local_http_server, make_sample, send_body, write_jsonl
 
 from engine import runner
 from engine.config import load_config
@@ -228,10 +228,7 @@ class _NoUsage(BaseHTTPRequestHandler):
         self.rfile.read(int(self.headers["Content-Length"]))
         _NoUsage.calls += 1
         data = json.dumps({"choices": [{"message": {"content": "ok"}, "finish_reason": "stop"}]}).encode()
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        send_body(self, data)
 
 
 def test_a_server_that_reports_no_usage_is_charged_the_worst_case(tmp_path) -> None:
@@ -285,10 +282,7 @@ class _Misbehaving(BaseHTTPRequestHandler):
             usage = {"prompt_tokens": prompt_tokens, "completion_tokens": 3} if self.mode in ("reset", "content") else self.usage
             data = json.dumps({"choices": [{"message": {"content": self.content if self.mode == "content" else "ok"},
                                             "finish_reason": "stop"}], "usage": usage}).encode()
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        send_body(self, data)
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,7 @@ import threading
 from http.server import BaseHTTPRequestHandler
 
 import pytest
-from conftest import local_http_server
+from conftest import local_http_server, send_body
 
 from engine import throughput
 from engine.judge.backends import ChatRequest
@@ -128,10 +128,7 @@ class _OnceThrottled(BaseHTTPRequestHandler):
             return
         data = json.dumps({"choices": [{"message": {"content": "ok"}, "finish_reason": "stop"}],
                            "usage": {"prompt_tokens": 5, "completion_tokens": 1}}).encode()
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        send_body(self, data)
 
 
 @pytest.fixture(scope="module")
