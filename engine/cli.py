@@ -231,7 +231,7 @@ def _print_reuse(run_dir: str) -> None:
 def print_kappa(run_dir: str) -> None:
     import pyarrow.parquet as pq
 
-    from engine.calibrate.stage import kappa_summary
+    from engine.calibrate.summary import kappa_summary
     from engine.console import small_sample_note
 
     path = Path(run_dir) / "calibration.parquet"

@@ -6,8 +6,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from engine.calibrate.params import CalibrateParams
 from engine.calibrate.run import calibrate_run_dir, score_settings
-from engine.calibrate.stage import CalibrateParams, calibrate
+from engine.calibrate.thresholds import calibrate
 from engine.io.rundir import RunDirectory
 from engine.records import SAMPLE_SCHEMA, SCORE_SCHEMA
 from tests.test_calibrate_stage import per_generator_study

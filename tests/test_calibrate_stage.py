@@ -1,4 +1,4 @@
-"""Stage `calibrate` (engine/calibrate/stage.py) on synthetic score tables."""
+"""Stage `calibrate` (engine/calibrate/thresholds.py, summary.py) on synthetic score tables."""
 from __future__ import annotations
 
 import collections
@@ -9,13 +9,9 @@ import pyarrow.compute as pc
 import pytest
 from sklearn.metrics import cohen_kappa_score, f1_score
 
-from engine.calibrate.stage import (
-    CalibrateParams,
-    calibrate,
-    error_code_counts,
-    expert_accuracy_table,
-    kappa_summary,
-)
+from engine.calibrate.params import CalibrateParams
+from engine.calibrate.summary import error_code_counts, expert_accuracy_table, kappa_summary
+from engine.calibrate.thresholds import calibrate
 from engine.errors import ConfigError
 from engine.records import CALIBRATION_SCHEMA, LABELS, SAMPLE_SCHEMA, SCORE_SCHEMA
 from kernels.reference import kde_thresholds_reference

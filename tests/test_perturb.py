@@ -293,7 +293,8 @@ def test_bootstrap_is_seeded_and_reproducible():
 
 
 def test_calibration_ignores_perturbation_rows():
-    from engine.calibrate.stage import CalibrateParams, calibrate
+    from engine.calibrate.params import CalibrateParams
+    from engine.calibrate.thresholds import calibrate
 
     rng = np.random.default_rng(0)
     labels = ["incorrect", "partial", "correct"] * 6

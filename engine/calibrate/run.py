@@ -16,7 +16,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
 
-from engine.calibrate.stage import SETTING_KEYS, CalibrateParams, calibrate, sort_calibration
+from engine.calibrate.params import CalibrateParams
+from engine.calibrate.thresholds import SETTING_KEYS, calibrate, sort_calibration
 from engine.io.rundir import RunDirectory
 from engine.records import CALIBRATION_SCHEMA, LABELS
 

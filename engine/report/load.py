@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 
 from engine import taxonomy
 from engine.calibrate.run import expert_labels
-from engine.calibrate.stage import label_codes
+from engine.calibrate.thresholds import label_codes
 from engine.io.layout import RunLayout
 from engine.io.rundir import RunDirectory
 from engine.kinds import CALIBRATION, SCORES
