@@ -25,8 +25,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.precision import print_hardware, slow_reason
 from engine.generate.backend import GenerationRequest, get_backend
 from engine.generate.cards import get_card
+from engine.generate.fim import load_tokenizer
+from engine.generate.params import GenerateParams
 from engine.generate.prompts import FimPromptBuilder
-from engine.generate.stage import GenerateParams, load_tokenizer
 from engine.runtime.registry import release_all_models
 from engine.testing.tiny_fim import build_tiny_fim_model
 

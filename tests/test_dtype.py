@@ -87,7 +87,7 @@ def test_strict_dtype_is_refused_at_config_time(bart_dir: str, probe) -> None:
     with pytest.raises(ConfigError, match=r"^score\.scorers\[0\]\.dtype: dtype float16 runs 350\.0x slower"):
         EmbeddingScorer.Params.from_mapping({"model": MINILM, "mode": "fast", "dtype": "float16", "strict_dtype": True},
                                             where="score.scorers[0]")
-    from engine.generate.stage import GenerateSection
+    from engine.generate.params import GenerateSection
 
     with pytest.raises(ConfigError, match=r"^generate\.generators\[0\]\.dtype: dtype bfloat16"):
         GenerateSection.from_mapping({"generators": [{"model": bart_dir, "card": "starcoder2", "dtype": "bfloat16",

@@ -14,8 +14,9 @@ import pytest
 
 from engine.generate.backend import GenerationRequest, get_backend
 from engine.generate.cards import get_card
+from engine.generate.fim import generate_samples, load_tokenizer
+from engine.generate.params import GenerateParams
 from engine.generate.prompts import FimPromptBuilder
-from engine.generate.stage import GenerateParams, generate_samples, load_tokenizer
 from engine.records import GENERATION_SCHEMA, SAMPLE_SCHEMA
 from engine.testing.tiny_fim import build_tiny_fim_model
 

@@ -21,6 +21,8 @@ from transformers import AutoTokenizer, PreTrainedTokenizerFast
 
 from engine.errors import ConfigError
 from engine.generate.cards import load_cards
+from engine.generate.fim import generation_limit
+from engine.generate.params import GenerateParams
 from engine.generate.prompts import (
     FimPromptBuilder,
     FimTokenError,
@@ -30,7 +32,6 @@ from engine.generate.prompts import (
     fim_token_ids,
     make_prime,
 )
-from engine.generate.stage import GenerateParams, generation_limit
 from engine.records import SAMPLE_SCHEMA
 from engine.testing.tiny_fim import build_tiny_fim_model
 
@@ -271,12 +272,12 @@ def test_generation_limit_is_mean_plus_three_std(tiny_tokenizers, monkeypatch) -
     expected = math.ceil(lengths.mean() + 3 * lengths.std(ddof=0))
     assert generation_limit(pa.Table.from_pylist(rows, schema=SAMPLE_SCHEMA), tok) == expected
     # The run's pre-pass streams the parts (a file never spans two): the same limit however they are cut.
-    import engine.generate.stage as stage
+    import engine.generate.fim as fim
 
-    monkeypatch.setattr(stage, "load_tokenizer", lambda name: tok)
+    monkeypatch.setattr(fim, "load_tokenizer", lambda name: tok)
     params = GenerateParams(model="m", card="starcoder2")
     parts = [[rows[0], rows[4]], rows[1:2], rows[2:4]]
-    plan = stage.plan_generation((pa.Table.from_pylist(p, schema=SAMPLE_SCHEMA) for p in parts), params)
+    plan = fim.plan_generation((pa.Table.from_pylist(p, schema=SAMPLE_SCHEMA) for p in parts), params)
     assert plan == {"max_new_tokens": expected, "limit_source": "mean+3std", "generator": "m", "files": 4}
 
 

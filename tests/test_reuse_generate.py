@@ -52,7 +52,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 
 def test_an_added_generator_generates_and_scores_only_its_rows(runs, monkeypatch):
-    from engine.generate import stage as generate_stage
+    from engine.generate import fim as generate_stage
 
     generated: list[str] = []
     original = generate_stage.generate_samples

@@ -254,7 +254,8 @@ def test_signatures_carry_the_model_identity(bart_dir: str, tmp_path: Path) -> N
 
 
 def test_generation_signature_names_model_identity_and_dtype(bart_dir: str) -> None:
-    from engine.generate.stage import GenerateParams, signature
+    from engine.generate.fim import signature
+    from engine.generate.params import GenerateParams
     from engine.signature import parse_signature
 
     params = GenerateParams(model=bart_dir, card="starcoder2", name="g", dtype="float32", device="cpu")

@@ -215,7 +215,7 @@ def _tokenizer(tokenizers: dict[str, Any], generator: str) -> Any:
     """The tokenizer given for `generator`, loaded once when it was given by name."""
     tokenizer = tokenizers[generator]
     if isinstance(tokenizer, str):
-        from engine.generate.stage import load_tokenizer
+        from engine.generate.fim import load_tokenizer
 
         tokenizer = tokenizers[generator] = load_tokenizer(tokenizer)
     return tokenizer

@@ -14,6 +14,8 @@ from typing import Any, Mapping
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from engine.generate.fim import first_row_per_file, output_row, signature
+from engine.generate.fim import generate_part as generate
 from engine.reuse.keys import digest, generation_input_hash, model_identities
 from engine.reuse.sources import ReuseSources
 
@@ -24,8 +26,6 @@ GENERATED_FIELDS = ("prime", "prediction", "raw_generation", "prompt_tokens", "g
 
 def generate_identity(params: Any, plan: Mapping[str, Any]) -> str:
     """Identity of a generator: its options but scheduling ones, models, limit and signature."""
-    from engine.generate.stage import signature
-
     options = {k: v for k, v in params.to_dict().items() if k not in GENERATE_SCHEDULING_OPTIONS}
     return digest({
         "stage": "generate",
@@ -38,8 +38,6 @@ def generate_identity(params: Any, plan: Mapping[str, Any]) -> str:
 
 def generate_part(stage: Any, ctx: Any, sources: ReuseSources) -> tuple[pa.Table, dict[str, int], int] | None:
     """(table, rows reused per earlier run, rows generated), or None when nothing can be reused."""
-    from engine.generate.stage import first_row_per_file, output_row
-    from engine.generate.stage import generate_part as generate
     from engine.records import GENERATION_SCHEMA
 
     params = ctx.config.section(stage.name).generators[ctx.part.entry]

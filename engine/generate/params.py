@@ -1,0 +1,141 @@
+"""Options of stage `generate`: one generator (`GenerateParams`) and the section (`GenerateSection`)."""
+from __future__ import annotations
+
+import dataclasses
+import re
+from pathlib import Path
+from typing import Literal
+
+from engine.generate.backend import BackendSpec
+from engine.generate.cards import get_card
+from engine.params import Params, require
+from engine.runtime import check_dtype, resolve_device, resolve_dtype
+
+
+@dataclasses.dataclass(frozen=True)
+class GenerateParams(Params):
+    """One generator of the `generate` stage.
+
+    model: hub id, local directory or `pypi:<name>`; card: its family in the model cards file;
+    name: the generator name in sample ids and the `generator` column (default: the last path
+    component of `model`, e.g. `starcoder2-7b`); prime_tokens, prime_rule: how much of the
+    reference the prompt keeps (rule None: the card's `prime_rule`, `letters` by default: the
+    comment up to the end of its `prime_tokens`-th token containing a letter); max_new_tokens: fixed generation limit (None:
+    mean + 3 std of the reference token lengths, see the module docstring); batch_size:
+    prompts per `generate()` call of the transformers backend (vLLM schedules by itself);
+    tensor_parallel_size, gpu_memory_utilization, enforce_eager: passed to `vllm.LLM` (on a
+    CPU machine gpu_memory_utilization is the share of host memory vLLM requires free at start,
+    and VLLM_CPU_KVCACHE_SPACE=<GiB> sizes its KV cache; 0.2 and 1 suit tiny models).
+
+    Keys:
+        model: the generator: hub id, local directory, pypi:<name> or demo:<name>.
+        card: its FIM family in the model cards file (prompt format and stop tokens).
+        name: generator name in sample ids and the `generator` column (null: last path component of model).
+        tokenizer: tokenizer location when it differs from model (null: model's own).
+        backend: `vllm` (GPU; vllm-cpu on CPU machines) or `transformers` (generate()); same greedy output.
+        max_new_tokens: fixed generation limit (null: mean + 3 std of the reference token lengths).
+        prime_tokens: tokens of the reference comment given as the prime (counted by prime_rule).
+        prime_rule: `letters` (count tokens that contain a letter, the comment tokenized with its opener)
+            or `text-tokens` (opener + tokens of the text tokenized alone); null: the card's rule.
+        seed: sampling seed (decoding is greedy).
+        dtype: model dtype; `auto`: the device probe's choice (bfloat16 where the device computes it
+            natively, float16 on older tensor-core GPUs, else float32).
+        strict_dtype: refuse the config when the device computes `dtype` > 4x slower than float32
+            (otherwise float32 is used with one warning).
+        device: `auto` (cuda when visible, else cpu), `cpu`, `cuda`, `cuda:N` (transformers backend).
+        max_model_len: model window in tokens (null: the model's own).
+        batch_size: prompts per generate() call (transformers backend).
+        tensor_parallel_size: GPUs per vLLM model.
+        gpu_memory_utilization: share of GPU (CPU: host) memory vLLM may take.
+        enforce_eager: vLLM without CUDA graphs (slower, starts faster).
+        cards_file: model cards YAML (null: the packaged engine/resources/model_cards.yaml).
+    """
+
+    model: str
+    card: str
+    name: str | None = None
+    tokenizer: str | None = None
+    backend: Literal["vllm", "transformers"] = "transformers"
+    max_new_tokens: int | None = None
+    prime_tokens: int = 3
+    prime_rule: Literal["letters", "text-tokens"] | None = None
+    seed: int = 0
+    dtype: Literal["auto", "float32", "float16", "bfloat16"] = "auto"
+    strict_dtype: bool = False
+    device: str = "auto"
+    max_model_len: int | None = None
+    batch_size: int = 8
+    tensor_parallel_size: int = 1
+    gpu_memory_utilization: float = 0.9
+    enforce_eager: bool = False
+    cards_file: str | None = None
+
+    def __post_init__(self) -> None:
+        require(bool(self.model.strip()), "model", self.model, "a hub id, a local directory or pypi:<name>")
+        get_card(self.card, self.cards_file)  # raises ConfigError naming the known families
+        if self.name is not None:
+            require(bool(self.name) and "/" not in self.name and self.name.strip() == self.name,
+                    "name", self.name, "a non-empty name without '/' or surrounding spaces")
+        require(self.max_new_tokens is None or self.max_new_tokens >= 1, "max_new_tokens", self.max_new_tokens,
+                "null (mean + 3 std of the reference lengths) or an integer >= 1")
+        require(0 <= self.prime_tokens <= 64, "prime_tokens", self.prime_tokens, "an integer in [0, 64]")
+        require(self.seed >= 0, "seed", self.seed, "an integer >= 0")
+        require(self.max_model_len is None or self.max_model_len >= 16, "max_model_len", self.max_model_len,
+                "null (the model's own) or an integer >= 16")
+        require(self.batch_size >= 1, "batch_size", self.batch_size, "an integer >= 1")
+        require(re.fullmatch(r"auto|cpu|cuda(:\d+)?", self.device) is not None, "device", self.device,
+                "auto, cpu, cuda or cuda:N")
+        require(self.tensor_parallel_size >= 1, "tensor_parallel_size", self.tensor_parallel_size, "an integer >= 1")
+        require(0.0 < self.gpu_memory_utilization <= 1.0, "gpu_memory_utilization", self.gpu_memory_utilization,
+                "a number in (0, 1]")
+        if self.strict_dtype:  # refused at config time, before any work, when the device is slow in it
+            check_dtype(self.dtype, self.device, True, "dtype")
+
+    @property
+    def generator_name(self) -> str:
+        return self.name or Path(self.model.rstrip("/")).name.removeprefix("pypi:")
+
+    @property
+    def tokenizer_name(self) -> str:
+        return self.tokenizer or self.model
+
+    @property
+    def resolved_dtype(self) -> str:
+        """The dtype the generator actually runs in on this machine (the probe's choice for auto)."""
+        return resolve_dtype(self.dtype, self.device, self.strict_dtype)
+
+    def backend_spec(self) -> BackendSpec:
+        return BackendSpec(
+            kind=self.backend,
+            model=self.model,
+            tokenizer=self.tokenizer_name,
+            dtype=self.resolved_dtype,
+            device=resolve_device(self.device),
+            max_model_len=self.max_model_len,
+            seed=self.seed,
+            batch_size=self.batch_size,
+            tensor_parallel_size=self.tensor_parallel_size,
+            gpu_memory_utilization=self.gpu_memory_utilization,
+            enforce_eager=self.enforce_eager,
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class GenerateSection(Params):
+    """The `generate:` config section: one or more generators, run model-major.
+
+    Each generator's rows are `<file_id>/<name>`; together they give the study's one row per
+    (file, generator). Names must differ, or sample ids would collide.
+
+    Keys:
+        generators: the generators, each with the keys below.
+    """
+
+    generators: tuple[GenerateParams, ...]
+
+    def __post_init__(self) -> None:
+        require(len(self.generators) > 0, "generate.generators", self.generators, "a non-empty list of generators")
+        names = [g.generator_name for g in self.generators]
+        require(len(set(names)) == len(names), "generate.generators", names, "distinct generator names (set `name:`)")
+
+
