@@ -408,6 +408,29 @@ def test_each_stage_class_lives_in_its_own_package() -> None:
     assert kept == ["__init__.py", "base.py", "flow.py", "plan.py", "registry.py"]
 
 
+STAGE_MODULE_MAX_LINES = 150  # a stage module adapts its package's domain modules to the protocol
+
+
+def long_stage_modules(engine: Path) -> list[tuple[str, int]]:
+    """(path, lines) of every engine/<package>/stage.py longer than STAGE_MODULE_MAX_LINES."""
+    out = []
+    for path in sorted(engine.glob("*/stage.py")):
+        lines = len(path.read_text(encoding="utf-8").splitlines())
+        if lines > STAGE_MODULE_MAX_LINES:
+            out.append((path.relative_to(engine.parent).as_posix(), lines))
+    return out
+
+
+def test_stage_modules_are_thin_adapters() -> None:
+    """Domain code lives in the package's own modules; the stage module only adapts it."""
+    assert long_stage_modules(ENGINE) == []
+
+
+def test_a_planted_long_stage_module_is_found(planted_copy) -> None:
+    engine = planted_copy("noise/stage.py", "\n".join(f"# line {i}" for i in range(STAGE_MODULE_MAX_LINES)))
+    assert [path for path, _ in long_stage_modules(engine)] == ["engine/noise/stage.py"]
+
+
 def test_no_stage_hook_raises_not_implemented() -> None:
     """Each kind's hooks are on its own base (abstract where required), never a NotImplementedError stub."""
     tree = parse((ENGINE / "stages" / "base.py").read_text(encoding="utf-8"))

@@ -14,23 +14,9 @@ import pyarrow as pa
 
 from engine.errors import ConfigError
 from engine.judge.config import JudgeSection
+from engine.judge.section import check_section, judgment_signature, resolve_prompt_packs
 from engine.records import JUDGMENT_SCHEMA
 from engine.stages.base import JUDGMENTS, SAMPLES, Analyzes, PartContext, PartStage, Rates, ReportSection, StageTask
-
-
-def _resolve_prompt_packs(raw: Mapping[str, Any], base_dir: Path) -> dict[str, Any]:
-    """`prompt_pack` folders (of the section and of each judge) and `lora` adapters relative to the config's folder."""
-    def resolve(options: Mapping[str, Any]) -> dict[str, Any]:
-        out = dict(options)
-        for key in ("prompt_pack", "lora"):
-            if isinstance(out.get(key), str):
-                out[key] = str((base_dir / Path(out[key]).expanduser()).resolve())
-        return out
-
-    section = resolve(raw)
-    if isinstance(section.get("judges"), list):
-        section["judges"] = [resolve(j) if isinstance(j, Mapping) else j for j in section["judges"]]
-    return section
 
 
 class JudgeStage(PartStage, Rates, Analyzes, ReportSection):
@@ -53,28 +39,10 @@ class JudgeStage(PartStage, Rates, Analyzes, ReportSection):
         # Relative model paths (./, ../) are already resolved against the config's folder.
         if not isinstance(raw, Mapping):
             raise ConfigError(f"{where}: got {raw!r}; allowed: a mapping with key 'judges'")
-        return JudgeSection.from_mapping(_resolve_prompt_packs(raw, base_dir), where=where)
+        return JudgeSection.from_mapping(resolve_prompt_packs(raw, base_dir), where=where)
 
     def check_config(self, config: Any) -> None:
-        from engine.runtime import check_model_name as check_model
-
-        section: JudgeSection = config.section(self.name)
-        for i, judge in enumerate(section.judges):
-            if judge.prompt_pack is not None:  # every file of a user prompt pack, checked before any work
-                from engine.judge.promptpack import check_pack_dir
-
-                check_pack_dir(judge.prompt_pack)
-            if judge.backend == "http":  # a served model name, checked by the server
-                if judge.tokenizer is not None:  # the forecast counts prompt tokens with it
-                    check_model(judge.tokenizer, f"judge.judges[{i}].tokenizer", kind="tokenizer")
-                continue
-            check_model(judge.model, f"judge.judges[{i}].model")
-            if judge.lora is not None:
-                from engine.judge.adapter import check_adapter_base
-
-                check_adapter_base(judge.lora, judge.model, f"judge.judges[{i}].lora")
-            if judge.tokenizer is not None:
-                check_model(judge.tokenizer, f"judge.judges[{i}].tokenizer", kind="tokenizer")
+        check_section(config.section(self.name))
 
     def preflight(self, config: Any) -> str | None:
         """Every HTTP judge's API key and provider secrets are in the environment (the variables
@@ -103,29 +71,7 @@ class JudgeStage(PartStage, Rates, Analyzes, ReportSection):
 
     def signatures(self, config: Any, task: StageTask, prepass: dict[str, Any]) -> dict[str, Any]:
         """The judge's model identity (local backends), backend, decoding and prompt setup."""
-        from engine.signature import format_signature, package_version
-
-        judge = config.section(self.name).judges[task.entry]
-        fields: dict[str, object] = {"stage": "judge", "model": judge.model, "backend": judge.backend}
-        if judge.backend != "http":  # a served model has no identity the client can check
-            from engine.runtime import resolve_model
-
-            fields["model_id"] = resolve_model(judge.model, "model").short_identity
-            fields["dtype"] = judge.dtype
-        fields.update(strategies=list(judge.strategies), prompt_languages=list(judge.prompt_languages),
-                      structured=list(judge.structured_strategies()), temperature=judge.temperature,
-                      seed=judge.seed, max_tokens=judge.max_tokens_signature(), babelscore_prompts=package_version("babelscore"))
-        if judge.lora is not None:
-            from engine.judge.adapter import adapter_hash
-
-            fields["lora"] = adapter_hash(judge.lora)
-        if judge.provider_options:
-            import json
-
-            fields["provider_options"] = json.dumps(judge.provider_options, sort_keys=True, ensure_ascii=False)
-        if judge.provider_secret_env:  # which body keys carry a secret, never their values
-            fields["provider_secret_keys"] = ",".join(sorted(judge.provider_secret_env))
-        return {"judgment": format_signature(fields)}
+        return {"judgment": judgment_signature(config.section(self.name).judges[task.entry])}
 
     def run_part(self, ctx: PartContext) -> pa.Table:
         from engine.judge.backends import get_chat_backend

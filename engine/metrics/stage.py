@@ -23,6 +23,8 @@ import pyarrow as pa
 
 from engine.items import ScoreItem
 from engine.metrics.scoring import ScorerSpec, ScoreSection, get_scorer, group_by_sample, missing_prediction_rows, parse_scorers, rows_to_table, score_items
+from engine.metrics.section import check_section, generation_errors, reported_layers
+from engine.metrics.section import model_needs as scorer_model_needs
 from engine.records import SCORE_SCHEMA
 from engine.stages.base import CANDIDATES, LAYER_SETTING, SAMPLES, SCORES, PartContext, PartStage, Rates, ReportSettings, Reusable, StageTask, prepass_hash
 
@@ -44,24 +46,10 @@ class ScoreStage(PartStage, Reusable, Rates, ReportSettings):
         return parse_scorers(raw)
 
     def check_config(self, config: Any) -> None:
-        from engine.runtime import check_model_name
-
-        for i, spec in enumerate(config.section(self.name).scorers):
-            model = spec.params.to_dict().get("model")
-            if model:
-                check_model_name(model, f"score.scorers[{i}].model")
+        check_section(config.section(self.name))
 
     def model_needs(self, config: Any) -> list[Any]:
-        from engine.runtime.memory import ModelNeed
-
-        needs = []
-        for i, spec in enumerate(config.section(self.name).scorers):
-            options = spec.params.to_dict()
-            if options.get("model"):
-                dtype = getattr(spec.params, "requested_dtype", options.get("dtype", "auto"))
-                needs.append(ModelNeed(options["model"], self.name, f"score.scorers[{i}]", "transformers", dtype,
-                                       options.get("device", "auto")))
-        return needs
+        return scorer_model_needs(config.section(self.name), self.name)
 
     def tasks(self, config: Any) -> list[StageTask]:
         out = []
@@ -89,22 +77,8 @@ class ScoreStage(PartStage, Reusable, Rates, ReportSettings):
         return scorer.signatures()
 
     def report_settings(self, options: dict[str, Any]) -> dict[str, Any]:
-        """Embedding scorer (model) -> the layer it reports without a sweep: the entry's `layer`,
-        else the shipped default (engine/resources/encoders.yaml). Models in neither are absent
-        (they use their last layer)."""
-        from engine.resources import default_layer_table
-
-        table = default_layer_table()
-        out = {}
-        for scorer in (options or {}).get("scorers") or []:
-            if scorer.get("kind") != "embedding" or not scorer.get("model"):
-                continue
-            layer = scorer.get("layer")
-            if layer is None:
-                layer = table.get(scorer["model"])
-            if layer is not None:
-                out[scorer["model"]] = int(layer)
-        return {LAYER_SETTING: out}
+        """The layer each embedding scorer reports without a sweep (engine.metrics.section.reported_layers)."""
+        return {LAYER_SETTING: reported_layers(options)}
 
     def reuse_identity(self, config: Any, task: StageTask, prepass: dict[str, Any]) -> str:
         from engine.metrics.reuse import score_identity
@@ -132,15 +106,8 @@ class ScoreStage(PartStage, Reusable, Rates, ReportSettings):
         for provider in ctx.providers_of(CANDIDATES):
             extra.extend(provider.as_candidates(ctx.stage_output(provider.name)).to_pylist())
         items = list(score_items(samples, group_by_sample(extra)))
-        missing = [item for item in items if item.prediction is None]
-        reasons: dict[str, str] = {}
-        if missing and "generation_error" in samples.column_names:
-            reasons = {
-                r["sample_id"]: f"no prediction: {r['generation_error']}"
-                for r in samples.select(["sample_id", "generation_error"]).to_pylist()
-                if r["generation_error"]
-            }
-        return items, reasons
+        missing = any(item.prediction is None for item in items)
+        return items, generation_errors(samples) if missing else {}
 
     def run_part(self, ctx: PartContext) -> pa.Table:
         spec, scorer = self.part_scorer(ctx)
