@@ -321,7 +321,7 @@ def _warm_per_row(stage: str, runs: Sequence[Measured]) -> float | None:
 
 def _full_tasks(plan: Any) -> int:
     """Rows of the task tables of the listed stages that have their own (`OwnTable`, the RunPlan's)."""
-    return sum(b.stage.own_table_rows(plan.config) or 0 for b in plan.own_tables())
+    return sum(b.stage.own_table_rows() or 0 for b in plan.own_tables())
 
 
 def input_size(config: Any) -> tuple[int, int]:

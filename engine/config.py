@@ -249,8 +249,10 @@ def check_config(config: RunConfig) -> None:
     if config.labels is not None and not Path(config.labels).is_file():
         raise InputError(f"labels: {config.labels!r} does not exist{path_hint(config.labels)}; fix `labels:` in the config "
                          "(relative paths are relative to the config file's folder)")
-    for stage in flow.listed(config.stages):
-        stage.check_config(config)
+    from engine.stages.plan import built_stages
+
+    for stage in built_stages(config):
+        stage.check_config()
 
 
 def _yaml_error(path: Path, exc: yaml.YAMLError, text: str = "") -> ConfigError:

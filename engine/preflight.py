@@ -45,9 +45,9 @@ def preflight(plan: Any) -> list[str]:
         done.append(f"input {config.input} exists and is a Parquet / JSON Lines file")
     for bound in plan.stages:
         stage = bound.stage
-        checked = [stage.preflight(config)]
+        checked = [stage.preflight()]
         if isinstance(stage, ReadsGenerators):
-            checked.append(stage.check_generators(config, lambda bound=bound: run_generators(plan, bound)))
+            checked.append(stage.check_generators(lambda bound=bound: run_generators(plan, bound)))
         done.extend(line for line in checked if line)
     done.extend(_check_model_files(plan))
     done.extend(_check_memory(plan))

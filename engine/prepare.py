@@ -35,7 +35,7 @@ def _input_rows(plan: Any) -> Iterator[Any]:
     if source is not None:  # a source stage (e.g. build) makes the input
         from engine.data.reader import RawRow
 
-        table = source.stage.input_table(config)
+        table = source.stage.input_table()
         for index, values in enumerate(table.to_pylist()):
             yield RawRow(index, values, None, None)
     else:

@@ -109,11 +109,11 @@ def _prepass_results(run: RunDirectory, plan: RunPlan, bound: BoundStage) -> dic
     Results live in RUN/prepass/<task>.json and are recorded with their hash in the manifest;
     the input is streamed part by part, never concatenated.
     """
-    stage, config = bound.stage, plan.config
+    stage = bound.stage
     n_parts = run.manifest.counts["parts"]
     results: dict[str, Any] = {}
     for task in bound.tasks:
-        if not stage.needs_prepass(config, task):
+        if not stage.needs_prepass(task):
             continue
         record = run.manifest.prepass_record(task.task)
         path = run.path(f"prepass/{task.task}.json")
@@ -123,7 +123,7 @@ def _prepass_results(run: RunDirectory, plan: RunPlan, bound: BoundStage) -> dic
         logger.info("%s: corpus pre-pass over %d part(s)", task.task, n_parts)
         tables = (read_part_input(run.root, bound, i) for i in range(n_parts))
         with throughput.Recorder(run.manifest).timed(f"prepass:{task.task}"):
-            result = stage.prepass(config, task, tables)
+            result = stage.prepass(task, tables)
         release_models()  # an idf pre-pass loads its scorer's model here; free it before the parts load theirs
         write_json_atomic(path, result)
         run.manifest.record_prepass(task.task, {"file": f"prepass/{task.task}.json", "hash": prepass_hash(result)})
@@ -140,7 +140,7 @@ def _waits_for(run: RunDirectory, plan: RunPlan, bound: BoundStage, index: int) 
 def run_part_stage(run: RunDirectory, plan: RunPlan, bound: BoundStage, executor: Any) -> dict[str, int]:
     """Run the parts of a bound stage not committed yet; returns {"kept": committed before, "run": tried now}."""
     stage_name = bound.name
-    rows_per_part = bound.stage.own_parts(plan.config, run.root) if isinstance(bound.stage, OwnTable) else None
+    rows_per_part = bound.stage.own_parts(run.root) if isinstance(bound.stage, OwnTable) else None
     # A stage that cuts its own input (cut in RUN/ before its parts run) waits for no other stage.
     reads_earlier_stages = rows_per_part is None
     if rows_per_part is None:
@@ -206,8 +206,8 @@ def _signatures(plan: RunPlan, bound: BoundStage, task: Any, prepass: dict[str, 
     """A task's signatures; a stage that `ReadsGenerators` gets the names its samples carry."""
     stage = bound.stage
     if isinstance(stage, ReadsGenerators):
-        return stage.generator_signatures(plan.config, task, prepass, plan.generated_names(bound))
-    return stage.signatures(plan.config, task, prepass)
+        return stage.generator_signatures(task, prepass, plan.generated_names(bound))
+    return stage.signatures(task, prepass)
 
 
 def _record_reuse(run: RunDirectory, plan: RunPlan) -> None:
@@ -402,13 +402,13 @@ def _execute(run: RunDirectory, plan: RunPlan, executor_name: str, ray_address: 
     driver_work = [b.stage for b in plan.stages if isinstance(b.stage, (DriverStage, Analyzes))]
     for stage in [s for s in driver_work if not _after_complete(s)]:
         with recorder.timed(_step_name(stage)):
-            run_driver_stage(run, config, stage)
+            run_driver_stage(run, stage)
     # The outputs are final here; a stage that is only a view of them (the report) can be
     # redrawn any time (`babelscore report RUN`), so the run is complete before it runs.
     run.finish("complete")
     for stage in [s for s in driver_work if _after_complete(s)]:
         with recorder.timed(_step_name(stage)):
-            run_driver_stage(run, config, stage)
+            run_driver_stage(run, stage)
     run.save()
     return RunSummary(str(run.root), "complete", dict(run.manifest.counts), {}, parts_by_stage,
                       dict(run.manifest.throughput), loss, plan)
@@ -424,18 +424,18 @@ def _after_complete(stage: Stage) -> bool:
     return isinstance(stage, DriverStage) and stage.after_complete
 
 
-def run_driver_stage(run: RunDirectory, config: RunConfig, stage: Stage) -> None:
+def run_driver_stage(run: RunDirectory, stage: Stage) -> None:
     """One piece of driver work, once per run: a part stage's `analyze` (marked
     `<stage>-analysis`) or a driver stage's `run_driver` (which marks `<stage>`); a view
     (`after_complete`) is redrawn on every run."""
     try:
         if isinstance(stage, DriverStage):
             if stage.after_complete or not run.stage_done(stage.name):
-                stage.run_driver(run, config)
+                stage.run_driver(run)
         elif isinstance(stage, Analyzes):
             marker = f"{stage.name}-analysis"
             if not run.stage_done(marker):
-                stage.analyze(run, config)
+                stage.analyze(run)
                 run.mark_stage(marker)
     except OSError as exc:
         # Driver work writes with more than engine.io.atomic (the report's figures and page, analysis

@@ -56,23 +56,23 @@ class ToyStage(PartStage, Reusable, ReportSection):
     def parse_section(self, raw: Any, base_dir: Path, where: str) -> ToyParams:
         return ToyParams.from_mapping(raw or {}, where=where)
 
-    def tasks(self, config: Any) -> list[StageTask]:
-        return [StageTask(self.name, f"toy-{option_digest(config.section(self.name).to_dict())}")]
+    def tasks(self) -> list[StageTask]:
+        return [StageTask(self.name, f"toy-{option_digest(self.params.to_dict())}")]
 
     def run_part(self, ctx: PartContext) -> pa.Table:
         samples = ctx.input_table()
         self.require_columns(samples, "the part's samples")
-        params = ctx.config.section(self.name)
+        params = self.params
         rows = [{"sample_id": r["sample_id"], "reference_chars": len(r["reference"]) * params.scale, "seed": params.seed}
                 for r in samples.select(["sample_id", "reference"]).to_pylist()]
         return pa.Table.from_pylist(rows, schema=TOY_SCHEMA)
 
-    def reuse_identity(self, config: Any, task: StageTask, prepass: dict[str, Any]) -> str:
-        return digest({"stage": self.name, "options": config.section(self.name).to_dict()})
+    def reuse_identity(self, task: StageTask, prepass: dict[str, Any]) -> str:
+        return digest({"stage": self.name, "options": self.params.to_dict()})
 
     def reuse_part(self, ctx: PartContext, sources: Any) -> tuple[pa.Table, dict[str, int], int] | None:
         """A row is reused when an earlier run of the same identity has the sample with the same reference."""
-        identity = self.reuse_identity(ctx.config, StageTask(self.name, ctx.part.task), ctx.prepass)
+        identity = self.reuse_identity(StageTask(self.name, ctx.part.task), ctx.prepass)
         earlier = {}
         for row, run in sources.rows_with_identity(identity, TOY_SCHEMA):
             earlier.setdefault(row["sample_id"], (row, run))
@@ -89,8 +89,8 @@ class ToyStage(PartStage, Reusable, ReportSection):
                 rows.append(row)
         return pa.Table.from_pylist(rows, schema=TOY_SCHEMA), per_run, len(rows) - sum(per_run.values())
 
-    def signatures(self, config: Any, task: StageTask, prepass: dict[str, Any]) -> dict[str, Any]:
-        params = config.section(self.name)
+    def signatures(self, task: StageTask, prepass: dict[str, Any]) -> dict[str, Any]:
+        params = self.params
         return {"toy": format_signature({"stage": self.name, "scale": params.scale, "seed": params.seed})}
 
     def report_section(self, ctx: Any) -> tuple[str, str, str]:

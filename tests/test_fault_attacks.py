@@ -208,11 +208,11 @@ def test_a_full_disk_in_driver_work_is_a_disk_full_error(tmp_path) -> None:
     page = tmp_path / "report" / "index.html"
 
     class _Full(type(report)):
-        def run_driver(self, run: RunDirectory, config) -> None:
+        def run_driver(self, run: RunDirectory) -> None:
             raise OSError(errno.ENOSPC, "No space left on device", str(page))
 
     with pytest.raises(DiskFullError, match=rf"the disk is full: writing {page} failed.*--resume"):
-        run_driver_stage(_Run(), None, _Full())
+        run_driver_stage(_Run(), _Full())
 
 
 def test_an_answer_that_echoes_the_key_is_stored_redacted(server, monkeypatch) -> None:

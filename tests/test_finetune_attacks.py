@@ -172,14 +172,12 @@ def test_williams_against_the_correlation_matrix_form() -> None:
 
 
 def test_config_check_of_a_judge_refuses_a_foreign_adapter(tiny_chat: str, tmp_path: Path) -> None:
-    from types import SimpleNamespace
-
     from engine.judge.config import JudgeParams, JudgeSection
     from engine.judge.stage import JudgeStage
 
     def check(adapter: Path) -> None:
         section = JudgeSection(judges=(JudgeParams(model="demo:tiny-chat", backend="transformers", lora=str(adapter)),))
-        JudgeStage().check_config(SimpleNamespace(section=lambda name: section))
+        JudgeStage(section).check_config()
 
     check(_adapter(tmp_path / "ok", tiny_chat))
     with pytest.raises(ConfigError, match=r"judge\.judges\[0\]\.lora: .*trained on 'Qwen/Qwen2.5-7B-Instruct'"):

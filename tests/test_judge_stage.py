@@ -62,12 +62,12 @@ class Scripted:
 
 
 def _run(tmp_path: Path, monkeypatch, judges: list[dict], table: pa.Table, entry: int = 0):
-    stage = JudgeStage()
-    section = stage.parse_section({"judges": judges}, tmp_path, "judge")
+    section = JudgeStage().parse_section({"judges": judges}, tmp_path, "judge")
+    stage = JudgeStage(section)
     scripted = Scripted()
     monkeypatch.setattr(backends, "get_chat_backend", lambda params, budget=None: scripted)
     config = SimpleNamespace(section=lambda name: section)
-    task = stage.tasks(config)[entry]
+    task = stage.tasks()[entry]
     ctx = PartContext(tmp_path, config, PartTask.of(task, 0, stage.directory), _input_reader=lambda i: table)
     return stage.run_part(ctx), scripted, task
 
@@ -128,7 +128,7 @@ def test_reference_free_judging_is_its_own_judgment(tmp_path, monkeypatch) -> No
     # and a judge that only runs `without` is another task
     other = dict(judges[0], reference=["without"])
     section = JudgeStage().parse_section({"judges": [judges[0], other]}, tmp_path, "judge")
-    names = [t.task for t in JudgeStage().tasks(SimpleNamespace(section=lambda name: section))]
+    names = [t.task for t in JudgeStage(section).tasks()]
     assert len(set(names)) == 2 and task.task in names
     with pytest.raises(ConfigError, match="reference"):
         JudgeStage().parse_section({"judges": [dict(judges[0], reference=["sometimes"])]}, tmp_path, "judge")
@@ -147,7 +147,7 @@ def test_identity_and_duplicates(tmp_path) -> None:
     stage = JudgeStage()
     entry = dict(model="served", backend="http", base_url="http://x/v1")
     section = stage.parse_section({"judges": [entry, dict(entry, strategies=["cot"])]}, tmp_path, "judge")
-    tasks = stage.tasks(SimpleNamespace(section=lambda name: section))
+    tasks = JudgeStage(section).tasks()
     assert len({t.task for t in tasks}) == 2
     with pytest.raises(ConfigError, match=r"judge.judges\[1\]: duplicates judge.judges\[0\]"):
         stage.parse_section({"judges": [entry, dict(entry)]}, tmp_path, "judge")
@@ -167,14 +167,11 @@ def test_max_tokens_per_strategy(tmp_path, monkeypatch) -> None:
     _, scripted, task = _run(tmp_path, monkeypatch, judges, _samples())
     limits = {(r.request_id.split("|")[1], r.max_tokens) for r in scripted.requests}
     assert limits == {("standard", 700), ("cot", 90)}
-    stage = JudgeStage()
-    section = stage.parse_section({"judges": judges}, tmp_path, "judge")
-    config = SimpleNamespace(section=lambda name: section)
-    assert "|max_tokens:standard=700,cot=90|" in stage.signatures(config, task, {})["judgment"]
-    one_number = stage.parse_section({"judges": [dict(base, max_tokens=700)]}, tmp_path, "judge")
-    assert "|max_tokens:700|" in stage.signatures(SimpleNamespace(section=lambda name: one_number),
-                                                  stage.tasks(SimpleNamespace(section=lambda name: one_number))[0], {})["judgment"]
-    assert stage.tasks(SimpleNamespace(section=lambda name: one_number))[0].task != task.task
+    stage = JudgeStage(JudgeStage().parse_section({"judges": judges}, tmp_path, "judge"))
+    assert "|max_tokens:standard=700,cot=90|" in stage.signatures(task, {})["judgment"]
+    one_number = JudgeStage(stage.parse_section({"judges": [dict(base, max_tokens=700)]}, tmp_path, "judge"))
+    assert "|max_tokens:700|" in one_number.signatures(one_number.tasks()[0], {})["judgment"]
+    assert one_number.tasks()[0].task != task.task
     for bad in ({"standard": 700}, {"standard": 700, "cot": 90, "rubric": 5}, {"standard": 700, "cot": 0}):
         with pytest.raises(ConfigError, match="max_tokens"):
             stage.parse_section({"judges": [dict(base, max_tokens=bad)]}, tmp_path, "judge")

@@ -179,10 +179,10 @@ def judged_run(tmp_path_factory):
              "strategies": ["standard", "hierarchical"], "prompt_languages": ["en", "nl"]}
     config_path = root / "config.yaml"
     config_path.write_text(yaml.safe_dump({"name": "r", "input": str(inputs), "stages": ["judge"], "judge": {"judges": [judge]}}))
-    stage = JudgeStage()
-    section = stage.parse_section({"judges": [judge]}, root, "judge")
+    section = JudgeStage().parse_section({"judges": [judge]}, root, "judge")
+    stage = JudgeStage(section)
     config = SimpleNamespace(section=lambda name: section)
-    task = stage.tasks(config)[0]
+    task = stage.tasks()[0]
     backend = Fixed('{"evaluations": []}')
     backends_get = backends.get_chat_backend
     backends.get_chat_backend = lambda params, budget=None: backend
@@ -240,10 +240,8 @@ def test_provider_options_reach_the_body_and_the_signature_but_secrets_do_not(mo
     params = JudgeParams.from_mapping(judge)
     body = json.loads(HttpChatBackend(params)._body(ChatRequest("r", ({"role": "user", "content": "x"},), 5)))
     assert body["provider"] == options["provider"] and body["user_token"] == "s3cr3t-value" and body["max_tokens"] == 5
-    stage = JudgeStage()
-    section = stage.parse_section({"judges": [judge]}, Path("."), "judge")
-    config = SimpleNamespace(section=lambda name: section)
-    signature = stage.signatures(config, stage.tasks(config)[0], {})["judgment"]
+    stage = JudgeStage(JudgeStage().parse_section({"judges": [judge]}, Path("."), "judge"))
+    signature = stage.signatures(stage.tasks()[0], {})["judgment"]
     assert '"quantizations": ["fp8"]' in signature and "provider_secret_keys:user_token" in signature
     assert "s3cr3t" not in signature and "s3cr3t" not in json.dumps(params.to_dict())
     with pytest.raises(ConfigError, match=r"provider_options.provider.api_key: looks like a secret.*provider_secret_env"):

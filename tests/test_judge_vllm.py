@@ -43,10 +43,10 @@ def _samples() -> pa.Table:
 
 
 def _run(judge: dict, tmp_path, table: pa.Table | None = None) -> pa.Table:
-    stage = JudgeStage()
-    section = stage.parse_section({"judges": [judge]}, tmp_path, "judge")
+    section = JudgeStage().parse_section({"judges": [judge]}, tmp_path, "judge")
+    stage = JudgeStage(section)
     config = SimpleNamespace(section=lambda name: section)
-    task = stage.tasks(config)[0]
+    task = stage.tasks()[0]
     ctx = PartContext(tmp_path, config, PartTask.of(task, 0, stage.directory), _input_reader=lambda i: _samples() if table is None else table)
     return stage.run_part(ctx)
 

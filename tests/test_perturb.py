@@ -209,8 +209,8 @@ def test_stage_run_part_and_scored_rows():
     from engine.perturb.stage import PerturbStage
     from engine.stages.base import PartContext, PartTask
 
-    stage = PerturbStage()
-    params = stage.parse_section({"families": ["negation", "truncation", "foreign_comment"]}, Path("."), "perturb")
+    params = PerturbStage().parse_section({"families": ["negation", "truncation", "foreign_comment"]}, Path("."), "perturb")
+    stage = PerturbStage(params)
     table = _demo()
     part = _by_files(table, 3)[0]
 
@@ -222,9 +222,9 @@ def test_stage_run_part_and_scored_rows():
             return params
 
     config = Config()
-    (task,) = stage.tasks(config)
-    assert stage.needs_prepass(config, task)
-    prepass = stage.prepass(config, task, iter(_by_files(table, 5)))
+    (task,) = stage.tasks()
+    assert stage.needs_prepass(task)
+    prepass = stage.prepass(task, iter(_by_files(table, 5)))
     ctx = PartContext(Path("."), config, PartTask.of(task, 0, stage.directory), prepass, _input_reader=lambda i: part)
     out = stage.run_part(ctx)
     assert out.schema == PERTURB_SCHEMA

@@ -21,7 +21,7 @@ from engine.errors import ConfigError
 from engine.roundtrip import bwrap, difftest, sandbox
 from engine.roundtrip.languages import run_tests, toolchain_missing
 from engine.roundtrip.sandbox import SandboxLimits
-from engine.stages.registry import get_stage
+from engine.stages.registry import build_stage
 
 LIMITS = SandboxLimits(cpu_seconds=2, wall_seconds=20.0, memory_mb=256, max_processes=16)
 BWRAP = sandbox.unavailable(LIMITS)
@@ -307,9 +307,9 @@ def test_missing_bubblewrap_fails_the_config_check_with_the_fix(tmp_path, monkey
         hook = dataclasses.replace(LIMITS, isolation="hook")
         assert run_tests(ADD, ADD["code"], hook).status == "passed"
         assert run_tests(ADD, WRONG, hook).status == "failed"
-        stage = get_stage("roundtrip")
-        (task,) = stage.tasks(config)
-        signatures = stage.signatures(config, task, {})
+        stage = build_stage("roundtrip", config.section("roundtrip"))
+        (task,) = stage.tasks()
+        signatures = stage.signatures(task, {})
         assert all("isolation:hook-not-a-boundary" in value for value in signatures.values() if "pass@1" in value or "correctness" in value)
     finally:
         monkeypatch.undo()
@@ -317,5 +317,6 @@ def test_missing_bubblewrap_fails_the_config_check_with_the_fix(tmp_path, monkey
     if BWRAP:
         return
     config = _roundtrip_config(tmp_path, {})
-    (task,) = get_stage("roundtrip").tasks(config)
-    assert "isolation:bwrap-" in get_stage("roundtrip").signatures(config, task, {})["pass@1"]
+    stage = build_stage("roundtrip", config.section("roundtrip"))
+    (task,) = stage.tasks()
+    assert "isolation:bwrap-" in stage.signatures(task, {})["pass@1"]

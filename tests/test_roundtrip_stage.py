@@ -15,7 +15,7 @@ from engine.config import config_from_mapping
 from engine.records import ROUNDTRIP_KEY, ROUNDTRIP_SCHEMA
 from engine.roundtrip.sandbox import STATUSES
 from engine.stages.base import PartContext, PartTask
-from engine.stages.registry import get_stage
+from engine.stages.registry import build_stage
 
 TASKS = [
     {"task_id": "add", "entry_point": "add", "code": 'def add(a: int, b: int) -> int:\n    """Sum of a and b."""\n    return a + b\n',
@@ -62,9 +62,9 @@ def test_run_part_oracle_and_tiny_generator(tmp_path, tiny_lm):
         "fluency_model": tiny_lm, "compressions": 2,
     }, part_size=4)
     config = config_from_mapping(raw, tmp_path)
-    stage = get_stage("roundtrip")
-    assert stage.own_parts(config, tmp_path) == [4]
-    (task,) = stage.tasks(config)
+    stage = build_stage("roundtrip", config.section("roundtrip"))
+    assert stage.own_parts(tmp_path) == [4]
+    (task,) = stage.tasks()
     ctx = PartContext(tmp_path, config, PartTask.of(task, 0, stage.directory))
     table = stage.run_part(ctx)
     assert table.schema == ROUNDTRIP_SCHEMA
@@ -87,7 +87,7 @@ def test_run_part_oracle_and_tiny_generator(tmp_path, tiny_lm):
             assert r["code"].startswith(f"def {r['task_id']}(")
         if r["status"] == "rejected":  # the tiny model's noise does not parse as the function: never run, scored 0
             assert r["pass_at_1"] == 0.0 and r["code"] is None and r["reason"]
-    signatures = stage.signatures(config, task, {})
+    signatures = stage.signatures(task, {})
     assert set(signatures) == {"pass@1", "correctness", "abstraction", "conciseness", "fluency"}
     assert "metric:roundtrip-correctness" in signatures["correctness"] and "inputs:10" in signatures["correctness"]
 

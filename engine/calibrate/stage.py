@@ -24,11 +24,11 @@ class CalibrateStage(DriverStage):
     def parse_section(self, raw: Any, base_dir: Path, where: str) -> Any:
         return CalibrateParams.from_mapping(raw, where=where)
 
-    def run_driver(self, run: Any, config: Any) -> None:
+    def run_driver(self, run: Any) -> None:
         from engine.calibrate.run import calibrate_run_dir
         from engine.io.atomic import write_parquet_atomic
         from engine.records import CALIBRATION_SCHEMA
 
-        table = calibrate_run_dir(run, config.section(self.name))
+        table = calibrate_run_dir(run, self.params)
         write_parquet_atomic(run.path(self.output), table, CALIBRATION_SCHEMA)
         run.mark_stage(self.name, rows=table.num_rows)

@@ -25,7 +25,7 @@ class BuildStage(SourceStage):
 
         return BuildParams.from_mapping(raw, where=where)
 
-    def input_table(self, config: Any) -> pa.Table:
+    def input_table(self) -> pa.Table:
         from engine.data.build import build_samples
 
-        return build_samples(config.section(self.name))
+        return build_samples(self.params)

@@ -37,12 +37,12 @@ class FinetuneStage(DriverStage, ReportSection):
             raise ConfigError(f"{where}: got {raw!r}; allowed: a mapping with key 'model'")
         return FinetuneParams.from_mapping(raw, where=where)
 
-    def check_config(self, config: Any) -> None:
+    def check_config(self) -> None:
         from engine.finetune.memory import check_training_memory
         from engine.finetune.run import quantize_refusal, training_device
         from engine.runtime import check_model_name
 
-        params: FinetuneParams = config.section(self.name)
+        params: FinetuneParams = self.params
         if params.quantize == "4bit":
             refusal = quantize_refusal()
             if refusal:
@@ -51,11 +51,11 @@ class FinetuneStage(DriverStage, ReportSection):
         if params.train:
             check_training_memory(params, training_device(params))
 
-    def run_driver(self, run: Any, config: Any) -> None:
+    def run_driver(self, run: Any) -> None:
         from engine.finetune.data import write_data
         from engine.finetune.run import train_all
 
-        params: FinetuneParams = config.section(self.name)
+        params: FinetuneParams = self.params
         record = run.manifest.stage_record(self.name, {"options": params.to_dict(), "adapters": {}})
         if not run.stage_done("finetune-data"):
             info = write_data(run.root, run.read_samples(), params)

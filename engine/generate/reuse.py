@@ -40,7 +40,7 @@ def generate_part(stage: Any, ctx: Any, sources: ReuseSources) -> tuple[pa.Table
     """(table, rows reused per earlier run, rows generated), or None when nothing can be reused."""
     from engine.records import GENERATION_SCHEMA
 
-    params = ctx.config.section(stage.name).generators[ctx.part.entry]
+    params = ctx.part.params
     index = sources.generation_index(generate_identity(params, ctx.prepass))
     if not index:
         return None

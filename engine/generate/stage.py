@@ -39,44 +39,44 @@ class GenerateStage(PartStage, Reusable, Rates, NamesGenerators):
             options["generators"] = [dict(g, seed=g.get("seed", seed)) if isinstance(g, dict) else g for g in generators]
         return options
 
-    def row_generators(self, config: Any) -> list[str]:
-        return [g.generator_name for g in config.section(self.name).generators]
+    def row_generators(self) -> list[str]:
+        return [g.generator_name for g in self.params.generators]
 
-    def check_config(self, config: Any) -> None:
+    def check_config(self) -> None:
         from engine.runtime import check_model_name
 
-        for i, g in enumerate(config.section("generate").generators):
+        for i, g in enumerate(self.params.generators):
             check_model_name(g.model, f"generate.generators[{i}].model")
             if g.tokenizer_name != g.model:
                 check_model_name(g.tokenizer_name, f"generate.generators[{i}].tokenizer", kind="tokenizer")
 
-    def model_needs(self, config: Any) -> list[Any]:
+    def model_needs(self) -> list[Any]:
         from engine.runtime.memory import ModelNeed
 
         return [ModelNeed(g.model, self.name, f"generate.generators[{i}]", g.backend, g.dtype, g.device, g.max_model_len,
                           g.gpu_memory_utilization, g.tensor_parallel_size)
-                for i, g in enumerate(config.section("generate").generators)]
+                for i, g in enumerate(self.params.generators)]
 
-    def tasks(self, config: Any) -> list[StageTask]:
+    def tasks(self) -> list[StageTask]:
         return [
-            StageTask(self.name, f"generate-{g.generator_name}", f"generate:{g.model}", i)
-            for i, g in enumerate(config.section("generate").generators)
+            StageTask(self.name, f"generate-{g.generator_name}", f"generate:{g.model}", i, params=g)
+            for i, g in enumerate(self.params.generators)
         ]
 
-    def needs_prepass(self, config: Any, task: StageTask) -> bool:
+    def needs_prepass(self, task: StageTask) -> bool:
         return True
 
-    def prepass(self, config: Any, task: StageTask, tables: Iterable[pa.Table]) -> dict[str, Any]:
-        return plan_generation(tables, config.section("generate").generators[task.entry])
+    def prepass(self, task: StageTask, tables: Iterable[pa.Table]) -> dict[str, Any]:
+        return plan_generation(tables, task.params)
 
-    def signatures(self, config: Any, task: StageTask, prepass: dict[str, Any]) -> dict[str, Any]:
+    def signatures(self, task: StageTask, prepass: dict[str, Any]) -> dict[str, Any]:
         """Model and tokenizer identities, the dtype actually used, card, prime rule, decoding, seed, limit."""
-        return {"generation": signature(config.section("generate").generators[task.entry], prepass)}
+        return {"generation": signature(task.params, prepass)}
 
-    def reuse_identity(self, config: Any, task: StageTask, prepass: dict[str, Any]) -> str:
+    def reuse_identity(self, task: StageTask, prepass: dict[str, Any]) -> str:
         from engine.generate.reuse import generate_identity
 
-        return generate_identity(config.section(self.name).generators[task.entry], prepass)
+        return generate_identity(task.params, prepass)
 
     def reuse_part(self, ctx: PartContext, sources: Any) -> tuple[pa.Table, dict[str, int], int] | None:
         from engine.generate.reuse import generate_part as reuse_generate_part
@@ -86,7 +86,7 @@ class GenerateStage(PartStage, Reusable, Rates, NamesGenerators):
     def run_part(self, ctx: PartContext) -> pa.Table:
         samples = ctx.input_table()
         self.require_columns(samples, "the part's samples")
-        params = ctx.config.section("generate").generators[ctx.part.entry]
+        params = ctx.part.params
         table = generate_part(samples, params, int(ctx.prepass["max_new_tokens"]))
         labels_path = getattr(ctx.config, "labels", None)
         if labels_path:

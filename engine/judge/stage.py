@@ -41,37 +41,37 @@ class JudgeStage(PartStage, Rates, Analyzes, ReportSection):
             raise ConfigError(f"{where}: got {raw!r}; allowed: a mapping with key 'judges'")
         return JudgeSection.from_mapping(resolve_prompt_packs(raw, base_dir), where=where)
 
-    def check_config(self, config: Any) -> None:
-        check_section(config.section(self.name))
+    def check_config(self) -> None:
+        check_section(self.params)
 
-    def preflight(self, config: Any) -> str | None:
+    def preflight(self) -> str | None:
         """Every HTTP judge's API key and provider secrets are in the environment (the variables
         are not in the config: a missing one would otherwise fail every judge part of the run)."""
         from engine.judge.http_backend import check_secrets
 
-        judges = [(i, j) for i, j in enumerate(config.section(self.name).judges) if j.backend == "http"]
+        judges = [(i, j) for i, j in enumerate(self.params.judges) if j.backend == "http"]
         for i, judge in judges:
             check_secrets(judge, f"judge.judges[{i}]")
         named = sorted({n for _i, j in judges for n in (j.api_key_env, *j.provider_secret_env.values()) if n})
         return f"judge: environment variables {', '.join(named)} are set" if named else None
 
-    def model_needs(self, config: Any) -> list[Any]:
+    def model_needs(self) -> list[Any]:
         from engine.runtime.memory import ModelNeed
 
         return [ModelNeed(j.model, self.name, f"judge.judges[{i}]", j.backend, j.dtype, "auto", j.max_model_len,
                           j.gpu_memory_utilization)
-                for i, j in enumerate(config.section(self.name).judges) if j.backend != "http"]
+                for i, j in enumerate(self.params.judges) if j.backend != "http"]
 
-    def tasks(self, config: Any) -> list[StageTask]:
-        section: JudgeSection = config.section(self.name)
+    def tasks(self) -> list[StageTask]:
+        section: JudgeSection = self.params
         return [
-            StageTask(self.name, judge.task_name(), model_key=f"{judge.backend}:{judge.model}", entry=i)
+            StageTask(self.name, judge.task_name(), model_key=f"{judge.backend}:{judge.model}", entry=i, params=judge)
             for i, judge in enumerate(section.judges)
         ]
 
-    def signatures(self, config: Any, task: StageTask, prepass: dict[str, Any]) -> dict[str, Any]:
+    def signatures(self, task: StageTask, prepass: dict[str, Any]) -> dict[str, Any]:
         """The judge's model identity (local backends), backend, decoding and prompt setup."""
-        return {"judgment": judgment_signature(config.section(self.name).judges[task.entry])}
+        return {"judgment": judgment_signature(task.params)}
 
     def run_part(self, ctx: PartContext) -> pa.Table:
         from engine.judge.backends import get_chat_backend
@@ -79,8 +79,8 @@ class JudgeStage(PartStage, Rates, Analyzes, ReportSection):
 
         table = ctx.input_table()
         self.require_columns(table, "sample table")
-        section = ctx.config.section(self.name)
-        judge = section.judges[ctx.part.entry]
+        section = self.params
+        judge = ctx.part.params
         budget = None
         if judge.backend == "http":  # paid answers cached as they come, caps checked before each call
             from engine.judge.budget import Caps, JudgeBudget
@@ -89,7 +89,7 @@ class JudgeStage(PartStage, Rates, Analyzes, ReportSection):
                                  Caps.of(section.budget, "judge.budget"), judge.price_per_million)
         return judge_table(table, judge, ctx.part.task, get_chat_backend(judge, budget), prompt_root=ctx.run_root)
 
-    def analyze(self, run: Any, config: Any) -> None:
+    def analyze(self, run: Any) -> None:
         from engine.judge.adapter_table import write_judges_table
         from engine.judge.analysis import write_analysis
 
@@ -97,8 +97,8 @@ class JudgeStage(PartStage, Rates, Analyzes, ReportSection):
         write_analysis(run.root, samples, judgments)
         from engine.judge.usage import write_usage
 
-        write_usage(run.root, config.section(self.name).judges, judgments)  # tokens and cost beside each kappa
-        write_judges_table(run.root, config.section(self.name).judges, samples, judgments)  # judges with `lora:`
+        write_usage(run.root, self.params.judges, judgments)  # tokens and cost beside each kappa
+        write_judges_table(run.root, self.params.judges, samples, judgments)  # judges with `lora:`
 
     def report_section(self, ctx: Any) -> tuple[str, str, str] | None:
         from engine.judge.report import judge_section

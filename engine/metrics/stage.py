@@ -45,32 +45,32 @@ class ScoreStage(PartStage, Reusable, Rates, ReportSettings):
     def parse_section(self, raw: Any, base_dir: Path, where: str) -> ScoreSection:
         return parse_scorers(raw)
 
-    def check_config(self, config: Any) -> None:
-        check_section(config.section(self.name))
+    def check_config(self) -> None:
+        check_section(self.params)
 
-    def model_needs(self, config: Any) -> list[Any]:
-        return scorer_model_needs(config.section(self.name), self.name)
+    def model_needs(self) -> list[Any]:
+        return scorer_model_needs(self.params, self.name)
 
-    def tasks(self, config: Any) -> list[StageTask]:
+    def tasks(self) -> list[StageTask]:
         out = []
-        for i, spec in enumerate(config.section(self.name).scorers):
+        for i, spec in enumerate(self.params.scorers):
             scorer = get_scorer(spec)
-            out.append(StageTask(self.name, scorer.task_name, scorer.model_key, i))
+            out.append(StageTask(self.name, scorer.task_name, scorer.model_key, i, params=spec))
         return out
 
     # ----- corpus pre-pass: idf document frequencies over the run's unique references ---------
-    def needs_prepass(self, config: Any, task: StageTask) -> bool:
-        spec = config.section(self.name).scorers[task.entry]
+    def needs_prepass(self, task: StageTask) -> bool:
+        spec = task.params
         return spec.kind == "embedding" and bool(spec.params.to_dict().get("idf"))
 
-    def prepass(self, config: Any, task: StageTask, tables: Iterable[pa.Table]) -> dict[str, Any]:
-        spec = config.section(self.name).scorers[task.entry]
+    def prepass(self, task: StageTask, tables: Iterable[pa.Table]) -> dict[str, Any]:
+        spec = task.params
         scorer = get_scorer(spec)
         counts = scorer.reference_document_frequencies(score_items(t, {}) for t in tables)
         return {"idf": counts}
 
-    def signatures(self, config: Any, task: StageTask, prepass: dict[str, Any]) -> dict[str, Any]:
-        spec = config.section(self.name).scorers[task.entry]
+    def signatures(self, task: StageTask, prepass: dict[str, Any]) -> dict[str, Any]:
+        spec = task.params
         scorer = get_scorer(spec)
         if prepass:
             scorer.use_corpus_idf(prepass["idf"], prepass_hash(prepass))
@@ -80,10 +80,10 @@ class ScoreStage(PartStage, Reusable, Rates, ReportSettings):
         """The layer each embedding scorer reports without a sweep (engine.metrics.section.reported_layers)."""
         return {LAYER_SETTING: reported_layers(options)}
 
-    def reuse_identity(self, config: Any, task: StageTask, prepass: dict[str, Any]) -> str:
+    def reuse_identity(self, task: StageTask, prepass: dict[str, Any]) -> str:
         from engine.metrics.reuse import score_identity
 
-        return score_identity(config.section(self.name).scorers[task.entry], prepass)
+        return score_identity(task.params, prepass)
 
     def reuse_part(self, ctx: PartContext, sources: Any) -> tuple[pa.Table, dict[str, int], int] | None:
         from engine.metrics.reuse import score_part
@@ -92,7 +92,7 @@ class ScoreStage(PartStage, Reusable, Rates, ReportSettings):
 
     def part_scorer(self, ctx: PartContext) -> tuple[ScorerSpec, Any]:
         """The entry of this part and its scorer (built, not loaded), with the run's corpus idf."""
-        spec = ctx.config.section(self.name).scorers[ctx.part.entry]
+        spec = ctx.part.params
         scorer = get_scorer(spec)
         if ctx.prepass:
             scorer.use_corpus_idf(ctx.prepass["idf"], prepass_hash(ctx.prepass))

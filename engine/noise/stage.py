@@ -32,21 +32,21 @@ class NoiseStage(PartStage, CandidateSource, ReadsGenerators):
 
         return NoiseParams.from_mapping(raw, where=where)
 
-    def check_config(self, config: Any) -> None:
+    def check_config(self) -> None:
         from engine.runtime import check_model_name
 
-        params = config.section("noise")
+        params = self.params
         if params.tokenizer is not None:
             check_model_name(params.tokenizer, "noise.tokenizer", kind="tokenizer")
         for generator, name in params.generator_tokenizers.items():
             check_model_name(name, f"noise.generator_tokenizers.{generator}", kind="tokenizer")
 
-    def check_generators(self, config: Any, seen: Callable[[], Sequence[str | None]]) -> str | None:
+    def check_generators(self, seen: Callable[[], Sequence[str | None]]) -> str | None:
         """Every generator the stage will see has a tokenizer (`seen` reads the input only when
         no default tokenizer covers every generator)."""
         from engine.errors import ConfigError
 
-        params = config.section(self.name)
+        params = self.params
         if params.tokenizer is not None:
             return f"noise: every generator has a tokenizer (default {params.tokenizer})"
         missing = [g for g in seen() if g is None or g not in params.generator_tokenizers]
@@ -60,18 +60,18 @@ class NoiseStage(PartStage, CandidateSource, ReadsGenerators):
             )
         return "noise: every generator has a tokenizer in noise.generator_tokenizers"
 
-    def tasks(self, config: Any) -> list[StageTask]:
+    def tasks(self) -> list[StageTask]:
         return [StageTask(self.name, "noise")]
 
-    def generator_signatures(self, config: Any, task: StageTask, prepass: dict[str, Any],
+    def generator_signatures(self, task: StageTask, prepass: dict[str, Any],
                              generated: Sequence[str] | None) -> dict[str, Any]:
         from engine.noise.method import signature
 
-        return {"noise": signature(config.section(self.name), None if generated is None else list(generated))}
+        return {"noise": signature(self.params, None if generated is None else list(generated))}
 
     def run_part(self, ctx: PartContext) -> pa.Table:
         from engine.noise.method import make_noise
 
         samples = ctx.input_table()
         self.require_columns(samples, "the part's samples")
-        return make_noise(samples, ctx.config.section("noise"))
+        return make_noise(samples, self.params)

@@ -202,15 +202,12 @@ def open_run_dir(run: Any) -> Any:
     return run if isinstance(run, RunDirectory) else RunDirectory.open_existing(run)
 
 
-def write_sensitivity(run: Any, config: Any) -> Path | None:
-    """Write RUN/sensitivity.parquet after the score stage; None (nothing written) without `perturb`.
+def write_sensitivity(run: Any, params: Any) -> Path:
+    """Write RUN/sensitivity.parquet after the score stage.
 
-    run: a RunDirectory or a run directory path; config: the run's RunConfig.
+    run: a RunDirectory or a run directory path; params: the `perturb` section (PerturbParams).
     """
-    if "perturb" not in config.stages:
-        return None
     run = open_run_dir(run)
-    params = config.section("perturb")
     files = score_task_files(run)
     where = perturbation_filter(params.perturb_predictions)
     tasks = (read_task(paths, where) for _, paths in sorted(files.items()))

@@ -30,7 +30,6 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 from scipy import stats
 
-from engine.errors import ConfigError
 from engine.io.atomic import write_parquet_atomic
 from engine.perturb.analysis import open_run_dir, read_task, score_task_files
 from engine.records import LABELS, SIGNIFICANCE_SCHEMA
@@ -179,15 +178,9 @@ def significance_table(run: Any, params: Any) -> pa.Table:
     return pa.Table.from_pylist(rows, schema=SIGNIFICANCE_SCHEMA)
 
 
-def write_significance(run: Any, config: Any) -> Path:
-    """Write RUN/significance.parquet (options from the `perturb` section's `significance`, else defaults)."""
-    from engine.perturb.perturber import SignificanceParams
-
+def write_significance(run: Any, params: Any) -> Path:
+    """Write RUN/significance.parquet with the `perturb` section's `significance` options (SignificanceParams)."""
     run = open_run_dir(run)
-    try:
-        params = config.section("perturb").significance
-    except ConfigError:  # no perturb section: the defaults
-        params = SignificanceParams()
     table = significance_table(run, params)
     path = run.path(SIGNIFICANCE_FILE)
     write_parquet_atomic(path, table, SIGNIFICANCE_SCHEMA)

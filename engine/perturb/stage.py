@@ -43,22 +43,22 @@ class PerturbStage(PartStage, CandidateSource, Analyzes, ReportSection, ReportSe
     def parse_section(self, raw: Any, base_dir: Path, where: str) -> PerturbParams:
         return PerturbParams.from_mapping(raw or {}, where=where)
 
-    def tasks(self, config: Any) -> list[StageTask]:
-        params = config.section(self.name)
+    def tasks(self) -> list[StageTask]:
+        params = self.params
         digest = option_digest(params.to_dict())
         return [StageTask(self.name, f"perturb-{digest}")]
 
-    def needs_prepass(self, config: Any, task: StageTask) -> bool:
-        return "foreign_comment" in config.section(self.name).families
+    def needs_prepass(self, task: StageTask) -> bool:
+        return "foreign_comment" in self.params.families
 
-    def prepass(self, config: Any, task: StageTask, tables: Iterable[pa.Table]) -> dict[str, Any]:
-        params = config.section(self.name)
+    def prepass(self, task: StageTask, tables: Iterable[pa.Table]) -> dict[str, Any]:
+        params = self.params
         return {"foreign_pool": foreign_pool(tables, params.seed, params.foreign_pool_size)}
 
     def run_part(self, ctx: PartContext) -> pa.Table:
         table = ctx.input_table()
         self.require_columns(table, f"part {ctx.part.index}")
-        return make_perturbations(table, ctx.config.section(self.name), ctx.prepass)
+        return make_perturbations(table, self.params, ctx.prepass)
 
     def as_candidates(self, table: pa.Table) -> pa.Table:
         """The perturbations that are scored (engine.perturb.items), as (sample_id, noise, prediction)."""
@@ -66,15 +66,15 @@ class PerturbStage(PartStage, CandidateSource, Analyzes, ReportSection, ReportSe
 
         return super().as_candidates(scored_perturbations(table))
 
-    def analyze(self, run: Any, config: Any) -> None:
+    def analyze(self, run: Any) -> None:
         """RUN/sensitivity.parquet and RUN/significance.parquet from the committed scores (streamed)."""
         if not run.layout.prefixes(SCORES):
             return
         from engine.perturb.analysis import write_sensitivity
         from engine.perturb.significance import write_significance
 
-        write_sensitivity(run, config)
-        write_significance(run, config)
+        write_sensitivity(run, self.params)
+        write_significance(run, self.params.significance)
 
     def report_section(self, ctx: Any) -> list[Any]:
         """Perturbation sensitivity and significance (when the run has them)."""
@@ -88,8 +88,8 @@ class PerturbStage(PartStage, CandidateSource, Analyzes, ReportSection, ReportSe
         significance = (options or {}).get("significance") or {}
         return {SIGNIFICANCE_SETTING: {k: significance[k] for k in ("correlation", "alpha") if k in significance}}
 
-    def signatures(self, config: Any, task: StageTask, prepass: dict[str, Any]) -> dict[str, Any]:
-        params = config.section(self.name)
+    def signatures(self, task: StageTask, prepass: dict[str, Any]) -> dict[str, Any]:
+        params = self.params
         families = ",".join(params.families)
         return {task.task: f"perturb|families:{families}|seed:{params.seed}|predictions:{params.perturb_predictions}"
                            f"|prepass:{prepass_hash(prepass)}"}

@@ -41,7 +41,7 @@ class ReportStage(DriverStage):
     def parse_section(self, raw: Any, base_dir: Path, where: str) -> Any:
         return ReportParams.from_mapping(raw or {}, where=where)
 
-    def run_driver(self, run: Any, config: Any) -> None:
+    def run_driver(self, run: Any) -> None:
         from engine.report.build import write_report
 
         write_report(str(run.root))

@@ -64,13 +64,12 @@ def record_identities(run: Any, plan: Any, prepass_of: Callable[[Any], dict[str,
     """Record every reusable task's identity in the manifest (what later runs match).
 
     plan: the run's RunPlan (engine.stages.plan); prepass_of(bound stage): its tasks' pre-pass results."""
-    config = plan.config
     identities: dict[str, dict[str, str]] = {}
     for bound in _reusing_stages(plan):
         stage = bound.stage
         prepass = prepass_of(bound)
         for task in bound.tasks:
-            digest = stage.reuse_identity(config, task, prepass.get(task.task, {}))
+            digest = stage.reuse_identity(task, prepass.get(task.task, {}))
             identities[task.task] = {"stage": stage.name, "identity": digest}
     run.manifest.record_reuse_identities(identities)
     run.save()
@@ -84,7 +83,7 @@ def summarize_reuse(run: Any, plan: Any) -> dict[str, Any] | None:
     tasks: dict[str, dict[str, Any]] = {}
     for bound in _reusing_stages(plan):
         stage = bound.stage
-        own = stage.own_parts(config, run.root) if isinstance(stage, OwnTable) else None
+        own = stage.own_parts(run.root) if isinstance(stage, OwnTable) else None
         n_parts = len(own or run.manifest.part_rows)
         for part in bound.parts(n_parts):
             if not run.is_done(part.key):

@@ -58,36 +58,36 @@ class RoundTripStage(PartStage, Rates, OwnTable, ReportSection):
                 options[key] = dict(value, seed=value.get("seed", seed))
         return options
 
-    def check_config(self, config: Any) -> None:
+    def check_config(self) -> None:
         from engine.roundtrip.section import check_section
 
-        check_section(config.section(self.section))
+        check_section(self.params)
 
-    def model_needs(self, config: Any) -> list[Any]:
+    def model_needs(self) -> list[Any]:
         from engine.roundtrip.section import model_needs
 
-        return model_needs(config.section(self.section), self.name)
+        return model_needs(self.params, self.name)
 
     # ----- identity and planning ----------------------------------------------------------
-    def tasks(self, config: Any) -> list[StageTask]:
+    def tasks(self) -> list[StageTask]:
         from engine.roundtrip.section import model_key
 
-        params = config.section(self.section)
+        params = self.params
         return [StageTask(self.name, f"roundtrip-{option_digest(params.to_dict())}", model_key(params), 0)]
 
-    def own_table_rows(self, config: Any) -> int | None:
+    def own_table_rows(self) -> int | None:
         from engine.roundtrip.task_parts import task_rows
 
-        return task_rows(config.section(self.section))
+        return task_rows(self.params)
 
     def limit_own_table(self, options: dict[str, Any], limit: int, per_part: int) -> dict[str, Any]:
         return {**options, "limit": limit, "tasks_per_part": per_part}
 
-    def own_parts(self, config: Any, run_root: str | Path) -> list[int]:
+    def own_parts(self, run_root: str | Path) -> list[int]:
         """Cut the task table into parts once per run directory; rows of each part, by index."""
         from engine.roundtrip.task_parts import cut_task_parts
 
-        return cut_task_parts(config.section(self.section), run_root)
+        return cut_task_parts(self.params, run_root)
 
     # ----- work ---------------------------------------------------------------------------
     def run_part(self, ctx: PartContext) -> pa.Table:
@@ -96,7 +96,7 @@ class RoundTripStage(PartStage, Rates, OwnTable, ReportSection):
         from engine.roundtrip.tasks import TASK_SCHEMA
 
         tasks = pq.read_table(task_part_path(ctx.run_root, ctx.part.index), schema=TASK_SCHEMA).to_pylist()
-        return run_roundtrip(tasks, ctx.config.section(self.section))
+        return run_roundtrip(tasks, self.params)
 
     def report_section(self, ctx: Any) -> tuple[str, str, str] | None:
         from engine.roundtrip.report import section_html
@@ -104,7 +104,7 @@ class RoundTripStage(PartStage, Rates, OwnTable, ReportSection):
         body = section_html(ctx.data.root, ctx.data.manifest.get("signatures", {}))
         return None if body is None else ("roundtrip", "Execution round trip", body)
 
-    def signatures(self, config: Any, task: StageTask, prepass: dict[str, Any]) -> dict[str, Any]:
+    def signatures(self, task: StageTask, prepass: dict[str, Any]) -> dict[str, Any]:
         from engine.roundtrip.section import signatures
 
-        return signatures(config.section(self.section))
+        return signatures(self.params)

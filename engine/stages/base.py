@@ -5,9 +5,13 @@ Every stage (`Stage`) declares its name, config section and the **declared data 
 stages' names; engine.stages.flow resolves from them which stage's rows a stage reads. It is
 one of three kinds, each a small base with only its own hooks:
 
+A stage instance is built from its own validated section (`ScoreStage(params)`, by
+engine.stages.registry.build_stage; the RunPlan holds the built stages), so its hooks read
+`self.params` and take no config.
+
 - `PartStage` turns part `i` of the run's input into part `i` of its own output directory
   under RUN/ (`tasks` is its identity: one `StageTask` per configured entry, named from the
-  entry's complete resolved options; `run_part(ctx)` is a pure function of the part's inputs,
+  entry's complete resolved options and carrying that entry's params; `run_part(ctx)` is a pure function of the part's inputs,
   the task and the optional corpus pre-pass). Parts run through an executor (local or Ray) and
   the driver commits each part atomically; with a `StageTask.model_key` they run in that
   model's actor (the model stays loaded between parts), without one as plain tasks.
@@ -53,13 +57,17 @@ class StageTask:
 
     task: unique, filesystem-safe name (e.g. `lexical-bleu-1a2b3c4d`, `generate-starcoder2-7b`);
     model_key: parts sharing it share one loaded model (model-major scheduling; '' = no model);
-    entry: position of the entry in its config section (scorer, generator, judge...), -1 if none.
+    entry: position of the entry in its config section (scorer, generator, judge...), -1 if
+    none: only for messages that name the entry (`judge.judges[1]`);
+    params: the entry's own validated params (a generator, a scorer, a judge; None: the
+    section is the entry), what the stage's hooks read for this task.
     """
 
     stage: str
     task: str
     model_key: str = ""
     entry: int = -1
+    params: Any = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -72,10 +80,12 @@ class PartTask:
     model_key: str = ""
     entry: int = -1
     directory: str = ""  # the stage's output folder (BoundStage.parts sets it from the stage)
+    params: Any = field(default=None, compare=False)  # the task's entry params (StageTask.params)
 
     @classmethod
     def of(cls, stage_task: StageTask, index: int, directory: str) -> "PartTask":
-        return cls(stage_task.stage, stage_task.task, index, stage_task.model_key, stage_task.entry, directory)
+        return cls(stage_task.stage, stage_task.task, index, stage_task.model_key, stage_task.entry, directory,
+                   stage_task.params)
 
     @property
     def key(self) -> str:
@@ -139,6 +149,11 @@ class Stage(ABC):
     # against the config file's folder (engine.config.resolve_path_options), in nested entries too.
     path_options: ClassVar[tuple[str, ...]] = MODEL_PATH_OPTIONS
 
+    def __init__(self, params: Any = None) -> None:
+        # The validated section (None: a stage without options, or the registry's unbuilt
+        # instance that only parses sections and declares the data flow).
+        self.params = params
+
     @abstractmethod
     def parse_section(self, raw: Any, base_dir: Path, where: str) -> Any:
         """Validate this stage's config section into a frozen Params object."""
@@ -149,10 +164,10 @@ class Stage(ABC):
             options.setdefault("seed", seed)
         return options
 
-    def check_config(self, config: Any) -> None:
-        """Config-time checks that need the whole config (models resolvable, inputs present)."""
+    def check_config(self) -> None:
+        """Config-time checks of its section (models resolvable, inputs present)."""
 
-    def preflight(self, config: Any) -> str | None:
+    def preflight(self) -> str | None:
         """Checks that read the input (run before the run directory exists, and by `config check`);
         ConfigError when one fails, else a line saying what was checked (None: nothing)."""
         return None
@@ -168,7 +183,7 @@ class PartStage(Stage):
     input_columns: ClassVar[tuple[str, ...]] = ()
 
     @abstractmethod
-    def tasks(self, config: Any) -> list[StageTask]:
+    def tasks(self) -> list[StageTask]:
         """Its identity: one task per configured entry, named from the entry's resolved options,
         so two differently configured entries never share a task, a part file or a score key."""
 
@@ -176,23 +191,23 @@ class PartStage(Stage):
     def run_part(self, ctx: PartContext) -> pa.Table:
         """A pure function of the part's inputs, the task and the pre-pass result."""
 
-    def signatures(self, config: Any, task: StageTask, prepass: dict[str, Any]) -> dict[str, Any]:
+    def signatures(self, task: StageTask, prepass: dict[str, Any]) -> dict[str, Any]:
         """Signature strings of this task's outputs, for the manifest. Every stage that writes rows
         gives them (here, or through `ReadsGenerators`): the runner refuses a task with committed
         rows and no signature."""
         return {}
 
-    def model_needs(self, config: Any) -> list[Any]:
+    def model_needs(self) -> list[Any]:
         """The models its parts load (engine.runtime.memory.ModelNeed), for memory planning."""
         return []
 
-    def needs_prepass(self, config: Any, task: StageTask) -> bool:
+    def needs_prepass(self, task: StageTask) -> bool:
         """Whether the task has a corpus pre-pass (`prepass`), run once over the whole input
         before any part; its JSON-able result is stored in RUN/prepass/<task>.json and its hash
         goes into the signatures."""
         return False
 
-    def prepass(self, config: Any, task: StageTask, tables: Iterable[pa.Table]) -> dict[str, Any]:
+    def prepass(self, task: StageTask, tables: Iterable[pa.Table]) -> dict[str, Any]:
         """Run once over every part's input table (streamed, never concatenated)."""
         return {}
 
@@ -208,7 +223,7 @@ class SourceStage(Stage):
     kind: ClassVar[str] = "source"
 
     @abstractmethod
-    def input_table(self, config: Any) -> pa.Table:
+    def input_table(self) -> pa.Table:
         """The run's input rows."""
 
 
@@ -220,7 +235,7 @@ class DriverStage(Stage):
     after_complete: ClassVar[bool] = False
 
     @abstractmethod
-    def run_driver(self, run: Any, config: Any) -> None:
+    def run_driver(self, run: Any) -> None:
         """Its work; it records its own completion with `run.mark_stage(self.name, ...)`."""
 
 
@@ -234,7 +249,7 @@ class Reusable(ABC):
     reuse_verb: ClassVar[str] = "computed"  # the console's verb for the rows it made itself
 
     @abstractmethod
-    def reuse_identity(self, config: Any, task: StageTask, prepass: dict[str, Any]) -> str:
+    def reuse_identity(self, task: StageTask, prepass: dict[str, Any]) -> str:
         """A task's identity: equal identities compute equal rows from equal inputs."""
 
     @abstractmethod
@@ -273,12 +288,12 @@ class OwnTable(ABC):
     """A part stage that works on a task table of its own (the round trip's tasks), not the samples."""
 
     @abstractmethod
-    def own_parts(self, config: Any, run_root: str | Path) -> list[int]:
+    def own_parts(self, run_root: str | Path) -> list[int]:
         """Rows of each part of its own input, cut in RUN/ before its parts are planned. It must be
         idempotent on a run directory (resume reuses what it wrote), so part i always covers the same rows."""
 
     @abstractmethod
-    def own_table_rows(self, config: Any) -> int:
+    def own_table_rows(self) -> int:
         """Rows of its task table: what a throughput projection scales it by."""
 
     @abstractmethod
@@ -290,7 +305,7 @@ class Analyzes(ABC):
     """Driver-side analysis of a part stage's committed outputs (e.g. agreement tables)."""
 
     @abstractmethod
-    def analyze(self, run: Any, config: Any) -> None:
+    def analyze(self, run: Any) -> None:
         """Once in the driver after every part of every stage committed; it must read the run
         directory group by group, not all at once."""
 
@@ -307,7 +322,7 @@ class NamesGenerators(ABC):
     """A SAMPLES provider: its rows carry generator names known from its config."""
 
     @abstractmethod
-    def row_generators(self, config: Any) -> list[str]:
+    def row_generators(self) -> list[str]:
         """The `generator` values its rows carry."""
 
 
@@ -316,11 +331,11 @@ class ReadsGenerators(ABC):
     tokenizer per generator). The plan hands the names in; the stage never asks who makes them."""
 
     @abstractmethod
-    def check_generators(self, config: Any, seen: Callable[[], Sequence[str | None]]) -> str | None:
+    def check_generators(self, seen: Callable[[], Sequence[str | None]]) -> str | None:
         """The `preflight` check: `seen()` gives the names later stages see (None: rows without a
         generator), reading the input only when called. ConfigError, or a line saying what was checked."""
 
     @abstractmethod
-    def generator_signatures(self, config: Any, task: StageTask, prepass: dict[str, Any],
+    def generator_signatures(self, task: StageTask, prepass: dict[str, Any],
                              generated: Sequence[str] | None) -> dict[str, Any]:
         """Its `signatures`, given the names a stage generates (None: the run generates nothing)."""

@@ -19,11 +19,12 @@ import pyarrow as pa
 from engine.io.layout import RunLayout
 from engine.stages import flow
 from engine.stages.base import SAMPLES, NamesGenerators, OwnTable, PartStage, PartTask, Stage, StageTask
+from engine.stages.registry import build_stage
 
 
 @dataclass(frozen=True)
 class BoundStage:
-    """One listed stage bound to the run's config."""
+    """One listed stage built from its section's params (what workers run), with its tasks."""
 
     stage: Stage
     tasks: tuple[StageTask, ...] = ()
@@ -94,18 +95,22 @@ class RunPlan:
         if not isinstance(stage, NamesGenerators):
             raise TypeError(f"stage {source.name!r} provides samples but does not say their generator names "
                             "(engine.stages.base.NamesGenerators)")
-        return list(stage.row_generators(self.config))
+        return list(stage.row_generators())
 
     def own_tables(self) -> list[BoundStage]:
         """The part stages that work on a task table of their own (`OwnTable`), not the samples."""
         return [b for b in self.part_stages() if isinstance(b.stage, OwnTable)]
 
 
+def built_stages(config: Any) -> list[Stage]:
+    """The listed stages in run order, each built from its own section of `config`."""
+    return [build_stage(s.name, config.section(s.name) if s.section else None) for s in flow.listed(config.stages)]
+
+
 def build_plan(config: Any) -> RunPlan:
     """Resolve the run once: called by the driver (runner, bench, CLI) on a validated config."""
-    listed = flow.listed(config.stages)
     bound: dict[str, BoundStage] = {}
-    for stage in listed:
+    for stage in built_stages(config):
         part = isinstance(stage, PartStage)
         source = flow.sample_source(config.stages, stage.name) if part else None
         consumed: list[tuple[str, tuple[str, ...]]] = []
@@ -114,10 +119,10 @@ def build_plan(config: Any) -> RunPlan:
             consumed.append((kind, tuple(p.name for p in providers)))
         bound[stage.name] = BoundStage(
             stage=stage,
-            tasks=tuple(stage.tasks(config)) if part else (),
+            tasks=tuple(stage.tasks()) if part else (),
             sample_source=bound.get(source.name) if source is not None else None,
             consumed=tuple(consumed),
-            model_needs=tuple(stage.model_needs(config)) if part else (),
+            model_needs=tuple(stage.model_needs()) if part else (),
         )
     source = flow.input_source(config.stages)
     samples = flow.sample_source(config.stages)

@@ -46,8 +46,24 @@ def get_stage(name: str) -> "Stage":
     target = STAGES.get(name) or json.loads(os.environ.get(REGISTRY_ENV) or "{}").get(name)
     if target is None:
         raise KeyError(f"no stage {name!r} in the registry (engine.stages.registry.STAGES)")
+    return _load(target)()
+
+
+def _load(target: str) -> Any:
+    """The object a "module:Name" target names."""
     module_name, class_name = target.split(":")
-    return getattr(importlib.import_module(module_name), class_name)()
+    return getattr(importlib.import_module(module_name), class_name)
+
+
+def build_stage(name: str, params: Any = None) -> "Stage":
+    """Stage `name` built from its own validated section params (None: it takes no options)."""
+    return type(get_stage(name))(params)
+
+
+def params_type(name: str) -> type | None:
+    """The Params class of stage `name`'s section (None: no options, or entries of several kinds)."""
+    target = get_stage(name).params_class
+    return None if target is None else _load(target)
 
 
 def __getattr__(name: str) -> Any:
