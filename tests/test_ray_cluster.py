@@ -94,7 +94,8 @@ def test_model_parts_run_on_the_gpu_node_exactly_once(cluster, case, tmp_path) -
     n_parts = run.manifest["counts"]["parts"]
     lexical = plan.bound("score").parts(n_parts)
     # The same lexical work, labelled as a model's: it must take the actor path on node A.
-    model = [PartTask("score", "lexical-gpu", p.index, model_key="fake-model", entry=p.entry, directory=p.directory)
+    model = [PartTask("score", "lexical-gpu", p.index, model_key="fake-model", entry=p.entry, directory=p.directory,
+                     params=p.params)
              for p in lexical]
     commits: list[str] = []
     failures: list[Any] = []
@@ -164,7 +165,8 @@ def test_model_actor_killed_mid_part(cluster, case, tmp_path, monkeypatch) -> No
     runner.prepare(run, plan)
     n_parts = run.manifest["counts"]["parts"]
     # The lexical work labelled as a model's: it takes the actor path, on node A (gpu_slot).
-    parts = [PartTask("score", p.task, p.index, model_key="fake-model", entry=p.entry, directory=p.directory)
+    parts = [PartTask("score", p.task, p.index, model_key="fake-model", entry=p.entry, directory=p.directory,
+                     params=p.params)
              for p in plan.bound("score").parts(n_parts)]
     monkeypatch.setenv(KILL_PART_ENV, parts[3].key)
     monkeypatch.setenv(KILL_PART_ENV + "_MARKER", str(tmp_path / "killed"))

@@ -161,7 +161,8 @@ def test_exception_in_a_part_fails_it_at_once(ray_session, lexical_case, tmp_pat
 def _model_parts(config_path: Path, n_parts: int) -> list[PartTask]:
     """Lexical parts dressed as parts of a model: they must go through an actor pool."""
     lexical = build_plan(load_config(config_path)).bound("score").parts(n_parts)
-    return [PartTask("score", "lexical-actor", p.index, model_key="fake-model", entry=p.entry, directory=p.directory)
+    return [PartTask("score", "lexical-actor", p.index, model_key="fake-model", entry=p.entry, directory=p.directory,
+                     params=p.params)
             for p in lexical]
 
 
