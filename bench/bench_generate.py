@@ -23,10 +23,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.precision import print_hardware, slow_reason
-from engine.generate.backend import GenerationRequest, get_backend
 from engine.generate.cards import get_card
 from engine.generate.prompts import FimPromptBuilder
 from engine.generate.stage import GenerateParams, load_tokenizer
+from engine.llm.loading import get_backend
+from engine.llm.requests import GenerationRequest
 from engine.runtime.registry import release_all_models
 from engine.testing.tiny_fim import build_tiny_fim_model
 
@@ -78,7 +79,7 @@ def main() -> None:
                                     max_model_len=1024, batch_size=args.batch_size, enforce_eager=True,
                                     gpu_memory_utilization=args.gpu_memory_utilization)
             started = time.perf_counter()
-            loaded_backend = get_backend(params.backend_spec())
+            loaded_backend = get_backend(params.backend_spec(), stage="generate")
             loaded = time.perf_counter()
             requests = [GenerationRequest(str(i), tuple(p), args.max_new_tokens, params.seed) for i, p in enumerate(prompts)]
             outputs = loaded_backend.generate(requests, builder.stop_ids)

@@ -12,10 +12,10 @@ from http.server import BaseHTTPRequestHandler
 import pytest
 from conftest import local_http_server
 
-from engine.judge import http_backend
-from engine.judge.backends import ChatRequest
 from engine.judge.config import JudgeParams
-from engine.judge.http_backend import HttpChatBackend
+from engine.llm import http_backend
+from engine.llm.http_backend import HttpChatBackend
+from engine.llm.requests import ChatRequest
 
 KEY = "sk-attack-0123456789abcdefSECRET"
 REQUEST = ChatRequest("r", ({"role": "user", "content": "x"},), 20)

@@ -12,10 +12,11 @@ import os
 import pyarrow as pa
 import pytest
 
-from engine.generate.backend import GenerationRequest, get_backend
 from engine.generate.cards import get_card
 from engine.generate.prompts import FimPromptBuilder
 from engine.generate.stage import GenerateParams, generate_samples, load_tokenizer
+from engine.llm.loading import get_backend
+from engine.llm.requests import GenerationRequest
 from engine.records import GENERATION_SCHEMA, SAMPLE_SCHEMA
 from engine.testing.tiny_fim import build_tiny_fim_model
 
@@ -67,7 +68,7 @@ def _prompts(model_dir: str) -> list[list[int]]:
 
 
 def _transformers_ids(model_dir: str, prompts: list[list[int]], batch_size: int) -> list[list[int]]:
-    backend = get_backend(_params(model_dir, batch_size=batch_size).backend_spec())
+    backend = get_backend(_params(model_dir, batch_size=batch_size).backend_spec(), stage="generate")
     stop_ids = FimPromptBuilder(get_card("starcoder2"), load_tokenizer(model_dir)).stop_ids
     requests = [GenerationRequest(str(i), tuple(p), MAX_NEW) for i, p in enumerate(prompts)]
     return [list(o.token_ids) for o in backend.generate(requests, stop_ids)]
@@ -82,7 +83,7 @@ def test_vllm_and_transformers_give_identical_greedy_outputs(model_dir: str, mon
     # On CPU the flag is the share of host memory vLLM checks is free at start (the KV cache
     # size comes from VLLM_CPU_KVCACHE_SPACE): keep it low on a shared machine.
     params = _params(model_dir, backend="vllm", enforce_eager=True, gpu_memory_utilization=0.2)
-    backend = get_backend(params.backend_spec())  # the engine starts in a worker process of the registry
+    backend = get_backend(params.backend_spec(), stage="generate")  # the engine starts in a worker process of the registry
     stop_ids = FimPromptBuilder(get_card("starcoder2"), load_tokenizer(model_dir)).stop_ids
     requests = [GenerationRequest(str(i), tuple(p), MAX_NEW) for i, p in enumerate(prompts)]
     vllm_ids = [list(o.token_ids) for o in backend.generate(requests, stop_ids)]

@@ -77,7 +77,7 @@ def test_roundtrip_out_of_memory_at_batch_size_one_is_retried_then_a_failed_part
     from test_roundtrip_stage import _config
 
     from engine.config import config_from_mapping
-    from engine.generate.backend import TransformersBackend
+    from engine.llm.transformers_backend import TransformersBackend
     from engine.runner import execute_run
 
     attempts: list[int] = []

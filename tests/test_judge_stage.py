@@ -8,10 +8,10 @@ from types import SimpleNamespace
 import pyarrow as pa
 import pytest
 
-import engine.judge.backends as backends
+import engine.judge.loading as judge_loading
 from engine.errors import ConfigError
-from engine.judge.backends import ChatResponse
 from engine.judge.stage import JudgeStage
+from engine.llm.requests import ChatResponse
 from engine.records import JUDGMENT_SCHEMA, SAMPLE_SCHEMA
 from engine.stages.base import PartContext, PartTask
 from engine.stages.registry import STAGES, get_stage
@@ -65,7 +65,7 @@ def _run(tmp_path: Path, monkeypatch, judges: list[dict], table: pa.Table, entry
     stage = JudgeStage()
     section = stage.parse_section({"judges": judges}, tmp_path, "judge")
     scripted = Scripted()
-    monkeypatch.setattr(backends, "get_chat_backend", lambda params, budget=None: scripted)
+    monkeypatch.setattr(judge_loading, "get_chat_backend", lambda params, budget=None: scripted)
     config = SimpleNamespace(section=lambda name: section)
     task = stage.tasks(config)[entry]
     ctx = PartContext(tmp_path, config, PartTask.of(task, 0, stage.directory), _input_reader=lambda i: table)

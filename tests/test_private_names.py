@@ -17,7 +17,7 @@ ALLOWED = {
     ("tests/test_model_files.py", "engine.runner._log_model_plan"),
     ("tests/test_run_core.py", "engine.runner._log_model_plan"),
     ("tests/test_signatures.py", "engine.runner._record_signatures"),
-    ("tests/test_fault_attacks.py", "engine.judge.http_backend._ERROR_BODY_CHARS"),
+    ("tests/test_fault_attacks.py", "engine.llm.http_backend._ERROR_BODY_CHARS"),
     ("tests/test_judge_prompts.py", "engine.judge.promptpack._read"),
     ("tests/test_user_errors.py", "engine.llm.vllm_backend._quiet_vllm_logs"),
     ("tests/test_vllm_guard.py", "engine.llm.vllm_backend._guard_module_scan"),

@@ -34,9 +34,10 @@ from typing import Any, Iterable, Literal
 import pyarrow as pa
 
 from engine.errors import StageError
-from engine.generate.backend import BackendSpec, GenerationRequest, get_backend
 from engine.generate.cards import get_card
 from engine.generate.prompts import FimPromptBuilder, FimTokenError, PromptError
+from engine.llm.loading import get_backend
+from engine.llm.requests import BackendSpec, GenerationRequest
 from engine.params import Params, require
 from engine.records import GENERATION_SCHEMA, REQUIRED_SAMPLE_COLUMNS
 from engine.runtime import check_dtype, resolve_device, resolve_dtype, resolve_model
@@ -291,7 +292,7 @@ def generate_samples(samples: pa.Table, params: GenerateParams, max_new_tokens: 
                                              _request_seed(params.seed, row["file_id"]))))
 
     if pending:
-        backend = get_backend(params.backend_spec())
+        backend = get_backend(params.backend_spec(), stage="generate")
         window = backend.max_model_len
         fitting = []
         for i, request in pending:

@@ -19,9 +19,9 @@ from typing import Any, Iterable, Mapping
 
 import pyarrow as pa
 
-from engine.judge.budget import cost_of
 from engine.judge.config import JudgeParams
 from engine.judge.promptpack import CLUSTERED, resolve_prompt_language
+from engine.llm.http_budget import cost_of
 from engine.taxonomy import CLUSTERS
 
 logger = logging.getLogger(__name__)

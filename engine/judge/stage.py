@@ -79,7 +79,7 @@ class JudgeStage(PartStage, Rates, Analyzes, ReportSection):
     def preflight(self, config: Any) -> str | None:
         """Every HTTP judge's API key and provider secrets are in the environment (the variables
         are not in the config: a missing one would otherwise fail every judge part of the run)."""
-        from engine.judge.http_backend import check_secrets
+        from engine.llm.http_backend import check_secrets
 
         judges = [(i, j) for i, j in enumerate(config.section(self.name).judges) if j.backend == "http"]
         for i, judge in judges:
@@ -128,7 +128,7 @@ class JudgeStage(PartStage, Rates, Analyzes, ReportSection):
         return {"judgment": format_signature(fields)}
 
     def run_part(self, ctx: PartContext) -> pa.Table:
-        from engine.judge.backends import get_chat_backend
+        from engine.judge.loading import get_chat_backend
         from engine.judge.run import judge_table
 
         table = ctx.input_table()
@@ -137,7 +137,7 @@ class JudgeStage(PartStage, Rates, Analyzes, ReportSection):
         judge = section.judges[ctx.part.entry]
         budget = None
         if judge.backend == "http":  # paid answers cached as they come, caps checked before each call
-            from engine.judge.budget import Caps, JudgeBudget
+            from engine.llm.http_budget import Caps, JudgeBudget
 
             budget = JudgeBudget(ctx.run_root, ctx.part.task, ctx.part.index, Caps.of(judge, f"judge.judges[{ctx.part.entry}]"),
                                  Caps.of(section.budget, "judge.budget"), judge.price_per_million)

@@ -25,7 +25,7 @@ import dataclasses
 from pathlib import Path
 from typing import Literal
 
-from engine.generate.backend import BackendSpec
+from engine.llm.requests import BackendSpec
 from engine.params import Params, require
 from engine.roundtrip.sandbox import SandboxLimits
 from engine.runtime import resolve_model
