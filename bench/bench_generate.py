@@ -2,7 +2,7 @@
 
     python bench/bench_generate.py [--prompts 32] [--max-new-tokens 32] [--model DIR --card FAMILY]
 
-Both backends are loaded through the model registry, as in a run (engine.runtime.registry:
+Both backends are loaded through the model registry, as in a run (engine.runtime.model_registry:
 vLLM in a worker process of its own, transformers here) and see the same prompts; each is
 released before the next loads. The timing covers generation only (model loading is printed apart). Without --model a tiny
 random StarCoder2-style model is built in a temporary directory, so on a CPU machine this
@@ -28,7 +28,7 @@ from engine.generate.prompts import FimPromptBuilder
 from engine.generate.stage import GenerateParams, load_tokenizer
 from engine.llm.loading import get_backend
 from engine.llm.requests import GenerationRequest
-from engine.runtime.registry import release_all_models
+from engine.runtime.model_registry import release_all_models
 from engine.testing.tiny_fim import build_tiny_fim_model
 
 _WORDS = [

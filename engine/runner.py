@@ -28,7 +28,7 @@ from engine.data.loss import assess as assess_data_loss
 from engine.errors import BudgetStopError, InputError, PartFailedError, RunDirectoryError, StageError
 from engine.io.atomic import disk_full_error, is_disk_full, write_json_atomic
 from engine.io.rundir import RunDirectory
-from engine.pipeline import PartTask, read_part_input, release_models, sample_part_path, upstream_parts
+from engine.part_execution import PartTask, read_part_input, release_models, sample_part_path, upstream_parts
 from engine.prepare import prepare
 from engine.records import SCORE_SCHEMA
 from engine.signature import library_versions
@@ -237,7 +237,7 @@ def _record_models(run: RunDirectory, executor: Any, since: float) -> None:
     manifest["models"]: what was loaded, for which stage, in which process, when, and its peak.
     Only loads made since this run's executor started count: a process that ran other work
     before (an earlier run, a notebook) keeps no records of it in this run's manifest."""
-    from engine.runtime.registry import model_registry
+    from engine.runtime.model_registry import model_registry
 
     records = model_registry().take_records() + getattr(executor, "take_model_records", list)()
     records = [r for r in records if r["loaded_at"] >= since]

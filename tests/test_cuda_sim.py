@@ -24,7 +24,7 @@ torch = pytest.importorskip("torch")
 from engine.errors import ModelLoadError  # noqa: E402
 from engine.llm.loading import get_backend  # noqa: E402
 from engine.llm.requests import BackendSpec, GenerationRequest  # noqa: E402
-from engine.runtime.registry import model_registry  # noqa: E402
+from engine.runtime.model_registry import model_registry  # noqa: E402
 
 SIM = Path(__file__).resolve().parent / "cuda_sim"
 GiB = 2**30
@@ -244,7 +244,7 @@ def test_an_interrupted_call_leaves_nothing_behind_when_the_model_is_closed() ->
 _DRIVER_SCRIPT = (
     "import json, torch\n"
     "from engine.runtime.hardware import probe_device\n"
-    "from engine.runtime.registry import device_memory_bytes\n"
+    "from engine.runtime.model_registry import device_memory_bytes\n"
     "from engine.runtime.cuda import cuda_available\n"
     "available = cuda_available()\n"
     "capability = probe_device('cuda:0')\n"

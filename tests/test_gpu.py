@@ -100,7 +100,7 @@ def test_real_cuda_out_of_memory_halves_then_is_transient() -> None:
 
 @needs_cuda
 def test_released_torch_model_returns_its_device_memory() -> None:
-    from engine.runtime.registry import ModelRegistry
+    from engine.runtime.model_registry import ModelRegistry
 
     torch.cuda.empty_cache()
     before = torch.cuda.memory_reserved()
@@ -171,7 +171,7 @@ def _nvml_free(device: str) -> int | None:
 def test_vllm_engine_memory_is_back_when_its_worker_ends(tmp_path) -> None:
     from engine.llm.loading import get_backend
     from engine.llm.requests import BackendSpec
-    from engine.runtime.registry import model_registry
+    from engine.runtime.model_registry import model_registry
     from engine.testing.tiny_fim import build_tiny_fim_model
 
     model = build_tiny_fim_model(tmp_path / "fim", "starcoder2")

@@ -104,7 +104,7 @@ def test_a_judge_call_that_fails_alone_is_an_api_error_and_the_other_calls_are_j
     from test_judge_stage import Scripted, _samples
 
     from engine.judge.config import JudgeSection
-    from engine.judge.run import judge_table
+    from engine.judge.judging import judge_table
 
     class OneBadCall(Scripted):
         def chat(self, requests):

@@ -184,7 +184,7 @@ def test_failed_answers_are_one_log_line_per_strategy_and_class(tmp_path, monkey
     import logging
 
     judges = [dict(model="served", backend="http", base_url="http://x/v1", name="j", strategies=["standard", "cot"])]
-    with caplog.at_level(logging.INFO, logger="engine.judge.run"):
+    with caplog.at_level(logging.INFO, logger="engine.judge.judging"):
         _run(tmp_path, monkeypatch, judges, _samples())
     lines = [r.getMessage() for r in caplog.records if "answer(s)" in r.getMessage()]
     # f2 fails at the API for both strategies: one line each, not one per file

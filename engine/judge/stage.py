@@ -128,8 +128,8 @@ class JudgeStage(PartStage, Rates, Analyzes, ReportSection):
         return {"judgment": format_signature(fields)}
 
     def run_part(self, ctx: PartContext) -> pa.Table:
+        from engine.judge.judging import judge_table
         from engine.judge.loading import get_chat_backend
-        from engine.judge.run import judge_table
 
         table = ctx.input_table()
         self.require_columns(table, "sample table")

@@ -1,4 +1,4 @@
-"""A generator's backend, from the model registry (engine.runtime.registry).
+"""A generator's backend, from the model registry (engine.runtime.model_registry).
 
 Two kinds behind one interface (engine/llm/requests.py `Backend`): `transformers`
 (engine/llm/transformers_backend.py) in this process, and `vllm` (engine/llm/vllm_backend.py)
@@ -23,7 +23,7 @@ def get_backend(spec: BackendSpec, *, stage: str) -> Backend:
     decides when it is freed.
     """
     from engine.runtime.memory import device_of, estimate_model_bytes
-    from engine.runtime.registry import acquire
+    from engine.runtime.model_registry import acquire
 
     device = device_of(spec.kind, spec.device)
     return acquire(("generator", spec), lambda: _load_backend(spec), model=spec.model, stage=stage, device=device,

@@ -235,7 +235,7 @@ class EmbeddingScorer:
     def runtime(self) -> Any:
         """The loaded model, from the model registry (loaded there on first use; never kept here)."""
         from engine.runtime.memory import estimate_model_bytes
-        from engine.runtime.registry import acquire
+        from engine.runtime.model_registry import acquire
 
         p = self.params
         layer = None if p.all_layers else self.layer

@@ -275,7 +275,7 @@ class LikelihoodScorer:
     def _load(self) -> None:
         """Bind the model of the model registry (loaded there on first use) for one `score` call."""
         from engine.runtime.memory import estimate_model_bytes
-        from engine.runtime.registry import acquire
+        from engine.runtime.model_registry import acquire
 
         p = self.params
         key = ("likelihood", p.model, self.architecture, p.resolved_dtype, p.device, p.strict_dtype)

@@ -159,7 +159,7 @@ class RoundTripStage(PartStage, Rates, OwnTable, ReportSection):
 
     # ----- work ---------------------------------------------------------------------------
     def run_part(self, ctx: PartContext) -> pa.Table:
-        from engine.roundtrip.run import run_roundtrip
+        from engine.roundtrip.orchestrate import run_roundtrip
         from engine.roundtrip.tasks import TASK_SCHEMA
 
         tasks = pq.read_table(task_part_path(ctx.run_root, ctx.part.index), schema=TASK_SCHEMA).to_pylist()
