@@ -42,7 +42,7 @@ class _Handler(BaseHTTPRequestHandler):
         self._record()
         if self.path.startswith("/long401"):
             # An error answer that quotes the request's header near the end of what is quoted.
-            body = ("x" * (http_backend._ERROR_BODY_CHARS - 20) + " " + self.headers["Authorization"]).encode()
+            body = ("x" * (http_backend.ERROR_BODY_CHARS - 20) + " " + self.headers["Authorization"]).encode()
             self.send_response(401)
         elif self.path.startswith("/echo200"):
             content = json.dumps(f"you sent {self.headers['Authorization']}")

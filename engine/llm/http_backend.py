@@ -48,7 +48,7 @@ from engine.llm.requests import ChatRequest, ChatResponse
 
 logger = logging.getLogger(__name__)
 REDACTED = "[redacted]"
-_ERROR_BODY_CHARS = 300  # how much of a server's error answer a failure reason quotes
+ERROR_BODY_CHARS = 300  # how much of a server's error answer a failure reason quotes
 # Read (and redacted) beyond what is quoted, so a key the cut falls into is still found whole.
 _ERROR_BODY_READ = 65536
 _OVERLOAD = {429, 503, 524}  # answers that say "too many requests": the concurrency backs off
@@ -358,7 +358,7 @@ class HttpChatBackend:
         """The start of a refused request's error answer (servers say there why), redacted."""
         # redacted before the cut: a key the cut falls into would otherwise leave its start behind
         text = self.redact(" ".join(body[:_ERROR_BODY_READ].decode("utf-8", "replace").split()))
-        text = text[:_ERROR_BODY_CHARS].strip()
+        text = text[:ERROR_BODY_CHARS].strip()
         return f": {text}" if text else ""
 
     def _failed(self, request: ChatRequest, message: str, start: float) -> ChatResponse:
