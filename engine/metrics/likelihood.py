@@ -45,7 +45,7 @@ from engine.errors import ModelLoadError
 from engine.isolation import ItemFailure, run_isolated
 from engine.items import ScoreItem, ScoreRow
 from engine.metrics.base import task_name_for
-from engine.params import Params, require
+from engine.params import Dtype, Params, require
 from engine.runtime import (
     check_dtype,
     load_model,
@@ -90,7 +90,7 @@ class LikelihoodParams(Params):
     architecture: Literal["auto", "seq2seq", "causal"] = "auto"
     directions: tuple[Direction, ...] = ("forward", "reverse", "avg")
     contexts: tuple[Context, ...] = ("none",)
-    dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
+    dtype: Dtype = "auto"
     strict_dtype: bool = False
     batch_size: int = 8
     max_length: int | None = None  # None: the model's window (tokenizer / position embeddings)
