@@ -2,7 +2,7 @@
 
     python bench/bench_generate.py [--prompts 32] [--max-new-tokens 32] [--model DIR --card FAMILY]
 
-Both backends are loaded through the model registry, as in a run (engine.runtime.registry:
+Both backends are loaded through the model registry, as in a run (engine.runtime.model_registry:
 vLLM in a worker process of its own, transformers here) and see the same prompts; each is
 released before the next loads. The timing covers generation only (model loading is printed apart). Without --model a tiny
 random StarCoder2-style model is built in a temporary directory, so on a CPU machine this
@@ -23,12 +23,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.precision import print_hardware, slow_reason
-from engine.generate.backend import GenerationRequest, get_backend
 from engine.generate.cards import get_card
 from engine.generate.fim import load_tokenizer
 from engine.generate.params import GenerateParams
 from engine.generate.prompts import FimPromptBuilder
-from engine.runtime.registry import release_all_models
+from engine.llm.loading import get_backend
+from engine.llm.requests import GenerationRequest
+from engine.runtime.model_registry import release_all_models
 from engine.testing.tiny_fim import build_tiny_fim_model
 
 _WORDS = [
@@ -79,7 +80,7 @@ def main() -> None:
                                     max_model_len=1024, batch_size=args.batch_size, enforce_eager=True,
                                     gpu_memory_utilization=args.gpu_memory_utilization)
             started = time.perf_counter()
-            loaded_backend = get_backend(params.backend_spec())
+            loaded_backend = get_backend(params.backend_spec(), stage="generate")
             loaded = time.perf_counter()
             requests = [GenerationRequest(str(i), tuple(p), args.max_new_tokens, params.seed) for i, p in enumerate(prompts)]
             outputs = loaded_backend.generate(requests, builder.stop_ids)

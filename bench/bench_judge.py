@@ -25,10 +25,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from engine.judge.backends import ChatRequest
 from engine.judge.messages import Candidate, JudgeItem, build_calls
 from engine.judge.promptpack import PROMPT_LANGUAGES, load_pack
 from engine.judge.schema import SchemaLimits, output_schema
+from engine.llm.requests import ChatRequest
 
 GENERATORS = ("codegemma-7b", "codellama-7b", "starcoder2-7b")
 

@@ -31,7 +31,7 @@ def scorers_of(config: Any) -> list[str]:
 
 
 def profile_of(result: Any, device: str, task_stages: set[str], config: Any = None) -> dict[str, Any]:
-    """The JSON profile of a BenchResult (engine.bench) measured on `device`; task_stages: the
+    """The JSON profile of a BenchResult (engine.projection) measured on `device`; task_stages: the
     stages with a task table of their own (counted per task, not per input row); config: the run
     config benched (its scorers are recorded, so a projection of another config can be refused)."""
     steps = []

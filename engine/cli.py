@@ -398,8 +398,8 @@ def print_demo_closing(built: list[str], build_s: float, run_dirs: list[Path], w
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from engine.bench import bench, report_lines
     from engine.config import load_config
+    from engine.projection import bench, report_lines
 
     if args.devices < 1:
         raise ConfigError(f"--devices {args.devices}: give 1 or more")
@@ -408,7 +408,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         _usage_error("bench", f"--profile projects a measured profile and runs nothing here; {both} needs a run: "
                      "give one or the other")
     config = load_config(args.config)
-    from engine.bench import device_kind
+    from engine.projection import device_kind
 
     rows = _judge_forecast(config)
     if rows:
@@ -417,8 +417,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
         print("judge forecast for the whole input, before any call (completion: at most max_tokens a call):")
         print("\n".join(forecast_lines(rows)) + "\n", flush=True)
     if args.profile:  # project from what a bench measured on the target machine: nothing runs here
-        from engine.bench import input_size
         from engine.bench_profile import check_covers, projection_lines, read_profile
+        from engine.projection import input_size
 
         profile = read_profile(args.profile)
         notes = check_covers(profile, config, args.profile)

@@ -16,6 +16,10 @@ from typing import Any, ClassVar, Literal, Mapping, Union
 from engine.errors import ConfigError
 from engine.hints import did_you_mean
 
+# The weights dtype of every model entry (generate, round trip, judge, embedding, likelihood):
+# `auto` leaves the choice to the device probe or the model, each section says which.
+Dtype = Literal["auto", "float32", "float16", "bfloat16"]
+
 _SECRET_NAME = re.compile(r"key|token|secret|passw|credential|auth", re.IGNORECASE)
 
 

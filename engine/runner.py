@@ -28,7 +28,7 @@ from engine.data.loss import assess as assess_data_loss
 from engine.errors import BudgetStopError, InputError, PartFailedError, RunDirectoryError, StageError
 from engine.io.atomic import disk_full_error, is_disk_full, write_json_atomic
 from engine.io.rundir import RunDirectory
-from engine.pipeline import PartTask, read_part_input, release_models, sample_part_path, upstream_parts
+from engine.part_execution import PartTask, read_part_input, release_models, sample_part_path, upstream_parts
 from engine.prepare import prepare
 from engine.records import SCORE_SCHEMA
 from engine.signature import library_versions
@@ -73,7 +73,7 @@ def open_run(plan: RunPlan, out: str, resume: bool) -> RunDirectory:
 
 
 # ----- part stages ----------------------------------------------------------------------------
-class _Committer:
+class Committer:
     """Commits finished parts; engine.faults lets tests kill the driver between commits."""
 
     def __init__(self, run: RunDirectory, rows_per_part: list[int] | None = None, stage: Stage | None = None):
@@ -163,7 +163,7 @@ def run_part_stage(run: RunDirectory, plan: RunPlan, bound: BoundStage, executor
     if not todo:
         return {"kept": kept, "run": 0}
     prepass = _prepass_results(run, plan, bound)
-    committer = _Committer(run, list(rows_per_part), bound.stage)
+    committer = Committer(run, list(rows_per_part), bound.stage)
     try:
         # The plan travels in place of the config: workers find each part's bound stage in it.
         executor.run_parts(str(run.root), plan, todo, prepass, committer.commit, committer.fail, rows_per_part)
@@ -182,7 +182,7 @@ def _record_placements(run: RunDirectory, executor: Any, parts: list[PartTask]) 
             placed[part.key] = {k: where.get(k) for k in ("node_id", "hostname", "pid", "attempts")}
 
 
-def _record_signatures(run: RunDirectory, plan: RunPlan) -> None:
+def record_signatures(run: RunDirectory, plan: RunPlan) -> None:
     from engine.signature import present_languages_only
 
     languages = {lang for table in run.sample_tables(["language"]) for lang in table.column("language").to_pylist()}
@@ -218,7 +218,7 @@ def _record_reuse(run: RunDirectory, plan: RunPlan) -> None:
     summarize_reuse(run, plan)
 
 
-def _log_model_plan(run: RunDirectory, run_plan: RunPlan) -> None:
+def log_model_plan(run: RunDirectory, run_plan: RunPlan) -> None:
     """Say, before any work, which models the run loads, where, and what each is estimated to need."""
     from engine.runtime.memory import plan_models
 
@@ -237,7 +237,7 @@ def _record_models(run: RunDirectory, executor: Any, since: float) -> None:
     manifest["models"]: what was loaded, for which stage, in which process, when, and its peak.
     Only loads made since this run's executor started count: a process that ran other work
     before (an earlier run, a notebook) keeps no records of it in this run's manifest."""
-    from engine.runtime.registry import model_registry
+    from engine.runtime.model_registry import model_registry
 
     records = model_registry().take_records() + getattr(executor, "take_model_records", list)()
     records = [r for r in records if r["loaded_at"] >= since]
@@ -356,7 +356,7 @@ def _execute(run: RunDirectory, plan: RunPlan, executor_name: str, ray_address: 
     stages = plan.part_stages()
     parts_by_stage: dict[str, dict[str, int]] = {}
     if stages:
-        _log_model_plan(run, plan)
+        log_model_plan(run, plan)
         models_since = time.time()
         executor = make_executor(executor_name, ray_address, ray_options)
         try:
@@ -369,7 +369,7 @@ def _execute(run: RunDirectory, plan: RunPlan, executor_name: str, ray_address: 
         finally:
             executor.close()
             _record_models(run, executor, models_since)
-        _record_signatures(run, plan)
+        record_signatures(run, plan)
         _record_reuse(run, plan)
     failed = run.manifest.failed_parts
     blocked = run.manifest.blocked_parts

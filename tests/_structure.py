@@ -33,7 +33,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
     ("domain", frozenset({"data", "metrics", "generate", "judge", "perturb", "roundtrip", "calibrate", "noise",
                           "report", "prime", "demo", "finetune", "testing"})),
     ("resolver", frozenset({"stages.registry", "stages.flow", "stages.plan", "stages", "config", "config_reference"})),
-    ("driver", frozenset({"pipeline", "prepare", "preflight", "executors", "runner", "console", "bench", "bench_profile", "cli",
+    ("driver", frozenset({"part_execution", "prepare", "preflight", "executors", "runner", "console", "projection", "bench_profile", "cli",
                           "rundiff"})),
 )
 LAYER_NAMES = tuple(name for name, _ in LAYERS)

@@ -100,7 +100,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def _release_models_after_module():
     """Models (and vLLM worker processes) of one test module never stay loaded for the next."""
     yield
-    from engine.runtime.registry import model_registry, release_all_models
+    from engine.runtime.model_registry import model_registry, release_all_models
 
     release_all_models()
     model_registry().take_records()  # the next module's record checks see only its own loads

@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 from conftest import PYTHON, REPO, make_sample, write_jsonl
 
-from engine.bench import StageFit, choose_files, fit, fit_above_noise, write_sample
+from engine.projection import StageFit, choose_files, fit, fit_above_noise, write_sample
 
 
 def test_fit_separates_fixed_and_per_row_costs_and_never_goes_negative():

@@ -105,7 +105,7 @@ def test_a_part_read_in_another_order_computes_the_same_bits(workspace: Path, mo
     in whatever order, and its batches must not follow that order (on main: 7 rows moved by 1e-8)."""
     import pyarrow.parquet as pq
 
-    import engine.pipeline as pipeline
+    import engine.part_execution as part_execution
 
     rows = [json.loads(line) for line in BUILTIN_INPUTS["demo"].read_text(encoding="utf-8").splitlines()]
     input_path = write_jsonl(workspace / "nl.jsonl", [r for r in rows if r["language"] == "nl"])
@@ -115,7 +115,7 @@ def test_a_part_read_in_another_order_computes_the_same_bits(workspace: Path, mo
     config = config_from_mapping(raw, workspace)
     run = workspace / "order"
     execute_run(config, str(run))
-    read = pipeline.read_part_input
+    read = part_execution.read_part_input
 
     def shuffled(root, bound, index):
         table = read(root, bound, index)
@@ -123,12 +123,12 @@ def test_a_part_read_in_another_order_computes_the_same_bits(workspace: Path, mo
         random.Random(1).shuffle(order)
         return table.take(pa.array(order))
 
-    monkeypatch.setattr(pipeline, "read_part_input", shuffled)
+    monkeypatch.setattr(part_execution, "read_part_input", shuffled)
     from engine.stages.plan import build_plan
 
     plan = build_plan(config)
     [part] = plan.bound("score").parts(1)
-    again = pipeline.execute_part(str(run), plan, part, {})
+    again = part_execution.execute_part(str(run), plan, part, {})
     key = ["sample_id", "noise", "metric", "context", "variant"]
     first = pq.read_table(run / part.relative_path)
     a = {tuple(r[k] for k in key): r["value"] for r in first.to_pylist()}

@@ -1,4 +1,4 @@
-"""Calibration of a run directory, streamed per setting (engine/calibrate/run.py)."""
+"""Calibration of a run directory, streamed per setting (engine/calibrate/run_directory.py)."""
 from __future__ import annotations
 
 import numpy as np
@@ -7,7 +7,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from engine.calibrate.params import CalibrateParams
-from engine.calibrate.run import calibrate_run_dir, score_settings
+from engine.calibrate.run_directory import calibrate_run_dir, score_settings
 from engine.calibrate.thresholds import calibrate
 from engine.io.rundir import RunDirectory
 from engine.records import SAMPLE_SCHEMA, SCORE_SCHEMA

@@ -22,8 +22,9 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from engine.errors import ModelLoadError  # noqa: E402
-from engine.generate.backend import BackendSpec, GenerationRequest, get_backend  # noqa: E402
-from engine.runtime.registry import model_registry  # noqa: E402
+from engine.llm.loading import get_backend  # noqa: E402
+from engine.llm.requests import BackendSpec, GenerationRequest  # noqa: E402
+from engine.runtime.model_registry import model_registry  # noqa: E402
 
 SIM = Path(__file__).resolve().parent / "cuda_sim"
 GiB = 2**30
@@ -100,7 +101,7 @@ def wait_until(predicate, seconds: float = 15.0) -> bool:
 
 
 def test_a_vllm_engine_starts_on_cuda_with_spawn_and_reports_its_device_memory(sim, fim_model) -> None:
-    backend = get_backend(spec(fim_model))
+    backend = get_backend(spec(fim_model), stage="generate")
     out = backend.generate([GenerationRequest("r1", (5, 6, 7, 8), max_new_tokens=4)], stop_ids=[0])
     assert len(out) == 1 and len(out[0].token_ids) == 4
     (start,) = events(sim)
@@ -115,21 +116,21 @@ def test_a_vllm_engine_starts_on_cuda_with_spawn_and_reports_its_device_memory(s
 
 
 def test_two_engines_share_a_device_only_when_both_fit(sim, fim_model) -> None:
-    first = get_backend(spec(fim_model, seed=1))
-    get_backend(spec(fim_model, seed=2))  # 0.9 + 0.9 of one device: the first is released before
+    first = get_backend(spec(fim_model, seed=1), stage="generate")
+    get_backend(spec(fim_model, seed=2), stage="generate")  # 0.9 + 0.9 of one device: the first is released before
     starts = events(sim)
     assert [e["device"] for e in starts] == [0, 0] and starts[1]["others"] == []
     assert not first.alive and len(model_registry().resident()) == 1
-    get_backend(spec(fim_model, seed=3, gpu_memory_utilization=0.05))  # 0.9 + 0.05: both fit, both stay
+    get_backend(spec(fim_model, seed=3, gpu_memory_utilization=0.05), stage="generate")  # 0.9 + 0.05: both fit, both stay
     second, third = events(sim)[1:]
     assert third["others"] == [second["pid"]] and len(model_registry().resident()) == 2
 
 
 def test_an_engine_that_cannot_start_is_a_model_load_error_naming_the_cause(sim, fim_model, monkeypatch) -> None:
     monkeypatch.setenv("BABELSCORE_MODEL_BUDGET_BYTES", str(1000 * GiB))  # the registry lets both through
-    get_backend(spec(fim_model, seed=1))
+    get_backend(spec(fim_model, seed=1), stage="generate")
     with pytest.raises(ModelLoadError, match="less than desired GPU memory utilization"):
-        get_backend(spec(fim_model, seed=2))
+        get_backend(spec(fim_model, seed=2), stage="generate")
 
 
 def test_an_unknown_vllm_estimate_is_charged_its_utilisation_share(sim, monkeypatch) -> None:
@@ -147,10 +148,10 @@ def test_an_unknown_vllm_estimate_is_charged_its_utilisation_share(sim, monkeypa
 
 
 def test_a_configured_cuda_device_reaches_the_engine_as_cuda_visible_devices(sim, fim_model, monkeypatch) -> None:
-    get_backend(spec(fim_model, device="cuda:1"))
+    get_backend(spec(fim_model, device="cuda:1"), stage="generate")
     model_registry().release_all()
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1,0")  # as Ray sets it: this process's cuda:0 is device 1
-    get_backend(spec(fim_model, seed=5))
+    get_backend(spec(fim_model, seed=5), stage="generate")
     model_registry().release_all()
     first, second = events(sim)
     assert (first["device"], first["cuda_visible_devices"]) == (1, "1")
@@ -160,7 +161,7 @@ def test_a_configured_cuda_device_reaches_the_engine_as_cuda_visible_devices(sim
 
 
 def test_killing_a_worker_ends_its_whole_process_group(sim, fim_model) -> None:
-    backend = get_backend(spec(fim_model))
+    backend = get_backend(spec(fim_model), stage="generate")
     (start,) = events(sim)
     engine_pid, worker_pid = start["pid"], backend.worker_pid
     backend._kill()  # what close() falls back to after its timeout, and what a dropped proxy does
@@ -171,9 +172,10 @@ def test_killing_a_worker_ends_its_whole_process_group(sim, fim_model) -> None:
 def test_a_worker_whose_parent_is_killed_takes_its_engine_with_it(sim, fim_model, tmp_path) -> None:
     script = (
         "import json, sys, threading\n"
-        "from engine.generate.backend import BackendSpec, get_backend\n"
+        "from engine.llm.loading import get_backend\n"
+        "from engine.llm.requests import BackendSpec\n"
         f"b = get_backend(BackendSpec(kind='vllm', model={fim_model!r}, tokenizer={fim_model!r}, dtype='bfloat16', "
-        "max_model_len=512, enforce_eager=True))\n"
+        "max_model_len=512, enforce_eager=True), stage='generate')\n"
         "print(json.dumps({'worker': b.worker_pid}), flush=True)\n"
         "threading.Event().wait()\n"
     )
@@ -191,7 +193,7 @@ def test_a_worker_whose_parent_is_killed_takes_its_engine_with_it(sim, fim_model
 
 def test_inside_a_container_the_device_figure_is_the_devices_growth(sim, fim_model, monkeypatch) -> None:
     monkeypatch.setenv("CUDASIM_NVML_HOST_PIDS", "1")  # NVML's pids are the host's: none is the worker's
-    get_backend(spec(fim_model))
+    get_backend(spec(fim_model), stage="generate")
     model_registry().release_all()
     (record,) = model_registry().take_records()
     assert record["peak_device_bytes"] == int(0.9 * 80 * GiB)
@@ -242,7 +244,7 @@ def test_an_interrupted_call_leaves_nothing_behind_when_the_model_is_closed() ->
 _DRIVER_SCRIPT = (
     "import json, torch\n"
     "from engine.runtime.hardware import probe_device\n"
-    "from engine.runtime.registry import device_memory_bytes\n"
+    "from engine.runtime.model_registry import device_memory_bytes\n"
     "from engine.runtime.cuda import cuda_available\n"
     "available = cuda_available()\n"
     "capability = probe_device('cuda:0')\n"
@@ -275,7 +277,7 @@ def test_the_worker_starts_vllm_without_the_flashinfer_jit(sim, fim_model, monke
     path = [d for d in os.environ["PATH"].split(os.pathsep) if not (Path(d) / "nvcc").exists()]
     monkeypatch.setenv("PATH", os.pathsep.join(path))
     monkeypatch.delenv("VLLM_USE_FLASHINFER_SAMPLER", raising=False)
-    backend = get_backend(spec(fim_model))
+    backend = get_backend(spec(fim_model), stage="generate")
     assert backend.generate([GenerationRequest("r1", (5, 6, 7, 8), max_new_tokens=2)], stop_ids=[0])
 
 
@@ -285,14 +287,14 @@ def test_an_engine_start_without_a_c_compiler_is_refused_naming_the_apt_line(sim
     monkeypatch.setenv("PATH", os.pathsep.join(path))
     monkeypatch.delenv("CC", raising=False)
     with pytest.raises(ModelLoadError, match=r"no C compiler .*apt-get install gcc python3\.\d+-dev"):
-        get_backend(spec(fim_model))
+        get_backend(spec(fim_model), stage="generate")
 
 
 def test_an_engine_start_with_cc_naming_a_missing_compiler_is_refused(sim, fim_model, monkeypatch, tmp_path) -> None:
     # Triton compiles with CC whenever it is set, with no fallback to a gcc on PATH.
     monkeypatch.setenv("CC", str(tmp_path / "no-such-cc"))
     with pytest.raises(ModelLoadError, match=r"CC='.*no-such-cc' names no program on PATH.*unset it"):
-        get_backend(spec(fim_model))
+        get_backend(spec(fim_model), stage="generate")
 
 
 @pytest.fixture
@@ -313,8 +315,8 @@ def test_the_next_engine_waits_for_memory_the_driver_returns_late(sim, driver_nv
     # The driver returns a killed process's device memory some time after it exits; 20 s here,
     # longer than a worker takes to start its next engine here.
     monkeypatch.setenv(fake_cuda.FREE_DELAY_ENV, "20")
-    first = get_backend(spec(fim_model, seed=1))
-    get_backend(spec(fim_model, seed=2))  # 0.9 + 0.9: the first is released (killed), then the second starts
+    first = get_backend(spec(fim_model, seed=1), stage="generate")
+    get_backend(spec(fim_model, seed=2), stage="generate")  # 0.9 + 0.9: the first is released (killed), then the second starts
     starts = events(sim)
     assert not first.alive and [e["device"] for e in starts] == [0, 0]
     assert starts[1]["others"] == []  # nothing of the first engine was still held when the second started
@@ -322,7 +324,7 @@ def test_the_next_engine_waits_for_memory_the_driver_returns_late(sim, driver_nv
 
 def test_gpu_uuids_in_cuda_visible_devices_reach_the_engine(sim, fim_model, monkeypatch) -> None:
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", f"{fake_cuda.uuid(1)},{fake_cuda.uuid(0)}")
-    backend = get_backend(spec(fim_model))
+    backend = get_backend(spec(fim_model), stage="generate")
     assert backend.cuda_visible_devices == fake_cuda.uuid(1)
     model_registry().release_all()
     (start,) = events(sim)
@@ -335,7 +337,7 @@ def test_a_mig_instance_in_cuda_visible_devices_gets_its_engine(sim, fim_model, 
     # torch 2.13.0 skips NVML for MIG entries (`_device_count_nvml` answers -1), so even the NVML
     # check asks cudaGetDeviceCount: CUDA is found, and the engine must still start with spawn.
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", fake_cuda.mig_uuid(1))
-    backend = get_backend(spec(fim_model))
+    backend = get_backend(spec(fim_model), stage="generate")
     assert backend.generate([GenerationRequest("r1", (5, 6, 7, 8), max_new_tokens=2)], stop_ids=[0])
     (start,) = events(sim)
     assert start["device"] == 1 and start["multiproc_method"] == "spawn"
@@ -347,8 +349,8 @@ def test_memory_other_processes_hold_makes_room_before_an_engine_starts(sim, dri
     # NVML's free figure says the first engine must go before the second starts.
     fake_cuda.allocate(0, 20 * GiB, "other_process")  # held by this test process
     try:
-        first = get_backend(spec(fim_model, seed=1, gpu_memory_utilization=0.5))
-        get_backend(spec(fim_model, seed=2, gpu_memory_utilization=0.5))
+        first = get_backend(spec(fim_model, seed=1, gpu_memory_utilization=0.5), stage="generate")
+        get_backend(spec(fim_model, seed=2, gpu_memory_utilization=0.5), stage="generate")
         assert not first.alive and len(model_registry().resident()) == 1
     finally:
         (sim / "alloc" / "local" / "0" / str(os.getpid())).unlink()

@@ -124,7 +124,7 @@ def test_a_real_full_tmpfs_then_resume(case, tmp_path, monkeypatch, caplog) -> N
         pytest.skip("cannot mount a tmpfs here (needs root); the write-hook test covers the engine's side")
     try:
         out, ballast = disk / "run", disk / "ballast"
-        commit = runner._Committer.commit
+        commit = runner.Committer.commit
 
         def fill_after_two(self, part, table):
             commit(self, part, table)
@@ -143,13 +143,13 @@ def test_a_real_full_tmpfs_then_resume(case, tmp_path, monkeypatch, caplog) -> N
                     except OSError:
                         pass
 
-        monkeypatch.setattr(runner._Committer, "commit", fill_after_two)
+        monkeypatch.setattr(runner.Committer, "commit", fill_after_two)
         with caplog.at_level(logging.ERROR):
             assert _cli(config, out) == 7
         assert f"the filesystem at {disk} has 0.0 MiB free" in caplog.text
         ballast.unlink()
         _assert_nothing_half_written(out)
-        monkeypatch.setattr(runner._Committer, "commit", commit)
+        monkeypatch.setattr(runner.Committer, "commit", commit)
         assert _cli(config, out, "--resume") == 0
         assert_runs_equal(out, clean)
     finally:

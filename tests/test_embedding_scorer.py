@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from engine.errors import ConfigError
 from engine.items import ScoreItem
 from engine.metrics.embedding import EmbeddingScorer
-from engine.runtime.registry import model_registry
+from engine.runtime.model_registry import model_registry
 from engine.testing.tiny_lm import build_tiny_bart, build_tiny_causal_lm, build_tiny_t5
 
 sys.path.insert(0, str(Path(__file__).parent))

@@ -12,10 +12,10 @@ from http.server import BaseHTTPRequestHandler
 import pytest
 from conftest import local_http_server
 
-from engine.judge import http_backend
-from engine.judge.backends import ChatRequest
 from engine.judge.config import JudgeParams
-from engine.judge.http_backend import HttpChatBackend
+from engine.llm import http_backend
+from engine.llm.http_backend import HttpChatBackend
+from engine.llm.requests import ChatRequest
 
 KEY = "sk-attack-0123456789abcdefSECRET"
 REQUEST = ChatRequest("r", ({"role": "user", "content": "x"},), 20)
@@ -42,7 +42,7 @@ class _Handler(BaseHTTPRequestHandler):
         self._record()
         if self.path.startswith("/long401"):
             # An error answer that quotes the request's header near the end of what is quoted.
-            body = ("x" * (http_backend._ERROR_BODY_CHARS - 20) + " " + self.headers["Authorization"]).encode()
+            body = ("x" * (http_backend.ERROR_BODY_CHARS - 20) + " " + self.headers["Authorization"]).encode()
             self.send_response(401)
         elif self.path.startswith("/echo200"):
             content = json.dumps(f"you sent {self.headers['Authorization']}")

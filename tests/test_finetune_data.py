@@ -88,7 +88,7 @@ def test_the_answer_parses_back_as_the_experts_verdicts(samples: pa.Table, strat
 
 def test_4bit_is_refused_at_config_check_without_cuda_or_bitsandbytes(tmp_path: Path) -> None:
     from engine.config import config_from_mapping
-    from engine.finetune.run import quantize_refusal
+    from engine.finetune.schedule import quantize_refusal
 
     reason = quantize_refusal()
     if reason is None:

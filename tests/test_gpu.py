@@ -100,7 +100,7 @@ def test_real_cuda_out_of_memory_halves_then_is_transient() -> None:
 
 @needs_cuda
 def test_released_torch_model_returns_its_device_memory() -> None:
-    from engine.runtime.registry import ModelRegistry
+    from engine.runtime.model_registry import ModelRegistry
 
     torch.cuda.empty_cache()
     before = torch.cuda.memory_reserved()
@@ -169,8 +169,9 @@ def _nvml_free(device: str) -> int | None:
 @needs_cuda
 @pytest.mark.skipif(importlib.util.find_spec("vllm") is None, reason="vllm is not installed")
 def test_vllm_engine_memory_is_back_when_its_worker_ends(tmp_path) -> None:
-    from engine.generate.backend import BackendSpec, get_backend
-    from engine.runtime.registry import model_registry
+    from engine.llm.loading import get_backend
+    from engine.llm.requests import BackendSpec
+    from engine.runtime.model_registry import model_registry
     from engine.testing.tiny_fim import build_tiny_fim_model
 
     model = build_tiny_fim_model(tmp_path / "fim", "starcoder2")
@@ -179,7 +180,7 @@ def test_vllm_engine_memory_is_back_when_its_worker_ends(tmp_path) -> None:
     share = max(0.03, min(0.3, 4 * 2**30 / total))  # a tiny engine: a few GiB of KV cache, not a third of an H200
     spec = BackendSpec(kind="vllm", model=model, tokenizer=model, dtype="bfloat16", max_model_len=512,
                        gpu_memory_utilization=share, enforce_eager=True)
-    backend = get_backend(spec)
+    backend = get_backend(spec, stage="generate")
     assert torch.cuda.mem_get_info()[0] < free_before - 0.7 * share * total  # the engine took its share
     del backend
     model_registry().release_all()

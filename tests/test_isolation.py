@@ -74,10 +74,10 @@ def tiny_lm(tmp_path_factory: pytest.TempPathFactory) -> str:
 def test_roundtrip_out_of_memory_at_batch_size_one_is_retried_then_a_failed_part(
     tmp_path: Path, tiny_lm: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from test_roundtrip_stage import _config
+    from test_roundtrip_stage import roundtrip_config
 
     from engine.config import config_from_mapping
-    from engine.generate.backend import TransformersBackend
+    from engine.llm.transformers_backend import TransformersBackend
     from engine.runner import execute_run
 
     attempts: list[int] = []
@@ -87,7 +87,7 @@ def test_roundtrip_out_of_memory_at_batch_size_one_is_retried_then_a_failed_part
         raise _oom()
 
     monkeypatch.setattr(TransformersBackend, "generate", out_of_memory)
-    raw = _config(tmp_path, {"languages": ["en"], "generators": [{"model": tiny_lm, "name": "tiny", "max_new_tokens": 8}]},
+    raw = roundtrip_config(tmp_path, {"languages": ["en"], "generators": [{"model": tiny_lm, "name": "tiny", "max_new_tokens": 8}]},
                   part_size=4)
     with pytest.raises(PartFailedError, match="1 part"):
         execute_run(config_from_mapping(raw, tmp_path), str(tmp_path / "run"))
@@ -101,10 +101,10 @@ def test_roundtrip_out_of_memory_at_batch_size_one_is_retried_then_a_failed_part
 
 
 def test_a_judge_call_that_fails_alone_is_an_api_error_and_the_other_calls_are_judged() -> None:
-    from test_judge_stage import Scripted, _samples
+    from test_judge_stage import Scripted, judge_samples
 
     from engine.judge.config import JudgeSection
-    from engine.judge.run import judge_table
+    from engine.judge.judging import judge_table
 
     class OneBadCall(Scripted):
         def chat(self, requests):
@@ -114,7 +114,7 @@ def test_a_judge_call_that_fails_alone_is_an_api_error_and_the_other_calls_are_j
 
     judge = JudgeSection.from_mapping({"judges": [{"model": "served", "backend": "http", "base_url": "http://x/v1",
                                                     "name": "j"}]}).judges[0]
-    rows = judge_table(_samples(), judge, "judge-j", OneBadCall()).to_pylist()
+    rows = judge_table(judge_samples(), judge, "judge-j", OneBadCall()).to_pylist()
     by_file = {r["file_id"]: r for r in rows}
     assert by_file["f3"]["parse_status"] == "api_error" and "prompt too long" in by_file["f3"]["error"]
     assert by_file["f1"]["parse_status"] == "ok" and by_file["f1"]["label"] is not None
@@ -123,4 +123,4 @@ def test_a_judge_call_that_fails_alone_is_an_api_error_and_the_other_calls_are_j
             def chat(self, requests):
                 raise _oom()
 
-        judge_table(_samples(), judge, "judge-j", OutOfMemory())
+        judge_table(judge_samples(), judge, "judge-j", OutOfMemory())

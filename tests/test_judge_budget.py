@@ -233,9 +233,9 @@ class _NoUsage(BaseHTTPRequestHandler):
 
 def test_a_server_that_reports_no_usage_is_charged_the_worst_case(tmp_path) -> None:
     from engine.errors import BudgetExhaustedError
-    from engine.judge.backends import ChatRequest
-    from engine.judge.budget import Caps, JudgeBudget, prompt_token_bound
-    from engine.judge.http_backend import HttpChatBackend
+    from engine.llm.http_backend import HttpChatBackend
+    from engine.llm.http_budget import Caps, JudgeBudget, prompt_token_bound
+    from engine.llm.requests import ChatRequest
 
     with local_http_server(_NoUsage) as url:
         params = JudgeParams.from_mapping(dict(model="m", backend="http", base_url=url, max_concurrency=1,
@@ -304,7 +304,7 @@ def _question(i: int) -> str:
 
 
 def _bound() -> int:
-    from engine.judge.budget import prompt_token_bound
+    from engine.llm.http_budget import prompt_token_bound
 
     return prompt_token_bound(({"role": "user", "content": _question(0)},))
 
@@ -312,9 +312,9 @@ def _bound() -> int:
 def _chat_capped(folder: Path, url: str, n: int, **options):
     """n distinct requests through the HTTP backend with a budget (the answers, or the exception
     it raised) and the budget; run in a thread so that a hang fails the test instead of stalling it."""
-    from engine.judge.backends import ChatRequest
-    from engine.judge.budget import Caps, JudgeBudget
-    from engine.judge.http_backend import HttpChatBackend
+    from engine.llm.http_backend import HttpChatBackend
+    from engine.llm.http_budget import Caps, JudgeBudget
+    from engine.llm.requests import ChatRequest
 
     params = JudgeParams.from_mapping(dict(model="m", backend="http", base_url=url, max_concurrency=1, backoff_base_s=0.001,
                                            backoff_cap_s=0.001, price_per_million=PRICE, **options))
@@ -337,7 +337,7 @@ def _chat_capped(folder: Path, url: str, n: int, **options):
 
 
 def _worst_prompt(requests) -> int:
-    from engine.judge.budget import prompt_token_bound
+    from engine.llm.http_budget import prompt_token_bound
 
     [bound] = {prompt_token_bound(r.messages) for r in requests}
     return bound
@@ -353,7 +353,7 @@ def _worst_prompt(requests) -> int:
     ("lots", (True, True)),  # usage no object
 ])
 def test_usage_that_is_no_count_of_tokens_is_charged_its_worst_case(tmp_path, misbehaving, usage, worst) -> None:
-    from engine.judge.budget import AnswerCache, ledger_of
+    from engine.llm.http_budget import AnswerCache, ledger_of
 
     if usage == "valid":
         usage = {"prompt_tokens": "PROMPT", "completion_tokens": 3}
@@ -389,7 +389,7 @@ def test_a_negative_usage_does_not_turn_the_caps_off(tmp_path, misbehaving) -> N
                                            ("content", ["a"])])
 def test_a_200_that_cannot_be_read_is_charged_its_worst_case_and_fails_with_a_reason(tmp_path, misbehaving, monkeypatch,
                                                                                      mode, content) -> None:
-    from engine.judge.budget import AnswerCache, ledger_of
+    from engine.llm.http_budget import AnswerCache, ledger_of
 
     monkeypatch.setenv("JUDGE_TEST_KEY", "sekret-key-123")  # redaction runs on every answer
     _misbehave(mode, content=content)

@@ -10,10 +10,10 @@ import pytest
 from conftest import local_http_server, send_body
 
 from engine import throughput
-from engine.judge.backends import ChatRequest
-from engine.judge.concurrency import AdaptiveLimit
 from engine.judge.config import JudgeParams
-from engine.judge.http_backend import HttpChatBackend
+from engine.llm.http_backend import HttpChatBackend
+from engine.llm.http_concurrency import AdaptiveLimit
+from engine.llm.requests import ChatRequest
 
 CEILING = 8
 THROTTLED = range(30, 38)  # the server's 31st to 38th requests are answered 429
@@ -96,7 +96,7 @@ def test_a_throttling_server_costs_no_call_and_the_concurrency_falls_and_recover
 
 
 def test_a_retry_after_that_is_no_finite_number_is_absent_and_never_pauses() -> None:
-    from engine.judge.http_backend import retry_after_seconds
+    from engine.llm.http_backend import retry_after_seconds
 
     assert [retry_after_seconds(v) for v in ("inf", "nan", "-inf", "abc", "-5", "1e12")] == [None, None, None, None, 0.0, 1e12]
     limit = AdaptiveLimit(2)

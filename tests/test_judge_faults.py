@@ -23,10 +23,10 @@ from conftest import local_http_server, make_sample, write_jsonl
 
 from engine import runner
 from engine.config import load_config
-from engine.judge.backends import ChatRequest
 from engine.judge.config import JudgeParams
-from engine.judge.http_backend import REDACTED, HttpChatBackend
 from engine.judge.report import http_request_rates, judge_section
+from engine.llm.http_backend import REDACTED, HttpChatBackend
+from engine.llm.requests import ChatRequest
 from engine.records import JUDGMENT_KEY
 from tests._run_compare import assert_runs_equal
 

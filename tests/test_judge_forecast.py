@@ -10,7 +10,7 @@ import pytest
 
 from engine.judge.config import JudgeParams
 from engine.judge.forecast import estimate_tokens, forecast, forecast_lines
-from engine.judge.run import plan
+from engine.judge.judging import plan
 from engine.records import SAMPLE_SCHEMA
 from engine.testing.tiny_chat import build_tiny_chat_model
 

@@ -11,10 +11,10 @@ import pytest
 from conftest import local_http_server
 
 from engine.errors import ModelLoadError
-from engine.judge.backends import ChatRequest
 from engine.judge.config import JudgeParams
-from engine.judge.http_backend import HttpChatBackend, retry_after_seconds
 from engine.judge.parse import parse_response
+from engine.llm.http_backend import HttpChatBackend, retry_after_seconds
+from engine.llm.requests import ChatRequest
 
 KEY = "sk-test-SECRET-0123456789"
 ANSWER = json.dumps({"evaluations": [{"model_name": "g", "errors": [], "explanation": "", "overall_quality": "correct"}]})

@@ -15,7 +15,7 @@ import pytest
 
 from engine.errors import ConfigError
 from engine.judge.messages import Candidate, JudgeItem, build_calls, taxonomy_json
-from engine.judge.promptpack import CLUSTERED, PROMPT_LANGUAGES, REFERENCE_MODES, STRATEGIES, _read, check_pack, load_pack, resolve_prompt_language
+from engine.judge.promptpack import CLUSTERED, PROMPT_LANGUAGES, REFERENCE_MODES, STRATEGIES, check_pack, load_pack, read_pack_file, resolve_prompt_language
 from engine.judge.schema import REASONING, output_schema
 from engine.judge.templates import LAYOUTS
 from engine.records import LABELS
@@ -52,8 +52,8 @@ def test_every_pack_defines_every_key_of_the_reference(language: str) -> None:
 
 
 def test_a_missing_or_extra_key_is_named() -> None:
-    reference = _read("en")
-    broken = copy.deepcopy(_read("nl"))
+    reference = read_pack_file("en")
+    broken = copy.deepcopy(read_pack_file("nl"))
     del broken["principles"]
     broken["groups"]["surprise"] = "x"
     broken["taxonomy"] = {code: dict(vars(text)) for code, text in criteria("nl").items()}
@@ -66,8 +66,8 @@ def test_a_missing_or_extra_key_is_named() -> None:
 
 
 def test_unknown_placeholder_and_duplicate_labels_are_refused_with_the_fix() -> None:
-    reference = _read("en")
-    broken = copy.deepcopy(_read("pl"))
+    reference = read_pack_file("en")
+    broken = copy.deepcopy(read_pack_file("pl"))
     broken["rubric"]["correct"] = "{label_corect}: typo"
     broken["output"]["basic"] = 'Return {"ewaluacje": []}'  # literal braces not doubled
     broken["labels"]["partial"] = broken["labels"]["correct"]

@@ -8,10 +8,10 @@ from types import SimpleNamespace
 import pyarrow as pa
 import pytest
 
-import engine.judge.backends as backends
+import engine.judge.loading as judge_loading
 from engine.errors import ConfigError
-from engine.judge.backends import ChatResponse
 from engine.judge.stage import JudgeStage
+from engine.llm.requests import ChatResponse
 from engine.records import JUDGMENT_SCHEMA, SAMPLE_SCHEMA
 from engine.stages.base import PartContext, PartTask
 from engine.stages.registry import STAGES, get_stage
@@ -20,7 +20,7 @@ from engine.taxonomy import CLUSTERS
 GENERATORS = ("starcoder2-7b", "codegemma-7b")
 
 
-def _samples(file_ids=("f1", "f2", "f3"), language="nl") -> pa.Table:
+def judge_samples(file_ids=("f1", "f2", "f3"), language="nl") -> pa.Table:
     rows = []
     for file_id in file_ids:
         source = f"class A {{\n  // Geeft {file_id} terug\n  int x() {{ return 1; }}\n}}\n"
@@ -65,7 +65,7 @@ def _run(tmp_path: Path, monkeypatch, judges: list[dict], table: pa.Table, entry
     section = JudgeStage().parse_section({"judges": judges}, tmp_path, "judge")
     stage = JudgeStage(section)
     scripted = Scripted()
-    monkeypatch.setattr(backends, "get_chat_backend", lambda params, budget=None: scripted)
+    monkeypatch.setattr(judge_loading, "get_chat_backend", lambda params, budget=None: scripted)
     config = SimpleNamespace(section=lambda name: section)
     task = stage.tasks()[entry]
     ctx = PartContext(tmp_path, config, PartTask.of(task, 0, stage.directory), _input_reader=lambda i: table)
@@ -81,7 +81,7 @@ def test_registered_after_score() -> None:
 def test_rows_calls_and_hierarchical_rules(tmp_path, monkeypatch) -> None:
     judges = [dict(model="served", backend="http", base_url="http://x/v1", name="j", strategies=["standard", "hierarchical"],
                    prompt_languages=["sample", "en"], structured=["standard"])]
-    out, scripted, task = _run(tmp_path, monkeypatch, judges, _samples())
+    out, scripted, task = _run(tmp_path, monkeypatch, judges, judge_samples())
     assert out.schema.equals(JUDGMENT_SCHEMA)
     # 3 files x (standard: 1 call + hierarchical: 7 calls) x 2 prompt languages (nl, en).
     assert len(scripted.requests) == 3 * (1 + len(CLUSTERS)) * 2
@@ -115,7 +115,7 @@ def test_rows_calls_and_hierarchical_rules(tmp_path, monkeypatch) -> None:
 def test_reference_free_judging_is_its_own_judgment(tmp_path, monkeypatch) -> None:
     judges = [dict(model="served", backend="http", base_url="http://x/v1", name="j", strategies=["cot", "hierarchical"],
                    reference=["with", "without"])]
-    out, scripted, task = _run(tmp_path, monkeypatch, judges, _samples())
+    out, scripted, task = _run(tmp_path, monkeypatch, judges, judge_samples())
     rows = out.to_pylist()
     assert len(rows) == 3 * 2 * 2 * 2  # files x generators x strategies x reference modes
     keys = {(r["sample_id"], r["task"], r["strategy"], r["prompt_language"], r["reference"]) for r in rows}
@@ -136,9 +136,9 @@ def test_reference_free_judging_is_its_own_judgment(tmp_path, monkeypatch) -> No
 
 def test_part_invariance(tmp_path, monkeypatch) -> None:
     judges = [dict(model="served", backend="http", base_url="http://x/v1", strategies=["cot"])]
-    whole, _, _ = _run(tmp_path, monkeypatch, judges, _samples())
-    first, _, _ = _run(tmp_path, monkeypatch, judges, _samples(("f1",)))
-    rest, _, _ = _run(tmp_path, monkeypatch, judges, _samples(("f2", "f3")))
+    whole, _, _ = _run(tmp_path, monkeypatch, judges, judge_samples())
+    first, _, _ = _run(tmp_path, monkeypatch, judges, judge_samples(("f1",)))
+    rest, _, _ = _run(tmp_path, monkeypatch, judges, judge_samples(("f2", "f3")))
     drop = ["latency_s"]
     assert whole.drop(drop).to_pylist() == pa.concat_tables([first, rest]).drop(drop).to_pylist()
 
@@ -164,7 +164,7 @@ def test_max_tokens_per_strategy(tmp_path, monkeypatch) -> None:
     a mapping that misses a listed strategy (or names another) is refused before any work."""
     base = dict(model="served", backend="http", base_url="http://x/v1", name="j", strategies=["standard", "cot"])
     judges = [dict(base, max_tokens={"standard": 700, "cot": 90})]
-    _, scripted, task = _run(tmp_path, monkeypatch, judges, _samples())
+    _, scripted, task = _run(tmp_path, monkeypatch, judges, judge_samples())
     limits = {(r.request_id.split("|")[1], r.max_tokens) for r in scripted.requests}
     assert limits == {("standard", 700), ("cot", 90)}
     stage = JudgeStage(JudgeStage().parse_section({"judges": judges}, tmp_path, "judge"))
@@ -181,8 +181,8 @@ def test_failed_answers_are_one_log_line_per_strategy_and_class(tmp_path, monkey
     import logging
 
     judges = [dict(model="served", backend="http", base_url="http://x/v1", name="j", strategies=["standard", "cot"])]
-    with caplog.at_level(logging.INFO, logger="engine.judge.run"):
-        _run(tmp_path, monkeypatch, judges, _samples())
+    with caplog.at_level(logging.INFO, logger="engine.judge.judging"):
+        _run(tmp_path, monkeypatch, judges, judge_samples())
     lines = [r.getMessage() for r in caplog.records if "answer(s)" in r.getMessage()]
     # f2 fails at the API for both strategies: one line each, not one per file
     assert sorted(lines) == ["judge j, cot: 1 of 3 answer(s) api_error; per file with -v, per row in RUN/judgments",

@@ -11,15 +11,15 @@ import pytest
 import yaml
 from conftest import make_sample, write_jsonl
 
-import engine.judge.backends as backends
+import engine.judge.loading as judge_loading
 from engine.errors import ConfigError
-from engine.judge.backends import ChatRequest, ChatResponse
 from engine.judge.config import JudgeParams
+from engine.judge.judging import judge_table
 from engine.judge.messages import Candidate, JudgeItem, build_calls
 from engine.judge.prompt_store import read_prompt
 from engine.judge.promptpack import PROMPTS_DIR, load_pack
-from engine.judge.run import judge_table
 from engine.judge.stage import JudgeStage
+from engine.llm.requests import ChatRequest, ChatResponse
 from engine.records import SAMPLE_SCHEMA
 from engine.stages.base import PartContext, PartTask
 
@@ -184,14 +184,14 @@ def judged_run(tmp_path_factory):
     config = SimpleNamespace(section=lambda name: section)
     task = stage.tasks()[0]
     backend = Fixed('{"evaluations": []}')
-    backends_get = backends.get_chat_backend
-    backends.get_chat_backend = lambda params, budget=None: backend
+    backends_get = judge_loading.get_chat_backend
+    judge_loading.get_chat_backend = lambda params, budget=None: backend
     try:
         ctx = PartContext(root / "out", config, PartTask.of(task, 0, stage.directory),
                           _input_reader=lambda i: pa.Table.from_pylist(rows, schema=SAMPLE_SCHEMA))
         out = stage.run_part(ctx).to_pylist()
     finally:
-        backends.get_chat_backend = backends_get
+        judge_loading.get_chat_backend = backends_get
     return root, config_path, out, backend
 
 
@@ -231,7 +231,7 @@ def test_judge_render_prints_the_messages_a_run_stores(judged_run, tmp_path) -> 
 
 
 def test_provider_options_reach_the_body_and_the_signature_but_secrets_do_not(monkeypatch) -> None:
-    from engine.judge.http_backend import HttpChatBackend
+    from engine.llm.http_backend import HttpChatBackend
 
     options = {"provider": {"quantizations": ["fp8"], "max_price": {"prompt": 1, "completion": 3.1}}}
     monkeypatch.setenv("ROUTER_SECRET", "s3cr3t-value")

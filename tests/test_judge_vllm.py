@@ -91,7 +91,7 @@ def test_the_vllm_judge_lived_in_a_worker_process_that_exited_on_release() -> No
     """After the vLLM test above: its engine was never in this process, and releasing it ended its worker."""
     import os
 
-    from engine.runtime.registry import model_registry
+    from engine.runtime.model_registry import model_registry
 
     registry = model_registry()
     vllm_records = [r for r in registry.records() if r["stage"] == "judge" and r["in_worker"]]

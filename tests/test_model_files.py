@@ -92,13 +92,13 @@ def test_damage_seen_only_at_load_fails_the_part_and_resume_redoes_it(tiny_bart,
     config = _config(tmp_path, model)
     runner.execute_run(load_config(config), str(tmp_path / "clean"), executor_name="local")
     good = (model / "model.safetensors").read_bytes()
-    planned = runner._log_model_plan
+    planned = runner.log_model_plan
 
     def plan_then_cut(run, config):  # cut after the driver's checks (a sweep's shared disk, another node's copy)
         planned(run, config)
         _cut_weights(model)
 
-    monkeypatch.setattr(runner, "_log_model_plan", plan_then_cut)
+    monkeypatch.setattr(runner, "log_model_plan", plan_then_cut)
     with pytest.raises(PartFailedError) as caught:
         runner.execute_run(load_config(config), str(tmp_path / "run"), executor_name="local")
     assert caught.value.files_caused and not caught.value.config_caused
@@ -106,6 +106,6 @@ def test_damage_seen_only_at_load_fails_the_part_and_resume_redoes_it(tiny_bart,
     reasons = [p["error"] for p in manifest["failed_parts"].values()]
     assert reasons and all("DamagedModelError" in r and "model.safetensors is truncated" in r for r in reasons)
     (model / "model.safetensors").write_bytes(good)  # repaired
-    monkeypatch.setattr(runner, "_log_model_plan", planned)
+    monkeypatch.setattr(runner, "log_model_plan", planned)
     runner.execute_run(load_config(config), str(tmp_path / "run"), resume=True, executor_name="local")
     assert_runs_equal(tmp_path / "run", tmp_path / "clean")

@@ -1,4 +1,4 @@
-"""The model registry (engine.runtime.registry) and its worker processes (engine.runtime.model_process).
+"""The model registry (engine.runtime.model_registry) and its worker processes (engine.runtime.model_process).
 
 Eviction is least recently used under a byte budget and a model-count cap set by environment
 variables; a model held by a worker process is a real child process that ends on release; a
@@ -16,7 +16,7 @@ import pytest
 
 from engine.errors import TransientError
 from engine.runtime.model_process import ProcessModel
-from engine.runtime.registry import BUDGET_BYTES_ENV, BUDGET_MODELS_ENV, ModelRegistry
+from engine.runtime.model_registry import BUDGET_BYTES_ENV, BUDGET_MODELS_ENV, ModelRegistry
 
 
 class _Model:

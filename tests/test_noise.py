@@ -8,7 +8,7 @@ import pyarrow as pa
 import pytest
 
 from engine.errors import ConfigError
-from engine.noise.method import NoiseParams, draw_noise_ids, load_tokenizer, make_noise, sample_rng
+from engine.noise.method import NoiseParams, draw_noise_ids, load_tokenizer_info, make_noise, sample_rng
 from engine.records import NOISE_SCHEMA, SAMPLE_SCHEMA
 from engine.runtime import resolve_model
 
@@ -98,7 +98,7 @@ def test_same_seed_same_noise_other_seed_other_noise_and_partition_free(bpe_dir)
 
 
 def test_uniform_never_draws_special_tokens(bpe_dir):
-    info = load_tokenizer(bpe_dir)
+    info = load_tokenizer_info(bpe_dir)
     special = {info.tokenizer.convert_tokens_to_ids(t) for t in BPE_SPECIALS}
     assert special <= info.special_ids and not special & set(info.vocab_ids.tolist())
     assert len(info.vocab_ids) == len(info.tokenizer) - len(BPE_SPECIALS)
@@ -133,7 +133,7 @@ def test_targeted_tokens_come_from_the_context_minilm():
 
 
 def test_targeted_ids_are_context_ids_and_decode_to_the_prediction(bpe_dir):
-    info = load_tokenizer(bpe_dir)
+    info = load_tokenizer_info(bpe_dir)
     samples = _samples(ROWS)
     out = make_noise(samples, NoiseParams(tokenizer=bpe_dir, seed=9, kinds=("targeted",)))
     for i, r in enumerate(ROWS):

@@ -30,7 +30,7 @@ from engine import runner  # noqa: E402
 from engine.config import load_config  # noqa: E402
 from engine.executors.ray import RayExecutor  # noqa: E402
 from engine.faults import HOLD_PART_ENV, KILL_PART_ENV  # noqa: E402
-from engine.pipeline import PartTask  # noqa: E402
+from engine.part_execution import PartTask  # noqa: E402
 from engine.records import SCORE_KEY, SCORE_SCHEMA  # noqa: E402
 from engine.stages.plan import build_plan  # noqa: E402
 from tests._run_compare import assert_runs_equal  # noqa: E402

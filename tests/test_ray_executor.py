@@ -21,7 +21,7 @@ from engine.errors import ConfigError, PartFailedError  # noqa: E402
 from engine.executors.ray import RayExecutor, RayOptions  # noqa: E402
 from engine.faults import KILL_PART_ENV  # noqa: E402
 from engine.io.rundir import RunDirectory  # noqa: E402
-from engine.pipeline import PartTask  # noqa: E402
+from engine.part_execution import PartTask  # noqa: E402
 from engine.records import SCORE_KEY, SCORE_SCHEMA  # noqa: E402
 from engine.stages.plan import build_plan  # noqa: E402
 

@@ -41,7 +41,7 @@ def _tasks_file(tmp_path: Path) -> Path:
     return path
 
 
-def _config(tmp_path: Path, roundtrip: dict, part_size: int = 1):
+def roundtrip_config(tmp_path: Path, roundtrip: dict, part_size: int = 1):
     raw = {"name": "rt", "input": "builtin:demo", "stages": ["roundtrip"],
            "roundtrip": {"tasks": str(_tasks_file(tmp_path)), "tasks_per_part": part_size, "sandbox": SANDBOX, "inputs": 10,
                          "call_seconds": CALL_SECONDS, **roundtrip}}
@@ -56,7 +56,7 @@ def tiny_lm(tmp_path_factory):
 
 
 def test_run_part_oracle_and_tiny_generator(tmp_path, tiny_lm):
-    raw = _config(tmp_path, {
+    raw = roundtrip_config(tmp_path, {
         "languages": ["en", "nl"], "comment_generator": {"model": tiny_lm, "max_new_tokens": 12},
         "generators": [ORACLE, {"model": tiny_lm, "name": "tiny", "max_new_tokens": 16}], "samples": 2,
         "fluency_model": tiny_lm, "compressions": 2,
@@ -96,9 +96,9 @@ def test_given_language_only_needs_no_comment_generator(tmp_path):
     from engine.errors import ConfigError
 
     with pytest.raises(ConfigError, match="comment_generator"):
-        config_from_mapping(_config(tmp_path, {"languages": ["en", "zh"], "generators": [ORACLE]}), tmp_path)
+        config_from_mapping(roundtrip_config(tmp_path, {"languages": ["en", "zh"], "generators": [ORACLE]}), tmp_path)
     with pytest.raises(ConfigError, match="roundtrip.sandbox.cpu_seconds"):
-        config_from_mapping(_config(tmp_path, {"generators": [ORACLE], "sandbox": {"cpu_seconds": 0}}), tmp_path)
+        config_from_mapping(roundtrip_config(tmp_path, {"generators": [ORACLE], "sandbox": {"cpu_seconds": 0}}), tmp_path)
 
 
 def _run_cli(config_path: Path, out: Path, *extra: str, env_extra: dict | None = None):
@@ -120,7 +120,7 @@ def _rows(run_dir: Path) -> list[dict]:
 def test_sigkill_then_resume_gives_each_row_once(tmp_path):
     import yaml
 
-    raw = _config(tmp_path, {"generators": [ORACLE], "samples": 2, "languages": ["en"]})
+    raw = roundtrip_config(tmp_path, {"generators": [ORACLE], "samples": 2, "languages": ["en"]})
     config_path = tmp_path / "config.yaml"
     config_path.write_text(yaml.safe_dump(raw))
     clean = _run_cli(config_path, tmp_path / "clean")

@@ -128,14 +128,14 @@ def _damage_after_the_checks(monkeypatch: pytest.MonkeyPatch, model_dir: Path) -
     from engine import runner
 
     good = next(p for p in model_dir.iterdir() if p.suffix in (".safetensors", ".bin")).read_bytes()
-    planned = runner._log_model_plan
+    planned = runner.log_model_plan
 
     def plan_then_damage(run, plan) -> None:
         planned(run, plan)
         _damage(model_dir)
-        monkeypatch.setattr(runner, "_log_model_plan", planned)
+        monkeypatch.setattr(runner, "log_model_plan", planned)
 
-    monkeypatch.setattr(runner, "_log_model_plan", plan_then_damage)
+    monkeypatch.setattr(runner, "log_model_plan", plan_then_damage)
     return good
 
 

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from engine.errors import ConfigError
-from engine.generate.backend import BackendSpec, GenerationRequest, TransformersBackend
+from engine.llm.requests import BackendSpec, GenerationRequest
+from engine.llm.transformers_backend import TransformersBackend
 
 
 @pytest.fixture(scope="module")

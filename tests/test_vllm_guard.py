@@ -29,10 +29,10 @@ def _unscannable() -> list[str]:
 def test_guard_makes_the_module_scan_safe_after_numba() -> None:
     pytest.importorskip("llvmlite")
     import kernels.kde  # noqa: F401 - loads numba and llvmlite's library wrapper
-    from engine.llm.vllm_backend import _guard_module_scan
+    from engine.llm.vllm_backend import guard_module_scan
 
     ffi = sys.modules["llvmlite.binding.ffi"]
     ffi.lib._fntab.pop("__dict__", None)
     assert "llvmlite.binding.ffi.lib" in _unscannable()
-    _guard_module_scan()
+    guard_module_scan()
     assert _unscannable() == []

@@ -1,6 +1,6 @@
 """Stage `calibrate`: once in the driver after every part, it fits the KDE classifier and the
 agreement per score setting and group (engine.calibrate.thresholds), reading the scores one
-setting at a time (engine.calibrate.run), and writes RUN/calibration.parquet."""
+setting at a time (engine.calibrate.run_directory), and writes RUN/calibration.parquet."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -25,7 +25,7 @@ class CalibrateStage(DriverStage):
         return CalibrateParams.from_mapping(raw, where=where)
 
     def run_driver(self, run: Any) -> None:
-        from engine.calibrate.run import calibrate_run_dir
+        from engine.calibrate.run_directory import calibrate_run_dir
         from engine.io.atomic import write_parquet_atomic
         from engine.records import CALIBRATION_SCHEMA
 

@@ -88,7 +88,7 @@ def calibrate(scores: pa.Table, samples: pa.Table, params: CalibrateParams) -> p
 
     scores: SCORE_SCHEMA rows (real and noise); samples: a table with `sample_id` and `label`
     giving the expert label of each sample (only those two columns are read).
-    Everything fits in memory here; `engine.calibrate.run.calibrate_run_dir` streams a run
+    Everything fits in memory here; `engine.calibrate.run_directory.calibrate_run_dir` streams a run
     directory through this function one setting at a time.
     """
     missing = [c for c in (*GROUP_KEYS, "sample_id", "noise", "value") if c not in scores.column_names]

@@ -6,7 +6,7 @@ from typing import Any, Callable, Protocol, Sequence
 
 import pyarrow as pa
 
-from engine.pipeline import PartTask
+from engine.part_execution import PartTask
 from engine.stages.plan import RunPlan
 
 # Called by the executor in the driver process once per finished part.

@@ -2,7 +2,7 @@
 
 Model-major, as on Ray: the parts of one model run together (the plan sorts them so), and
 when the next part needs another model, or the stage ends, every model of this process is
-released (engine.runtime.registry), so a device never holds a model whose parts are done.
+released (engine.runtime.model_registry), so a device never holds a model whose parts are done.
 
 A part is tried again as `RetryPolicy` (engine.executors.base) says, the same policy as the
 Ray executor's: a `TransientError` (out of memory at batch size 1, a lost device) is retried
@@ -18,7 +18,7 @@ import traceback
 from typing import Any, Sequence
 
 from engine.executors.base import CommitFn, FailFn, RetryPolicy
-from engine.pipeline import PartTask, execute_part
+from engine.part_execution import PartTask, execute_part
 from engine.progress import progress_bar
 from engine.stages.plan import RunPlan
 
@@ -44,7 +44,7 @@ class LocalExecutor:
     ) -> None:
         if not parts:
             return
-        from engine.pipeline import release_models
+        from engine.part_execution import release_models
 
         current = parts[0].model_key
         with progress_bar(parts[0].stage, sum(rows_per_part[p.index] for p in parts), len(parts)) as bar:
@@ -70,6 +70,6 @@ class LocalExecutor:
         release_models()
 
     def close(self) -> None:
-        from engine.pipeline import release_models
+        from engine.part_execution import release_models
 
         release_models()

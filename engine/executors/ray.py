@@ -40,7 +40,7 @@ from engine.errors import ClusterError
 from engine.executors.base import CommitFn, FailFn, RetryPolicy
 from engine.executors.cluster import check_token_file, connection_error, host_port, lost_error, probe, summary
 from engine.params import Params, require
-from engine.pipeline import PartTask, execute_part
+from engine.part_execution import PartTask, execute_part
 from engine.progress import progress_bar
 from engine.stages.plan import RunPlan
 
@@ -148,7 +148,7 @@ class _ModelWorker:
 
     def release(self) -> list[dict[str, Any]]:
         """Free this actor's models (ending vLLM worker processes) and return their residency records."""
-        from engine.runtime.registry import model_registry
+        from engine.runtime.model_registry import model_registry
 
         model_registry().release_all()
         return model_registry().take_records()

@@ -2,7 +2,7 @@
 stratified, seeded split.
 
 An example is one judge call: the prompt the judge stage would send for a file (every
-candidate of the file, one strategy, one prompt language: engine.judge.run.plan renders it)
+candidate of the file, one strategy, one prompt language: engine.judge.judging.plan renders it)
 and, as the assistant's answer, the experts' labels and error codes in that strategy's answer
 schema (compact JSON, as a grammar-constrained judge writes it).
 
@@ -166,8 +166,8 @@ def judge_params_of(params: FinetuneParams) -> Any:
 
 def build_examples(samples: pa.Table, params: FinetuneParams) -> tuple[list[dict[str, Any]], Split, list[dict[str, Any]]]:
     """(examples, split, labelled sample rows) of a run's samples."""
+    from engine.judge.judging import plan
     from engine.judge.promptpack import load_pack
-    from engine.judge.run import plan
 
     rows = [r for r in samples.to_pylist() if r.get("label") in LABELS and r.get("prediction") is not None]
     if not rows:

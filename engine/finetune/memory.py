@@ -59,7 +59,7 @@ def training_bytes(params: FinetuneParams, device: str) -> dict[str, int] | None
 def check_training_memory(params: FinetuneParams, device: str) -> dict[str, int] | None:
     """ConfigError when training cannot fit the device's budget alone; the plan otherwise."""
     from engine.errors import ConfigError
-    from engine.runtime.registry import budget_bytes, format_bytes
+    from engine.runtime.model_registry import budget_bytes, format_bytes
 
     plan = training_bytes(params, device)
     if plan is None:

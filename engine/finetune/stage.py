@@ -39,7 +39,7 @@ class FinetuneStage(DriverStage, ReportSection):
 
     def check_config(self) -> None:
         from engine.finetune.memory import check_training_memory
-        from engine.finetune.run import quantize_refusal, training_device
+        from engine.finetune.schedule import quantize_refusal, training_device
         from engine.runtime import check_model_name
 
         params: FinetuneParams = self.params
@@ -53,7 +53,7 @@ class FinetuneStage(DriverStage, ReportSection):
 
     def run_driver(self, run: Any) -> None:
         from engine.finetune.data import write_data
-        from engine.finetune.run import train_all
+        from engine.finetune.schedule import train_all
 
         params: FinetuneParams = self.params
         record = run.manifest.stage_record(self.name, {"options": params.to_dict(), "adapters": {}})

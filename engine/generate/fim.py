@@ -31,10 +31,11 @@ from typing import Any, Iterable
 import pyarrow as pa
 
 from engine.errors import StageError
-from engine.generate.backend import GenerationRequest, get_backend
 from engine.generate.cards import get_card
 from engine.generate.params import GenerateParams
 from engine.generate.prompts import FimPromptBuilder, FimTokenError, PromptError
+from engine.llm.loading import get_backend
+from engine.llm.requests import GenerationRequest
 from engine.records import GENERATION_SCHEMA, REQUIRED_SAMPLE_COLUMNS
 from engine.runtime import load_tokenizer as _runtime_tokenizer
 from engine.runtime import resolve_model
@@ -178,7 +179,7 @@ def generate_samples(samples: pa.Table, params: GenerateParams, max_new_tokens: 
                                              _request_seed(params.seed, row["file_id"]))))
 
     if pending:
-        backend = get_backend(params.backend_spec())
+        backend = get_backend(params.backend_spec(), stage="generate")
         window = backend.max_model_len
         fitting = []
         for i, request in pending:

@@ -6,8 +6,8 @@ import re
 from pathlib import Path
 from typing import Literal
 
-from engine.generate.backend import BackendSpec
 from engine.generate.cards import get_card
+from engine.llm.requests import BackendSpec
 from engine.params import Params, require
 from engine.runtime import check_dtype, resolve_device, resolve_dtype
 

@@ -9,7 +9,7 @@ from typing import Any, Literal
 from engine.errors import ConfigError
 from engine.hints import did_you_mean
 from engine.judge.promptpack import PROMPT_LANGUAGES, REFERENCE_MODES, STRATEGIES, check_pack_dir
-from engine.params import Params, option_digest, require
+from engine.params import Dtype, Params, option_digest, require
 
 CAP_KEYS = ("max_prompt_tokens", "max_completion_tokens", "max_cost")
 # Options that limit or price spending but change no judgment: not part of a judge's task name
@@ -139,7 +139,7 @@ class JudgeParams(Params):
     max_text_chars: int = 500  # maxLength of every free-text field of the schema
     max_errors: int = 10  # maxItems of every error list of the schema
     # local backends (vllm, transformers)
-    dtype: str = "auto"
+    dtype: Dtype = "auto"
     max_model_len: int | None = None
     enforce_eager: bool = False
     gpu_memory_utilization: float = 0.9
@@ -194,7 +194,6 @@ class JudgeParams(Params):
         else:
             require(self.max_tokens > 0, "max_tokens", self.max_tokens, "a positive integer")
         require(self.max_text_chars > 0 and self.max_errors > 0, "max_text_chars", self.max_text_chars, "positive limits")
-        require(self.dtype in ("auto", "float32", "float16", "bfloat16"), "dtype", self.dtype, "auto, float32, float16 or bfloat16")
         require(self.max_concurrency > 0, "max_concurrency", self.max_concurrency, "a positive integer")
         require(self.timeout_s > 0, "timeout_s", self.timeout_s, "a positive number of seconds")
         require(self.max_retries >= 0, "max_retries", self.max_retries, "an integer >= 0")

@@ -2,7 +2,7 @@
 
 Calls are counted exactly from the input's files (one per file, strategy, prompt language and
 reference mode; seven for the clustered strategies). Prompt tokens are counted on the rendered
-prompts (engine/judge/run.py `plan`, the run's own code) of up to `sample_files` files, chosen by
+prompts (engine/judge/judging.py `plan`, the run's own code) of up to `sample_files` files, chosen by
 a seeded hash, and scaled by calls: with the judge's tokenizer and chat template where one is
 known (a local judge's model or `tokenizer:`, an HTTP judge's `tokenizer:`), else estimated as
 UTF-8 bytes / ESTIMATE_BYTES_PER_TOKEN plus MESSAGE_TOKENS a message (stated as an estimate on
@@ -19,9 +19,9 @@ from typing import Any, Iterable, Mapping
 
 import pyarrow as pa
 
-from engine.judge.budget import cost_of
 from engine.judge.config import JudgeParams
 from engine.judge.promptpack import CLUSTERED, resolve_prompt_language
+from engine.llm.http_budget import cost_of
 from engine.taxonomy import CLUSTERS
 
 logger = logging.getLogger(__name__)
@@ -93,7 +93,7 @@ def forecast(table: pa.Table, judges: Iterable[JudgeParams], seed: int = 0, samp
              measured: Mapping[tuple[str, str, str], float] | None = None) -> list[ForecastRow]:
     """One row per (judge, strategy, prompt language) for the sample rows of `table` (the run's input).
     measured: (judge, strategy, prompt language) -> mean completion tokens a call, from a sample run."""
-    from engine.judge.run import judge_items, plan
+    from engine.judge.judging import judge_items, plan
 
     items = judge_items(table)
     chosen = _sampled((item.file_id for item, _ids in items), sample_files, seed)

@@ -248,7 +248,8 @@ def check_pack(language: str, data: Any, reference: dict[str, Any] | None, where
     return codes
 
 
-def _read(language: str, folder: Path = PROMPTS_DIR) -> Any:
+def read_pack_file(language: str, folder: Path = PROMPTS_DIR) -> Any:
+    """The parsed YAML of a language's prompt pack in `folder`, unchecked."""
     path = folder / f"{language}.yaml"
     if not path.is_file():
         raise ConfigError(f"no judge prompts for language {language!r} in {folder}; available: {list(PROMPT_LANGUAGES)}")
@@ -260,7 +261,7 @@ def _read(language: str, folder: Path = PROMPTS_DIR) -> Any:
 
 @cache
 def _reference() -> dict[str, Any]:
-    reference = _read(REFERENCE_LANGUAGE)
+    reference = read_pack_file(REFERENCE_LANGUAGE)
     check_pack(REFERENCE_LANGUAGE, reference, None)
     return reference
 
@@ -285,11 +286,11 @@ def load_pack(language: str, pack_dir: str | None = None) -> PromptPack:
     if pack_dir is not None:
         files = _user_files(Path(pack_dir))
         if language in files:
-            data = _read(language, Path(pack_dir))
+            data = read_pack_file(language, Path(pack_dir))
             codes = check_pack(language, data, reference, str(files[language]))
             return PromptPack(language, data, codes or criteria(language), str(files[language]))
         logger.info("judge prompt pack %s has no %s.yaml; using the shipped %s pack", pack_dir, language, language)
-    data = reference if language == REFERENCE_LANGUAGE else _read(language)
+    data = reference if language == REFERENCE_LANGUAGE else read_pack_file(language)
     codes = check_pack(language, data, None if language == REFERENCE_LANGUAGE else reference)
     return PromptPack(language, data, codes or criteria(language))
 

@@ -1,6 +1,6 @@
 """`babelscore judge render`: the exact messages each judge call of a config would send, without a model.
 
-The calls are planned by the same code as a run's (engine/judge/run.py `plan`), from the
+The calls are planned by the same code as a run's (engine/judge/judging.py `plan`), from the
 config's input rows of one file, so what this prints for a call is what a run stores in
 RUN/judge_prompts/<id>.json for it (engine/judge/prompt_store.py), id included.
 """
@@ -81,10 +81,10 @@ def render_calls(config: Any, sample_id: str | None = None, strategy: str | None
 
     stage_made_samples: whether a stage of the config makes the samples (the RunPlan says; the
     predictions are then not in the config's input). request: add `request`, the whole body of the
-    call as an OpenAI-compatible chat-completions request (engine/judge/http_backend.py
+    call as an OpenAI-compatible chat-completions request (engine/llm/http_backend.py
     `request_body`), with each `provider_secret_env` value shown as `<$VARIABLE>`, never read."""
-    from engine.judge.http_backend import request_body
-    from engine.judge.run import plan, requests_of
+    from engine.judge.judging import plan, requests_of
+    from engine.llm.http_backend import request_body
 
     if "judge" not in config.stages:
         raise ConfigError("judge render: the config has no judge stage; add `judge` to `stages` and a `judge:` section")

@@ -47,7 +47,7 @@ class JudgeStage(PartStage, Rates, Analyzes, ReportSection):
     def preflight(self) -> str | None:
         """Every HTTP judge's API key and provider secrets are in the environment (the variables
         are not in the config: a missing one would otherwise fail every judge part of the run)."""
-        from engine.judge.http_backend import check_secrets
+        from engine.llm.http_backend import check_secrets
 
         judges = [(i, j) for i, j in enumerate(self.params.judges) if j.backend == "http"]
         for i, judge in judges:
@@ -74,8 +74,8 @@ class JudgeStage(PartStage, Rates, Analyzes, ReportSection):
         return {"judgment": judgment_signature(task.params)}
 
     def run_part(self, ctx: PartContext) -> pa.Table:
-        from engine.judge.backends import get_chat_backend
-        from engine.judge.run import judge_table
+        from engine.judge.judging import judge_table
+        from engine.judge.loading import get_chat_backend
 
         table = ctx.input_table()
         self.require_columns(table, "sample table")
@@ -83,7 +83,7 @@ class JudgeStage(PartStage, Rates, Analyzes, ReportSection):
         judge = ctx.part.params
         budget = None
         if judge.backend == "http":  # paid answers cached as they come, caps checked before each call
-            from engine.judge.budget import Caps, JudgeBudget
+            from engine.llm.http_budget import Caps, JudgeBudget
 
             budget = JudgeBudget(ctx.run_root, ctx.part.task, ctx.part.index, Caps.of(judge, f"judge.judges[{ctx.part.entry}]"),
                                  Caps.of(section.budget, "judge.budget"), judge.price_per_million)

@@ -14,7 +14,7 @@ import pyarrow as pa
 
 from engine.io.atomic import write_parquet_atomic
 from engine.judge.analysis import OUTPUT_DIR
-from engine.judge.budget import cost_of
+from engine.llm.http_budget import cost_of
 
 KEY = ("language", "judge", "task", "strategy", "prompt_language", "reference")
 USAGE_SCHEMA = pa.schema([

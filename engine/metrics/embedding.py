@@ -50,7 +50,7 @@ from engine.context import CONTEXT_SETTINGS, ContextSetting, SpanText, candidate
 from engine.errors import ConfigError
 from engine.items import ScoreItem, ScoreRow
 from engine.metrics.base import task_name_for
-from engine.params import Params, require
+from engine.params import Dtype, Params, require
 from engine.resources import default_layer_table  # noqa: F401 - also imported from here by callers
 from engine.signature import format_signature, package_version
 
@@ -95,7 +95,7 @@ class EmbeddingParams(Params):
     idf: bool = False
     baseline: str | None = None
     mode: Literal["compat", "fast"] = "compat"
-    dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
+    dtype: Dtype = "auto"
     strict_dtype: bool = False
     contexts: tuple[ContextSetting, ...] = ("none",)
     batch_tokens: int = 16384
@@ -235,7 +235,7 @@ class EmbeddingScorer:
     def runtime(self) -> Any:
         """The loaded model, from the model registry (loaded there on first use; never kept here)."""
         from engine.runtime.memory import estimate_model_bytes
-        from engine.runtime.registry import acquire
+        from engine.runtime.model_registry import acquire
 
         p = self.params
         layer = None if p.all_layers else self.layer

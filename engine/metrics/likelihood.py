@@ -45,7 +45,7 @@ from engine.errors import ModelLoadError
 from engine.isolation import ItemFailure, run_isolated
 from engine.items import ScoreItem, ScoreRow
 from engine.metrics.base import task_name_for
-from engine.params import Params, require
+from engine.params import Dtype, Params, require
 from engine.runtime import (
     check_dtype,
     load_model,
@@ -90,7 +90,7 @@ class LikelihoodParams(Params):
     architecture: Literal["auto", "seq2seq", "causal"] = "auto"
     directions: tuple[Direction, ...] = ("forward", "reverse", "avg")
     contexts: tuple[Context, ...] = ("none",)
-    dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
+    dtype: Dtype = "auto"
     strict_dtype: bool = False
     batch_size: int = 8
     max_length: int | None = None  # None: the model's window (tokenizer / position embeddings)
@@ -275,7 +275,7 @@ class LikelihoodScorer:
     def _load(self) -> None:
         """Bind the model of the model registry (loaded there on first use) for one `score` call."""
         from engine.runtime.memory import estimate_model_bytes
-        from engine.runtime.registry import acquire
+        from engine.runtime.model_registry import acquire
 
         p = self.params
         key = ("likelihood", p.model, self.architecture, p.resolved_dtype, p.device, p.strict_dtype)

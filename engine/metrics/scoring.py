@@ -159,7 +159,7 @@ def _label_and_check(specs: list[ScorerSpec]) -> list[ScorerSpec]:
 # ----- scorer instances: light objects; their models belong to the model registry ----------
 def get_scorer(spec: ScorerSpec) -> Any:
     """A scorer for `spec`. Cheap: it loads nothing itself; its model comes from the model
-    registry (engine.runtime.registry) when it first scores, and stays there, not in the scorer."""
+    registry (engine.runtime.model_registry) when it first scores, and stays there, not in the scorer."""
     from engine.metrics.base import scorer_class
 
     return scorer_class(spec.kind)(spec.params)

@@ -106,7 +106,7 @@ class TokenizerInfo:
 
 
 @functools.lru_cache(maxsize=16)
-def load_tokenizer(name: str) -> TokenizerInfo:
+def load_tokenizer_info(name: str) -> TokenizerInfo:
     """Load (once per process) the fast tokenizer configured as `name`, with its sampling vocabulary."""
     from engine.runtime import load_tokenizer as load_fast_tokenizer
 
@@ -191,7 +191,7 @@ def make_noise(samples: pa.Table, params: NoiseParams) -> pa.Table:
     n_tokens = [0] * n
     fallbacks: list[str] = []
     for name in dict.fromkeys(tokenizer_of):
-        info = load_tokenizer(name)
+        info = load_tokenizer_info(name)
         idx = [i for i in range(n) if tokenizer_of[i] == name]
         tails = [cols["reference"][i][len(primes[i] or ""):] for i in idx]
         tail_ids = info.encode(tails)

@@ -20,7 +20,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from engine import taxonomy
-from engine.calibrate.run import expert_labels
+from engine.calibrate.run_directory import expert_labels
 from engine.calibrate.thresholds import label_codes
 from engine.io.layout import RunLayout
 from engine.io.rundir import RunDirectory

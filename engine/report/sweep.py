@@ -244,7 +244,7 @@ def run_scores(run: Any) -> ScoreReader:
 
 
 def label_ordinals(run: Any) -> dict[str, int]:
-    from engine.calibrate.run import expert_labels
+    from engine.calibrate.run_directory import expert_labels
     from engine.records import LABELS
 
     table = expert_labels(run)

@@ -39,7 +39,7 @@ def _record_path(run_root: Path, part: Any) -> Path:
 def run_part_reusing(stage: Any, ctx: Any) -> pa.Table:
     """The part's table, with the rows earlier runs finished taken from them (see the module doc).
 
-    The one hook of reuse into part execution: `engine.pipeline.execute_part` calls it
+    The one hook of reuse into part execution: `engine.part_execution.execute_part` calls it
     instead of `stage.run_part` when the run names earlier runs.
     """
     record = _record_path(ctx.run_root, ctx.part)

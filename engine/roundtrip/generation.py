@@ -7,7 +7,7 @@
    (prompt `compress.<lang>.txt`), for conciseness.
 
 Prompts are data files with `{placeholders}`; a user can point `prompts_dir` at their own.
-Generation is greedy through `engine.generate.backend` (transformers or vLLM); a request seed
+Generation is greedy through `engine.llm.loading` (transformers or vLLM); a request seed
 is derived from its identity so results do not depend on batching, order or part size.
 """
 from __future__ import annotations
@@ -19,7 +19,8 @@ import textwrap
 from typing import Any, Mapping, Sequence
 
 from engine.errors import ModelLoadError
-from engine.generate.backend import GenerationRequest, get_backend
+from engine.llm.loading import get_backend
+from engine.llm.requests import GenerationRequest
 from engine.roundtrip import extract
 from engine.roundtrip.languages import java_class_name
 from engine.roundtrip.params import ModelParams

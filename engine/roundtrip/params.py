@@ -25,8 +25,8 @@ import dataclasses
 from pathlib import Path
 from typing import Literal
 
-from engine.generate.backend import BackendSpec
-from engine.params import Params, require
+from engine.llm.requests import BackendSpec
+from engine.params import Dtype, Params, require
 from engine.roundtrip.sandbox import SandboxLimits
 from engine.runtime import resolve_model
 
@@ -56,7 +56,7 @@ class ModelParams(Params):
     backend: Literal["transformers", "vllm", "oracle"] = "transformers"
     max_new_tokens: int = 256
     batch_size: int = 8
-    dtype: Literal["auto", "float32", "float16", "bfloat16"] = "auto"
+    dtype: Dtype = "auto"
     max_model_len: int | None = None
     seed: int = 0
 

@@ -3,7 +3,7 @@
 Its input is a task table (functions with tests: the built-in HumanEval set or the user's),
 not the sample table, so it cuts its own parts (engine.roundtrip.task_parts) and part i
 always holds the same tasks. `run_part` reads part i and runs the round trip
-(engine.roundtrip.run) over its tasks; the output rows (ROUNDTRIP_SCHEMA, RUN/roundtrip/) are
+(engine.roundtrip.orchestrate) over its tasks; the output rows (ROUNDTRIP_SCHEMA, RUN/roundtrip/) are
 one per (task, natural language, generator, sample). Sandbox verdicts and generation failures
 are row results; only an infrastructure failure (a model that does not load) fails the part.
 
@@ -91,7 +91,7 @@ class RoundTripStage(PartStage, Rates, OwnTable, ReportSection):
 
     # ----- work ---------------------------------------------------------------------------
     def run_part(self, ctx: PartContext) -> pa.Table:
-        from engine.roundtrip.run import run_roundtrip
+        from engine.roundtrip.orchestrate import run_roundtrip
         from engine.roundtrip.task_parts import task_part_path
         from engine.roundtrip.tasks import TASK_SCHEMA
 

@@ -4,7 +4,7 @@
   the key named, and the model identity (hub commit or directory content hash) for signatures;
 - hardware (`engine.runtime.hardware`): the per-device capability probe and dtype choice;
 - loading (`engine.runtime.loading`): tokenizers, models, attention, out-of-memory halving;
-- registry (`engine.runtime.registry`): the owner of every loaded model of a process (LRU under
+- registry (`engine.runtime.model_registry`): the owner of every loaded model of a process (LRU under
   a per-device memory budget, residency records for manifest["models"]);
 - model_process (`engine.runtime.model_process`): a model in a worker process of its own (every
   vLLM engine), ended on release;

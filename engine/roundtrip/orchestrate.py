@@ -162,7 +162,7 @@ def _fluency(comments: dict, p: RoundTripParams) -> dict[tuple[str, str], float]
         return {}
     from engine.runtime import load_model, load_tokenizer
     from engine.runtime.memory import estimate_model_bytes
-    from engine.runtime.registry import acquire
+    from engine.runtime.model_registry import acquire
 
     # float32 on the CPU: perplexities comparable across machines (fluency is a small model).
     model = acquire(("fluency", p.fluency_model),

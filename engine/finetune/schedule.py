@@ -26,7 +26,7 @@ def quantize_refusal() -> str | None:
 
 def training_device(params: FinetuneParams) -> str:
     from engine.runtime.cuda import cuda_available
-    from engine.runtime.registry import normalize_device
+    from engine.runtime.model_registry import normalize_device
 
     if params.device == "auto":
         return "cuda:0" if cuda_available() else "cpu"
@@ -44,7 +44,7 @@ def train_all(run: Any, params: FinetuneParams) -> dict[str, str]:
     from engine.judge.adapter import adapter_hash
     from engine.runtime import resolve_model
     from engine.runtime.model_process import ProcessModel
-    from engine.runtime.registry import acquire, model_registry
+    from engine.runtime.model_registry import acquire, model_registry
     from engine.signature import format_signature
 
     record = run.manifest["finetune"]

@@ -1,25 +1,21 @@
-"""Generation backends behind one interface, and the `transformers` backend.
+"""The `transformers` backends: a causal LM's greedy or sampled continuations of token-id
+prompts (generation), and a chat model's answers on its tokenizer's chat template (the judge).
 
-A backend turns prompts given as token ids into greedy continuations (token ids). It knows
-nothing about FIM or samples: prompts, cleaning and error rows live in the stage. Two kinds:
-`transformers` (here, `generate()`) and `vllm` (engine/llm/vllm_backend.py, the only
-module that imports vllm; the request and output types are engine/llm/requests.py's). Both stop at the first of the given stop ids, and return it.
-
-Loaded backends belong to the model registry (engine.runtime.registry): `get_backend` asks it
-for the backend of a spec. A vLLM engine always runs in a worker process of its own (vLLM
-cannot free an engine in-process), so any number of vLLM generators follow each other in one
-run; the registry ends the previous worker before the next one starts when both do not fit.
+Neither knows about FIM, samples or judgments: prompts, cleaning and error rows live in the
+stages. The vLLM backends of the same interfaces are engine/llm/vllm_backend.py (the only module
+that imports vllm); the request and answer types are engine/llm/requests.py's.
 """
 from __future__ import annotations
 
 import gc
-import logging
+import time
 from collections.abc import Sequence
+from typing import Protocol
 
-from engine.llm.requests import Backend, BackendSpec, GenerationOutput, GenerationRequest, cut_at_stop
+from engine.errors import ModelLoadError, StageError
+from engine.llm.requests import BackendSpec, ChatRequest, ChatResponse, GenerationOutput, GenerationRequest, cut_at_stop, window_error
 
-logger = logging.getLogger(__name__)
-__all__ = ["Backend", "BackendSpec", "GenerationOutput", "GenerationRequest", "TransformersBackend", "cut_at_stop", "get_backend"]
+__all__ = ["ChatModelSettings", "TransformersBackend", "TransformersChatBackend"]
 
 
 class TransformersBackend:
@@ -115,31 +111,65 @@ class TransformersBackend:
             torch.cuda.empty_cache()
 
 
-def get_backend(spec: BackendSpec, stage: str = "generate") -> Backend:
-    """The loaded backend for `spec`, from the model registry (loaded there on first use).
+class ChatModelSettings(Protocol):
+    """What a local chat backend reads of its model entry (a judge's JudgeParams has these)."""
 
-    A vLLM engine lives in a worker process of its own (engine.runtime.model_process); a
-    transformers model in this process. Callers keep it only while they use it: the registry
-    decides when it is freed.
-    """
-    from engine.runtime.memory import device_of, estimate_model_bytes
-    from engine.runtime.registry import acquire
-
-    device = device_of(spec.kind, spec.device)
-    return acquire(("generator", spec), lambda: _load_backend(spec), model=spec.model, stage=stage, device=device,
-                   estimate_bytes=lambda: estimate_model_bytes(
-                       spec.model, backend=spec.kind, dtype=spec.dtype, device=device, max_model_len=spec.max_model_len,
-                       gpu_memory_utilization=spec.gpu_memory_utilization))
+    model: str
+    tokenizer: str | None
+    dtype: str
+    lora: str | None  # a LoRA adapter folder applied to the model
+    max_model_len: int | None  # None: the model's own window
 
 
-def _load_backend(spec: BackendSpec) -> Backend:
-    logger.info("loading generator %s with the %s backend", spec.model, spec.kind)
-    if spec.kind == "vllm":
-        # vLLM cannot free an engine in-process: it lives in a worker process of its own.
-        from engine.runtime.memory import device_of
-        from engine.runtime.model_process import ProcessModel
+class TransformersChatBackend:
+    """Greedy generation with transformers on the tokenizer's chat template (free text only)."""
 
-        return ProcessModel("engine.llm.vllm_backend:VllmBackend", spec, attrs=("max_model_len",),  # type: ignore[return-value]
-                            label=f"generator {spec.model}", device=device_of(spec.kind, spec.device),
-                            devices=spec.tensor_parallel_size)
-    return TransformersBackend(spec)
+    def __init__(self, params: ChatModelSettings, *, stage: str):
+        import torch
+
+        from engine.runtime import load_model, load_tokenizer
+
+        self.params, self.stage = params, stage  # the stage its errors name
+        try:
+            self.tokenizer = load_tokenizer(params.tokenizer or params.model, fast=False)
+            loaded = load_model(params.model, "AutoModelForCausalLM", dtype=params.dtype, device="auto")
+        except ModelLoadError as exc:
+            raise ModelLoadError(f"cannot load judge {params.model!r} with transformers: {exc}") from exc
+        self.model, self.device = loaded.model, torch.device(loaded.device)
+        if params.lora is not None:
+            from peft import PeftModel
+
+            self.model = PeftModel.from_pretrained(self.model, params.lora).eval()
+        self.window = params.max_model_len or int(getattr(self.model.config, "max_position_embeddings", 2048))
+
+    def chat(self, requests: Sequence[ChatRequest]) -> list[ChatResponse]:
+        import torch
+
+        out = []
+        for request in requests:
+            if request.schema is not None:
+                raise StageError(self.stage, "the transformers backend has no structured outputs")
+            if request.lora != self.params.lora:
+                raise StageError(self.stage, f"this transformers judge applies adapter {self.params.lora!r}, not {request.lora!r}")
+            start = time.perf_counter()
+            ids = self.tokenizer.apply_chat_template(list(request.messages), add_generation_prompt=True, tokenize=True)
+            ids = list(ids["input_ids"] if isinstance(ids, dict) or hasattr(ids, "keys") else ids)
+            if len(ids) + request.max_tokens > self.window:
+                out.append(window_error(request.request_id, len(ids), self.window, request.max_tokens))
+                continue
+            torch.manual_seed(request.seed)
+            with torch.inference_mode():
+                generated = self.model.generate(
+                    input_ids=torch.tensor([ids], device=self.device), attention_mask=torch.ones((1, len(ids)), dtype=torch.long, device=self.device),
+                    max_new_tokens=request.max_tokens, do_sample=False, num_beams=1,
+                    eos_token_id=self.tokenizer.eos_token_id, pad_token_id=self.tokenizer.pad_token_id or self.tokenizer.eos_token_id,
+                )[0, len(ids):].tolist()
+            stopped = bool(generated) and generated[-1] == self.tokenizer.eos_token_id
+            text = self.tokenizer.decode(generated, skip_special_tokens=True)
+            out.append(ChatResponse(request.request_id, text, "stop" if stopped or len(generated) < request.max_tokens else "length",
+                                    len(ids), len(generated), time.perf_counter() - start))
+        return out
+
+    def close(self) -> None:
+        del self.model
+        gc.collect()

@@ -103,6 +103,6 @@ def execute_part(run_root: str, plan: RunPlan, part: PartTask, prepass: dict[str
 
 def release_models() -> None:
     """Free every model this process holds (the model registry ends vLLM worker processes)."""
-    from engine.runtime.registry import release_all_models
+    from engine.runtime.model_registry import release_all_models
 
     release_all_models()

@@ -1,6 +1,6 @@
 """Judge backend for any OpenAI-compatible chat-completions server (vLLM serve, hosted APIs), on httpx.
 
-Requests run with adaptive concurrency (engine/judge/concurrency.py: from `max_concurrency` down
+Requests run with adaptive concurrency (engine/llm/http_concurrency.py: from `max_concurrency` down
 on overload and rising latency, back up on success, paused for a Retry-After). One `httpx.Client`
 per batch (pooled keep-alive connections, `timeout_s` for each connect and read and for the
 whole answer of an attempt, redirects never followed); its own retries are off, since the project's budget
@@ -11,7 +11,7 @@ One request's budget is `max_retries` retries and `retry_budget_s` seconds of wa
 them, whichever is spent first (a Retry-After longer than what is left is not waited for); then
 its answer is an error with its reason, which the stage records as one `api_error` judgment row.
 Requests of a batch with the same body (the cache key) are sent once. With a budget
-(engine/judge/budget.py) every attempt reserves its worst case before it is sent and settles it
+(engine/llm/http_budget.py) every attempt reserves its worst case before it is sent and settles it
 when it ends: an answer at its reported usage, an attempt that may have been billed without an
 answer (a dropped connection, a timeout after sending, an unreadable 200) at its worst case, one
 that cannot have been (no connection, an HTTP error status) at nothing.
@@ -37,25 +37,43 @@ import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Protocol, Sequence
 
 import httpx
 
 from engine.errors import BudgetExhaustedError, MissingSecretError
-from engine.judge.backends import ChatRequest, ChatResponse
-from engine.judge.budget import JudgeBudget, Usage, request_hash
-from engine.judge.concurrency import AdaptiveLimit
-from engine.judge.config import JudgeParams
+from engine.llm.http_budget import JudgeBudget, Usage, request_hash
+from engine.llm.http_concurrency import AdaptiveLimit
+from engine.llm.requests import ChatRequest, ChatResponse
 
 logger = logging.getLogger(__name__)
 REDACTED = "[redacted]"
-_ERROR_BODY_CHARS = 300  # how much of a server's error answer a failure reason quotes
+ERROR_BODY_CHARS = 300  # how much of a server's error answer a failure reason quotes
 # Read (and redacted) beyond what is quoted, so a key the cut falls into is still found whole.
 _ERROR_BODY_READ = 65536
 _OVERLOAD = {429, 503, 524}  # answers that say "too many requests": the concurrency backs off
 
 
-def request_body(params: JudgeParams, request: ChatRequest, secrets: dict[str, str]) -> dict[str, Any]:
+class HttpSettings(Protocol):
+    """What the HTTP backend reads of its model entry (a judge's JudgeParams has these; each is
+    described in docs/config.md under `judge.judges`)."""
+
+    judge_name: str  # names the judge in error messages
+    model: str
+    base_url: str | None
+    api_key_env: str | None
+    max_concurrency: int
+    timeout_s: float
+    max_retries: int
+    backoff_base_s: float
+    backoff_cap_s: float
+    retry_budget_s: float
+    retry_statuses: tuple[int, ...]
+    provider_options: dict[str, Any]
+    provider_secret_env: dict[str, str]
+
+
+def request_body(params: HttpSettings, request: ChatRequest, secrets: dict[str, str]) -> dict[str, Any]:
     """The chat-completions body of one request: model, messages, temperature, seed, max_tokens, the
     provider options and secrets as configured, and `response_format` when the strategy's answers
     are structured (a JSON schema)."""
@@ -75,7 +93,7 @@ def request_body(params: JudgeParams, request: ChatRequest, secrets: dict[str, s
     return body
 
 
-def check_secrets(params: JudgeParams, where: str | None = None) -> None:
+def check_secrets(params: HttpSettings, where: str | None = None) -> None:
     """MissingSecretError unless every variable the judge names (API key, provider secrets) is set.
     Run by the stage's preflight too, so a missing key stops the run before its directory exists."""
     where = where or f"judge {params.judge_name!r}"
@@ -132,9 +150,9 @@ def token_count(value: Any) -> int | None:
 
 
 class HttpChatBackend:
-    def __init__(self, params: JudgeParams, sleep: Callable[[float], None] = time.sleep, budget: JudgeBudget | None = None):
+    def __init__(self, params: HttpSettings, sleep: Callable[[float], None] = time.sleep, budget: JudgeBudget | None = None):
         self.params = params
-        self.budget = budget  # caps, prices and the answer cache (engine/judge/budget.py); None: none of them
+        self.budget = budget  # caps, prices and the answer cache (engine/llm/http_budget.py); None: none of them
         self.url = str(params.base_url).rstrip("/") + "/chat/completions"
         self._sleep = sleep
         self._headers = {"Content-Type": "application/json"}
@@ -340,7 +358,7 @@ class HttpChatBackend:
         """The start of a refused request's error answer (servers say there why), redacted."""
         # redacted before the cut: a key the cut falls into would otherwise leave its start behind
         text = self.redact(" ".join(body[:_ERROR_BODY_READ].decode("utf-8", "replace").split()))
-        text = text[:_ERROR_BODY_CHARS].strip()
+        text = text[:ERROR_BODY_CHARS].strip()
         return f": {text}" if text else ""
 
     def _failed(self, request: ChatRequest, message: str, start: float) -> ChatResponse:

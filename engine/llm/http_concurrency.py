@@ -5,7 +5,7 @@ of one batch. Each request holds a slot while it is sent:
 - an overload answer (429, 503, 524, a timeout) halves the limit; a server's Retry-After also
   pauses every new send until it has passed (the provider asked the client, not one request,
   to wait), but only when the request that got it will retry, i.e. the pause fits in its
-  retry budget (engine/judge/http_backend.py): a request that gives up imposes no pause;
+  retry budget (engine/llm/http_backend.py): a request that gives up imposes no pause;
 - rising latency (the running mean of the last answers' latency above LATENCY_RISE times the
   lowest running mean seen, and by at least LATENCY_FLOOR_S: milliseconds of jitter on a local
   server are no queue) cuts it to CUT_ON_LATENCY of itself: the provider queues our
