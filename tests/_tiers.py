@@ -58,6 +58,7 @@ HEAVY_MODULES = frozenset({
     "test_roundtrip_crossing.py",
     "test_roundtrip_probe.py",
     "test_roundtrip_unrun_tests.py",
+    "test_roundtrip_usr.py",
     "test_roundtrip_values.py",
     "test_roundtrip_bounds.py",
     "test_roundtrip_escape.py",
