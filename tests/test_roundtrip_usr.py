@@ -113,3 +113,12 @@ def test_every_language_honest_completion_runs_with_the_filtered_usr(language):
     row = run.execute_row(task, task["code"], None,
                           type("P", (), {"sandbox": LIMITS, "call_seconds": 5.0, "verdict": "values"})())
     assert (row["status"], row["pass_at_1"]) == ("passed", 1.0), row
+
+
+def test_without_the_package_database_nothing_is_hidden_and_the_next_run_asks_again(monkeypatch):
+    usr_view.forget()
+    monkeypatch.setattr(usr_view.shutil, "which", lambda name, *a, **k: None)
+    assert usr_view.hidden(bwrap.usr_entries()) == ((), ())
+    monkeypatch.undo()
+    directories, files = usr_view.hidden(bwrap.usr_entries())
+    assert SECRET_DIR in directories and SECRET_FILE in files

@@ -35,6 +35,7 @@ log = logging.getLogger(__name__)
 COLLAPSE_ENTRIES = 16
 _MERGED = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 _HIDDEN: tuple[tuple[str, ...], tuple[str, ...]] | None = None  # (directories, files), once computed
+_WARNED: list[bool] = []  # the missing database is logged once per process, not once per run
 
 
 def _packaged_paths() -> set[str] | None:
@@ -111,7 +112,9 @@ def hidden(tops: Iterable[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
         return _HIDDEN
     owned = _packaged_paths()
     if owned is None:
-        log.warning("no package database (dpkg-query): the sandbox shows /usr's toolchain directories whole")
+        if not _WARNED:
+            _WARNED.append(True)
+            log.warning("no package database (dpkg-query): the sandbox shows /usr's toolchain directories whole")
         return (), ()
     found: list[str] = []
     for top in tops:
