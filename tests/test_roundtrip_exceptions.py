@@ -26,6 +26,8 @@ CPP = {**BASE["cpp"], "signature": "long divide(long a, long b)", "entry_point":
        "tests": "int main() {\n    try { divide(1, 0); return 1; } catch (const std::out_of_range&) { }\n"
                 "    return divide(6, 3) == 2 ? 0 : 1;\n}\n"}
 CPP_LOOSE = {**CPP, "tests": CPP["tests"].replace("const std::out_of_range&", "const std::exception&")}
+GO_RECOVER = ("func main() {\n\tfunc() {\n\t\tdefer func() {\n\t\t\tif _, ok := recover().(error); !ok {\n"
+              "\t\t\t\tpanic(\"no error panic\")\n\t\t\t}\n\t\t}()\n\t\tdiv(1, 0)\n\t}()\n}\n")
 GO = {**BASE["go"], "signature": "func div(a int, b int) int", "entry_point": "div", "context": 'import "errors"',
       "code": "func div(a int, b int) int {\n\tif b == 0 {\n\t\tpanic(errors.New(\"zero\"))\n\t}\n\treturn a / b\n}\n",
       "tests": "func main() {\n\tfunc() {\n\t\tdefer func() {\n\t\t\tif recover() == nil {\n\t\t\t\tpanic(\"no panic\")\n"
@@ -54,6 +56,16 @@ def test_cpp_the_expected_exception_passes_and_another_type_fails():
 def test_cpp_another_type_the_tests_accept_still_fails_the_value_verdict():
     row = _row(CPP_LOOSE, _cpp('std::invalid_argument("zero")'))
     assert (row["tests_verdict"], row["value_verdict"], row["pass_at_1"]) == ("passed", "failed", 0.0), row
+
+
+def test_go_an_error_panic_is_an_error_in_the_tests():
+    """The proxy panicked with a string whatever the candidate's panic was: a test that recovers
+    an `error` failed a correct candidate."""
+    task = {**GO, "tests": GO_RECOVER}
+    honest = _row(task, "\n\tif b == 0 {\n\t\tpanic(errors.New(\"b is zero\"))\n\t}\n\treturn a / b\n}\n")
+    assert (honest["status"], honest["tests_verdict"], honest["value_verdict"]) == ("passed", "passed", "passed"), honest
+    row = _row(task, "\n\tif b == 0 {\n\t\tpanic(errors.New(\"zero\").Error())\n\t}\n\treturn a / b\n}\n")
+    assert row["tests_verdict"] == "failed" and row["pass_at_1"] == 0.0, row
 
 
 def test_go_a_panic_of_another_value_type_fails_the_value_verdict():
