@@ -1,4 +1,4 @@
-"""Exceptions cross by their declared type's name in C++ and Go (through the stage's own path).
+"""Exceptions cross by their declared type's name in C++ and Go, by payload kind in Rust (through the stage's own path).
 
 C++'s exceptions crossed as `std::exception` or `unknown`: a candidate throwing
 std::invalid_argument where the reference throws std::out_of_range agreed with it, and a test's
@@ -6,7 +6,8 @@ std::invalid_argument where the reference throws std::out_of_range agreed with i
 method failed (an honest control with the wrong verdict). Now the server names the thrown type
 (demangled), the engine compares names, and the proxy throws the standard type of that name.
 Go's server names a panic's value type (`%T`): a `string` panic where the reference panics with
-an `error` value differs, though the tests' `recover()` takes either.
+an `error` value differs, though the tests' `recover()` takes either. A Rust panic with a message
+(`&str` or `String` payload) is `panic`, any other payload `panic_any`.
 """
 from __future__ import annotations
 
@@ -72,4 +73,16 @@ def test_go_a_panic_of_another_value_type_fails_the_value_verdict():
     honest = _row(GO, "\n\tif b == 0 {\n\t\tpanic(errors.New(\"b is zero\"))\n\t}\n\treturn a / b\n}\n")
     assert (honest["status"], honest["tests_verdict"], honest["value_verdict"]) == ("passed", "passed", "passed"), honest
     row = _row(GO, "\n\tif b == 0 {\n\t\tpanic(errors.New(\"zero\").Error())\n\t}\n\treturn a / b\n}\n")
+    assert (row["tests_verdict"], row["value_verdict"], row["pass_at_1"]) == ("passed", "failed", 0.0), row
+
+
+RUST = {**BASE["rust"], "signature": "fn div(a: i64, b: i64) -> i64", "entry_point": "div", "context": "",
+        "code": "fn div(a: i64, b: i64) -> i64 {\n    if b == 0 {\n        panic!(\"zero\");\n    }\n    a / b\n}\n",
+        "tests": "fn main() {\n    assert!(std::panic::catch_unwind(|| div(1, 0)).is_err());\n    assert_eq!(div(6, 3), 2);\n}\n"}
+
+
+def test_rust_a_message_panic_passes_and_a_panic_any_payload_fails_the_value_verdict():
+    honest = _row(RUST, "\n    if b == 0 {\n        panic!(\"{} / {} has no quotient\", a, b);\n    }\n    a / b\n}\n")
+    assert (honest["status"], honest["tests_verdict"], honest["value_verdict"]) == ("passed", "passed", "passed"), honest
+    row = _row(RUST, "\n    if b == 0 {\n        std::panic::panic_any(0u8);\n    }\n    a / b\n}\n")
     assert (row["tests_verdict"], row["value_verdict"], row["pass_at_1"]) == ("passed", "failed", 0.0), row
