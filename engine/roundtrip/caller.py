@@ -58,17 +58,22 @@ def _session(job: Job, run: Callable[..., SandboxResult], calls: Sequence[bytes]
     to_server_r, to_server_w = os.pipe()
     from_server_r, from_server_w = os.pipe()
     stop = threading.Event()
+    started = threading.Event()
     box: dict[str, object] = {}
 
     def serve() -> None:
         try:
             box["result"] = run(job, channel={SERVER_CALLS: to_server_r, SERVER_REPLIES: from_server_w}, verdict=False,
-                                stop=stop, **run_limits)
+                                stop=stop, started=started, **run_limits)
         except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
             box["failure"] = exc
 
     thread = threading.Thread(target=serve, daemon=True)
     thread.start()
+    # The first call's time starts when the server's run does, not while it waits for a free uid
+    # (another engine on the machine may hold the pool's uids for a while).
+    while not started.wait(0.05) and thread.is_alive():
+        pass
     outcomes: list[tuple] = []
     try:
         for index in range(start, len(calls)):
