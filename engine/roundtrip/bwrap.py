@@ -8,6 +8,7 @@ private tmpfs mounts of a fixed size for /tmp, /dev/shm and the work directory (
 read-only), and read-only
 binds of exactly what the toolchains need: /usr's bin, sbin, lib*, libexec, include and share
 (interpreters, compilers and libraries of the Debian packages; not /usr/local, /usr/etc, /usr/src),
+with what no installed package put there covered (engine.roundtrip.usr_view),
 /etc/alternatives (the symlinks behind /usr/bin/java and friends), the JDK's
 configuration under /etc and the dynamic linker's cache. Nothing else of the host is visible:
 no home, no checkout, no run directory, no host /tmp, no Unix sockets. The task's files are
@@ -24,6 +25,8 @@ import sys
 from functools import lru_cache
 from typing import Sequence
 
+from engine.roundtrip import usr_view
+
 WORKDIR = "/work"
 # bwrap's own processes under the sandbox uid: the outer one and pid 1 of the new namespace.
 OWN_PROCESSES = 2
@@ -37,14 +40,14 @@ INSTALL_HINT = ("install bubblewrap (Debian/Ubuntu: `apt-get install bubblewrap`
 USR_ENTRIES = ("bin", "sbin", "lib", "lib32", "lib64", "libx32", "libexec", "include", "share")
 
 
-def _usr_entries() -> list[str]:
+def usr_entries() -> list[str]:
     """The toolchains' entries of /usr (USR_ENTRIES) that exist here."""
     return [f"/usr/{name}" for name in USR_ENTRIES if os.path.lexists(f"/usr/{name}")]
 
 
 def host_binds() -> list[str]:
     """Host paths bound read-only: the toolchains and what they read at start, nothing more."""
-    paths = [*_usr_entries(), "/etc/alternatives", "/etc/ld.so.cache"]
+    paths = [*usr_entries(), "/etc/alternatives", "/etc/ld.so.cache"]
     paths += sorted(glob.glob("/etc/java-*-openjdk"))  # the JDK's conf/ symlinks point here
     base = os.path.realpath(sys.base_prefix)
     if not os.path.exists("/usr/bin/python3") and not base.startswith("/usr/"):
@@ -64,6 +67,7 @@ def command(argv: Sequence[str], files: Sequence[tuple[int, str]], tmpfs_bytes: 
             out += ["--symlink", os.readlink(path), path]
         else:
             out += ["--ro-bind", path, path]
+    out += _hide_unpackaged()
     for link, target in (("/lib", "usr/lib"), ("/lib64", "usr/lib64"), ("/bin", "usr/bin"), ("/sbin", "usr/sbin")):
         if not os.path.lexists(link) or os.path.islink(link):
             out += ["--symlink", target, link]
@@ -83,6 +87,18 @@ def command(argv: Sequence[str], files: Sequence[tuple[int, str]], tmpfs_bytes: 
     out += ["--ro-bind", "/proc/sys", "/proc/sys", "--remount-ro", "/dev", "--remount-ro", "/"]
     out += ["--chdir", WORKDIR, "--setenv", "HOME", WORKDIR, "--setenv", "TMPDIR", "/tmp", "--"]
     return out + list(argv)
+
+
+def _hide_unpackaged() -> list[str]:
+    """Cover what no installed package put under the bound /usr entries (engine.roundtrip.usr_view):
+    a directory by an empty tmpfs made read-only, a file by /dev/null."""
+    directories, files = usr_view.hidden([p for p in usr_entries() if not os.path.islink(p)])
+    out: list[str] = []
+    for path in directories:
+        out += ["--size", "4096", "--tmpfs", path, "--remount-ro", path]
+    for path in files:
+        out += ["--ro-bind", "/dev/null", path]
+    return out
 
 
 _WORKS: set = set()  # pools whose probe succeeded; a failure is never kept (the next call probes again)

@@ -52,22 +52,28 @@ def _write_before(fd: int, data: bytes, deadline: float) -> None:
 
 
 def _session(job: Job, run: Callable[..., SandboxResult], calls: Sequence[bytes], start: int, call_seconds: float,
-             startup_seconds: float, run_limits: dict, keep: Keep | None = None) -> tuple[list[tuple], SandboxResult | None]:
+             startup_seconds: float, run_limits: dict, keep: Keep | None, parse_budget: plain.Budget
+             ) -> tuple[list[tuple], SandboxResult | None]:
     """Outcomes of calls[start:] on one server, up to and including the first time-out or end."""
     to_server_r, to_server_w = os.pipe()
     from_server_r, from_server_w = os.pipe()
     stop = threading.Event()
+    started = threading.Event()
     box: dict[str, object] = {}
 
     def serve() -> None:
         try:
             box["result"] = run(job, channel={SERVER_CALLS: to_server_r, SERVER_REPLIES: from_server_w}, verdict=False,
-                                stop=stop, **run_limits)
+                                stop=stop, started=started, **run_limits)
         except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
             box["failure"] = exc
 
     thread = threading.Thread(target=serve, daemon=True)
     thread.start()
+    # The first call's time starts when the server's run does, not while it waits for a free uid
+    # (another engine on the machine may hold the pool's uids for a while).
+    while not started.wait(0.05) and thread.is_alive():
+        pass
     outcomes: list[tuple] = []
     try:
         for index in range(start, len(calls)):
@@ -78,7 +84,7 @@ def _session(job: Job, run: Callable[..., SandboxResult], calls: Sequence[bytes]
                 raw = read_message(from_server_r, deadline)
                 if raw is None:
                     raise EOFError("the server ended")
-                kind, value = plain.reply(raw)
+                kind, value = parse_budget.reply(raw)
             except TimeoutError:
                 outcomes.append(("timeout",))
                 break
@@ -111,10 +117,11 @@ def call_all(job: Job, run: Callable[..., SandboxResult], calls: Sequence[bytes]
     outcomes: list[tuple] = []
     result: SandboxResult | None = None
     silent = 0
+    parse_budget = plain.Budget()  # one for all the function's calls
     for _ in range(MAX_SESSIONS):
         if len(outcomes) >= len(calls):
             break
-        found, result = _session(job, run, calls, len(outcomes), call_seconds, startup_seconds, run_limits, keep)
+        found, result = _session(job, run, calls, len(outcomes), call_seconds, startup_seconds, run_limits, keep, parse_budget)
         outcomes += found
         if result is not None and result.status == "compile_error":
             break

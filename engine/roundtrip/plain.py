@@ -27,29 +27,66 @@ from __future__ import annotations
 
 import math
 import re
+import time
 from typing import Any
 
-MAX_MESSAGE = 1 << 20  # bytes of one call or reply
+# Bytes of one call or reply: a large answer (a 3 MiB string) crosses whole. What a message costs
+# the engine to parse and hold grows with its values, not its bytes (a string is one slice), so
+# MAX_VALUES bounds that: as many as a 1 MiB message could hold at two bytes a value.
+MAX_MESSAGE = 16 << 20
+MAX_VALUES = 1 << 19
 MAX_DEPTH = 32
+# What one row may make the engine parse, over all its messages: bytes and CPU seconds of the
+# parsing thread (a row that sends message after message is refused, never parsed without end).
+ROW_BYTES = 128 << 20
+ROW_PARSE_SECONDS = 20.0
 _DIGITS = 5000
 MAX_EXCEPTION_NAME = 128  # characters of an exception's type name kept from a reply
-# What the proxies' type names use (Python identifiers, Java's `a.b.C$D`, Go's `*pkg.T`, `[]T`);
+# What the proxies' type names use (Python identifiers, Java's `a.b.C$D`, Go's `*pkg.T`, `[]T`, C++'s `std::out_of_range`);
 # any other character (spaces, quotes, newlines, markup) becomes `_` before the name goes anywhere.
-_NAME_OTHER = re.compile(r"[^A-Za-z0-9_.$*\[\]]")
+_NAME_OTHER = re.compile(r"[^A-Za-z0-9_.:$*\[\]]")
 
 
 class PlainError(ValueError):
     """A message that is not a well-formed plain value within the limits."""
 
 
-def parse(payload: bytes, max_depth: int = MAX_DEPTH) -> tuple[Any, int]:
+class Budget:
+    """What one row has left to make the engine parse (ROW_BYTES, ROW_PARSE_SECONDS); each
+    message is charged after it is parsed, and a message that arrives once either is spent is
+    refused (PlainError) without being parsed."""
+
+    def __init__(self) -> None:
+        self.max_bytes, self.max_seconds = ROW_BYTES, ROW_PARSE_SECONDS
+        self.bytes_left, self.seconds_left = self.max_bytes, self.max_seconds
+
+    def reply(self, payload: bytes) -> tuple[str, Any]:
+        return self.spend(payload, reply)
+
+    def spend(self, payload: bytes, parser: Any) -> Any:
+        if self.bytes_left < len(payload) or self.seconds_left <= 0:
+            raise PlainError(f"the row's parse budget is spent ({self.max_bytes >> 20} MiB, {self.max_seconds:g} s of "
+                             "the engine's CPU over all its messages)")
+        start = time.thread_time()
+        try:
+            return parser(payload)
+        finally:
+            self.bytes_left -= len(payload)
+            self.seconds_left -= time.thread_time() - start
+
+
+def parse(payload: bytes, max_depth: int = MAX_DEPTH, max_values: int = MAX_VALUES) -> tuple[Any, int]:
     """(value, end offset) of the value at the start of `payload`; iterative, so depth costs no stack."""
     pos, n = 0, len(payload)
+    values = 0
     # Each frame: [kind, remaining count, items]; the value under construction goes to the top frame.
     stack: list[list] = []
     while True:
         if pos >= n:
             raise PlainError("message ends inside a value")
+        values += 1
+        if values > max_values:
+            raise PlainError(f"more than {max_values} values in one message")
         tag = payload[pos:pos + 1]
         if tag == b"s":
             colon = payload.find(b":", pos, pos + 12)

@@ -55,7 +55,8 @@ class Job:
 
 # A tests' equality message carries the candidate's answer and the expected value: two replies' worth.
 TESTS_MESSAGE = 2 * plain.MAX_MESSAGE + 1024
-RECORD_BYTES = 16 << 20  # calls and replies one recording keeps (engine.roundtrip.values)
+COMPARED_VALUES = 2 * plain.MAX_VALUES + 1
+RECORD_BYTES = 48 << 20  # calls and replies one recording keeps (engine.roundtrip.values): three whole messages
 
 
 @dataclass
@@ -84,6 +85,7 @@ class _Relay:
     broken: str = ""  # why a reply was refused; once set, every later call is refused too
     calls: int = 0  # calls of the function the tests made (the engine's comparisons not counted)
     record: Recording | None = None
+    budget: plain.Budget = field(default_factory=plain.Budget)  # the row's parsing, replies and comparisons together
 
 
 def _read_exact(fd: int, size: int, deadline: float) -> bytes:
@@ -155,7 +157,11 @@ def _relay_calls(calls_in: int, to_server: int, from_server: int, replies_out: i
         if not call:
             answer = b"z " + plain.write(("s", state.broken))
         elif call[:2] == b"c ":
-            answer = compared(call)
+            try:
+                answer = state.budget.spend(call, compared)
+            except plain.PlainError as exc:
+                state.broken = state.broken or f"the tests' comparison was refused: {exc}"
+                answer = b"o f"
         else:
             answer = _answer(call, to_server, from_server, deadline, state)
             if state.record is not None:
@@ -176,7 +182,7 @@ def _answer(call: bytes, to_server: int, from_server: int, deadline: float, stat
         raw = read_message(from_server, deadline)
         if raw is None:
             raise EOFError("end of the server's replies")
-        kind, value = plain.reply(raw)
+        kind, value = state.budget.reply(raw)
         answer = kind.encode() + b" " + plain.write(value)
         if kind == "z":
             state.broken = f"the candidate's reply is not plain data: {program_text(value[1])}"
@@ -194,7 +200,7 @@ def compared(message: bytes) -> bytes:
     the two values compared by type and value (engine.roundtrip.compare), never by the tests'
     language. A message that is not two plain values is answered `o f`."""
     try:
-        value, end = plain.parse(message[2:])
+        value, end = plain.parse(message[2:], max_values=COMPARED_VALUES)
     except (plain.PlainError, ValueError, RecursionError):
         return b"o f"
     if end != len(message) - 2 or value[0] != "l" or len(value[1]) != 2:

@@ -371,12 +371,15 @@ def run_program(
     channel: Mapping[int, int] | None = None,
     verdict: bool = True,
     stop: threading.Event | None = None,
+    started: threading.Event | None = None,
 ) -> SandboxResult:
     """Run `argv` in the work directory holding `files` (relative paths resolve there).
 
     channel: child fd -> engine fd of further pipes (engine.roundtrip.relay); they are closed here.
     verdict: False for a run that gets no token and reports no verdict (a candidate server).
     stop: set by another thread to end the run early (it is then killed like a time-out).
+    started: set once the run holds its uid and starts (waiting for a free uid of the pool, while
+    other runs or another engine hold them all, is not the program's time).
     """
     why = unavailable(limits)
     if why:
@@ -385,6 +388,8 @@ def run_program(
 
         raise ConfigError(f"roundtrip.sandbox.isolation: {why}")
     with claimed_uid(limits.uid, limits.uid_slots) as uid:
+        if started is not None:
+            started.set()
         return _run(argv, files, limits, uid, memory_mb or limits.memory_mb, max_processes or limits.max_processes,
                     cpu_seconds or limits.cpu_seconds, wall_seconds or limits.wall_seconds, dict(env or {}),
                     open_files or limits.max_open_files, dict(channel or {}), verdict, stop)

@@ -220,9 +220,21 @@ template <class R, class... A> R result_of(R (*)(A...));
 '''
 
 SERVER = r'''
+#include <cxxabi.h>
 #include <exception>
 #include <typeinfo>
 namespace bs {
+// The declared type of what the function threw, by name (`std::out_of_range`, `int`, a class of
+// the candidate's): the engine compares names, and the proxy throws the standard type of that name.
+inline std::string thrown_name() {
+    const std::type_info* type = abi::__cxa_current_exception_type();
+    if (!type) return "unknown";
+    int status = 0;
+    char* name = abi::__cxa_demangle(type->name(), nullptr, nullptr, &status);
+    std::string out = status == 0 && name ? name : type->name();
+    std::free(name);
+    return out;
+}
 template <class R, class... A> std::string serve(R (*f)(A...), const std::string& call) {
     Reader r{call};
     if (count(r, 'l') != sizeof...(A)) return "z " + text("wrong number of arguments");
@@ -241,10 +253,8 @@ template <class R, class... A> std::string serve(R (*f)(A...), const std::string
             auto value = std::apply(f, args);
             try { put(out, value); } catch (const std::exception& e) { return "z " + text(e.what()); }
         }
-    } catch (const std::exception& e) {
-        return "x " + text("std::exception");
     } catch (...) {
-        return "x " + text("unknown");
+        return "x " + text(thrown_name());
     }
     return out;
 }
@@ -258,7 +268,24 @@ int main() {
 '''
 
 PROXY_CALL = r'''
+#include <new>
 namespace bs {
+// The candidate's exception, thrown in the tests as the standard type of its name (a test's
+// `catch (const std::out_of_range&)` takes it); any other name as std::runtime_error naming it.
+[[noreturn]] inline void throw_named(const std::string& name) {
+    const std::string what = "the candidate raised " + name;
+    if (name == "std::out_of_range") throw std::out_of_range(what);
+    if (name == "std::invalid_argument") throw std::invalid_argument(what);
+    if (name == "std::domain_error") throw std::domain_error(what);
+    if (name == "std::length_error") throw std::length_error(what);
+    if (name == "std::logic_error") throw std::logic_error(what);
+    if (name == "std::range_error") throw std::range_error(what);
+    if (name == "std::overflow_error") throw std::overflow_error(what);
+    if (name == "std::underflow_error") throw std::underflow_error(what);
+    if (name == "std::bad_alloc") throw std::bad_alloc();
+    if (name == "std::exception") throw std::exception();
+    throw std::runtime_error(what);
+}
 template <class R, class... A> R call(const A&... args) {
     std::string payload = "l" + std::to_string(sizeof...(A));
     ((payload += ' ', put(payload, args)), ...);
@@ -282,7 +309,7 @@ template <class R, class... A> R call(const A&... args) {
         std::fprintf(stderr, "candidate broken: %s\n", e.what());
         std::_Exit(1);
     }
-    if (reply[0] == 'x') throw std::runtime_error("the candidate raised " + why);
+    if (reply[0] == 'x') throw_named(why);
     std::fprintf(stderr, "candidate broken: %s\n", why.c_str());
     std::_Exit(1);
 }

@@ -325,7 +325,13 @@ func bsCall(results []interface{}, args ...interface{}) {
 			p.Set(bsGet(r, p.Type()))
 		}
 	case 'x':
-		panic("the candidate raised " + bsGet(r, reflect.TypeOf("")).String())
+		// A string panic stays a string; any other value type (an error, a runtime error) is
+		// raised as an error value naming it, so a test's `recover().(error)` holds as it would.
+		name := bsGet(r, reflect.TypeOf("")).String()
+		if name == "string" {
+			panic("the candidate raised " + name)
+		}
+		panic(fmt.Errorf("the candidate raised %s", name))
 	default:
 		bsBroken(bsGet(r, reflect.TypeOf("")).String())
 	}

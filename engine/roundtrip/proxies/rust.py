@@ -201,7 +201,9 @@ fn babelscore_serve(call: &[u8]) -> String {
     let DESTRUCTURE = match decoded { Ok(v) => v, Err(e) => return format!("z {}", bs::text(&e)) };
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| ENTRY(ARGS))) {
         Ok(value) => { let mut o = String::from("o "); value.put(&mut o); o }
-        Err(_) => format!("x {}", bs::text("panic")),
+        // A message (`&str` or `String`: the same panic, literal or formatted) is `panic`; any
+        // other payload (`std::panic::panic_any(value)`) is another error: `panic_any`.
+        Err(p) => format!("x {}", bs::text(if p.is::<&str>() || p.is::<String>() { "panic" } else { "panic_any" })),
     }
 }
 '''

@@ -1,0 +1,134 @@
+"""What of /usr a sandboxed run sees: what the distribution's packages installed, nothing else.
+
+The sandbox binds /usr's top-level entries the toolchains use (engine.roundtrip.bwrap) and hides,
+inside them, every entry that no installed package owns according to the package manager
+(`dpkg-query -L` of every installed package): a hand-installed JDK, a global `npm` upgraded by
+hand, a vendor's keyring, lists a provisioning script left. A hidden directory is covered by an
+empty read-only tmpfs and a hidden file by /dev/null, so its contents read as nothing.
+
+Binding each packaged file on its own is not an option: bubblewrap rereads the mount table
+for every bind, and a few thousand binds cost seconds per run. Hiding the few unpackaged
+entries costs one mount each; a directory that would need COLLAPSE_ENTRIES mounts or more and
+whose files are at least a quarter unpackaged is hidden whole, so a tree upgraded by hand (a
+global npm) costs one mount.
+
+Counted as packaged besides dpkg's lists: paths under the merged /usr (`/bin/sh` is listed,
+`/usr/bin/sh` is read), `__pycache__` of a packaged directory (byte code of packaged sources,
+written by the packages' own scripts), and symlinks into /etc/alternatives (the alternatives
+system's links, e.g. /usr/bin/java). Unpackaged symlinks are not covered (a mount would follow
+them): they show a name and a target, never contents the packages did not install.
+
+The list is computed once per process and kept only when it was computed: without dpkg (a
+distribution without it, or a query that failed) nothing is hidden, a warning is logged, and
+the next run asks again.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import subprocess
+from typing import Iterable
+
+log = logging.getLogger(__name__)
+
+COLLAPSE_ENTRIES = 16
+_MERGED = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+_HIDDEN: tuple[tuple[str, ...], tuple[str, ...]] | None = None  # (directories, files), once computed
+_WARNED: list[bool] = []  # the missing database is logged once per process, not once per run
+
+
+def _packaged_paths() -> set[str] | None:
+    """Every path under /usr an installed package owns (with its parent directories); None without dpkg."""
+    if shutil.which("dpkg-query") is None:
+        return None
+    try:
+        names = subprocess.run(["dpkg-query", "-W", "-f", "${binary:Package}\\n"], capture_output=True,
+                               text=True, timeout=60, check=True).stdout.split()
+        listed = subprocess.run(["dpkg-query", "-L", *names], capture_output=True, text=True, timeout=120,
+                                errors="surrogateescape").stdout
+    except (OSError, subprocess.SubprocessError) as exc:
+        log.warning("dpkg-query failed (%s): the sandbox's /usr is not filtered by package this time", exc)
+        return None
+    owned: set[str] = set()
+    for line in listed.splitlines():
+        path = _merged(line.strip())
+        while path.startswith("/usr/") and path not in owned:
+            owned.add(path)
+            path = os.path.dirname(path)
+    return owned or None
+
+
+def _merged(path: str) -> str:
+    for root in _MERGED:
+        if path == root or path.startswith(root + "/"):
+            return "/usr" + path
+    return path
+
+
+def _packaged(entry: os.DirEntry, parent_owned: bool, owned: set[str]) -> bool:
+    if entry.path in owned:
+        return True
+    if entry.name == "__pycache__" and parent_owned:
+        return True
+    return entry.is_symlink() and os.readlink(entry.path).startswith("/etc/alternatives/")
+
+
+def _file_count(path: str) -> int:
+    return max(1, sum(len(files) for _, _, files in os.walk(path)))
+
+
+def _scan(directory: str, owned: set[str]) -> tuple[int, int, list[str]]:
+    """(packaged files, unpackaged files, entries to hide) of `directory`, recursively."""
+    packaged = unpackaged = 0
+    hidden: list[str] = []
+    try:
+        entries = list(os.scandir(directory))
+    except OSError:
+        return 0, 0, []
+    for entry in entries:
+        is_dir = entry.is_dir(follow_symlinks=False)
+        if _packaged(entry, directory in owned, owned):
+            if is_dir and entry.name != "__pycache__":
+                sub_packaged, sub_unpackaged, sub_hidden = _scan(entry.path, owned)
+                packaged, unpackaged = packaged + sub_packaged, unpackaged + sub_unpackaged
+                hidden += sub_hidden
+            else:
+                packaged += 1
+            continue
+        unpackaged += _file_count(entry.path) if is_dir else 1
+        if not entry.is_symlink():
+            hidden.append(entry.path)
+    if len(hidden) >= COLLAPSE_ENTRIES and 4 * unpackaged >= packaged + unpackaged:
+        return packaged, unpackaged, [directory]
+    return packaged, unpackaged, hidden
+
+
+def hidden(tops: Iterable[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(directories, files) under the bound `tops` that no installed package owns; computed once
+    per process (kept only when dpkg answered)."""
+    global _HIDDEN
+    if _HIDDEN is not None:
+        return _HIDDEN
+    owned = _packaged_paths()
+    if owned is None:
+        if not _WARNED:
+            _WARNED.append(True)
+            log.warning("no package database (dpkg-query): the sandbox shows /usr's toolchain directories whole")
+        return (), ()
+    found: list[str] = []
+    for top in tops:
+        if os.path.isdir(top) and not os.path.islink(top):
+            found += _scan(top, owned)[2]
+    directories = tuple(p for p in found if os.path.isdir(p) and not os.path.islink(p))
+    files = tuple(p for p in found if p not in directories)
+    _HIDDEN = (directories, files)
+    log.info("the sandbox hides %d directories and %d files under /usr that no package installed",
+             len(directories), len(files))
+    return _HIDDEN
+
+
+def forget() -> None:
+    """Compute the list again at the next run (after packages changed)."""
+    global _HIDDEN
+    _HIDDEN = None
