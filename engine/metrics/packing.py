@@ -127,7 +127,8 @@ PROBE_TEXTS = ("the cat sat on the mat", "a", "returns the name of the user", "s
 def packing_unsupported(runtime: Any) -> str | None:
     """Why `runtime` (an EncoderRuntime) cannot run packed rows, or None when it can.
 
-    The model must be of an architecture known to add no attention of its own (PACKABLE_TYPES), take a 4D additive mask as-is (transformers passes one through to eager
+    The model must be of an architecture known to add no attention of its own
+    (PACKABLE_TYPES), take a 4D additive mask as-is (transformers passes one through to eager
     and sdpa attention, not to flash attention) and position ids, and a probe must give the
     same hidden states packed as alone within PROBE_TOLERANCE (which catches models that
     rebuild the mask or compute positions their own way).
@@ -136,7 +137,8 @@ def packing_unsupported(runtime: Any) -> str | None:
 
     model_type = getattr(runtime.model.config, "model_type", None)
     if model_type not in PACKABLE_TYPES:
-        return f"model type {model_type} is not one whose attention takes a packed mask ({sorted(PACKABLE_TYPES)})"
+        known = ", ".join(sorted(PACKABLE_TYPES))
+        return f"model type {model_type} is not one whose attention takes a packed mask ({known})"
     attention = getattr(runtime.model.config, "_attn_implementation", None)
     if attention not in ("sdpa", "eager"):
         return f"attention {attention} does not take a block-diagonal 4D mask"
