@@ -10,6 +10,7 @@ knows nothing about spans or scores.
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Sequence
 
@@ -179,7 +180,9 @@ class EncoderRuntime:
         self.oom_halvings = 0
         # Work counters (benchmarks): real tokens fed, tokens executed (padding included), sum
         # of B*T*T over batches (attention runs over the whole row, masked or not).
-        self.stats = {"sequences": 0, "tokens": 0, "padded_tokens": 0, "attention_pairs": 0, "batches": 0, "packed_rows": 0}
+        # forward_s: wall seconds inside the model's forward passes.
+        self.stats: dict[str, float] = {"sequences": 0, "tokens": 0, "padded_tokens": 0, "attention_pairs": 0, "batches": 0,
+                                        "packed_rows": 0, "forward_s": 0.0}
         self.pack_width = min(PACK_WIDTH, self.max_length)
         self.position_offset = position_offset(self.model)
         self.packing = False
@@ -317,7 +320,11 @@ class EncoderRuntime:
                 ]
 
         halvings: list[int] = []
+        start = time.perf_counter()
         results = run_isolated(forward, batch, what="encoder batch", on_halve=halvings.append)
+        if self.device.startswith("cuda"):
+            torch.cuda.synchronize()  # forward_s counts the kernels, not their launch
+        self.stats["forward_s"] += time.perf_counter() - start
         self.oom_halvings += len(halvings)
         for _ in halvings:
             budget = max(1, budget // 2)
