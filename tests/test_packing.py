@@ -101,7 +101,13 @@ def test_packed_hidden_states_equal_unpacked_for_any_batch_cut_and_order(tiny_di
         rng.shuffle(order)
         got, errors = runtime.forward([seqs[i] for i in order], [keep[i] for i in order], batch_tokens)
         assert errors == [None] * len(seqs)
-        assert runtime.stats["packed_rows"] > before["packed_rows"]
+        added = {k: runtime.stats[k] - before[k] for k in before}
+        assert added["packed_rows"] > 0
+        # What ran: every row at its whole width (the tiny models' 64-token window is one row).
+        assert runtime.pack_width == runtime.max_length
+        assert added["padded_tokens"] == added["packed_rows"] * runtime.pack_width
+        assert added["attention_pairs"] == added["packed_rows"] * runtime.pack_width ** 2
+        assert added["tokens"] == sum(len(s) for s in seqs) < added["padded_tokens"]
         for j, i in enumerate(order):
             assert got[j].shape == alone[i].shape  # (T, L+1, D): every layer's rows
             worst = float((got[j].float() - alone[i].float()).abs().max()) / scale
@@ -120,7 +126,8 @@ def test_architectures_with_their_own_attention_run_unpacked_and_say_why(tiny_di
 def minilm_items() -> list[ScoreItem]:
     rng = random.Random(3)
     items = []
-    for i, ref in enumerate(TEXTS):
+    # The last is longer than a packed row: it runs padded beside the packed ones.
+    for i, ref in enumerate(TEXTS + [" ".join(["the value of the user file is returned when the list is sorted"] * 16)]):
         for g in range(3):
             words = ref.split()
             rng.shuffle(words)
@@ -140,7 +147,10 @@ def test_minilm_fast_scores_packed_equal_unpacked(dtype: str) -> None:
                                                     contexts=("none", "minimal")))
     runtime = scorer.runtime
     assert runtime.packing, runtime.packing_off_reason
+    before = dict(runtime.stats)
     packed = [r.value for r in scorer.score(items)]
+    assert runtime.stats["packed_rows"] > before["packed_rows"]
+    assert runtime.stats["batches"] - before["batches"] >= 2  # packed rows and the long sequences' padded batch
     reordered = {(r.sample_id, r.context, r.variant): r.value for r in scorer.score(items[::-1])}
     runtime.packing = False
     try:
