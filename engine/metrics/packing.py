@@ -13,6 +13,7 @@ decreasing length, ties by content), never on their input order.
 """
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Sequence
 
@@ -50,7 +51,7 @@ def plan_rows(seqs: Sequence[Sequence[int]], width: int) -> list[list[int]]:
     """
     order = sorted(range(len(seqs)), key=lambda i: (-len(seqs[i]), tuple(seqs[i])))
     rows: list[list[int]] = []
-    by_room: dict[int, list[int]] = {}  # free tokens -> rows with that much room (oldest first)
+    by_room: dict[int, deque[int]] = {}  # free tokens -> rows with that much room (oldest first)
     for i in order:
         n = len(seqs[i])
         if n > width:
@@ -61,9 +62,9 @@ def plan_rows(seqs: Sequence[Sequence[int]], width: int) -> list[list[int]]:
             row = len(rows) - 1
             room = width
         else:
-            row = by_room[room].pop(0)
+            row = by_room[room].popleft()
             rows[row].append(i)
-        by_room.setdefault(room - n, []).append(row)
+        by_room.setdefault(room - n, deque()).append(row)
     return rows
 
 
