@@ -7,13 +7,16 @@ on the same model (all-MiniLM-L6-v2) and pairs:
   bert_score.BERTScorer(...).score(...)       the anchor (model kept loaded, batch_size 64)
   ours, none setting, mode compat, float32    must equal bert_score (max |diff| printed)
   ours, none setting, mode fast, bfloat16     vs our float32: max |F diff| and Spearman
-  ours, full setting (whole file in context)  on a subset: pairs/s, tokens/s, FLOP/s
+  the encoder per context setting (none, minimal, full), compat, fast unpacked and fast
+  packed (short sequences sharing rows): executed FLOP/s over its forward passes
 
-and prints the CPU capability and a matmul peak measured here (float32 and bfloat16
-torch.matmul) beside the model FLOP/s achieved. Where the quick dtype probe finds bfloat16
+and prints the CPU capability and a square matmul peak measured here. Efficiency figures rate
+the FLOPs the kernels executed (padding and packed rows' whole width included) against the
+model's own largest linear layer timed in its dtype, threads and row shape
+(bench/encoder_flops.py). Where the quick dtype probe finds bfloat16
 slow (emulated: no AVX512-BF16 or AMX), the bfloat16 mode is skipped with the reason printed
 and fast mode runs in float32 instead. Usage:
-python bench/bench_bertscore.py [--pairs 500] [--full-pairs 20]   (defaults sized to finish well within
+python bench/bench_bertscore.py [--pairs 500] [--full-pairs 20] [--efficiency-pairs 200]   (defaults sized to finish well within
 15 minutes on 2 shared CPU cores; raise them on a dedicated machine)
 """
 from __future__ import annotations
@@ -35,7 +38,8 @@ import engine  # noqa: E402, F401  (first: its thread plan is set before torch s
 import torch  # noqa: E402
 # isort: on
 
-from bench.precision import matmul_peak, print_hardware, share_of_peak, slow_reason  # noqa: E402
+from bench.encoder_flops import executed_flops, kernel_peak, share  # noqa: E402
+from bench.precision import matmul_peak, print_hardware, slow_reason  # noqa: E402
 from engine.items import ScoreItem  # noqa: E402
 from engine.metrics.embedding import EmbeddingScorer  # noqa: E402
 from engine.runtime import resolve_model  # noqa: E402
@@ -136,43 +140,6 @@ def make_items(n_pairs: int, seed: int = 0) -> list[ScoreItem]:
     return items[:n_pairs]
 
 
-def model_flops(scorer: EmbeddingScorer, st: dict[str, int]) -> float:
-    """FLOPs the forward passes so far executed: every linear layer over every padded token,
-    attention (Q K^T and the weighted sum, all heads) over the padded width of each row, and the
-    pooler where the model has one (one row per sequence). Padding is executed, so it counts."""
-    rt = scorer.runtime
-    cfg = rt.model.config
-    d, ff = cfg.hidden_size, cfg.intermediate_size
-    layers = scorer.layer
-    linear = 2 * (4 * d * d + 2 * d * ff) * layers * st["padded_tokens"]
-    attention = 2 * 2 * d * layers * st["attention_pairs"]
-    pooler = 2 * d * d * st["sequences"] if getattr(rt.model, "pooler", None) is not None else 0
-    return float(linear + attention + pooler)
-
-
-def shape_peak(scorer: EmbeddingScorer, st: dict[str, int], dtype: str, seconds: float = 0.15) -> float:
-    """FLOP/s of the model's own largest product (mean batch tokens x hidden) @ (hidden x
-    intermediate) in its dtype, with this process's threads: the bound its encoder can reach now."""
-    cfg = scorer.runtime.model.config
-    rows = max(1, st["padded_tokens"] // max(1, st["batches"]))
-    a = torch.randn(rows, cfg.hidden_size, device=DEVICE).to(getattr(torch, dtype))  # (T, D)
-    b = torch.randn(cfg.hidden_size, cfg.intermediate_size, device=DEVICE).to(getattr(torch, dtype))  # (D, F)
-    sync = torch.cuda.synchronize if DEVICE.startswith("cuda") else (lambda: None)
-    with torch.inference_mode():
-        torch.matmul(a, b)
-        sync()
-        best, reps, spent = 0.0, 0, 0.0
-        while spent < seconds or reps < 3:
-            start = time.perf_counter()
-            torch.matmul(a, b)
-            sync()
-            elapsed = time.perf_counter() - start
-            spent += elapsed
-            reps += 1
-            best = max(best, 2 * rows * cfg.hidden_size * cfg.intermediate_size / elapsed)
-    return best
-
-
 def start_background() -> subprocess.Popen:
     """One CPU-bound process (a busy loop), as another user's job on a shared machine."""
     return subprocess.Popen([sys.executable, "-c", "while True: pass"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -190,6 +157,7 @@ def load_average() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
+BATCH_TOKENS = EmbeddingScorer.Params(model=MODEL).batch_tokens  # the scorers' default batch
 DEVICE = "cpu"  # set from --device: the scorers, the dtype probe and the matmul peaks all use it
 
 
@@ -213,6 +181,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pairs", type=int, default=500, help="prediction-reference pairs (default 500)")
     parser.add_argument("--full-pairs", type=int, default=20, help="pairs for the full-context run (default 20)")
+    parser.add_argument("--efficiency-pairs", type=int, default=200,
+                        help="pairs for the per-setting encoder efficiency in none and minimal (default 200)")
+    parser.add_argument("--efficiency-rounds", type=int, default=3,
+                        help="rounds of the per-setting encoder efficiency runs, in rotating order (default 3)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--rounds", type=int, default=5, help="blocks the three none-setting runs are interleaved in")
     parser.add_argument("--device", default="auto", help="auto (cuda when visible), cpu, cuda, cuda:N")
@@ -278,7 +250,7 @@ def main() -> None:
         s16.runtime.stats.update(dict.fromkeys(s16.runtime.stats, 0))
         r = {"phase": phase, "times": {"bert_score": 0.0, "compat": 0.0, "fast": 0.0},
              "cpu": {"bert_score": 0.0, "compat": 0.0, "fast": 0.0}, "block_ratios": {"compat": [], "fast": []},
-             "theirs": [[], [], []], "ours32": {}, "ours16": {}, "peak": {"compat": 0.0, "fast": 0.0},
+             "theirs": [[], [], []], "ours32": {}, "ours16": {}, "peak": {"compat": 0.0, "fast": 0.0}, "peak_label": {},
              "load_start": load_average()}
         for b, block in enumerate(blocks):
             runs = [
@@ -295,11 +267,13 @@ def main() -> None:
                 r["cpu"][name] += time.process_time() - cpu
             for name in r["block_ratios"]:
                 r["block_ratios"][name].append(spent["bert_score"] / spent[name])
-            r["peak"]["compat"] = max(r["peak"]["compat"], shape_peak(s32, s32.runtime.stats, "float32"))
-            r["peak"]["fast"] = max(r["peak"]["fast"], shape_peak(s16, s16.runtime.stats, fast_dtype))
+            for name, scorer in (("compat", s32), ("fast", s16)):
+                peak, r["peak_label"][name] = kernel_peak(scorer.runtime, scorer.runtime.stats, BATCH_TOKENS)
+                r["peak"][name] = max(r["peak"][name], peak)
         r["load_end"] = load_average()
         r["threads"] = os_threads()
-        r["flops"] = {"compat": model_flops(s32, s32.runtime.stats), "fast": model_flops(s16, s16.runtime.stats)}
+        r["flops"] = {"compat": executed_flops(s32.runtime, s32.runtime.stats, LAYER),
+                      "fast": executed_flops(s16.runtime, s16.runtime.stats, LAYER)}
         r["stats"] = {"compat": dict(s32.runtime.stats), "fast": dict(s16.runtime.stats)}
         return r
 
@@ -368,13 +342,13 @@ def main() -> None:
               f"{r['cpu']['fast'] / t16:>12.2f}")
         print(f"(interleaved in {len(blocks)} blocks of whole files; torch threads {torch.get_num_threads()}, "
               f"{r['threads']} threads in this process; cores used = CPU seconds / wall seconds)")
-        for key, label, t in (("compat", "compat float32", t32), ("fast", f"fast {fast_dtype}", t16)):
+        for key, label in (("compat", "compat float32"), ("fast", f"fast {fast_dtype}")):
             st = r["stats"][key]
-            rate = r["flops"][key] / t
-            print(f"  {label}: {st['sequences']} sequences, {st['tokens']} tokens ({st['padded_tokens']} padded, "
-                  f"{st['batches']} batches), {st['tokens'] / t:.0f} tokens/s, model {rate / 1e9:.1f} GFLOP/s executed "
-                  f"= {share_of_peak(rate, r['peak'][key])} ({r['peak'][key] / 1e9:.1f} GFLOP/s: its own "
-                  f"{st['padded_tokens'] // max(1, st['batches'])}-token product, best after each block)")
+            rate = r["flops"][key] / max(st["forward_s"], 1e-9)
+            print(f"  {label}: {st['sequences']} sequences, {st['tokens']} tokens ({st['padded_tokens']} executed, "
+                  f"{st['batches']} batches, {st['packed_rows']} packed rows), encoder {st['forward_s']:.2f} s, model "
+                  f"{rate / 1e9:.1f} GFLOP/s executed = {share(rate, r['peak'][key])} ({r['peak'][key] / 1e9:.1f} "
+                  f"GFLOP/s: {r['peak_label'].get(key, '')}, best after each block)")
         print()
     print(f"compat float32 vs bert_score: max |P/R/F diff| {diff:.2e} over {len(keep)} pairs "
           f"({len(empty)} pairs with an empty side left out: bert_score crashes on them)")
@@ -387,23 +361,68 @@ def main() -> None:
     print(f"  all {n} pairs (fast scores over-long texts in windows, compat truncates): "
           f"max |F diff| {fdiff_all:.4f}, Spearman {rho_all:.5f}")
     print(f"fast {fast_dtype} vs fast float32 (same windows), all {n} pairs: max |F diff| {fdiff_dtype:.4f}, Spearman {rho_dtype:.5f}")
-    full_items = items[: args.full_pairs]
     print()
-    print(f"full setting (whole file, centred 512-token windows), {len(full_items)} pairs:")
-    for dtype, mode in (("float32", "compat"), (fast_dtype, "fast")):
-        scorer = new_scorer(mode=mode, dtype=dtype, contexts=("full",))
-        # The registry shares one runtime per model and dtype: count this run's batches only.
-        before = dict(scorer.runtime.stats)
-        start = time.perf_counter()
-        scorer.score(full_items)
-        t = time.perf_counter() - start
-        st = {k: v - before.get(k, 0) for k, v in scorer.runtime.stats.items()}
-        flops = model_flops(scorer, st)
-        peak = shape_peak(scorer, st, dtype)
-        print(f"  ours {mode} {dtype}: {t:.2f} s, {len(full_items) / t:.1f} pairs/s, {st['tokens'] / t:.0f} tokens/s "
-              f"({st['sequences']} sequences, {st['tokens']} tokens, {st['padded_tokens']} padded), model "
-              f"{flops / t / 1e9:.1f} GFLOP/s executed = {dtype} {share_of_peak(flops / t, peak)} "
-              f"({peak / 1e9:.1f} GFLOP/s: its own {st['padded_tokens'] // max(1, st['batches'])}-token product)")
+    encoder_efficiency(items, args, fast_dtype)
+
+
+def encoder_efficiency(items: list[ScoreItem], args: argparse.Namespace, fast_dtype: str) -> None:
+    """Per context setting: the encoder's executed FLOP/s over its forward passes against its own
+    kernel's peak, compat (never packed), fast unpacked and fast packed. The three runs are
+    repeated in rotating order (the machine may be shared); each prints its fastest round against
+    the best peak timed after its rounds, and packed vs unpacked is the median of per-round ratios."""
+    print(f"encoder efficiency per context setting ({args.efficiency_pairs} pairs in none and minimal, "
+          f"{args.full_pairs} in full, {args.efficiency_rounds} rounds each, fastest shown; executed FLOPs include "
+          f"padding and the whole width of packed rows):")
+    runs = [("compat", "float32", False), ("fast", fast_dtype, False), ("fast", fast_dtype, True)]
+    for context in ("none", "minimal", "full"):
+        subset = items[: args.full_pairs if context == "full" else args.efficiency_pairs]
+        scorers = {run: new_scorer(mode=run[0], dtype=run[1], contexts=(context,)) for run in runs}
+        reason = scorers[runs[2]].runtime.packing_off_reason
+        todo = runs if reason is None else runs[:2]
+        best: dict = {}
+        peaks = dict.fromkeys(todo, 0.0)
+        labels = dict.fromkeys(todo, "")
+        seconds: dict = {run: [] for run in todo}
+        load_start = load_average()
+        for r in range(args.efficiency_rounds):
+            for run in todo[r % len(todo):] + todo[: r % len(todo)]:
+                st, t = encoder_round(scorers[run], subset, packed=run[2])
+                seconds[run].append(st["forward_s"])
+                if run not in best or st["forward_s"] < best[run][0]["forward_s"]:
+                    best[run] = (st, t)
+                peak, labels[run] = kernel_peak(scorers[run].runtime, st, BATCH_TOKENS)
+                peaks[run] = max(peaks[run], peak)
+        for run in todo:
+            st, t = best[run]
+            runtime = scorers[run].runtime
+            rate = executed_flops(runtime, st, LAYER) / max(st["forward_s"], 1e-9)
+            fill = st["tokens"] / max(1, st["padded_tokens"])
+            name = f"{run[0]} {run[1]} {'packed' if run[2] else 'unpacked'}"
+            print(f"  {context:<8} {name:<24} encoder {st['forward_s']:.2f} s of {t:.2f} s, {st['tokens'] / t:.0f} tokens/s, "
+                  f"{fill:.0%} of executed tokens real, {st['batches']} batches, model {rate / 1e9:.1f} GFLOP/s "
+                  f"executed = {share(rate, peaks[run])} ({peaks[run] / 1e9:.1f} GFLOP/s: {labels[run]}); "
+                  f"load average {load_start} at the start, {load_average()} at the end")
+        if reason is None:
+            ratios = [u / max(p, 1e-9) for u, p in zip(seconds[runs[1]], seconds[runs[2]])]
+            print(f"  {context:<8} fast {fast_dtype} packed vs unpacked, encoder time: {statistics.median(ratios):.2f}x "
+                  f"(median of {len(ratios)} rounds)")
+        else:
+            print(f"  {context:<8} fast {fast_dtype} packed: skipped ({reason})")
+
+
+def encoder_round(scorer: EmbeddingScorer, subset: list[ScoreItem], packed: bool) -> tuple[dict, float]:
+    """(the encoder's stats added by scoring `subset` once, wall seconds of the whole scoring)."""
+    runtime = scorer.runtime  # the registry's, shared with the timed runs above
+    was = runtime.packing
+    runtime.packing = packed
+    before = dict(runtime.stats)
+    start = time.perf_counter()
+    try:
+        scorer.score(subset)
+    finally:
+        runtime.packing = was
+    t = time.perf_counter() - start
+    return {k: v - before.get(k, 0) for k, v in runtime.stats.items()}, t
 
 
 if __name__ == "__main__":

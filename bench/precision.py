@@ -69,9 +69,3 @@ def matmul_peak(dtype: str, device: str = "cpu", trials: int = 5) -> float:
             reps *= 2
         best = max(best, 2 * n**3 * reps / elapsed)
     return best
-
-
-def share_of_peak(flops_per_s: float, peak: float) -> str:
-    """`N% of matmul peak`, flagged when a model beats the bound (then the peak is not one)."""
-    share = 100 * flops_per_s / peak
-    return f"{share:.0f}% of matmul peak" + (" (above the measured peak: the peak is an underestimate here)" if share > 100 else "")

@@ -124,6 +124,7 @@ FAST_MODULES = frozenset({
     "test_meteor_wordnet.py",
     "test_model_registry.py",
     "test_nf_reasons.py",
+    "test_packing.py",
     "test_noise.py",
     "test_perturb.py",
     "test_prime_rule.py",
@@ -161,6 +162,7 @@ HEAVY_TESTS = frozenset({
     "test_kde.py::test_thresholds_are_the_same_bits_compiled_afresh_and_loaded_from_the_cache_in_any_thread_count",  # numba compiles in subprocesses
     "test_likelihood.py::test_batch_composition_and_order_invariance",  # many batchings of three models
     "test_model_registry.py::test_model_cap_holds_one_model_at_a_time_and_intervals_never_overlap",
+    "test_packing.py::test_minilm_fast_scores_packed_equal_unpacked",  # MiniLM in two dtypes, packed and not
     "test_perturb.py::test_run_results_are_part_invariant",  # whole runs
     "test_report.py::test_report_writes_page_and_valid_images",
     "test_report.py::test_failed_build_keeps_previous_report",

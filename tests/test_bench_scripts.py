@@ -69,12 +69,15 @@ def test_bench_scale_prints_memory_at_scale(tmp_path):
 
 @pytest.mark.slow
 def test_bench_bertscore_prints_both_modes_against_bert_score(tmp_path):
-    out = _run(tmp_path, "bench_bertscore.py", "--pairs", "10", "--full-pairs", "1", "--rounds", "1", "--device", "cpu",
-               "--phases", "idle", "background")
+    out = _run(tmp_path, "bench_bertscore.py", "--pairs", "10", "--full-pairs", "1", "--efficiency-pairs", "3", "--efficiency-rounds", "1",
+               "--rounds", "1", "--device", "cpu", "--phases", "idle", "background")
     _has(out, r"^bert_score .*\s+NUMBER\s+NUMBER\s+1\.00x", r"^ours compat float32\s+NUMBER\s+NUMBER\s+NUMBERx\s+NUMBERx",
          r"^ours fast \w+\s+NUMBER\s+NUMBER\s+NUMBERx\s+NUMBERx", r"load average NUMBER",
-         r"compat float32 vs bert_score: max \|P/R/F diff\| NUMBER", r"model NUMBER GFLOP/s executed = NUMBER% of",
-         r"none setting, beside 1 CPU-bound background process: load average NUMBER", r"^\s+ours fast \w+: NUMBER s")
+         r"compat float32 vs bert_score: max \|P/R/F diff\| NUMBER", r"model NUMBER GFLOP/s executed = NUMBER% of its kernel peak",
+         r"none setting, beside 1 CPU-bound background process: load average NUMBER",
+         *(rf"^\s+{context}\s+{run}\s+encoder NUMBER s of NUMBER s, .* = NUMBER% of its kernel peak .*load average NUMBER"
+           for context in ("none", "minimal", "full") for run in (r"compat float32 unpacked", r"fast \w+ unpacked", r"fast \w+ packed")),
+         r"^\s+none\s+fast \w+ packed vs unpacked, encoder time: NUMBERx \(median of 1 rounds\)")
 
 
 @pytest.mark.slow

@@ -241,18 +241,19 @@ def test_reference_encoded_once_per_file(models: dict[str, str]) -> None:
     assert scorer.runtime.stats["sequences"] == 5 + 1
 
 
-def test_oom_halves_the_batch(models: dict[str, str], monkeypatch) -> None:
-    scorer = EmbeddingScorer(EmbeddingScorer.Params(model=models["bert"], layer=LAYER))
+@pytest.mark.parametrize("mode, method", [("compat", "forward_padded"), ("fast", "forward_packed")])
+def test_oom_halves_the_batch(models: dict[str, str], monkeypatch, mode: str, method: str) -> None:
+    scorer = EmbeddingScorer(EmbeddingScorer.Params(model=models["bert"], layer=LAYER, mode=mode, dtype="float32"))
     items = [item(f"s{i}", " " + p) for i, p in enumerate(PHRASES)]
     expected = by_key(scorer.score(items))
-    real = scorer.runtime._forward_ids
+    real = getattr(scorer.runtime, method)  # fast mode packs these short sequences into shared rows
 
     def forward(seqs):
         if len(seqs) > 2:
             raise RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB")
         return real(seqs)
 
-    monkeypatch.setattr(scorer.runtime, "_forward_ids", forward)
+    monkeypatch.setattr(scorer.runtime, method, forward)
     got = by_key(scorer.score(items))
     assert scorer.runtime.oom_halvings > 0
     for key, value in expected.items():

@@ -259,6 +259,7 @@ class EmbeddingScorer:
             add_prefix_space=True,
             max_length=p.max_length,
             cpu_fastpath=p.mode == "fast",
+            pack=p.mode == "fast",
             strict_dtype=p.strict_dtype,
         )
         if p.all_layers and self.layer > runtime.n_layers:

@@ -10,12 +10,14 @@ knows nothing about spans or scores.
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Sequence
 
 from engine import throughput
 from engine.errors import ModelLoadError
 from engine.isolation import ItemFailure, run_isolated
+from engine.metrics.packing import PACK_WIDTH, build_packed, packing_unsupported, plan_rows, position_offset
 from engine.runtime import (
     load_model,
     load_tokenizer,
@@ -128,6 +130,7 @@ class EncoderRuntime:
         max_length: int | None,
         cpu_fastpath: bool = False,
         strict_dtype: bool = False,
+        pack: bool = False,
     ):
         import transformers
 
@@ -175,8 +178,20 @@ class EncoderRuntime:
         pad = self.tokenizer.pad_token_id
         self.pad_id = int(pad) if pad is not None else 0
         self.oom_halvings = 0
-        # Work counters (benchmarks): real and padded tokens fed, sum of B*T*T over batches.
-        self.stats = {"sequences": 0, "tokens": 0, "padded_tokens": 0, "attention_pairs": 0, "batches": 0}
+        # Work counters (benchmarks): real tokens fed, tokens executed (padding included), sum
+        # of B*T*T over batches (attention runs over the whole row, masked or not).
+        # forward_s: wall seconds inside the model's forward passes.
+        self.stats: dict[str, float] = {"sequences": 0, "tokens": 0, "padded_tokens": 0, "attention_pairs": 0, "batches": 0,
+                                        "packed_rows": 0, "forward_s": 0.0}
+        self.pack_width = min(PACK_WIDTH, self.max_length)
+        self.position_offset = position_offset(self.model)
+        self.packing = False
+        self.packing_off_reason: str | None = "not asked for"
+        if pack:
+            self.packing_off_reason = packing_unsupported(self)
+            self.packing = self.packing_off_reason is None
+            if not self.packing:
+                logger.info("model %s: short sequences run unpacked: %s", model_name, self.packing_off_reason)
 
     def _model_max_length(self, config: Any) -> int:
         """The tokenizer's model_max_length (what bert_score truncates at), else the position table."""
@@ -234,19 +249,27 @@ class EncoderRuntime:
     ) -> tuple[list["torch.Tensor | None"], list[str | None]]:
         """Run the model over id sequences (special tokens included) and keep some rows of each.
 
-        Sequences are sorted by length and packed into batches of at most `batch_tokens`
-        padded tokens. Returns, per sequence, its kept rows — (K, D), or (K, L+1, D) with all
-        layers — on the model's device in the model's dtype, or None and an error message.
+        Sequences are sorted by length and put into batches of at most `batch_tokens`
+        executed tokens: with `packing` on, those fitting a row of `pack_width` tokens share
+        rows (engine/metrics/packing.py), the longer ones are padded to the longest of their
+        batch. Returns, per sequence, its kept rows — (K, D), or (K, L+1, D) with all layers —
+        on the model's device in the model's dtype, or None and an error message.
         """
         from engine import numerics
 
-        # Ties by content, never by input order (see engine.numerics).
-        order = sorted(range(len(sequences)), key=lambda i: (-len(sequences[i]), tuple(sequences[i])))
         out: list[torch.Tensor | None] = [None] * len(sequences)
         errors: list[str | None] = [None] * len(sequences)
-        pos = 0
         # batch_invariant: one sequence per batch (a budget below any length closes each batch at 1).
-        budget = 1 if numerics.current().batch_invariant else max(1, batch_tokens)
+        invariant = numerics.current().batch_invariant
+        budget = 1 if invariant else max(1, batch_tokens)
+        packed: list[int] = []
+        padded = list(range(len(sequences)))
+        if self.packing and not invariant:
+            packed = [i for i in padded if len(sequences[i]) <= self.pack_width]
+            padded = [i for i in padded if len(sequences[i]) > self.pack_width]
+        # Ties by content, never by input order (see engine.numerics).
+        order = sorted(padded, key=lambda i: (-len(sequences[i]), tuple(sequences[i])))
+        pos = 0
         while pos < len(order):
             longest = max(1, len(sequences[order[pos]]))
             size = max(1, budget // longest)
@@ -259,8 +282,18 @@ class EncoderRuntime:
                 # A row count from a few values; the rows left over start the next batch.
                 end = pos + (end - pos) // ROWS_MULTIPLE * ROWS_MULTIPLE
             batch = order[pos:end]
-            budget = self._run_batch(batch, sequences, keep, out, errors, budget)
+            budget = self._run_batch(batch, sequences, keep, out, errors, budget, self.forward_padded)
             pos += len(batch)
+        if packed:
+            rows = plan_rows([sequences[i] for i in packed], self.pack_width)
+            pos = 0
+            while pos < len(rows):
+                size = max(1, budget // self.pack_width)
+                if self.round_shapes and size > ROWS_MULTIPLE:
+                    size = size // ROWS_MULTIPLE * ROWS_MULTIPLE
+                batch = [packed[j] for row in rows[pos:pos + size] for j in row]
+                budget = self._run_batch(batch, sequences, keep, out, errors, budget, self.forward_packed)
+                pos += size
         return out, errors
 
     def _run_batch(
@@ -271,22 +304,27 @@ class EncoderRuntime:
         out: list["torch.Tensor | None"],
         errors: list[str | None],
         budget: int,
+        run: Any,
     ) -> int:
         """Forward one batch through `engine.isolation.run_isolated` (out of memory halves it, and
         the budget of the batches after it; a failing sequence gets its error); returns the budget
-        to go on with."""
+        to go on with. `run` maps sequences to their hidden states, (T_i, D) or (T_i, L+1, D) each."""
         import torch
 
         def forward(indices: Sequence[int]) -> list["torch.Tensor"]:
             with torch.inference_mode():
-                hidden = self._forward_ids([sequences[i] for i in indices])  # (B, T, D) or (B, T, L+1, D)
+                hidden = run([sequences[i] for i in indices])
                 return [
-                    hidden[row].index_select(0, torch.as_tensor(list(keep[i]), dtype=torch.long, device=hidden.device))
-                    for row, i in enumerate(indices)
+                    h.index_select(0, torch.as_tensor(list(keep[i]), dtype=torch.long, device=h.device))
+                    for h, i in zip(hidden, indices)
                 ]
 
         halvings: list[int] = []
+        start = time.perf_counter()
         results = run_isolated(forward, batch, what="encoder batch", on_halve=halvings.append)
+        if self.device.startswith("cuda"):
+            torch.cuda.synchronize()  # forward_s counts the kernels, not their launch
+        self.stats["forward_s"] += time.perf_counter() - start
         self.oom_halvings += len(halvings)
         for _ in halvings:
             budget = max(1, budget // 2)
@@ -298,7 +336,24 @@ class EncoderRuntime:
                 out[i] = result
         return budget
 
-    def _forward_ids(self, seqs: Sequence[Sequence[int]]) -> "torch.Tensor":
+    def _count(self, seqs: Sequence[Sequence[int]], rows: int, width: int) -> None:
+        real = sum(len(s) for s in seqs)
+        self.stats["sequences"] += len(seqs)
+        self.stats["tokens"] += real
+        throughput.count("encoder_tokens", real)
+        self.stats["padded_tokens"] += rows * width
+        self.stats["attention_pairs"] += rows * width * width  # every head attends over the whole row
+        self.stats["batches"] += 1
+
+    def _hidden(self, result: Any) -> "torch.Tensor":
+        import torch
+
+        if self.all_layers:
+            return torch.stack(result.hidden_states, dim=2)  # (B, T, L+1, D)
+        return result.last_hidden_state  # (B, T, D)
+
+    def forward_padded(self, seqs: Sequence[Sequence[int]]) -> list["torch.Tensor"]:
+        """One sequence per row, padded to the longest: (T_i, D) or (T_i, L+1, D) per sequence."""
         import torch
 
         width = max(len(s) for s in seqs)
@@ -312,20 +367,37 @@ class EncoderRuntime:
         for row, s in enumerate(seqs):
             ids[row, : len(s)] = torch.as_tensor(list(s), dtype=torch.long)
             mask[row, : len(s)] = 1
-        self.stats["sequences"] += len(seqs)
-        self.stats["tokens"] += sum(len(s) for s in seqs)
-        throughput.count("encoder_tokens", sum(len(s) for s in seqs))
-        self.stats["padded_tokens"] += rows * width
-        self.stats["attention_pairs"] += rows * width * width  # every head attends over the padded width
-        self.stats["batches"] += 1
+        self._count(seqs, rows, width)
         result = self.model(
             input_ids=ids.to(self.device),
             attention_mask=mask.to(self.device),
             output_hidden_states=self.all_layers,
         )
-        if self.all_layers:
-            return torch.stack(result.hidden_states, dim=2)  # (B, T, L+1, D)
-        return result.last_hidden_state  # (B, T, D)
+        hidden = self._hidden(result)  # (B, T, D) or (B, T, L+1, D)
+        return [hidden[row, : len(s)] for row, s in enumerate(seqs)]
+
+    def forward_packed(self, seqs: Sequence[Sequence[int]]) -> list["torch.Tensor"]:
+        """Sequences sharing rows of `pack_width` tokens: (T_i, D) or (T_i, L+1, D) per sequence."""
+        dtype = next(self.model.parameters()).dtype
+        batch = build_packed(seqs, self.pack_width, self.pad_id, self.position_offset, dtype)
+        rows, width = batch.shape
+        self._count(seqs, rows, width)
+        self.stats["packed_rows"] += rows
+        extra = {"token_type_ids": batch.token_types.to(self.device)} if self.accepts("token_type_ids") else {}
+        result = self.model(
+            input_ids=batch.ids.to(self.device),
+            attention_mask=batch.mask.to(self.device),  # (R, 1, W, W) block-diagonal
+            position_ids=batch.positions.to(self.device),
+            output_hidden_states=self.all_layers,
+            **extra,
+        )
+        hidden = self._hidden(result)  # (R, W, D) or (R, W, L+1, D)
+        return [hidden[row, start:start + len(s)] for (row, start), s in zip(batch.places, seqs)]
+
+    def accepts(self, name: str) -> bool:
+        import inspect
+
+        return name in inspect.signature(self.model.forward).parameters
 
 
 def _wants_prefix_space(tokenizer: Any) -> bool:

@@ -1,0 +1,88 @@
+"""Shared by the bench scripts that rate an encoder: FLOPs it executed and the peak of its own kernel.
+
+Executed FLOPs count what the kernels run, not what the text needs: every linear layer over
+every token of every row (padding and the free tail of a packed row included) and attention
+over each row's whole width (a block-diagonal or padding mask hides pairs, the kernel still
+computes them). The peak is the rate of the model's own largest linear layer (the same module:
+stock nn.Linear or the prepacked oneDNN one, the same dtype, this process's threads), timed on
+the row shape the model ran and on a full `batch_tokens` batch, the better of the two, so that
+a model whose batches are small is rated against what larger ones reach.
+"""
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+# isort: off
+import engine  # noqa: E402, F401  (first: its thread plan is set before torch starts its pool)
+import torch  # noqa: E402
+# isort: on
+
+
+def executed_flops(runtime: Any, st: dict[str, float], layers: int) -> float:
+    """FLOPs of the forward passes counted in `st` (the runtime's stats, or a difference of two):
+    Q, K, V, output and the two feed-forward products over every executed token, Q K^T and the
+    weighted sum over every executed (query, key) pair, all heads, for each of `layers` layers."""
+    cfg = runtime.model.config
+    d, ff = cfg.hidden_size, cfg.intermediate_size
+    linear = 2 * (4 * d * d + 2 * d * ff) * layers * st["padded_tokens"]
+    attention = 2 * 2 * d * layers * st["attention_pairs"]
+    return float(linear + attention)
+
+
+def _largest_linear(model: Any) -> Any:
+    best, size = None, 0
+    for module in model.modules():
+        n_in, n_out = getattr(module, "in_features", None), getattr(module, "out_features", None)
+        if isinstance(n_in, int) and isinstance(n_out, int) and n_in * n_out > size:
+            best, size = module, n_in * n_out
+    if best is None:
+        raise ValueError(f"{type(model).__name__} has no linear layer to time")
+    return best
+
+
+def _time_linear(module: Any, rows: int, width: int, dtype: torch.dtype, device: str, seconds: float) -> float:
+    x = torch.randn(rows, width, module.in_features, device=device).to(dtype)  # (B, T, D_in)
+    sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
+    flops = 2 * rows * width * module.in_features * module.out_features
+    with torch.inference_mode():
+        module(x)
+        sync()
+        best, spent, reps = 0.0, 0.0, 0
+        while spent < seconds or reps < 3:
+            start = time.perf_counter()
+            module(x)
+            sync()
+            elapsed = time.perf_counter() - start
+            spent += elapsed
+            reps += 1
+            best = max(best, flops / elapsed)
+    return best
+
+
+def kernel_peak(runtime: Any, st: dict[str, float], batch_tokens: int, seconds: float = 0.15) -> tuple[float, str]:
+    """(FLOP/s, what was timed): the model's largest linear layer on the mean row shape of the
+    batches in `st` and on a `batch_tokens` batch of that width, the better of the two."""
+    module = _largest_linear(runtime.model)
+    dtype = next(runtime.model.parameters()).dtype
+    batches = max(1, int(st["batches"]))
+    tokens = max(1, int(st["padded_tokens"]) // batches)
+    width = max(1, int(st["attention_pairs"]) // max(1, int(st["padded_tokens"])))  # sum B*T*T / sum B*T
+    rows = max(1, tokens // width)
+    own = _time_linear(module, rows, width, dtype, runtime.device, seconds)
+    full_rows = max(1, batch_tokens // width)
+    full = _time_linear(module, full_rows, width, dtype, runtime.device, seconds) if full_rows != rows else own
+    label = (f"its {module.in_features}x{module.out_features} {runtime.linear_kernels} linear on "
+             f"{rows}x{width} and {full_rows}x{width} tokens")
+    return max(own, full), label
+
+
+def share(flops_per_s: float, peak: float) -> str:
+    """`N% of its kernel peak`, flagged when above (the load changed between the two timings)."""
+    pct = 100 * flops_per_s / peak if peak > 0 else float("nan")
+    flag = " (above: the load changed between the model's run and the peak's)" if pct > 100 else ""
+    return f"{pct:.0f}% of its kernel peak{flag}"

@@ -1,0 +1,169 @@
+"""Packing short sequences side by side in the rows of an encoder batch.
+
+Comments of about 30 tokens padded to the longest of their batch waste most of what the
+encoder executes. Here several sequences share one row of a fixed width: a block-diagonal
+attention mask keeps each sequence to its own tokens, position ids restart at every
+sequence and token type ids are each sequence's own (0: a single text), so every sequence
+sees exactly the inputs it would see alone. Only the rounding of the shared products can
+change (the matrix shapes differ), which is why packing is used where the precision's bound
+is wider than that (fast mode), never where bit-level agreement with bert_score is promised.
+
+Which rows hold which sequences depends only on the set of sequences given (best fit by
+decreasing length, ties by content), never on their input order.
+"""
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Sequence
+
+if TYPE_CHECKING:
+    import torch
+
+# Tokens per packed row: wide enough to hold several short comments, narrow enough that the
+# attention over the whole row (executed, masked or not) stays small beside the linear layers.
+PACK_WIDTH = 128
+
+
+@dataclass(frozen=True)
+class PackedBatch:
+    """Model inputs for sequences packed into rows.
+
+    ids, positions, token_types: (R, W) long; mask: (R, 1, W, W) additive (0 where a token
+    may attend, the dtype's lowest value elsewhere); places[i] = (row, start) of sequence i.
+    """
+
+    ids: "torch.Tensor"
+    positions: "torch.Tensor"
+    token_types: "torch.Tensor"
+    mask: "torch.Tensor"
+    places: tuple[tuple[int, int], ...]
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return int(self.ids.shape[0]), int(self.ids.shape[1])
+
+
+def plan_rows(seqs: Sequence[Sequence[int]], width: int) -> list[list[int]]:
+    """Indices of `seqs` grouped into rows of at most `width` tokens (best fit, longest first).
+
+    Every sequence must fit a row on its own (len <= width).
+    """
+    order = sorted(range(len(seqs)), key=lambda i: (-len(seqs[i]), tuple(seqs[i])))
+    rows: list[list[int]] = []
+    by_room: dict[int, deque[int]] = {}  # free tokens -> rows with that much room (oldest first)
+    for i in order:
+        n = len(seqs[i])
+        if n > width:
+            raise ValueError(f"plan_rows: a sequence of {n} tokens does not fit a row of {width}")
+        room = next((r for r in range(n, width + 1) if by_room.get(r)), None)
+        if room is None:
+            rows.append([i])
+            row = len(rows) - 1
+            room = width
+        else:
+            row = by_room[room].popleft()
+            rows[row].append(i)
+        by_room.setdefault(room - n, deque()).append(row)
+    return rows
+
+
+def build_packed(
+    seqs: Sequence[Sequence[int]],
+    width: int,
+    pad_id: int,
+    position_offset: int,
+    dtype: "torch.dtype",
+) -> PackedBatch:
+    """Pack `seqs` (each <= width tokens) into as few rows as `plan_rows` finds."""
+    import torch
+
+    rows = plan_rows(seqs, width)
+    n_rows = len(rows)
+    ids = torch.full((n_rows, width), pad_id, dtype=torch.long)  # (R, W)
+    positions = torch.full((n_rows, width), position_offset, dtype=torch.long)  # (R, W)
+    block = torch.full((n_rows, width), -1, dtype=torch.long)  # (R, W) sequence number per token, -1 padding
+    places: list[tuple[int, int]] = [(0, 0)] * len(seqs)
+    for r, members in enumerate(rows):
+        start = 0
+        for i in members:
+            n = len(seqs[i])
+            ids[r, start:start + n] = torch.as_tensor(list(seqs[i]), dtype=torch.long)
+            positions[r, start:start + n] = torch.arange(position_offset, position_offset + n)
+            block[r, start:start + n] = i
+            places[i] = (r, start)
+            start += n
+    # Padding attends to padding only (its rows are never read), so no row of the mask is empty.
+    allowed = block.unsqueeze(2) == block.unsqueeze(1)  # (R, W, W)
+    mask = torch.zeros((n_rows, 1, width, width), dtype=dtype)  # (R, 1, W, W)
+    mask.masked_fill_(~allowed.unsqueeze(1), torch.finfo(dtype).min)
+    token_types = torch.zeros((n_rows, width), dtype=torch.long)  # (R, W): one text per sequence
+    return PackedBatch(ids, positions, token_types, mask, tuple(places))
+
+
+def position_offset(model: object) -> int:
+    """The first position id the model gives a sequence on its own (RoBERTa-style embeddings
+    number positions after their padding index)."""
+    embeddings = getattr(model, "embeddings", None)
+    if embeddings is not None and hasattr(embeddings, "create_position_ids_from_input_ids"):
+        return int(getattr(embeddings, "padding_idx", 0) or 0) + 1
+    return 0
+
+
+# Largest difference between packed and unpacked hidden states the load-time probe accepts,
+# relative to the largest hidden value: a few roundings in float32; in half precision the
+# rounding of products of another shape (a misplaced position or a leaking mask moves values
+# by their own size).
+# Architectures whose transformers code (5.x) takes a 4D mask as-is through
+# `create_bidirectional_mask` and absolute position ids: their own attention adds nothing
+# (ModernBERT's local window, DeBERTa's relative bias and 0/1 mask, MPNet's relative bias
+# would need their own packed form), so the others run unpacked.
+PACKABLE_TYPES = frozenset({"bert", "roberta", "xlm-roberta", "camembert", "electra"})
+PROBE_TOLERANCE = {"float32": 1e-4, "bfloat16": 5e-2, "float16": 2e-2}
+# The last fills a row: models with a local attention window (ModernBERT) must show it.
+PROBE_TEXTS = ("the cat sat on the mat", "a", "returns the name of the user", "sum of two numbers",
+               " ".join(["the value of the user file is returned when the list is sorted"] * 30))
+
+
+def packing_unsupported(runtime: Any) -> str | None:
+    """Why `runtime` (an EncoderRuntime) cannot run packed rows, or None when it can.
+
+    The model must be of an architecture known to add no attention of its own
+    (PACKABLE_TYPES), take a 4D additive mask as-is (transformers passes one through to eager
+    and sdpa attention, not to flash attention) and position ids, and a probe must give the
+    same hidden states packed as alone within PROBE_TOLERANCE (which catches models that
+    rebuild the mask or compute positions their own way).
+    """
+    import torch
+
+    model_type = getattr(runtime.model.config, "model_type", None)
+    if model_type not in PACKABLE_TYPES:
+        known = ", ".join(sorted(PACKABLE_TYPES))
+        return f"model type {model_type} is not one whose attention takes a packed mask ({known})"
+    attention = getattr(runtime.model.config, "_attn_implementation", None)
+    if attention not in ("sdpa", "eager"):
+        return f"attention {attention} does not take a block-diagonal 4D mask"
+    if not runtime.accepts("position_ids"):
+        return f"{type(runtime.model).__name__}.forward takes no position_ids"
+    tokenized = runtime.tokenize(PROBE_TEXTS, offsets=False)
+    seqs = []
+    for tokens in tokenized:
+        if isinstance(tokens, Exception):
+            return f"the probe texts do not tokenise ({tokens})"
+        content = tokens.ids[: max(1, runtime.pack_width - len(runtime.prefix_ids) - len(runtime.suffix_ids))]
+        seqs.append(tuple(runtime.prefix_ids) + tuple(content) + tuple(runtime.suffix_ids))
+    stats = dict(runtime.stats)
+    try:
+        with torch.inference_mode():
+            alone = [runtime.forward_padded([s])[0].float() for s in seqs]  # (T_i, D) each
+            packed = [h.float() for h in runtime.forward_packed(seqs)]  # (T_i, D) each
+    except Exception as exc:  # noqa: BLE001 - an architecture that rejects the inputs runs unpacked
+        return f"the packed probe failed ({type(exc).__name__}: {exc})"
+    finally:
+        runtime.stats.update(stats)
+    scale = max(float(a.abs().max()) for a in alone) or 1.0
+    worst = max(float((a - p).abs().max()) for a, p in zip(alone, packed)) / scale
+    bound = PROBE_TOLERANCE.get(runtime.dtype_name, 5e-2)
+    if not worst <= bound:
+        return f"packed hidden states differ from unpacked ones by {worst:.2e} of their scale (bound {bound:.0e})"
+    return None
