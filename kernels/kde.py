@@ -49,8 +49,8 @@ BAD_GRID = 7  # grid_points < 2
 _CUTOFF = 30.0  # |u| beyond which a kernel term (< exp(-450)) is skipped
 _MAX_U = 37.0  # bound on |u| inside a block: exp(-37^2 / 2) ~ 1e-297 is still a normal float
 _EXACT_BELOW = 1e-150  # density sums below this are recomputed as an exact log-sum-exp
-_LANES = 32  # independent partial sums per grid point (a power of 2: they are added in a halving tree)
-_STEPS = 8  # grid points walked per pass over the scores (written out in _block_sums)
+LANES = 32  # independent partial sums per grid point (a power of 2: they are added in a halving tree)
+STEPS = 8  # grid points walked per pass over the scores (written out in block_sums)
 _MAX_BLOCK = 256  # grid points per block at most: the recurrence's rounding grows with its length
 _LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
 
@@ -105,27 +105,27 @@ def _first_above(xs: np.ndarray, x: float, stop: int) -> int:
 
 
 @njit(cache=True)
-def _block_sums(t: np.ndarray, r: np.ndarray, q: float, acc: np.ndarray, out: np.ndarray, chunks: int, nb: int) -> None:
+def block_sums(t: np.ndarray, r: np.ndarray, q: float, acc: np.ndarray, out: np.ndarray, chunks: int, nb: int) -> None:
     """out[k] = sum_i t_i * prod(r_i q^l, l<k) for k < nb: the recurrence walk over the scores.
 
-    t, r: (C, _LANES) scratch, overwritten; scores past the block's own are 0 in both (they add
-    +0.0, which changes no sum). acc: (_STEPS, _LANES) scratch. out: (nb,). chunks: rows of t used.
-    The summation order is explicit and fixed by the number of scores alone: score c * _LANES + l
-    goes to lane l, each lane adds its scores in increasing c, and the _LANES lane sums of a grid
+    t, r: (C, LANES) scratch, overwritten; scores past the block's own are 0 in both (they add
+    +0.0, which changes no sum). acc: (STEPS, LANES) scratch. out: (nb,). chunks: rows of t used.
+    The summation order is explicit and fixed by the number of scores alone: score c * LANES + l
+    goes to lane l, each lane adds its scores in increasing c, and the LANES lane sums of a grid
     point are added in a fixed halving tree. Every lane is an independent sum, so the innermost
     loop (over lanes) vectorises without reassociation, i.e. without `fastmath`: with `fastmath`
     the compiler chose the order itself, and code compiled afresh and the same code loaded from
     numba's cache summed differently (a run's thresholds moved in the last digit with the state of
-    the cache). _STEPS grid points are walked per pass over the scores, so each score's t and r
-    are loaded and stored once per _STEPS grid points instead of once per grid point.
+    the cache). STEPS grid points are walked per pass over the scores, so each score's t and r
+    are loaded and stored once per STEPS grid points instead of once per grid point.
     """
     k0 = 0
     while k0 < nb:
         acc[:, :] = 0.0
-        steps = min(_STEPS, nb - k0)
-        if steps == _STEPS:
+        steps = min(STEPS, nb - k0)
+        if steps == STEPS:
             for c in range(chunks):
-                for lane in range(_LANES):
+                for lane in range(LANES):
                     tv = t[c, lane]
                     rv = r[c, lane]
                     acc[0, lane] += tv
@@ -158,12 +158,12 @@ def _block_sums(t: np.ndarray, r: np.ndarray, q: float, acc: np.ndarray, out: np
             # the same operations per lane, one grid point per pass: the same bits
             for c in range(chunks):
                 for j in range(steps):
-                    for lane in range(_LANES):
+                    for lane in range(LANES):
                         acc[j, lane] += t[c, lane]
                         t[c, lane] *= r[c, lane]
                         r[c, lane] *= q
         for j in range(steps):
-            width = _LANES
+            width = LANES
             while width > 1:
                 width //= 2
                 for lane in range(width):
@@ -206,12 +206,12 @@ def _class_log_density(xs: np.ndarray, h: float, lo: float, step: float, grid: n
     s = step / h
     nb_max = int(min(float(_MAX_BLOCK), max(1.0, (_MAX_U - _CUTOFF) / s))) if s > 0 else _MAX_BLOCK
     q = math.exp(-s * s)
-    rows = (n + _LANES - 1) // _LANES
-    t = np.zeros((rows, _LANES))  # (rows, _LANES): score i of a block at [i // _LANES, i % _LANES]
-    r = np.zeros((rows, _LANES))
+    rows = (n + LANES - 1) // LANES
+    t = np.zeros((rows, LANES))  # (rows, LANES): score i of a block at [i // LANES, i % LANES]
+    r = np.zeros((rows, LANES))
     t_flat = t.reshape(-1)  # views: the block's scores are written flat, summed by lane
     r_flat = r.reshape(-1)
-    acc = np.empty((_STEPS, _LANES))
+    acc = np.empty((STEPS, LANES))
     sums = np.empty(nb_max)
     lin = np.zeros(m)
     j0 = 0
@@ -227,11 +227,11 @@ def _class_log_density(xs: np.ndarray, h: float, lo: float, step: float, grid: n
                 u0 = (first - xs[a + i]) / h
                 t_flat[i] = math.exp(-0.5 * u0 * u0)
                 r_flat[i] = math.exp(-u0 * s - 0.5 * s * s) if nb > 1 else 0.0
-            chunks = (count + _LANES - 1) // _LANES
-            for i in range(count, chunks * _LANES):
+            chunks = (count + LANES - 1) // LANES
+            for i in range(count, chunks * LANES):
                 t_flat[i] = 0.0
                 r_flat[i] = 0.0
-            _block_sums(t, r, q, acc, sums, chunks, nb)
+            block_sums(t, r, q, acc, sums, chunks, nb)
             for k in range(nb):
                 lin[j0 + k] = sums[k]
         j0 += nb
