@@ -267,6 +267,24 @@ def measure(executor: str, workers: int, config: Path, warmup: Path, work: Path)
     return json.loads(lines[-1][len("RESULT "):])
 
 
+def load_average() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def scaling_limits(n_parts: int, workers: int) -> list[str]:
+    """Why the worker table cannot show a speed-up this time, where that follows from its sizes."""
+    reasons = []
+    if n_parts < 2 * workers:
+        reasons.append(f"{n_parts} part(s) for {workers} workers: a part is the unit of work, so at most "
+                       f"{min(n_parts, workers)} worker(s) compute at once and the step ends with the slowest part; use "
+                       f"--samples >= {2 * workers} x --part-size for a speed-up figure")
+    cpus = os.cpu_count() or 1
+    if workers >= cpus:
+        reasons.append(f"{workers} workers on {cpus} CPU(s): the driver and raylet need CPU time too, so the "
+                       f"workers cannot all run at full speed")
+    return reasons
+
+
 def mib(n: float) -> str:
     return f"{n / 2**20:8.1f} MiB"
 
@@ -333,14 +351,18 @@ def main() -> None:
     model_dir = build_tiny_encoder(work / "tiny-bert") if "neural" in args.scorers else None
     print(f"scorers: lexical (bleu, rougeL, meteor); neural (bertscore with a tiny random BERT, {model_dir})")
     print(f"stages [score, calibrate] then the console summary and the report; part_size {args.part_size}; work folder {work}")
-    print(f"machine: {os.cpu_count()} CPU(s)\n")
+    print(f"machine: {os.cpu_count()} CPU(s), load average {load_average()} (1, 5, 15 min) at the start\n")
 
     if not args.no_throughput:
         configs = {n: write_config(work, inputs[n], args.part_size, "lexical", None) for n in (args.samples,)}
         warmup = write_config(work, inputs[200], 10, "lexical", None)
         small_n = args.samples
-        print(f"throughput of the lexical score stage, {small_n} samples (after a warm-up run); speed-up vs local")
-        print(f"{'executor':>16} {'seconds':>9} {'samples/s':>10} {'score rows/s':>13} {'speed-up':>9}")
+        n_parts = -(-small_n // args.part_size)
+        print(f"throughput of the lexical score stage, {small_n} samples in {n_parts} part(s) of {args.part_size} "
+              f"(after a warm-up run); speed-up vs local")
+        print("seconds: the driver's wall time of the score step (parts scheduled, computed, sent back and "
+              f"committed); the driver, raylet and workers share the machine's {os.cpu_count()} CPU(s)")
+        print(f"{'executor':>16} {'seconds':>9} {'samples/s':>10} {'score rows/s':>13} {'speed-up':>9}  load average")
         base = None
         for executor, workers in [("local", 1)] + [("ray", w) for w in args.workers]:
             r = measure(executor, workers, configs[small_n], warmup, work)
@@ -348,7 +370,10 @@ def main() -> None:
             rate = r["samples"] / seconds
             base = base or rate
             label = "local, 1 process" if executor == "local" else f"ray, {workers} worker{'s' if workers > 1 else ''}"
-            print(f"{label:>16} {seconds:>9.1f} {rate:>10.1f} {r['score_rows'] / seconds:>13.1f} {rate / base:>8.2f}x")
+            print(f"{label:>16} {seconds:>9.1f} {rate:>10.1f} {r['score_rows'] / seconds:>13.1f} {rate / base:>8.2f}x"
+                  f"  {load_average()}")
+        for reason in scaling_limits(n_parts, max(args.workers)):
+            print(f"note: {reason}")
         print()
 
     workers = max(args.workers) if args.executor == "ray" else 1
@@ -361,6 +386,7 @@ def main() -> None:
         print(f"peak resident memory, {scorer} scorer, {args.executor} executor, {workers} worker(s)")
         worst = max(worst, memory_table(scorer, small_n, large_n, small, large, args.executor))
         print()
+    print(f"load average {load_average()} (1, 5, 15 min) at the end")
     verdict = "OK" if worst <= MEMORY_BOUND else "OVER"
     print(f"memory at {args.scale}x the input: worst driver/worker ratio {worst:.2f}x (bound {MEMORY_BOUND}x): {verdict}")
 

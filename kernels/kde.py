@@ -17,9 +17,11 @@ densities: far from every class the densities underflow to 0 and the label would
 Why it is fast: a direct KDE costs one `exp` per (score, grid point). On a uniform grid the
 Gaussian obeys a recurrence: with u_j = (g_j - x) / h and s = step / h,
 exp(-u_{j+1}^2 / 2) = exp(-u_j^2 / 2) * r_j and r_{j+1} = r_j * exp(-s^2), so a block of B grid
-points costs two `exp` and 2B multiplications per score, vectorised across scores; the sum over
-scores is pairwise in an order fixed by the number of scores (no `fastmath`), so the thresholds
-are the same bits whether the kernel was compiled or loaded from cache, in any thread count
+points costs two `exp` and 2B multiplications per score, vectorised across scores. The sum over
+scores has an explicit order fixed by the number of scores alone (no `fastmath`): 32 lanes of
+running sums, a block's i-th score in lane i mod 32, and the lanes added in a fixed halving tree, so the
+compiler vectorises across lanes without reassociating anything and the thresholds are the same
+bits whether the kernel was compiled or loaded from cache, in any thread count
 (threads split the groups, never a sum). Block
 lengths keep |u| <= 37 inside a block, so no term leaves the normal float range (no subnormal
 slow paths, no 0 * inf). Terms with |u| > 30 at every point of a block (< 1e-195 of the kernel
@@ -47,7 +49,9 @@ BAD_GRID = 7  # grid_points < 2
 _CUTOFF = 30.0  # |u| beyond which a kernel term (< exp(-450)) is skipped
 _MAX_U = 37.0  # bound on |u| inside a block: exp(-37^2 / 2) ~ 1e-297 is still a normal float
 _EXACT_BELOW = 1e-150  # density sums below this are recomputed as an exact log-sum-exp
-_TAIL = 8  # pairwise sums end with this many partial sums, added in order
+LANES = 32  # independent partial sums per grid point (a power of 2: they are added in a halving tree)
+STEPS = 8  # grid points walked per pass over the scores (written out in block_sums)
+_MAX_BLOCK = 256  # grid points per block at most: the recurrence's rounding grows with its length
 _LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
 
 
@@ -101,50 +105,71 @@ def _first_above(xs: np.ndarray, x: float, stop: int) -> int:
 
 
 @njit(cache=True)
-def _block_sums(t: np.ndarray, r: np.ndarray, q: float, out: np.ndarray, count: int, nb: int) -> None:
-    """out[k] = sum_i t_i * prod(r_i q^l, l<k) for k < nb: the recurrence walk over i.
+def block_sums(t: np.ndarray, r: np.ndarray, q: float, acc: np.ndarray, out: np.ndarray, chunks: int, nb: int) -> None:
+    """out[k] = sum_i t_i * prod(r_i q^l, l<k) for k < nb: the recurrence walk over the scores.
 
-    t, r: (count,) scratch, overwritten. out: (nb,).
-    The summation order is fixed by `count` alone: the scores are split in halves, term i of
-    the lower half is added to term i of the upper half (a middle term of an odd count stands
-    alone), and the halves of those sums are added the same way down to _TAIL sums, which are
-    added in index order. Every loop is element-wise, so the compiler vectorises it without
-    `fastmath`; with `fastmath` it chose the order itself and code compiled afresh and the same
-    code loaded from numba's cache summed differently (a run's thresholds moved in the last digit
-    with the state of the cache). Pairwise sums are also more accurate than a running sum.
+    t, r: (C, LANES) scratch, overwritten; scores past the block's own are 0 in both (they add
+    +0.0, which changes no sum). acc: (STEPS, LANES) scratch. out: (nb,). chunks: rows of t used.
+    The summation order is explicit and fixed by the number of scores alone: score c * LANES + l
+    goes to lane l, each lane adds its scores in increasing c, and the LANES lane sums of a grid
+    point are added in a fixed halving tree. Every lane is an independent sum, so the innermost
+    loop (over lanes) vectorises without reassociation, i.e. without `fastmath`: with `fastmath`
+    the compiler chose the order itself, and code compiled afresh and the same code loaded from
+    numba's cache summed differently (a run's thresholds moved in the last digit with the state of
+    the cache). STEPS grid points are walked per pass over the scores, so each score's t and r
+    are loaded and stored once per STEPS grid points instead of once per grid point.
     """
-    h = (count + 1) // 2
-    m = count - h
-    # Separate views of the two halves: the loop below reads and writes each at index i only,
-    # which is what lets the compiler vectorise it.
-    t_lo = t[:h]
-    t_hi = t[h:count]
-    r_lo = r[:h]
-    r_hi = r[h:count]
-    sums = np.empty(max(h, 1))
-    for k in range(nb):
-        for i in range(m):
-            a = t_lo[i]
-            b = t_hi[i]
-            sums[i] = a + b
-            t_lo[i] = a * r_lo[i]
-            t_hi[i] = b * r_hi[i]
-            r_lo[i] = r_lo[i] * q
-            r_hi[i] = r_hi[i] * q
-        if h > m:
-            sums[m] = t_lo[m]
-            t_lo[m] = t_lo[m] * r_lo[m]
-            r_lo[m] = r_lo[m] * q
-        width = h
-        while width > _TAIL:
-            half = (width + 1) // 2
-            for i in range(width - half):
-                sums[i] = sums[i] + sums[i + half]
-            width = half
-        acc = 0.0
-        for i in range(width):
-            acc += sums[i]
-        out[k] = acc
+    k0 = 0
+    while k0 < nb:
+        acc[:, :] = 0.0
+        steps = min(STEPS, nb - k0)
+        if steps == STEPS:
+            for c in range(chunks):
+                for lane in range(LANES):
+                    tv = t[c, lane]
+                    rv = r[c, lane]
+                    acc[0, lane] += tv
+                    tv *= rv
+                    rv *= q
+                    acc[1, lane] += tv
+                    tv *= rv
+                    rv *= q
+                    acc[2, lane] += tv
+                    tv *= rv
+                    rv *= q
+                    acc[3, lane] += tv
+                    tv *= rv
+                    rv *= q
+                    acc[4, lane] += tv
+                    tv *= rv
+                    rv *= q
+                    acc[5, lane] += tv
+                    tv *= rv
+                    rv *= q
+                    acc[6, lane] += tv
+                    tv *= rv
+                    rv *= q
+                    acc[7, lane] += tv
+                    tv *= rv
+                    rv *= q
+                    t[c, lane] = tv
+                    r[c, lane] = rv
+        else:
+            # the same operations per lane, one grid point per pass: the same bits
+            for c in range(chunks):
+                for j in range(steps):
+                    for lane in range(LANES):
+                        acc[j, lane] += t[c, lane]
+                        t[c, lane] *= r[c, lane]
+                        r[c, lane] *= q
+        for j in range(steps):
+            width = LANES
+            while width > 1:
+                width //= 2
+                for lane in range(width):
+                    acc[j, lane] += acc[j, lane + width]
+            out[k0 + j] = acc[j, 0]
+        k0 += steps
 
 
 @njit(cache=True)
@@ -179,10 +204,14 @@ def _class_log_density(xs: np.ndarray, h: float, lo: float, step: float, grid: n
     n = xs.shape[0]
     m = grid.shape[0]
     s = step / h
-    nb_max = int(min(128.0, max(1.0, (_MAX_U - _CUTOFF) / s))) if s > 0 else 128
+    nb_max = int(min(float(_MAX_BLOCK), max(1.0, (_MAX_U - _CUTOFF) / s))) if s > 0 else _MAX_BLOCK
     q = math.exp(-s * s)
-    t = np.empty(n)
-    r = np.empty(n)
+    rows = (n + LANES - 1) // LANES
+    t = np.zeros((rows, LANES))  # (rows, LANES): score i of a block at [i // LANES, i % LANES]
+    r = np.zeros((rows, LANES))
+    t_flat = t.reshape(-1)  # views: the block's scores are written flat, summed by lane
+    r_flat = r.reshape(-1)
+    acc = np.empty((STEPS, LANES))
     sums = np.empty(nb_max)
     lin = np.zeros(m)
     j0 = 0
@@ -196,9 +225,13 @@ def _class_log_density(xs: np.ndarray, h: float, lo: float, step: float, grid: n
         if count > 0:
             for i in range(count):
                 u0 = (first - xs[a + i]) / h
-                t[i] = math.exp(-0.5 * u0 * u0)
-                r[i] = math.exp(-u0 * s - 0.5 * s * s) if nb > 1 else 0.0
-            _block_sums(t, r, q, sums, count, nb)
+                t_flat[i] = math.exp(-0.5 * u0 * u0)
+                r_flat[i] = math.exp(-u0 * s - 0.5 * s * s) if nb > 1 else 0.0
+            chunks = (count + LANES - 1) // LANES
+            for i in range(count, chunks * LANES):
+                t_flat[i] = 0.0
+                r_flat[i] = 0.0
+            block_sums(t, r, q, acc, sums, chunks, nb)
             for k in range(nb):
                 lin[j0 + k] = sums[k]
         j0 += nb

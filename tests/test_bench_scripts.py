@@ -64,7 +64,8 @@ def test_bench_scale_prints_memory_at_scale(tmp_path):
     out = _run(tmp_path, "bench_scale.py", "--samples", "10", "--scale", "2", "--workers", "1", "--executor", "local",
                "--scorers", "lexical", "--no-throughput", "--work", str(tmp_path))
     _has(out, r"driver, whole run\s+NUMBER MiB\s+NUMBER MiB\s+NUMBERx", r"driver, score\s+NUMBER MiB",
-         r"time at 20 samples: score NUMBER s", r"worst driver/worker ratio NUMBERx")
+         r"time at 20 samples: score NUMBER s", r"worst driver/worker ratio NUMBERx",
+         r"load average NUMBER NUMBER NUMBER \(1, 5, 15 min\) at the start")
 
 
 @pytest.mark.slow
