@@ -2,7 +2,7 @@
 
 Each engine repeats: forget the bubblewrap probe (so it probes again, claiming a uid of the
 pool that the other engine draws from too), then one round-trip row through the stage's own
-function (`run.execute_row`: the split run and the value verdict) of a correct Python
+function (`orchestrate.execute_row`: the split run and the value verdict) of a correct Python
 completion. Prints per engine the probe failures and the rows that did not pass, then the
 leftovers the host kept: processes under the pool's uids, the pool's memory cgroups, files in
 the temporary directory. Exits 1 when any of these is not zero.
@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from engine.roundtrip import bwrap, run, sandbox
+from engine.roundtrip import bwrap, orchestrate, sandbox
 from engine.roundtrip.cgroup import ROOT
 from engine.roundtrip.sandbox import SandboxLimits
 from engine.roundtrip.tasks import load_tasks
@@ -43,7 +43,7 @@ def worker(iterations: int) -> dict:
         if why:
             probe_failures.append(why[:200])
             continue
-        row = run.execute_row(task, task["code"], None, params)
+        row = orchestrate.execute_row(task, task["code"], None, params)
         if row["status"] != "passed" or row.get("value_verdict") != "passed":
             not_passed.append(f"{row['status']}: {row.get('reason', '')[:200]}")
     return {"iterations": iterations, "probe_failures": probe_failures, "not_passed": not_passed}

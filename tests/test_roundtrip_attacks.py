@@ -1,6 +1,6 @@
 """Attacks on the round trip's verdict that a plain proxy does not contain, written as model
 completions and run through the stage's own path (`generation.code_from_completion`, then
-`run.execute_row`, default limits), each asserting the contained outcome: pass@1 0, correctness
+`orchestrate.execute_row`, default limits), each asserting the contained outcome: pass@1 0, correctness
 below 0.5, a row (never an exception of the stage) or `rejected`.
 
 - a Python candidate that raises StopIteration: raised in the tests, it would end the tests' own
@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine.roundtrip import difftest, extract, generation, run, sandbox
+from engine.roundtrip import difftest, extract, generation, orchestrate, sandbox
 from engine.roundtrip.languages import LANGUAGES, toolchain_missing
 from engine.roundtrip.sandbox import SandboxLimits
 from engine.roundtrip.tasks import load_tasks
@@ -40,7 +40,7 @@ def _check(body: str) -> dict:
 def _through_the_stage(task: dict, completion: str, n_inputs: int = 0) -> dict:
     params = type("P", (), {"sandbox": LIMITS, "call_seconds": 1.0, "verdict": "values"})()
     inputs = difftest.task_inputs(task, n_inputs, seed=0) if n_inputs else None
-    return run.execute_row(task, generation.code_from_completion(task, completion), inputs, params)
+    return orchestrate.execute_row(task, generation.code_from_completion(task, completion), inputs, params)
 
 
 def _contained(row: dict) -> bool:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine.roundtrip import difftest, generation, plain, run, sandbox
+from engine.roundtrip import difftest, generation, orchestrate, plain, sandbox
 from engine.roundtrip.languages import toolchain_missing
 from engine.roundtrip.sandbox import SandboxLimits
 from engine.roundtrip.tasks import load_tasks
@@ -27,7 +27,7 @@ ADD = {t["programming_language"]: t for t in load_tasks("polyglot").to_pylist() 
 def _through_the_stage(task: dict, completion: str, n_inputs: int = 0) -> dict:
     params = type("P", (), {"sandbox": LIMITS, "call_seconds": 1.0, "verdict": "values"})()
     inputs = difftest.task_inputs(task, n_inputs, seed=0) if n_inputs else None
-    return run.execute_row(task, generation.code_from_completion(task, completion), inputs, params)
+    return orchestrate.execute_row(task, generation.code_from_completion(task, completion), inputs, params)
 
 
 @pytest.mark.parametrize("token", [b"o l\xff", b"o m\xd9\xa3 i1", b"o i\xff", b"o d\xc3\xa9", b"o \xff", b"x s1:\xff"])

@@ -14,7 +14,7 @@ import os
 
 import pytest
 
-from engine.roundtrip import generation, plain, relay, run, sandbox
+from engine.roundtrip import generation, orchestrate, plain, relay, sandbox
 from engine.roundtrip.languages import toolchain_missing
 from engine.roundtrip.sandbox import SandboxLimits
 from engine.roundtrip.tasks import load_tasks
@@ -34,7 +34,7 @@ def _row(task: dict, completion: str) -> dict:
     if toolchain_missing("java"):
         pytest.skip(toolchain_missing("java"))
     params = type("P", (), {"sandbox": LIMITS, "call_seconds": 1.0, "verdict": "values"})()
-    return run.execute_row(task, generation.code_from_completion(task, completion), None, params)
+    return orchestrate.execute_row(task, generation.code_from_completion(task, completion), None, params)
 
 
 @needs_bwrap
@@ -100,8 +100,8 @@ def test_a_reply_beyond_the_declared_type_is_no_exception_the_tests_catch(langua
     fields, forged, honest = TYPED[language]
     task = {**base, **fields}
     params = type("P", (), {"sandbox": LIMITS, "call_seconds": 1.0, "verdict": "values"})()
-    row = run.execute_row(task, generation.code_from_completion(task, forged), None, params)
+    row = orchestrate.execute_row(task, generation.code_from_completion(task, forged), None, params)
     assert row["tests_verdict"] == "failed" and row["pass_at_1"] == 0.0, row
     task = {**task, "context": base["context"]} if language == "go" else task  # Go refuses an unused import
-    row = run.execute_row(task, generation.code_from_completion(task, honest), None, params)
+    row = orchestrate.execute_row(task, generation.code_from_completion(task, honest), None, params)
     assert row["status"] == "passed" and row["value_verdict"] == "passed", row

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine.roundtrip import generation, run, sandbox
+from engine.roundtrip import generation, orchestrate, sandbox
 from engine.roundtrip.languages import toolchain_missing
 from engine.roundtrip.sandbox import SandboxLimits
 from engine.roundtrip.tasks import load_tasks
@@ -39,7 +39,7 @@ def _row(task: dict, completion: str) -> dict:
     if toolchain_missing(task["programming_language"]):
         pytest.skip(toolchain_missing(task["programming_language"]))
     params = type("P", (), {"sandbox": LIMITS, "call_seconds": 2.0, "verdict": "values"})()
-    return run.execute_row(task, generation.code_from_completion(task, completion), None, params)
+    return orchestrate.execute_row(task, generation.code_from_completion(task, completion), None, params)
 
 
 def _cpp(thrown: str) -> str:

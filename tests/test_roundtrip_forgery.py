@@ -1,5 +1,5 @@
 """Attacks on the round trip's verdict, written as model completions and run through the stage's
-own path (`generation.code_from_completion`, then `run.execute_row`, default limits).
+own path (`generation.code_from_completion`, then `orchestrate.execute_row`, default limits).
 
 Every completion here returns a wrong answer and tries to make it score anyway, one class of the
 issue at a time; each forged a pass (or crashed the stage) before the tests ran in a sandbox of
@@ -14,7 +14,7 @@ import types
 
 import pytest
 
-from engine.roundtrip import generation, run, sandbox
+from engine.roundtrip import generation, orchestrate, sandbox
 from engine.roundtrip.languages import toolchain_missing
 from engine.roundtrip.sandbox import SandboxLimits
 from engine.roundtrip.tasks import load_tasks
@@ -220,7 +220,7 @@ def _through_the_stage(task: dict, completion: str, inputs: list[str] | None = N
         code = generation.code_from_completion(task, completion)
     except ValueError as exc:  # extract.Rejected
         return {"status": "rejected", "reason": str(exc), "pass_at_1": 0.0, "correctness": 0.0}
-    return run.execute_row(task, code, inputs, params)
+    return orchestrate.execute_row(task, code, inputs, params)
 
 
 @pytest.mark.parametrize("attack", sorted(ATTACKS))

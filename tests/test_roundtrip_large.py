@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine.roundtrip import generation, plain, run, sandbox
+from engine.roundtrip import generation, orchestrate, plain, sandbox
 from engine.roundtrip.languages import toolchain_missing
 from engine.roundtrip.sandbox import SandboxLimits
 from engine.roundtrip.tasks import load_tasks
@@ -38,7 +38,7 @@ def _row(task: dict, completion: str) -> dict:
     if toolchain_missing(task["programming_language"]):
         pytest.skip(toolchain_missing(task["programming_language"]))
     params = type("P", (), {"sandbox": LIMITS, "call_seconds": 5.0, "verdict": "values"})()
-    return run.execute_row(task, generation.code_from_completion(task, completion), None, params)
+    return orchestrate.execute_row(task, generation.code_from_completion(task, completion), None, params)
 
 
 @pytest.mark.parametrize("language", sorted(BIG))

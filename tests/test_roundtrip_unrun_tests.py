@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine.roundtrip import generation, run, sandbox
+from engine.roundtrip import generation, orchestrate, sandbox
 from engine.roundtrip.languages import toolchain_missing
 from engine.roundtrip.sandbox import SandboxLimits
 from engine.roundtrip.tasks import load_tasks
@@ -30,7 +30,7 @@ def _row(task: dict, completion: str) -> dict:
     if toolchain_missing(language):
         pytest.skip(toolchain_missing(language))
     params = type("P", (), {"sandbox": LIMITS, "call_seconds": 1.0, "verdict": "values"})()
-    return run.execute_row(task, generation.code_from_completion(task, completion), None, params)
+    return orchestrate.execute_row(task, generation.code_from_completion(task, completion), None, params)
 
 
 ASSERTING = {

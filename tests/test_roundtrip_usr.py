@@ -1,7 +1,7 @@
 """The sandbox's /usr shows what the distribution's packages installed, nothing else.
 
 Attacks written as model completions, run through the stage's own path
-(`generation.code_from_completion`, then `run.execute_row`): a candidate that answers right only
+(`generation.code_from_completion`, then `orchestrate.execute_row`): a candidate that answers right only
 when it can read a file, or list a directory, that no package installed under /usr. The module
 puts such a file and directory there itself (and checks with `dpkg -S`, the package manager's own
 answer, that no package owns them), so the attack has something to find on any machine; each
@@ -17,7 +17,7 @@ import uuid
 
 import pytest
 
-from engine.roundtrip import bwrap, generation, run, sandbox, usr_view
+from engine.roundtrip import bwrap, generation, orchestrate, sandbox, usr_view
 from engine.roundtrip.languages import LANGUAGES, toolchain_missing
 from engine.roundtrip.sandbox import SandboxLimits
 from engine.roundtrip.tasks import load_tasks
@@ -60,7 +60,7 @@ def _owned_by_a_package(path: str) -> bool:
 
 def _through_the_stage(task: dict, completion: str) -> dict:
     params = type("P", (), {"sandbox": LIMITS, "call_seconds": 1.0, "verdict": "values"})()
-    return run.execute_row(task, generation.code_from_completion(task, completion), None, params)
+    return orchestrate.execute_row(task, generation.code_from_completion(task, completion), None, params)
 
 
 def test_the_fixture_is_unpackaged_and_the_control_is_packaged():
@@ -110,7 +110,7 @@ def test_every_language_honest_completion_runs_with_the_filtered_usr(language):
     if toolchain_missing(language):
         pytest.skip(toolchain_missing(language))
     task = ADD[language]
-    row = run.execute_row(task, task["code"], None,
+    row = orchestrate.execute_row(task, task["code"], None,
                           type("P", (), {"sandbox": LIMITS, "call_seconds": 5.0, "verdict": "values"})())
     assert (row["status"], row["pass_at_1"]) == ("passed", 1.0), row
 

@@ -15,7 +15,7 @@ import math
 
 import pytest
 
-from engine.roundtrip import compare, generation, run, sandbox, values
+from engine.roundtrip import compare, generation, orchestrate, sandbox, values
 from engine.roundtrip.languages import toolchain_missing
 from engine.roundtrip.sandbox import SandboxLimits
 from engine.roundtrip.tasks import load_tasks
@@ -32,7 +32,7 @@ def _row(task: dict, completion: str, verdict: str = "values") -> dict:
     if toolchain_missing(language):
         pytest.skip(toolchain_missing(language))
     params = type("P", (), {"sandbox": LIMITS, "call_seconds": 1.0, "verdict": verdict})()
-    return run.execute_row(task, generation.code_from_completion(task, completion), None, params)
+    return orchestrate.execute_row(task, generation.code_from_completion(task, completion), None, params)
 
 
 PY_BOOL = {**ADD["python"], "signature": "def is_even(n: int) -> bool:", "entry_point": "is_even",

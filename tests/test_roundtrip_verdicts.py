@@ -1,5 +1,5 @@
 """Differential testing and the tests' comparisons outside the candidate's process, in all six
-languages, through the stage's own path (`generation.code_from_completion`, then `run.execute_row`).
+languages, through the stage's own path (`generation.code_from_completion`, then `orchestrate.execute_row`).
 
 Correctness: the candidate and the reference each run as a server in a sandbox of their own; the
 engine sends the drawn inputs and compares the replies (engine.roundtrip.caller, compare). The
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine.roundtrip import compare, difftest, generation, plain, run, sandbox
+from engine.roundtrip import compare, difftest, generation, orchestrate, plain, sandbox
 from engine.roundtrip.languages import LANGUAGES, toolchain_missing
 from engine.roundtrip.sandbox import SandboxLimits
 from engine.roundtrip.tasks import load_tasks
@@ -54,7 +54,7 @@ def _honest(task: dict) -> str:
 
 def _through_the_stage(task: dict, completion: str, inputs: list[str] | None) -> dict:
     params = type("P", (), {"sandbox": LIMITS, "call_seconds": 1.0, "verdict": "values"})()
-    return run.execute_row(task, generation.code_from_completion(task, completion), inputs, params)
+    return orchestrate.execute_row(task, generation.code_from_completion(task, completion), inputs, params)
 
 
 @needs_bwrap
