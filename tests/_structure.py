@@ -222,14 +222,14 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 
 def name_lookups(engine: Path = REPO / "engine") -> dict[str, int]:
-    """Calls of get_stage/find_stage per file (outside the registry, which defines them)."""
+    """Calls of get_stage/build_stage/params_type per file (outside the registry, which defines them)."""
     counts: dict[str, int] = {}
     for path in sorted(engine.rglob("*.py")):
         rel = path.relative_to(engine.parent).as_posix()
         if rel == "engine/stages/registry.py":
             continue
         n = sum(1 for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
-                if isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", "")) in ("get_stage", "find_stage"))
+                if isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", "")) in ("get_stage", "build_stage", "params_type"))
         if n:
             counts[rel] = n
     return counts
@@ -251,7 +251,7 @@ def report(engine: Path = REPO / "engine") -> str:
         f" ({sum(len(c) for c in cycles(s.module_graph()))} modules in them)",
         f"module cycles, import-time edges: {len(cycles(s.module_graph(True)))}",
         *(f"  {' <-> '.join(c)}" for c in cycles(s.module_graph(True))),
-        f"get_stage/find_stage calls: {sum(lookups.values())} in {len(lookups)} file(s)",
+        f"stage look-ups by name: {sum(lookups.values())} in {len(lookups)} file(s)",
         *(f"  {path}: {n}" for path, n in lookups.items()),
     ]
     return "\n".join(lines)

@@ -1,4 +1,4 @@
-"""What every scorer offers the pipeline, and how the pipeline finds a scorer by kind.
+"""What every scorer offers the score stage, and how the stage finds a scorer by kind.
 
 A scorer is built once from its validated parameter object (a frozen dataclass with
 `from_mapping`) and then scores any number of items; heavy models load lazily on the first

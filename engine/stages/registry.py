@@ -3,7 +3,7 @@
 Stages are listed in the order they run. Each stage's class says what it is (`kind`: source,
 part or driver) and what rows it provides and consumes (engine.stages.flow resolves that data
 flow); nothing else in the engine names a stage. `get_stage(name)` is the stage unbuilt (it
-parses sections and declares the data flow); `build_stage(name, params)` is the stage built
+parses sections, declares the data flow and supplies the layout's params-free hooks); `build_stage(name, params)` is the stage built
 from its validated section, what the RunPlan holds and ships to workers.
 """
 from __future__ import annotations
