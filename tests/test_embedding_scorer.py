@@ -98,6 +98,7 @@ def test_identity_and_signatures(models: dict[str, str]) -> None:
     assert fields["metric"] == "bertscore" and fields["layer"] == "5"  # the shipped encoders.yaml
     assert fields["ctx"] == "full" and fields["window"] == "centred" and fields["idf"] == "refs-per-call"
     assert fields["dtype"] == "float32" and fields["mode"] == "compat" and fields["tok"] == "fast"
+    assert fields["pack"] == "no"  # compat runs bert_score's own batches
     assert {"transformers", "torch", "babelscore", "attn", "rescale"} <= set(fields)
     assert dict(p.split(":", 1) for p in sigs["bertscore/none"].split("|"))["window"] == "trunc"
 
@@ -313,6 +314,7 @@ def test_fast_bfloat16_close_to_float32(models: dict[str, str]) -> None:
 
     ran = resolve_dtype("bfloat16", "cpu")
     assert f"dtype:{ran}|" in signature and "mode:fast" in signature
+    assert "|pack:128|" in signature  # packed rows move values within the bound: never mixed with unpacked ones
     assert f"linear:{fast.runtime.linear_kernels}" in signature
     for key, value in exact.items():
         assert got[key] == pytest.approx(value, abs=0.03), key

@@ -10,6 +10,7 @@ honest completion still passes with the filtered /usr.
 """
 from __future__ import annotations
 
+import glob
 import os
 import shutil
 import subprocess
@@ -122,3 +123,32 @@ def test_without_the_package_database_nothing_is_hidden_and_the_next_run_asks_ag
     monkeypatch.undo()
     directories, files = usr_view.hidden(bwrap.usr_entries())
     assert SECRET_DIR in directories and SECRET_FILE in files
+
+
+PYCACHES = sorted(glob.glob("/usr/lib/python3*/json/__pycache__"))
+
+
+@pytest.mark.skipif(not PYCACHES or not os.access(PYCACHES[0], os.W_OK), reason="no writable packaged __pycache__")
+def test_a_packaged_directorys_pycache_shows_only_byte_code_of_packaged_sources():
+    """Byte code whose source is gone, or any other file, in a packaged `__pycache__` is hidden;
+    the byte code of the packaged sources beside it stays (Python would recompile it otherwise)."""
+    cache = PYCACHES[0]
+    planted = [f"{cache}/{TAG}.cpython-311.pyc", f"{cache}/{TAG}.txt"]
+    try:
+        for path in planted:
+            with open(path, "w") as fh:
+                fh.write("s3cret")
+        usr_view.forget()
+        _, files = usr_view.hidden(bwrap.usr_entries())
+        assert set(planted) <= set(files)
+        kept = glob.glob(f"{cache}/__init__.*.pyc")
+        assert kept and not set(kept) & set(files)
+        task = ADD["python"]
+        body = PYTHON_PEEKS["reads an unpackaged file"][0]
+        row = _through_the_stage(task, body.format(path=planted[0]) + "    return a + b if seen else a - b - 1\n")
+        assert row["pass_at_1"] == 0.0 and row["status"] == "failed", row
+    finally:
+        for path in planted:
+            if os.path.exists(path):
+                os.unlink(path)
+        usr_view.forget()

@@ -181,3 +181,15 @@ def test_only_a_successful_recording_is_kept(monkeypatch):
     task = {**PY_INT, "task_id": "cache-probe", "tests": "def check(candidate):\n    assert candidate(1, 2) == 3  # cache probe\n"}
     assert values.recorded(task, LIMITS).error and not values.recorded(task, LIMITS).error
     assert values.recorded(task, LIMITS).calls == (b"l2 i1 i2",) and len(made) == 2  # the success is kept
+
+
+@needs_bwrap
+def test_javascript_lone_surrogate_never_equals_the_replacement_character():
+    """UTF-8 cannot carry a lone surrogate (Node writes U+FFFD for it), so such a string is refused
+    as not plain data: a candidate answering U+FFFD where the reference returns '\\uD83D' cannot pass."""
+    task = {**ADD["javascript"], "entry_point": "firstUnit", "signature": "function firstUnit(s)",
+            "code": "function firstUnit(s) {\n  return s.charAt(0);\n}\n",
+            "tests": "const assert = require('node:assert');\nassert.strictEqual(firstUnit('\\u{1F600}x'), '\\uD83D');\n"
+                     "assert.strictEqual(firstUnit('ab'), 'a');\n"}
+    row = _row(task, "\n  return s.codePointAt(0) > 0xFFFF ? '\\uFFFD' : s.charAt(0);\n}\n")
+    assert row["pass_at_1"] == 0.0 and row["status"] != "passed", row

@@ -196,6 +196,7 @@ class EmbeddingScorer:
     def _signature(self, context: str) -> str:
         from engine import numerics
         from engine.metrics.encoder_runtime import planned_linear_kernels
+        from engine.metrics.packing import PACK_WIDTH
         from engine.runtime import attn_implementation, resolve_device, resolve_model
         from engine.version import __version__
 
@@ -224,6 +225,10 @@ class EmbeddingScorer:
             "linear": linear,
             "mode": p.mode,
             "pool": "mean-cos" if p.mean_pool else False,
+            # Packed rows move fast-mode values within the precision's bound: rows of a version that
+            # packs are never mixed with unpacked ones on resume or reuse (an architecture that
+            # cannot pack runs unpacked under this field too, and the log says why).
+            "pack": PACK_WIDTH if p.mode == "fast" and not numerics.current().batch_invariant else False,
             **numerics.signature_fields(),
             "transformers": package_version("transformers"),
             "torch": package_version("torch"),

@@ -13,8 +13,8 @@ whose files are at least a quarter unpackaged is hidden whole, so a tree upgrade
 global npm) costs one mount.
 
 Counted as packaged besides dpkg's lists: paths under the merged /usr (`/bin/sh` is listed,
-`/usr/bin/sh` is read), `__pycache__` of a packaged directory (byte code of packaged sources,
-written by the packages' own scripts), and symlinks into /etc/alternatives (the alternatives
+`/usr/bin/sh` is read), byte code in a packaged directory's `__pycache__` whose source beside it
+is packaged (written by the packages' own scripts; any other file there is hidden), and symlinks into /etc/alternatives (the alternatives
 system's links, e.g. /usr/bin/java). Unpackaged symlinks are not covered (a mount would follow
 them): they show a name and a target, never contents the packages did not install.
 
@@ -71,7 +71,16 @@ def _packaged(entry: os.DirEntry, parent_owned: bool, owned: set[str]) -> bool:
         return True
     if entry.name == "__pycache__" and parent_owned:
         return True
+    if os.path.basename(os.path.dirname(entry.path)) == "__pycache__":
+        return _compiled_from_packaged(entry, owned)
     return entry.is_symlink() and os.readlink(entry.path).startswith("/etc/alternatives/")
+
+
+def _compiled_from_packaged(entry: os.DirEntry, owned: set[str]) -> bool:
+    """Byte code of a packaged source (`__pycache__/name.<tag>.pyc` beside a packaged `name.py`):
+    anything else in a `__pycache__` (a stale .pyc whose source is gone, a planted file) is hidden."""
+    source_dir = os.path.dirname(os.path.dirname(entry.path))
+    return entry.name.endswith(".pyc") and f"{source_dir}/{entry.name.split('.', 1)[0]}.py" in owned
 
 
 def _file_count(path: str) -> int:
@@ -89,7 +98,7 @@ def _scan(directory: str, owned: set[str]) -> tuple[int, int, list[str]]:
     for entry in entries:
         is_dir = entry.is_dir(follow_symlinks=False)
         if _packaged(entry, directory in owned, owned):
-            if is_dir and entry.name != "__pycache__":
+            if is_dir:
                 sub_packaged, sub_unpackaged, sub_hidden = _scan(entry.path, owned)
                 packaged, unpackaged = packaged + sub_packaged, unpackaged + sub_unpackaged
                 hidden += sub_hidden

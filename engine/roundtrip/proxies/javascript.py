@@ -28,7 +28,11 @@ function bsWrite(v, out, depth) {
     else out.push('d' + String(v));
     return;
   }
-  if (t === 'string') { out.push('s' + Buffer.byteLength(v, 'utf8') + ':' + v); return; }
+  // UTF-8 cannot carry a lone surrogate (Buffer writes U+FFFD for it, so '\uD83D' would equal '\uFFFD').
+  if (t === 'string') {
+    if (/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/.test(v)) throw new BsNotPlain('a string with a lone surrogate is not plain data (UTF-8 cannot carry it)');
+    out.push('s' + Buffer.byteLength(v, 'utf8') + ':' + v); return;
+  }
   let tag, items;
   if (Array.isArray(v)) { tag = 'l'; items = Array.from(v); }
   else if (v instanceof Set) { tag = 'e'; items = Array.from(v); }
