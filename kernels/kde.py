@@ -45,6 +45,7 @@ CLASS_CONSTANT = 4  # all scores of one class are equal and min_bandwidth is 0 (
 TOO_MANY_CROSSINGS = 5  # more density crossings than max_thresholds
 BAD_CLASS_ID = 6  # a class id outside [0, n_classes of the group)
 BAD_GRID = 7  # grid_points < 2
+OVERFLOW = 8  # scores so large (|x| above ~1e150) that their spread or bandwidth is not finite
 
 _CUTOFF = 30.0  # |u| beyond which a kernel term (< exp(-450)) is skipped
 _MAX_U = 37.0  # bound on |u| inside a block: exp(-37^2 / 2) ~ 1e-297 is still a normal float
@@ -284,6 +285,8 @@ def _fit_one(
         return CONSTANT, -1, 0
     # np.linspace's arithmetic, so grid points equal the reference's bit for bit.
     step = (hi - lo) / (grid_points - 1)
+    if not math.isfinite(step):
+        return OVERFLOW, -1, 0
     grid = np.empty(grid_points)
     for j in range(grid_points):
         grid[j] = j * step + lo
@@ -306,6 +309,8 @@ def _fit_one(
         h = 1.06 * counts[c] ** (-0.2) * std
         if h < min_bandwidth:
             h = min_bandwidth
+        if not math.isfinite(h):  # squared deviations overflowed: no density, not a silent all-one-class fit
+            return OVERFLOW, c, 0
         if not h > 0.0:
             return CLASS_CONSTANT, c, 0
         bandwidth[c] = h

@@ -122,6 +122,8 @@ def test_degenerate_groups_get_a_status_not_an_exception():
         "constant-class": ([np.full(10, 0.0), good[1]], None, kde.CLASS_CONSTANT, 0),  # with no floor
         "nan": ([np.append(good[0], np.nan), good[1]], None, kde.NONFINITE, -1),
         "ok": (good, None, kde.OK, -1),
+        "huge-spread": ([good[0] * 1e160, good[1] * 1e160], None, kde.OVERFLOW, 0),  # squared deviations overflow
+        "huge-range": ([np.array([-1.7e308, -1.6e308]), np.array([1.6e308, 1.7e308])], None, kde.OVERFLOW, -1),
         "empty-group": ([np.zeros(0), np.zeros(0)], None, kde.SMALL_CLASS, 0),
     }
     values, ids, offsets = [], [], [0]

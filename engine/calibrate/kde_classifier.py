@@ -66,6 +66,8 @@ def _reason(status: int, detail: int, names: tuple[str, ...], counts: np.ndarray
         return f"class id {detail} outside the group's {len(names)} classes"
     if status == kde.BAD_GRID:
         return "grid_points must be at least 2"
+    if status == kde.OVERFLOW:
+        return "scores too large for a KDE (their spread or bandwidth overflows a float; rescale them)"
     return f"kernel status {status}"
 
 

@@ -30,7 +30,8 @@ function bsWrite(v, out, depth) {
   }
   // UTF-8 cannot carry a lone surrogate (Buffer writes U+FFFD for it, so '\uD83D' would equal '\uFFFD').
   if (t === 'string') {
-    if (/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/.test(v)) throw new BsNotPlain('a string with a lone surrogate is not plain data (UTF-8 cannot carry it)');
+    if (/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/.test(v))
+      throw new BsNotPlain('a string with a lone surrogate is not plain data (UTF-8 cannot carry it)');
     out.push('s' + Buffer.byteLength(v, 'utf8') + ':' + v); return;
   }
   let tag, items;
