@@ -40,3 +40,15 @@ def test_an_exception_name_is_capped_and_kept_to_a_type_names_alphabet():
     for name in ("ZeroDivisionError", "java.lang.ArithmeticException", "Outer$Inner", "*errors.errorString", "[]int",
                  "std::out_of_range"):
         assert plain.reply(b"x " + plain.write(("s", name))) == ("x", ("s", name))
+
+
+def test_the_tests_comparison_takes_two_values_as_deep_as_a_reply():
+    """`c l2 <actual> <expected>` wraps two replies in one more level: values at the deepest a reply
+    may nest are still compared, not answered `o f` by the depth limit."""
+    from engine.roundtrip import relay
+
+    deepest = b"l1 " * (plain.MAX_DEPTH - 1) + b"n"
+    plain.parse(deepest)  # a reply may nest this deep
+    assert relay.compared(b"c l2 " + deepest + b" " + deepest) == b"o t"
+    other = b"l1 " * (plain.MAX_DEPTH - 1) + b"t"
+    assert relay.compared(b"c l2 " + deepest + b" " + other) == b"o f"

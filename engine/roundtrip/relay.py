@@ -200,7 +200,8 @@ def compared(message: bytes) -> bytes:
     the two values compared by type and value (engine.roundtrip.compare), never by the tests'
     language. A message that is not two plain values is answered `o f`."""
     try:
-        value, end = plain.parse(message[2:], max_values=COMPARED_VALUES)
+        # The `l2` pair around the two values is one level more than a reply may nest.
+        value, end = plain.parse(message[2:], max_depth=plain.MAX_DEPTH + 1, max_values=COMPARED_VALUES)
     except (plain.PlainError, ValueError, RecursionError):
         return b"o f"
     if end != len(message) - 2 or value[0] != "l" or len(value[1]) != 2:
