@@ -47,8 +47,8 @@ def test_the_tests_comparison_takes_two_values_as_deep_as_a_reply():
     may nest are still compared, not answered `o f` by the depth limit."""
     from engine.roundtrip import relay
 
-    deepest = b"l1 " * (plain.MAX_DEPTH - 1) + b"n"
+    deepest = b"l1 " * plain.MAX_DEPTH + b"n"
     plain.parse(deepest)  # a reply may nest this deep
     assert relay.compared(b"c l2 " + deepest + b" " + deepest) == b"o t"
-    other = b"l1 " * (plain.MAX_DEPTH - 1) + b"t"
+    other = b"l1 " * plain.MAX_DEPTH + b"t"
     assert relay.compared(b"c l2 " + deepest + b" " + other) == b"o f"
