@@ -245,14 +245,28 @@ def parse_reuse(value: Any, base_dir: Path) -> tuple[str, ...]:
 
 
 def check_config(config: RunConfig) -> None:
-    """Every config-time check of every listed part stage (models resolve, inputs present)."""
-    if config.labels is not None and not Path(config.labels).is_file():
-        raise InputError(f"labels: {config.labels!r} does not exist{path_hint(config.labels)}; fix `labels:` in the config "
-                         "(relative paths are relative to the config file's folder)")
+    """Every config-time check of every listed part stage (models resolve, inputs present), all
+    reported in one pass: a ConfigError when any is a config mistake, else an InputError."""
     from engine.stages.plan import built_stages
 
+    config_errors: list[str] = []
+    input_errors: list[str] = []
+    if config.labels is not None and not Path(config.labels).is_file():
+        input_errors.append(f"labels: {config.labels!r} does not exist{path_hint(config.labels)}; fix `labels:` in the config "
+                            "(relative paths are relative to the config file's folder)")
     for stage in built_stages(config):
-        stage.check_config()
+        try:
+            stage.check_config()
+        except ConfigError as exc:
+            config_errors.extend(error_messages(exc))
+        except InputError as exc:
+            input_errors.append(str(exc))
+    if config_errors:
+        raise_all(config_errors + input_errors)
+    if len(input_errors) == 1:
+        raise InputError(input_errors[0])
+    if input_errors:
+        raise InputError(f"{len(input_errors)} input errors:\n" + "\n".join(f"  - {m}" for m in input_errors))
 
 
 def _yaml_error(path: Path, exc: yaml.YAMLError, text: str = "") -> ConfigError:

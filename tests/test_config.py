@@ -78,3 +78,15 @@ def test_scorer_and_generator_model_paths_resolve_against_the_config_folder(tmp_
     assert [s.params.model for s in config.score.scorers] == [str(tmp_path / "enc"), str(tmp_path / "lm")]
     assert config.section("generate").generators[0].model == str(tmp_path / "gen")
     assert config.section("noise").tokenizer == str(tmp_path.parent / "tok")
+
+
+def test_every_missing_model_of_every_stage_is_reported_in_one_pass(tmp_path):
+    """A config naming several models that are not there says all of them at once, not one per try."""
+    raw = {"input": "in.jsonl", "stages": ["generate", "score"],
+           "generate": {"generators": [{"model": "./gen-a", "card": "starcoder2"}, {"model": "./gen-b", "card": "starcoder2"}]},
+           "score": {"scorers": [{"kind": "embedding", "model": "./enc"}]}}
+    with pytest.raises(ConfigError) as info:
+        config_from_mapping(raw, tmp_path)
+    message = str(info.value)
+    for where in ("generate.generators[0].model", "generate.generators[1].model", "score.scorers[0].model"):
+        assert where in message, message

@@ -7,6 +7,7 @@ from typing import Any, Iterable
 
 import pyarrow as pa
 
+from engine.errors import ConfigError
 from engine.generate.fim import generate_part, plan_generation, signature
 from engine.generate.params import GenerateSection
 from engine.records import GENERATION_SCHEMA
@@ -43,12 +44,18 @@ class GenerateStage(PartStage, Reusable, Rates, NamesGenerators):
         return [g.generator_name for g in self.params.generators]
 
     def check_config(self) -> None:
+        from engine.params import error_messages, raise_all
         from engine.runtime import check_model_name
 
+        errors: list[str] = []  # every generator's missing model at once
         for i, g in enumerate(self.params.generators):
-            check_model_name(g.model, f"generate.generators[{i}].model")
-            if g.tokenizer_name != g.model:
-                check_model_name(g.tokenizer_name, f"generate.generators[{i}].tokenizer", kind="tokenizer")
+            try:
+                check_model_name(g.model, f"generate.generators[{i}].model")
+                if g.tokenizer_name != g.model:
+                    check_model_name(g.tokenizer_name, f"generate.generators[{i}].tokenizer", kind="tokenizer")
+            except ConfigError as exc:
+                errors.extend(error_messages(exc))
+        raise_all(errors)
 
     def model_needs(self) -> list[Any]:
         from engine.runtime.memory import ModelNeed
