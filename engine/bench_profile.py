@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from engine.config_reference import scorers_section
 from engine.errors import ConfigError
 
 FORMAT = 1
@@ -24,8 +25,6 @@ FORMAT = 1
 def scorers_of(config: Any) -> list[str]:
     """The config's scorers as `kind:label` (label: the model, or '' for a model-free scorer): what a
     profile measured, and what a projection needs measured."""
-    from engine.config_reference import scorers_section
-
     section = getattr(config, scorers_section(), None)
     return sorted({f"{s.kind}:{s.scorer_label}" for s in getattr(section, "scorers", ()) or ()})
 
@@ -105,8 +104,6 @@ def check_covers(profile: dict[str, Any], config: Any, path: str | Path) -> list
     if recorded is not None:
         unmeasured = [s for s in scorers_of(config) if s not in set(recorded)]
     else:  # a profile without its scorers: one whose score stage loaded no model measured no model scorer
-        from engine.config_reference import scorers_section
-
         step = f"stage:{scorers_section()}"
         score_loaded = any(s.get("model") for s in profile["steps"] if s["step"] == step)
         unmeasured = [] if score_loaded else [s for s in scorers_of(config) if not s.endswith(":")]

@@ -263,10 +263,7 @@ def check_config(config: RunConfig) -> None:
             input_errors.append(str(exc))
     if config_errors:
         raise_all(config_errors + input_errors)
-    if len(input_errors) == 1:
-        raise InputError(input_errors[0])
-    if input_errors:
-        raise InputError(f"{len(input_errors)} input errors:\n" + "\n".join(f"  - {m}" for m in input_errors))
+    raise_all(input_errors, InputError, "input errors")
 
 
 def _yaml_error(path: Path, exc: yaml.YAMLError, text: str = "") -> ConfigError:

@@ -13,7 +13,7 @@ import types
 import typing
 from typing import Any, ClassVar, Literal, Mapping, Union
 
-from engine.errors import ConfigError
+from engine.errors import BabelscoreError, ConfigError
 from engine.hints import did_you_mean
 
 # The weights dtype of every model entry (generate, round trip, judge, embedding, likelihood):
@@ -103,13 +103,13 @@ def error_messages(exc: ConfigError) -> list[str]:
     return list(getattr(exc, "messages", None) or [str(exc)])
 
 
-def raise_all(errors: list[str]) -> None:
-    """Raise one ConfigError listing every message (the message itself when there is one)."""
+def raise_all(errors: list[str], kind: type[BabelscoreError] = ConfigError, what: str = "config errors") -> None:
+    """Raise one `kind` error listing every message (the message itself when there is one)."""
     if not errors:
         return
     unique = list(dict.fromkeys(errors))
-    text = unique[0] if len(unique) == 1 else f"{len(unique)} config errors:\n" + "\n".join(f"  - {m}" for m in unique)
-    error = ConfigError(text)
+    text = unique[0] if len(unique) == 1 else f"{len(unique)} {what}:\n" + "\n".join(f"  - {m}" for m in unique)
+    error = kind(text)
     error.messages = unique
     raise error
 
