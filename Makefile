@@ -133,7 +133,7 @@ toolchains:
 	@ldconfig -p 2>/dev/null | grep -q 'libseccomp\.so\.2' || ! command -v apt-get >/dev/null 2>&1 || \
 	  { $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libseccomp2; }
 
-# Headless Chromium (Debian's package) for tests/test_report_browser.py; skipped when present.
+# Headless Chromium (Debian's package) for tests/report/test_browser.py; skipped when present.
 browser:
 	@command -v chromium >/dev/null 2>&1 || ! command -v apt-get >/dev/null 2>&1 || \
 	  { $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }

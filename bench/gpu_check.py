@@ -7,7 +7,7 @@ transformers, pyarrow and pytest is enough for steps 1 and 2): it installs nothi
 tiny models on the spot into temporary folders (no model cache, no `engine.demo`, no all-MiniLM
 package needed), and each step that needs a package this Python lacks is skipped with one line.
 Steps, each in a child process of this Python:
-1. the `gpu`-marked tests (tests/test_gpu.py: half precision, real CUDA out of memory, fork
+1. the `gpu`-marked tests (tests/runtime/test_gpu.py: half precision, real CUDA out of memory, fork
    safety after the NVML check, the model worker's device mapping and start method, memory
    returned after release and after a kill, vLLM worker memory where vllm is installed);
 2. bfloat16 encoder scoring against float32: a BERT-base-sized random encoder built here scores
@@ -64,7 +64,7 @@ TINY_ENGINE_BYTES = 4 * 2**30  # a tiny model's weights, activations and a gener
 SHARE = "{share}"  # replaced by tiny_engine_share() when a step runs
 
 STEPS = (
-    Step("tests", ("-m", "pytest", "-q", "-m", "gpu", "tests/test_gpu.py", "-p", "no:cacheprovider"),
+    Step("tests", ("-m", "pytest", "-q", "-m", "gpu", "tests/runtime/test_gpu.py", "-p", "no:cacheprovider"),
          ("pytest", "transformers", "yaml", "pyarrow"), 150, "the gpu-marked tests"),
     Step("encoder", ("bench/gpu_check.py", "--encoder"), ("transformers", "yaml", "pyarrow"), 60,
          "bfloat16 encoder scoring against float32 (values and speed)"),

@@ -20,7 +20,7 @@ both do nothing else:
   optimizer step N (after that step's checkpoint, if one is due), as a lost machine would.
 
 docs/architecture.md lists this module as the only one that may read these variables
-(tests/test_stage_boundaries.py checks it).
+(tests/stages/test_boundaries.py checks it).
 """
 from __future__ import annotations
 

@@ -1,0 +1,56 @@
+"""The config reference is generated from the parameter classes and cannot drift from docs/config.md."""
+from __future__ import annotations
+
+import dataclasses
+import os
+import subprocess
+
+from engine import config as config_module
+from engine.config_reference import TOP_LEVEL, all_params_classes, missing_key_docs, reference_markdown, sections
+from engine.metrics.base import SCORER_KINDS
+from engine.stages.registry import STAGE_ORDER
+from tests.support.paths import PYTHON, REPO
+
+DOC = REPO / "docs" / "config.md"
+ENV = {**os.environ, "PYTHONPATH": str(REPO)}
+
+
+def test_docs_page_is_what_the_generator_prints():
+    proc = subprocess.run(
+        [PYTHON, "-m", "engine.cli", "config", "reference"], capture_output=True, text=True, cwd=REPO, env=ENV
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == reference_markdown()
+    assert DOC.read_text(encoding="utf-8") == proc.stdout, (
+        "docs/config.md is out of date: run `babelscore config reference --write docs/config.md`"
+    )
+    assert "docs/config.md" in (REPO / "README.md").read_text(encoding="utf-8")
+
+
+def test_every_key_of_every_section_has_a_one_line_meaning():
+    undocumented = {f"{where} ({cls.__name__})": missing for where, cls in all_params_classes()
+                    if (missing := missing_key_docs(cls))}
+    assert not undocumented, f"add these keys to the class docstring's Keys: block: {undocumented}"
+
+
+def test_every_section_stage_and_scorer_kind_appears():
+    text = reference_markdown()
+    documented = {name for name, _ in sections()}
+    for stage in STAGE_ORDER:
+        assert f"`{stage}`" in text
+        assert stage == "score" or stage in documented, f"stage {stage!r} has no section in the reference"
+    for kind in SCORER_KINDS:
+        assert f"kind: {kind}" in text
+    top = {key for key, *_ in TOP_LEVEL}
+    sections_keys = {"report", "validation", *config_module.SECTION_NAMES}
+    assert top | sections_keys == set(config_module.TOP_LEVEL_KEYS)
+    for where, cls in all_params_classes():
+        for field in dataclasses.fields(cls):
+            assert f"| `{field.name}` |" in text, (where, field.name)
+
+
+def test_reference_shows_type_default_and_allowed_values():
+    text = reference_markdown()
+    assert "| `bleu_tokenize` | one of 'auto', '13a', 'intl', 'zh', 'char', 'none' | `\"auto\"` |" in text
+    assert "| `model` | str | `required` |" in text
+    assert "| `unknown_error_codes` | one of 'warn', 'reject' | `\"warn\"` |" in text

