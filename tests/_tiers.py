@@ -128,6 +128,7 @@ FAST_MODULES = frozenset({
     "noise/test_noise.py",
     "perturb/test_perturb.py",
     "perturb/test_significance.py",
+    "project/test_comments.py",
     "project/test_private_names.py",
     "project/test_tiers.py",
     "report/test_figures.py",

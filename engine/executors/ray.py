@@ -440,7 +440,7 @@ class StageRun:
                     self._result(ref)
 
     def _check_head(self) -> None:
-        """Raise ClusterError when the head no longer answers: Ray ends a driver whose head is
+        """Raise ClusterError when the head stops answering: Ray ends a driver whose head is
         gone a minute later, so the run must stop (and say so) before that."""
         if not self.ex.address:
             return

@@ -1,6 +1,6 @@
 """No module imports another module's private (`_name`) names: a name used across modules is part
 of its module's interface and is named like it. None is left; an exception would have to be
-listed in ALLOWED, and an entry that no longer matches fails too, so the list only shrinks."""
+listed in ALLOWED, and an entry that matches nothing fails too, so the list only shrinks."""
 from __future__ import annotations
 
 import ast
@@ -49,7 +49,7 @@ def test_no_private_name_is_imported_across_modules() -> None:
     new = sorted(seen - ALLOWED)
     assert not new, "private names used across modules (give the name a public one where it is defined):\n" + "\n".join(map(str, new))
     stale = sorted(ALLOWED - seen)
-    assert not stale, "ALLOWED entries that no longer match (take them out):\n" + "\n".join(map(str, stale))
+    assert not stale, "ALLOWED entries that match nothing (take them out):\n" + "\n".join(map(str, stale))
 
 
 def test_the_check_sees_both_forms(tmp_path: Path) -> None:

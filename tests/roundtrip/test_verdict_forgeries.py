@@ -180,7 +180,7 @@ ATTACKS = {
 
 
 # Written against the split run itself (the candidate as a server, the tests elsewhere): each
-# tries its class again where the tests, the token and the comparison now are.
+# tries its class again where the split run keeps the tests, the token and the comparison.
 GO_OS = {**POLYGLOT["go"], "context": 'import "os"'}
 ATTACKS_ON_THE_SPLIT = {
     "python: patches builtins and os in its own process": (

@@ -1,7 +1,7 @@
 """The memory bound of one sandboxed run holds against memory no per-process limit counts.
 
-One program (a model's completion would need no more than ctypes) tries every way the issue
-found around RLIMIT_AS: memfds (their pages belong to no address space once unmapped), a
+One program (a model's completion would need no more than ctypes) tries every way around
+RLIMIT_AS we know of: memfds (their pages belong to no address space once unmapped), a
 nested user namespace with an uncapped tmpfs of its own, System V shared memory, the capped
 tmpfs mounts filled to the brim and file descriptors without end. It measures the kernel's own
 counters (/proc/meminfo is the host's, not the namespace's) before and at its peak, so the

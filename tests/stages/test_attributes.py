@@ -1,4 +1,4 @@
-"""Stage attributes that replaced central lists: `path_options` (one rule for relative paths),
+"""What a stage declares instead of a central list naming it: `path_options` (one rule for relative paths),
 `seeded` (the run seed reaches every seeded stage; the judges keep theirs), `preflight` (the
 noise tokenizer check, once)."""
 from __future__ import annotations

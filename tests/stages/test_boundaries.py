@@ -7,7 +7,7 @@ What counts, so that the checks cannot be walked around:
   stage's own package, the registry and its stage module, wherever it stands (a call's
   argument, `config.get(...)`, a dict key or value, a comparison, a constant).
 
-The allowed lists below are exact: an entry that no longer matches anything fails too, so an
+The allowed lists below are exact: an entry that matches nothing fails too, so an
 exception is taken out of the list the day its cause is fixed. Each planted-violation test at
 the end copies engine/ to a temporary folder, plants one violation and shows the check finds it.
 """
@@ -168,7 +168,7 @@ def fault_hook_offences(engine: Path) -> list[str]:
     return out
 
 
-# Modules that import by a computed name, each for its own reason (an entry that no longer matches fails).
+# Modules that import by a computed name, each for its own reason (an entry that matches nothing fails).
 ALLOWED_DYNAMIC_IMPORTS: dict[str, tuple[int, str]] = {
     "engine/stages/registry.py": (1, "the registry's own 'module:Class' entries"),
     "engine/config_reference.py": (1, "the Params classes the registry's entries name, for docs/config.md"),
@@ -260,13 +260,13 @@ def _judge(found: set | Counter, allowed: dict) -> tuple[list[str], list[str]]:
 def test_imports_follow_the_layering() -> None:
     new, stale = _judge(edge_offences(ENGINE), ALLOWED_EDGES)
     assert not new, f"imports against the layering of docs/architecture.md ({' < '.join(LAYER_NAMES)}):\n" + "\n".join(new)
-    assert not stale, "ALLOWED_EDGES entries that no longer exist (take them out):\n" + "\n".join(stale)
+    assert not stale, "ALLOWED_EDGES entries that match no import (take them out):\n" + "\n".join(stale)
 
 
 def test_no_stage_name_outside_its_package_and_the_registry() -> None:
     new, stale = _judge(literal_counts(ENGINE), ALLOWED_LITERALS)
     assert not new, "stage names outside their stage (ask the RunPlan instead):\n" + "\n".join(new)
-    assert not stale, "ALLOWED_LITERALS entries that no longer match (fix the count or take them out):\n" + "\n".join(stale)
+    assert not stale, "ALLOWED_LITERALS entries that do not match (fix the count or take them out):\n" + "\n".join(stale)
 
 
 def test_no_test_hook_outside_the_fault_injection_module() -> None:
@@ -276,7 +276,7 @@ def test_no_test_hook_outside_the_fault_injection_module() -> None:
 def test_imports_by_computed_name_are_the_listed_ones() -> None:
     new, stale = _judge(dynamic_import_offences(ENGINE), ALLOWED_DYNAMIC_IMPORTS)
     assert not new, "imports by a computed name (the layering cannot see them; import by name):\n" + "\n".join(new)
-    assert not stale, "ALLOWED_DYNAMIC_IMPORTS entries that no longer match:\n" + "\n".join(stale)
+    assert not stale, "ALLOWED_DYNAMIC_IMPORTS entries that match nothing:\n" + "\n".join(stale)
 
 
 def test_vllm_is_imported_in_one_module() -> None:

