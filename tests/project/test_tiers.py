@@ -17,28 +17,53 @@ def _modules() -> set[str]:
     return {p.relative_to(TESTS).as_posix() for p in TESTS.rglob("test_*.py")}
 
 
-def test_every_test_module_is_classified_once() -> None:
-    both = HEAVY_MODULES & FAST_MODULES
-    assert not both, f"in both HEAVY_MODULES and FAST_MODULES of tests/_tiers.py: {sorted(both)}"
-    missing = _modules() - HEAVY_MODULES - FAST_MODULES
-    assert not missing, ("add each to HEAVY_MODULES or FAST_MODULES in tests/_tiers.py "
-                         f"(heavy: models beyond tiny ones, vLLM, Ray, runs, subprocesses, network, browser): {sorted(missing)}")
-    gone = (HEAVY_MODULES | FAST_MODULES) - _modules()
-    assert not gone, f"tests/_tiers.py names modules that do not exist (take them out): {sorted(gone)}"
+def module_problems(modules: set[str], heavy: frozenset[str] = HEAVY_MODULES, fast: frozenset[str] = FAST_MODULES) -> list[str]:
+    """What is wrong with the module lists for the test modules `modules` (paths inside tests/)."""
+    problems = []
+    if heavy & fast:
+        problems.append(f"in both HEAVY_MODULES and FAST_MODULES of tests/_tiers.py: {sorted(heavy & fast)}")
+    if modules - heavy - fast:
+        problems.append("add each to HEAVY_MODULES or FAST_MODULES in tests/_tiers.py (heavy: models beyond tiny ones, "
+                        f"vLLM, Ray, runs, subprocesses, network, browser): {sorted(modules - heavy - fast)}")
+    if (heavy | fast) - modules:
+        problems.append(f"tests/_tiers.py names modules that do not exist (take them out): {sorted((heavy | fast) - modules)}")
+    return problems
 
 
-def test_every_heavy_test_entry_names_a_test_of_a_fast_module() -> None:
+def heavy_test_problems(entries: frozenset[str] = HEAVY_TESTS, fast: frozenset[str] = FAST_MODULES) -> list[str]:
+    """HEAVY_TESTS entries whose module is not fast or that name no test function of it."""
     stale = []
-    for entry in sorted(HEAVY_TESTS):
+    for entry in sorted(entries):
         module, _, name = entry.partition("::")
-        if module not in FAST_MODULES:
+        if module not in fast:
             stale.append(f"{entry} (its module is not fast: the entry is not needed)")
             continue
         tree = ast.parse((TESTS / module).read_text(encoding="utf-8"))
         defined = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
         if name not in defined:
             stale.append(f"{entry} (no such test function)")
+    return stale
+
+
+def test_every_test_module_is_classified_once() -> None:
+    problems = module_problems(_modules())
+    assert not problems, "\n".join(problems)
+
+
+def test_every_heavy_test_entry_names_a_test_of_a_fast_module() -> None:
+    stale = heavy_test_problems()
     assert not stale, "HEAVY_TESTS entries in tests/_tiers.py to fix:\n" + "\n".join(stale)
+
+
+def test_a_planted_unclassified_module_or_stale_entry_is_found() -> None:
+    modules = _modules()
+    assert module_problems(modules | {"metrics/test_planted.py"}) != []  # a new module in neither list
+    assert module_problems(modules - {"config/test_config.py"}) != []  # an entry whose module is gone
+    assert module_problems(modules, heavy=HEAVY_MODULES | {"config/test_config.py"}) != []  # in both lists
+    fast = sorted(FAST_MODULES)[0]
+    assert heavy_test_problems(HEAVY_TESTS | {f"{fast}::test_planted_name"}) == [f"{fast}::test_planted_name (no such test function)"]
+    heavy = sorted(HEAVY_MODULES)[0]
+    assert heavy_test_problems(frozenset({f"{heavy}::test_x"})) == [f"{heavy}::test_x (its module is not fast: the entry is not needed)"]
 
 
 @pytest.mark.parametrize(("nodeid", "markers", "heavy"), [
