@@ -8,7 +8,7 @@ once and the output equals the local executor's, also under injected faults, com
 `babelscore diff` compares (engine/rundiff.py): a task worker SIGKILLed mid-part, a model actor
 SIGKILLed mid-part, a whole worker node removed while a part runs on it. (The driver SIGKILLed
 and resumed under Ray: tests/executors/test_resume_across_executors.py; single-node kill cases:
-tests/test_ray_executor.py.)
+tests/executors/test_ray_executor.py.)
 """
 from __future__ import annotations
 
