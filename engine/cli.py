@@ -448,9 +448,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
 def _judge_forecast(config: Any, measured: dict | None = None) -> list | None:
     """The judges' forecast on the config's input (None without a judge stage, or when a stage makes the samples)."""
     from engine.judge.forecast import config_forecast
-    from engine.stages import flow
+    from engine.stages.plan import makes_samples
 
-    made = flow.input_source(config.stages) is not None or flow.generates_samples(config.stages)
+    made = makes_samples(config.stages)
     return config_forecast(config, stage_made_samples=made, measured=measured)
 
 
@@ -513,9 +513,9 @@ def cmd_judge(args: argparse.Namespace) -> int:
     if args.out:
         _check_out_file(args.out, "judge render")
     config = load_config(args.config, check=False)  # no model is loaded or checked: nothing is sent
-    from engine.stages import flow
+    from engine.stages.plan import makes_samples
 
-    made = flow.input_source(config.stages) is not None or flow.generates_samples(config.stages)
+    made = makes_samples(config.stages)
     records = list(render_calls(config, args.sample, args.strategy, args.language, args.judge, stage_made_samples=made,
                                 request=args.request))
     text = json.dumps(records, ensure_ascii=False, indent=1) + "\n"
@@ -679,7 +679,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     _setup_logging(args.verbose, args.quiet)
     # Every command may open a run directory; the flow resolver gives it the run's layout.
-    import engine.stages.flow  # noqa: F401
+    import engine.stages.plan  # noqa: F401
     try:
         return args.func(args)
     except BabelscoreError as exc:

@@ -28,7 +28,8 @@ from engine.errors import ConfigError, InputError
 from engine.hints import did_you_mean, path_hint, yaml_tab_hint
 from engine.numerics import DeterministicParams, parse_deterministic
 from engine.params import error_messages, raise_all
-from engine.stages import flow, registry  # flow also installs the layout resolver of run directories
+from engine.stages import plan as _plan  # noqa: F401  (installs the layout resolver of run directories)
+from engine.stages import registry
 from engine.stages.registry import DEFAULT_STAGES, get_stage
 
 BUILTIN_INPUTS = {"demo": Path(__file__).parent / "data" / "demo" / "samples.jsonl"}
@@ -89,19 +90,11 @@ RUN_KEYS = ("name", "input", "labels", "stages", "seed", "part_size", "validatio
 def section_names() -> tuple[str, ...]:
     """Section keys of the registered stages, read from the registry when asked (so a stage
     registered at run time, e.g. by a test, is known)."""
-    return tuple(stage.name for stage in flow.listed(registry.STAGES) if stage.section)
+    return tuple(stage.name for stage in registry.listed() if stage.section)
 
 
 def top_level_keys() -> set[str]:
     return {*RUN_KEYS, *section_names()}
-
-
-def __getattr__(name: str) -> Any:  # SECTION_NAMES / TOP_LEVEL_KEYS: the registry's, when asked
-    if name == "SECTION_NAMES":
-        return section_names()
-    if name == "TOP_LEVEL_KEYS":
-        return top_level_keys()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def resolve_path_options(options: Mapping[str, Any], base_dir: Path, keys: tuple[str, ...]) -> dict[str, Any]:
@@ -194,7 +187,7 @@ def config_from_mapping(
     part_size = collect(lambda: _int_option(raw, "part_size", 64, 1, "a positive integer (samples per part; a file never spans two parts)"), 64)
     input_value = raw.get("input")
     input_path = ""
-    if flow.input_source(ordered) is None:
+    if not _plan.makes_input(ordered):
         if not isinstance(input_value, str) or not input_value:
             errors.append("input: required key is missing; give a Parquet or JSONL sample table (or builtin:demo)")
         else:

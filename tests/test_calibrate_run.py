@@ -6,7 +6,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-import engine.stages.flow  # noqa: F401  a run directory opened without a plan resolves its layout through the flow, as in every entry point
+import engine.stages.plan  # noqa: F401  a run directory opened without a plan resolves its layout through the flow, as in every entry point
 from engine.calibrate.params import CalibrateParams
 from engine.calibrate.run_directory import calibrate_run_dir, score_settings
 from engine.calibrate.thresholds import calibrate

@@ -20,7 +20,7 @@ import pytest
 from PIL import Image
 from sklearn.metrics import cohen_kappa_score, confusion_matrix, f1_score
 
-import engine.stages.flow  # noqa: F401  the layout resolver of run directories (the CLI imports it; a test run alone did not)
+import engine.stages.plan  # noqa: F401  the layout resolver of run directories (the CLI imports it; a test run alone did not)
 from engine.records import CALIBRATION_SCHEMA, LABELS, SAMPLE_SCHEMA, SCORE_SCHEMA
 from engine.taxonomy import accumulate
 

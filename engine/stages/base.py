@@ -2,7 +2,7 @@
 
 Every stage (`Stage`) declares its name, config section and the **declared data flow**:
 `provides` and `consumes` are kinds of rows (SAMPLES, CANDIDATES, SCORES, ...), never other
-stages' names; engine.stages.flow resolves from them which stage's rows a stage reads. It is
+stages' names; engine.stages.plan resolves from them which stage's rows a stage reads. It is
 one of three kinds, each a small base with only its own hooks:
 
 A stage instance is built from its own validated section (`ScoreStage(params)`, by
