@@ -22,7 +22,7 @@ from typing import Any, Callable, Mapping
 
 import yaml
 
-from engine import demo as _demo  # noqa: F401  (installs the `demo:` model builder of the model runtime)
+from engine import demo
 from engine.data.validate import ValidationParams
 from engine.errors import ConfigError, InputError
 from engine.hints import did_you_mean, path_hint, yaml_tab_hint
@@ -148,6 +148,7 @@ def config_from_mapping(
     """
     raw = dict(raw)
     raw.update(overrides or {})
+    demo.install_builder()  # a config may name `demo:` models; its checks build them on first use
     STAGE_ORDER, SECTION_NAMES, TOP_LEVEL_KEYS = tuple(registry.STAGES), section_names(), top_level_keys()
     errors: list[str] = []  # every mistake found, reported together (one pass, not one round per mistake)
 
