@@ -133,6 +133,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from engine.config import load_config
     from engine.report.summary import run_summary
     from engine.runner import execute_run
+    from engine.stages.plan import reopen_run
 
     config = load_config(args.config)
     config = _with_max_rejected(config, getattr(args, "max_rejected", None))
@@ -174,7 +175,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         for bound in plan.part_stages():
             if bound.stage.provides == SCORES:
                 print(f"{bound.name} rows {counts.get(f'{bound.name}_rows')}\n")
-                print(run_summary(summary.run_dir))
+                print(run_summary(reopen_run(summary.run_dir)))
     if plan.layout.has_provider(CALIBRATION) and not quiet:
         print_kappa(summary.run_dir)
     if not quiet:
@@ -220,10 +221,10 @@ def _end_with_data_loss(loss, config) -> None:
 
 
 def _print_reuse(run_dir: str) -> None:
-    from engine.io.rundir import RunDirectory
     from engine.reuse import reuse_lines
+    from engine.stages.plan import reopen_run
 
-    run = RunDirectory.open_existing(run_dir)
+    run = reopen_run(run_dir)
     for line in reuse_lines(run.manifest.reuse, run.layout.reuse_verbs):
         print(line)
 
@@ -243,8 +244,9 @@ def print_kappa(run_dir: str) -> None:
         if note:
             print(note)
         from engine.report.sweep import best_lines
+        from engine.stages.plan import reopen_run
 
-        best = best_lines(run_dir)
+        best = best_lines(reopen_run(run_dir))
         if best:
             print("\n" + best)
 
@@ -474,8 +476,9 @@ def cmd_convert(args: argparse.Namespace) -> int:
 
 def cmd_report(args: argparse.Namespace) -> int:
     from engine.report.build import write_report
+    from engine.stages.plan import reopen_run
 
-    path = write_report(args.run)
+    path = write_report(reopen_run(args.run))
     print(f"report: open {Path(path).resolve()}")
     return 0
 
@@ -678,8 +681,6 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     _setup_logging(args.verbose, args.quiet)
-    # Every command may open a run directory; the flow resolver gives it the run's layout.
-    import engine.stages.plan  # noqa: F401
     try:
         return args.func(args)
     except BabelscoreError as exc:

@@ -26,11 +26,12 @@ from engine import demo
 from engine.data.validate import ValidationParams
 from engine.errors import ConfigError, InputError
 from engine.hints import did_you_mean, path_hint, yaml_tab_hint
+from engine.kinds import INPUT
 from engine.numerics import DeterministicParams, parse_deterministic
 from engine.params import error_messages, raise_all
-from engine.stages import plan as _plan  # noqa: F401  (installs the layout resolver of run directories)
 from engine.stages import registry
-from engine.stages.registry import DEFAULT_STAGES, get_stage
+from engine.stages.base import Stage
+from engine.stages.registry import DEFAULT_STAGES, build_stage, get_stage
 
 BUILTIN_INPUTS = {"demo": Path(__file__).parent / "data" / "demo" / "samples.jsonl"}
 
@@ -95,6 +96,16 @@ def section_names() -> tuple[str, ...]:
 
 def top_level_keys() -> set[str]:
     return {*RUN_KEYS, *section_names()}
+
+
+def makes_input(stages: tuple[str, ...]) -> bool:
+    """Whether a listed `source` stage makes the run's input (the config then needs no `input:`)."""
+    return any(s.kind == "source" and s.provides == INPUT for s in registry.listed(stages))
+
+
+def built_stages(config: RunConfig) -> list[Stage]:
+    """The listed stages in run order, each built from its own section of `config`."""
+    return [build_stage(s.name, config.section(s.name) if s.section else None) for s in registry.listed(config.stages)]
 
 
 def resolve_path_options(options: Mapping[str, Any], base_dir: Path, keys: tuple[str, ...]) -> dict[str, Any]:
@@ -188,7 +199,7 @@ def config_from_mapping(
     part_size = collect(lambda: _int_option(raw, "part_size", 64, 1, "a positive integer (samples per part; a file never spans two parts)"), 64)
     input_value = raw.get("input")
     input_path = ""
-    if not _plan.makes_input(ordered):
+    if not makes_input(ordered):
         if not isinstance(input_value, str) or not input_value:
             errors.append("input: required key is missing; give a Parquet or JSONL sample table (or builtin:demo)")
         else:
@@ -241,8 +252,6 @@ def parse_reuse(value: Any, base_dir: Path) -> tuple[str, ...]:
 def check_config(config: RunConfig) -> None:
     """Every config-time check of every listed part stage (models resolve, inputs present), all
     reported in one pass: a ConfigError when any is a config mistake, else an InputError."""
-    from engine.stages.plan import built_stages
-
     config_errors: list[str] = []
     input_errors: list[str] = []
     if config.labels is not None and not Path(config.labels).is_file():

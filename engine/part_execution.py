@@ -93,8 +93,9 @@ def execute_part(run_root: str, plan: RunPlan, part: PartTask, prepass: dict[str
     with throughput.part_meter() as meter:
         if getattr(config, "reuse", ()):
             from engine.reuse import run_part_reusing
+            from engine.stages.plan import layout_of_run
 
-            table = run_part_reusing(stage, ctx)
+            table = run_part_reusing(stage, ctx, layout_of_run)
         else:
             table = stage.run_part(ctx)
     table = table.cast(stage.schema) if table.schema != stage.schema else table

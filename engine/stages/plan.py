@@ -23,11 +23,14 @@ the stages its manifest lists. docs/architecture.md walks through it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 import pyarrow as pa
 
-from engine.io.layout import DriverWork, RunLayout, use_resolver
+from engine.config import built_stages
+from engine.io.layout import DriverWork, RunLayout
+from engine.io.rundir import RunDirectory
 from engine.stages import registry
 from engine.stages.base import (
     CANDIDATES,
@@ -45,7 +48,6 @@ from engine.stages.base import (
     Stage,
     StageTask,
 )
-from engine.stages.registry import build_stage
 
 
 @dataclass(frozen=True)
@@ -151,11 +153,6 @@ def _input_source(stages: Sequence[Stage]) -> Stage | None:
     return found[0] if found else None
 
 
-def makes_input(stages: Iterable[str]) -> bool:
-    """Whether a listed stage makes the run's input (the config then needs no `input:`)."""
-    return _input_source(registry.listed(stages)) is not None
-
-
 def makes_samples(stages: Iterable[str]) -> bool:
     """Whether a listed stage makes the run's input or its sample rows (the input then needs no prediction)."""
     listed = registry.listed(stages)
@@ -197,9 +194,12 @@ def layout_of_run(stages: Iterable[str]) -> RunLayout:
     return _layout(listed, listed or registry.listed())
 
 
-def built_stages(config: Any) -> list[Stage]:
-    """The listed stages in run order, each built from its own section of `config`."""
-    return [build_stage(s.name, config.section(s.name) if s.section else None) for s in registry.listed(config.stages)]
+def reopen_run(root: str | Path) -> RunDirectory:
+    """A run directory written earlier, opened for reading with the layout of the stages its
+    manifest lists (`babelscore report`, the console's summaries, the analyses' callers)."""
+    run = RunDirectory.open_existing(root)
+    run.use_layout(layout_of_run(run.manifest.config_stages))
+    return run
 
 
 def build_plan(config: Any) -> RunPlan:
@@ -232,5 +232,3 @@ def build_plan(config: Any) -> RunPlan:
         _by_name=bound,
     )
 
-
-use_resolver(layout_of_run)  # run directories opened without a plan resolve their layout here
