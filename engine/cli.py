@@ -6,7 +6,7 @@ import logging
 import shlex
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engine.errors import (
     BabelscoreError,
@@ -22,6 +22,9 @@ from engine.errors import (
     RejectedRowsError,
     RunDirectoryError,
 )
+
+if TYPE_CHECKING:
+    from engine.config import RunConfig
 
 logger = logging.getLogger("engine.cli")
 DEMO_CONFIG = Path(__file__).resolve().parent.parent / "configs" / "demo.yaml"
@@ -447,7 +450,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _judge_forecast(config: Any, measured: dict | None = None) -> list | None:
+def _judge_forecast(config: RunConfig, measured: dict | None = None) -> list | None:
     """The judges' forecast on the config's input (None without a judge stage, or when a stage makes the samples)."""
     from engine.judge.forecast import config_forecast
     from engine.stages.plan import makes_samples

@@ -30,7 +30,7 @@ from engine.kinds import INPUT
 from engine.numerics import DeterministicParams, parse_deterministic
 from engine.params import error_messages, raise_all
 from engine.stages import registry
-from engine.stages.base import Stage
+from engine.stages.base import RunSettings, Stage
 from engine.stages.registry import DEFAULT_STAGES, build_stage, get_stage
 
 BUILTIN_INPUTS = {"demo": Path(__file__).parent / "data" / "demo" / "samples.jsonl"}
@@ -60,6 +60,10 @@ class RunConfig:
         if name in sections:
             return sections[name]
         raise AttributeError(f"{type(self).__name__!r} has no attribute or section {name!r}")
+
+    def settings(self) -> RunSettings:
+        """What a part reads of the run as a whole (engine.stages.base.RunSettings)."""
+        return RunSettings(labels=self.labels, reuse=self.reuse)
 
     def section(self, name: str) -> Any:
         if name not in self.sections:

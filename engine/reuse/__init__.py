@@ -47,7 +47,7 @@ def run_part_reusing(stage: Any, ctx: Any, layout_of: LayoutOf) -> pa.Table:
     record.unlink(missing_ok=True)  # a record of an earlier attempt of this part must not outlive it
     result = None
     if isinstance(stage, Reusable):
-        result = stage.reuse_part(ctx, sources_for(tuple(ctx.config.reuse), layout_of))
+        result = stage.reuse_part(ctx, sources_for(ctx.settings.reuse, layout_of))
     if result is None:
         return stage.run_part(ctx)
     table, per_run, computed = result

@@ -24,13 +24,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Iterable, Sequence
 
 import pyarrow as pa
 
-from engine.config import built_stages
+from engine.config import RunConfig, built_stages
 from engine.io.layout import DriverWork, RunLayout
 from engine.io.rundir import RunDirectory
+from engine.runtime.memory import ModelNeed
 from engine.stages import registry
 from engine.stages.base import (
     CANDIDATES,
@@ -45,6 +46,7 @@ from engine.stages.base import (
     ReportSection,
     ReportSettings,
     Reusable,
+    RunSettings,
     Stage,
     StageTask,
 )
@@ -58,7 +60,7 @@ class BoundStage:
     tasks: tuple[StageTask, ...] = ()
     sample_source: "BoundStage | None" = None  # whose rows its samples are (None: the validated input)
     consumed: tuple[tuple[str, tuple[str, ...]], ...] = ()  # kind -> the earlier part stages it reads it from
-    model_needs: tuple[Any, ...] = ()  # engine.runtime.memory.ModelNeed
+    model_needs: tuple[ModelNeed, ...] = ()
 
     @property
     def name(self) -> str:
@@ -92,13 +94,18 @@ class BoundStage:
 
 @dataclass(frozen=True)
 class RunPlan:
-    config: Any  # engine.config.RunConfig
+    config: RunConfig
     stages: tuple[BoundStage, ...]  # every listed stage, in run order
     layout: RunLayout
-    seed: int | None = None
+    seed: int = 0
     input_source: BoundStage | None = None  # the source stage that makes the run's input (None: `input:`)
     sample_source: BoundStage | None = None  # the stage whose rows are the run's samples (None: the validated input)
     _by_name: dict[str, BoundStage] = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def settings(self) -> RunSettings:
+        """The run-wide settings every part reads (its PartContext's)."""
+        return self.config.settings()
 
     def bound(self, name: str) -> BoundStage:
         """The bound stage a part key or a manifest record names (parts carry their stage's name)."""
@@ -110,7 +117,7 @@ class RunPlan:
     def part_stages(self) -> list[BoundStage]:
         return self.of_kind("part")
 
-    def model_needs(self) -> list[Any]:
+    def model_needs(self) -> list[ModelNeed]:
         return [need for b in self.part_stages() for need in b.model_needs]
 
     def generated_names(self, bound: BoundStage | None = None) -> list[str] | None:
@@ -202,7 +209,7 @@ def reopen_run(root: str | Path) -> RunDirectory:
     return run
 
 
-def build_plan(config: Any) -> RunPlan:
+def build_plan(config: RunConfig) -> RunPlan:
     """Resolve the run once: called by the driver (runner, bench, CLI) on a validated config."""
     stages = built_stages(config)
     bound: dict[str, BoundStage] = {}
@@ -226,7 +233,7 @@ def build_plan(config: Any) -> RunPlan:
         config=config,
         stages=tuple(bound.values()),
         layout=_layout(stages, stages),
-        seed=getattr(config, "seed", None),
+        seed=config.seed,
         input_source=bound.get(source.name) if source is not None else None,
         sample_source=bound.get(samples.name) if samples is not None else None,
         _by_name=bound,
