@@ -200,6 +200,7 @@ def child(args: argparse.Namespace) -> None:
                  object_store_memory=256 * 1024 * 1024)
     from engine.report.build import write_report
     from engine.report.summary import run_summary
+    from engine.stages.plan import reopen_run
 
     stage_seconds: dict[str, float] = {}
     original_timed = throughput.Recorder.timed
@@ -227,12 +228,12 @@ def child(args: argparse.Namespace) -> None:
     summary = runner.execute_run(load_config(args.config), str(work / f"run-{os.getpid()}"), executor_name=args.executor)
     sampler.phase = "summary"
     start = time.perf_counter()
-    text = run_summary(summary.run_dir)
+    text = run_summary(reopen_run(summary.run_dir))
     stage_seconds["summary"] = time.perf_counter() - start
     time.sleep(0.3)  # one more sample of the summary step
     sampler.phase = "report"
     start = time.perf_counter()
-    write_report(summary.run_dir)
+    write_report(reopen_run(summary.run_dir))
     stage_seconds["report"] = time.perf_counter() - start
     time.sleep(0.3)
     sampler.stop.set()

@@ -6,7 +6,7 @@ import logging
 import shlex
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engine.errors import (
     BabelscoreError,
@@ -22,6 +22,9 @@ from engine.errors import (
     RejectedRowsError,
     RunDirectoryError,
 )
+
+if TYPE_CHECKING:
+    from engine.config import RunConfig
 
 logger = logging.getLogger("engine.cli")
 DEMO_CONFIG = Path(__file__).resolve().parent.parent / "configs" / "demo.yaml"
@@ -133,6 +136,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from engine.config import load_config
     from engine.report.summary import run_summary
     from engine.runner import execute_run
+    from engine.stages.plan import reopen_run
 
     config = load_config(args.config)
     config = _with_max_rejected(config, getattr(args, "max_rejected", None))
@@ -174,7 +178,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         for bound in plan.part_stages():
             if bound.stage.provides == SCORES:
                 print(f"{bound.name} rows {counts.get(f'{bound.name}_rows')}\n")
-                print(run_summary(summary.run_dir))
+                print(run_summary(reopen_run(summary.run_dir)))
     if plan.layout.has_provider(CALIBRATION) and not quiet:
         print_kappa(summary.run_dir)
     if not quiet:
@@ -220,10 +224,10 @@ def _end_with_data_loss(loss, config) -> None:
 
 
 def _print_reuse(run_dir: str) -> None:
-    from engine.io.rundir import RunDirectory
     from engine.reuse import reuse_lines
+    from engine.stages.plan import reopen_run
 
-    run = RunDirectory.open_existing(run_dir)
+    run = reopen_run(run_dir)
     for line in reuse_lines(run.manifest.reuse, run.layout.reuse_verbs):
         print(line)
 
@@ -243,8 +247,9 @@ def print_kappa(run_dir: str) -> None:
         if note:
             print(note)
         from engine.report.sweep import best_lines
+        from engine.stages.plan import reopen_run
 
-        best = best_lines(run_dir)
+        best = best_lines(reopen_run(run_dir))
         if best:
             print("\n" + best)
 
@@ -445,12 +450,12 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _judge_forecast(config: Any, measured: dict | None = None) -> list | None:
+def _judge_forecast(config: RunConfig, measured: dict | None = None) -> list | None:
     """The judges' forecast on the config's input (None without a judge stage, or when a stage makes the samples)."""
     from engine.judge.forecast import config_forecast
-    from engine.stages import flow
+    from engine.stages.plan import makes_samples
 
-    made = flow.input_source(config.stages) is not None or flow.generates_samples(config.stages)
+    made = makes_samples(config.stages)
     return config_forecast(config, stage_made_samples=made, measured=measured)
 
 
@@ -474,8 +479,9 @@ def cmd_convert(args: argparse.Namespace) -> int:
 
 def cmd_report(args: argparse.Namespace) -> int:
     from engine.report.build import write_report
+    from engine.stages.plan import reopen_run
 
-    path = write_report(args.run)
+    path = write_report(reopen_run(args.run))
     print(f"report: open {Path(path).resolve()}")
     return 0
 
@@ -513,9 +519,9 @@ def cmd_judge(args: argparse.Namespace) -> int:
     if args.out:
         _check_out_file(args.out, "judge render")
     config = load_config(args.config, check=False)  # no model is loaded or checked: nothing is sent
-    from engine.stages import flow
+    from engine.stages.plan import makes_samples
 
-    made = flow.input_source(config.stages) is not None or flow.generates_samples(config.stages)
+    made = makes_samples(config.stages)
     records = list(render_calls(config, args.sample, args.strategy, args.language, args.judge, stage_made_samples=made,
                                 request=args.request))
     text = json.dumps(records, ensure_ascii=False, indent=1) + "\n"
@@ -678,8 +684,6 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     _setup_logging(args.verbose, args.quiet)
-    # Every command may open a run directory; the flow resolver gives it the run's layout.
-    import engine.stages.flow  # noqa: F401
     try:
         return args.func(args)
     except BabelscoreError as exc:

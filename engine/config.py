@@ -22,14 +22,16 @@ from typing import Any, Callable, Mapping
 
 import yaml
 
-from engine import demo as _demo  # noqa: F401  (installs the `demo:` model builder of the model runtime)
+from engine import demo
 from engine.data.validate import ValidationParams
 from engine.errors import ConfigError, InputError
 from engine.hints import did_you_mean, path_hint, yaml_tab_hint
+from engine.kinds import INPUT
 from engine.numerics import DeterministicParams, parse_deterministic
 from engine.params import error_messages, raise_all
-from engine.stages import flow, registry  # flow also installs the layout resolver of run directories
-from engine.stages.registry import DEFAULT_STAGES, get_stage
+from engine.stages import registry
+from engine.stages.base import RunSettings, Stage
+from engine.stages.registry import DEFAULT_STAGES, build_stage, get_stage
 
 BUILTIN_INPUTS = {"demo": Path(__file__).parent / "data" / "demo" / "samples.jsonl"}
 
@@ -58,6 +60,10 @@ class RunConfig:
         if name in sections:
             return sections[name]
         raise AttributeError(f"{type(self).__name__!r} has no attribute or section {name!r}")
+
+    def settings(self) -> RunSettings:
+        """What a part reads of the run as a whole (engine.stages.base.RunSettings)."""
+        return RunSettings(labels=self.labels, reuse=self.reuse)
 
     def section(self, name: str) -> Any:
         if name not in self.sections:
@@ -89,19 +95,21 @@ RUN_KEYS = ("name", "input", "labels", "stages", "seed", "part_size", "validatio
 def section_names() -> tuple[str, ...]:
     """Section keys of the registered stages, read from the registry when asked (so a stage
     registered at run time, e.g. by a test, is known)."""
-    return tuple(stage.name for stage in flow.listed(registry.STAGES) if stage.section)
+    return tuple(stage.name for stage in registry.listed() if stage.section)
 
 
 def top_level_keys() -> set[str]:
     return {*RUN_KEYS, *section_names()}
 
 
-def __getattr__(name: str) -> Any:  # SECTION_NAMES / TOP_LEVEL_KEYS: the registry's, when asked
-    if name == "SECTION_NAMES":
-        return section_names()
-    if name == "TOP_LEVEL_KEYS":
-        return top_level_keys()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+def makes_input(stages: tuple[str, ...]) -> bool:
+    """Whether a listed `source` stage makes the run's input (the config then needs no `input:`)."""
+    return any(s.kind == "source" and s.provides == INPUT for s in registry.listed(stages))
+
+
+def built_stages(config: RunConfig) -> list[Stage]:
+    """The listed stages in run order, each built from its own section of `config`."""
+    return [build_stage(s.name, config.section(s.name) if s.section else None) for s in registry.listed(config.stages)]
 
 
 def resolve_path_options(options: Mapping[str, Any], base_dir: Path, keys: tuple[str, ...]) -> dict[str, Any]:
@@ -155,6 +163,7 @@ def config_from_mapping(
     """
     raw = dict(raw)
     raw.update(overrides or {})
+    demo.install_builder()  # a config may name `demo:` models; its checks build them on first use
     STAGE_ORDER, SECTION_NAMES, TOP_LEVEL_KEYS = tuple(registry.STAGES), section_names(), top_level_keys()
     errors: list[str] = []  # every mistake found, reported together (one pass, not one round per mistake)
 
@@ -194,7 +203,7 @@ def config_from_mapping(
     part_size = collect(lambda: _int_option(raw, "part_size", 64, 1, "a positive integer (samples per part; a file never spans two parts)"), 64)
     input_value = raw.get("input")
     input_path = ""
-    if flow.input_source(ordered) is None:
+    if not makes_input(ordered):
         if not isinstance(input_value, str) or not input_value:
             errors.append("input: required key is missing; give a Parquet or JSONL sample table (or builtin:demo)")
         else:
@@ -247,8 +256,6 @@ def parse_reuse(value: Any, base_dir: Path) -> tuple[str, ...]:
 def check_config(config: RunConfig) -> None:
     """Every config-time check of every listed part stage (models resolve, inputs present), all
     reported in one pass: a ConfigError when any is a config mistake, else an InputError."""
-    from engine.stages.plan import built_stages
-
     config_errors: list[str] = []
     input_errors: list[str] = []
     if config.labels is not None and not Path(config.labels).is_file():

@@ -146,10 +146,10 @@ def sections() -> list[tuple[str, type[Params]]]:
     Every stage names its class in `Stage.params_class`; a section without one (the score
     stage's list of scorer kinds) is documented by kind instead (`scorer_kinds`).
     """
-    from engine.stages import flow, registry
+    from engine.stages import registry
 
     out = []
-    for stage in flow.listed(registry.STAGES):  # every registered stage, in run order
+    for stage in registry.listed():  # every registered stage, in run order
         if stage.section and stage.params_class:
             out.append((stage.section, _import(stage.params_class)))
     out.append(("validation", _import("engine.data.validate:ValidationParams")))
@@ -158,16 +158,16 @@ def sections() -> list[tuple[str, type[Params]]]:
 
 def scorers_section() -> str:
     """The section key of the stage whose entries are scorers of several kinds (no params class)."""
-    from engine.stages import flow, registry
+    from engine.stages import registry
 
-    return next(s.section for s in flow.listed(registry.STAGES) if s.section and not s.params_class)
+    return next(s.section for s in registry.listed() if s.section and not s.params_class)
 
 
 def path_option_names() -> list[str]:
     """Every option name some stage resolves as a path (`Stage.path_options`), sorted."""
-    from engine.stages import flow, registry
+    from engine.stages import registry
 
-    return sorted({key for stage in flow.listed(registry.STAGES) for key in stage.path_options})
+    return sorted({key for stage in registry.listed() for key in stage.path_options})
 
 
 def scorer_kinds() -> list[tuple[str, type[Params]]]:
@@ -192,7 +192,7 @@ def all_params_classes() -> list[tuple[str, type[Params]]]:
 
 def reference_markdown() -> str:
     """The whole reference page (Markdown)."""
-    from engine.stages.registry import STAGE_ORDER
+    from engine.stages.registry import stage_order
 
     lines = [
         "# Config reference",
@@ -214,7 +214,7 @@ def reference_markdown() -> str:
     ]
     for key, type_text, default, meaning in TOP_LEVEL:
         lines.append(f"| `{key}` | {type_text} | `{default}` | {meaning} |")
-    lines += ["", "## Stages", "", "`stages` lists them in this order: " + ", ".join(f"`{s}`" for s in STAGE_ORDER) + ".", ""]
+    lines += ["", "## Stages", "", "`stages` lists them in this order: " + ", ".join(f"`{s}`" for s in stage_order()) + ".", ""]
     scorers = scorers_section()
     lines += [f"### `{scorers}`", "", f"`{scorers}.scorers` is a non-empty list; each entry has a `kind` "
               "(" + ", ".join(f"`{k}`" for k, _ in scorer_kinds()) + ") and that kind's keys.", ""]

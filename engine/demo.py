@@ -79,8 +79,10 @@ def build_demo_model(root: Path, name: str) -> Path:
     return target
 
 
-# The model runtime resolves `demo:<name>` through this module's builder (it cannot import it).
-use_demo_builder(build_demo_model, demo_model_names)
+def install_builder() -> None:
+    """Give the model runtime this module's builder for `demo:<name>` (it cannot import it: the
+    builders make judge and generate models, layers above it). The config loader calls it."""
+    use_demo_builder(build_demo_model, demo_model_names)
 
 
 def prepare_demo_models(root: Path) -> dict[str, str]:

@@ -78,12 +78,11 @@ def execute_part(run_root: str, plan: RunPlan, part: PartTask, prepass: dict[str
 
     bound = plan.bound(part.stage)  # a part names its stage; the plan holds it bound
     stage = bound.stage
-    config = plan.config
     # One thread count in every process that computes a part (the driver resolved it).
-    numerics.apply(getattr(config, "deterministic", numerics.DeterministicParams()), needs_torch=bool(part.model_key))
+    numerics.apply(plan.config.deterministic, needs_torch=bool(part.model_key))
     ctx = PartContext(
         run_root=Path(run_root),
-        config=config,
+        settings=plan.settings,
         part=part,
         prepass=prepass.get(part.task, {}),
         _input_reader=lambda index: read_part_input(run_root, bound, index),
@@ -91,10 +90,11 @@ def execute_part(run_root: str, plan: RunPlan, part: PartTask, prepass: dict[str
         _consumed={kind: tuple(plan.bound(name).stage for name in names) for kind, names in bound.consumed},
     )
     with throughput.part_meter() as meter:
-        if getattr(config, "reuse", ()):
+        if ctx.settings.reuse:
             from engine.reuse import run_part_reusing
+            from engine.stages.plan import layout_of_run
 
-            table = run_part_reusing(stage, ctx)
+            table = run_part_reusing(stage, ctx, layout_of_run)
         else:
             table = stage.run_part(ctx)
     table = table.cast(stage.schema) if table.schema != stage.schema else table

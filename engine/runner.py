@@ -33,7 +33,7 @@ from engine.prepare import prepare
 from engine.records import SCORE_SCHEMA
 from engine.signature import library_versions
 from engine.stages.base import SCORES, Analyzes, DriverStage, OwnTable, Rates, ReadsGenerators, Stage, prepass_hash
-from engine.stages.plan import BoundStage, RunPlan, build_plan
+from engine.stages.plan import BoundStage, RunPlan, build_plan, reopen_run
 
 logger = logging.getLogger(__name__)
 
@@ -446,7 +446,7 @@ def run_driver_stage(run: RunDirectory, stage: Stage) -> None:
 
 
 def read_scores(run_dir: str) -> pa.Table:
-    run = RunDirectory.open_existing(run_dir)
+    run = reopen_run(run_dir)
     tables = [run.read_parts(prefix, SCORE_SCHEMA) for prefix in run.layout.prefixes(SCORES)]
     return pa.concat_tables(tables) if tables else SCORE_SCHEMA.empty_table()
 

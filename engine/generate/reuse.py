@@ -67,7 +67,7 @@ def generate_part(stage: Any, ctx: Any, sources: ReuseSources) -> tuple[pa.Table
         merged.append(out)
         per_run[run] = per_run.get(run, 0) + 1
     table = pa.Table.from_pylist(merged, schema=GENERATION_SCHEMA)
-    labels_path = getattr(ctx.config, "labels", None)
+    labels_path = ctx.settings.labels
     if labels_path:
         from engine.data.labels import join_labels
 

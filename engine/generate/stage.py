@@ -95,7 +95,7 @@ class GenerateStage(PartStage, Reusable, Rates, NamesGenerators):
         self.require_columns(samples, "the part's samples")
         params = ctx.part.params
         table = generate_part(samples, params, int(ctx.prepass["max_new_tokens"]))
-        labels_path = getattr(ctx.config, "labels", None)
+        labels_path = ctx.settings.labels
         if labels_path:
             from engine.data.labels import join_labels
 

@@ -1,7 +1,8 @@
 """A run's data flow as plain data: what RunDirectory and the report need to read a run.
 
-The flow resolver (engine.stages.flow) makes one from the stages a run lists; the run directory
-and the report only read it, so they never ask for a stage by name (docs/architecture.md).
+The RunPlan (engine.stages.plan) makes one from the stages a run lists, and hands it to the run
+directory and the report (`layout_of_run` for a run directory written earlier); they only read
+it, so they never ask for a stage by name (docs/architecture.md).
 """
 from __future__ import annotations
 
@@ -58,23 +59,3 @@ class RunLayout:
         for section, read in self.report_settings:
             out.update(read(config.get(section) or {}))
         return out
-
-
-# The flow resolver installs the function that makes a layout from a list of stages (for a
-# run directory opened without one: `babelscore report RUN`, reuse sources, analyses). io
-# defines the interface and the resolver implements it, so io imports nothing above it.
-_resolver: Callable[[tuple[str, ...]], RunLayout] | None = None
-
-
-def use_resolver(resolver: Callable[[tuple[str, ...]], RunLayout]) -> None:
-    global _resolver
-    _resolver = resolver
-
-
-def resolve(stages: tuple[str, ...]) -> RunLayout:
-    if _resolver is None:
-        from engine.errors import RunDirectoryError
-
-        raise RunDirectoryError("no data-flow resolver is installed: import engine.config (or engine.stages.flow) before "
-                          "opening a run directory without a layout")
-    return _resolver(stages)

@@ -22,7 +22,7 @@ import pyarrow.parquet as pq
 
 from engine.errors import RunDirectoryError
 from engine.io.atomic import remove_stale_temps, write_json_atomic, write_parquet_atomic
-from engine.io.layout import RunLayout, resolve
+from engine.io.layout import RunLayout
 from engine.io.lock import LOCK_FILE, RunLock
 from engine.io.manifest import Manifest, now
 from engine.kinds import SAMPLES, SCORES
@@ -49,10 +49,11 @@ class RunDirectory:
 
     @property
     def layout(self) -> RunLayout:
-        """The run's data flow as data (engine.io.layout): given by the driver's RunPlan, else
-        resolved once from the stages the manifest lists."""
+        """The run's data flow as data (engine.io.layout), given by whoever opened it: the
+        driver's RunPlan, or `engine.stages.plan.reopen_run` for a run written earlier."""
         if self._layout is None:
-            self._layout = resolve(self.manifest.config_stages)
+            raise RunDirectoryError(f"{self.root}: opened without its layout; open it with "
+                                    "engine.stages.plan.reopen_run (or give `layout=`) to read its rows")
         return self._layout
 
     # ----- opening -------------------------------------------------------------------------

@@ -196,18 +196,11 @@ def _perturb_tables(run: Any) -> Iterator[pa.Table]:
         yield pq.read_table(path, columns=["language", "target", "family", "applied"], schema=PERTURB_SCHEMA)
 
 
-def open_run_dir(run: Any) -> Any:
-    from engine.io.rundir import RunDirectory
-
-    return run if isinstance(run, RunDirectory) else RunDirectory.open_existing(run)
-
-
 def write_sensitivity(run: Any, params: Any) -> Path:
     """Write RUN/sensitivity.parquet after the score stage.
 
-    run: a RunDirectory or a run directory path; params: the `perturb` section (PerturbParams).
+    run: the RunDirectory (with its layout); params: the `perturb` section (PerturbParams).
     """
-    run = open_run_dir(run)
     files = score_task_files(run)
     where = perturbation_filter(params.perturb_predictions)
     tasks = (read_task(paths, where) for _, paths in sorted(files.items()))

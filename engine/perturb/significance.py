@@ -31,7 +31,7 @@ import pyarrow.parquet as pq
 from scipy import stats
 
 from engine.io.atomic import write_parquet_atomic
-from engine.perturb.analysis import open_run_dir, read_task, score_task_files
+from engine.perturb.analysis import read_task, score_task_files
 from engine.records import LABELS, SIGNIFICANCE_SCHEMA
 from engine.stats import williams_test  # noqa: F401 - the test used here, kept importable from this module
 
@@ -180,7 +180,6 @@ def significance_table(run: Any, params: Any) -> pa.Table:
 
 def write_significance(run: Any, params: Any) -> Path:
     """Write RUN/significance.parquet with the `perturb` section's `significance` options (SignificanceParams)."""
-    run = open_run_dir(run)
     table = significance_table(run, params)
     path = run.path(SIGNIFICANCE_FILE)
     write_parquet_atomic(path, table, SIGNIFICANCE_SCHEMA)

@@ -39,7 +39,7 @@ def context_best(ctx: ReportContext) -> list[BestRow]:
         if rows:
             settings = report_settings(ctx.data.manifest, ctx.data.layout)
             correlation, alpha = significance_options(settings)
-            run = RunDirectory.open_existing(str(ctx.data.root))
+            run = RunDirectory.open_existing(str(ctx.data.root), layout=ctx.data.layout)
             best = best_settings(rows, run_scores(run), label_ordinals(run), representative_layers(settings),
                                  BEST_ROWS, correlation, alpha)
         ctx.cache["best"] = best

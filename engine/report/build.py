@@ -19,6 +19,7 @@ from pathlib import Path
 from string import Template
 from typing import Callable
 
+from engine.io.rundir import RunDirectory
 from engine.report import page
 from engine.report.answer import answer_block
 from engine.report.context import FigureWriter, ReportContext, Section
@@ -223,11 +224,13 @@ def _remove_leftovers(root: Path) -> None:
             shutil.rmtree(path, ignore_errors=True)
 
 
-def write_report(run_dir: str) -> str:
-    """Write RUN/report/index.html (figures beside it); returns the path of index.html."""
+def write_report(run: RunDirectory) -> str:
+    """Write RUN/report/index.html (figures beside it); returns the path of index.html.
+
+    run: the run directory opened with its layout (engine.stages.plan.reopen_run)."""
     start = time.perf_counter()
-    root = Path(run_dir)
-    data = load_run(root)
+    root = run.root
+    data = load_run(run)
     _remove_leftovers(root)
     temp = Path(tempfile.mkdtemp(prefix=TMP_PREFIX, dir=root))
     try:

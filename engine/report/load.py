@@ -216,8 +216,8 @@ class RunData:
         return table.to_pylist()
 
 
-def load_run(run_dir: str | Path) -> RunData:
-    run = RunDirectory.open_existing(run_dir)
+def load_run(run: RunDirectory) -> RunData:
+    """What the report reads of `run` (opened with its layout: engine.stages.plan.reopen_run)."""
     stats = read_sample_stats(run)
     scores = None
     if run.kind_files(SCORES):
@@ -239,7 +239,7 @@ def load_run(run_dir: str | Path) -> RunData:
         rejected = pq.read_metadata(rej_path).num_rows
     report_cfg = run.manifest.get("config", {}).get("report", {}) or {}
     return RunData(
-        root=Path(run_dir),
+        root=run.root,
         manifest=run.manifest,
         stats=stats,
         scores=scores,

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from engine.io.rundir import RunDirectory
 from engine.params import Params, require
 from engine.stages.base import REPORT, SAMPLES, DriverStage
 
@@ -44,5 +45,6 @@ class ReportStage(DriverStage):
     def run_driver(self, run: Any) -> None:
         from engine.report.build import write_report
 
-        write_report(str(run.root))
+        # Read afresh from disk (what the run committed), with this run's layout.
+        write_report(RunDirectory.open_existing(run.root, layout=run.layout))
         run.mark_stage(self.name)

@@ -11,6 +11,8 @@ from typing import Iterable
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from engine.io.rundir import RunDirectory
+
 # The variant that represents a metric in the summary (F for P/R/F metrics).
 HEADLINE_VARIANTS = ("score", "F", "avg", "mean-cos")
 STUDY_ORDER = ("en", "nl", "pl", "el", "zh")
@@ -81,8 +83,7 @@ def _scale_note(metrics: set[str]) -> str | None:
     return "(scales: " + "; ".join(named) + ("; the other metrics 0-1" if rest else "") + ")"
 
 
-def run_summary(run_dir: str, noise: str = "none") -> str:
-    """`language_summary` of a run directory, reading its score parts one at a time."""
-    from engine.io.rundir import RunDirectory
-
-    return language_summary(RunDirectory.open_existing(run_dir).score_tables(columns=COLUMNS), noise)
+def run_summary(run: RunDirectory, noise: str = "none") -> str:
+    """`language_summary` of a run directory (a RunDirectory opened with its layout), reading its
+    score parts one at a time."""
+    return language_summary(run.score_tables(columns=COLUMNS), noise)

@@ -15,11 +15,11 @@ import math
 import re
 from collections import defaultdict
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
 
+from engine.io.rundir import RunDirectory
 from engine.kinds import LAYER_SETTING, SIGNIFICANCE_SETTING
 from engine.report.tables import ConfigKey, context_rank, language_name, order_languages, regions_out_of_order, short_scorer
 
@@ -257,15 +257,13 @@ def significance_options(settings: dict[str, Any]) -> tuple[str, float]:
     return str(options.get("correlation", DEFAULT_CORRELATION)), float(options.get("alpha", DEFAULT_ALPHA))
 
 
-def run_best_settings(run_dir: str | Path, agreement: list[dict[str, Any]] | None = None, top: int = BEST_ROWS) -> list[BestRow]:
-    """best_settings of a finished run directory (agreement rows read from its calibration.parquet
-    unless given)."""
+def run_best_settings(run: RunDirectory, agreement: list[dict[str, Any]] | None = None, top: int = BEST_ROWS) -> list[BestRow]:
+    """best_settings of a finished run directory (a RunDirectory opened with its layout;
+    agreement rows read from its calibration.parquet unless given)."""
     import pyarrow.parquet as pq
 
-    from engine.io.rundir import RunDirectory
     from engine.records import CALIBRATION_SCHEMA
 
-    run = RunDirectory.open_existing(str(run_dir))
     if agreement is None:
         path = run.path("calibration.parquet")
         if not path.exists():
@@ -309,7 +307,7 @@ def verdict_text(row: BestRow) -> str:
     return f"{word} (Williams p = {row.p:.3g}, n = {row.n_common})"
 
 
-def best_lines(run_dir: str | Path) -> str:
+def best_lines(run: RunDirectory) -> str:
     """The console's best setting per language (rank 1 of the report's table), one line each; a
     language of the calibration with no fitted setting gets a line with its most frequent reason."""
     import pyarrow.parquet as pq
@@ -317,12 +315,12 @@ def best_lines(run_dir: str | Path) -> str:
     from engine.calibrate.reasons import grouped_reasons
     from engine.records import CALIBRATION_SCHEMA
 
-    path = Path(run_dir) / "calibration.parquet"
+    path = run.path("calibration.parquet")
     if not path.exists():
         return ""
     agreement = [r for r in pq.read_table(path, schema=CALIBRATION_SCHEMA).to_pylist()
                  if r["task"] == "agreement" and (r["group_by"] or "language") == "language"]
-    rows = run_best_settings(run_dir, agreement, top=BEST_ROWS)  # enough rows to see a tie
+    rows = run_best_settings(run, agreement, top=BEST_ROWS)  # enough rows to see a tie
     best = {r.language for r in rows}
     unfitted = sorted({str(r["language"]) for r in agreement if r["language"]} - best)
     if not rows and not unfitted:

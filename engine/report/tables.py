@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 
 from engine import taxonomy
+from engine.io.layout import RunLayout
 from engine.records import LABELS
 
 if TYPE_CHECKING:  # load.py imports this module
@@ -93,8 +94,8 @@ def context_rank(context: str) -> int:
     return CONTEXT_ORDER.index(context) if context in CONTEXT_ORDER else len(CONTEXT_ORDER)
 
 
-def display_status(manifest: dict[str, Any], layout: Any = None) -> str:
-    """The run's status as the page shows it.
+def display_status(manifest: dict[str, Any], layout: RunLayout) -> str:
+    """The run's status as the page shows it (layout: the run's, engine.io.layout).
 
     The runner writes the report as the run's last stage, before it marks the run complete; a
     run whose every other stage has finished (no failed part, scores counted, calibration done
@@ -103,10 +104,6 @@ def display_status(manifest: dict[str, Any], layout: Any = None) -> str:
     status = str(manifest.get("status", "unknown"))
     if status != "running" or manifest.get("failed_parts"):
         return status
-    from engine.io.layout import resolve
-
-    # layout: engine.io.layout.RunLayout of the run (resolved from the manifest's stages when not given)
-    layout = layout or resolve(tuple(manifest.get("config", {}).get("stages", [])))
     done = manifest.get("stages", {})
     counts = manifest.get("counts") or {}
     drivers = layout.driver_stages

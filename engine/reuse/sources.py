@@ -14,16 +14,22 @@ import logging
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import pyarrow.parquet as pq
 
 from engine.errors import RunDirectoryError
+from engine.io.layout import RunLayout
 from engine.io.lock import ReaderLock
 from engine.io.rundir import RunDirectory
 from engine.reuse.keys import generation_input_hash, item_hash
 
 logger = logging.getLogger(__name__)
+
+
+# The layout of a run from the stages its manifest lists (engine.stages.plan.layout_of_run,
+# handed in by part execution: reuse sits below the plan).
+LayoutOf = Callable[[tuple[str, ...]], RunLayout]
 
 
 @dataclass(frozen=True)
@@ -45,10 +51,14 @@ def _task_of(path: Path) -> str:
 class EarlierRun:
     """One earlier run directory, read only."""
 
-    def __init__(self, label: str, root: Path):
+    def __init__(self, label: str, root: Path, layout_of: LayoutOf | None = None):
+        """layout_of: makes that run's layout from its listed stages (None: only its manifest and
+        committed files are read, as the driver's checks do)."""
         self.label = label
         self.root = root
         self.run = RunDirectory.open_existing(root)
+        if layout_of is not None:
+            self.run.use_layout(layout_of(self.run.manifest.config_stages))
         self._item_hashes: dict[tuple[str, str], str | None] | None = None
 
     @property
@@ -125,8 +135,8 @@ class ReuseSources:
         self._generate: dict[str, dict[str, tuple[dict[str, Any], str]]] = {}
 
     @classmethod
-    def open(cls, paths: tuple[str, ...]) -> "ReuseSources":
-        return cls([EarlierRun(p, Path(p)) for p in paths])
+    def open(cls, paths: tuple[str, ...], layout_of: LayoutOf) -> "ReuseSources":
+        return cls([EarlierRun(p, Path(p), layout_of) for p in paths])
 
     def rows_with_identity(self, identity: str, schema: Any) -> Iterator[tuple[dict[str, Any], str]]:
         """(row, earlier run's label) of every committed row of that identity's tasks, earlier
@@ -186,10 +196,10 @@ _SOURCES: dict[tuple[str, ...], ReuseSources] = {}
 _SOURCES_LOCK = threading.Lock()
 
 
-def sources_for(paths: tuple[str, ...]) -> ReuseSources:
+def sources_for(paths: tuple[str, ...], layout_of: LayoutOf) -> ReuseSources:
     with _SOURCES_LOCK:
         if paths not in _SOURCES:
-            _SOURCES[paths] = ReuseSources.open(paths)
+            _SOURCES[paths] = ReuseSources.open(paths, layout_of)
         return _SOURCES[paths]
 
 

@@ -89,9 +89,9 @@ DEMO_DONE_MARKER = ".babelscore-built"
 
 
 class _DemoBuilder:
-    """How `demo:` models are built: engine.demo installs it when imported (its builders make
-    judge and generate models, layers above this one), and the config loader imports engine.demo,
-    so every process that loads a config has it. A process without it (a model worker process)
+    """How `demo:` models are built: the config loader installs engine.demo's builder
+    (`engine.demo.install_builder`; its builders make judge and generate models, layers above
+    this one), so every process that loads a config has it. A process without it (a model worker process)
     still resolves a demo model that is already built."""
 
     build: Any = None  # (root, name) -> folder
@@ -198,7 +198,7 @@ def _resolve_demo(name: str, kind: Kind) -> ResolvedModel:
         path = _demo_builder.build(demo_models_dir(), short)
     elif not (path / DEMO_DONE_MARKER).is_file():
         raise UnresolvedModel(f"demo model {name!r} is not built in {demo_models_dir()} and this process has no "
-                              "builder (importing engine.demo installs it)")
+                              "builder (engine.demo.install_builder installs it)")
     _check_directory(path, name, kind)
     return ResolvedModel(name, "demo", str(path), None, content_hash(path))
 

@@ -2,7 +2,7 @@
 
 Every stage (`Stage`) declares its name, config section and the **declared data flow**:
 `provides` and `consumes` are kinds of rows (SAMPLES, CANDIDATES, SCORES, ...), never other
-stages' names; engine.stages.flow resolves from them which stage's rows a stage reads. It is
+stages' names; engine.stages.plan resolves from them which stage's rows a stage reads. It is
 one of three kinds, each a small base with only its own hooks:
 
 A stage instance is built from its own validated section (`ScoreStage(params)`, by
@@ -102,12 +102,24 @@ def prepass_hash(result: Any) -> str:
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()[:16]
 
 
+@dataclass(frozen=True)
+class RunSettings:
+    """The run-wide settings a part may read; everything else a stage reads is its own params.
+
+    labels: the expert labels table (absolute path) that generated rows are joined with, if any;
+    reuse: earlier run directories whose finished rows this run takes (engine.reuse).
+    """
+
+    labels: str | None = None
+    reuse: tuple[str, ...] = ()
+
+
 @dataclass
 class PartContext:
     """Everything a part may read. Workers build it from the run directory they can see."""
 
     run_root: Path
-    config: Any  # engine.config.RunConfig (not imported: stages must not import the runner)
+    settings: RunSettings
     part: PartTask
     prepass: dict[str, Any] = field(default_factory=dict)
     _input_reader: Any = None  # callable(index) -> pa.Table, set by the runner

@@ -1,25 +1,55 @@
 """The RunPlan: a run resolved once, in the driver, from its validated config.
 
-`build_plan(config)` asks the flow resolver (engine.stages.flow) everything the layers below
-would otherwise look up by stage name: the listed stages bound in run order, each with its
-tasks, the stage whose rows are its samples, the earlier stages whose part `i` it reads (by
-kind), its folder and schema, its model needs; the run's seed, the stages that make its input
-and its samples, and the data-flow layout that RunDirectory and the report read
-(engine.io.layout). The runner, prepare, preflight, both executors (the plan travels to Ray
-workers in place of the bare config), memory planning, reuse, throughput, the console and the
-bench take the plan or the piece of it they need. docs/architecture.md walks through it.
+`build_plan(config)` resolves the declared data flow of the listed stages, built from their
+own sections. Stages declare kinds of rows (`Stage.provides`, `Stage.consumes`:
+engine.stages.base), never each other's names:
+
+- the SAMPLES a stage works on are the rows of the last stage before it that provides SAMPLES
+  (e.g. generation), else the validated input (`samples/part-*.parquet`);
+- any other kind a stage consumes is read from every listed stage before it that provides
+  that kind (e.g. the score stage's CANDIDATES: noise and perturbations), in run order;
+- the run's input comes from a listed `source` stage (e.g. build) when there is one, else
+  from the `input:` file.
+
+The plan holds the listed stages bound in run order, each with its tasks, the stage whose rows
+are its samples, the earlier stages whose part `i` it reads, its folder and schema, its model
+needs; the run's seed, the stages that make its input and its samples, and the data-flow layout
+that RunDirectory and the report read (engine.io.layout). The runner, prepare, preflight, both
+executors (the plan travels to Ray workers in place of the bare config), memory planning,
+reuse, throughput, the console and the bench take the plan or the piece of it they need. A
+run directory written earlier is read through `layout_of_run`, the same resolution applied to
+the stages its manifest lists. docs/architecture.md walks through it.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import Iterable, Sequence
 
 import pyarrow as pa
 
-from engine.io.layout import RunLayout
-from engine.stages import flow
-from engine.stages.base import SAMPLES, NamesGenerators, OwnTable, PartStage, PartTask, Stage, StageTask
-from engine.stages.registry import build_stage
+from engine.config import RunConfig, built_stages
+from engine.io.layout import DriverWork, RunLayout
+from engine.io.rundir import RunDirectory
+from engine.runtime.memory import ModelNeed
+from engine.stages import registry
+from engine.stages.base import (
+    CANDIDATES,
+    INPUT,
+    SAMPLES,
+    DriverStage,
+    NamesGenerators,
+    OwnTable,
+    PartStage,
+    PartTask,
+    Rates,
+    ReportSection,
+    ReportSettings,
+    Reusable,
+    RunSettings,
+    Stage,
+    StageTask,
+)
 
 
 @dataclass(frozen=True)
@@ -30,7 +60,7 @@ class BoundStage:
     tasks: tuple[StageTask, ...] = ()
     sample_source: "BoundStage | None" = None  # whose rows its samples are (None: the validated input)
     consumed: tuple[tuple[str, tuple[str, ...]], ...] = ()  # kind -> the earlier part stages it reads it from
-    model_needs: tuple[Any, ...] = ()  # engine.runtime.memory.ModelNeed
+    model_needs: tuple[ModelNeed, ...] = ()
 
     @property
     def name(self) -> str:
@@ -64,13 +94,18 @@ class BoundStage:
 
 @dataclass(frozen=True)
 class RunPlan:
-    config: Any  # engine.config.RunConfig
+    config: RunConfig
     stages: tuple[BoundStage, ...]  # every listed stage, in run order
     layout: RunLayout
-    seed: int | None = None
+    seed: int = 0
     input_source: BoundStage | None = None  # the source stage that makes the run's input (None: `input:`)
     sample_source: BoundStage | None = None  # the stage whose rows are the run's samples (None: the validated input)
     _by_name: dict[str, BoundStage] = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def settings(self) -> RunSettings:
+        """The run-wide settings every part reads (its PartContext's)."""
+        return self.config.settings()
 
     def bound(self, name: str) -> BoundStage:
         """The bound stage a part key or a manifest record names (parts carry their stage's name)."""
@@ -82,7 +117,7 @@ class RunPlan:
     def part_stages(self) -> list[BoundStage]:
         return self.of_kind("part")
 
-    def model_needs(self) -> list[Any]:
+    def model_needs(self) -> list[ModelNeed]:
         return [need for b in self.part_stages() for need in b.model_needs]
 
     def generated_names(self, bound: BoundStage | None = None) -> list[str] | None:
@@ -102,20 +137,88 @@ class RunPlan:
         return [b for b in self.part_stages() if isinstance(b.stage, OwnTable)]
 
 
-def built_stages(config: Any) -> list[Stage]:
-    """The listed stages in run order, each built from its own section of `config`."""
-    return [build_stage(s.name, config.section(s.name) if s.section else None) for s in flow.listed(config.stages)]
+def _before(stages: Sequence[Stage], stage: str | None) -> Sequence[Stage]:
+    names = [s.name for s in stages]
+    return stages[: names.index(stage)] if stage is not None and stage in names else stages
 
 
-def build_plan(config: Any) -> RunPlan:
+def _providers(stages: Sequence[Stage], kind: str, before: str | None = None) -> list[Stage]:
+    """The part stages among `stages` (in run order) that provide `kind`; only those before `before` when given."""
+    return [s for s in _before(stages, before) if s.kind == "part" and s.provides == kind]
+
+
+def _sample_source(stages: Sequence[Stage], stage: str | None = None) -> Stage | None:
+    """The stage whose rows are the samples `stage` works on (None: the validated input);
+    stage None: the samples of the run as a whole (what analyses and the report read)."""
+    found = _providers(stages, SAMPLES, before=stage)
+    return found[-1] if found else None
+
+
+def _input_source(stages: Sequence[Stage]) -> Stage | None:
+    """The listed source stage that makes the run's input (None: the `input:` file)."""
+    found = [s for s in stages if s.kind == "source" and s.provides == INPUT]
+    return found[0] if found else None
+
+
+def makes_samples(stages: Iterable[str]) -> bool:
+    """Whether a listed stage makes the run's input or its sample rows (the input then needs no prediction)."""
+    listed = registry.listed(stages)
+    return _input_source(listed) is not None or _sample_source(listed) is not None
+
+
+def _layout(stages: Sequence[Stage], known: Sequence[Stage]) -> RunLayout:
+    """The data flow of a run listing `stages` (in run order) as data for RunDirectory and the
+    report; `known`: the stages whose rows it may hold (`stages`, or every registered stage for a
+    run directory that lists none)."""
+    kinds = sorted({s.provides for s in known if s.provides})
+    samples = _sample_source(known)
+
+    def prefixes(kind: str) -> tuple[str, ...]:
+        if kind == SAMPLES:
+            return (f"{samples.name}/",) if samples is not None else ()
+        return tuple(f"{s.name}/" for s in _providers(known, kind))
+
+    return RunLayout(
+        stages=tuple(s.name for s in known),
+        kind_prefixes={kind: prefixes(kind) for kind in kinds},
+        sample_schema=samples.schema if samples is not None else None,
+        providers={kind: [s for s in known if s.provides == kind][-1].name for kind in kinds},
+        part_stages=tuple(s.name for s in stages if s.kind == "part"),
+        driver_stages=tuple(DriverWork(s.name, s.after_complete) for s in stages if isinstance(s, DriverStage)),
+        report_sections=tuple(s.report_section for s in stages if isinstance(s, ReportSection)),
+        report_settings=tuple((s.section or s.name, s.report_settings) for s in stages if isinstance(s, ReportSettings)),
+        reuse_verbs={s.name: s.reuse_verb for s in known if isinstance(s, Reusable)},
+        rates={s.name: s.rates for s in known if isinstance(s, Rates) and s.rates},
+        candidates=tuple(_providers(stages, CANDIDATES)),
+    )
+
+
+def layout_of_run(stages: Iterable[str]) -> RunLayout:
+    """The layout of a run directory from the stages its manifest lists (every registered
+    stage's rows when it lists none, a run directory written by hand; but then no stage's
+    driver work or report section)."""
+    listed = registry.listed(tuple(stages))
+    return _layout(listed, listed or registry.listed())
+
+
+def reopen_run(root: str | Path) -> RunDirectory:
+    """A run directory written earlier, opened for reading with the layout of the stages its
+    manifest lists (`babelscore report`, the console's summaries, the analyses' callers)."""
+    run = RunDirectory.open_existing(root)
+    run.use_layout(layout_of_run(run.manifest.config_stages))
+    return run
+
+
+def build_plan(config: RunConfig) -> RunPlan:
     """Resolve the run once: called by the driver (runner, bench, CLI) on a validated config."""
+    stages = built_stages(config)
     bound: dict[str, BoundStage] = {}
-    for stage in built_stages(config):
+    for stage in stages:
         part = isinstance(stage, PartStage)
-        source = flow.sample_source(config.stages, stage.name) if part else None
+        source = _sample_source(stages, stage.name) if part else None
         consumed: list[tuple[str, tuple[str, ...]]] = []
         for kind in stage.consumes if part else ():
-            providers = ([source] if source is not None else []) if kind == SAMPLES else flow.providers(config.stages, kind, before=stage.name)
+            providers = ([source] if source is not None else []) if kind == SAMPLES else _providers(stages, kind, before=stage.name)
             consumed.append((kind, tuple(p.name for p in providers)))
         bound[stage.name] = BoundStage(
             stage=stage,
@@ -124,14 +227,15 @@ def build_plan(config: Any) -> RunPlan:
             consumed=tuple(consumed),
             model_needs=tuple(stage.model_needs()) if part else (),
         )
-    source = flow.input_source(config.stages)
-    samples = flow.sample_source(config.stages)
+    source = _input_source(stages)
+    samples = _sample_source(stages)
     return RunPlan(
         config=config,
         stages=tuple(bound.values()),
-        layout=flow.layout_of(config.stages),
-        seed=getattr(config, "seed", None),
+        layout=_layout(stages, stages),
+        seed=config.seed,
         input_source=bound.get(source.name) if source is not None else None,
         sample_source=bound.get(samples.name) if samples is not None else None,
         _by_name=bound,
     )
+

@@ -1,7 +1,7 @@
 """The registry of stages: adding a stage is one module and one line here.
 
 Stages are listed in the order they run. Each stage's class says what it is (`kind`: source,
-part or driver) and what rows it provides and consumes (engine.stages.flow resolves that data
+part or driver) and what rows it provides and consumes (engine.stages.plan resolves that data
 flow); nothing else in the engine names a stage. `get_stage(name)` is the stage unbuilt (it
 parses sections, declares the data flow and supplies the layout's params-free hooks); `build_stage(name, params)` is the stage built
 from its validated section, what the RunPlan holds and ships to workers.
@@ -12,7 +12,7 @@ import importlib
 import json
 import os
 from functools import cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Iterable
 
 if TYPE_CHECKING:
     from engine.stages.base import Stage
@@ -68,7 +68,15 @@ def params_type(name: str) -> type | None:
     return None if target is None else _load(target)
 
 
-def __getattr__(name: str) -> Any:
-    if name == "STAGE_ORDER":  # every registered stage, in run order
-        return tuple(STAGES)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+def stage_order() -> tuple[str, ...]:
+    """Every registered stage's name, in run order (read when asked: a stage registered at run
+    time, e.g. by a test, is included)."""
+    return tuple(STAGES)
+
+
+def listed(names: Iterable[str] | None = None, kind: str | None = None) -> list["Stage"]:
+    """The unbuilt stages among `names` (None: every registered stage) in run order; only those
+    of `kind` (part, source, driver) when given."""
+    wanted = set(STAGES if names is None else names)
+    out = [get_stage(name) for name in STAGES if name in wanted]
+    return [s for s in out if kind is None or s.kind == kind]

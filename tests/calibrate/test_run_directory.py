@@ -6,17 +6,18 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-import engine.stages.flow  # noqa: F401  a run directory opened without a plan resolves its layout through the flow, as in every entry point
 from engine.calibrate.params import CalibrateParams
 from engine.calibrate.run_directory import calibrate_run_dir, score_settings
 from engine.calibrate.thresholds import calibrate
 from engine.io.rundir import RunDirectory
 from engine.records import SAMPLE_SCHEMA, SCORE_SCHEMA
 from tests.support.calibration_tables import per_generator_study
+from engine.stages.plan import layout_of_run
 
 
 def _run_dir(tmp_path, samples: pa.Table, scores: pa.Table, n_parts: int) -> RunDirectory:
     run = RunDirectory.open_for_run(tmp_path / "run", {}, "h", {}, resume=False)
+    run.use_layout(layout_of_run(()))  # a run directory written by hand: every registered stage's rows
     (run.root / "samples").mkdir()
     for i, chunk in enumerate(np.array_split(np.arange(samples.num_rows), n_parts)):
         pq.write_table(samples.take(chunk), run.root / "samples" / f"part-{i:05d}.parquet")

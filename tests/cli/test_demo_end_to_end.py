@@ -106,9 +106,10 @@ def test_demo_report_figures_have_no_overlapping_text(demo_run: Path, caplog: py
     import logging
 
     from engine.report.build import write_report
+    from engine.stages.plan import reopen_run
 
     with caplog.at_level(logging.WARNING, logger="engine.report.figures"):
-        write_report(str(demo_run))
+        write_report(reopen_run(demo_run))
     assert not [r.getMessage() for r in caplog.records if ("drawn over" in r.getMessage() or "cut off" in r.getMessage())]
 
 

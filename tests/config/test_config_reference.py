@@ -8,7 +8,7 @@ import subprocess
 from engine import config as config_module
 from engine.config_reference import TOP_LEVEL, all_params_classes, missing_key_docs, reference_markdown, sections
 from engine.metrics.base import SCORER_KINDS
-from engine.stages.registry import STAGE_ORDER
+from engine.stages.registry import stage_order
 from tests.support.paths import PYTHON, REPO
 
 DOC = REPO / "docs" / "config.md"
@@ -36,14 +36,14 @@ def test_every_key_of_every_section_has_a_one_line_meaning():
 def test_every_section_stage_and_scorer_kind_appears():
     text = reference_markdown()
     documented = {name for name, _ in sections()}
-    for stage in STAGE_ORDER:
+    for stage in stage_order():
         assert f"`{stage}`" in text
         assert stage == "score" or stage in documented, f"stage {stage!r} has no section in the reference"
     for kind in SCORER_KINDS:
         assert f"kind: {kind}" in text
     top = {key for key, *_ in TOP_LEVEL}
-    sections_keys = {"report", "validation", *config_module.SECTION_NAMES}
-    assert top | sections_keys == set(config_module.TOP_LEVEL_KEYS)
+    sections_keys = {"report", "validation", *config_module.section_names()}
+    assert top | sections_keys == config_module.top_level_keys()
     for where, cls in all_params_classes():
         for field in dataclasses.fields(cls):
             assert f"| `{field.name}` |" in text, (where, field.name)

@@ -46,8 +46,9 @@ def test_a_run_with_rejected_rows_exits_8_with_the_count_on_its_last_lines(tmp_p
                                      "within_limit": False, "reasons": "r1/rejected.parquet"}
     # ... and its report says so at the top
     from engine.report.build import write_report
+    from engine.stages.plan import reopen_run
 
-    page = Path(write_report(str(tmp_path / "r1"))).read_text(encoding="utf-8")
+    page = Path(write_report(reopen_run(tmp_path / "r1"))).read_text(encoding="utf-8")
     assert '<aside class="notice" id="data-loss">' in page
     assert "6 of 8 input rows (75.0%) were rejected" in page and "exited with status 8" in page
 

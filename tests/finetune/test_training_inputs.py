@@ -30,8 +30,10 @@ from engine.records import LABELS
 
 @pytest.fixture(scope="module")
 def tiny_chat() -> str:
+    from engine.demo import install_builder
     from engine.runtime import check_model_name
 
+    install_builder()
     return check_model_name("demo:tiny-chat", "test").path
 
 

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from types import SimpleNamespace
 
 import pyarrow as pa
 import pytest
@@ -12,7 +11,7 @@ import engine.judge.loading as judge_loading
 from engine.errors import ConfigError
 from engine.judge.stage import JudgeStage
 from engine.records import JUDGMENT_SCHEMA
-from engine.stages.base import PartContext, PartTask
+from engine.stages.base import PartContext, PartTask, RunSettings
 from engine.stages.registry import STAGES, get_stage
 from engine.taxonomy import CLUSTERS
 from tests.support.judge_answers import Scripted, judge_samples
@@ -23,9 +22,8 @@ def _run(tmp_path: Path, monkeypatch, judges: list[dict], table: pa.Table, entry
     stage = JudgeStage(section)
     scripted = Scripted()
     monkeypatch.setattr(judge_loading, "get_chat_backend", lambda params, budget=None: scripted)
-    config = SimpleNamespace(section=lambda name: section)
     task = stage.tasks()[entry]
-    ctx = PartContext(tmp_path, config, PartTask.of(task, 0, stage.directory), _input_reader=lambda i: table)
+    ctx = PartContext(tmp_path, RunSettings(), PartTask.of(task, 0, stage.directory), _input_reader=lambda i: table)
     return stage.run_part(ctx), scripted, task
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from types import SimpleNamespace
 
 import pyarrow as pa
 import pytest
@@ -22,6 +21,7 @@ from engine.llm.requests import ChatRequest, ChatResponse
 from engine.records import SAMPLE_SCHEMA
 from engine.stages.base import PartContext, PartTask
 from tests.support.samples import make_sample, write_jsonl
+from engine.stages.base import PartContext, PartTask, RunSettings
 
 CORPUS = yaml.safe_load((Path(__file__).parent / "golden" / "judge_answers.yaml").read_text(encoding="utf-8"))
 
@@ -181,13 +181,12 @@ def judged_run(tmp_path_factory):
     config_path.write_text(yaml.safe_dump({"name": "r", "input": str(inputs), "stages": ["judge"], "judge": {"judges": [judge]}}))
     section = JudgeStage().parse_section({"judges": [judge]}, root, "judge")
     stage = JudgeStage(section)
-    config = SimpleNamespace(section=lambda name: section)
     task = stage.tasks()[0]
     backend = Fixed('{"evaluations": []}')
     backends_get = judge_loading.get_chat_backend
     judge_loading.get_chat_backend = lambda params, budget=None: backend
     try:
-        ctx = PartContext(root / "out", config, PartTask.of(task, 0, stage.directory),
+        ctx = PartContext(root / "out", RunSettings(), PartTask.of(task, 0, stage.directory),
                           _input_reader=lambda i: pa.Table.from_pylist(rows, schema=SAMPLE_SCHEMA))
         out = stage.run_part(ctx).to_pylist()
     finally:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import importlib.util
 from collections import Counter
-from types import SimpleNamespace
 
 import pyarrow as pa
 import pytest
@@ -16,7 +15,7 @@ import pytest
 from engine.judge.parse import PARSE_CLASSES
 from engine.judge.stage import JudgeStage
 from engine.records import JUDGMENT_SCHEMA, SAMPLE_SCHEMA
-from engine.stages.base import PartContext, PartTask
+from engine.stages.base import PartContext, PartTask, RunSettings
 from engine.testing.tiny_chat import build_tiny_chat_model
 
 pytestmark = pytest.mark.slow
@@ -45,9 +44,8 @@ def _samples() -> pa.Table:
 def _run(judge: dict, tmp_path, table: pa.Table | None = None) -> pa.Table:
     section = JudgeStage().parse_section({"judges": [judge]}, tmp_path, "judge")
     stage = JudgeStage(section)
-    config = SimpleNamespace(section=lambda name: section)
     task = stage.tasks()[0]
-    ctx = PartContext(tmp_path, config, PartTask.of(task, 0, stage.directory), _input_reader=lambda i: _samples() if table is None else table)
+    ctx = PartContext(tmp_path, RunSettings(), PartTask.of(task, 0, stage.directory), _input_reader=lambda i: _samples() if table is None else table)
     return stage.run_part(ctx)
 
 

@@ -207,25 +207,16 @@ def test_params_validate_and_name_the_key():
 def test_stage_run_part_and_scored_rows():
     from engine.perturb.items import scored_perturbations
     from engine.perturb.stage import PerturbStage
-    from engine.stages.base import PartContext, PartTask
+    from engine.stages.base import PartContext, PartTask, RunSettings
 
     params = PerturbStage().parse_section({"families": ["negation", "truncation", "foreign_comment"]}, Path("."), "perturb")
     stage = PerturbStage(params)
     table = _demo()
     part = _by_files(table, 3)[0]
-
-    class Config:
-        stages = ("perturb", "score")
-
-        def section(self, name):
-            assert name == "perturb"
-            return params
-
-    config = Config()
     (task,) = stage.tasks()
     assert stage.needs_prepass(task)
     prepass = stage.prepass(task, iter(_by_files(table, 5)))
-    ctx = PartContext(Path("."), config, PartTask.of(task, 0, stage.directory), prepass, _input_reader=lambda i: part)
+    ctx = PartContext(Path("."), RunSettings(), PartTask.of(task, 0, stage.directory), prepass, _input_reader=lambda i: part)
     out = stage.run_part(ctx)
     assert out.schema == PERTURB_SCHEMA
     originals = out.filter(pa.compute.equal(out["family"], "original")).to_pylist()

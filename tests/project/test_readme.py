@@ -25,6 +25,7 @@ from engine.cli import build_parser
 from engine.config import load_config
 from engine.report.summary import run_summary
 from tests.support.paths import REPO
+from engine.stages.plan import reopen_run
 
 PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 TOP = ("engine/", "kernels/", "tests/", "bench/", "configs/", "docs/", "examples/", ".ci/")
@@ -215,7 +216,7 @@ def test_the_pandas_snippet_prints_the_consoles_numbers(tmp_path, monkeypatch):
 
     run = tmp_path / "runs" / "example"
     assert main(["run", str(REPO / "examples" / "lexical.yaml"), "--out", str(run)]) in (0, 1)
-    console = _console_means(run_summary(str(run)) + "\n")
+    console = _console_means(run_summary(reopen_run(run)) + "\n")
     monkeypatch.chdir(tmp_path)
     namespace: dict = {}
     with contextlib.redirect_stdout(io.StringIO()) as printed:

@@ -65,10 +65,11 @@ def test_fixture_report_layout_holds(browser_page: tuple[Path, str, Path], width
 @pytest.fixture(scope="module")
 def browser_page(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, Path]:
     from engine.report.build import write_report
+    from engine.stages.plan import reopen_run
 
     tmp = tmp_path_factory.mktemp("browser")
     run = build_run_dir(tmp / "run", n_files=3)
-    index = Path(write_report(str(run)))
+    index = Path(write_report(reopen_run(run)))
     screenshot = tmp / "screenshot.png"
     dom = chromium_dom(index, screenshot, tmp / "profile")
     return run, dom, screenshot

@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 from PIL import Image
 
-import engine.stages.flow  # noqa: F401  the layout resolver of run directories (the CLI imports it; a test run alone did not)
+from engine.stages.plan import layout_of_run, reopen_run
 from engine.taxonomy import accumulate
 from tests.support.report_run import LANGUAGES, STUDY_NUMBERS, build_run_dir, check_kappa_cells, parse
 
@@ -26,7 +26,7 @@ def full_report(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     from engine.report.build import write_report
 
     run = build_run_dir(tmp_path_factory.mktemp("report") / "run")
-    return run, write_report(str(run))
+    return run, write_report(reopen_run(run))
 
 
 def test_report_writes_page_and_valid_images(full_report: tuple[Path, str]) -> None:
@@ -99,7 +99,7 @@ def test_run_without_labels_or_noise_says_what_is_missing(tmp_path: Path) -> Non
     from engine.report.build import write_report
 
     run = build_run_dir(tmp_path / "run", labelled=False, noise=False, calibrate=False, n_files=2)
-    text = Path(write_report(str(run))).read_text(encoding="utf-8")
+    text = Path(write_report(reopen_run(run))).read_text(encoding="utf-8")
     assert "Missing from this report" in text
     assert "agreement needs expert labels" in text
     assert "real vs noise distributions need noise scores: the run's stages do not include <code>noise</code>" in text
@@ -121,7 +121,7 @@ def test_labels_without_calibration_explain_the_stage(tmp_path: Path) -> None:
     from engine.report.build import write_report
 
     run = build_run_dir(tmp_path / "run", calibrate=False, noise=False, n_files=1)
-    text = Path(write_report(str(run))).read_text(encoding="utf-8")
+    text = Path(write_report(reopen_run(run))).read_text(encoding="utf-8")
     assert "stages do not include <code>calibrate</code>" in text
     assert '<section id="experts">' in text and "data-correct" in text  # labels alone are enough here
 
@@ -130,7 +130,7 @@ def test_failed_build_keeps_previous_report(tmp_path: Path, monkeypatch: pytest.
     from engine.report import build
 
     run = build_run_dir(tmp_path / "run", noise=False, n_files=2, report={"image_format": "svg", "max_strip_points": 40})
-    first = Path(build.write_report(str(run))).read_text(encoding="utf-8")
+    first = Path(build.write_report(reopen_run(run))).read_text(encoding="utf-8")
     assert ".svg" in first and "Showing a random 40 of" in first
 
     def broken(*args: Any, **kwargs: Any) -> str:
@@ -138,7 +138,7 @@ def test_failed_build_keeps_previous_report(tmp_path: Path, monkeypatch: pytest.
 
     monkeypatch.setattr(build, "SECTION_BUILDERS", [broken])  # fails after the temp folder exists
     with pytest.raises(RuntimeError, match="disk full"):
-        build.write_report(str(run))
+        build.write_report(reopen_run(run))
     assert (run / "report" / "index.html").read_text(encoding="utf-8") == first
     assert not list(run.glob(".report-*"))
 
@@ -147,9 +147,10 @@ def test_status_shown_complete_when_only_the_report_is_left() -> None:
     from engine.report.tables import display_status
 
     config = {"stages": ["score", "calibrate", "report"]}
+    layout = layout_of_run(config["stages"])
     finishing = {"status": "running", "config": config, "counts": {"score_rows": 10}, "stages": {"calibrate": {"done": True}}}
-    assert display_status(finishing) == "complete"
-    assert display_status({**finishing, "stages": {}}) == "running"  # calibration still to come
-    assert display_status({**finishing, "counts": {}}) == "running"  # parts still being scored
-    assert display_status({**finishing, "failed_parts": {"score/x/00000": {}}}) == "running"
-    assert display_status({**finishing, "status": "failed"}) == "failed"
+    assert display_status(finishing, layout) == "complete"
+    assert display_status({**finishing, "stages": {}}, layout) == "running"  # calibration still to come
+    assert display_status({**finishing, "counts": {}}, layout) == "running"  # parts still being scored
+    assert display_status({**finishing, "failed_parts": {"score/x/00000": {}}}, layout) == "running"
+    assert display_status({**finishing, "status": "failed"}, layout) == "failed"

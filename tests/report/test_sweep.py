@@ -83,8 +83,9 @@ def test_layer_figure_marks_the_best_layer(sweep_run: Path) -> None:
 def test_representative_variant_is_the_default_layer(sweep_run: Path) -> None:
     from engine.report.build import report_context
     from engine.report.load import load_run
+    from engine.stages.plan import reopen_run
 
-    ctx = report_context(load_run(sweep_run), sweep_run / "report")
+    ctx = report_context(load_run(reopen_run(sweep_run)), sweep_run / "report")
     variants = {k.variant for k in ctx.head_keys if k.scorer == MODEL}
     assert variants == {f"layer-{DEFAULT_LAYER}/F"}
 
@@ -157,9 +158,10 @@ def test_a_language_without_a_fitted_setting_gets_its_line_and_reason(tmp_path) 
     from engine.report.sweep import best_lines
     from engine.runner import execute_run
     from tests.support.paths import REPO
+    from engine.stages.plan import reopen_run
 
     execute_run(load_config(str(REPO / "examples" / "lexical.yaml")), str(tmp_path / "run"))
-    lines = best_lines(tmp_path / "run").splitlines()
+    lines = best_lines(reopen_run(tmp_path / "run")).splitlines()
     assert lines[1].split()[0] == "English" and "κ" in lines[1]
     languages = [line for line in lines[1:] if not line.startswith("warning:")]
     assert languages[-1].split()[:4] == ["Dutch", "no", "fitted", "setting:"] and "has 1 score(s)" in languages[-1], lines
@@ -212,6 +214,7 @@ def test_a_tie_is_said_as_a_tie_by_the_console_and_the_layer_curve(tmp_path) -> 
     from engine.report.sweep import LayerCurve, best_lines, same_kappa
     from engine.runner import execute_run
     from tests.support.paths import REPO
+    from engine.stages.plan import reopen_run
 
     raw = {"name": "tie", "input": str(REPO / "examples" / "samples.jsonl"), "stages": ["score", "calibrate"],
            "score": {"scorers": [{"kind": "lexical", "metrics": ["bleu"]},
@@ -221,7 +224,7 @@ def test_a_tie_is_said_as_a_tie_by_the_console_and_the_layer_curve(tmp_path) -> 
     cal = _agreement(tmp_path / "run")
     english = cal[(cal["language"] == "en") & cal["fitted"]]["kappa"].tolist()
     assert len(english) == 2 and same_kappa(*english)  # the premise: the two settings tie
-    line = next(line for line in best_lines(tmp_path / "run").splitlines() if line.strip().startswith("English"))
+    line = next(line for line in best_lines(reopen_run(tmp_path / "run")).splitlines() if line.strip().startswith("English"))
     assert f"no single best: 2 settings share κ {english[0]:.2f}" in line and "next:" not in line, line
     curve = LayerCurve("bertscore", "m", "none", "en", [1, 2, 3], [0.5, 0.7, 0.7 + 1e-15], [0.4] * 3, [0.8] * 3, [9] * 3, None)
     assert curve.tied == [2, 3]

@@ -13,7 +13,7 @@ import pytest
 from engine.config import config_from_mapping
 from engine.records import ROUNDTRIP_KEY, ROUNDTRIP_SCHEMA
 from engine.roundtrip.sandbox import STATUSES
-from engine.stages.base import PartContext, PartTask
+from engine.stages.base import PartContext, PartTask, RunSettings
 from engine.stages.registry import build_stage
 from tests.support.paths import PYTHON, REPO
 from tests.support.roundtrip_tasks import ORACLE, TASKS, roundtrip_config
@@ -36,7 +36,7 @@ def test_run_part_oracle_and_tiny_generator(tmp_path, tiny_lm):
     stage = build_stage("roundtrip", config.section("roundtrip"))
     assert stage.own_parts(tmp_path) == [4]
     (task,) = stage.tasks()
-    ctx = PartContext(tmp_path, config, PartTask.of(task, 0, stage.directory))
+    ctx = PartContext(tmp_path, RunSettings(), PartTask.of(task, 0, stage.directory))
     table = stage.run_part(ctx)
     assert table.schema == ROUNDTRIP_SCHEMA
     rows = table.to_pylist()

@@ -13,10 +13,9 @@ from engine import runner
 from engine.config import config_from_mapping
 from engine.errors import StageError
 from engine.io.manifest import Manifest
-from engine.io.rundir import RunDirectory
 from engine.signature import parse_signature
 from engine.stages.base import PartStage, ReadsGenerators
-from engine.stages.plan import build_plan
+from engine.stages.plan import build_plan, reopen_run
 from engine.stages.registry import STAGES, get_stage
 from tests.support.paths import REPO
 from tests.support.samples import write_demo_subset
@@ -64,7 +63,7 @@ def test_a_stage_that_writes_rows_without_a_signature_fails_the_run(
 ) -> None:
     run_dir, config = generated
     shutil.copytree(run_dir, tmp_path / "run")
-    run = RunDirectory.open_existing(tmp_path / "run")
+    run = reopen_run(tmp_path / "run")
     run.manifest["signatures"] = {}
     monkeypatch.setattr(type(get_stage("generate")), "signatures", PartStage.signatures)
     with pytest.raises(StageError, match="generate-tiny-fim.*no signature"):

@@ -139,6 +139,7 @@ def test_damaged_weights_fail_loading_and_the_repair_changes_only_the_identity(t
 
 def test_demo_models_are_built_on_first_use(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("BABELSCORE_DEMO_MODELS", str(tmp_path / "demo"))
+    demo.install_builder()
     with pytest.raises(ConfigError, match=r"^noise\.tokenizer: unknown demo model 'demo:nope'; known: demo:tiny-bart"):
         check_model_name("demo:nope", "noise.tokenizer")
     resolved = check_model_name("demo:tiny-bart", "score.scorers[2].model")

@@ -317,15 +317,15 @@ def test_a_planted_stage_name_as_a_dict_value_is_found(planted_copy) -> None:
 
 
 @pytest.mark.parametrize("planted", [
-    "from engine.stages import flow",  # module level
-    "def _planted():\n    from engine.stages.flow import listed",  # lazy
-    "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from engine.stages.flow import listed",  # type-only
-    'PLANTED = "engine.stages.flow:listed"',  # imported by name later
+    "from engine.stages import plan",  # module level
+    "def _planted():\n    from engine.stages.plan import build_plan",  # lazy
+    "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from engine.stages.plan import build_plan",  # type-only
+    'PLANTED = "engine.stages.plan:build_plan"',  # imported by name later
 ])
-def test_a_planted_import_of_the_flow_resolver_in_io_is_found(planted_copy, planted: str) -> None:
+def test_a_planted_import_of_the_plan_in_io_is_found(planted_copy, planted: str) -> None:
     engine = planted_copy("io/atomic.py", planted)
     new, _ = _judge(edge_offences(engine), ALLOWED_EDGES)
-    assert "('protocols-only', 'engine.io.atomic', 'engine.stages.flow')" in new
+    assert "('protocols-only', 'engine.io.atomic', 'engine.stages.plan')" in new
 
 
 def test_a_planted_import_between_judge_and_generate_is_found(planted_copy) -> None:
@@ -361,9 +361,9 @@ def test_a_planted_test_hook_in_pieces_is_found(planted_copy, planted: str) -> N
 
 
 @pytest.mark.parametrize("planted", [
-    '__import__("engine.stages.flow")', 'import importlib\nimportlib.import_module("engine.stages." + "flow")',
-    'import importlib\nimportlib.import_module(name="engine.stages.flow")', 'import sys\nFLOW = sys.modules["engine.stages.flow"]',
-    'import pkgutil\nLISTED = pkgutil.resolve_name("engine.stages.flow:listed")'])
+    '__import__("engine.stages.plan")', 'import importlib\nimportlib.import_module("engine.stages." + "plan")',
+    'import importlib\nimportlib.import_module(name="engine.stages.plan")', 'import sys\nPLAN = sys.modules["engine.stages.plan"]',
+    'import pkgutil\nBUILD = pkgutil.resolve_name("engine.stages.plan:build_plan")'])
 def test_a_planted_import_by_computed_name_is_found(planted_copy, planted: str) -> None:
     new, _ = _judge(dynamic_import_offences(planted_copy("io/atomic.py", planted)), ALLOWED_DYNAMIC_IMPORTS)
     assert new == ["engine/io/atomic.py: 1 (allowed 0)"]
@@ -400,12 +400,12 @@ def test_an_allowed_entry_that_no_longer_exists_fails() -> None:
 # ----- one place per stage, small protocols -----------------------------------------------------
 def test_each_stage_class_lives_in_its_own_package() -> None:
     """engine/<stage>/stage.py (its package's `stage` module); engine/stages/ keeps only the
-    protocols, the registry, the flow resolver and the plan."""
+    protocols, the registry and the plan."""
     for name in STAGES:
         stage = get_stage(name)
         assert type(stage).__module__ == f"{stage.package}.stage", (name, type(stage).__module__)
     kept = sorted(p.name for p in (ENGINE / "stages").glob("*.py"))
-    assert kept == ["__init__.py", "base.py", "flow.py", "plan.py", "registry.py"]
+    assert kept == ["__init__.py", "base.py", "plan.py", "registry.py"]
 
 
 STAGE_MODULE_MAX_LINES = 150  # a stage module adapts its package's domain modules to the protocol

@@ -32,7 +32,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
     ("machinery", frozenset({"reuse"})),  # generic services the stages call (reuse: sources, keys, bookkeeping)
     ("domain", frozenset({"data", "metrics", "generate", "judge", "perturb", "roundtrip", "calibrate", "noise",
                           "report", "prime", "demo", "finetune", "testing"})),
-    ("resolver", frozenset({"stages.registry", "stages.flow", "stages.plan", "stages", "config", "config_reference"})),
+    ("resolver", frozenset({"stages.registry", "stages.plan", "stages", "config", "config_reference"})),
     ("driver", frozenset({"part_execution", "prepare", "preflight", "executors", "runner", "console", "projection", "bench_profile", "cli",
                           "rundiff"})),
 )
@@ -54,7 +54,7 @@ def module_name(engine: Path, path: Path) -> str:
 
 
 def unit_of(module: str) -> str:
-    """engine.report.load -> report; engine.stages.flow -> stages.flow; engine.cli -> cli."""
+    """engine.report.load -> report; engine.stages.plan -> stages.plan; engine.cli -> cli."""
     parts = module.split(".")[1:]
     if not parts:
         return "__init__"

@@ -96,6 +96,6 @@ class ToyStage(PartStage, Reusable, ReportSection):
     def report_section(self, ctx: Any) -> tuple[str, str, str]:
         from engine.io.rundir import RunDirectory
 
-        files = RunDirectory.open_existing(ctx.data.root).kind_files(TOY_ROWS)
+        files = RunDirectory.open_existing(ctx.data.root, layout=ctx.data.layout).kind_files(TOY_ROWS)
         total = sum(sum(pq.read_table(f, schema=TOY_SCHEMA)["reference_chars"].to_pylist()) for f in files)
         return ("toy", "Toy stage", f"<p class=toy>{len(files)} toy part(s), {html.escape(str(total))} reference characters</p>")
