@@ -19,8 +19,8 @@ import psutil
 import pytest
 from conftest import PYTHON, REPO
 
-from engine.roundtrip import sandbox
-from engine.roundtrip.sandbox import SandboxLimits
+from engine.sandbox import process
+from engine.sandbox.process import SandboxLimits
 
 ITERATIONS = 20
 SCRIPT = REPO / "bench" / "bench_concurrent_engines.py"
@@ -30,7 +30,7 @@ LIMITS = SandboxLimits(uid=POOL[0], uid_slots=len(POOL))
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="runs claim uids of the pool only as root")
 def test_two_engines_round_trip_at_once_without_probe_failure_or_leftover():
-    why = sandbox.unavailable(LIMITS)
+    why = process.unavailable(LIMITS)
     if why:
         pytest.skip(why)
     pool = POOL

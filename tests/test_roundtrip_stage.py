@@ -13,7 +13,7 @@ from conftest import PYTHON, REPO
 
 from engine.config import config_from_mapping
 from engine.records import ROUNDTRIP_KEY, ROUNDTRIP_SCHEMA
-from engine.roundtrip.sandbox import STATUSES
+from engine.sandbox.process import STATUSES
 from engine.stages.base import PartContext, PartTask
 from engine.stages.registry import build_stage
 

@@ -173,8 +173,8 @@ ALLOWED_DYNAMIC_IMPORTS: dict[str, tuple[int, str]] = {
     "engine/stages/registry.py": (1, "the registry's own 'module:Class' entries"),
     "engine/config_reference.py": (1, "the Params classes the registry's entries name, for docs/config.md"),
     "engine/metrics/base.py": (1, "a scorer class by its kind, from the scorer table"),
-    "engine/roundtrip/proxies/__init__.py": (1, "the signature proxy of a programming language"),
-    "engine/roundtrip/syntax.py": (1, "a tree-sitter grammar package (not an engine module)"),
+    "engine/sandbox/proxies/__init__.py": (1, "the signature proxy of a programming language"),
+    "engine/sandbox/syntax.py": (1, "a tree-sitter grammar package (not an engine module)"),
     "engine/runtime/model_process.py": (1, "the worker builds the model its parent names ('module:function')"),
 }
 VLLM_MODULE = "engine/llm/vllm_backend.py"  # the only module that imports vllm
