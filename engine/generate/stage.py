@@ -97,7 +97,7 @@ class GenerateStage(PartStage, Reusable, Rates, NamesGenerators):
         table = generate_part(samples, params, int(ctx.prepass["max_new_tokens"]))
         labels_path = getattr(ctx.config, "labels", None)
         if labels_path:
-            from engine.data.labels import join_labels
+            from engine.generate.labels import join_labels
 
             table = join_labels(table, labels_path)
         return table

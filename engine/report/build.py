@@ -22,20 +22,13 @@ from typing import Callable
 from engine.report import page
 from engine.report.answer import answer_block
 from engine.report.context import FigureWriter, ReportContext, Section
+from engine.report.keys import short_scorer
 from engine.report.load import RunData, load_run
 from engine.report.page import PAGE
 from engine.report.sections import NOISE_TASKS, STUDY_SECTIONS
 from engine.report.sweep import report_settings, representative_layers
 from engine.report.sweep_sections import sweep_sections
-from engine.report.tables import (
-    by_key,
-    calibration_keys,
-    display_status,
-    figure_groups,
-    headline_keys,
-    headline_variants,
-    short_scorer,
-)
+from engine.report.tables import by_key, calibration_keys, display_status, figure_groups, headline_keys, headline_variants
 
 logger = logging.getLogger(__name__)
 
