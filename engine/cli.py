@@ -131,7 +131,6 @@ def _setup_logging(verbose: bool, quiet: bool = False) -> None:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from engine.config import load_config
-    from engine.report.summary import run_summary
     from engine.runner import execute_run
 
     config = load_config(args.config)
@@ -158,7 +157,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     _print_reuse(summary.run_dir)
     for line in console.resume_lines(summary.parts_by_stage):
         print(line)
-    from engine.kinds import CALIBRATION, ROUNDTRIP_ROWS, SCORES
+    from engine.kinds import CALIBRATION
     from engine.stages.plan import build_plan
 
     plan = summary.plan or build_plan(config)
@@ -169,12 +168,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         )
     if not quiet:
         for bound in plan.part_stages():
-            if bound.stage.provides == ROUNDTRIP_ROWS:
-                print("\n".join(console.roundtrip_lines(Path(summary.run_dir) / bound.directory)))
-        for bound in plan.part_stages():
-            if bound.stage.provides == SCORES:
-                print(f"{bound.name} rows {counts.get(f'{bound.name}_rows')}\n")
-                print(run_summary(summary.run_dir))
+            lines = bound.stage.console_lines(Path(summary.run_dir), counts)
+            if lines:
+                print("\n".join(lines))
     if plan.layout.has_provider(CALIBRATION) and not quiet:
         print_kappa(summary.run_dir)
     if not quiet:

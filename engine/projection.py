@@ -192,8 +192,8 @@ def _config_dict(plan: Any, input_path: str | None, task_limit: int | None, rows
     if task_limit is not None:
         for stage in (b.stage for b in plan.own_tables()):
             if stage.section in data:
-                data[stage.section] = stage.limit_own_table(data[stage.section], task_limit,
-                                                            max(1, -(-task_limit // PARTS_PER_TASK)))
+                data[stage.section] = stage.own_table().limited(data[stage.section], task_limit,
+                                                                max(1, -(-task_limit // PARTS_PER_TASK)))
     return data
 
 
@@ -320,8 +320,8 @@ def _warm_per_row(stage: str, runs: Sequence[Measured]) -> float | None:
 
 
 def _full_tasks(plan: Any) -> int:
-    """Rows of the task tables of the listed stages that have their own (`OwnTable`, the RunPlan's)."""
-    return sum(b.stage.own_table_rows() or 0 for b in plan.own_tables())
+    """Rows of the task tables of the listed stages that have their own (`own_table`, the RunPlan's)."""
+    return sum(b.stage.own_table().rows for b in plan.own_tables())
 
 
 def input_size(config: Any) -> tuple[int, int]:

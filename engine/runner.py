@@ -32,7 +32,7 @@ from engine.part_execution import PartTask, read_part_input, release_models, sam
 from engine.prepare import prepare
 from engine.records import SCORE_SCHEMA
 from engine.signature import library_versions
-from engine.stages.base import SCORES, Analyzes, DriverStage, OwnTable, Rates, ReadsGenerators, Stage, prepass_hash
+from engine.stages.base import SCORES, Analyzes, DriverStage, Rates, Stage, prepass_hash
 from engine.stages.plan import BoundStage, RunPlan, build_plan
 
 logger = logging.getLogger(__name__)
@@ -140,7 +140,7 @@ def _waits_for(run: RunDirectory, plan: RunPlan, bound: BoundStage, index: int) 
 def run_part_stage(run: RunDirectory, plan: RunPlan, bound: BoundStage, executor: Any) -> dict[str, int]:
     """Run the parts of a bound stage not committed yet; returns {"kept": committed before, "run": tried now}."""
     stage_name = bound.name
-    rows_per_part = bound.stage.own_parts(run.root) if isinstance(bound.stage, OwnTable) else None
+    rows_per_part = bound.stage.input_parts(run.root)
     # A stage that cuts its own input (cut in RUN/ before its parts run) waits for no other stage.
     reads_earlier_stages = rows_per_part is None
     if rows_per_part is None:
@@ -189,7 +189,7 @@ def record_signatures(run: RunDirectory, plan: RunPlan) -> None:
     for bound in plan.part_stages():
         prepass = _prepass_results(run, plan, bound)
         for task in bound.tasks:
-            signatures = _signatures(plan, bound, task, prepass.get(task.task, {}))
+            signatures = bound.stage.signatures(task, prepass.get(task.task, {}))
             if signatures:
                 run.manifest.record_signatures(task.task, present_languages_only(signatures, languages))
     run.save()
@@ -200,14 +200,6 @@ def record_signatures(run: RunDirectory, plan: RunPlan) -> None:
             f"task(s) {unsigned} wrote rows but record no signature in the manifest; the stage's `signatures()` "
             "must describe every task whose rows it writes (model identity, options, versions)",
         )
-
-
-def _signatures(plan: RunPlan, bound: BoundStage, task: Any, prepass: dict[str, Any]) -> dict[str, Any]:
-    """A task's signatures; a stage that `ReadsGenerators` gets the names its samples carry."""
-    stage = bound.stage
-    if isinstance(stage, ReadsGenerators):
-        return stage.generator_signatures(task, prepass, plan.generated_names(bound))
-    return stage.signatures(task, prepass)
 
 
 def _record_reuse(run: RunDirectory, plan: RunPlan) -> None:

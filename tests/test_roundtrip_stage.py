@@ -63,7 +63,7 @@ def test_run_part_oracle_and_tiny_generator(tmp_path, tiny_lm):
     }, part_size=4)
     config = config_from_mapping(raw, tmp_path)
     stage = build_stage("roundtrip", config.section("roundtrip"))
-    assert stage.own_parts(tmp_path) == [4]
+    assert stage.input_parts(tmp_path) == [4]
     (task,) = stage.tasks()
     ctx = PartContext(tmp_path, config, PartTask.of(task, 0, stage.directory))
     table = stage.run_part(ctx)

@@ -225,10 +225,32 @@ def vllm_import_offences(engine: Path) -> list[str]:
 
 
 def stage_hooks(engine: Path) -> set[str]:
-    """The method names of the protocols and capabilities (engine/stages/base.py)."""
+    """The method names of the protocols and capabilities (engine/stages/base.py), and the data a
+    part stage declares or is handed (`row_generators`, `samples`): every stage has those, so
+    probing for one is asking the wrong question."""
     tree = parse((engine / "stages" / "base.py").read_text(encoding="utf-8"))
-    return {n.name for c in ast.walk(tree) if isinstance(c, ast.ClassDef) for n in c.body
-            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and not n.name.startswith("_")}
+    methods = {n.name for c in ast.walk(tree) if isinstance(c, ast.ClassDef) for n in c.body
+               if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and not n.name.startswith("_")}
+    part_stage = next(c for c in ast.walk(tree) if isinstance(c, ast.ClassDef) and c.name == "PartStage")
+    data = {n.target.id for n in part_stage.body if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)
+            and not ast.unparse(n.annotation).startswith("ClassVar")}
+    return methods | data
+
+
+def row_kind_branches(engine: Path) -> list[str]:
+    """A driver module that branches on the kind of rows a stage provides (`stage.provides ==
+    SCORES`) instead of asking the stage (e.g. `console_lines`). The plan and the layout, which
+    resolve the data flow from those kinds, are engine/stages/ and engine/io/layout.py."""
+    out = []
+    for path in sorted(engine.rglob("*.py")):
+        rel = "engine/" + path.relative_to(engine).as_posix()
+        if rel.startswith("engine/stages/") or rel == "engine/io/layout.py":
+            continue
+        for node in ast.walk(parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Compare) and any(
+                    isinstance(side, ast.Attribute) and side.attr == "provides" for side in (node.left, *node.comparators)):
+                out.append(f"{rel}:{node.lineno}: {ast.unparse(node)}")
+    return out
 
 
 def capability_probe_offences(engine: Path) -> list[str]:
@@ -288,6 +310,16 @@ def test_vllm_is_imported_in_one_module() -> None:
 
 def test_capabilities_are_found_by_isinstance() -> None:
     assert capability_probe_offences(ENGINE) == []
+
+
+def test_the_console_asks_the_stage_not_the_row_kind() -> None:
+    assert row_kind_branches(ENGINE) == []
+
+
+def test_a_planted_row_kind_branch_is_found(planted_copy) -> None:
+    engine = planted_copy("cli.py", "def planted(bound, SCORES):\n    return bound.stage.provides == SCORES")
+    assert row_kind_branches(engine) == [f"engine/cli.py:{(engine / 'cli.py').read_text().count(chr(10))}: "
+                                         "bound.stage.provides == SCORES"]
 
 
 # ----- planted violations: each check finds its own ------------------------------------------
@@ -396,7 +428,9 @@ def test_a_planted_import_of_a_stage_class_is_found(planted_copy) -> None:
 @pytest.mark.parametrize("planted", [
     "def probe(stage):\n    return hasattr(stage, 'reuse_part')",
     "def probe(stage):\n    return getattr(stage, 'report_section', None)",
-    "def probe(stage, PartStage):\n    return type(stage).run_part is not PartStage.run_part"])
+    "def probe(stage, PartStage):\n    return type(stage).run_part is not PartStage.run_part",
+    "def probe(stage):\n    return getattr(stage, 'row_generators', None)",
+    "def probe(stage):\n    return hasattr(stage, 'own_table')"])
 def test_a_planted_capability_probe_is_found(planted_copy, planted: str) -> None:
     assert capability_probe_offences(planted_copy("runner.py", planted))
 

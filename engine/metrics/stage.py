@@ -76,6 +76,12 @@ class ScoreStage(PartStage, Reusable, Rates, ReportSettings):
             scorer.use_corpus_idf(prepass["idf"], prepass_hash(prepass))
         return scorer.signatures()
 
+    def console_lines(self, run_dir: Path, counts: dict[str, Any]) -> list[str]:
+        """Its row count and the mean score per setting and language."""
+        from engine.report.summary import run_summary
+
+        return [f"{self.name} rows {counts.get(f'{self.name}_rows')}", "", run_summary(str(run_dir))]
+
     def report_settings(self, options: dict[str, Any]) -> dict[str, Any]:
         """The layer each embedding scorer reports without a sweep (engine.metrics.section.reported_layers)."""
         return {LAYER_SETTING: reported_layers(options)}
