@@ -37,6 +37,7 @@ from typing import Any, Sequence
 import yaml
 
 from engine.errors import ConfigError, StageError
+from engine.io.manifest import Manifest
 
 logger = logging.getLogger(__name__)
 
@@ -217,12 +218,12 @@ def run_once(plan: Any, workdir: Path, label: str, input_path: str | None, task_
     total, total_cpu = time.perf_counter() - start, _children_cpu() - cpu_start
     if returncode != 0:
         raise StageError("bench", f"the {label} run exited with {returncode}:\n{stderr[-3000:]}")
-    manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
-    section = manifest.get("throughput", {})
+    manifest = Manifest.load(out / "manifest.json")
+    section = manifest.throughput
     kept = {name: entry for name, entry in section.get("steps", {}).items() if not name.startswith("prepass:")}
     steps = {name: entry["wall_s"] for name, entry in kept.items()}
     cpu_steps = {name: entry.get("cpu_s", 0.0) for name, entry in kept.items()}
-    counts = manifest.get("counts", {})
+    counts = manifest.counts
     tasks_index = out / "roundtrip_tasks" / "index.json"
     tasks = json.loads(tasks_index.read_text(encoding="utf-8"))["n_tasks"] if tasks_index.exists() else 0
     from engine.judge.forecast import measured_completion

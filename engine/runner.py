@@ -174,12 +174,11 @@ def run_part_stage(run: RunDirectory, plan: RunPlan, bound: BoundStage, executor
 
 
 def _record_placements(run: RunDirectory, executor: Any, parts: list[PartTask]) -> None:
-    """manifest["placements"]: for each part committed now, the node, host and process that computed it."""
-    placed = run.manifest.setdefault("placements", {})
+    """The manifest's placements: for each part committed now, the node, host and process that computed it."""
     for part in parts:
         where = executor.placements.get(part.key)
         if where is not None and run.is_done(part.key):
-            placed[part.key] = {k: where.get(k) for k in ("node_id", "hostname", "pid", "attempts")}
+            run.manifest.record_placement(part.key, {k: where.get(k) for k in ("node_id", "hostname", "pid", "attempts")})
 
 
 def record_signatures(run: RunDirectory, plan: RunPlan) -> None:
@@ -291,7 +290,7 @@ def execute_run(
             # it failed and why, never "running" with nobody running it; `--resume` continues it.
             translated = _translated(exc, run)
             try:
-                if run.manifest.get("status") == "running":  # a view drawn after "complete" leaves the run complete
+                if run.manifest.status == "running":  # a view drawn after "complete" leaves the run complete
                     run.fail(f"{type(translated).__name__}: {translated}")
             except OSError as save_error:  # a full disk may not take the manifest either: the error still says what to do
                 logger.warning("could not record the failure in the manifest: %s", save_error)
@@ -370,7 +369,7 @@ def _execute(run: RunDirectory, plan: RunPlan, executor_name: str, ray_address: 
         if PartFailedError("", causes).budget_caused and not blocked:
             # Judges at their spending caps: a clean stop, said once, recorded with its reasons.
             reasons = sorted({c.removeprefix("BudgetExhaustedError: ") for c in causes})
-            run.manifest["budget_stop"] = {"parts": sorted(failed), "reasons": reasons}
+            run.manifest.record_budget_stop(sorted(failed), reasons)
             run.finish("stopped")
             raise BudgetStopError(
                 f"the judge stage stopped at a spending cap ({len(failed)} part(s) not finished): {reasons[0]}"

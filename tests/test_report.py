@@ -336,12 +336,13 @@ def test_failed_build_keeps_previous_report(tmp_path: Path, monkeypatch: pytest.
 
 
 def test_status_shown_complete_when_only_the_report_is_left() -> None:
+    from engine.io.manifest import Manifest
     from engine.report.tables import display_status
 
     config = {"stages": ["score", "calibrate", "report"]}
     finishing = {"status": "running", "config": config, "counts": {"score_rows": 10}, "stages": {"calibrate": {"done": True}}}
-    assert display_status(finishing) == "complete"
-    assert display_status({**finishing, "stages": {}}) == "running"  # calibration still to come
-    assert display_status({**finishing, "counts": {}}) == "running"  # parts still being scored
-    assert display_status({**finishing, "failed_parts": {"score/x/00000": {}}}) == "running"
+    assert display_status(Manifest(finishing)) == "complete"
+    assert display_status(Manifest({**finishing, "stages": {}})) == "running"  # calibration still to come
+    assert display_status(Manifest({**finishing, "counts": {}})) == "running"  # parts still being scored
+    assert display_status(Manifest({**finishing, "failed_parts": {"score/x/00000": {}}})) == "running"
     assert display_status({**finishing, "status": "failed"}) == "failed"

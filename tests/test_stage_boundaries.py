@@ -273,6 +273,30 @@ def capability_probe_offences(engine: Path) -> list[str]:
     return out
 
 
+# What reads or writes a dict in place: on a manifest, only engine/io/manifest.py may.
+DICT_ACCESS = frozenset({"get", "setdefault", "pop", "popitem", "update", "items", "keys", "values", "clear"})
+
+
+def _is_manifest(node: ast.AST) -> bool:
+    return (isinstance(node, ast.Name) and node.id == "manifest") or (isinstance(node, ast.Attribute) and node.attr == "manifest")
+
+
+def manifest_dict_access(engine: Path) -> list[str]:
+    """`manifest[...]` or `manifest.get(...)` (and the other dict methods) outside
+    engine/io/manifest.py: what a run records is read and written through `Manifest`'s methods."""
+    out = []
+    for path in sorted(engine.rglob("*.py")):
+        rel = "engine/" + path.relative_to(engine).as_posix()
+        if rel == "engine/io/manifest.py":
+            continue
+        for node in ast.walk(parse(path.read_text(encoding="utf-8"))):
+            if (isinstance(node, ast.Subscript) and _is_manifest(node.value)) or (
+                    isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in DICT_ACCESS
+                    and _is_manifest(node.func.value)):
+                out.append(f"{rel}:{node.lineno}: {ast.unparse(node)}")
+    return out
+
+
 def _judge(found: set | Counter, allowed: dict) -> tuple[list[str], list[str]]:
     if isinstance(found, Counter):
         new = [f"{k}: {n} (allowed {allowed.get(k, (0,))[0]})" for k, n in sorted(found.items()) if n != allowed.get(k, (0,))[0]]
@@ -310,6 +334,19 @@ def test_vllm_is_imported_in_one_module() -> None:
 
 def test_capabilities_are_found_by_isinstance() -> None:
     assert capability_probe_offences(ENGINE) == []
+
+
+def test_the_manifest_is_read_and_written_through_its_methods() -> None:
+    assert manifest_dict_access(ENGINE) == []
+
+
+@pytest.mark.parametrize("planted", [
+    'def planted(run):\n    return run.manifest["status"]',
+    'def planted(manifest):\n    manifest["x"] = 1',
+    'def planted(data):\n    return data.manifest.get("counts", {})'])
+def test_a_planted_manifest_dict_access_is_found(planted_copy, planted: str) -> None:
+    found = manifest_dict_access(planted_copy("report/build.py", planted))
+    assert len(found) == 1 and found[0].startswith("engine/report/build.py:")
 
 
 def test_the_console_asks_the_stage_not_the_row_kind() -> None:

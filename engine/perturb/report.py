@@ -48,7 +48,7 @@ def _fmt(value: Any, digits: int = 3) -> str:
 def sensitivity_section(data: Any, fw: Any, section: Callable[..., Any]) -> Any | None:
     anchor, title = "sensitivity", "Perturbation sensitivity"
     path = data.root / "sensitivity.parquet"
-    stages = data.manifest.get("config", {}).get("stages", [])
+    stages = data.manifest.config_stages
     if not path.exists():
         if "perturb" not in stages:
             return None

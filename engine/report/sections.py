@@ -73,10 +73,10 @@ def _no_scores_reason(ctx: ReportContext) -> str:
     data = ctx.data
     if "score" not in data.stages:
         return "the run has no score rows: its stages do not include <code>score</code>"
-    failed = len(data.manifest.get("failed_parts") or {})
+    failed = len(data.manifest.failed_parts)
     if failed:
         return f"the run has no score rows: {failed} part(s) failed (see <a href='#run'>the run section</a>)"
-    return f"the run has no score rows yet (run status: {esc(str(data.manifest.get('status')))})"
+    return f"the run has no score rows yet (run status: {esc(str(data.manifest.status))})"
 
 
 # ----- Table 1, Table 2 -------------------------------------------------------------------------

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from engine import taxonomy
+from engine.io.manifest import Manifest
 from engine.records import LABELS
 from engine.report.keys import BASE_LANGUAGE, HEADLINE_ORDER, ConfigKey, context_rank, order_languages
 
@@ -21,22 +22,22 @@ if TYPE_CHECKING:
     from engine.report.load import SampleStats, ScoreIndex
 
 
-def display_status(manifest: dict[str, Any], layout: Any = None) -> str:
+def display_status(manifest: Manifest, layout: Any = None) -> str:
     """The run's status as the page shows it.
 
     The runner writes the report as the run's last stage, before it marks the run complete; a
     run whose every other stage has finished (no failed part, scores counted, calibration done
     when configured) is shown as complete rather than running.
     """
-    status = str(manifest.get("status", "unknown"))
-    if status != "running" or manifest.get("failed_parts"):
+    status = str(manifest.status or "unknown")
+    if status != "running" or manifest.failed_parts:
         return status
     from engine.io.layout import resolve
 
     # layout: engine.io.layout.RunLayout of the run (resolved from the manifest's stages when not given)
-    layout = layout or resolve(tuple(manifest.get("config", {}).get("stages", [])))
-    done = manifest.get("stages", {})
-    counts = manifest.get("counts") or {}
+    layout = layout or resolve(manifest.config_stages)
+    done = manifest.stage_records
+    counts = manifest.counts
     drivers = layout.driver_stages
     counted = all(f"{name}_rows" in counts for name in layout.part_stages)
     driven = all(done.get(s.name, {}).get("done") for s in drivers if not s.after_complete)

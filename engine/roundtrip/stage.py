@@ -103,7 +103,7 @@ class RoundTripStage(PartStage, Rates, ReportSection):
     def report_section(self, ctx: Any) -> tuple[str, str, str] | None:
         from engine.roundtrip.report import section_html
 
-        body = section_html(ctx.data.root, ctx.data.manifest.get("signatures", {}))
+        body = section_html(ctx.data.root, ctx.data.manifest.signatures)
         return None if body is None else ("roundtrip", "Execution round trip", body)
 
     def signatures(self, task: StageTask, prepass: dict[str, Any]) -> dict[str, Any]:
