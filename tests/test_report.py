@@ -345,4 +345,4 @@ def test_status_shown_complete_when_only_the_report_is_left() -> None:
     assert display_status(Manifest({**finishing, "stages": {}})) == "running"  # calibration still to come
     assert display_status(Manifest({**finishing, "counts": {}})) == "running"  # parts still being scored
     assert display_status(Manifest({**finishing, "failed_parts": {"score/x/00000": {}}})) == "running"
-    assert display_status({**finishing, "status": "failed"}) == "failed"
+    assert display_status(Manifest({**finishing, "status": "failed"})) == "failed"
