@@ -193,8 +193,9 @@ def _config_dict(plan: Any, input_path: str | None, task_limit: int | None, rows
     if task_limit is not None:
         for stage in (b.stage for b in plan.own_tables()):
             if stage.section in data:
-                data[stage.section] = stage.own_table().limited(data[stage.section], task_limit,
-                                                                max(1, -(-task_limit // PARTS_PER_TASK)))
+                own = stage.own_table()
+                data[stage.section] = {**data[stage.section], own.limit_option: task_limit,
+                                       own.per_part_option: max(1, -(-task_limit // PARTS_PER_TASK))}
     return data
 
 

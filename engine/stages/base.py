@@ -153,10 +153,6 @@ class OwnTable:
     limit_option: str
     per_part_option: str
 
-    def limited(self, options: dict[str, Any], limit: int, per_part: int) -> dict[str, Any]:
-        """Section options that cap the table at `limit` rows, `per_part` a part (the bench's small runs)."""
-        return {**options, self.limit_option: limit, self.per_part_option: per_part}
-
 
 class Stage(ABC):
     """What every stage declares, whatever its kind: identity, config section, data flow."""
