@@ -121,7 +121,7 @@ wordnet:
 	    --no-install-recommends wordnet-base wordnet-sense-index; }
 
 # The round trip's sandbox (bubblewrap) and the toolchains of its six programming languages, from
-# Debian's packages (engine/roundtrip/languages.py runs them from /usr/bin inside the sandbox).
+# Debian's packages (engine/sandbox/languages.py runs them from /usr/bin inside the sandbox).
 # libseccomp (Debian's libseccomp2) builds the sandbox's seccomp filter through pyseccomp.
 # Skipped when all are present or without apt-get.
 TOOLCHAIN_PACKAGES := bwrap:bubblewrap node:nodejs g++:g++ javac:default-jdk-headless go:golang-go rustc:rustc

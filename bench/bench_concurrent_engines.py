@@ -22,11 +22,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from engine.roundtrip import bwrap, orchestrate, sandbox
-from engine.roundtrip.cgroup import ROOT
-from engine.roundtrip.sandbox import SandboxLimits
+from engine.roundtrip import orchestrate
 from engine.roundtrip.tasks import load_tasks
-from engine.roundtrip.uids import uid_processes
+from engine.sandbox import bwrap, process
+from engine.sandbox.cgroup import ROOT
+from engine.sandbox.process import SandboxLimits
+from engine.sandbox.uids import uid_processes
 
 # A pool of its own, shared by the engines: what runs under these uids afterwards is theirs.
 POOL_UID, POOL_SLOTS = 233000, 4
@@ -39,7 +40,7 @@ def worker(iterations: int) -> dict:
     probe_failures, not_passed = [], []
     for _ in range(iterations):
         bwrap.forget()
-        why = sandbox.unavailable(LIMITS)
+        why = process.unavailable(LIMITS)
         if why:
             probe_failures.append(why[:200])
             continue
@@ -54,7 +55,7 @@ def leftovers(before: set[str]) -> dict:
     files in the temporary directory owned by them (other work on the machine writes there too)."""
     pool = range(LIMITS.uid, LIMITS.uid + LIMITS.uid_slots)
     processes = [pid for uid in pool for pid in uid_processes(uid)]
-    # A zombie of the last run is reaped by the init that adopted it (engine.roundtrip.uids.end_uid):
+    # A zombie of the last run is reaped by the init that adopted it (engine.sandbox.uids.end_uid):
     # it is a leftover only if it is still there a while later.
     deadline = time.monotonic() + 10
     while processes and time.monotonic() < deadline:
@@ -83,7 +84,7 @@ def main() -> int:
     if args.worker:
         print(json.dumps(worker(args.iterations)))
         return 0
-    why = sandbox.unavailable(LIMITS)  # the pool's lock folder exists before the snapshot
+    why = process.unavailable(LIMITS)  # the pool's lock folder exists before the snapshot
     if why:
         print(f"skipped: {why}")
         return 0

@@ -9,7 +9,7 @@ and the solution each run as a server in a sandbox of their own, called by the e
 
     PYTHONPATH=. python bench/bench_roundtrip.py [--limit N] [--isolation hook] [--difftest]
 
-A sandboxed run is a split run (engine.roundtrip.relay): the solution as a server in one
+A sandboxed run is a split run (engine.sandbox.relay): the solution as a server in one
 sandbox, the tests through a proxy in another. It passes only when the tests' harness reported
 the run's token after the last assert (exit status 0 alone is not a pass), so 164/164 also
 checks that every canonical solution's values cross the proxy intact.
@@ -28,10 +28,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from engine.roundtrip import values
 from engine.roundtrip.difftest import agreement, generate_inputs
-from engine.roundtrip.languages import run_tests
-from engine.roundtrip.sandbox import SandboxLimits, isolation_name
 from engine.roundtrip.scores import correctness
 from engine.roundtrip.tasks import load_tasks, python_program
+from engine.sandbox.languages import run_tests
+from engine.sandbox.process import SandboxLimits, isolation_name
 
 # Measured on 2 shared cores with the tests in the candidate's process (busy and quiet machine).
 ANCHOR_RATIO = "0.39-0.76"

@@ -226,6 +226,7 @@ def mini_run() -> None:
     import yaml
 
     from engine.config import load_config
+    from engine.io.manifest import Manifest
     from engine.runner import execute_run
 
     with tempfile.TemporaryDirectory(prefix="babelscore-gpu-check-") as tmp:
@@ -234,14 +235,14 @@ def mini_run() -> None:
         path.write_text(yaml.safe_dump(config), encoding="utf-8")
         started = time.perf_counter()
         execute_run(load_config(path), str(Path(tmp) / "run"), executor_name="local")
-        manifest = json.loads((Path(tmp) / "run" / "manifest.json").read_text(encoding="utf-8"))
-        records = manifest["models"]
+        manifest = Manifest.load(Path(tmp) / "run" / "manifest.json")
+        records = manifest.models
         overlaps = 0
         ordered = sorted(records, key=lambda r: r["loaded_at"])
         for earlier, later in zip(ordered, ordered[1:]):
             overlaps += earlier["device"] == later["device"] and earlier["released_at"] > later["loaded_at"]
         print("MINI-RUN " + json.dumps({
-            "seconds": time.perf_counter() - started, "status": manifest["status"], "counts": manifest["counts"],
+            "seconds": time.perf_counter() - started, "status": manifest.status, "counts": manifest.counts,
             "overlaps": overlaps, "driver_vllm": sum(r["pid"] == os.getpid() and r["stage"] in ("generate", "judge") for r in records),
             "models": [{k: r.get(k) for k in ("model", "stage", "device", "physical_device", "peak_device_bytes",
                                                "peak_host_bytes", "device_bytes_source")} for r in records],

@@ -134,7 +134,6 @@ def _setup_logging(verbose: bool, quiet: bool = False) -> None:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from engine.config import load_config
-    from engine.report.summary import run_summary
     from engine.runner import execute_run
     from engine.stages.plan import reopen_run
 
@@ -162,7 +161,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     _print_reuse(summary.run_dir)
     for line in console.resume_lines(summary.parts_by_stage):
         print(line)
-    from engine.kinds import CALIBRATION, ROUNDTRIP_ROWS, SCORES
+    from engine.kinds import CALIBRATION
     from engine.stages.plan import build_plan
 
     plan = summary.plan or build_plan(config)
@@ -172,13 +171,11 @@ def cmd_run(args: argparse.Namespace) -> int:
             + (f" (see {summary.run_dir}/rejected.parquet)" if counts.get("rejected_rows") else "")
         )
     if not quiet:
+        finished = reopen_run(summary.run_dir)
         for bound in plan.part_stages():
-            if bound.stage.provides == ROUNDTRIP_ROWS:
-                print("\n".join(console.roundtrip_lines(Path(summary.run_dir) / bound.directory)))
-        for bound in plan.part_stages():
-            if bound.stage.provides == SCORES:
-                print(f"{bound.name} rows {counts.get(f'{bound.name}_rows')}\n")
-                print(run_summary(reopen_run(summary.run_dir)))
+            lines = bound.stage.console_lines(finished, counts)
+            if lines:
+                print("\n".join(lines))
     if plan.layout.has_provider(CALIBRATION) and not quiet:
         print_kappa(summary.run_dir)
     if not quiet:

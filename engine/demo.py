@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Callable
 if TYPE_CHECKING:
     import subprocess
 
+from engine.io.manifest import Manifest
 from engine.runtime.names import DEMO_DONE_MARKER as DONE_MARKER
 from engine.runtime.names import use_demo_builder
 
@@ -113,7 +114,6 @@ def one_off_lines(built: list[str], build_s: float, run_dirs: list[Path], warmed
     one-off caches the background warm-up filled (a step of 2 CPU-s or more did real work), and
     model loads, the vLLM engine starts above all (every run; the first on a machine is slower,
     as it reads the libraries from disk), from the runs' manifests."""
-    import json
 
     lines = []
     if built:
@@ -126,7 +126,7 @@ def one_off_lines(built: list[str], build_s: float, run_dirs: list[Path], warmed
     for run_dir in run_dirs:
         manifest = Path(run_dir) / "manifest.json"
         if manifest.exists():
-            for record in json.loads(manifest.read_text(encoding="utf-8")).get("models", []):
+            for record in Manifest.load(manifest).models:
                 if record.get("load_s") is not None:
                     loads.append((float(record["load_s"]), str(record["model"]), str(record["stage"])))
     for seconds, model, stage in sorted(loads, reverse=True)[:3]:

@@ -5,10 +5,8 @@ at the input table or across sections, so that a mistake stops the run before an
 instead of failing every part later:
 
 - the input exists and has a readable format (unless a source stage, e.g. `build`, makes it);
-- each listed stage's own `Stage.preflight` hook, and for a stage that `ReadsGenerators` (the
-  noise stage: every generator has a tokenizer) its check of the generator names it will see:
-  those of the stage that generates its samples (`NamesGenerators.row_generators`) when the run
-  generates, else the distinct `generator` values of the input (read only when called);
+- each listed stage's own `Stage.preflight` hook (the noise stage: every generator it will see
+  has a tokenizer; the RunPlan handed it where its samples come from, `SampleOrigin`);
 - every local model folder the run loads is whole: config.json, the safetensors headers and
   sizes, a tokenizer's vocabulary file (engine.runtime.model_files; DamagedModelError names the file);
 - every model the run loads fits its device's memory budget on its own (estimated from its
@@ -22,7 +20,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from engine.errors import ConfigError
 
@@ -36,19 +34,15 @@ WARNING_PREFIX = "warning: "
 def preflight(plan: Any) -> list[str]:
     """Run every check of a RunPlan (engine.stages.plan); ConfigError on the first failing one.
     Returns what was checked (for the CLI)."""
-    from engine.stages.base import ReadsGenerators
-
     config = plan.config
     done = []
     if plan.input_source is None:
         _check_input(config.input)
         done.append(f"input {config.input} exists and is a Parquet / JSON Lines file")
     for bound in plan.stages:
-        stage = bound.stage
-        checked = [stage.preflight()]
-        if isinstance(stage, ReadsGenerators):
-            checked.append(stage.check_generators(lambda bound=bound: run_generators(plan, bound)))
-        done.extend(line for line in checked if line)
+        checked = bound.stage.preflight()
+        if checked:
+            done.append(checked)
     done.extend(_check_model_files(plan))
     done.extend(_check_memory(plan))
     return done
@@ -100,32 +94,3 @@ def _check_input(path: str) -> None:
         input_format(path)
     except InputError as exc:
         raise ConfigError(f"input: {exc}") from None
-
-
-def run_generators(plan: Any, bound: Any) -> list[str | None]:
-    """The generator names a bound stage will see (None: input rows without a generator)."""
-    generated = plan.generated_names(bound)
-    if generated is not None:
-        return generated
-    if plan.input_source is not None:
-        return [None]
-    return sorted(set(_input_generators(plan.config.input)), key=lambda g: (g is None, g or ""))
-
-
-def _input_generators(path: str) -> Iterator[str | None]:
-    """The `generator` column of the input, streamed (only that column is decoded for Parquet)."""
-    from engine.data.reader import input_format, iter_raw_rows
-
-    if input_format(path) == "parquet":
-        import pyarrow.parquet as pq
-
-        parquet = pq.ParquetFile(path)
-        if "generator" not in parquet.schema_arrow.names:
-            yield None
-            return
-        for batch in parquet.iter_batches(columns=["generator"]):
-            yield from batch.column(0).to_pylist()
-        return
-    for row in iter_raw_rows(path):
-        value = (row.values or {}).get("generator")
-        yield value if isinstance(value, str) else None

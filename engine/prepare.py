@@ -18,8 +18,8 @@ from typing import Any, Iterator
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
-from engine.data.labels import join_labels
 from engine.errors import InputError
+from engine.generate.labels import join_labels
 from engine.io.atomic import write_parquet_atomic
 from engine.io.rundir import RunDirectory
 from engine.records import REJECTED_SCHEMA, SAMPLE_SCHEMA

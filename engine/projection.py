@@ -37,6 +37,7 @@ from typing import Any, Sequence
 import yaml
 
 from engine.errors import ConfigError, StageError
+from engine.io.manifest import Manifest
 
 logger = logging.getLogger(__name__)
 
@@ -192,8 +193,9 @@ def _config_dict(plan: Any, input_path: str | None, task_limit: int | None, rows
     if task_limit is not None:
         for stage in (b.stage for b in plan.own_tables()):
             if stage.section in data:
-                data[stage.section] = stage.limit_own_table(data[stage.section], task_limit,
-                                                            max(1, -(-task_limit // PARTS_PER_TASK)))
+                own = stage.own_table()
+                data[stage.section] = {**data[stage.section], own.limit_option: task_limit,
+                                       own.per_part_option: max(1, -(-task_limit // PARTS_PER_TASK))}
     return data
 
 
@@ -217,12 +219,12 @@ def run_once(plan: Any, workdir: Path, label: str, input_path: str | None, task_
     total, total_cpu = time.perf_counter() - start, _children_cpu() - cpu_start
     if returncode != 0:
         raise StageError("bench", f"the {label} run exited with {returncode}:\n{stderr[-3000:]}")
-    manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
-    section = manifest.get("throughput", {})
+    manifest = Manifest.load(out / "manifest.json")
+    section = manifest.throughput
     kept = {name: entry for name, entry in section.get("steps", {}).items() if not name.startswith("prepass:")}
     steps = {name: entry["wall_s"] for name, entry in kept.items()}
     cpu_steps = {name: entry.get("cpu_s", 0.0) for name, entry in kept.items()}
-    counts = manifest.get("counts", {})
+    counts = manifest.counts
     tasks_index = out / "roundtrip_tasks" / "index.json"
     tasks = json.loads(tasks_index.read_text(encoding="utf-8"))["n_tasks"] if tasks_index.exists() else 0
     from engine.judge.forecast import measured_completion
@@ -320,8 +322,8 @@ def _warm_per_row(stage: str, runs: Sequence[Measured]) -> float | None:
 
 
 def _full_tasks(plan: Any) -> int:
-    """Rows of the task tables of the listed stages that have their own (`OwnTable`, the RunPlan's)."""
-    return sum(b.stage.own_table_rows() or 0 for b in plan.own_tables())
+    """Rows of the task tables of the listed stages that have their own (`own_table`, the RunPlan's)."""
+    return sum(b.stage.own_table().rows for b in plan.own_tables())
 
 
 def input_size(config: Any) -> tuple[int, int]:

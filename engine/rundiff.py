@@ -140,7 +140,7 @@ class RunDiff:
 
 def _status(manifest: Any) -> str | None:
     """A run's status in words when it is not complete (None when it is)."""
-    status = manifest.get("status")
+    status = manifest.status
     if status == "complete":
         return None
     if status == "running":  # diff holds no lock: the driver may still run, or have stopped

@@ -32,7 +32,7 @@ from engine.part_execution import PartTask, read_part_input, release_models, sam
 from engine.prepare import prepare
 from engine.records import SCORE_SCHEMA
 from engine.signature import library_versions
-from engine.stages.base import SCORES, Analyzes, DriverStage, OwnTable, Rates, ReadsGenerators, Stage, prepass_hash
+from engine.stages.base import SCORES, Analyzes, DriverStage, Rates, Stage, prepass_hash
 from engine.stages.plan import BoundStage, RunPlan, build_plan, reopen_run
 
 logger = logging.getLogger(__name__)
@@ -140,7 +140,7 @@ def _waits_for(run: RunDirectory, plan: RunPlan, bound: BoundStage, index: int) 
 def run_part_stage(run: RunDirectory, plan: RunPlan, bound: BoundStage, executor: Any) -> dict[str, int]:
     """Run the parts of a bound stage not committed yet; returns {"kept": committed before, "run": tried now}."""
     stage_name = bound.name
-    rows_per_part = bound.stage.own_parts(run.root) if isinstance(bound.stage, OwnTable) else None
+    rows_per_part = bound.stage.input_parts(run.root)
     # A stage that cuts its own input (cut in RUN/ before its parts run) waits for no other stage.
     reads_earlier_stages = rows_per_part is None
     if rows_per_part is None:
@@ -174,12 +174,11 @@ def run_part_stage(run: RunDirectory, plan: RunPlan, bound: BoundStage, executor
 
 
 def _record_placements(run: RunDirectory, executor: Any, parts: list[PartTask]) -> None:
-    """manifest["placements"]: for each part committed now, the node, host and process that computed it."""
-    placed = run.manifest.setdefault("placements", {})
+    """The manifest's placements: for each part committed now, the node, host and process that computed it."""
     for part in parts:
         where = executor.placements.get(part.key)
         if where is not None and run.is_done(part.key):
-            placed[part.key] = {k: where.get(k) for k in ("node_id", "hostname", "pid", "attempts")}
+            run.manifest.record_placement(part.key, {k: where.get(k) for k in ("node_id", "hostname", "pid", "attempts")})
 
 
 def record_signatures(run: RunDirectory, plan: RunPlan) -> None:
@@ -189,7 +188,7 @@ def record_signatures(run: RunDirectory, plan: RunPlan) -> None:
     for bound in plan.part_stages():
         prepass = _prepass_results(run, plan, bound)
         for task in bound.tasks:
-            signatures = _signatures(plan, bound, task, prepass.get(task.task, {}))
+            signatures = bound.stage.signatures(task, prepass.get(task.task, {}))
             if signatures:
                 run.manifest.record_signatures(task.task, present_languages_only(signatures, languages))
     run.save()
@@ -200,14 +199,6 @@ def record_signatures(run: RunDirectory, plan: RunPlan) -> None:
             f"task(s) {unsigned} wrote rows but record no signature in the manifest; the stage's `signatures()` "
             "must describe every task whose rows it writes (model identity, options, versions)",
         )
-
-
-def _signatures(plan: RunPlan, bound: BoundStage, task: Any, prepass: dict[str, Any]) -> dict[str, Any]:
-    """A task's signatures; a stage that `ReadsGenerators` gets the names its samples carry."""
-    stage = bound.stage
-    if isinstance(stage, ReadsGenerators):
-        return stage.generator_signatures(task, prepass, plan.generated_names(bound))
-    return stage.signatures(task, prepass)
 
 
 def _record_reuse(run: RunDirectory, plan: RunPlan) -> None:
@@ -299,7 +290,7 @@ def execute_run(
             # it failed and why, never "running" with nobody running it; `--resume` continues it.
             translated = _translated(exc, run)
             try:
-                if run.manifest.get("status") == "running":  # a view drawn after "complete" leaves the run complete
+                if run.manifest.status == "running":  # a view drawn after "complete" leaves the run complete
                     run.fail(f"{type(translated).__name__}: {translated}")
             except OSError as save_error:  # a full disk may not take the manifest either: the error still says what to do
                 logger.warning("could not record the failure in the manifest: %s", save_error)
@@ -378,7 +369,7 @@ def _execute(run: RunDirectory, plan: RunPlan, executor_name: str, ray_address: 
         if PartFailedError("", causes).budget_caused and not blocked:
             # Judges at their spending caps: a clean stop, said once, recorded with its reasons.
             reasons = sorted({c.removeprefix("BudgetExhaustedError: ") for c in causes})
-            run.manifest["budget_stop"] = {"parts": sorted(failed), "reasons": reasons}
+            run.manifest.record_budget_stop(sorted(failed), reasons)
             run.finish("stopped")
             raise BudgetStopError(
                 f"the judge stage stopped at a spending cap ({len(failed)} part(s) not finished): {reasons[0]}"

@@ -28,10 +28,10 @@ from typing import Any, Iterable, Mapping, Sequence
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from engine.data.vocabulary import normalise_label
 from engine.errors import InputError
 from engine.generate.cards import STUDY_STOP_STRINGS, card_for_model
 from engine.generate.prompts import cut_at_stop_strings, make_prime
+from engine.vocabulary import normalise_label
 
 logger = logging.getLogger(__name__)
 

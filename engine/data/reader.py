@@ -80,3 +80,29 @@ def _iter_jsonl(path: Path) -> Iterator[RawRow]:
             else:
                 yield RawRow(index, values, None, None)
             index += 1
+
+
+def sample_generators(origin: Any) -> list[str | None]:
+    """The generator names a part stage will see in its samples (None: rows without a generator).
+    origin: the stage's engine.stages.base.SampleOrigin; the input file is read only when no
+    stage generates the samples, and then only its `generator` column."""
+    if origin.generated is not None:
+        return list(origin.generated)
+    if origin.input is None:  # a source stage makes the rows, without generator names
+        return [None]
+    return sorted(set(_input_generators(origin.input)), key=lambda g: (g is None, g or ""))
+
+
+def _input_generators(path: str) -> Iterator[str | None]:
+    """The `generator` column of the input, streamed (only that column is decoded for Parquet)."""
+    if input_format(path) == "parquet":
+        parquet = pq.ParquetFile(path)
+        if "generator" not in parquet.schema_arrow.names:
+            yield None
+            return
+        for batch in parquet.iter_batches(columns=["generator"]):
+            yield from batch.column(0).to_pylist()
+        return
+    for row in iter_raw_rows(path):
+        value = (row.values or {}).get("generator")
+        yield value if isinstance(value, str) else None

@@ -5,7 +5,7 @@ adds the checks that need memory of earlier rows (duplicate sample_id) and count
 Every rejection has a *kind* (a fixed phrase, e.g. "offsets out of range") and a whole
 reason (the kind with the row's particulars); summaries group whole reasons by kind.
 
-Labels are read case-insensitively through the aliases of engine.data.vocabulary (the same
+Labels are read case-insensitively through the aliases of engine.vocabulary (the same
 ones the converter uses) and stored canonical. Error codes are checked against the taxonomy:
 known ones are stored in their taxonomy spelling; unknown ones are kept and counted (`warn`,
 the default) or quarantine the row (`reject`), by `validation.unknown_error_codes`.
@@ -19,10 +19,10 @@ from typing import Any, Literal
 
 from engine.data.loss import RejectionLimit
 from engine.data.reader import RawRow
-from engine.data.vocabulary import canonical_codes, canonical_label, label_spellings, split_codes
 from engine.hints import did_you_mean
 from engine.params import Params
 from engine.records import LABELS, REQUIRED_SAMPLE_COLUMNS, SAMPLE_SCHEMA
+from engine.vocabulary import canonical_codes, canonical_label, label_spellings, split_codes
 
 STRING_FIELDS = ("sample_id", "file_id", "language", "source", "reference")
 OPTIONAL_STRING_FIELDS = ("generator", "prime", "prediction", "label")

@@ -47,7 +47,7 @@ def train_all(run: Any, params: FinetuneParams) -> dict[str, str]:
     from engine.runtime.model_registry import acquire, model_registry
     from engine.signature import format_signature
 
-    record = run.manifest["finetune"]
+    record = run.manifest.stage_record("finetune", {})
     train = read_examples(run.root, "train")
     device = training_device(params)
     key = ("finetune", params.model, params.digest(), device)

@@ -69,7 +69,7 @@ def generate_part(stage: Any, ctx: Any, sources: ReuseSources) -> tuple[pa.Table
     table = pa.Table.from_pylist(merged, schema=GENERATION_SCHEMA)
     labels_path = ctx.settings.labels
     if labels_path:
-        from engine.data.labels import join_labels
+        from engine.generate.labels import join_labels
 
         table = join_labels(table, labels_path)
     return table, per_run, len(todo)

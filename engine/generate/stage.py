@@ -11,11 +11,11 @@ from engine.errors import ConfigError
 from engine.generate.fim import generate_part, plan_generation, signature
 from engine.generate.params import GenerateSection
 from engine.records import GENERATION_SCHEMA
-from engine.stages.base import MODEL_PATH_OPTIONS, SAMPLES, NamesGenerators, PartContext, PartStage, Rates, Reusable, StageTask
+from engine.stages.base import MODEL_PATH_OPTIONS, SAMPLES, PartContext, PartStage, Rates, Reusable, StageTask
 
 
 # ----- the stage: one task per generator, model-major (engine.stages.base) -----------------
-class GenerateStage(PartStage, Reusable, Rates, NamesGenerators):
+class GenerateStage(PartStage, Reusable, Rates):
     name = "generate"
     package = "engine.generate"
     section = "generate"
@@ -40,8 +40,9 @@ class GenerateStage(PartStage, Reusable, Rates, NamesGenerators):
             options["generators"] = [dict(g, seed=g.get("seed", seed)) if isinstance(g, dict) else g for g in generators]
         return options
 
-    def row_generators(self) -> list[str]:
-        return [g.generator_name for g in self.params.generators]
+    @property
+    def row_generators(self) -> tuple[str, ...]:  # type: ignore[override]
+        return tuple(g.generator_name for g in self.params.generators)
 
     def check_config(self) -> None:
         from engine.params import error_messages, raise_all
@@ -97,7 +98,7 @@ class GenerateStage(PartStage, Reusable, Rates, NamesGenerators):
         table = generate_part(samples, params, int(ctx.prepass["max_new_tokens"]))
         labels_path = ctx.settings.labels
         if labels_path:
-            from engine.data.labels import join_labels
+            from engine.generate.labels import join_labels
 
             table = join_labels(table, labels_path)
         return table

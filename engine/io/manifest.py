@@ -2,7 +2,8 @@
 
 The driver is its only writer (engine.io.rundir holds the lock); readers open it through
 `RunDirectory.open_existing`, which also writes it (atomically). It is a dict underneath so that `json` writes it as it is and a
-pickled run directory travels to workers unchanged; the methods below are the interface:
+pickled run directory travels to workers unchanged; the methods below are the interface, and
+nothing outside this module indexes it or calls its dict methods (tests/test_stage_boundaries.py):
 identity (config, hash), status, committed parts, failures, stages, counts, signatures, models,
 throughput. The file's layout is docs/running.md's "The run directory".
 """
@@ -65,6 +66,15 @@ class Manifest(dict):
     @property
     def config_stages(self) -> tuple[str, ...]:
         return tuple(self.config.get("stages", ()))
+
+    @property
+    def created(self) -> str | None:
+        return self.get("created")
+
+    @property
+    def versions(self) -> dict[str, Any]:
+        """The library versions the run was made with ({} for a hand-written run directory)."""
+        return self.get("versions") or {}
 
     # ----- status ---------------------------------------------------------------------------
     @property
@@ -155,12 +165,25 @@ class Manifest(dict):
     def stage_done(self, stage: str) -> bool:
         return bool(self.setdefault("stages", {}).get(stage, {}).get("done"))
 
+    @property
+    def stage_records(self) -> dict[str, dict[str, Any]]:
+        """Stage -> what marking it done recorded (`done`, `at`, ...)."""
+        return self.get("stages") or {}
+
     def mark_stage(self, stage: str, **info: Any) -> None:
         self.setdefault("stages", {})[stage] = {"done": True, "at": now(), **info}
 
     @property
     def counts(self) -> dict[str, int]:
         return self.setdefault("counts", {})
+
+    def record_placement(self, part_key: str, where: dict[str, Any]) -> None:
+        """Where a committed part was computed: node, host, process, attempts."""
+        self.setdefault("placements", {})[part_key] = where
+
+    def record_budget_stop(self, parts: list[str], reasons: list[str]) -> None:
+        """The judges stopped at their spending caps: the parts left and why."""
+        self["budget_stop"] = {"parts": parts, "reasons": reasons}
 
     @property
     def part_rows(self) -> list[int]:

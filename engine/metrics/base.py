@@ -7,7 +7,6 @@ A scorer is built once from its validated parameter object (a frozen dataclass w
 from __future__ import annotations
 
 import importlib
-import re
 from typing import Any, Mapping, Protocol, Sequence
 
 from engine.errors import ConfigError
@@ -52,19 +51,3 @@ def build_scorer(kind: str, params: Mapping[str, Any], where: str) -> Scorer:
     return cls(cls.Params.from_mapping(params, where=where))
 
 
-def options_digest(params: Any) -> str:
-    """8 hex digits over every option of an entry but its device: part of its task name."""
-    from engine.params import option_digest
-
-    return option_digest(params.to_dict(), exclude=("device",))
-
-
-def task_name_for(metric: str, model: str, params: Any) -> str:
-    """A stable, filesystem-safe part-name stem for one scorer configuration.
-
-    Readable (metric + the model's last path component) and unique: the digest covers every
-    option that can change a number, so two scorers of one model never share part files.
-    """
-    digest = options_digest(params)
-    short = re.sub(r"[^A-Za-z0-9._-]+", "-", model.rstrip("/").rsplit("/", 1)[-1].split(":")[-1]).strip("-.")
-    return f"{metric}-{short[:40] or 'model'}-{digest}"

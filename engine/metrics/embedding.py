@@ -49,7 +49,7 @@ from typing import Any, Literal, Sequence
 from engine.context import CONTEXT_SETTINGS, ContextSetting, SpanText, candidate_text, reference_text
 from engine.errors import ConfigError
 from engine.items import ScoreItem, ScoreRow
-from engine.metrics.base import task_name_for
+from engine.metrics.task_names import task_name_for
 from engine.params import Dtype, Params, require
 from engine.resources import default_layer_table  # noqa: F401 - also imported from here by callers
 from engine.signature import format_signature, package_version
@@ -306,14 +306,14 @@ class EmbeddingScorer:
         every batch of items, per context setting (JSON-ready). Batches are processed one at a
         time, so memory holds one batch's tokenisations plus the counts."""
         from engine.metrics.idf import DocumentFrequencies
-        from engine.metrics.scoring_plan import ContextScoring, span_key_text
+        from engine.metrics.scoring_plan import span_key_text
         from engine.metrics.span_embeddings import TextPlan
 
         counts = {context: DocumentFrequencies() for context in self.params.contexts}
         for batch in item_batches:
             items = list(batch)
             for context in self.params.contexts:
-                job = ContextScoring(self, context)
+                job = self.context_scoring(context)
                 spans = []
                 for item in items:
                     try:
@@ -346,6 +346,13 @@ class EmbeddingScorer:
             out.setdefault(row.variant, []).append(row.value)
         return out
 
+    def context_scoring(self, context: ContextSetting) -> Any:
+        """One context setting's scoring job (engine.metrics.scoring_plan.ContextScoring) over this
+        scorer's model, layer and baselines."""
+        from engine.metrics.scoring_plan import ContextScoring
+
+        return ContextScoring(self.params, self.runtime, self.layer, self._baselines, context)
+
     def _span_texts(self, item: ScoreItem, context: ContextSetting) -> tuple[SpanText, SpanText]:
         cand, ref = candidate_text(item, context), reference_text(item, context)
         if context == "none":  # bert_score strips; the span is the whole text
@@ -355,9 +362,7 @@ class EmbeddingScorer:
     def _score_context(
         self, items: Sequence[ScoreItem], groups: list[list[int]], context: ContextSetting, n_variants: int
     ) -> tuple[list[list[float]], list[str | None]]:
-        from engine.metrics.scoring_plan import ContextScoring
-
-        job = ContextScoring(self, context)
+        job = self.context_scoring(context)
         spans: list[tuple[SpanText, SpanText] | None] = []
         item_error: dict[int, str] = {}
         for i, item in enumerate(items):

@@ -126,7 +126,7 @@ class LexicalScorer:
 
     @property
     def task_name(self) -> str:
-        from engine.metrics.base import options_digest
+        from engine.metrics.task_names import options_digest
 
         # Named from every option, so two lexical entries never share a part file.
         return f"lexical-{options_digest(self.params)}"

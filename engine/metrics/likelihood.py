@@ -44,7 +44,7 @@ from engine.context import candidate_text, plan_windows, reference_text, span_to
 from engine.errors import ModelLoadError
 from engine.isolation import ItemFailure, run_isolated
 from engine.items import ScoreItem, ScoreRow
-from engine.metrics.base import task_name_for
+from engine.metrics.task_names import task_name_for
 from engine.params import Dtype, Params, require
 from engine.runtime import (
     check_dtype,

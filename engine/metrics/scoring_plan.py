@@ -5,14 +5,11 @@ reference shared by the generators of a file (and its noise settings) is encoded
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
+from typing import Any, Sequence
 
 from engine.context import ContextSetting, SpanText
 from engine.metrics.idf import IdfTable
 from engine.metrics.span_embeddings import TextEmbedding, TextPlan, encode_plans, is_whole, plan_text
-
-if TYPE_CHECKING:
-    from engine.metrics.embedding import EmbeddingScorer
 
 Key = tuple[str, int, int]
 # Texts tokenised per tokenizer call (bounds the memory of offsets of whole files).
@@ -30,11 +27,15 @@ def span_key_text(key: Key) -> str:
 
 
 class ContextScoring:
-    def __init__(self, scorer: "EmbeddingScorer", context: ContextSetting):
-        self.scorer = scorer
-        self.params = scorer.params
+    """params: the scorer's EmbeddingParams; runtime: its EncoderRuntime; layer: the layer it
+    reports; baselines: its rescaling baselines (None: no rescaling)."""
+
+    def __init__(self, params: Any, runtime: Any, layer: int, baselines: Any, context: ContextSetting):
+        self.params = params
+        self.layer = layer
+        self.baselines = baselines
         self.context = context
-        self.runtime = scorer.runtime
+        self.runtime = runtime
         self.truncate = self.params.mode == "compat" and context == "none"
         self.idf: IdfTable | None = None
         self._plans: dict[Key, TextPlan | str] = {}
@@ -75,7 +76,7 @@ class ContextScoring:
         plans = self.plans(spans)
         keys = list(dict.fromkeys(k for k, p in plans.items() if isinstance(p, TextPlan)))
         encoded: dict[Key, TextEmbedding | str] = dict(
-            zip(keys, encode_plans(self.runtime, [plans[k] for k in keys], self.params.batch_tokens, self.scorer.layer))
+            zip(keys, encode_plans(self.runtime, [plans[k] for k in keys], self.params.batch_tokens, self.layer))
         )
         for k, p in plans.items():
             if isinstance(p, str):
@@ -117,8 +118,8 @@ class ContextScoring:
 
     def _assemble(self, p, r, f, cos, errors) -> list[list[float]]:
         """Rows of values in variant order, with baseline rescaling of P, R and F."""
-        baselines = self.scorer._baselines
-        layers = list(range(p.shape[1])) if self.params.all_layers else [self.scorer.layer]
+        baselines = self.baselines
+        layers = list(range(p.shape[1])) if self.params.all_layers else [self.layer]
         out: list[list[float]] = []
         p_list, r_list, f_list, cos_list = p.tolist(), r.tolist(), f.tolist(), cos.tolist()
         for i in range(len(p_list)):

@@ -17,7 +17,7 @@ metric names and variants, with NaN values and the reason in `error`.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 import pyarrow as pa
 
@@ -27,6 +27,9 @@ from engine.metrics.section import check_section, generation_errors, reported_la
 from engine.metrics.section import model_needs as scorer_model_needs
 from engine.records import SCORE_SCHEMA
 from engine.stages.base import CANDIDATES, LAYER_SETTING, SAMPLES, SCORES, PartContext, PartStage, Rates, ReportSettings, Reusable, StageTask, prepass_hash
+
+if TYPE_CHECKING:
+    from engine.io.rundir import RunDirectory
 
 
 class ScoreStage(PartStage, Reusable, Rates, ReportSettings):
@@ -75,6 +78,12 @@ class ScoreStage(PartStage, Reusable, Rates, ReportSettings):
         if prepass:
             scorer.use_corpus_idf(prepass["idf"], prepass_hash(prepass))
         return scorer.signatures()
+
+    def console_lines(self, run: "RunDirectory", counts: dict[str, Any]) -> list[str]:
+        """Its row count and the mean score per setting and language."""
+        from engine.report.summary import run_summary
+
+        return [f"{self.name} rows {counts.get(f'{self.name}_rows')}", "", run_summary(run)]
 
     def report_settings(self, options: dict[str, Any]) -> dict[str, Any]:
         """The layer each embedding scorer reports without a sweep (engine.metrics.section.reported_layers)."""

@@ -6,15 +6,15 @@ them like predictions with the noise kind in the `noise` column.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import pyarrow as pa
 
 from engine.records import NOISE_SCHEMA
-from engine.stages.base import CANDIDATES, SAMPLES, CandidateSource, PartContext, PartStage, ReadsGenerators, StageTask
+from engine.stages.base import CANDIDATES, SAMPLES, CandidateSource, PartContext, PartStage, StageTask
 
 
-class NoiseStage(PartStage, CandidateSource, ReadsGenerators):
+class NoiseStage(PartStage, CandidateSource):
     name = "noise"
     package = "engine.noise"
     section = "noise"
@@ -41,15 +41,16 @@ class NoiseStage(PartStage, CandidateSource, ReadsGenerators):
         for generator, name in params.generator_tokenizers.items():
             check_model_name(name, f"noise.generator_tokenizers.{generator}", kind="tokenizer")
 
-    def check_generators(self, seen: Callable[[], Sequence[str | None]]) -> str | None:
-        """Every generator the stage will see has a tokenizer (`seen` reads the input only when
-        no default tokenizer covers every generator)."""
+    def preflight(self) -> str | None:
+        """Every generator the stage will see has a tokenizer (the input is read only when no
+        default tokenizer covers every generator)."""
+        from engine.data.reader import sample_generators
         from engine.errors import ConfigError
 
         params = self.params
         if params.tokenizer is not None:
             return f"noise: every generator has a tokenizer (default {params.tokenizer})"
-        missing = [g for g in seen() if g is None or g not in params.generator_tokenizers]
+        missing = [g for g in sample_generators(self.samples) if g is None or g not in params.generator_tokenizers]
         if missing:
             shown = ", ".join("(rows without a generator)" if g is None else repr(g) for g in missing[:10])
             more = f" and {len(missing) - 10} more" if len(missing) > 10 else ""
@@ -63,10 +64,10 @@ class NoiseStage(PartStage, CandidateSource, ReadsGenerators):
     def tasks(self) -> list[StageTask]:
         return [StageTask(self.name, "noise")]
 
-    def generator_signatures(self, task: StageTask, prepass: dict[str, Any],
-                             generated: Sequence[str] | None) -> dict[str, Any]:
+    def signatures(self, task: StageTask, prepass: dict[str, Any]) -> dict[str, Any]:
         from engine.noise.method import signature
 
+        generated = self.samples.generated
         return {"noise": signature(self.params, None if generated is None else list(generated))}
 
     def run_part(self, ctx: PartContext) -> pa.Table:

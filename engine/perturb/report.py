@@ -19,8 +19,8 @@ import pyarrow.parquet as pq
 from engine.perturb.families import FAMILIES
 from engine.records import SENSITIVITY_SCHEMA, SIGNIFICANCE_SCHEMA
 from engine.report import figures, page
+from engine.report.keys import language_name, order_languages, short_scorer
 from engine.report.page import kappa_style
-from engine.report.tables import language_name, order_languages, short_scorer
 
 esc = html.escape
 MAX_COLUMNS = 14
@@ -48,7 +48,7 @@ def _fmt(value: Any, digits: int = 3) -> str:
 def sensitivity_section(data: Any, fw: Any, section: Callable[..., Any]) -> Any | None:
     anchor, title = "sensitivity", "Perturbation sensitivity"
     path = data.root / "sensitivity.parquet"
-    stages = data.manifest.get("config", {}).get("stages", [])
+    stages = data.manifest.config_stages
     if not path.exists():
         if "perturb" not in stages:
             return None

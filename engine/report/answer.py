@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from engine.report.context import ReportContext
+from engine.report.keys import language_name, order_languages, regions_out_of_order
 from engine.report.sweep import BEST_DEFINITION, BEST_ROWS, TIE, BestRow, interval_text, setting_text, tied_count
-from engine.report.tables import language_name, order_languages, regions_out_of_order
 
 esc = html.escape
 

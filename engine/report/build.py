@@ -23,20 +23,13 @@ from engine.io.rundir import RunDirectory
 from engine.report import page
 from engine.report.answer import answer_block
 from engine.report.context import FigureWriter, ReportContext, Section
+from engine.report.keys import short_scorer
 from engine.report.load import RunData, load_run
 from engine.report.page import PAGE
 from engine.report.sections import NOISE_TASKS, STUDY_SECTIONS
 from engine.report.sweep import report_settings, representative_layers
 from engine.report.sweep_sections import sweep_sections
-from engine.report.tables import (
-    by_key,
-    calibration_keys,
-    display_status,
-    figure_groups,
-    headline_keys,
-    headline_variants,
-    short_scorer,
-)
+from engine.report.tables import by_key, calibration_keys, display_status, figure_groups, headline_keys, headline_variants
 
 logger = logging.getLogger(__name__)
 
@@ -49,11 +42,11 @@ esc = html.escape
 def provenance_section(ctx: ReportContext) -> Section:
     data = ctx.data
     m = data.manifest
-    parts = ["<h3>Versions</h3>", page.kv_table(sorted((m.get("versions") or {}).items()))]
+    parts = ["<h3>Versions</h3>", page.kv_table(sorted(m.versions.items()))]
     # manifest signatures: scorer task -> {metric/language or context -> signature}
     signatures = {
         f"{task} {key}": sig
-        for task, by_key in (m.get("signatures") or {}).items()
+        for task, by_key in m.signatures.items()
         for key, sig in (by_key.items() if isinstance(by_key, dict) else [("", by_key)])
     }
     if signatures:
@@ -71,15 +64,15 @@ def provenance_section(ctx: ReportContext) -> Section:
         ]
     if not signatures and not data.score_signatures:
         parts.append(page.missing("metric signatures: the run has no score rows and its manifest records none."))
-    stages = m.get("stages") or {}
+    stages = m.stage_records
     if stages:
         parts += ["<h3>Stages</h3>", page.kv_table([(k, ", ".join(f"{a}={b}" for a, b in v.items()) if isinstance(v, dict) else v) for k, v in stages.items()])]
-    if m.get("failed_parts"):
-        parts += ["<h3>Failed parts</h3>", page.kv_table([(k, v.get("error", v)) for k, v in sorted(m["failed_parts"].items())])]
-    rejected = (m.get("counts") or {}).get("rejected_by_reason") or {}
+    if m.failed_parts:
+        parts += ["<h3>Failed parts</h3>", page.kv_table([(k, v.get("error", v)) for k, v in sorted(m.failed_parts.items())])]
+    rejected = m.counts.get("rejected_by_reason") or {}
     if rejected:
         parts += ["<h3>Rejected input rows</h3>", page.kv_table(sorted(rejected.items(), key=lambda kv: -kv[1]))]
-    parts += ["<h3>Resolved config</h3>", f"<pre>{esc(json.dumps(m.get('config', {}), indent=2, ensure_ascii=False))}</pre>"]
+    parts += ["<h3>Resolved config</h3>", f"<pre>{esc(json.dumps(m.config, indent=2, ensure_ascii=False))}</pre>"]
     return Section("run", "Run: config, signatures, versions", "\n".join(parts))
 
 
@@ -87,7 +80,7 @@ def provenance_section(ctx: ReportContext) -> Section:
 def _score_rows(data: RunData) -> int:
     """Every score row of the run (the number the console prints), perturbation rows included."""
     scores = data.scores
-    counted = (data.manifest.get("counts") or {}).get("score_rows")
+    counted = data.manifest.counts.get("score_rows")
     return int(counted) if counted is not None else (scores.n_rows + scores.n_perturbed if scores else 0)
 
 
@@ -110,8 +103,8 @@ def _counted_note(data: RunData) -> str:
 
 def _header(data: RunData) -> tuple[str, str]:
     m = data.manifest
-    config = m.get("config", {})
-    counts = m.get("counts") or {}
+    config = m.config
+    counts = m.counts
     scores = data.scores
     languages = data.stats.languages
     generators = data.stats.generators
@@ -128,8 +121,8 @@ def _header(data: RunData) -> tuple[str, str]:
     chips = "".join(f'<div class="stat"><span>{esc(k)}</span><b>{esc(v)}</b></div>' for k, v in stats)
     status = display_status(m, data.layout)
     meta = (
-        f'<span class="badge {esc(status)}">{esc(status)}</span> <span>config <code>{esc(str(m.get("config_hash", ""))[:12])}</code></span>'
-        f' <span>created {esc(str(m.get("created", "?")))}</span> <span>stages {esc(" → ".join(config.get("stages", [])))}</span>'
+        f'<span class="badge {esc(status)}">{esc(status)}</span> <span>config <code>{esc(str(m.config_hash or ""))[:12]}</code></span>'
+        f' <span>created {esc(str(m.created or "?"))}</span> <span>stages {esc(" → ".join(config.get("stages", [])))}</span>'
     )
     return meta, chips
 
@@ -153,12 +146,12 @@ def render_page(data: RunData, sections: list[Section], elapsed_note: str, answe
         f'<li><a href="#{s.anchor}">{esc(s.title)}</a>{" <em>(incomplete)</em>" if s.missing else ""}</li>' for s in sections
     )
     missing = [s for s in sections if s.missing]
-    notice = _data_loss_notice(data.manifest.get("data_loss") or {})
+    notice = _data_loss_notice(data.manifest.data_loss)
     if missing:
         items = "".join(f"<li><a href='#{s.anchor}'>{esc(s.title)}</a>: {s.missing}</li>" for s in missing)
         notice += f'<aside class="notice" id="missing"><h2>Missing from this report</h2><ul>{items}</ul></aside>'
     body = "".join(f'<section id="{s.anchor}"><h2>{esc(s.title)}</h2>{s.body}</section>' for s in sections)
-    name = str(data.manifest.get("config", {}).get("name", data.root.name))
+    name = str(data.manifest.config.get("name", data.root.name))
     return Template(PAGE).substitute(
         title=esc(f"babelscore report — {name}"),
         name=esc(name),

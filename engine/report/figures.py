@@ -21,15 +21,9 @@ import numpy as np  # noqa: E402
 from matplotlib.colors import TwoSlopeNorm  # noqa: E402
 
 from engine.records import LABELS  # noqa: E402
+from engine.report.keys import ConfigKey, language_name, regions_out_of_order
 from engine.report.sweep import LayerCurve  # noqa: E402
-from engine.report.tables import (  # noqa: E402
-    ALL_GENERATORS,
-    AccuracyTable,
-    ConfigKey,
-    StripRow,
-    language_name,
-    regions_out_of_order,
-)
+from engine.report.tables import ALL_GENERATORS, AccuracyTable, StripRow
 
 logger = logging.getLogger(__name__)
 LABEL_COLOURS = {"incorrect": "#D55E00", "partial": "#E69F00", "correct": "#009E73", "unlabelled": "#8C8C8C"}

@@ -23,10 +23,11 @@ from engine import taxonomy
 from engine.calibrate.run_directory import expert_labels
 from engine.calibrate.thresholds import label_codes
 from engine.io.layout import RunLayout
+from engine.io.manifest import Manifest
 from engine.io.rundir import RunDirectory
 from engine.kinds import CALIBRATION, SCORES
 from engine.records import CALIBRATION_SCHEMA, LABELS, NOISE_KINDS, PERTURB_PREFIX
-from engine.report.tables import ConfigKey, context_rank, order_languages
+from engine.report.keys import ConfigKey, context_rank, order_languages
 
 SAMPLE_COLUMNS = ["language", "generator", "label", "error_codes"]
 _INDEX_KEYS = ["metric", "scorer", "context", "variant", "noise", "language"]
@@ -182,7 +183,7 @@ class RunData:
     """Everything the report reads from a run directory."""
 
     root: Path
-    manifest: dict[str, Any]
+    manifest: Manifest
     stats: SampleStats
     scores: ScoreIndex | None
     calibration: pa.Table | None
@@ -194,7 +195,7 @@ class RunData:
 
     @property
     def stages(self) -> list[str]:
-        return list(self.manifest.get("config", {}).get("stages", []))
+        return list(self.manifest.config_stages)
 
     @property
     def n_labelled(self) -> int:
@@ -231,13 +232,13 @@ def load_run(run: RunDirectory) -> RunData:
     elif not run.layout.has_provider(CALIBRATION):
         notes["calibration"] = "the run's stages do not include <code>calibrate</code>, so there is no calibration.parquet"
     else:
-        status = html.escape(str(run.manifest.get("status")))
+        status = html.escape(str(run.manifest.status))
         notes["calibration"] = f"calibration.parquet is absent: the calibrate stage has not finished (run status: {status})"
     rejected = 0
     rej_path = run.path("rejected.parquet")
     if rej_path.exists():
         rejected = pq.read_metadata(rej_path).num_rows
-    report_cfg = run.manifest.get("config", {}).get("report", {}) or {}
+    report_cfg = run.manifest.config.get("report", {}) or {}
     return RunData(
         root=run.root,
         manifest=run.manifest,

@@ -11,7 +11,8 @@ import math
 from typing import Any
 
 from engine.calibrate import reasons
-from engine.report.tables import ConfigKey, by_key, calibration_keys, calibration_languages, language_name, short_scorer
+from engine.report.keys import ConfigKey, language_name, short_scorer
+from engine.report.tables import by_key, calibration_keys, calibration_languages
 
 esc = html.escape
 

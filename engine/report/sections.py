@@ -22,11 +22,10 @@ import numpy as np
 from engine import taxonomy
 from engine.report import figures, page
 from engine.report.context import ReportContext, Section
+from engine.report.keys import BASE_LANGUAGE, ConfigKey, language_name, short_scorer
 from engine.report.page import kappa_style
 from engine.report.tables import (
     ALL_GENERATORS,
-    BASE_LANGUAGE,
-    ConfigKey,
     best_per_language,
     calibration_keys,
     calibration_languages,
@@ -35,10 +34,8 @@ from engine.report.tables import (
     error_code_counts,
     expert_accuracy,
     kappa_deltas,
-    language_name,
     matrix,
     noise_values,
-    short_scorer,
     strip_row,
 )
 
@@ -76,10 +73,10 @@ def _no_scores_reason(ctx: ReportContext) -> str:
     data = ctx.data
     if "score" not in data.stages:
         return "the run has no score rows: its stages do not include <code>score</code>"
-    failed = len(data.manifest.get("failed_parts") or {})
+    failed = len(data.manifest.failed_parts)
     if failed:
         return f"the run has no score rows: {failed} part(s) failed (see <a href='#run'>the run section</a>)"
-    return f"the run has no score rows yet (run status: {esc(str(data.manifest.get('status')))})"
+    return f"the run has no score rows yet (run status: {esc(str(data.manifest.status))})"
 
 
 # ----- Table 1, Table 2 -------------------------------------------------------------------------

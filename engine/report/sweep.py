@@ -21,7 +21,7 @@ import numpy as np
 
 from engine.io.rundir import RunDirectory
 from engine.kinds import LAYER_SETTING, SIGNIFICANCE_SETTING
-from engine.report.tables import ConfigKey, context_rank, language_name, order_languages, regions_out_of_order, short_scorer
+from engine.report.keys import ConfigKey, context_rank, language_name, order_languages, regions_out_of_order, short_scorer
 
 # The one definition of "best" (report, console, docs).
 BEST_DEFINITION = ("best: the highest quadratic kappa with the experts among all fitted settings (every metric, "
@@ -43,10 +43,10 @@ def layer_of(variant: str) -> int | None:
     return int(match.group(1)) if match else None
 
 
-def report_settings(manifest: dict[str, Any], layout: Any) -> dict[str, Any]:
+def report_settings(manifest: Any, layout: Any) -> dict[str, Any]:
     """What the run's stages say the sweep views read of their recorded options (their
     `ReportSettings`, through the run's layout: engine.io.layout.RunLayout, None: nothing)."""
-    return layout.settings(manifest.get("config", {})) if layout is not None else {}
+    return layout.settings(manifest.config) if layout is not None else {}
 
 
 def representative_layers(settings: dict[str, Any]) -> dict[str, int]:

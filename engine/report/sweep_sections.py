@@ -11,6 +11,7 @@ from typing import Any
 from engine.report import figures, page
 from engine.report.answer import anchor_of, context_best, tied_count
 from engine.report.context import ReportContext, Section
+from engine.report.keys import language_name, short_scorer
 from engine.report.page import kappa_style
 from engine.report.sweep import (
     BEST_ROWS,
@@ -25,7 +26,6 @@ from engine.report.sweep import (
     setting_text,
     significance_options,
 )
-from engine.report.tables import language_name, short_scorer
 
 esc = html.escape
 

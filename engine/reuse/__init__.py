@@ -23,7 +23,7 @@ import pyarrow.parquet as pq
 
 from engine.io.atomic import write_json_atomic
 from engine.reuse.sources import LayoutOf, forget_sources, hold_earlier_runs, sources_for
-from engine.stages.base import OwnTable, Reusable
+from engine.stages.base import Reusable
 
 logger = logging.getLogger(__name__)
 
@@ -84,7 +84,7 @@ def summarize_reuse(run: Any, plan: Any) -> dict[str, Any] | None:
     tasks: dict[str, dict[str, Any]] = {}
     for bound in _reusing_stages(plan):
         stage = bound.stage
-        own = stage.own_parts(run.root) if isinstance(stage, OwnTable) else None
+        own = stage.input_parts(run.root)
         n_parts = len(own or run.manifest.part_rows)
         for part in bound.parts(n_parts):
             if not run.is_done(part.key):

@@ -6,9 +6,9 @@ calls), engine.roundtrip.java_difftest for Java, engine.roundtrip.typed_inputs f
 and JavaScript.
 
 Neither function reports its own answers. Each runs as the split run's server
-(engine.roundtrip.proxies) in a sandboxed run of its own, the task's reference solution in one,
+(engine.sandbox.proxies) in a sandboxed run of its own, the task's reference solution in one,
 the regenerated function in another; the engine sends every input as a plain-value call
-(engine.roundtrip.caller) and compares the two parsed replies itself (engine.roundtrip.compare:
+(engine.sandbox.caller) and compares the two parsed replies itself (engine.sandbox.compare:
 int, float and bool distinct, floats within 1e-9 of the reference's magnitude, the same exception name).
 An input on which the reference gives no usable answer (time-out, end, not plain data) counts
 neither way; a candidate's time-out, end, malformed or non-plain reply on an input disagrees on
@@ -24,7 +24,6 @@ import math
 import threading
 from typing import Any, Mapping
 
-from engine.roundtrip import caller, compare
 from engine.roundtrip.inputs import (  # noqa: F401 - the input drawing, re-exported for callers
     ALPHABET,
     INT_RANGE,
@@ -33,14 +32,15 @@ from engine.roundtrip.inputs import (  # noqa: F401 - the input drawing, re-expo
     generate_inputs,
     test_literals,
 )
-from engine.roundtrip.sandbox import SandboxLimits, SandboxResult, python_for
+from engine.sandbox import caller, compare
+from engine.sandbox.process import SandboxLimits, SandboxResult, python_for
 
 # Programming languages with differential testing (all six).
 CORRECTNESS_LANGUAGES = ("python", "java", "javascript", "cpp", "go", "rust")
 
 
 def same_outcome(reference: tuple, candidate: tuple) -> bool | None:
-    """Agreement of two call outcomes (engine.roundtrip.compare)."""
+    """Agreement of two call outcomes (engine.sandbox.compare)."""
     return compare.same_outcome(reference, candidate)
 
 
@@ -86,7 +86,7 @@ def _coerce(value: Any, hint: Any) -> Any:
 
 def calls_of(task: Mapping[str, str], inputs: list[str]) -> list[bytes]:
     """Each input as the plain-value call a server reads (its argument list)."""
-    from engine.roundtrip import plain
+    from engine.sandbox import plain
 
     hints = None
     if task["programming_language"] == "java":
@@ -110,10 +110,10 @@ def run_limits_for(limits: SandboxLimits, n_inputs: int, call_seconds: float) ->
 
 def outcomes(task: Mapping[str, str], code: str, inputs: list[str], limits: SandboxLimits,
              call_seconds: float = 1.0) -> tuple[list[tuple] | None, SandboxResult]:
-    """`code` as a server, called on every input: one outcome per input (engine.roundtrip.caller),
+    """`code` as a server, called on every input: one outcome per input (engine.sandbox.caller),
     or None (with the reason) when no server could be built for it."""
-    from engine.roundtrip.languages import java_command, runner, toolchain_missing
-    from engine.roundtrip.proxies import split_jobs
+    from engine.sandbox.languages import java_command, runner, toolchain_missing
+    from engine.sandbox.proxies import split_jobs
 
     language = task["programming_language"]
     why = toolchain_missing(language)

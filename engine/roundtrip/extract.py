@@ -26,7 +26,7 @@ import ast
 import re
 from typing import Mapping
 
-from engine.roundtrip import syntax
+from engine.sandbox import syntax
 
 FUNCTION_NODES = {"javascript": ("function_declaration",), "cpp": ("function_definition",),
                   "go": ("function_declaration",), "rust": ("function_item",)}

@@ -22,8 +22,8 @@ from engine.errors import ModelLoadError
 from engine.llm.loading import get_backend
 from engine.llm.requests import GenerationRequest
 from engine.roundtrip import extract
-from engine.roundtrip.languages import java_class_name
 from engine.roundtrip.params import ModelParams
+from engine.sandbox.languages import java_class_name
 
 log = logging.getLogger(__name__)
 

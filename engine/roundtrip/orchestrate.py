@@ -25,8 +25,8 @@ import pyarrow as pa
 from engine.isolation import PART_FAILURES
 from engine.records import ROUNDTRIP_SCHEMA
 from engine.roundtrip import difftest, extract, generation, scores, values
-from engine.roundtrip.languages import run_tests
 from engine.roundtrip.params import ORACLE, ModelParams, RoundTripParams
+from engine.sandbox.languages import run_tests
 
 log = logging.getLogger(__name__)
 # Marks a regeneration its language's parser refused (status `rejected`, never run).

@@ -27,8 +27,8 @@ from typing import Literal
 
 from engine.llm.requests import BackendSpec
 from engine.params import Dtype, Params, require
-from engine.roundtrip.sandbox import SandboxLimits
 from engine.runtime import resolve_model
+from engine.sandbox.process import SandboxLimits
 
 PROMPTS_DIR = Path(__file__).resolve().parent / "prompts"
 ORACLE = "oracle"
@@ -134,7 +134,7 @@ class RoundTripParams(Params):
         require(len(set(names)) == len(names), "generators", names, "distinct generator names (set `name:`)")
         require(len(self.languages) > 0 and len(set(self.languages)) == len(self.languages), "languages", self.languages,
                 "a non-empty list of distinct language codes")
-        from engine.roundtrip.languages import LANGUAGES
+        from engine.sandbox.languages import LANGUAGES
 
         unknown = [lang for lang in self.programming_languages if lang not in LANGUAGES]
         require(not unknown, "programming_languages", list(self.programming_languages), f"a list of {list(LANGUAGES)}")

@@ -14,9 +14,9 @@ log = logging.getLogger(__name__)
 
 def check_section(params: Any) -> None:
     """Config-time checks: a usable sandbox, resolvable models, a loadable task table."""
-    from engine.roundtrip.sandbox import unavailable
     from engine.roundtrip.tasks import load_tasks
     from engine.runtime import check_model_name as check_model
+    from engine.sandbox.process import unavailable
 
     why = unavailable(params.sandbox)
     if why:  # no silent weaker fallback: generated code runs isolated or by explicit choice
@@ -62,8 +62,8 @@ def model_key(params: Any) -> str:
 
 def signatures(p: Any) -> dict[str, Any]:
     """Signature strings of the scores the round trip writes (sandbox limits and interpreter included)."""
-    from engine.roundtrip.sandbox import interpreter_version, isolation_name
     from engine.roundtrip.scores import signature
+    from engine.sandbox.process import interpreter_version, isolation_name
     from engine.signature import package_version
 
     box = p.sandbox

@@ -14,7 +14,7 @@ one (task, language), so the whole section runs within each part.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -23,14 +23,17 @@ from engine.params import option_digest
 from engine.records import ROUNDTRIP_SCHEMA
 from engine.stages.base import MODEL_PATH_OPTIONS, ROUNDTRIP_ROWS, OwnTable, PartContext, PartStage, Rates, ReportSection, StageTask
 
+if TYPE_CHECKING:
+    from engine.io.rundir import RunDirectory
 
-class RoundTripStage(PartStage, Rates, OwnTable, ReportSection):
+
+class RoundTripStage(PartStage, Rates, ReportSection):
     name = "roundtrip"
     package = "engine.roundtrip"
     section = "roundtrip"
     params_class = "engine.roundtrip.params:RoundTripParams"
     provides = ROUNDTRIP_ROWS
-    consumes = ()  # its own task table (own_parts), not the samples
+    consumes = ()  # its own task table (input_parts), not the samples
     seeded = True
     path_options = (*MODEL_PATH_OPTIONS, "fluency_model", "tasks", "prompts_dir")
     directory = "roundtrip"
@@ -75,15 +78,12 @@ class RoundTripStage(PartStage, Rates, OwnTable, ReportSection):
         params = self.params
         return [StageTask(self.name, f"roundtrip-{option_digest(params.to_dict())}", model_key(params), 0)]
 
-    def own_table_rows(self) -> int | None:
+    def own_table(self) -> OwnTable:
         from engine.roundtrip.task_parts import task_rows
 
-        return task_rows(self.params)
+        return OwnTable(rows=task_rows(self.params), limit_option="limit", per_part_option="tasks_per_part")
 
-    def limit_own_table(self, options: dict[str, Any], limit: int, per_part: int) -> dict[str, Any]:
-        return {**options, "limit": limit, "tasks_per_part": per_part}
-
-    def own_parts(self, run_root: str | Path) -> list[int]:
+    def input_parts(self, run_root: str | Path) -> list[int]:
         """Cut the task table into parts once per run directory; rows of each part, by index."""
         from engine.roundtrip.task_parts import cut_task_parts
 
@@ -98,10 +98,15 @@ class RoundTripStage(PartStage, Rates, OwnTable, ReportSection):
         tasks = pq.read_table(task_part_path(ctx.run_root, ctx.part.index), schema=TASK_SCHEMA).to_pylist()
         return run_roundtrip(tasks, self.params)
 
+    def console_lines(self, run: "RunDirectory", counts: dict[str, Any]) -> list[str]:
+        from engine.roundtrip.console import roundtrip_lines
+
+        return roundtrip_lines(run.root / self.directory)
+
     def report_section(self, ctx: Any) -> tuple[str, str, str] | None:
         from engine.roundtrip.report import section_html
 
-        body = section_html(ctx.data.root, ctx.data.manifest.get("signatures", {}))
+        body = section_html(ctx.data.root, ctx.data.manifest.signatures)
         return None if body is None else ("roundtrip", "Execution round trip", body)
 
     def signatures(self, task: StageTask, prepass: dict[str, Any]) -> dict[str, Any]:

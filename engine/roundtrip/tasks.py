@@ -13,7 +13,7 @@ One row per task:
 | signature | the function header given to the regenerating model, without the opening brace for brace languages |
 | context | code the function needs and the model sees: imports, includes, helper functions |
 
-Tests per language (engine.roundtrip.languages runs them):
+Tests per language (engine.sandbox.languages runs them):
 
 - python: code defining `check(candidate)` (HumanEval's convention) or plain asserts;
 - java: the source of the class named by `entry_point`, whose `main` throws on a failed test;

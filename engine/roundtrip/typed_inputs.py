@@ -1,14 +1,14 @@
 """Differential-testing inputs for C++, Go, Rust and JavaScript, from the task's signature and tests.
 
 The parameter types come from the same tree-sitter reading of the signature the split run's
-proxies use (engine.roundtrip.syntax). Supported: integers (signed; unsigned ones draw only
+proxies use (engine.sandbox.syntax). Supported: integers (signed; unsigned ones draw only
 non-negative values), floats, booleans, strings, and lists (C++ `vector`, Go slices, Rust `Vec`
 and slices) and Go maps of those. A parameter of any other type gives the task no inputs
 (correctness NaN). JavaScript has no declared types: the tests' own literal-only calls of the
 entry point are the inputs first, and further inputs are drawn with the types those calls'
 arguments have. Values are drawn as for Python (engine.roundtrip.inputs: half of them from the
 tests' literals of the same type) and written as Python literals (`repr`); the engine turns
-them into plain-value calls (engine.roundtrip.compare.from_python).
+them into plain-value calls (engine.sandbox.compare.from_python).
 """
 from __future__ import annotations
 
@@ -17,9 +17,9 @@ import random
 import re
 from typing import Any
 
-from engine.roundtrip import syntax
 from engine.roundtrip.inputs import MAX_LEN, draw_value, fill_with_draws
 from engine.roundtrip.java_difftest import literal_pool
+from engine.sandbox import syntax
 
 _SIGNED = {"cpp": r"(?:signed\s+)?(?:int|long|long\s+long|short|long\s+int|int64_t|int32_t|int16_t|int8_t|ssize_t)",
            "go": r"int|int8|int16|int32|int64|rune", "rust": r"i8|i16|i32|i64|i128|isize"}

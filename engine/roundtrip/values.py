@@ -5,13 +5,13 @@ language's rules: a truthy string where a bool is asserted, `in`, a helper's com
 past an `abs(r - e) > eps` guard. The value verdict does not ask the tests what they conclude:
 
 1. the task's tests run once against the task's reference solution through the split run
-   (engine.roundtrip.relay), and the relay records every call they make (the argument list as
+   (engine.sandbox.relay), and the relay records every call they make (the argument list as
    stream text, in order) with the reply the reference gave (`Recording`);
-2. the candidate runs as a server of its own (engine.roundtrip.caller) on exactly those calls,
+2. the candidate runs as a server of its own (engine.sandbox.caller) on exactly those calls,
    in the same order on one server (the tests' process state model: state kept between calls
    stays in the server);
 3. each reply is compared with the reference's by the engine's typed rules
-   (engine.roundtrip.compare.same_outcome: types distinct, floats against the reference's
+   (engine.sandbox.compare.same_outcome: types distinct, floats against the reference's
    magnitude, NaN only where the reference is NaN, exceptions by their type's name) and dropped.
 
 `passed` only when every answer agrees; a reference that does not pass its own tests, tests that
@@ -27,9 +27,9 @@ import threading
 from dataclasses import dataclass
 from typing import Mapping
 
-from engine.roundtrip import caller, compare, plain
-from engine.roundtrip.relay import RECORD_BYTES, Recording, run_split
-from engine.roundtrip.sandbox import SandboxLimits, python_for
+from engine.sandbox import caller, compare, plain
+from engine.sandbox.process import SandboxLimits, python_for
+from engine.sandbox.relay import RECORD_BYTES, Recording, run_split
 
 VERDICTS = ("values", "tests")
 _CACHE_BYTES = 256 << 20  # recordings kept for later regenerations of the same task
@@ -49,8 +49,8 @@ class ValueVerdict:
 
 
 def _jobs(task: Mapping[str, str], code: str, limits: SandboxLimits):
-    from engine.roundtrip.languages import java_command
-    from engine.roundtrip.proxies import split_jobs
+    from engine.sandbox.languages import java_command
+    from engine.sandbox.proxies import split_jobs
 
     return split_jobs(dict(task), code, python_for(limits), limits.isolation == "hook",
                       lambda main: java_command(main, limits))
@@ -58,7 +58,7 @@ def _jobs(task: Mapping[str, str], code: str, limits: SandboxLimits):
 
 def record(task: Mapping[str, str], limits: SandboxLimits) -> Recorded:
     """The calls the task's tests make against its reference solution, with the reference's replies."""
-    from engine.roundtrip.languages import runner
+    from engine.sandbox.languages import runner
 
     try:
         jobs = _jobs(task, task["code"], limits)
@@ -116,7 +116,7 @@ def _outcome(reply: bytes) -> tuple:
 def verdict(task: Mapping[str, str], code: str, limits: SandboxLimits, call_seconds: float) -> ValueVerdict:
     """The candidate's answers to the tests' calls against the reference's (the module docstring)."""
     from engine.roundtrip.difftest import run_limits_for
-    from engine.roundtrip.languages import runner, toolchain_missing
+    from engine.sandbox.languages import runner, toolchain_missing
 
     why = toolchain_missing(task["programming_language"])
     if why:
@@ -125,7 +125,7 @@ def verdict(task: Mapping[str, str], code: str, limits: SandboxLimits, call_seco
     if reference.error:
         return ValueVerdict("error", reference.error)
     if not reference.calls:
-        from engine.roundtrip.relay import NO_CALL
+        from engine.sandbox.relay import NO_CALL
 
         return ValueVerdict("error", NO_CALL)
     try:

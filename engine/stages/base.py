@@ -23,10 +23,10 @@ Optional capabilities are small bases a stage derives from; the RunPlan, the lay
 engine.reuse find them with isinstance, never by a stage's name or by testing for a method:
 `Reusable` (takes finished rows of earlier runs), `ReportSection` (its own report section),
 `ReportSettings` (what the report reads of its recorded options), `Rates` (its throughput
-units), `OwnTable` (a part stage that cuts its own task table), `Analyzes` (driver-side
-analysis of its committed outputs), `CandidateSource` (rows the score stage scores),
-`NamesGenerators` (a SAMPLES provider's generator names) and `ReadsGenerators` (checks and
-signatures that depend on those names).
+units), `Analyzes` (driver-side analysis of its committed outputs) and `CandidateSource` (rows
+the score stage scores). What a part stage only declares or is told is plain data: a task table
+of its own (`own_table`, `input_parts`), the generator names its rows carry (`row_generators`)
+and, handed in by the RunPlan, where its samples come from (`samples`: `SampleOrigin`).
 
 Adding a stage is one module `engine/<stage>/stage.py` and one line in engine.stages.registry.
 """
@@ -37,11 +37,14 @@ import json
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, ClassVar, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Iterable
 
 import pyarrow as pa
 
 from engine.errors import StageError
+
+if TYPE_CHECKING:
+    from engine.io.rundir import RunDirectory
 
 # Kinds of rows in the declared data flow (`provides` / `consumes`), re-exported for stage modules.
 # Keys of `ReportSettings.report_settings`, re-exported likewise.
@@ -140,6 +143,32 @@ class PartContext:
         return self._consumed.get(kind, ())
 
 
+@dataclass(frozen=True)
+class SampleOrigin:
+    """Where a part stage's samples come from, as the RunPlan hands it to the stage
+    (`PartStage.samples`): the stage never asks which stage makes them.
+
+    generated: the generator names a stage gives the rows (its `row_generators`); None: no
+    stage generates them, they are the run's input rows;
+    input: the input file they are read from (None: a source stage makes them, or a stage
+    generates them).
+    """
+
+    generated: tuple[str, ...] | None = None
+    input: str | None = None
+
+
+@dataclass(frozen=True)
+class OwnTable:
+    """A part stage's task table of its own, read in place of the samples (the round trip's
+    tasks), as the stage describes it (`PartStage.own_table`) to the bench: its rows, and the
+    section options that cap it (`limit_option` rows in all, `per_part_option` a part)."""
+
+    rows: int
+    limit_option: str
+    per_part_option: str
+
+
 class Stage(ABC):
     """What every stage declares, whatever its kind: identity, config section, data flow."""
 
@@ -193,6 +222,10 @@ class PartStage(Stage):
     schema: ClassVar[pa.Schema | None] = None
     # The columns it needs from its input table (checked before `run_part`, the stage named in the error).
     input_columns: ClassVar[tuple[str, ...]] = ()
+    # The `generator` values its rows carry, when it provides SAMPLES (None: it names none).
+    row_generators: tuple[str, ...] | None = None
+    # Where its samples come from: set by the RunPlan when it binds the stage.
+    samples: SampleOrigin = SampleOrigin()
 
     @abstractmethod
     def tasks(self) -> list[StageTask]:
@@ -205,8 +238,7 @@ class PartStage(Stage):
 
     def signatures(self, task: StageTask, prepass: dict[str, Any]) -> dict[str, Any]:
         """Signature strings of this task's outputs, for the manifest. Every stage that writes rows
-        gives them (here, or through `ReadsGenerators`): the runner refuses a task with committed
-        rows and no signature."""
+        gives them: the runner refuses a task with committed rows and no signature."""
         return {}
 
     def model_needs(self) -> list[Any]:
@@ -222,6 +254,21 @@ class PartStage(Stage):
     def prepass(self, task: StageTask, tables: Iterable[pa.Table]) -> dict[str, Any]:
         """Run once over every part's input table (streamed, never concatenated)."""
         return {}
+
+    def input_parts(self, run_root: str | Path) -> list[int] | None:
+        """Rows of each part of a task table of its own, cut in RUN/ before its parts are planned;
+        None: its parts are the run's sample parts. It must be idempotent on a run directory
+        (resume reuses what it wrote), so part i always covers the same rows."""
+        return None
+
+    def own_table(self) -> OwnTable | None:
+        """Its task table of its own, described for the bench (None: it reads the samples)."""
+        return None
+
+    def console_lines(self, run: "RunDirectory", counts: dict[str, Any]) -> list[str]:
+        """What `babelscore run` prints of its rows once the run is done ([]: nothing).
+        run: the finished run's engine.io.rundir.RunDirectory, opened with its layout; counts: the manifest's counts."""
+        return []
 
     def require_columns(self, table: pa.Table, source: str) -> None:
         missing = [c for c in self.input_columns if c not in table.column_names]
@@ -296,23 +343,6 @@ class Rates(ABC):
     output_rows_counter: ClassVar[str | None] = None  # the counter its output rows stand for (round trip: runs)
 
 
-class OwnTable(ABC):
-    """A part stage that works on a task table of its own (the round trip's tasks), not the samples."""
-
-    @abstractmethod
-    def own_parts(self, run_root: str | Path) -> list[int]:
-        """Rows of each part of its own input, cut in RUN/ before its parts are planned. It must be
-        idempotent on a run directory (resume reuses what it wrote), so part i always covers the same rows."""
-
-    @abstractmethod
-    def own_table_rows(self) -> int:
-        """Rows of its task table: what a throughput projection scales it by."""
-
-    @abstractmethod
-    def limit_own_table(self, options: dict[str, Any], limit: int, per_part: int) -> dict[str, Any]:
-        """Section options that cap the table at `limit` rows, `per_part` a part (the bench's small runs)."""
-
-
 class Analyzes(ABC):
     """Driver-side analysis of a part stage's committed outputs (e.g. agreement tables)."""
 
@@ -328,26 +358,3 @@ class CandidateSource:
     def as_candidates(self, table: pa.Table) -> pa.Table:
         """Its rows as (sample_id, noise, prediction): what the scorers score."""
         return table.select(["sample_id", "noise", "prediction"])
-
-
-class NamesGenerators(ABC):
-    """A SAMPLES provider: its rows carry generator names known from its config."""
-
-    @abstractmethod
-    def row_generators(self) -> list[str]:
-        """The `generator` values its rows carry."""
-
-
-class ReadsGenerators(ABC):
-    """Its checks and signatures depend on the generator names of the rows it reads (noise: a
-    tokenizer per generator). The plan hands the names in; the stage never asks who makes them."""
-
-    @abstractmethod
-    def check_generators(self, seen: Callable[[], Sequence[str | None]]) -> str | None:
-        """The `preflight` check: `seen()` gives the names later stages see (None: rows without a
-        generator), reading the input only when called. ConfigError, or a line saying what was checked."""
-
-    @abstractmethod
-    def generator_signatures(self, task: StageTask, prepass: dict[str, Any],
-                             generated: Sequence[str] | None) -> dict[str, Any]:
-        """Its `signatures`, given the names a stage generates (None: the run generates nothing)."""

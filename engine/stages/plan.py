@@ -38,8 +38,6 @@ from engine.stages.base import (
     INPUT,
     SAMPLES,
     DriverStage,
-    NamesGenerators,
-    OwnTable,
     PartStage,
     PartTask,
     Rates,
@@ -47,6 +45,7 @@ from engine.stages.base import (
     ReportSettings,
     Reusable,
     RunSettings,
+    SampleOrigin,
     Stage,
     StageTask,
 )
@@ -120,21 +119,16 @@ class RunPlan:
     def model_needs(self) -> list[ModelNeed]:
         return [need for b in self.part_stages() for need in b.model_needs]
 
-    def generated_names(self, bound: BoundStage | None = None) -> list[str] | None:
-        """The generator names of the rows `bound` works on when a stage generates them (None:
-        its samples are the input's); without `bound`, those of the run's samples."""
-        source = bound.sample_source if bound is not None else self.sample_source
-        if source is None:
-            return None
-        stage = source.stage
-        if not isinstance(stage, NamesGenerators):
-            raise TypeError(f"stage {source.name!r} provides samples but does not say their generator names "
-                            "(engine.stages.base.NamesGenerators)")
-        return list(stage.row_generators())
-
     def own_tables(self) -> list[BoundStage]:
-        """The part stages that work on a task table of their own (`OwnTable`), not the samples."""
-        return [b for b in self.part_stages() if isinstance(b.stage, OwnTable)]
+        """The part stages that work on a task table of their own (`PartStage.own_table`), not the samples."""
+        return [b for b in self.part_stages() if b.stage.own_table() is not None]
+
+
+def _row_generators(stage: Stage) -> tuple[str, ...]:
+    if stage.row_generators is None:
+        raise TypeError(f"stage {stage.name!r} provides samples but does not say their generator names "
+                        "(engine.stages.base.PartStage.row_generators)")
+    return tuple(stage.row_generators)
 
 
 def _before(stages: Sequence[Stage], stage: str | None) -> Sequence[Stage]:
@@ -220,6 +214,11 @@ def build_plan(config: RunConfig) -> RunPlan:
         for kind in stage.consumes if part else ():
             providers = ([source] if source is not None else []) if kind == SAMPLES else _providers(stages, kind, before=stage.name)
             consumed.append((kind, tuple(p.name for p in providers)))
+        if part:  # where its samples come from, handed in as data: the stage never asks who makes them
+            maker = bound[source.name].stage if source is not None else None
+            stage.samples = SampleOrigin(
+                generated=_row_generators(maker) if maker is not None else None,
+                input=None if maker is not None or _input_source(stages) is not None else config.input)
         bound[stage.name] = BoundStage(
             stage=stage,
             tasks=tuple(stage.tasks()) if part else (),

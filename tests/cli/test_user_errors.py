@@ -365,8 +365,9 @@ def test_a_run_prints_its_throughput_and_signatures_name_only_its_languages(tmp_
 
 def test_round_trip_console_counts_tasks_and_prints_pass_at_1(tmp_path):
     from engine.config import config_from_mapping as from_mapping
-    from engine.console import reads_samples, roundtrip_lines
+    from engine.console import reads_samples
     from engine.records import ROUNDTRIP_SCHEMA
+    from engine.roundtrip.console import roundtrip_lines
 
     rows = []
     for task in ("t1", "t2"):

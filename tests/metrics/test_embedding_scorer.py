@@ -192,7 +192,6 @@ def test_long_files_and_long_spans_use_windows(bert: EmbeddingScorer) -> None:
     """Model window 64 tokens: a long file is cut around the comment; a comment over 64 tokens
     is scored in overlapping windows, each of its tokens once."""
     from engine.context import reference_text
-    from engine.metrics.scoring_plan import ContextScoring
 
     long_comment = "// returns " + " ".join(["the name of the user file path"] * 20)
     short = item("short", " the name of a user", filler=40)
@@ -200,7 +199,7 @@ def test_long_files_and_long_spans_use_windows(bert: EmbeddingScorer) -> None:
     rows = by_key(bert.score([short, long]))
     assert all(not math.isnan(v) for v in rows.values())
     assert rows[("long", "full", "F")] == pytest.approx(1.0, abs=1e-6)
-    job = ContextScoring(bert, "full")
+    job = bert.context_scoring("full")
     span = reference_text(long, "full")
     plan = job.plans([span])[(span.text, span.span_start, span.span_end)]
     assert len(plan.sequences) > 2 and all(len(s) <= 64 for s in plan.sequences)

@@ -54,5 +54,5 @@ def test_no_private_name_is_imported_across_modules() -> None:
 
 def test_the_check_sees_both_forms(tmp_path: Path) -> None:
     planted = tmp_path / "planted.py"
-    planted.write_text("from engine.roundtrip.programs import _hidden\nfrom engine import runner\nrunner._Internal\n", encoding="utf-8")
-    assert private_uses(planted) == {"engine.roundtrip.programs._hidden", "engine.runner._Internal"}
+    planted.write_text("from engine.sandbox.programs import _hidden\nfrom engine import runner\nrunner._Internal\n", encoding="utf-8")
+    assert private_uses(planted) == {"engine.sandbox.programs._hidden", "engine.runner._Internal"}

@@ -144,13 +144,14 @@ def test_failed_build_keeps_previous_report(tmp_path: Path, monkeypatch: pytest.
 
 
 def test_status_shown_complete_when_only_the_report_is_left() -> None:
+    from engine.io.manifest import Manifest
     from engine.report.tables import display_status
 
     config = {"stages": ["score", "calibrate", "report"]}
     layout = layout_of_run(config["stages"])
     finishing = {"status": "running", "config": config, "counts": {"score_rows": 10}, "stages": {"calibrate": {"done": True}}}
-    assert display_status(finishing, layout) == "complete"
-    assert display_status({**finishing, "stages": {}}, layout) == "running"  # calibration still to come
-    assert display_status({**finishing, "counts": {}}, layout) == "running"  # parts still being scored
-    assert display_status({**finishing, "failed_parts": {"score/x/00000": {}}}, layout) == "running"
-    assert display_status({**finishing, "status": "failed"}, layout) == "failed"
+    assert display_status(Manifest(finishing), layout) == "complete"
+    assert display_status(Manifest({**finishing, "stages": {}}), layout) == "running"  # calibration still to come
+    assert display_status(Manifest({**finishing, "counts": {}}), layout) == "running"  # parts still being scored
+    assert display_status(Manifest({**finishing, "failed_parts": {"score/x/00000": {}}}), layout) == "running"
+    assert display_status(Manifest({**finishing, "status": "failed"}), layout) == "failed"

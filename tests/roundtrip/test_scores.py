@@ -6,8 +6,8 @@ import math
 import pytest
 
 from engine.roundtrip import difftest
-from engine.roundtrip.sandbox import SandboxLimits
 from engine.roundtrip.scores import abstraction, ast_edges, conciseness, correctness, fluency, implementation_tokens, similarity
+from engine.sandbox.process import SandboxLimits
 
 LIMITS = SandboxLimits(cpu_seconds=5, wall_seconds=20.0)
 TASK = {

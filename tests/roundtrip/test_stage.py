@@ -12,7 +12,7 @@ import pytest
 
 from engine.config import config_from_mapping
 from engine.records import ROUNDTRIP_KEY, ROUNDTRIP_SCHEMA
-from engine.roundtrip.sandbox import STATUSES
+from engine.sandbox.process import STATUSES
 from engine.stages.base import PartContext, PartTask, RunSettings
 from engine.stages.registry import build_stage
 from tests.support.paths import PYTHON, REPO
@@ -34,7 +34,7 @@ def test_run_part_oracle_and_tiny_generator(tmp_path, tiny_lm):
     }, part_size=4)
     config = config_from_mapping(raw, tmp_path)
     stage = build_stage("roundtrip", config.section("roundtrip"))
-    assert stage.own_parts(tmp_path) == [4]
+    assert stage.input_parts(tmp_path) == [4]
     (task,) = stage.tasks()
     ctx = PartContext(tmp_path, RunSettings(), PartTask.of(task, 0, stage.directory))
     table = stage.run_part(ctx)

@@ -6,10 +6,10 @@ import json
 import pytest
 
 from engine.errors import InputError
-from engine.roundtrip import languages
-from engine.roundtrip.languages import run_tests
-from engine.roundtrip.sandbox import SandboxLimits
 from engine.roundtrip.tasks import load_tasks, split_python_function
+from engine.sandbox import languages
+from engine.sandbox.languages import run_tests
+from engine.sandbox.process import SandboxLimits
 
 LIMITS = SandboxLimits(cpu_seconds=5, wall_seconds=20.0)
 

@@ -15,13 +15,14 @@ import math
 
 import pytest
 
-from engine.roundtrip import compare, generation, orchestrate, sandbox, values
-from engine.roundtrip.languages import toolchain_missing
-from engine.roundtrip.sandbox import SandboxLimits
+from engine.roundtrip import generation, orchestrate, values
 from engine.roundtrip.tasks import load_tasks
+from engine.sandbox import compare, process
+from engine.sandbox.languages import toolchain_missing
+from engine.sandbox.process import SandboxLimits
 
 LIMITS = SandboxLimits()
-BWRAP = sandbox.unavailable(LIMITS)
+BWRAP = process.unavailable(LIMITS)
 needs_bwrap = pytest.mark.skipif(bool(BWRAP), reason=BWRAP or "bwrap runs")
 POLY = {t["task_id"]: t for t in load_tasks("polyglot").to_pylist()}
 ADD = {t["programming_language"]: t for t in POLY.values() if t["task_id"].endswith("/add")}

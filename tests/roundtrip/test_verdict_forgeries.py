@@ -14,13 +14,14 @@ import types
 
 import pytest
 
-from engine.roundtrip import generation, orchestrate, sandbox
-from engine.roundtrip.languages import toolchain_missing
-from engine.roundtrip.sandbox import SandboxLimits
+from engine.roundtrip import generation, orchestrate
 from engine.roundtrip.tasks import load_tasks
+from engine.sandbox import process
+from engine.sandbox.languages import toolchain_missing
+from engine.sandbox.process import SandboxLimits
 
 LIMITS = SandboxLimits()
-BWRAP = sandbox.unavailable(LIMITS)
+BWRAP = process.unavailable(LIMITS)
 pytestmark = pytest.mark.skipif(bool(BWRAP), reason=BWRAP or "bwrap runs")
 POLYGLOT = {t["programming_language"]: t for t in load_tasks("polyglot").to_pylist() if t["task_id"].endswith("/add")}
 # HumanEval's form: tests through `check(candidate)`, an exact int answer.

@@ -2,21 +2,22 @@
 languages, through the stage's own path (`generation.code_from_completion`, then `orchestrate.execute_row`).
 
 Correctness: the candidate and the reference each run as a server in a sandbox of their own; the
-engine sends the drawn inputs and compares the replies (engine.roundtrip.caller, compare). The
+engine sends the drawn inputs and compares the replies (engine.sandbox.caller, compare). The
 tests' equality assertions of Python and JavaScript are decided by the engine's typed comparison
-(engine.roundtrip.relay). Contained means: pass@1 0 and correctness below 0.5.
+(engine.sandbox.relay). Contained means: pass@1 0 and correctness below 0.5.
 """
 from __future__ import annotations
 
 import pytest
 
-from engine.roundtrip import compare, difftest, generation, orchestrate, plain, sandbox
-from engine.roundtrip.languages import LANGUAGES, toolchain_missing
-from engine.roundtrip.sandbox import SandboxLimits
+from engine.roundtrip import difftest, generation, orchestrate
 from engine.roundtrip.tasks import load_tasks
+from engine.sandbox import compare, plain, process
+from engine.sandbox.languages import LANGUAGES, toolchain_missing
+from engine.sandbox.process import SandboxLimits
 
 LIMITS = SandboxLimits()
-BWRAP = sandbox.unavailable(LIMITS)
+BWRAP = process.unavailable(LIMITS)
 needs_bwrap = pytest.mark.skipif(bool(BWRAP), reason=BWRAP or "bwrap runs")
 ADD = {t["programming_language"]: t for t in load_tasks("polyglot").to_pylist() if t["task_id"].endswith("/add")}
 # A reply nested 40 levels deep (the limit is 32), framed as the candidate's server would frame it.

@@ -18,8 +18,8 @@ import tempfile
 import psutil
 import pytest
 
-from engine.roundtrip import sandbox
-from engine.roundtrip.sandbox import SandboxLimits
+from engine.sandbox import process
+from engine.sandbox.process import SandboxLimits
 from tests.support.paths import PYTHON, REPO
 
 ITERATIONS = 20
@@ -30,7 +30,7 @@ LIMITS = SandboxLimits(uid=POOL[0], uid_slots=len(POOL))
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="runs claim uids of the pool only as root")
 def test_two_engines_round_trip_at_once_without_probe_failure_or_leftover():
-    why = sandbox.unavailable(LIMITS)
+    why = process.unavailable(LIMITS)
     if why:
         pytest.skip(why)
     pool = POOL

@@ -14,13 +14,14 @@ import os
 
 import pytest
 
-from engine.roundtrip import generation, orchestrate, plain, relay, sandbox
-from engine.roundtrip.languages import toolchain_missing
-from engine.roundtrip.sandbox import SandboxLimits
+from engine.roundtrip import generation, orchestrate
 from engine.roundtrip.tasks import load_tasks
+from engine.sandbox import plain, process, relay
+from engine.sandbox.languages import toolchain_missing
+from engine.sandbox.process import SandboxLimits
 
 LIMITS = SandboxLimits()
-BWRAP = sandbox.unavailable(LIMITS)
+BWRAP = process.unavailable(LIMITS)
 needs_bwrap = pytest.mark.skipif(bool(BWRAP), reason=BWRAP or "bwrap runs")
 JAVA = [t for t in load_tasks("polyglot").to_pylist() if t["task_id"] == "polyglot/java/add"][0]
 DIV = {**JAVA, "signature": "public static int div(int a, int b)",

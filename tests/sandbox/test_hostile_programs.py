@@ -11,12 +11,12 @@ from concurrent.futures import ThreadPoolExecutor
 import psutil
 import pytest
 
-from engine.roundtrip import sandbox
-from engine.roundtrip.languages import run_tests
-from engine.roundtrip.sandbox import SandboxLimits
+from engine.sandbox import process
+from engine.sandbox.languages import run_tests
+from engine.sandbox.process import SandboxLimits
 
 LIMITS = SandboxLimits(cpu_seconds=1, wall_seconds=4.0, memory_mb=256, max_processes=8, file_size_mb=1)
-BWRAP = sandbox.unavailable(LIMITS)
+BWRAP = process.unavailable(LIMITS)
 MODES = ["hook", pytest.param("bwrap", marks=pytest.mark.skipif(bool(BWRAP), reason=BWRAP or "bwrap runs"))]
 OUTSIDE = os.path.join(tempfile.gettempdir(), f"babelscore-escape-{os.getpid()}.txt")
 
@@ -87,7 +87,7 @@ def test_output_is_cut_to_its_bound():
 @pytest.mark.skipif(bool(BWRAP), reason=BWRAP or "bwrap runs")
 def test_program_outside_python_is_bounded_by_the_namespaces():
     # A shell, not under any Python harness: only bubblewrap and the limits hold it.
-    result = sandbox.run_program(["/bin/sh", "-c", f"echo x > {OUTSIDE}; ls / > /work/root.txt; cat /work/root.txt"], {}, LIMITS)
+    result = process.run_program(["/bin/sh", "-c", f"echo x > {OUTSIDE}; ls / > /work/root.txt; cat /work/root.txt"], {}, LIMITS)
     assert not os.path.exists(OUTSIDE)
     assert set(result.stdout.split()) <= {"bin", "dev", "etc", "lib", "lib64", "proc", "sbin", "tmp", "usr", "work"}
     # Exit status 0 without the harness's token is not a pass.
@@ -96,7 +96,7 @@ def test_program_outside_python_is_bounded_by_the_namespaces():
 
 def test_forty_runs_leave_no_process_or_file():
     # Work directories of this process only: other test runs on the machine share /tmp.
-    pattern = os.path.join(tempfile.gettempdir(), f"{sandbox.WORKDIR_PREFIX}{os.getpid()}-*")
+    pattern = os.path.join(tempfile.gettempdir(), f"{process.WORKDIR_PREFIX}{os.getpid()}-*")
     own_limits = {name: resource.getrlimit(getattr(resource, name)) for name in ("RLIMIT_CPU", "RLIMIT_AS", "RLIMIT_NPROC", "RLIMIT_FSIZE")}
     own_uid, own_cwd = os.getuid(), os.getcwd()
     quick = [HOSTILE[c][0] for c in ("memory bomb", "fork bomb")] + ["print(1)\n", "import sys\nsys.exit(0)\n"]

@@ -8,13 +8,14 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from engine.errors import InputError
-from engine.roundtrip import generation, sandbox
-from engine.roundtrip.languages import LANGUAGES, build, run_tests, toolchain_missing
-from engine.roundtrip.sandbox import SandboxLimits
+from engine.roundtrip import generation
 from engine.roundtrip.tasks import load_tasks
+from engine.sandbox import process
+from engine.sandbox.languages import LANGUAGES, build, run_tests, toolchain_missing
+from engine.sandbox.process import SandboxLimits
 
 LIMITS = SandboxLimits(cpu_seconds=5, wall_seconds=20.0)
-BWRAP = sandbox.unavailable(LIMITS)
+BWRAP = process.unavailable(LIMITS)
 TASKS = load_tasks("polyglot").to_pylist()
 
 
@@ -70,7 +71,7 @@ def test_compile_error_is_its_own_status(language):
 
 
 def test_missing_toolchain_skips_with_the_package_to_install(monkeypatch):
-    from engine.roundtrip import languages
+    from engine.sandbox import languages
 
     monkeypatch.setattr(languages.shutil, "which", lambda name, path=None: None)
     task = next(t for t in TASKS if t["programming_language"] == "rust")

@@ -14,12 +14,12 @@ import json
 
 import pytest
 
-from engine.roundtrip import bwrap, cgroup, sandbox
-from engine.roundtrip.languages import run_tests
-from engine.roundtrip.sandbox import SandboxLimits, memory_bound_mb
+from engine.sandbox import bwrap, cgroup, process
+from engine.sandbox.languages import run_tests
+from engine.sandbox.process import SandboxLimits, memory_bound_mb
 
 LIMITS = SandboxLimits(cpu_seconds=10, wall_seconds=30.0, memory_mb=128, max_processes=4, tmpfs_mb=16, max_open_files=64)
-BWRAP = sandbox.unavailable(LIMITS)
+BWRAP = process.unavailable(LIMITS)
 TARGET_MB = 1024  # what the program tries to hold beyond its limits
 
 HOARDER = r'''

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from engine.roundtrip import bwrap, sandbox
-from engine.roundtrip.sandbox import SandboxLimits
+from engine.sandbox import bwrap, process
+from engine.sandbox.process import SandboxLimits
 
 LIMITS = SandboxLimits(uid=231000, uid_slots=2)
-needs_root_and_bwrap = pytest.mark.skipif(os.geteuid() != 0 or bool(sandbox.unavailable(LIMITS)),
+needs_root_and_bwrap = pytest.mark.skipif(os.geteuid() != 0 or bool(process.unavailable(LIMITS)),
                                           reason="the probe drops to a pool uid only as root, with bwrap")
 
 
@@ -30,7 +30,7 @@ def test_the_probe_takes_a_free_uid_of_the_pool_under_its_lock(monkeypatch):
     monkeypatch.setattr(bwrap, "probe_as", lambda uid: probed.append(uid) or real(uid))
     try:
         bwrap.forget()
-        assert sandbox.unavailable(LIMITS) == ""
+        assert process.unavailable(LIMITS) == ""
     finally:
         os.close(held)
     assert probed == [LIMITS.uid + 1]
@@ -40,6 +40,6 @@ def test_the_probe_takes_a_free_uid_of_the_pool_under_its_lock(monkeypatch):
 def test_a_failed_probe_is_probed_again(monkeypatch):
     bwrap.forget()
     monkeypatch.setattr(bwrap.shutil, "which", lambda name, *a, **k: None)
-    assert "not on PATH" in sandbox.unavailable(LIMITS)
+    assert "not on PATH" in process.unavailable(LIMITS)
     monkeypatch.undo()
-    assert sandbox.unavailable(LIMITS) == ""
+    assert process.unavailable(LIMITS) == ""

@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import pytest
 
-from engine.roundtrip import difftest, generation, orchestrate, plain, sandbox
-from engine.roundtrip.languages import toolchain_missing
-from engine.roundtrip.sandbox import SandboxLimits
+from engine.roundtrip import difftest, generation, orchestrate
 from engine.roundtrip.tasks import load_tasks
+from engine.sandbox import plain, process
+from engine.sandbox.languages import toolchain_missing
+from engine.sandbox.process import SandboxLimits
 
 LIMITS = SandboxLimits()
-BWRAP = sandbox.unavailable(LIMITS)
+BWRAP = process.unavailable(LIMITS)
 needs_bwrap = pytest.mark.skipif(bool(BWRAP), reason=BWRAP or "bwrap runs")
 ADD = {t["programming_language"]: t for t in load_tasks("polyglot").to_pylist() if t["task_id"].endswith("/add")}
 

@@ -18,13 +18,14 @@ import uuid
 
 import pytest
 
-from engine.roundtrip import bwrap, generation, orchestrate, sandbox, usr_view
-from engine.roundtrip.languages import LANGUAGES, toolchain_missing
-from engine.roundtrip.sandbox import SandboxLimits
+from engine.roundtrip import generation, orchestrate
 from engine.roundtrip.tasks import load_tasks
+from engine.sandbox import bwrap, process, usr_view
+from engine.sandbox.languages import LANGUAGES, toolchain_missing
+from engine.sandbox.process import SandboxLimits
 
 LIMITS = SandboxLimits()
-BWRAP = sandbox.unavailable(LIMITS)
+BWRAP = process.unavailable(LIMITS)
 TAG = f"babelscore-unpackaged-{uuid.uuid4().hex[:8]}"
 SECRET_DIR = f"/usr/share/{TAG}"
 SECRET_FILE = f"/usr/lib/{TAG}.txt"

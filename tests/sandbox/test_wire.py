@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine.roundtrip import plain, wire
+from engine.sandbox import plain, wire
 
 
 @pytest.mark.parametrize("text", [b"i3", b"l3 i1 s2:ab l0", b"m2 s1:a i1 s1:b l2 t f", b"u2 dnan d1.5", b"l1 e1 n", b"s3:a b"])
@@ -45,7 +45,7 @@ def test_an_exception_name_is_capped_and_kept_to_a_type_names_alphabet():
 def test_the_tests_comparison_takes_two_values_as_deep_as_a_reply():
     """`c l2 <actual> <expected>` wraps two replies in one more level: values at the deepest a reply
     may nest are still compared, not answered `o f` by the depth limit."""
-    from engine.roundtrip import relay
+    from engine.sandbox import relay
 
     deepest = b"l1 " * plain.MAX_DEPTH + b"n"
     plain.parse(deepest)  # a reply may nest this deep

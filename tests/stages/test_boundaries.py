@@ -57,6 +57,7 @@ ALLOWED_LITERALS: dict[tuple[str, str], tuple[int, str]] = {
     ('engine/records.py', 'noise'): (4, COLUMN),
     ('engine/report/answer.py', 'judge'): (1, "the `judge` column of the judges' agreement table"),
     ('engine/report/figures.py', 'score'): (1, 'an axis label'),
+    ('engine/report/keys.py', 'score'): (2, VARIANT),
     ('engine/report/load.py', 'noise'): (5, COLUMN),
     ('engine/report/sections.py', 'noise'): (7, "the noise figure's anchor and the `noise` column; 2 say which stage a run lacks"),
     ('engine/report/sections.py', 'score'): (1, 'says which stage a run lacks (report layout)'),
@@ -65,7 +66,6 @@ ALLOWED_LITERALS: dict[tuple[str, str], tuple[int, str]] = {
     ('engine/report/sweep.py', 'noise'): (1, COLUMN),
     ('engine/report/sweep.py', 'score'): (1, VARIANT),
     ('engine/report/tables.py', 'noise'): (1, COLUMN),
-    ('engine/report/tables.py', 'score'): (2, VARIANT),
     ('engine/reuse/sources.py', 'noise'): (2, COLUMN),
     ('engine/rundiff.py', 'noise'): (2, COLUMN),
     ('engine/stages/base.py', 'noise'): (1, COLUMN),
@@ -115,8 +115,11 @@ def edge_offences(engine: Path) -> set[tuple[str, str, str]]:
         flagged = any(o[1:] == (source, target) for o in out)
         if s_unit != t_unit and layer_of(t_unit) > layer_of(s_unit) and not flagged:  # once per edge
             out.add(("layers", source, target))
-    for cycle in cycles(structure.module_graph(import_time_only=True)):
+    # every edge counts, lazy and type-only ones too: a cycle hidden in a function is still one
+    for cycle in cycles(structure.module_graph()):
         out.add(("cycle", cycle[0], " <-> ".join(cycle)))
+    for cycle in cycles(structure.unit_graph()):
+        out.add(("unit-cycle", cycle[0], " <-> ".join(cycle)))
     return out
 
 
@@ -173,8 +176,8 @@ ALLOWED_DYNAMIC_IMPORTS: dict[str, tuple[int, str]] = {
     "engine/stages/registry.py": (1, "the registry's own 'module:Class' entries"),
     "engine/config_reference.py": (1, "the Params classes the registry's entries name, for docs/config.md"),
     "engine/metrics/base.py": (1, "a scorer class by its kind, from the scorer table"),
-    "engine/roundtrip/proxies/__init__.py": (1, "the signature proxy of a programming language"),
-    "engine/roundtrip/syntax.py": (1, "a tree-sitter grammar package (not an engine module)"),
+    "engine/sandbox/proxies/__init__.py": (1, "the signature proxy of a programming language"),
+    "engine/sandbox/syntax.py": (1, "a tree-sitter grammar package (not an engine module)"),
     "engine/runtime/model_process.py": (1, "the worker builds the model its parent names ('module:function')"),
 }
 VLLM_MODULE = "engine/llm/vllm_backend.py"  # the only module that imports vllm
@@ -222,10 +225,32 @@ def vllm_import_offences(engine: Path) -> list[str]:
 
 
 def stage_hooks(engine: Path) -> set[str]:
-    """The method names of the protocols and capabilities (engine/stages/base.py)."""
+    """The method names of the protocols and capabilities (engine/stages/base.py), and the data a
+    part stage declares or is handed (`row_generators`, `samples`): every stage has those, so
+    probing for one is asking the wrong question."""
     tree = parse((engine / "stages" / "base.py").read_text(encoding="utf-8"))
-    return {n.name for c in ast.walk(tree) if isinstance(c, ast.ClassDef) for n in c.body
-            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and not n.name.startswith("_")}
+    methods = {n.name for c in ast.walk(tree) if isinstance(c, ast.ClassDef) for n in c.body
+               if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and not n.name.startswith("_")}
+    part_stage = next(c for c in ast.walk(tree) if isinstance(c, ast.ClassDef) and c.name == "PartStage")
+    data = {n.target.id for n in part_stage.body if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)
+            and not ast.unparse(n.annotation).startswith("ClassVar")}
+    return methods | data
+
+
+def row_kind_branches(engine: Path) -> list[str]:
+    """A driver module that branches on the kind of rows a stage provides (`stage.provides ==
+    SCORES`) instead of asking the stage (e.g. `console_lines`). The plan and the layout, which
+    resolve the data flow from those kinds, are engine/stages/ and engine/io/layout.py."""
+    out = []
+    for path in sorted(engine.rglob("*.py")):
+        rel = "engine/" + path.relative_to(engine).as_posix()
+        if rel.startswith("engine/stages/") or rel == "engine/io/layout.py":
+            continue
+        for node in ast.walk(parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Compare) and any(
+                    isinstance(side, ast.Attribute) and side.attr == "provides" for side in (node.left, *node.comparators)):
+                out.append(f"{rel}:{node.lineno}: {ast.unparse(node)}")
+    return out
 
 
 def capability_probe_offences(engine: Path) -> list[str]:
@@ -244,6 +269,30 @@ def capability_probe_offences(engine: Path) -> list[str]:
                 out.append(f"{rel}:{node.lineno}: {ast.unparse(node)}")
             elif isinstance(node, ast.Compare) and isinstance(node.left, ast.Attribute) and node.left.attr in hooks \
                     and any(isinstance(c, ast.Attribute) and c.attr == node.left.attr for c in node.comparators):
+                out.append(f"{rel}:{node.lineno}: {ast.unparse(node)}")
+    return out
+
+
+# What reads or writes a dict in place: on a manifest, only engine/io/manifest.py may.
+DICT_ACCESS = frozenset({"get", "setdefault", "pop", "popitem", "update", "items", "keys", "values", "clear"})
+
+
+def _is_manifest(node: ast.AST) -> bool:
+    return (isinstance(node, ast.Name) and node.id == "manifest") or (isinstance(node, ast.Attribute) and node.attr == "manifest")
+
+
+def manifest_dict_access(engine: Path) -> list[str]:
+    """`manifest[...]` or `manifest.get(...)` (and the other dict methods) outside
+    engine/io/manifest.py: what a run records is read and written through `Manifest`'s methods."""
+    out = []
+    for path in sorted(engine.rglob("*.py")):
+        rel = "engine/" + path.relative_to(engine).as_posix()
+        if rel == "engine/io/manifest.py":
+            continue
+        for node in ast.walk(parse(path.read_text(encoding="utf-8"))):
+            if (isinstance(node, ast.Subscript) and _is_manifest(node.value)) or (
+                    isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in DICT_ACCESS
+                    and _is_manifest(node.func.value)):
                 out.append(f"{rel}:{node.lineno}: {ast.unparse(node)}")
     return out
 
@@ -285,6 +334,29 @@ def test_vllm_is_imported_in_one_module() -> None:
 
 def test_capabilities_are_found_by_isinstance() -> None:
     assert capability_probe_offences(ENGINE) == []
+
+
+def test_the_manifest_is_read_and_written_through_its_methods() -> None:
+    assert manifest_dict_access(ENGINE) == []
+
+
+@pytest.mark.parametrize("planted", [
+    'def planted(run):\n    return run.manifest["status"]',
+    'def planted(manifest):\n    manifest["x"] = 1',
+    'def planted(data):\n    return data.manifest.get("counts", {})'])
+def test_a_planted_manifest_dict_access_is_found(planted_copy, planted: str) -> None:
+    found = manifest_dict_access(planted_copy("report/build.py", planted))
+    assert len(found) == 1 and found[0].startswith("engine/report/build.py:")
+
+
+def test_the_console_asks_the_stage_not_the_row_kind() -> None:
+    assert row_kind_branches(ENGINE) == []
+
+
+def test_a_planted_row_kind_branch_is_found(planted_copy) -> None:
+    engine = planted_copy("cli.py", "def planted(bound, SCORES):\n    return bound.stage.provides == SCORES")
+    assert row_kind_branches(engine) == [f"engine/cli.py:{(engine / 'cli.py').read_text().count(chr(10))}: "
+                                         "bound.stage.provides == SCORES"]
 
 
 # ----- planted violations: each check finds its own ------------------------------------------
@@ -347,6 +419,15 @@ def test_a_planted_upward_edge_and_cycle_are_found(planted_copy) -> None:
     assert any(line.startswith("('cycle',") for line in new)
 
 
+def test_a_planted_lazy_cycle_is_found(planted_copy) -> None:
+    # engine.data.convert imports engine.generate.prompts; a lazy import back closes a cycle of
+    # modules and of their units, though nothing imports in a loop when the modules load
+    engine = planted_copy("generate/prompts.py", "def _planted():\n    from engine.data import convert")
+    new, _ = _judge(edge_offences(engine), ALLOWED_EDGES)
+    assert any(line.startswith("('cycle',") and "engine.data.convert" in line for line in new)
+    assert any(line.startswith("('unit-cycle',") for line in new)
+
+
 def test_a_planted_test_hook_is_found(planted_copy) -> None:
     engine = planted_copy("runner.py", 'PLANTED = "BABELSCORE_TEST_SOMETHING"')
     assert fault_hook_offences(engine) == ["engine/runner.py:" + str(
@@ -384,7 +465,9 @@ def test_a_planted_import_of_a_stage_class_is_found(planted_copy) -> None:
 @pytest.mark.parametrize("planted", [
     "def probe(stage):\n    return hasattr(stage, 'reuse_part')",
     "def probe(stage):\n    return getattr(stage, 'report_section', None)",
-    "def probe(stage, PartStage):\n    return type(stage).run_part is not PartStage.run_part"])
+    "def probe(stage, PartStage):\n    return type(stage).run_part is not PartStage.run_part",
+    "def probe(stage):\n    return getattr(stage, 'row_generators', None)",
+    "def probe(stage):\n    return hasattr(stage, 'own_table')"])
 def test_a_planted_capability_probe_is_found(planted_copy, planted: str) -> None:
     assert capability_probe_offences(planted_copy("runner.py", planted))
 

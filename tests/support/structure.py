@@ -26,8 +26,8 @@ STRING_IMPORT = re.compile(r"^engine(\.\w+)+:\w+$")
 # Lowest first. A unit may import units of its own layer and of lower layers.
 LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
     ("base", frozenset({"errors", "hints", "params", "records", "signature", "items", "context", "progress", "stats",
-                        "taxonomy", "resources", "kinds", "faults", "version"})),
-    ("infra", frozenset({"__init__", "io", "runtime", "isolation", "llm", "throughput", "numerics"})),
+                        "taxonomy", "resources", "kinds", "faults", "version", "vocabulary"})),
+    ("infra", frozenset({"__init__", "io", "runtime", "isolation", "llm", "throughput", "numerics", "sandbox"})),
     ("protocols", frozenset({"stages.base"})),
     ("machinery", frozenset({"reuse"})),  # generic services the stages call (reuse: sources, keys, bookkeeping)
     ("domain", frozenset({"data", "metrics", "generate", "judge", "perturb", "roundtrip", "calibrate", "noise",

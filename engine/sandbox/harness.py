@@ -11,15 +11,15 @@ writes `<token> <word>` to fd 4 only at the end:
   an object with its own `__eq__` that says "equal" to everything cannot pass an assert.
   `sys.exit(0)`, `os._exit(0)`, exit handlers and printed markers all end the run without
   the token, hence `failed`.
-- mode `proxied`: the tests run against a proxy of the entry point (engine.roundtrip.proxies.
-  python) that calls the candidate in a sandbox of its own (engine.roundtrip.relay); the
+- mode `proxied`: the tests run against a proxy of the entry point (engine.sandbox.proxies.
+  python) that calls the candidate in a sandbox of its own (engine.sandbox.relay); the
   candidate's code never runs in this process. This is how every task with an entry point is
   tested; mode `tests` (the candidate in this process, guarded) remains for whole programs
   without an entry point, which have no candidate to keep apart. Its `assert x == y` and
-  `assert x != y` are decided by the engine's typed comparison (engine.roundtrip.relay).
+  `assert x != y` are decided by the engine's typed comparison (engine.sandbox.relay).
 
 Differential testing runs no harness of this module: the engine calls the candidate's server
-itself (engine.roundtrip.caller).
+itself (engine.sandbox.caller).
 """
 from __future__ import annotations
 
@@ -86,7 +86,7 @@ def _main():
         checked = dict(space)
         checked["__builtins__"] = dict(_CLEAN_BUILTINS)
         if mode == "proxied":
-            # The candidate is in another sandbox (engine.roundtrip.relay): only values come back,
+            # The candidate is in another sandbox (engine.sandbox.relay): only values come back,
             # and the engine compares them with the tests' expected values.
             checked[entry] = _proxy_for(entry)
             checked["_bs_same"], checked["_bs_chain"] = _bs_same, _bs_chain
@@ -165,5 +165,5 @@ sys.addaudithook(_hook)
 
 
 def python_harness(hook: bool, proxy: str = "") -> str:
-    """The harness; `proxy` is the code of the proxied mode's `_proxy_for` (engine.roundtrip.proxies.python)."""
+    """The harness; `proxy` is the code of the proxied mode's `_proxy_for` (engine.sandbox.proxies.python)."""
     return PYTHON_HARNESS.replace("__HOOK__", (AUDIT_HOOK if hook else "") + "\n" + proxy)

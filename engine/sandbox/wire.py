@@ -1,7 +1,7 @@
 """Text that came from a sandboxed program, as the engine quotes it in a row's `reason`.
 
-Values from a sandbox are read by engine.roundtrip.plain (with limits) and compared by
-engine.roundtrip.compare; the one thing left here is the program's own text (stdout, stderr,
+Values from a sandbox are read by engine.sandbox.plain (with limits) and compared by
+engine.sandbox.compare; the one thing left here is the program's own text (stdout, stderr,
 a server's reason), which is cut and marked so that it never passes for the engine's words.
 """
 from __future__ import annotations

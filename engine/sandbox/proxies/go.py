@@ -7,8 +7,8 @@ the reply into its declared result types (several results travel as a tuple `u<n
 """
 from __future__ import annotations
 
-from engine.roundtrip import syntax
-from engine.roundtrip.relay import Job
+from engine.sandbox import syntax
+from engine.sandbox.relay import Job
 
 CODEC = r'''
 import (
@@ -390,13 +390,13 @@ def _tests_context(context: str) -> str:
 
 
 def _go_file_text(source: str) -> str:
-    from engine.roundtrip.programs import go_file
+    from engine.sandbox.programs import go_file
 
     return go_file(source)
 
 
 def jobs(task: dict, code: str, script) -> tuple[Job, Job]:
-    from engine.roundtrip.programs import go_file, join_sources, rename_main
+    from engine.sandbox.programs import go_file, join_sources, rename_main
 
     sig = syntax.signature("go", task["signature"])
     results = _results(sig.result)

@@ -1,9 +1,9 @@
 """The engine as the caller of a candidate's server: differential testing outside the candidate's process.
 
 The function under test (a regeneration, or the task's reference solution) runs as the same
-small server as in a split run (engine.roundtrip.proxies: fd 3 calls, fd 4 replies, no token, no
+small server as in a split run (engine.sandbox.proxies: fd 3 calls, fd 4 replies, no token, no
 verdict channel), in a sandboxed run of its own. The engine writes each drawn input to it as a
-plain-value call (engine.roundtrip.plain) and reads each reply with the stream's size and depth
+plain-value call (engine.sandbox.plain) and reads each reply with the stream's size and depth
 limits. The outcome of each call is plain data parsed by the engine, never the program's own
 record of what it answered:
 
@@ -28,10 +28,10 @@ import threading
 import time
 from typing import Callable, Sequence
 
-from engine.roundtrip import plain
-from engine.roundtrip.relay import SERVER_CALLS, SERVER_GRACE_S, SERVER_REPLIES, Job, read_message
-from engine.roundtrip.sandbox import SandboxResult
-from engine.roundtrip.wire import program_text
+from engine.sandbox import plain
+from engine.sandbox.process import SandboxResult
+from engine.sandbox.relay import SERVER_CALLS, SERVER_GRACE_S, SERVER_REPLIES, Job, read_message
+from engine.sandbox.wire import program_text
 
 MAX_SESSIONS = 4
 Keep = Callable[[int, tuple], tuple]

@@ -16,9 +16,9 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from engine.data.vocabulary import canonical_label
 from engine.errors import InputError
 from engine.records import LABELS
+from engine.vocabulary import canonical_label
 
 LABEL_COLUMNS = ("file_id", "generator", "label")
 

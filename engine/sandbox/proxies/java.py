@@ -12,8 +12,8 @@ against it unchanged.
 """
 from __future__ import annotations
 
-from engine.roundtrip import syntax
-from engine.roundtrip.relay import Job
+from engine.sandbox import syntax
+from engine.sandbox.relay import Job
 
 CODEC = r'''import java.io.*;
 import java.lang.reflect.*;
@@ -315,7 +315,7 @@ SERVER = '''public class BsServer {
 
 
 def jobs(task: dict, code: str, command) -> tuple[Job, Job]:
-    from engine.roundtrip.programs import JAVA_HARNESS, java_class_name
+    from engine.sandbox.programs import JAVA_HARNESS, java_class_name
 
     sig = syntax.signature("java", task["signature"])
     owner = java_class_name(task["code"])

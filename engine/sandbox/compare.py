@@ -1,7 +1,7 @@
-"""Typed comparison of plain values (engine.roundtrip.plain), in the engine, for the verdicts.
+"""Typed comparison of plain values (engine.sandbox.plain), in the engine, for the verdicts.
 
 Both differential testing (a candidate's reply against the reference's reply to the same call)
-and the tests' equality assertions (engine.roundtrip.relay's `c` messages) compare here, on
+and the tests' equality assertions (engine.sandbox.relay's `c` messages) compare here, on
 values the engine parsed itself with size and depth limits; no object of a sandboxed program is
 ever compared. The rules:
 
@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from engine.roundtrip import plain
+from engine.sandbox import plain
 
 FLOAT_TOLERANCE = 1e-9  # relative to the reference's magnitude
 FLOAT_FLOOR = 1e-12  # absolute, for results that are rounding noise around a tiny reference
@@ -81,7 +81,7 @@ def same(a: Any, b: Any) -> bool:
 
 
 def same_outcome(reference: tuple, candidate: tuple) -> bool | None:
-    """Agreement of one call's outcomes (engine.roundtrip.caller): equal returned values, or the
+    """Agreement of one call's outcomes (engine.sandbox.caller): equal returned values, or the
     same exception name on both sides. None when the reference gave no usable answer (it ran out
     of time, ended or sent what is not plain data): such an input counts neither way."""
     if reference[0] not in ("o", "x"):

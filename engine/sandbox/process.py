@@ -3,7 +3,7 @@
 Every run is a fresh child process under these layers:
 
 - **isolation** (`isolation`):
-  - `bwrap` (the default): bubblewrap (engine.roundtrip.bwrap) gives the run its own user, pid,
+  - `bwrap` (the default): bubblewrap (engine.sandbox.bwrap) gives the run its own user, pid,
     network, IPC, UTS and mount namespaces, a fresh /proc, private size-capped tmpfs mounts for
     /tmp, /dev/shm and its work directory (its files are copied in from memory), and read-only
     binds of the toolchains only. When the pid namespace's first process ends, the kernel ends
@@ -27,12 +27,12 @@ Every run is a fresh child process under these layers:
   output pipe open cannot make the engine wait.
 - **the verdict channel**: the engine writes a per-run random token into a pipe the program
   reads as fd 3 and reads the verdict from a pipe the program writes as fd 4. Test harnesses
-  (engine.roundtrip.harness) read the token before the tests run and write `<token> passed`
+  (engine.sandbox.harness) read the token before the tests run and write `<token> passed`
   only after every test has run. Exit status, stdout and stderr never make a pass; they only
   explain a failure. The code under test runs in another run without a verdict channel
-  (`verdict=False`), reached through relay pipes (`channel`, engine.roundtrip.relay), so a
+  (`verdict=False`), reached through relay pipes (`channel`, engine.sandbox.relay), so a
   program can make its own verdict worse, never better.
-- **a seccomp filter** (engine.roundtrip.seccomp) and `--disable-userns`: memory no limit
+- **a seccomp filter** (engine.sandbox.seccomp) and `--disable-userns`: memory no limit
   counts (memfds, System V segments, new mounts) is refused; `memory_bound_mb` is the bound.
 
 stdout and stderr are drained by threads that keep only the first `output_bytes` of each, so a
@@ -58,9 +58,9 @@ from pathlib import Path
 from typing import Literal, Mapping, Sequence
 
 from engine.params import Params, require
-from engine.roundtrip import bwrap, cgroup, seccomp
-from engine.roundtrip.uids import claimed_uid, end_uid
-from engine.roundtrip.wire import program_text
+from engine.sandbox import bwrap, cgroup, seccomp
+from engine.sandbox.uids import claimed_uid, end_uid
+from engine.sandbox.wire import program_text
 
 log = logging.getLogger(__name__)
 
@@ -375,7 +375,7 @@ def run_program(
 ) -> SandboxResult:
     """Run `argv` in the work directory holding `files` (relative paths resolve there).
 
-    channel: child fd -> engine fd of further pipes (engine.roundtrip.relay); they are closed here.
+    channel: child fd -> engine fd of further pipes (engine.sandbox.relay); they are closed here.
     verdict: False for a run that gets no token and reports no verdict (a candidate server).
     stop: set by another thread to end the run early (it is then killed like a time-out).
     started: set once the run holds its uid and starts (waiting for a free uid of the pool, while

@@ -3,12 +3,12 @@
 Every run gets the same fixed set of isolation flags (`--unshare-all --unshare-user`: new user,
 pid, net, ipc, uts and cgroup namespaces; `--disable-userns`: no nested user namespace, hence
 no mount of an uncapped tmpfs; `--die-with-parent`; `--new-session`), the seccomp filter of
-engine.roundtrip.seccomp (`--seccomp FD`, installed just before the program starts), a fresh /proc, a minimal /dev,
+engine.sandbox.seccomp (`--seccomp FD`, installed just before the program starts), a fresh /proc, a minimal /dev,
 private tmpfs mounts of a fixed size for /tmp, /dev/shm and the work directory (the root itself
 read-only), and read-only
 binds of exactly what the toolchains need: /usr's bin, sbin, lib*, libexec, include and share
 (interpreters, compilers and libraries of the Debian packages; not /usr/local, /usr/etc, /usr/src),
-with what no installed package put there covered (engine.roundtrip.usr_view),
+with what no installed package put there covered (engine.sandbox.usr_view),
 /etc/alternatives (the symlinks behind /usr/bin/java and friends), the JDK's
 configuration under /etc and the dynamic linker's cache. Nothing else of the host is visible:
 no home, no checkout, no run directory, no host /tmp, no Unix sockets. The task's files are
@@ -25,7 +25,7 @@ import sys
 from functools import lru_cache
 from typing import Sequence
 
-from engine.roundtrip import usr_view
+from engine.sandbox import usr_view
 
 WORKDIR = "/work"
 # bwrap's own processes under the sandbox uid: the outer one and pid 1 of the new namespace.
@@ -58,7 +58,7 @@ def host_binds() -> list[str]:
 def command(argv: Sequence[str], files: Sequence[tuple[int, str]], tmpfs_bytes: int, binds: Sequence[str] = (),
             seccomp_fd: int | None = None) -> list[str]:
     """bwrap's argv for `argv`; `files` are (readable fd, path under the work directory);
-    `seccomp_fd` a readable fd holding the compiled filter (engine.roundtrip.seccomp)."""
+    `seccomp_fd` a readable fd holding the compiled filter (engine.sandbox.seccomp)."""
     out = ["bwrap", "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session"]
     if seccomp_fd is not None:
         out += ["--seccomp", str(seccomp_fd)]
@@ -90,7 +90,7 @@ def command(argv: Sequence[str], files: Sequence[tuple[int, str]], tmpfs_bytes: 
 
 
 def _hide_unpackaged() -> list[str]:
-    """Cover what no installed package put under the bound /usr entries (engine.roundtrip.usr_view):
+    """Cover what no installed package put under the bound /usr entries (engine.sandbox.usr_view):
     a directory by an empty tmpfs made read-only, a file by /dev/null."""
     directories, files = usr_view.hidden([p for p in usr_entries() if not os.path.islink(p)])
     out: list[str] = []

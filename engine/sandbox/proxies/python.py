@@ -1,16 +1,16 @@
 """Python's side of the split run: the candidate's server and the tests' proxy.
 
 Both are small programs run with `python -I -B`; they share only `CODEC` (the plain-value
-stream of engine.roundtrip.plain, in Python). The server executes the task's context and the
+stream of engine.sandbox.plain, in Python). The server executes the task's context and the
 candidate, then answers calls: the return value when it is plain data (bool, int, float, str,
 None, list, tuple, set, frozenset, dict of those: exact types, no subclasses), the exception's
 type name when the call raised, `z` otherwise. The tests' harness (the verdict channel of
-engine.roundtrip.harness) executes the context, binds the entry point to a proxy that sends
+engine.sandbox.harness) executes the context, binds the entry point to a proxy that sends
 each call to the server, and runs the tests against it.
 """
 from __future__ import annotations
 
-from engine.roundtrip.harness import AUDIT_HOOK, python_harness
+from engine.sandbox.harness import AUDIT_HOOK, python_harness
 
 CODEC = r'''
 import os as _os

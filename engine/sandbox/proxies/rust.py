@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import re
 
-from engine.roundtrip import syntax
-from engine.roundtrip.programs import RUSTC_FLAGS
-from engine.roundtrip.relay import Job
+from engine.sandbox import syntax
+from engine.sandbox.programs import RUSTC_FLAGS
+from engine.sandbox.relay import Job
 
 CODEC = r'''
 #[allow(dead_code)]
@@ -252,7 +252,7 @@ def _owned(kind: str) -> tuple[str, str]:
 
 
 def jobs(task: dict, code: str, script) -> tuple[Job, Job]:
-    from engine.roundtrip.programs import RUST_HARNESS, join_sources, rename_main
+    from engine.sandbox.programs import RUST_HARNESS, join_sources, rename_main
 
     sig = syntax.signature("rust", task["signature"])
     context = task.get("context") or ""

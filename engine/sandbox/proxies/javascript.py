@@ -8,7 +8,7 @@ instance, a Proxy's traps aside, a BigInt) is not plain data. The proxy decodes 
 """
 from __future__ import annotations
 
-from engine.roundtrip.relay import Job
+from engine.sandbox.relay import Job
 
 CODEC = r"""
 const bsFs = require('fs');

@@ -1,9 +1,9 @@
 """The plain-value stream: how arguments and return values cross between the two sandboxes.
 
 A candidate (the regenerated function) runs as a small server in one sandbox; the task's tests
-run in another and call it through a proxy of the function's signature (engine.roundtrip.relay).
+run in another and call it through a proxy of the function's signature (engine.sandbox.relay).
 Every value between them is text in this one format, written and read by a few lines of code in
-each of the six languages (engine/roundtrip/proxies/) and read by the engine with limits, so
+each of the six languages (engine/sandbox/proxies/) and read by the engine with limits, so
 that no object of the candidate's ever reaches the tests: only values do.
 
 A value is one of (tokens separated by one space, strings length-prefixed so nothing needs

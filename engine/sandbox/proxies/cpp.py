@@ -10,8 +10,8 @@ function's own return type (`bs::result_of(&NAME)`), so no type is ever written 
 """
 from __future__ import annotations
 
-from engine.roundtrip import syntax
-from engine.roundtrip.relay import Job
+from engine.sandbox import syntax
+from engine.sandbox.relay import Job
 
 CODEC = r'''
 #include <cmath>
@@ -318,7 +318,7 @@ template <class R, class... A> R call(const A&... args) {
 
 
 def jobs(task: dict, code: str, script) -> tuple[Job, Job]:
-    from engine.roundtrip.programs import CPP_HARNESS, join_sources, rename_main
+    from engine.sandbox.programs import CPP_HARNESS, join_sources, rename_main
 
     sig = syntax.signature("cpp", task["signature"])
     context = task.get("context") or ""

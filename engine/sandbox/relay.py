@@ -6,11 +6,11 @@ verdict channel. The task's tests run in a second sandboxed run, with their own 
 run's token (fd 3) and verdict channel (fd 4), and a proxy of the function's signature that
 sends each call on fd 5 and reads the reply on fd 6. The two runs share no process, memory,
 file, module or namespace; the engine sits between them and forwards only plain values
-(engine.roundtrip.plain), each reply parsed with size and depth limits and written anew, so a
+(engine.sandbox.plain), each reply parsed with size and depth limits and written anew, so a
 malformed, deep or huge reply never reaches the tests and no object of the candidate's is ever
 compared. The tests' equality assertions in Python and JavaScript send both sides to the
 engine (`c l2 <actual> <expected>` on the call channel), which compares them by type and value
-(engine.roundtrip.compare) and answers `o t` or `o f`; the typed languages compare values the
+(engine.sandbox.compare) and answers `o t` or `o f`; the typed languages compare values the
 proxy decoded into the declared types.
 
 The verdict is the tests' run's (`passed` only with the token after the last test), made
@@ -31,9 +31,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-from engine.roundtrip import compare, plain
-from engine.roundtrip.sandbox import SandboxResult
-from engine.roundtrip.wire import program_text
+from engine.sandbox import compare, plain
+from engine.sandbox.process import SandboxResult
+from engine.sandbox.wire import program_text
 
 log = logging.getLogger(__name__)
 
@@ -197,7 +197,7 @@ def _answer(call: bytes, to_server: int, from_server: int, deadline: float, stat
 
 def compared(message: bytes) -> bytes:
     """The engine's answer (`o t` / `o f`) to a tests' assertion `c l2 <actual> <expected>`:
-    the two values compared by type and value (engine.roundtrip.compare), never by the tests'
+    the two values compared by type and value (engine.sandbox.compare), never by the tests'
     language. A message that is not two plain values is answered `o f`."""
     try:
         # The `l2` pair around the two values is one level more than a reply may nest.

@@ -1,6 +1,6 @@
 """What of /usr a sandboxed run sees: what the distribution's packages installed, nothing else.
 
-The sandbox binds /usr's top-level entries the toolchains use (engine.roundtrip.bwrap) and hides,
+The sandbox binds /usr's top-level entries the toolchains use (engine.sandbox.bwrap) and hides,
 inside them, every entry that no installed package owns according to the package manager
 (`dpkg-query -L` of every installed package): a hand-installed JDK, a global `npm` upgraded by
 hand, a vendor's keyring, lists a provisioning script left. A hidden directory is covered by an

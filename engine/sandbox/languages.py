@@ -1,7 +1,7 @@
 """The six programming languages of the round trip: how a task's code and tests become one run.
 
-A task with an entry point is tested as a split run (engine.roundtrip.relay, one module per
-language in engine.roundtrip.proxies): the candidate as a server in one sandboxed run, the tests
+A task with an entry point is tested as a split run (engine.sandbox.relay, one module per
+language in engine.sandbox.proxies): the candidate as a server in one sandboxed run, the tests
 against a proxy of the signature in another. Whole programs without an entry point (`build`
 below) run in one sandboxed run. Either way a small harness in the language reads the run's
 token from fd 3 before the tests start and writes `<token> passed` to fd 4 after the tests'
@@ -26,8 +26,9 @@ import shutil
 from dataclasses import dataclass
 from typing import Mapping
 
-from engine.roundtrip.harness import python_harness
-from engine.roundtrip.programs import (
+from engine.sandbox.harness import python_harness
+from engine.sandbox.process import SandboxLimits, SandboxResult, python_for, run_program
+from engine.sandbox.programs import (
     CPP_HARNESS,
     JAVA_HARNESS,
     RUST_HARNESS,
@@ -38,7 +39,6 @@ from engine.roundtrip.programs import (
     rename_main,
     shell_script,
 )
-from engine.roundtrip.sandbox import SandboxLimits, SandboxResult, python_for, run_program
 
 LANGUAGES = ("python", "java", "javascript", "cpp", "go", "rust")
 TOOLS = {"python": (), "java": ("javac", "java"), "javascript": ("node",), "cpp": ("g++",), "go": ("go",), "rust": ("rustc",)}
@@ -151,7 +151,7 @@ def run_tests(task: Mapping[str, str], implementation: str, limits: SandboxLimit
     if why:
         return SandboxResult("skipped", why, None, "", "", 0.0, "none")
     if task.get("entry_point"):
-        from engine.roundtrip.proxies import split_jobs
+        from engine.sandbox.proxies import split_jobs
 
         try:
             jobs = split_jobs(task, implementation, python_for(limits), limits.isolation == "hook",
@@ -171,10 +171,10 @@ def run_tests(task: Mapping[str, str], implementation: str, limits: SandboxLimit
 
 
 def _run_split(server, tests, toolchain: bool, limits: SandboxLimits) -> SandboxResult:
-    """The candidate as a server in one sandbox, the tests through a proxy in another (engine.roundtrip.relay)."""
+    """The candidate as a server in one sandbox, the tests through a proxy in another (engine.sandbox.relay)."""
     from engine.errors import ConfigError
-    from engine.roundtrip.relay import run_split
-    from engine.roundtrip.sandbox import unavailable
+    from engine.sandbox.process import unavailable
+    from engine.sandbox.relay import run_split
 
     why = unavailable(limits)
     if why:

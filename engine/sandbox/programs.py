@@ -1,5 +1,5 @@
-"""Program text shared by the two ways a task runs (engine.roundtrip.languages, one sandboxed run;
-engine.roundtrip.proxies, a split run): the compile-then-run shell step, Java's harness class
+"""Program text shared by the two ways a task runs (engine.sandbox.languages, one sandboxed run;
+engine.sandbox.proxies, a split run): the compile-then-run shell step, Java's harness class
 and class-name rule, the C++ and Rust harness mains, renaming the tests' main, joining parts of
 a file, Go's package line. Its own module so that neither of those two imports the other.
 """
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from engine.roundtrip.sandbox import EXIT_COMPILE
+from engine.sandbox.process import EXIT_COMPILE
 
 # rustc for both sides: debug_assert! runs (as under `cargo test`: a test written with it is a
 # test), while integer overflow keeps the optimised build's wrapping.
