@@ -305,8 +305,7 @@ def config_hash(config: RunConfig, input_fingerprint: str) -> str:
     labels = file_fingerprint(config.labels) if config.labels else ""
     resolved = config.to_dict()
     for name, section in config.sections.items():  # caps and prices are policy: a raised cap is the same run
-        if section.policy_fields:
-            resolved[name] = section.to_dict(identity=True)
+        resolved[name] = section.to_dict(identity=True)
     # How many rejected rows a run may have is an exit-status policy, not an input to any number.
     resolved["validation"].pop("max_rejected", None)
     payload = json.dumps(resolved, sort_keys=True, ensure_ascii=True) + "\n" + input_fingerprint + "\n" + labels

@@ -92,6 +92,7 @@ FAST_MODULES = frozenset({
     "test_config.py",
     "test_config_reference.py",
     "test_configs_shipped.py",
+    "test_model_entry.py",
     "test_context.py",
     "test_convert.py",
     "test_default_seed.py",

@@ -53,10 +53,11 @@ def build_scorer(kind: str, params: Mapping[str, Any], where: str) -> Scorer:
 
 
 def options_digest(params: Any) -> str:
-    """8 hex digits over every option of an entry but its device: part of its task name."""
+    """8 hex digits over every option of an entry but its device: part of its task name (renamed
+    keys under their old names, so a task keeps its name across the rename)."""
     from engine.params import option_digest
 
-    return option_digest(params.to_dict(), exclude=("device",))
+    return option_digest(params.to_dict(identity=True), exclude=("device",))
 
 
 def task_name_for(metric: str, model: str, params: Any) -> str:

@@ -37,8 +37,8 @@ class ScorerSpec:
     params: Params
     scorer_label: str = ""  # the `scorer` column; '' for lexical metrics without a qualifier
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, **self.params.to_dict()}
+    def to_dict(self, identity: bool = False) -> dict[str, Any]:
+        return {"kind": self.kind, **self.params.to_dict(identity)}
 
 
 @dataclass(frozen=True)
@@ -47,8 +47,8 @@ class ScoreSection(Params):
 
     scorers: tuple[Any, ...] = ()
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"scorers": [s.to_dict() for s in self.scorers]}
+    def to_dict(self, identity: bool = False) -> dict[str, Any]:
+        return {"scorers": [s.to_dict(identity) for s in self.scorers]}
 
 
 def _defaults(params: Params) -> dict[str, Any]:
