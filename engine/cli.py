@@ -450,8 +450,11 @@ def _judge_forecast(config: Any, measured: dict | None = None) -> list | None:
     from engine.judge.forecast import config_forecast
     from engine.stages import flow
 
+    if "judge" not in config.stages:
+        return None
     made = flow.input_source(config.stages) is not None or flow.generates_samples(config.stages)
-    return config_forecast(config, stage_made_samples=made, measured=measured)
+    return config_forecast(config.section("judge").judges, config.input, config.validation, config.seed,
+                           stage_made_samples=made, measured=measured)
 
 
 def cmd_convert(args: argparse.Namespace) -> int:
@@ -516,7 +519,10 @@ def cmd_judge(args: argparse.Namespace) -> int:
     from engine.stages import flow
 
     made = flow.input_source(config.stages) is not None or flow.generates_samples(config.stages)
-    records = list(render_calls(config, args.sample, args.strategy, args.language, args.judge, stage_made_samples=made,
+    if "judge" not in config.stages:
+        raise ConfigError("judge render: the config has no judge stage; add `judge` to `stages` and a `judge:` section")
+    records = list(render_calls(config.section("judge").judges, config.input, config.validation, args.sample,
+                                args.strategy, args.language, args.judge, stage_made_samples=made,
                                 request=args.request))
     text = json.dumps(records, ensure_ascii=False, indent=1) + "\n"
     if args.out:
