@@ -139,8 +139,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     if getattr(args, "reuse", None):
         import dataclasses
 
-        # Absolute: Ray workers need not share the driver's working directory.
-        config = dataclasses.replace(config, reuse=tuple(str(Path(p).resolve()) for p in args.reuse))
+        from engine.params import config_path
+
+        # Absolute (Ray workers need not share the driver's working directory), and relative to
+        # the working directory: given on the command line, not in the config.
+        config = dataclasses.replace(config, reuse=tuple(config_path(p, Path.cwd()) for p in args.reuse))
     ray_options = {
         "actors_per_model": args.ray_actors_per_model,
         "gpus_per_actor": args.ray_gpus_per_actor,

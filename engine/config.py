@@ -9,8 +9,10 @@ never discovers a config mistake in the middle of its work.
 The top-level `seed` is the default seed of every stage that declares `seeded` (build,
 generate: each generator, noise, perturb, roundtrip: the section and each generator, calibrate);
 a section's own `seed` overrides it. The judges keep their own seed (the judge stage says why).
-Relative paths: the values of each stage's `path_options` that start with ./ or ../ are
-resolved against the config file's folder, in nested entries too (`resolve_path_options`).
+Relative paths are resolved against the config file's folder by one function,
+`engine.params.config_path`: `input`, `labels`, `reuse` (and the judge's prompt packs and
+adapters) whatever their spelling; the values of each stage's `path_options`, which may also be
+hub ids, only when they start with ./ or ../, in nested entries too (`resolve_path_options`).
 """
 from __future__ import annotations
 
@@ -27,7 +29,7 @@ from engine.data.validate import ValidationParams
 from engine.errors import ConfigError, InputError
 from engine.hints import did_you_mean, path_hint, yaml_tab_hint
 from engine.numerics import DeterministicParams, parse_deterministic
-from engine.params import error_messages, raise_all
+from engine.params import config_path, error_messages, raise_all
 from engine.stages import flow, registry  # flow also installs the layout resolver of run directories
 from engine.stages.registry import DEFAULT_STAGES, get_stage
 
@@ -112,7 +114,7 @@ def resolve_path_options(options: Mapping[str, Any], base_dir: Path, keys: tuple
     out = dict(options)
     for key, value in out.items():
         if key in keys and isinstance(value, str) and value.startswith(("./", "../")):
-            out[key] = str((base_dir / value).resolve())
+            out[key] = config_path(value, base_dir)
         elif isinstance(value, Mapping):
             out[key] = resolve_path_options(value, base_dir, keys)
         elif isinstance(value, list) and value and all(isinstance(v, Mapping) for v in value):
@@ -126,10 +128,7 @@ def resolve_input(value: str, base_dir: Path, key: str = "input") -> str:
         if name not in BUILTIN_INPUTS:
             raise ConfigError(f"{key}: got {value!r}; allowed builtin inputs: {sorted('builtin:' + k for k in BUILTIN_INPUTS)}")
         return str(BUILTIN_INPUTS[name])
-    path = Path(value).expanduser()
-    if not path.is_absolute():
-        path = base_dir / path
-    return str(path.resolve())
+    return config_path(value, base_dir)
 
 
 def _parse_section(name: str, options: Any, base_dir: Path, seed: int) -> Any:
@@ -241,7 +240,7 @@ def parse_reuse(value: Any, base_dir: Path) -> tuple[str, ...]:
     paths = [value] if isinstance(value, str) else value
     if not isinstance(paths, list) or not all(isinstance(p, str) and p for p in paths):
         raise ConfigError(f"reuse: got {value!r}; allowed: an earlier run directory or a list of them")
-    return tuple(str((base_dir / Path(p).expanduser()).resolve()) for p in paths)
+    return tuple(config_path(p, base_dir) for p in paths)
 
 
 def check_config(config: RunConfig) -> None:

@@ -12,6 +12,7 @@ import logging
 import re
 import types
 import typing
+from pathlib import Path
 from typing import Any, ClassVar, Literal, Mapping, Union
 
 from engine.errors import BabelscoreError, ConfigError
@@ -216,6 +217,14 @@ def option_digest(options: Mapping[str, Any], exclude: tuple[str, ...] = ()) -> 
 
     kept = {k: v for k, v in options.items() if k not in exclude}
     return hashlib.sha256(json.dumps(kept, sort_keys=True, default=str).encode("utf-8")).hexdigest()[:8]
+
+
+def config_path(value: str, base_dir: Path) -> str:
+    """The one way a path written in a config is resolved: `~` is the home folder and a relative
+    path is relative to `base_dir`, the config file's folder; the result is absolute (symlinks
+    resolved). Options that may also hold a name (a hub id) call it only for values starting
+    with ./ or ../ (engine.config.resolve_path_options)."""
+    return str((base_dir / Path(value).expanduser()).resolve())
 
 
 def require(condition: bool, where: str, value: Any, allowed: str) -> None:

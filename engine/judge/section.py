@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from engine.judge.config import JudgeSection
+from engine.params import config_path
 
 
 def resolve_prompt_packs(raw: Mapping[str, Any], base_dir: Path) -> dict[str, Any]:
@@ -14,7 +15,7 @@ def resolve_prompt_packs(raw: Mapping[str, Any], base_dir: Path) -> dict[str, An
         out = dict(options)
         for key in ("prompt_pack", "lora"):
             if isinstance(out.get(key), str):
-                out[key] = str((base_dir / Path(out[key]).expanduser()).resolve())
+                out[key] = config_path(out[key], base_dir)
         return out
 
     section = resolve(raw)
