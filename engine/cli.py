@@ -451,13 +451,15 @@ def cmd_bench(args: argparse.Namespace) -> int:
 def _judge_forecast(config: Any, measured: dict | None = None) -> list | None:
     """The judges' forecast on the config's input (None without a judge stage, or when a stage makes the samples)."""
     from engine.judge.forecast import config_forecast
+    from engine.judge.section import judges_of
     from engine.stages import flow
 
-    if "judge" not in config.stages:
+    judges = judges_of(config.sections)
+    if judges is None:
         return None
     made = flow.input_source(config.stages) is not None or flow.generates_samples(config.stages)
-    return config_forecast(config.section("judge").judges, config.input, config.validation, config.seed,
-                           stage_made_samples=made, measured=measured)
+    return config_forecast(judges, config.input, config.validation, config.seed, stage_made_samples=made,
+                           measured=measured)
 
 
 def cmd_convert(args: argparse.Namespace) -> int:
@@ -515,6 +517,7 @@ def cmd_judge(args: argparse.Namespace) -> int:
 
     from engine.config import load_config
     from engine.judge.render import render_calls
+    from engine.judge.section import judges_of
 
     if args.out:
         _check_out_file(args.out, "judge render")
@@ -522,9 +525,10 @@ def cmd_judge(args: argparse.Namespace) -> int:
     from engine.stages import flow
 
     made = flow.input_source(config.stages) is not None or flow.generates_samples(config.stages)
-    if "judge" not in config.stages:
+    judges = judges_of(config.sections)
+    if judges is None:
         raise ConfigError("judge render: the config has no judge stage; add `judge` to `stages` and a `judge:` section")
-    records = list(render_calls(config.section("judge").judges, config.input, config.validation, args.sample,
+    records = list(render_calls(judges, config.input, config.validation, args.sample,
                                 args.strategy, args.language, args.judge, stage_made_samples=made,
                                 request=args.request))
     text = json.dumps(records, ensure_ascii=False, indent=1) + "\n"
