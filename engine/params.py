@@ -130,6 +130,9 @@ class Params:
     # config hash, reuse keys: `to_dict(identity=True)`) keep the old name, so a run made before
     # the rename is still the same run.
     renamed_keys: ClassVar[Mapping[str, str]] = {}
+    # The key order of the run's identities, where the fields' order differs from it (keys that
+    # moved into a shared base such as `ModelEntry` keep their place in the scorers' labels).
+    identity_order: ClassVar[tuple[str, ...]] = ()
 
     @classmethod
     def from_mapping(cls, mapping: Mapping[str, Any] | None, where: str = "") -> "Params":
@@ -202,8 +205,10 @@ class Params:
         if not identity:
             return {f.name: plain(getattr(self, f.name)) for f in dataclasses.fields(self)}
         old_names = {new: old for old, new in self.renamed_keys.items()}
-        return {old_names.get(f.name, f.name): plain(getattr(self, f.name)) for f in dataclasses.fields(self)
-                if f.name not in self.policy_fields}
+        out = {old_names.get(f.name, f.name): plain(getattr(self, f.name)) for f in dataclasses.fields(self)
+               if f.name not in self.policy_fields}
+        first = [key for key in self.identity_order if key in out]
+        return {**{key: out[key] for key in first}, **out}
 
 
 def option_digest(options: Mapping[str, Any], exclude: tuple[str, ...] = ()) -> str:

@@ -79,3 +79,19 @@ def test_a_recorded_judge_is_read_back_whole_and_keeps_its_task_name() -> None:
         params = JudgeParams.from_mapping(judge)
         again = JudgeParams.from_mapping(params.to_dict())
         assert again == params and again.task_name() == params.task_name()
+
+
+def test_the_scorer_column_names_a_window_by_its_old_key_in_its_old_place() -> None:
+    from engine.metrics.scoring import parse_scorers
+
+    for cls in (EmbeddingParams, LikelihoodParams):  # the identity order names every key once
+        assert sorted(cls.identity_order) == sorted(cls.from_mapping({"model": "m"}).to_dict(identity=True))
+    section = parse_scorers({"scorers": [
+        {"kind": "embedding", "model": "m"},
+        {"kind": "embedding", "model": "m", "mode": "fast", "dtype": "bfloat16", "max_model_len": 64},
+        {"kind": "likelihood", "model": "b", "max_model_len": 32, "dtype": "float16"},
+        {"kind": "likelihood", "model": "b"},
+    ]})
+    # written out by hand: the labels runs made before the shared model entry wrote
+    assert [s.scorer_label for s in section.scorers] == ["m", "m[mode=fast,dtype=bfloat16,max_length=64]",
+                                                         "b[dtype=float16,max_length=32]", "b"]

@@ -94,6 +94,9 @@ class EmbeddingParams(ModelEntry):
     device: str = "auto"
     min_model_len: ClassVar[int] = 3
     renamed_keys: ClassVar[Mapping[str, str]] = {"max_length": "max_model_len"}
+    identity_order: ClassVar[tuple[str, ...]] = ("model", "layer", "all_layers", "idf", "baseline", "mode", "dtype",
+                                                 "strict_dtype", "contexts", "batch_tokens", "max_length", "mean_pool",
+                                                 "device")
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -94,6 +94,8 @@ class LikelihoodParams(ModelEntry):
     separator: str = "\n"
     min_model_len: ClassVar[int] = 8
     renamed_keys: ClassVar[Mapping[str, str]] = {"max_length": "max_model_len"}
+    identity_order: ClassVar[tuple[str, ...]] = ("model", "architecture", "directions", "contexts", "dtype",
+                                                 "strict_dtype", "batch_size", "max_length", "device", "separator")
 
     def __post_init__(self) -> None:
         super().__post_init__()
