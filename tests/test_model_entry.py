@@ -68,6 +68,8 @@ def test_a_key_of_another_backend_is_refused_naming_its_backend(backend: str, ke
         JudgeParams.from_mapping({**judge, key: value}, where="judge.judges[0]")
     assert str(caught.value).startswith(f"judge.judges[0].{key}: only with backend {owner} (a key of the {owner} backend; "
                                         f"this judge's backend is {backend})")
+    with pytest.raises(ConfigError, match=f"^{key}: only with backend {owner} "):  # built in code, not read: the same rule
+        JudgeParams(**{**judge, key: value})
     # its default is not a setting (a recorded config lists every key): taken as before
     default = JudgeParams.from_mapping(judge)
     assert JudgeParams.from_mapping({**judge, key: getattr(default, key)}) == default

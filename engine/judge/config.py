@@ -4,12 +4,12 @@ from __future__ import annotations
 import dataclasses
 import re
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal, Mapping
+from typing import Any, ClassVar, Literal
 
 from engine.errors import ConfigError
 from engine.hints import did_you_mean
 from engine.judge.promptpack import PROMPT_LANGUAGES, REFERENCE_MODES, STRATEGIES, check_pack_dir
-from engine.params import ModelEntry, Params, option_digest, raise_all, require
+from engine.params import ModelEntry, Params, option_digest, require
 
 CAP_KEYS = ("max_prompt_tokens", "max_completion_tokens", "max_cost")
 # Options that limit or price spending but change no judgment: not part of a judge's task name
@@ -214,13 +214,10 @@ def backend_keys() -> dict[str, tuple[str, ...]]:
     return keys
 
 
-def _plain(value: Any) -> Any:
-    """A value as YAML writes it (tuples as lists), to compare a given key with its default."""
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    if isinstance(value, Mapping):
-        return {k: _plain(v) for k, v in value.items()}
-    return value
+def _default(key: str) -> Any:
+    """The default of a judge's key."""
+    field = next(f for f in dataclasses.fields(JudgeParams) if f.name == key)
+    return field.default if field.default_factory is dataclasses.MISSING else field.default_factory()
 
 
 @dataclass(frozen=True)
@@ -236,25 +233,9 @@ class JudgeParams(HttpJudgeOptions, TransformersJudgeOptions, VllmJudgeOptions, 
 
     policy_fields = POLICY_KEYS
 
-    @classmethod
-    def from_mapping(cls, mapping: Mapping[str, Any] | None, where: str = "") -> "JudgeParams":
-        mapping = dict(mapping or {})
-        backend = mapping.get("backend", "vllm")
-        if backend in ("vllm", "transformers", "http"):  # another value: said by the backend's own check
-            defaults = {f.name: f.default if f.default_factory is dataclasses.MISSING else f.default_factory()
-                        for f in dataclasses.fields(cls)}
-            prefix = f"{where}." if where else ""
-            errors = []
-            for key, backends in backend_keys().items():
-                if key in mapping and backend not in backends and _plain(mapping[key]) != _plain(defaults[key]):
-                    owners = " or ".join(backends)
-                    errors.append(f"{prefix}{key}: only with backend {owners} (a key of the {owners} backend; this "
-                                  f"judge's backend is {backend}): remove it, or set backend: {backends[0]}")
-            raise_all(errors)
-        return super().from_mapping(mapping, where)
-
     def __post_init__(self) -> None:
         super().__post_init__()
+        self._check_backend_keys()
         for strategy in self.strategies:
             require(strategy in STRATEGIES, "strategies", strategy, f"one of {list(STRATEGIES)}")
         require(len(set(self.strategies)) == len(self.strategies) and self.strategies, "strategies", self.strategies,
@@ -308,12 +289,6 @@ class JudgeParams(HttpJudgeOptions, TransformersJudgeOptions, VllmJudgeOptions, 
         if self.max_cost is not None:
             require(self.price_per_million is not None, "max_cost", self.max_cost,
                     "a cap with the judge's prices: add price_per_million: {input: X, output: Y}")
-        if any(getattr(self, key) is not None for key in CAP_KEYS):
-            require(self.backend == "http", CAP_KEYS[0], self.max_prompt_tokens,
-                    "caps (max_prompt_tokens, max_completion_tokens, max_cost) only with backend http")
-        if self.lora is not None:
-            require(self.backend != "http", "lora", self.lora, "only with backend vllm or transformers (a served model "
-                    "names its adapter in `model`)")
         if self.backend == "transformers" and self.structured_strategies():
             raise ConfigError("structured: the transformers backend has no structured outputs; "
                               "use backend vllm or http, or set structured: false")
@@ -321,11 +296,19 @@ class JudgeParams(HttpJudgeOptions, TransformersJudgeOptions, VllmJudgeOptions, 
     def __hash__(self) -> int:  # the dataclass hash would fail on the dict-valued provider options
         return hash(option_digest(self.to_dict()))
 
+    def _check_backend_keys(self) -> None:
+        """A key that only other backends read is refused unless it holds its default (which a
+        recorded config, listing every key, does), so an ignored setting is never taken for one in effect."""
+        for key, backends in backend_keys().items():
+            if self.backend not in backends and getattr(self, key) != _default(key):
+                owners = " or ".join(backends)
+                hint = " (a served model names its adapter in `model`)" if key == "lora" else ""
+                raise ConfigError(f"{key}: only with backend {owners} (a key of the {owners} backend; this judge's "
+                                  f"backend is {self.backend}): remove it, or set backend: {backends[0]}{hint}")
+
     def _check_provider_options(self) -> None:
         if not (self.provider_options or self.provider_secret_env):
             return
-        require(self.backend == "http", "provider_options", self.provider_options,
-                "only with backend http (a local engine has no request body)")
         for key in (*self.provider_options, *self.provider_secret_env):
             require(key not in _BODY_KEYS, "provider_options", key,
                     f"keys other than {list(_BODY_KEYS)}, which the judge's own options set")
