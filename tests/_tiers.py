@@ -91,6 +91,7 @@ FAST_MODULES = frozenset({
     "test_calibrate_stage.py",
     "test_config.py",
     "test_config_reference.py",
+    "test_config_paths.py",
     "test_configs_shipped.py",
     "test_model_entry.py",
     "test_context.py",
