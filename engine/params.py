@@ -238,7 +238,6 @@ def require(condition: bool, where: str, value: Any, allowed: str) -> None:
         raise ConfigError(f"{where}: got {value!r}; allowed: {allowed}")
 
 
-
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class ModelEntry(Params):
     """The model of one entry, the same in every section that loads or calls one: generate's
@@ -253,8 +252,8 @@ class ModelEntry(Params):
             name its server knows; the round trip's oracle ignores it).
         dtype: weights dtype: auto, float32, float16, bfloat16. `auto`: the device probe's choice
             (bfloat16 where the device computes it natively, float16 on older tensor-core GPUs, else
-            float32) where the section resolves it (generate, the scorers; the embedding scorer's
-            mode compat always runs float32), else the model's own (round trip, judge).
+            float32); the vLLM engine of a judge or of the round trip is given `auto` and chooses
+            itself. The embedding scorer's mode compat always runs float32.
         max_model_len: the model's window in tokens, special tokens included (null: the model's own).
             The scorers also read the old name `max_length` (with a warning).
     """
