@@ -16,20 +16,21 @@ import time
 from pathlib import Path
 from typing import Any
 
+from engine.config import RunConfig
 from engine.config_reference import scorers_section
 from engine.errors import ConfigError
 
 FORMAT = 1
 
 
-def scorers_of(config: Any) -> list[str]:
+def scorers_of(config: RunConfig) -> list[str]:
     """The config's scorers as `kind:label` (label: the model, or '' for a model-free scorer): what a
     profile measured, and what a projection needs measured."""
-    section = getattr(config, scorers_section(), None)
+    section = config.sections.get(scorers_section())
     return sorted({f"{s.kind}:{s.scorer_label}" for s in getattr(section, "scorers", ()) or ()})
 
 
-def profile_of(result: Any, device: str, task_stages: set[str], config: Any = None) -> dict[str, Any]:
+def profile_of(result: Any, device: str, task_stages: set[str], config: RunConfig | None = None) -> dict[str, Any]:
     """The JSON profile of a BenchResult (engine.projection) measured on `device`; task_stages: the
     stages with a task table of their own (counted per task, not per input row); config: the run
     config benched (its scorers are recorded, so a projection of another config can be refused)."""
@@ -95,7 +96,7 @@ def _field_problems(profile: dict[str, Any]) -> list[str]:
     return problems
 
 
-def check_covers(profile: dict[str, Any], config: Any, path: str | Path) -> list[str]:
+def check_covers(profile: dict[str, Any], config: RunConfig, path: str | Path) -> list[str]:
     """Refuse a profile that did not measure every stage and scorer of `config` (a projection would
     leave them out and look complete); returns the notes to print beside the projection."""
     measured = {str(s["step"]).removeprefix("stage:") for s in profile["steps"]}

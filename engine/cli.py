@@ -142,8 +142,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     if getattr(args, "reuse", None):
         import dataclasses
 
-        # Absolute: Ray workers need not share the driver's working directory.
-        config = dataclasses.replace(config, reuse=tuple(str(Path(p).resolve()) for p in args.reuse))
+        from engine.params import config_path
+
+        # Absolute (Ray workers need not share the driver's working directory), and relative to
+        # the working directory: given on the command line, not in the config.
+        config = dataclasses.replace(config, reuse=tuple(config_path(p, Path.cwd()) for p in args.reuse))
     ray_options = {
         "actors_per_model": args.ray_actors_per_model,
         "gpus_per_actor": args.ray_gpus_per_actor,
@@ -450,10 +453,15 @@ def cmd_bench(args: argparse.Namespace) -> int:
 def _judge_forecast(config: RunConfig, measured: dict | None = None) -> list | None:
     """The judges' forecast on the config's input (None without a judge stage, or when a stage makes the samples)."""
     from engine.judge.forecast import config_forecast
+    from engine.judge.section import judges_of
     from engine.stages.plan import makes_samples
 
+    judges = judges_of(config.sections)
+    if judges is None:
+        return None
     made = makes_samples(config.stages)
-    return config_forecast(config, stage_made_samples=made, measured=measured)
+    return config_forecast(judges, config.input, config.validation, config.seed, stage_made_samples=made,
+                           measured=measured)
 
 
 def cmd_convert(args: argparse.Namespace) -> int:
@@ -512,6 +520,7 @@ def cmd_judge(args: argparse.Namespace) -> int:
 
     from engine.config import load_config
     from engine.judge.render import render_calls
+    from engine.judge.section import judges_of
 
     if args.out:
         _check_out_file(args.out, "judge render")
@@ -519,7 +528,11 @@ def cmd_judge(args: argparse.Namespace) -> int:
     from engine.stages.plan import makes_samples
 
     made = makes_samples(config.stages)
-    records = list(render_calls(config, args.sample, args.strategy, args.language, args.judge, stage_made_samples=made,
+    judges = judges_of(config.sections)
+    if judges is None:
+        raise ConfigError("judge render: the config has no judge stage; add `judge` to `stages` and a `judge:` section")
+    records = list(render_calls(judges, config.input, config.validation, args.sample,
+                                args.strategy, args.language, args.judge, stage_made_samples=made,
                                 request=args.request))
     text = json.dumps(records, ensure_ascii=False, indent=1) + "\n"
     if args.out:

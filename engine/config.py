@@ -9,8 +9,10 @@ never discovers a config mistake in the middle of its work.
 The top-level `seed` is the default seed of every stage that declares `seeded` (build,
 generate: each generator, noise, perturb, roundtrip: the section and each generator, calibrate);
 a section's own `seed` overrides it. The judges keep their own seed (the judge stage says why).
-Relative paths: the values of each stage's `path_options` that start with ./ or ../ are
-resolved against the config file's folder, in nested entries too (`resolve_path_options`).
+Relative paths are resolved against the config file's folder by one function,
+`engine.params.config_path`: `input`, `labels`, `reuse` (and the judge's prompt packs and
+adapters) whatever their spelling; the values of each stage's `path_options`, which may also be
+hub ids, only when they start with ./ or ../, in nested entries too (`resolve_path_options`).
 """
 from __future__ import annotations
 
@@ -28,7 +30,7 @@ from engine.errors import ConfigError, InputError
 from engine.hints import did_you_mean, path_hint, yaml_tab_hint
 from engine.kinds import INPUT
 from engine.numerics import DeterministicParams, parse_deterministic
-from engine.params import error_messages, raise_all
+from engine.params import config_path, error_messages, raise_all
 from engine.stages import registry
 from engine.stages.base import RunSettings, Stage
 from engine.stages.registry import DEFAULT_STAGES, build_stage, get_stage
@@ -120,7 +122,7 @@ def resolve_path_options(options: Mapping[str, Any], base_dir: Path, keys: tuple
     out = dict(options)
     for key, value in out.items():
         if key in keys and isinstance(value, str) and value.startswith(("./", "../")):
-            out[key] = str((base_dir / value).resolve())
+            out[key] = config_path(value, base_dir)
         elif isinstance(value, Mapping):
             out[key] = resolve_path_options(value, base_dir, keys)
         elif isinstance(value, list) and value and all(isinstance(v, Mapping) for v in value):
@@ -134,10 +136,7 @@ def resolve_input(value: str, base_dir: Path, key: str = "input") -> str:
         if name not in BUILTIN_INPUTS:
             raise ConfigError(f"{key}: got {value!r}; allowed builtin inputs: {sorted('builtin:' + k for k in BUILTIN_INPUTS)}")
         return str(BUILTIN_INPUTS[name])
-    path = Path(value).expanduser()
-    if not path.is_absolute():
-        path = base_dir / path
-    return str(path.resolve())
+    return config_path(value, base_dir)
 
 
 def _parse_section(name: str, options: Any, base_dir: Path, seed: int) -> Any:
@@ -250,7 +249,7 @@ def parse_reuse(value: Any, base_dir: Path) -> tuple[str, ...]:
     paths = [value] if isinstance(value, str) else value
     if not isinstance(paths, list) or not all(isinstance(p, str) and p for p in paths):
         raise ConfigError(f"reuse: got {value!r}; allowed: an earlier run directory or a list of them")
-    return tuple(str((base_dir / Path(p).expanduser()).resolve()) for p in paths)
+    return tuple(config_path(p, base_dir) for p in paths)
 
 
 def check_config(config: RunConfig) -> None:
@@ -312,8 +311,7 @@ def config_hash(config: RunConfig, input_fingerprint: str) -> str:
     labels = file_fingerprint(config.labels) if config.labels else ""
     resolved = config.to_dict()
     for name, section in config.sections.items():  # caps and prices are policy: a raised cap is the same run
-        if section.policy_fields:
-            resolved[name] = section.to_dict(identity=True)
+        resolved[name] = section.to_dict(identity=True)
     # How many rejected rows a run may have is an exit-status policy, not an input to any number.
     resolved["validation"].pop("max_rejected", None)
     payload = json.dumps(resolved, sort_keys=True, ensure_ascii=True) + "\n" + input_fingerprint + "\n" + labels

@@ -56,8 +56,17 @@ _KEY_LINE = re.compile(r"^    ([A-Za-z_][A-Za-z0-9_]*): (.*)$")
 
 
 def key_docs(cls: type) -> dict[str, str]:
-    """Key -> one-line meaning, from the `Keys:` block of the class docstring."""
-    doc = inspect.getdoc(cls) or ""
+    """Key -> one-line meaning, from the `Keys:` blocks of the class's docstring and of the classes
+    it derives its keys from (the shared model entry, a judge's per-backend groups)."""
+    docs: dict[str, str] = {}
+    for klass in reversed(cls.__mro__):
+        docs.update(_own_key_docs(klass))
+    return docs
+
+
+def _own_key_docs(cls: type) -> dict[str, str]:
+    """Key -> one-line meaning, from the `Keys:` block of the class's own docstring."""
+    doc = inspect.cleandoc(cls.__dict__.get("__doc__") or "")
     lines = doc.splitlines()
     try:
         start = lines.index("Keys:") + 1

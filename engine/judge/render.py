@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 import pyarrow as pa
 
@@ -17,10 +17,14 @@ from engine.judge.config import JudgeParams
 from engine.judge.prompt_store import prompt_record
 from engine.records import SAMPLE_SCHEMA
 
+if TYPE_CHECKING:
+    from engine.data.validate import ValidationParams
+
 logger = logging.getLogger(__name__)
 
 
-def _file_rows(config: Any, sample_id: str | None, stage_made_samples: bool) -> list[dict[str, Any]]:
+def _file_rows(input_path: str, validation: ValidationParams, sample_id: str | None,
+               stage_made_samples: bool) -> list[dict[str, Any]]:
     """The valid input rows of the file that holds `sample_id` (default: the first valid row's file)."""
     from engine.data.reader import iter_raw_rows
     from engine.data.validate import SampleValidator
@@ -30,8 +34,8 @@ def _file_rows(config: Any, sample_id: str | None, stage_made_samples: bool) -> 
                           "(RUN/generations/) and render that")
 
     def valid_rows() -> Iterator[dict[str, Any]]:
-        validator = SampleValidator(require_prediction=True, params=config.validation)
-        for raw in iter_raw_rows(config.input):
+        validator = SampleValidator(require_prediction=True, params=validation)
+        for raw in iter_raw_rows(input_path):
             sample, rejection = validator.check(raw)
             if rejection is None:
                 yield sample
@@ -40,7 +44,7 @@ def _file_rows(config: Any, sample_id: str | None, stage_made_samples: bool) -> 
     file_id = next((s["file_id"] for s in valid_rows() if sample_id is None or s["sample_id"] == sample_id), None)
     if file_id is None:
         what = f"sample {sample_id!r}" if sample_id else "a valid row"
-        raise InputError(f"judge render: {config.input} has no {what}; give --sample with a sample_id of the input")
+        raise InputError(f"judge render: {input_path} has no {what}; give --sample with a sample_id of the input")
     return [s for s in valid_rows() if s["file_id"] == file_id]
 
 
@@ -74,28 +78,29 @@ def _in_language(entries: list, judge: JudgeParams, language: str | None) -> lis
     return kept
 
 
-def render_calls(config: Any, sample_id: str | None = None, strategy: str | None = None, language: str | None = None,
+def render_calls(judges: Sequence[JudgeParams], input_path: str, validation: ValidationParams,
+                 sample_id: str | None = None, strategy: str | None = None, language: str | None = None,
                  judge_name: str | None = None, stage_made_samples: bool = False,
                  request: bool = False) -> Iterator[dict[str, Any]]:
     """One record per call: judge, request id, prompt id and messages, in the run's order.
 
-    stage_made_samples: whether a stage of the config makes the samples (the RunPlan says; the
-    predictions are then not in the config's input). request: add `request`, the whole body of the
+    judges: the config's judges (its `judge:` section); input_path, validation: the config's
+    input table and its validation options (only valid rows are judged). stage_made_samples:
+    whether a stage of the config makes the samples (the RunPlan says; the predictions are then
+    not in the config's input). request: add `request`, the whole body of the
     call as an OpenAI-compatible chat-completions request (engine/llm/http_backend.py
     `request_body`), with each `provider_secret_env` value shown as `<$VARIABLE>`, never read."""
     from engine.judge.judging import plan, requests_of
     from engine.llm.http_backend import request_body
 
-    if "judge" not in config.stages:
-        raise ConfigError("judge render: the config has no judge stage; add `judge` to `stages` and a `judge:` section")
-    judges = config.section("judge").judges
+    chosen = tuple(judges)
     if judge_name is not None:
-        judges = tuple(j for j in judges if j.judge_name == judge_name)
-        if not judges:
-            names = [j.judge_name for j in config.section("judge").judges]
+        chosen = tuple(j for j in judges if j.judge_name == judge_name)
+        if not chosen:
+            names = [j.judge_name for j in judges]
             raise ConfigError(f"judge render --judge {judge_name}: no such judge; the config's judges: {names}")
-    table = pa.Table.from_pylist(_file_rows(config, sample_id, stage_made_samples), schema=SAMPLE_SCHEMA)
-    for judge in judges:
+    table = pa.Table.from_pylist(_file_rows(input_path, validation, sample_id, stage_made_samples), schema=SAMPLE_SCHEMA)
+    for judge in chosen:
         narrowed = _narrowed(judge, strategy, language)
         entries = _in_language(plan(table, narrowed), judge, language)
         bodies = {r.request_id: r for r in requests_of(entries, narrowed)} if request else {}

@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Mapping
 
-from engine.judge.config import JudgeSection
+from engine.judge.config import JudgeParams, JudgeSection
+from engine.params import config_path
 
 
 def resolve_prompt_packs(raw: Mapping[str, Any], base_dir: Path) -> dict[str, Any]:
@@ -14,13 +15,19 @@ def resolve_prompt_packs(raw: Mapping[str, Any], base_dir: Path) -> dict[str, An
         out = dict(options)
         for key in ("prompt_pack", "lora"):
             if isinstance(out.get(key), str):
-                out[key] = str((base_dir / Path(out[key]).expanduser()).resolve())
+                out[key] = config_path(out[key], base_dir)
         return out
 
     section = resolve(raw)
     if isinstance(section.get("judges"), list):
         section["judges"] = [resolve(j) if isinstance(j, Mapping) else j for j in section["judges"]]
     return section
+
+
+def judges_of(sections: Mapping[str, Any]) -> tuple[JudgeParams, ...] | None:
+    """The judges of a config's parsed sections (None: the config has no judge stage)."""
+    section = next((s for s in sections.values() if isinstance(s, JudgeSection)), None)
+    return None if section is None else section.judges
 
 
 def check_section(section: JudgeSection) -> None:

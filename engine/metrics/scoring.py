@@ -37,8 +37,8 @@ class ScorerSpec:
     params: Params
     scorer_label: str = ""  # the `scorer` column; '' for lexical metrics without a qualifier
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, **self.params.to_dict()}
+    def to_dict(self, identity: bool = False) -> dict[str, Any]:
+        return {"kind": self.kind, **self.params.to_dict(identity)}
 
 
 @dataclass(frozen=True)
@@ -47,8 +47,8 @@ class ScoreSection(Params):
 
     scorers: tuple[Any, ...] = ()
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"scorers": [s.to_dict() for s in self.scorers]}
+    def to_dict(self, identity: bool = False) -> dict[str, Any]:
+        return {"scorers": [s.to_dict(identity) for s in self.scorers]}
 
 
 def _defaults(params: Params) -> dict[str, Any]:
@@ -64,13 +64,15 @@ def _defaults(params: Params) -> dict[str, Any]:
 
 
 def _qualifier(params: Params, differing: set[str]) -> str:
-    """`[k=v,...]` of the options in `differing` where this entry leaves the default."""
+    """`[k=v,...]` of the options in `differing` where this entry leaves the default, named and
+    ordered as the run's identities are (a renamed key keeps its old name in the label)."""
     defaults = _defaults(params)
     parts = []
-    for name, value in params.to_dict().items():
-        if name not in differing or name in NON_IDENTITY_OPTIONS or name in MODEL_OPTIONS:
+    for name, value in params.to_dict(identity=True).items():
+        field = params.renamed_keys.get(name, name)
+        if field not in differing or field in NON_IDENTITY_OPTIONS or field in MODEL_OPTIONS:
             continue
-        if name in defaults and value == _plain(defaults[name]):
+        if field in defaults and value == _plain(defaults[field]):
             continue
         shown = "true" if value is True else "false" if value is False else value
         parts.append(f"{name}={shown}")

