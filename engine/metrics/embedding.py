@@ -50,7 +50,7 @@ from engine.context import CONTEXT_SETTINGS, ContextSetting, SpanText, candidate
 from engine.errors import ConfigError
 from engine.items import ScoreItem, ScoreRow
 from engine.metrics.task_names import task_name_for
-from engine.params import Dtype, ModelEntry, Params, require
+from engine.params import ModelEntry, require
 from engine.resources import default_layer_table  # noqa: F401 - also imported from here by callers
 from engine.signature import format_signature, package_version
 

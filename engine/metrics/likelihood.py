@@ -45,7 +45,7 @@ from engine.errors import ModelLoadError
 from engine.isolation import ItemFailure, run_isolated
 from engine.items import ScoreItem, ScoreRow
 from engine.metrics.task_names import task_name_for
-from engine.params import Dtype, ModelEntry, Params, require
+from engine.params import ModelEntry, require
 from engine.runtime import (
     check_dtype,
     load_model,

@@ -11,8 +11,8 @@ from engine.calibrate.run_directory import calibrate_run_dir, score_settings
 from engine.calibrate.thresholds import calibrate
 from engine.io.rundir import RunDirectory
 from engine.records import SAMPLE_SCHEMA, SCORE_SCHEMA
-from tests.support.calibration_tables import per_generator_study
 from engine.stages.plan import layout_of_run
+from tests.support.calibration_tables import per_generator_study
 
 
 def _run_dir(tmp_path, samples: pa.Table, scores: pa.Table, n_parts: int) -> RunDirectory:

@@ -10,9 +10,9 @@ import pytest
 from engine.errors import ConfigError
 from engine.generate.params import GenerateParams
 from engine.judge.config import JudgeParams
-from engine.metrics.base import task_name_for
 from engine.metrics.embedding import EmbeddingParams
 from engine.metrics.likelihood import LikelihoodParams
+from engine.metrics.task_names import task_name_for
 from engine.params import ModelEntry
 from engine.roundtrip.params import ModelParams
 

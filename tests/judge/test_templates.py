@@ -19,9 +19,8 @@ from engine.judge.promptpack import PROMPTS_DIR, load_pack
 from engine.judge.stage import JudgeStage
 from engine.llm.requests import ChatRequest, ChatResponse
 from engine.records import SAMPLE_SCHEMA
-from engine.stages.base import PartContext, PartTask
-from tests.support.samples import make_sample, write_jsonl
 from engine.stages.base import PartContext, PartTask, RunSettings
+from tests.support.samples import make_sample, write_jsonl
 
 CORPUS = yaml.safe_load((Path(__file__).parent / "golden" / "judge_answers.yaml").read_text(encoding="utf-8"))
 

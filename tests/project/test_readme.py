@@ -24,8 +24,8 @@ import yaml
 from engine.cli import build_parser
 from engine.config import load_config
 from engine.report.summary import run_summary
-from tests.support.paths import REPO
 from engine.stages.plan import reopen_run
+from tests.support.paths import REPO
 
 PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 TOP = ("engine/", "kernels/", "tests/", "bench/", "configs/", "docs/", "examples/", ".ci/")

@@ -157,8 +157,8 @@ def test_a_language_without_a_fitted_setting_gets_its_line_and_reason(tmp_path) 
     from engine.config import load_config
     from engine.report.sweep import best_lines
     from engine.runner import execute_run
-    from tests.support.paths import REPO
     from engine.stages.plan import reopen_run
+    from tests.support.paths import REPO
 
     execute_run(load_config(str(REPO / "examples" / "lexical.yaml")), str(tmp_path / "run"))
     lines = best_lines(reopen_run(tmp_path / "run")).splitlines()
@@ -213,8 +213,8 @@ def test_a_tie_is_said_as_a_tie_by_the_console_and_the_layer_curve(tmp_path) -> 
     from engine.config import config_from_mapping
     from engine.report.sweep import LayerCurve, best_lines, same_kappa
     from engine.runner import execute_run
-    from tests.support.paths import REPO
     from engine.stages.plan import reopen_run
+    from tests.support.paths import REPO
 
     raw = {"name": "tie", "input": str(REPO / "examples" / "samples.jsonl"), "stages": ["score", "calibrate"],
            "score": {"scorers": [{"kind": "lexical", "metrics": ["bleu"]},
