@@ -28,7 +28,6 @@ from engine import demo
 from engine.data.validate import ValidationParams
 from engine.errors import ConfigError, InputError
 from engine.hints import did_you_mean, path_hint, yaml_tab_hint
-from engine.kinds import INPUT
 from engine.numerics import DeterministicParams, parse_deterministic
 from engine.params import config_path, error_messages, raise_all
 from engine.stages import registry
@@ -102,11 +101,6 @@ def section_names() -> tuple[str, ...]:
 
 def top_level_keys() -> set[str]:
     return {*RUN_KEYS, *section_names()}
-
-
-def makes_input(stages: tuple[str, ...]) -> bool:
-    """Whether a listed `source` stage makes the run's input (the config then needs no `input:`)."""
-    return any(s.kind == "source" and s.provides == INPUT for s in registry.listed(stages))
 
 
 def built_stages(config: RunConfig) -> list[Stage]:
@@ -202,7 +196,7 @@ def config_from_mapping(
     part_size = collect(lambda: _int_option(raw, "part_size", 64, 1, "a positive integer (samples per part; a file never spans two parts)"), 64)
     input_value = raw.get("input")
     input_path = ""
-    if not makes_input(ordered):
+    if not registry.listed(ordered, kind="source"):  # a source stage makes the input: then no `input:`
         if not isinstance(input_value, str) or not input_value:
             errors.append("input: required key is missing; give a Parquet or JSONL sample table (or builtin:demo)")
         else:

@@ -64,7 +64,7 @@ def language_name(code: str) -> str:
 def regions_out_of_order(region_labels: Any) -> bool:
     """True when the KDE classifier's regions, from low to high score, go down the label order
     (incorrect < partial < correct) somewhere: e.g. partial below incorrect. Such a classifier
-    can still agree (its kappa is real) but a higher score no longer means a better label."""
+    can still agree (its kappa is real) but a higher score does not mean a better label."""
     ranks = [LABELS.index(label) for label in (region_labels or []) if label in LABELS]
     return any(b < a for a, b in zip(ranks, ranks[1:]))
 
