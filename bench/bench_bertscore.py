@@ -10,7 +10,9 @@ on the same model (all-MiniLM-L6-v2) and pairs:
   the encoder per context setting (none, minimal, full), compat, fast unpacked and fast
   packed (short sequences sharing rows): executed FLOP/s over its forward passes
 
-and prints the CPU capability and a square matmul peak measured here. Efficiency figures rate
+and prints the CPU capability and a square matmul peak measured here. Beside each timed table:
+bert_score's own encoder share and executed tokens, and the lead our modes would have over it
+at its encoder's rate per executed token (what fewer executed tokens alone can buy). Efficiency figures rate
 the FLOPs the kernels executed (padding and packed rows' whole width included) against the
 model's own largest linear layer timed in its dtype, threads and row shape
 (bench/encoder_flops.py). Where the quick dtype probe finds bfloat16
@@ -226,6 +228,25 @@ def main() -> None:
     # bert_score crashes on empty strings with transformers 5.x; give it a stand-in and skip those pairs.
     anchor = bert_score.BERTScorer(model_type=resolve_model(MODEL).path, num_layers=LAYER, batch_size=64)
 
+    # bert_score's own encoder, counted like ours: wall seconds in its forward passes and the
+    # tokens they executed (its batches are padded to their longest), so the table can say how
+    # much of its time the encoder is and what equal kernels would leave to gain.
+    anchor_stats = {"forward_s": 0.0, "padded_tokens": 0, "tokens": 0, "batches": 0}
+    anchor_forward = anchor._model.forward
+
+    def counted_forward(*args, **kwargs):
+        start = time.perf_counter()
+        out = anchor_forward(*args, **kwargs)
+        anchor_stats["forward_s"] += time.perf_counter() - start
+        mask = kwargs.get("attention_mask")  # (B, T)
+        if mask is not None:
+            anchor_stats["padded_tokens"] += mask.numel()
+            anchor_stats["tokens"] += int(mask.sum())
+        anchor_stats["batches"] += 1
+        return out
+
+    anchor._model.forward = counted_forward
+
     def bert_score_block(block: list[ScoreItem]) -> list[torch.Tensor]:
         cands = [it.prediction if it.prediction.strip() else "." for it in block]
         refs = [it.reference_tail if it.reference_tail.strip() else "." for it in block]
@@ -248,6 +269,7 @@ def main() -> None:
         each block followed by the encoders' own product timed in their dtypes (the peak)."""
         s32.runtime.stats.update(dict.fromkeys(s32.runtime.stats, 0))
         s16.runtime.stats.update(dict.fromkeys(s16.runtime.stats, 0))
+        anchor_stats.update(dict.fromkeys(anchor_stats, 0))
         r = {"phase": phase, "times": {"bert_score": 0.0, "compat": 0.0, "fast": 0.0},
              "cpu": {"bert_score": 0.0, "compat": 0.0, "fast": 0.0}, "block_ratios": {"compat": [], "fast": []},
              "theirs": [[], [], []], "ours32": {}, "ours16": {}, "peak": {"compat": 0.0, "fast": 0.0}, "peak_label": {},
@@ -274,7 +296,7 @@ def main() -> None:
         r["threads"] = os_threads()
         r["flops"] = {"compat": executed_flops(s32.runtime, s32.runtime.stats, LAYER),
                       "fast": executed_flops(s16.runtime, s16.runtime.stats, LAYER)}
-        r["stats"] = {"compat": dict(s32.runtime.stats), "fast": dict(s16.runtime.stats)}
+        r["stats"] = {"compat": dict(s32.runtime.stats), "fast": dict(s16.runtime.stats), "bert_score": dict(anchor_stats)}
         return r
 
     results = []
@@ -349,6 +371,7 @@ def main() -> None:
                   f"{st['batches']} batches, {st['packed_rows']} packed rows), encoder {st['forward_s']:.2f} s, model "
                   f"{rate / 1e9:.1f} GFLOP/s executed = {share(rate, r['peak'][key])} ({r['peak'][key] / 1e9:.1f} "
                   f"GFLOP/s: {r['peak_label'].get(key, '')}, best after each block)")
+        where_time_goes(r, fast_dtype)
         print()
     print(f"compat float32 vs bert_score: max |P/R/F diff| {diff:.2e} over {len(keep)} pairs "
           f"({len(empty)} pairs with an empty side left out: bert_score crashes on them)")
@@ -363,6 +386,27 @@ def main() -> None:
     print(f"fast {fast_dtype} vs fast float32 (same windows), all {n} pairs: max |F diff| {fdiff_dtype:.4f}, Spearman {rho_dtype:.5f}")
     print()
     encoder_efficiency(items, args, fast_dtype)
+
+
+def where_time_goes(r: dict, fast_dtype: str) -> None:
+    """bert_score's encoder share and executed tokens beside ours, and what that leaves to gain:
+    with the same fp32 kernels at bert_score's own rate per executed token, compat's lead is at
+    most its total over (our executed tokens at that rate + our time outside the encoder)."""
+    theirs = r["stats"]["bert_score"]
+    t_bs = r["times"]["bert_score"]
+    per_token = theirs["forward_s"] / max(1, theirs["padded_tokens"])
+    print(f"  bert_score: {theirs['batches']} batches, {theirs['tokens']} tokens ({theirs['padded_tokens']} executed), "
+          f"encoder {theirs['forward_s']:.2f} s = {theirs['forward_s'] / max(t_bs, 1e-9):.0%} of its time")
+    for key, label in (("compat", "compat float32"), ("fast", f"fast {fast_dtype}")):
+        ours = r["stats"][key]
+        rest = max(0.0, r["times"][key] - ours["forward_s"])
+        bound = t_bs / max(ours["padded_tokens"] * per_token + rest, 1e-9)
+        print(f"  {label}: executes {theirs['padded_tokens'] / max(1, ours['padded_tokens']):.2f}x fewer tokens than "
+              f"bert_score, {rest:.2f} s outside the encoder; at bert_score's encoder rate per executed token "
+              f"its lead would be {bound:.2f}x (measured {t_bs / max(r['times'][key], 1e-9):.2f}x)")
+    ratio = r["peak"]["fast"] / max(r["peak"]["compat"], 1e-9)
+    print(f"  kernel peaks: fast {fast_dtype} {ratio:.2f}x compat float32's (each its own largest linear layer, "
+          f"in its dtype, threads and row shape)")
 
 
 def encoder_efficiency(items: list[ScoreItem], args: argparse.Namespace, fast_dtype: str) -> None:

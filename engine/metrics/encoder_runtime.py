@@ -53,7 +53,7 @@ class Tokenized:
 
 def planned_linear_kernels(device: str, dtype: str, fast: bool) -> str:
     """What `EncoderRuntime.linear_kernels` will say, before loading: onednn or torch."""
-    return "onednn" if fast and device == "cpu" and dtype == "bfloat16" else "torch"
+    return "onednn" if fast and device == "cpu" and dtype in ("bfloat16", "float32") else "torch"
 
 
 def _get_path(obj: Any, dotted: str) -> Any:
@@ -115,7 +115,7 @@ class EncoderRuntime:
 
     `layer` given: the model is cut after that layer and each forward returns its output
     (B, T, D). `layer` None: every hidden state is returned, (B, T, L+1, D), index 0 being
-    the embedding layer. `cpu_fastpath`: on CPU in bfloat16, linear layers run through
+    the embedding layer. `cpu_fastpath`: on CPU in bfloat16 or float32, linear layers run through
     oneDNN with prepacked weights (engine/metrics/cpu_fastpath.py).
     """
 
