@@ -40,7 +40,7 @@ import engine  # noqa: E402, F401  (first: its thread plan is set before torch s
 import torch  # noqa: E402
 # isort: on
 
-from bench.encoder_flops import executed_flops, kernel_peak, share  # noqa: E402
+from bench.encoder_flops import cpu_share, executed_flops, kernel_peak, share  # noqa: E402
 from bench.precision import matmul_peak, print_hardware, slow_reason  # noqa: E402
 from engine.items import ScoreItem  # noqa: E402
 from engine.metrics.embedding import EmbeddingScorer  # noqa: E402
@@ -273,6 +273,7 @@ def main() -> None:
         r = {"phase": phase, "times": {"bert_score": 0.0, "compat": 0.0, "fast": 0.0},
              "cpu": {"bert_score": 0.0, "compat": 0.0, "fast": 0.0}, "block_ratios": {"compat": [], "fast": []},
              "theirs": [[], [], []], "ours32": {}, "ours16": {}, "peak": {"compat": 0.0, "fast": 0.0}, "peak_label": {},
+             "cpu_peak": {"compat": 0.0, "fast": 0.0},
              "load_start": load_average()}
         for b, block in enumerate(blocks):
             runs = [
@@ -290,8 +291,9 @@ def main() -> None:
             for name in r["block_ratios"]:
                 r["block_ratios"][name].append(spent["bert_score"] / spent[name])
             for name, scorer in (("compat", s32), ("fast", s16)):
-                peak, r["peak_label"][name] = kernel_peak(scorer.runtime, scorer.runtime.stats, BATCH_TOKENS)
+                peak, r["peak_label"][name], cpu_peak = kernel_peak(scorer.runtime, scorer.runtime.stats, BATCH_TOKENS)
                 r["peak"][name] = max(r["peak"][name], peak)
+                r["cpu_peak"][name] = max(r["cpu_peak"][name], cpu_peak)
         r["load_end"] = load_average()
         r["threads"] = os_threads()
         r["flops"] = {"compat": executed_flops(s32.runtime, s32.runtime.stats, LAYER),
@@ -370,7 +372,8 @@ def main() -> None:
             print(f"  {label}: {st['sequences']} sequences, {st['tokens']} tokens ({st['padded_tokens']} executed, "
                   f"{st['batches']} batches, {st['packed_rows']} packed rows), encoder {st['forward_s']:.2f} s, model "
                   f"{rate / 1e9:.1f} GFLOP/s executed = {share(rate, r['peak'][key])} ({r['peak'][key] / 1e9:.1f} "
-                  f"GFLOP/s: {r['peak_label'].get(key, '')}, best after each block)")
+                  f"GFLOP/s: {r['peak_label'].get(key, '')}, best after each block); "
+                  f"{cpu_share(r['flops'][key], st, r['cpu_peak'][key])}")
         where_time_goes(r, fast_dtype)
         print()
     print(f"compat float32 vs bert_score: max |P/R/F diff| {diff:.2e} over {len(keep)} pairs "
@@ -425,6 +428,7 @@ def encoder_efficiency(items: list[ScoreItem], args: argparse.Namespace, fast_dt
         todo = runs if reason is None else runs[:2]
         best: dict = {}
         peaks = dict.fromkeys(todo, 0.0)
+        cpu_peaks = dict.fromkeys(todo, 0.0)
         labels = dict.fromkeys(todo, "")
         seconds: dict = {run: [] for run in todo}
         load_start = load_average()
@@ -434,17 +438,20 @@ def encoder_efficiency(items: list[ScoreItem], args: argparse.Namespace, fast_dt
                 seconds[run].append(st["forward_s"])
                 if run not in best or st["forward_s"] < best[run][0]["forward_s"]:
                     best[run] = (st, t)
-                peak, labels[run] = kernel_peak(scorers[run].runtime, st, BATCH_TOKENS)
+                peak, labels[run], cpu_peak = kernel_peak(scorers[run].runtime, st, BATCH_TOKENS)
                 peaks[run] = max(peaks[run], peak)
+                cpu_peaks[run] = max(cpu_peaks[run], cpu_peak)
         for run in todo:
             st, t = best[run]
             runtime = scorers[run].runtime
-            rate = executed_flops(runtime, st, LAYER) / max(st["forward_s"], 1e-9)
+            flops = executed_flops(runtime, st, LAYER)
+            rate = flops / max(st["forward_s"], 1e-9)
             fill = st["tokens"] / max(1, st["padded_tokens"])
             name = f"{run[0]} {run[1]} {'packed' if run[2] else 'unpacked'}"
             print(f"  {context:<8} {name:<24} encoder {st['forward_s']:.2f} s of {t:.2f} s, {st['tokens'] / t:.0f} tokens/s, "
                   f"{fill:.0%} of executed tokens real, {st['batches']} batches, model {rate / 1e9:.1f} GFLOP/s "
-                  f"executed = {share(rate, peaks[run])} ({peaks[run] / 1e9:.1f} GFLOP/s: {labels[run]}); "
+                  f"executed = {share(rate, peaks[run])} ({peaks[run] / 1e9:.1f} GFLOP/s: {labels[run]}), "
+                  f"{cpu_share(flops, st, cpu_peaks[run])}; "
                   f"load average {load_start} at the start, {load_average()} at the end")
         if reason is None:
             ratios = [u / max(p, 1e-9) for u, p in zip(seconds[runs[1]], seconds[runs[2]])]

@@ -80,7 +80,9 @@ def test_bench_bertscore_prints_both_modes_against_bert_score(tmp_path):
          r"^\s+compat float32: executes NUMBERx fewer tokens than bert_score, NUMBER s outside the encoder; .* "
          r"its lead would be NUMBERx \(measured NUMBERx\)",
          r"^\s+kernel peaks: fast \w+ NUMBERx compat float32's",
-         *(rf"^\s+{context}\s+{run}\s+encoder NUMBER s of NUMBER s, .* = NUMBER% of its kernel peak .*load average NUMBER"
+         r"model NUMBER GFLOP/s executed = NUMBER% of its kernel peak .*; NUMBER% by CPU seconds \(NUMBER of NUMBER GFLOP",
+         *(rf"^\s+{context}\s+{run}\s+encoder NUMBER s of NUMBER s, .* = NUMBER% of its kernel peak .*NUMBER% by CPU seconds "
+           r".*load average NUMBER"
            for context in ("none", "minimal", "full") for run in (r"compat float32 unpacked", r"fast \w+ unpacked", r"fast \w+ packed")),
          r"^\s+none\s+fast \w+ packed vs unpacked, encoder time: NUMBERx \(median of 1 rounds\)")
 

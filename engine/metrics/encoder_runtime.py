@@ -180,9 +180,11 @@ class EncoderRuntime:
         self.oom_halvings = 0
         # Work counters (benchmarks): real tokens fed, tokens executed (padding included), sum
         # of B*T*T over batches (attention runs over the whole row, masked or not).
-        # forward_s: wall seconds inside the model's forward passes.
+        # forward_s: wall seconds inside the model's forward passes; forward_cpu_s: this process's
+        # CPU seconds there (all its threads), which on a shared machine leave out the time the
+        # kernels waited for a core.
         self.stats: dict[str, float] = {"sequences": 0, "tokens": 0, "padded_tokens": 0, "attention_pairs": 0, "batches": 0,
-                                        "packed_rows": 0, "forward_s": 0.0}
+                                        "packed_rows": 0, "forward_s": 0.0, "forward_cpu_s": 0.0}
         self.pack_width = min(PACK_WIDTH, self.max_length)
         self.position_offset = position_offset(self.model)
         self.packing = False
@@ -320,11 +322,12 @@ class EncoderRuntime:
                 ]
 
         halvings: list[int] = []
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         results = run_isolated(forward, batch, what="encoder batch", on_halve=halvings.append)
         if self.device.startswith("cuda"):
             torch.cuda.synchronize()  # forward_s counts the kernels, not their launch
         self.stats["forward_s"] += time.perf_counter() - start
+        self.stats["forward_cpu_s"] += time.process_time() - cpu
         self.oom_halvings += len(halvings)
         for _ in halvings:
             budget = max(1, budget // 2)
