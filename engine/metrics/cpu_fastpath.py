@@ -26,7 +26,7 @@ def _fused_dtypes() -> dict:
     return {torch.bfloat16: 5e-2, torch.float32: 1e-4}
 
 
-def _ops_available() -> bool:
+def fused_linear_available() -> bool:
     import torch
 
     return (
@@ -73,7 +73,7 @@ def apply_cpu_fastpath(model: Any, dtype: Any) -> bool:
     import torch
 
     tolerances = _fused_dtypes()
-    if dtype not in tolerances or not _ops_available():
+    if dtype not in tolerances or not fused_linear_available():
         return False
     tolerance = tolerances[dtype]
     packed_linear = _make_linear_class()
