@@ -27,6 +27,7 @@ def _fused_dtypes() -> dict:
 
 
 def fused_linear_available() -> bool:
+    """Whether this torch build has oneDNN's fused linear and its weight reorder."""
     import torch
 
     return (
