@@ -10,7 +10,9 @@ on the same model (all-MiniLM-L6-v2) and pairs:
   the encoder per context setting (none, minimal, full), compat, fast unpacked and fast
   packed (short sequences sharing rows): executed FLOP/s over its forward passes
 
-and prints the CPU capability and a square matmul peak measured here. Efficiency figures rate
+and prints the CPU capability and a square matmul peak measured here. Beside each timed table:
+bert_score's own encoder share and executed tokens, and the lead our modes would have over it
+at its encoder's rate per executed token (what fewer executed tokens alone can buy). Efficiency figures rate
 the FLOPs the kernels executed (padding and packed rows' whole width included) against the
 model's own largest linear layer timed in its dtype, threads and row shape
 (bench/encoder_flops.py). Where the quick dtype probe finds bfloat16
@@ -38,7 +40,7 @@ import engine  # noqa: E402, F401  (first: its thread plan is set before torch s
 import torch  # noqa: E402
 # isort: on
 
-from bench.encoder_flops import executed_flops, kernel_peak, share  # noqa: E402
+from bench.encoder_flops import cpu_share, executed_flops, kernel_peak, share  # noqa: E402
 from bench.precision import matmul_peak, print_hardware, slow_reason  # noqa: E402
 from engine.items import ScoreItem  # noqa: E402
 from engine.metrics.embedding import EmbeddingScorer  # noqa: E402
@@ -226,6 +228,25 @@ def main() -> None:
     # bert_score crashes on empty strings with transformers 5.x; give it a stand-in and skip those pairs.
     anchor = bert_score.BERTScorer(model_type=resolve_model(MODEL).path, num_layers=LAYER, batch_size=64)
 
+    # bert_score's own encoder, counted like ours: wall seconds in its forward passes and the
+    # tokens they executed (its batches are padded to their longest), so the table can say how
+    # much of its time the encoder is and what equal kernels would leave to gain.
+    anchor_stats = {"forward_s": 0.0, "padded_tokens": 0, "tokens": 0, "batches": 0}
+    anchor_forward = anchor._model.forward
+
+    def counted_forward(*args, **kwargs):
+        start = time.perf_counter()
+        out = anchor_forward(*args, **kwargs)
+        anchor_stats["forward_s"] += time.perf_counter() - start
+        mask = kwargs.get("attention_mask")  # (B, T)
+        if mask is not None:
+            anchor_stats["padded_tokens"] += mask.numel()
+            anchor_stats["tokens"] += int(mask.sum())
+        anchor_stats["batches"] += 1
+        return out
+
+    anchor._model.forward = counted_forward
+
     def bert_score_block(block: list[ScoreItem]) -> list[torch.Tensor]:
         cands = [it.prediction if it.prediction.strip() else "." for it in block]
         refs = [it.reference_tail if it.reference_tail.strip() else "." for it in block]
@@ -248,9 +269,11 @@ def main() -> None:
         each block followed by the encoders' own product timed in their dtypes (the peak)."""
         s32.runtime.stats.update(dict.fromkeys(s32.runtime.stats, 0))
         s16.runtime.stats.update(dict.fromkeys(s16.runtime.stats, 0))
+        anchor_stats.update(dict.fromkeys(anchor_stats, 0))
         r = {"phase": phase, "times": {"bert_score": 0.0, "compat": 0.0, "fast": 0.0},
              "cpu": {"bert_score": 0.0, "compat": 0.0, "fast": 0.0}, "block_ratios": {"compat": [], "fast": []},
              "theirs": [[], [], []], "ours32": {}, "ours16": {}, "peak": {"compat": 0.0, "fast": 0.0}, "peak_label": {},
+             "cpu_peak": {"compat": 0.0, "fast": 0.0},
              "load_start": load_average()}
         for b, block in enumerate(blocks):
             runs = [
@@ -268,13 +291,14 @@ def main() -> None:
             for name in r["block_ratios"]:
                 r["block_ratios"][name].append(spent["bert_score"] / spent[name])
             for name, scorer in (("compat", s32), ("fast", s16)):
-                peak, r["peak_label"][name] = kernel_peak(scorer.runtime, scorer.runtime.stats, BATCH_TOKENS)
+                peak, r["peak_label"][name], cpu_peak = kernel_peak(scorer.runtime, scorer.runtime.stats, BATCH_TOKENS)
                 r["peak"][name] = max(r["peak"][name], peak)
+                r["cpu_peak"][name] = max(r["cpu_peak"][name], cpu_peak)
         r["load_end"] = load_average()
         r["threads"] = os_threads()
         r["flops"] = {"compat": executed_flops(s32.runtime, s32.runtime.stats, LAYER),
                       "fast": executed_flops(s16.runtime, s16.runtime.stats, LAYER)}
-        r["stats"] = {"compat": dict(s32.runtime.stats), "fast": dict(s16.runtime.stats)}
+        r["stats"] = {"compat": dict(s32.runtime.stats), "fast": dict(s16.runtime.stats), "bert_score": dict(anchor_stats)}
         return r
 
     results = []
@@ -348,7 +372,9 @@ def main() -> None:
             print(f"  {label}: {st['sequences']} sequences, {st['tokens']} tokens ({st['padded_tokens']} executed, "
                   f"{st['batches']} batches, {st['packed_rows']} packed rows), encoder {st['forward_s']:.2f} s, model "
                   f"{rate / 1e9:.1f} GFLOP/s executed = {share(rate, r['peak'][key])} ({r['peak'][key] / 1e9:.1f} "
-                  f"GFLOP/s: {r['peak_label'].get(key, '')}, best after each block)")
+                  f"GFLOP/s: {r['peak_label'].get(key, '')}, best after each block); "
+                  f"{cpu_share(r['flops'][key], st, r['cpu_peak'][key])}")
+        where_time_goes(r, fast_dtype)
         print()
     print(f"compat float32 vs bert_score: max |P/R/F diff| {diff:.2e} over {len(keep)} pairs "
           f"({len(empty)} pairs with an empty side left out: bert_score crashes on them)")
@@ -363,6 +389,27 @@ def main() -> None:
     print(f"fast {fast_dtype} vs fast float32 (same windows), all {n} pairs: max |F diff| {fdiff_dtype:.4f}, Spearman {rho_dtype:.5f}")
     print()
     encoder_efficiency(items, args, fast_dtype)
+
+
+def where_time_goes(r: dict, fast_dtype: str) -> None:
+    """bert_score's encoder share and executed tokens beside ours, and what that leaves to gain:
+    with the same fp32 kernels at bert_score's own rate per executed token, compat's lead is at
+    most its total over (our executed tokens at that rate + our time outside the encoder)."""
+    theirs = r["stats"]["bert_score"]
+    t_bs = r["times"]["bert_score"]
+    per_token = theirs["forward_s"] / max(1, theirs["padded_tokens"])
+    print(f"  bert_score: {theirs['batches']} batches, {theirs['tokens']} tokens ({theirs['padded_tokens']} executed), "
+          f"encoder {theirs['forward_s']:.2f} s = {theirs['forward_s'] / max(t_bs, 1e-9):.0%} of its time")
+    for key, label in (("compat", "compat float32"), ("fast", f"fast {fast_dtype}")):
+        ours = r["stats"][key]
+        rest = max(0.0, r["times"][key] - ours["forward_s"])
+        bound = t_bs / max(ours["padded_tokens"] * per_token + rest, 1e-9)
+        print(f"  {label}: executes {theirs['padded_tokens'] / max(1, ours['padded_tokens']):.2f}x fewer tokens than "
+              f"bert_score, {rest:.2f} s outside the encoder; at bert_score's encoder rate per executed token "
+              f"its lead would be {bound:.2f}x (measured {t_bs / max(r['times'][key], 1e-9):.2f}x)")
+    ratio = r["peak"]["fast"] / max(r["peak"]["compat"], 1e-9)
+    print(f"  kernel peaks: fast {fast_dtype} {ratio:.2f}x compat float32's (each its own largest linear layer, "
+          f"in its dtype, threads and row shape)")
 
 
 def encoder_efficiency(items: list[ScoreItem], args: argparse.Namespace, fast_dtype: str) -> None:
@@ -381,6 +428,7 @@ def encoder_efficiency(items: list[ScoreItem], args: argparse.Namespace, fast_dt
         todo = runs if reason is None else runs[:2]
         best: dict = {}
         peaks = dict.fromkeys(todo, 0.0)
+        cpu_peaks = dict.fromkeys(todo, 0.0)
         labels = dict.fromkeys(todo, "")
         seconds: dict = {run: [] for run in todo}
         load_start = load_average()
@@ -390,17 +438,20 @@ def encoder_efficiency(items: list[ScoreItem], args: argparse.Namespace, fast_dt
                 seconds[run].append(st["forward_s"])
                 if run not in best or st["forward_s"] < best[run][0]["forward_s"]:
                     best[run] = (st, t)
-                peak, labels[run] = kernel_peak(scorers[run].runtime, st, BATCH_TOKENS)
+                peak, labels[run], cpu_peak = kernel_peak(scorers[run].runtime, st, BATCH_TOKENS)
                 peaks[run] = max(peaks[run], peak)
+                cpu_peaks[run] = max(cpu_peaks[run], cpu_peak)
         for run in todo:
             st, t = best[run]
             runtime = scorers[run].runtime
-            rate = executed_flops(runtime, st, LAYER) / max(st["forward_s"], 1e-9)
+            flops = executed_flops(runtime, st, LAYER)
+            rate = flops / max(st["forward_s"], 1e-9)
             fill = st["tokens"] / max(1, st["padded_tokens"])
             name = f"{run[0]} {run[1]} {'packed' if run[2] else 'unpacked'}"
             print(f"  {context:<8} {name:<24} encoder {st['forward_s']:.2f} s of {t:.2f} s, {st['tokens'] / t:.0f} tokens/s, "
                   f"{fill:.0%} of executed tokens real, {st['batches']} batches, model {rate / 1e9:.1f} GFLOP/s "
-                  f"executed = {share(rate, peaks[run])} ({peaks[run] / 1e9:.1f} GFLOP/s: {labels[run]}); "
+                  f"executed = {share(rate, peaks[run])} ({peaks[run] / 1e9:.1f} GFLOP/s: {labels[run]}), "
+                  f"{cpu_share(flops, st, cpu_peaks[run])}; "
                   f"load average {load_start} at the start, {load_average()} at the end")
         if reason is None:
             ratios = [u / max(p, 1e-9) for u, p in zip(seconds[runs[1]], seconds[runs[2]])]

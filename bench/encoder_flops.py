@@ -6,7 +6,9 @@ over each row's whole width (a block-diagonal or padding mask hides pairs, the k
 computes them). The peak is the rate of the model's own largest linear layer (the same module:
 stock nn.Linear or the prepacked oneDNN one, the same dtype, this process's threads), timed on
 the row shape the model ran and on a full `batch_tokens` batch, the better of the two, so that
-a model whose batches are small is rated against what larger ones reach.
+a model whose batches are small is rated against what larger ones reach. Each rate is also
+taken per CPU second of this process (its threads' CPU time), which on a shared machine leaves
+out the time the kernels waited for a core: the model's `forward_cpu_s` against the layer's.
 """
 from __future__ import annotations
 
@@ -45,28 +47,30 @@ def _largest_linear(model: Any) -> Any:
     return best
 
 
-def _time_linear(module: Any, rows: int, width: int, dtype: torch.dtype, device: str, seconds: float) -> float:
+def _time_linear(module: Any, rows: int, width: int, dtype: torch.dtype, device: str, seconds: float) -> tuple[float, float]:
+    """(best FLOP/s by wall time, best FLOP per CPU second) of `module` on a (rows, width) batch."""
     x = torch.randn(rows, width, module.in_features, device=device).to(dtype)  # (B, T, D_in)
     sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
     flops = 2 * rows * width * module.in_features * module.out_features
     with torch.inference_mode():
         module(x)
         sync()
-        best, spent, reps = 0.0, 0.0, 0
+        best, best_cpu, spent, reps = 0.0, 0.0, 0.0, 0
         while spent < seconds or reps < 3:
-            start = time.perf_counter()
+            start, cpu = time.perf_counter(), time.process_time()
             module(x)
             sync()
             elapsed = time.perf_counter() - start
             spent += elapsed
             reps += 1
             best = max(best, flops / elapsed)
-    return best
+            best_cpu = max(best_cpu, flops / max(time.process_time() - cpu, 1e-9))
+    return best, best_cpu
 
 
-def kernel_peak(runtime: Any, st: dict[str, float], batch_tokens: int, seconds: float = 0.15) -> tuple[float, str]:
-    """(FLOP/s, what was timed): the model's largest linear layer on the mean row shape of the
-    batches in `st` and on a `batch_tokens` batch of that width, the better of the two."""
+def kernel_peak(runtime: Any, st: dict[str, float], batch_tokens: int, seconds: float = 0.15) -> tuple[float, str, float]:
+    """(FLOP/s, what was timed, FLOP per CPU second): the model's largest linear layer on the mean
+    row shape of the batches in `st` and on a `batch_tokens` batch of that width, the better of the two."""
     module = _largest_linear(runtime.model)
     dtype = next(runtime.model.parameters()).dtype
     batches = max(1, int(st["batches"]))
@@ -78,7 +82,15 @@ def kernel_peak(runtime: Any, st: dict[str, float], batch_tokens: int, seconds: 
     full = _time_linear(module, full_rows, width, dtype, runtime.device, seconds) if full_rows != rows else own
     label = (f"its {module.in_features}x{module.out_features} {runtime.linear_kernels} linear on "
              f"{rows}x{width} and {full_rows}x{width} tokens")
-    return max(own, full), label
+    return max(own[0], full[0]), label, max(own[1], full[1])
+
+
+def cpu_share(flops: float, st: dict[str, float], cpu_peak: float) -> str:
+    """`N% by CPU seconds`: the executed FLOPs per CPU second of the forward passes in `st`
+    against the layer's best FLOP per CPU second."""
+    rate = flops / max(st.get("forward_cpu_s", 0.0), 1e-9)
+    pct = 100 * rate / cpu_peak if cpu_peak > 0 else float("nan")
+    return f"{pct:.0f}% by CPU seconds ({rate / 1e9:.1f} of {cpu_peak / 1e9:.1f} GFLOP per CPU-second)"
 
 
 def share(flops_per_s: float, peak: float) -> str:

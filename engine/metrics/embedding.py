@@ -30,7 +30,7 @@ one `score()` call unless a corpus idf is set; references are encoded once per d
 whole files (all generators and noise settings of a file are in the same chunk).
 
 `mode: fast` allows bfloat16/float16, runs linear layers through oneDNN on CPU in bfloat16
-(engine/metrics/cpu_fastpath.py) and scores spans longer than the model window in
+and float32 (engine/metrics/cpu_fastpath.py) and scores spans longer than the model window in
 overlapping windows instead of truncating them. In the `minimal` and `full` settings both
 modes use windows. Variants: P, R, F (or layer-k/P, ... with all_layers) and mean-cos (cosine
 of the mean raw embeddings of the scored tokens; never rescaled).

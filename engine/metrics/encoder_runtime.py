@@ -54,7 +54,7 @@ class Tokenized:
 
 def planned_linear_kernels(device: str, dtype: str, fast: bool) -> str:
     """What `EncoderRuntime.linear_kernels` will say, before loading: onednn or torch."""
-    return "onednn" if fast and device == "cpu" and dtype == "bfloat16" else "torch"
+    return "onednn" if fast and device == "cpu" and dtype in ("bfloat16", "float32") else "torch"
 
 
 def _get_path(obj: Any, dotted: str) -> Any:
@@ -116,7 +116,7 @@ class EncoderRuntime:
 
     `layer` given: the model is cut after that layer and each forward returns its output
     (B, T, D). `layer` None: every hidden state is returned, (B, T, L+1, D), index 0 being
-    the embedding layer. `cpu_fastpath`: on CPU in bfloat16, linear layers run through
+    the embedding layer. `cpu_fastpath`: on CPU in bfloat16 or float32, linear layers run through
     oneDNN with prepacked weights (engine/metrics/cpu_fastpath.py).
     """
 
@@ -181,9 +181,11 @@ class EncoderRuntime:
         self.oom_halvings = 0
         # Work counters (benchmarks): real tokens fed, tokens executed (padding included), sum
         # of B*T*T over batches (attention runs over the whole row, masked or not).
-        # forward_s: wall seconds inside the model's forward passes.
+        # forward_s: wall seconds inside the model's forward passes; forward_cpu_s: this process's
+        # CPU seconds there (all its threads), which on a shared machine leave out the time the
+        # kernels waited for a core.
         self.stats: dict[str, float] = {"sequences": 0, "tokens": 0, "padded_tokens": 0, "attention_pairs": 0, "batches": 0,
-                                        "packed_rows": 0, "forward_s": 0.0}
+                                        "packed_rows": 0, "forward_s": 0.0, "forward_cpu_s": 0.0}
         self.pack_width = min(PACK_WIDTH, self.max_length)
         self.position_offset = position_offset(self.model)
         self.packing = False
@@ -321,11 +323,12 @@ class EncoderRuntime:
                 ]
 
         halvings: list[int] = []
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         results = run_isolated(forward, batch, what="encoder batch", on_halve=halvings.append)
         if self.device.startswith("cuda"):
             torch.cuda.synchronize()  # forward_s counts the kernels, not their launch
         self.stats["forward_s"] += time.perf_counter() - start
+        self.stats["forward_cpu_s"] += time.process_time() - cpu
         self.oom_halvings += len(halvings)
         for _ in halvings:
             budget = max(1, budget // 2)

@@ -77,7 +77,13 @@ def test_bench_bertscore_prints_both_modes_against_bert_score(tmp_path):
          r"^ours fast \w+\s+NUMBER\s+NUMBER\s+NUMBERx\s+NUMBERx", r"load average NUMBER",
          r"compat float32 vs bert_score: max \|P/R/F diff\| NUMBER", r"model NUMBER GFLOP/s executed = NUMBER% of its kernel peak",
          r"none setting, beside 1 CPU-bound background process: load average NUMBER",
-         *(rf"^\s+{context}\s+{run}\s+encoder NUMBER s of NUMBER s, .* = NUMBER% of its kernel peak .*load average NUMBER"
+         r"^\s+bert_score: NUMBER batches, NUMBER tokens \(NUMBER executed\), encoder NUMBER s = NUMBER% of its time",
+         r"^\s+compat float32: executes NUMBERx fewer tokens than bert_score, NUMBER s outside the encoder; .* "
+         r"its lead would be NUMBERx \(measured NUMBERx\)",
+         r"^\s+kernel peaks: fast \w+ NUMBERx compat float32's",
+         r"model NUMBER GFLOP/s executed = NUMBER% of its kernel peak .*; NUMBER% by CPU seconds \(NUMBER of NUMBER GFLOP",
+         *(rf"^\s+{context}\s+{run}\s+encoder NUMBER s of NUMBER s, .* = NUMBER% of its kernel peak .*NUMBER% by CPU seconds "
+           r".*load average NUMBER"
            for context in ("none", "minimal", "full") for run in (r"compat float32 unpacked", r"fast \w+ unpacked", r"fast \w+ packed")),
          r"^\s+none\s+fast \w+ packed vs unpacked, encoder time: NUMBERx \(median of 1 rounds\)")
 

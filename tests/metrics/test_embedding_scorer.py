@@ -316,6 +316,20 @@ def test_fast_bfloat16_close_to_float32(models: dict[str, str]) -> None:
         assert got[key] == pytest.approx(value, abs=0.03), key
 
 
+def test_fast_float32_runs_prepacked_linears_within_float32_bound(models: dict[str, str]) -> None:
+    from engine.metrics.cpu_fastpath import fused_linear_available
+
+    items = [item(f"s{i}", " " + p) for i, p in enumerate(PHRASES)]
+    exact = by_key(EmbeddingScorer(EmbeddingScorer.Params(model=models["bert"], layer=LAYER)).score(items))
+    fast = EmbeddingScorer(EmbeddingScorer.Params(model=models["bert"], layer=LAYER, mode="fast", dtype="float32"))
+    got = by_key(fast.score(items))
+    # oneDNN's fused linear replaces nn.Linear (another kernel, another rounding order) in fast mode only.
+    assert fast.runtime.linear_kernels == ("onednn" if fused_linear_available() else "torch")
+    assert f"linear:{fast.runtime.linear_kernels}" in fast.signatures()["bertscore/none"]
+    for key, value in exact.items():
+        assert got[key] == pytest.approx(value, abs=1e-6), key
+
+
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 def test_cuda_equals_cpu(models: dict[str, str]) -> None:
