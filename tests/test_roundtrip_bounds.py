@@ -215,3 +215,28 @@ def test_inodes_in_the_capped_tmpfs_mounts_stay_under_the_bound():
     assert lines, result
     assert lines[-1]["made"] > 0 and lines[-1].get("why") != "target reached", lines[-1]
     assert max(line["slab_growth_mb"] for line in lines) <= bound + SLACK_MB, (bound, lines[-1], result.status)
+
+
+PTY = r'''
+import os, pty
+found = []
+for path in ("/dev/ptmx", "/dev/pts/ptmx"):
+    try:
+        os.close(os.open(path, os.O_RDWR | os.O_NOCTTY))
+        found.append(path)
+    except OSError as exc:
+        print(path, exc)
+try:
+    pty.openpty()
+    found.append("openpty")
+except OSError as exc:
+    print("openpty", exc)
+assert not found, found
+'''
+
+
+@pytest.mark.skipif(bool(BWRAP), reason=BWRAP or "bwrap runs")
+def test_no_pseudo_terminal_can_be_opened():
+    """Forked children opening /dev/ptmx took the host's pty count (kernel.pty.nr, host-wide) to its limit."""
+    result = run_tests({"programming_language": "python", "tests": PTY, "entry_point": "", "context": ""}, "", LIMITS)
+    assert result.status == "passed", result
