@@ -8,6 +8,7 @@ instance, a Proxy's traps aside, a BigInt) is not plain data. The proxy decodes 
 """
 from __future__ import annotations
 
+from engine.sandbox.programs import shell_script
 from engine.sandbox.relay import Job
 
 CODEC = r"""
@@ -179,7 +180,7 @@ def jobs(task: dict, code: str) -> tuple[Job, Job]:
     candidate = (f"{context}\n\n{code}\n\n"
                  f"module.exports = (typeof {entry} === 'function') ? {entry} : undefined;\n")
     proxy = f"function {entry}(...args) {{ return globalThis.__babelscoreCall(args); }}\n"
-    server = Job({"server.js": SERVER, "candidate.js": candidate}, ["/usr/bin/node", "--max-old-space-size=256", "server.js"])
+    server = Job({"server.js": SERVER, "candidate.js": candidate}, shell_script("", "/usr/bin/node --max-old-space-size=256 server.js"))
     program = f"{context}\n\n{proxy}\n{task['tests']}\n"
-    tests = Job({"harness.js": TESTS_HARNESS, "program.js": program}, ["/usr/bin/node", "--max-old-space-size=256", "harness.js"])
+    tests = Job({"harness.js": TESTS_HARNESS, "program.js": program}, shell_script("", "/usr/bin/node --max-old-space-size=256 harness.js"))
     return server, tests
