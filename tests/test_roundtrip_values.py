@@ -209,3 +209,16 @@ def test_javascript_lone_surrogate_never_equals_the_replacement_character():
                      "assert.strictEqual(firstUnit('ab'), 'a');\n"}
     row = _row(task, "\n  return s.codePointAt(0) > 0xFFFF ? '\\uFFFD' : s.charAt(0);\n}\n")
     assert row["pass_at_1"] == 0.0 and row["status"] != "passed", row
+
+
+@needs_bwrap
+def test_javascript_null_does_not_pass_for_undefined():
+    task = {**ADD["javascript"], "signature": "function find(xs, v)", "entry_point": "find",
+            "code": "function find(xs, v) {\n  for (const x of xs) if (x === v) return x;\n  return undefined;\n}\n",
+            "tests": "const assert = require('node:assert');\nassert.strictEqual(find([1, 2], 2), 2);\n"
+                     "assert.strictEqual(find([1, 2], 5), undefined);\n"}
+    row = _row(task, "\n  for (const x of xs) if (x === v) return x;\n  return null;\n}\n")
+    assert row["pass_at_1"] == 0.0 and row["value_verdict"] == "failed", row
+    row = _row(task, "\n  return xs.find((x) => x === v);\n}\n")
+    assert (row["status"], row["tests_verdict"], row["value_verdict"]) == ("passed", "passed", "passed"), row
+    assert not compare.same(("v",), ("n",)) and compare.same(("v",), ("v",))

@@ -5,7 +5,7 @@ and the tests' equality assertions (engine.sandbox.relay's `c` messages) compare
 values the engine parsed itself with size and depth limits; no object of a sandboxed program is
 ever compared. The rules:
 
-- the kinds must be the same: `i` (integer), `d` (float), `t`/`f` (booleans), `s`, `n`, `l`
+- the kinds must be the same: `i` (integer), `d` (float), `t`/`f` (booleans), `s`, `n`, `v`, `l`
   (list), `u` (tuple), `e` (set), `m` (map) are distinct, so `1` and `True` are different
   answers, and a list is not a tuple; the one exception is an integer and a float that are
   exactly the same number (`3` and `3.0`, as Python's, JavaScript's, Java's and C++'s own `==`
@@ -61,7 +61,7 @@ def same(a: Any, b: Any) -> bool:
         if {kind, b[0]} == {"i", "d"}:
             return _same_number(a[1], b[1]) if kind == "i" else _same_number(b[1], a[1])
         return False
-    if kind in ("n", "t", "f"):
+    if kind in ("n", "v", "t", "f"):
         return True
     if kind == "d":
         return close(a[1], b[1])

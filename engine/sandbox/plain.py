@@ -12,6 +12,7 @@ escaping):
 | token | value |
 |---|---|
 | `n` | None / null / nil / unit |
+| `v` | JavaScript's `undefined` (distinct from `null`: a function that should return one does not pass with the other) |
 | `t`, `f` | true, false |
 | `i<decimal>` | an integer (`i-12`) |
 | `d<text>` | a floating-point number (`d1.5`, `dnan`, `dinf`, `d-inf`) |
@@ -122,7 +123,7 @@ def parse(payload: bytes, max_depth: int = MAX_DEPTH, max_values: int = MAX_VALU
                 raise PlainError(f"a token with a byte that is not ASCII: {raw[:20]!r}")
             token = raw.decode("ascii")
             pos = end
-            if token in ("n", "t", "f"):
+            if token in ("n", "v", "t", "f"):
                 value = (token,)
             elif token[:1] == "i":
                 digits = token[1:].removeprefix("-")
@@ -211,7 +212,7 @@ def write(value: Any) -> bytes:
             out.append(item)
             continue
         kind = item[0]
-        if kind in ("n", "t", "f"):
+        if kind in ("n", "v", "t", "f"):
             out.append(kind.encode())
         elif kind == "i":
             out.append(b"i" + int_text(item[1]))
