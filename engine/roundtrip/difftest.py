@@ -32,7 +32,7 @@ from engine.roundtrip.inputs import (  # noqa: F401 - the input drawing, re-expo
     generate_inputs,
     test_literals,
 )
-from engine.sandbox import caller, compare
+from engine.sandbox import caller, compare, plain
 from engine.sandbox.process import SandboxLimits, SandboxResult, python_for
 
 # Programming languages with differential testing (all six).
@@ -108,10 +108,19 @@ def run_limits_for(limits: SandboxLimits, n_inputs: int, call_seconds: float) ->
     return {"cpu_seconds": max(limits.cpu_seconds, budget), "wall_seconds": max(limits.wall_seconds, 2.0 * budget)}
 
 
+def _as_text(index: int, outcome: tuple) -> tuple:
+    """A returned value kept as its stream text: a few bytes a value where the parsed form costs tens."""
+    return ("o", plain.write(outcome[1])) if outcome[0] == "o" else outcome
+
+
+def _parsed(outcome: tuple) -> tuple:
+    return ("o", plain.parse(outcome[1])[0]) if outcome[0] == "o" else outcome
+
+
 def outcomes(task: Mapping[str, str], code: str, inputs: list[str], limits: SandboxLimits,
-             call_seconds: float = 1.0) -> tuple[list[tuple] | None, SandboxResult]:
+             call_seconds: float = 1.0, keep: caller.Keep | None = None) -> tuple[list[tuple] | None, SandboxResult]:
     """`code` as a server, called on every input: one outcome per input (engine.sandbox.caller),
-    or None (with the reason) when no server could be built for it."""
+    or None (with the reason) when no server could be built for it; `keep` as in caller.call_all."""
     from engine.sandbox.languages import java_command, runner, toolchain_missing
     from engine.sandbox.proxies import split_jobs
 
@@ -128,7 +137,7 @@ def outcomes(task: Mapping[str, str], code: str, inputs: list[str], limits: Sand
     server, _tests, toolchain = jobs
     run, startup = runner(toolchain, limits)
     found, result = caller.call_all(server, run, calls_of(task, inputs), call_seconds, startup,
-                                    run_limits_for(limits, len(inputs), call_seconds))
+                                    run_limits_for(limits, len(inputs), call_seconds), keep)
     if result is None:
         result = SandboxResult("error", "the server did not run", None, "", "", 0.0, limits.isolation)
     if result.status == "compile_error":
@@ -151,7 +160,7 @@ def _reference_outcomes(task: Mapping[str, str], inputs: list[str], limits: Sand
     with _REFERENCES_LOCK:
         if key in _REFERENCES:
             return _REFERENCES[key]
-    found = outcomes(task, task["code"], inputs, limits, call_seconds)
+    found = outcomes(task, task["code"], inputs, limits, call_seconds, _as_text)
     with _REFERENCES_LOCK:
         if len(_REFERENCES) > 4096:
             _REFERENCES.clear()
@@ -168,7 +177,12 @@ def agreement(task: Mapping[str, str], regenerated: str, inputs: list[str], limi
         return None, reference_run
     if all(o[0] not in ("o", "x") for o in reference):
         return [None] * len(inputs), reference_run  # no usable input: correctness NaN, the candidate need not run
-    mine, result = outcomes(task, regenerated, inputs, limits, call_seconds)
+
+    def keep(index: int, outcome: tuple) -> tuple:
+        # Compared as soon as it is read and dropped: a row never holds its candidate's replies parsed.
+        return ("agrees", same_outcome(_parsed(reference[index]), outcome))
+
+    mine, result = outcomes(task, regenerated, inputs, limits, call_seconds, keep)
     if mine is None:
         return None, result
-    return [same_outcome(left, right) for left, right in zip(reference, mine)], result
+    return [got[1] if got[0] == "agrees" else same_outcome(left, got) for left, got in zip(reference, mine)], result

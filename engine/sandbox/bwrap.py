@@ -3,7 +3,8 @@
 Every run gets the same fixed set of isolation flags (`--unshare-all --unshare-user`: new user,
 pid, net, ipc, uts and cgroup namespaces; `--disable-userns`: no nested user namespace, hence
 no mount of an uncapped tmpfs; `--die-with-parent`; `--new-session`), the seccomp filter of
-engine.sandbox.seccomp (`--seccomp FD`, installed just before the program starts), a fresh /proc, a minimal /dev,
+engine.sandbox.seccomp (`--seccomp FD`, installed just before the program starts), a fresh /proc, a minimal /dev
+without pseudo-terminals,
 private tmpfs mounts of a fixed size for /tmp, /dev/shm and the work directory (the root itself
 read-only), and read-only
 binds of exactly what the toolchains need: /usr's bin, sbin, lib*, libexec, include and share
@@ -73,7 +74,10 @@ def command(argv: Sequence[str], files: Sequence[tuple[int, str]], tmpfs_bytes: 
             out += ["--symlink", target, link]
         else:
             out += ["--ro-bind", link, link]
-    out += ["--proc", "/proc", "--dev", "/dev"]
+    # No pseudo-terminals: bwrap's /dev mounts a devpts whose ptys count against the host-wide
+    # kernel.pty.max (forked children opening /dev/ptmx took the host to its limit). An empty
+    # read-only tmpfs over /dev/pts leaves /dev/ptmx (a link to pts/ptmx) pointing at nothing.
+    out += ["--proc", "/proc", "--dev", "/dev", "--size", "4096", "--tmpfs", "/dev/pts"]
     for mount in ("/tmp", "/dev/shm", WORKDIR):
         out += ["--size", str(tmpfs_bytes), "--tmpfs", mount]
     for fd, name in files:
@@ -84,7 +88,7 @@ def command(argv: Sequence[str], files: Sequence[tuple[int, str]], tmpfs_bytes: 
     # bwrap's own root and its /dev are unbounded tmpfs mounts: read-only, so only the capped
     # mounts take writes. /proc/sys read-only: the run's IPC and network namespaces would let it
     # raise their sysctls (message queue sizes, socket buffers); bwrap 0.8 leaves it writable.
-    out += ["--ro-bind", "/proc/sys", "/proc/sys", "--remount-ro", "/dev", "--remount-ro", "/"]
+    out += ["--ro-bind", "/proc/sys", "/proc/sys", "--remount-ro", "/dev/pts", "--remount-ro", "/dev", "--remount-ro", "/"]
     out += ["--chdir", WORKDIR, "--setenv", "HOME", WORKDIR, "--setenv", "TMPDIR", "/tmp", "--"]
     return out + list(argv)
 

@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 ROOT = Path("/sys/fs/cgroup/memory")
+PROGRAM = "program"  # the child group a compiled program runs in (make_program)
 log = logging.getLogger(__name__)
 
 
@@ -44,6 +45,24 @@ def make(uid: int, limit_mb: int) -> str:
     return str(path / "cgroup.procs")
 
 
+def make_program(procs: str, uid: int, limit_mb: int) -> str:
+    """The `cgroup.procs` path of a child group of the run's (`procs`) limited to `limit_mb`, or
+    '': a compiled language's program moves itself in once the compiler is done
+    (programs.shell_script), so the compiler keeps the run's larger bound and the program (tests
+    and candidate) runs under the documented bound of a run."""
+    if not procs:
+        return ""
+    path = Path(procs).parent / PROGRAM
+    try:
+        path.mkdir(exist_ok=True)
+        (path / "memory.limit_in_bytes").write_text(str(limit_mb << 20))
+        os.chown(path / "cgroup.procs", uid, uid)
+    except OSError as exc:
+        log.warning("no memory cgroup for the sandbox's programs (%s): their bound is the toolchain's", exc)
+        return ""
+    return str(path / "cgroup.procs")
+
+
 def remove(procs: str) -> None:
     """The run's group, once its processes have left it (killed ones take a moment to exit); a
     group still in use after a second is left, and the next run of the same uid reuses it."""
@@ -53,6 +72,8 @@ def remove(procs: str) -> None:
     deadline = time.monotonic() + 1.0
     while True:
         try:
+            if (group / PROGRAM).exists():
+                os.rmdir(group / PROGRAM)
             os.rmdir(group)
             return
         except FileNotFoundError:

@@ -5,7 +5,7 @@ and the tests' equality assertions (engine.sandbox.relay's `c` messages) compare
 values the engine parsed itself with size and depth limits; no object of a sandboxed program is
 ever compared. The rules:
 
-- the kinds must be the same: `i` (integer), `d` (float), `t`/`f` (booleans), `s`, `n`, `l`
+- the kinds must be the same: `i` (integer), `d` (float), `t`/`f` (booleans), `s`, `n`, `v`, `l`
   (list), `u` (tuple), `e` (set), `m` (map) are distinct, so `1` and `True` are different
   answers, and a list is not a tuple; the one exception is an integer and a float that are
   exactly the same number (`3` and `3.0`, as Python's, JavaScript's, Java's and C++'s own `==`
@@ -15,10 +15,10 @@ ever compared. The rules:
   agrees only with NaN and only where the reference is NaN; an infinity only with itself; a zero
   reference only with a zero (either sign); any other reference only with a float of the same
   sign within `FLOAT_TOLERANCE` of the reference's magnitude or `FLOAT_FLOOR`, whichever is
-  larger, and in every case within `FLOAT_SHARE` of the reference's magnitude: the absolute
-  floor absorbs rounding noise around a small reference but can never make a float of another
-  size agree (5e-324 is not 3e-14, 2.9e-13 is not 1e-13), and no zero or wrong sign agrees
-  with a non-zero answer;
+  larger, and in every case within `FLOAT_SHARE` of the reference's magnitude: the tolerance is
+  relative at every magnitude a task computes (1.49e-13 is not 1e-13, 1e-13 + 1e-16 is not
+  1e-13); the absolute floor only matters near the subnormal range, where a relative 1e-9 falls
+  under the doubles' resolution, and no zero or wrong sign agrees with a non-zero answer;
 - lists and tuples compare item by item; sets compare by the exact stream text of their elements
   (no float tolerance inside a set); maps compare by the exact stream text of their keys and the
   typed rules for their values; a map with a repeated key agrees with nothing.
@@ -31,8 +31,8 @@ from typing import Any
 from engine.sandbox import plain
 
 FLOAT_TOLERANCE = 1e-9  # relative to the reference's magnitude
-FLOAT_FLOOR = 1e-12  # absolute, for results that are rounding noise around a tiny reference
-FLOAT_SHARE = 0.5  # no float agrees beyond this share of the reference's magnitude, floor or not
+FLOAT_FLOOR = 1e-300  # absolute: a relative 1e-9 of a reference this small is below the doubles' resolution
+FLOAT_SHARE = 1e-6  # no float agrees beyond this share of the reference's magnitude, floor or not
 
 
 def close(reference: float, got: float) -> bool:
@@ -61,7 +61,7 @@ def same(a: Any, b: Any) -> bool:
         if {kind, b[0]} == {"i", "d"}:
             return _same_number(a[1], b[1]) if kind == "i" else _same_number(b[1], a[1])
         return False
-    if kind in ("n", "t", "f"):
+    if kind in ("n", "v", "t", "f"):
         return True
     if kind == "d":
         return close(a[1], b[1])

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Mapping
 
 from engine.sandbox.harness import python_harness
-from engine.sandbox.process import SandboxLimits, SandboxResult, python_for, run_program
+from engine.sandbox.process import SandboxLimits, SandboxResult, memory_bound_mb, python_for, run_program
 from engine.sandbox.programs import (
     CPP_HARNESS,
     JAVA_HARNESS,
@@ -104,7 +104,7 @@ def build(task: Mapping[str, str], implementation: str, limits: SandboxLimits) -
     if language == "javascript":
         files = {"harness.js": JS_HARNESS, "program.js": join_sources(context, implementation, tests)}
         heap = max(16, limits.memory_mb // 2)
-        return Build(files, ["/usr/bin/node", f"--max-old-space-size={heap}", "harness.js"], {})
+        return Build(files, shell_script("", f"/usr/bin/node --max-old-space-size={heap} harness.js"), {})
     if language == "cpp":
         renamed = rename_main(tests, r"\bint\s+main\s*\(\s*(?:void\s*)?\)", "int babelscore_tests_main()", language)
         files = {"program.cpp": join_sources(context, implementation, renamed), "harness.cpp": CPP_HARNESS}
@@ -140,7 +140,7 @@ def run_toolchain(argv: list[str], files: Mapping[str, str], limits: SandboxLimi
         memory_mb=limits.memory_mb + limits.toolchain_memory_mb, max_processes=limits.toolchain_max_processes,
         cpu_seconds=max(limits.cpu_seconds, limits.toolchain_seconds, cpu_seconds),
         wall_seconds=max(limits.wall_seconds, 2.0 * limits.toolchain_seconds, wall_seconds),
-        open_files=limits.toolchain_max_open_files,
+        open_files=limits.toolchain_max_open_files, program_memory_mb=memory_bound_mb(limits),
     )
 
 

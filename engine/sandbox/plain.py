@@ -12,6 +12,7 @@ escaping):
 | token | value |
 |---|---|
 | `n` | None / null / nil / unit |
+| `v` | JavaScript's `undefined` (distinct from `null`: a function that should return one does not pass with the other) |
 | `t`, `f` | true, false |
 | `i<decimal>` | an integer (`i-12`) |
 | `d<text>` | a floating-point number (`d1.5`, `dnan`, `dinf`, `d-inf`) |
@@ -27,6 +28,7 @@ from __future__ import annotations
 
 import math
 import re
+import threading
 import time
 from typing import Any
 
@@ -40,7 +42,11 @@ MAX_DEPTH = 32
 # parsing thread (a row that sends message after message is refused, never parsed without end).
 ROW_BYTES = 128 << 20
 ROW_PARSE_SECONDS = 20.0
-_DIGITS = 5000
+# Digits of one integer (7**6000 has 5,073). Decimal conversion costs the square of the digits, so
+# the limit keeps a 16 MiB message of such integers within seconds; conversions go in chunks under
+# the interpreter's own int_max_str_digits (4,300), which the engine leaves as it is.
+MAX_DIGITS = 10_000
+_CHUNK = 4000
 MAX_EXCEPTION_NAME = 128  # characters of an exception's type name kept from a reply
 # What the proxies' type names use (Python identifiers, Java's `a.b.C$D`, Go's `*pkg.T`, `[]T`, C++'s `std::out_of_range`);
 # any other character (spaces, quotes, newlines, markup) becomes `_` before the name goes anywhere.
@@ -51,10 +57,18 @@ class PlainError(ValueError):
     """A message that is not a well-formed plain value within the limits."""
 
 
+# What one parsed value costs the engine's memory (a small tuple, its slot in a list, an int):
+# a message is charged this per value when that is more than its bytes, so the row's budget holds
+# for what the engine holds parsed (`l500000 i0 i1 ...` is 3.4 MB of text and 40 MB parsed).
+PARSED_VALUE_BYTES = 80
+_COUNTED = threading.local()  # values parsed by this thread since Budget.spend started
+
+
 class Budget:
     """What one row has left to make the engine parse (ROW_BYTES, ROW_PARSE_SECONDS); each
-    message is charged after it is parsed, and a message that arrives once either is spent is
-    refused (PlainError) without being parsed."""
+    message is charged after it is parsed (its bytes, or PARSED_VALUE_BYTES per value parsed
+    when that is more), and a message that arrives once either is spent is refused (PlainError)
+    without being parsed."""
 
     def __init__(self) -> None:
         self.max_bytes, self.max_seconds = ROW_BYTES, ROW_PARSE_SECONDS
@@ -65,13 +79,14 @@ class Budget:
 
     def spend(self, payload: bytes, parser: Any) -> Any:
         if self.bytes_left < len(payload) or self.seconds_left <= 0:
-            raise PlainError(f"the row's parse budget is spent ({self.max_bytes >> 20} MiB, {self.max_seconds:g} s of "
-                             "the engine's CPU over all its messages)")
+            raise PlainError(f"the row's parse budget is spent ({self.max_bytes >> 20} MiB of messages or of their parsed "
+                             f"values, {self.max_seconds:g} s of the engine's CPU over all its messages)")
         start = time.thread_time()
+        _COUNTED.values = 0
         try:
             return parser(payload)
         finally:
-            self.bytes_left -= len(payload)
+            self.bytes_left -= max(len(payload), _COUNTED.values * PARSED_VALUE_BYTES)
             self.seconds_left -= time.thread_time() - start
 
 
@@ -108,18 +123,16 @@ def parse(payload: bytes, max_depth: int = MAX_DEPTH, max_values: int = MAX_VALU
                 raise PlainError(f"a token with a byte that is not ASCII: {raw[:20]!r}")
             token = raw.decode("ascii")
             pos = end
-            if token in ("n", "t", "f"):
+            if token in ("n", "v", "t", "f"):
                 value = (token,)
             elif token[:1] == "i":
-                if len(token) > _DIGITS:
-                    raise PlainError("integer too long")
                 digits = token[1:].removeprefix("-")
-                if not digits.isdigit():
+                if len(digits) > MAX_DIGITS:
+                    raise PlainError(f"integer of more than {MAX_DIGITS} digits")
+                if not digits.isdigit() or not digits.isascii():
                     raise PlainError(f"bad integer {token[:20]!r}")
-                try:
-                    value = ("i", int(token[1:]))
-                except ValueError:
-                    raise PlainError(f"bad integer {token[:20]!r}") from None
+                number = _from_digits(digits)
+                value = ("i", -number if token[1:2] == "-" else number)
             elif token[:1] == "d":
                 try:
                     value = ("d", float(token[1:]))
@@ -143,6 +156,7 @@ def parse(payload: bytes, max_depth: int = MAX_DEPTH, max_values: int = MAX_VALU
         # Hand the finished value up through every frame it completes.
         while True:
             if not stack:
+                _COUNTED.values = getattr(_COUNTED, "values", 0) + values
                 return value, pos
             frame = stack[-1]
             frame[2].append(value)
@@ -152,6 +166,28 @@ def parse(payload: bytes, max_depth: int = MAX_DEPTH, max_values: int = MAX_VALU
             stack.pop()
             value = (frame[0], frame[2] if frame[0] != "m" else list(zip(frame[2][::2], frame[2][1::2])))
         pos = _space(payload, pos)
+
+
+def _from_digits(digits: str) -> int:
+    """int(digits) for up to MAX_DIGITS decimal digits, in chunks the interpreter converts."""
+    number = 0
+    for start in range(0, len(digits), _CHUNK):
+        chunk = digits[start:start + _CHUNK]
+        number = number * 10 ** len(chunk) + int(chunk)
+    return number
+
+
+def int_text(number: int) -> bytes:
+    """b"%d" % number, in chunks the interpreter converts (an integer of more digits than its limit crosses too)."""
+    if number.bit_length() < 13_000:  # under 3,914 digits
+        return b"%d" % number
+    sign, number = (b"-", -number) if number < 0 else (b"", number)
+    parts = []
+    base = 10 ** _CHUNK
+    while number >= base:
+        number, low = divmod(number, base)
+        parts.append(b"%0*d" % (_CHUNK, low))
+    return sign + b"%d" % number + b"".join(reversed(parts))
 
 
 def _count(text: bytes) -> int:
@@ -176,10 +212,10 @@ def write(value: Any) -> bytes:
             out.append(item)
             continue
         kind = item[0]
-        if kind in ("n", "t", "f"):
+        if kind in ("n", "v", "t", "f"):
             out.append(kind.encode())
         elif kind == "i":
-            out.append(b"i%d" % item[1])
+            out.append(b"i" + int_text(item[1]))
         elif kind == "d":
             x = item[1]
             out.append(b"d" + (b"nan" if math.isnan(x) else repr(x).encode()))

@@ -70,6 +70,7 @@ STATUSES = ("passed", "failed", "compile_error", "timeout", "memory", "processes
 # exits with it only turns its own failure into a compile error: never a pass).
 EXIT_COMPILE = 85
 TOKEN_FD, VERDICT_FD = 3, 4
+PROGRAM_CGROUP_FD = 9  # a compiled program's memory cgroup (cgroup.make_program), below bwrap's
 FIRST_BWRAP_FD = 10  # the seccomp filter and the task's files, as bwrap reads them (channel fds are below)
 VERDICT_BYTES = 1 << 22  # a differential-testing record of many inputs fits
 WORKDIR_PREFIX = "babelscore-sandbox-"  # host work directories of `isolation: hook` runs (bwrap runs have none)
@@ -91,8 +92,13 @@ for name, (soft, hard) in spec["limits"].items():
 if spec["cgroup"]:
     with open(spec["cgroup"], "w") as group:  # before anything of the run starts
         group.write(str(os.getpid()))
+if spec["program_cgroup"]:
+    # Opened as the run's uid: the compile-then-run script moves its program in through this fd.
+    program = os.open(spec["program_cgroup"], os.O_WRONLY)
+    os.dup2(program, PROGRAM_CGROUP_FD)
+    os.close(program)
 os.execvpe(spec["argv"][0], spec["argv"], spec["env"])
-'''
+'''.replace("PROGRAM_CGROUP_FD", str(PROGRAM_CGROUP_FD))
 
 
 @dataclass(frozen=True)
@@ -372,6 +378,7 @@ def run_program(
     verdict: bool = True,
     stop: threading.Event | None = None,
     started: threading.Event | None = None,
+    program_memory_mb: int = 0,
 ) -> SandboxResult:
     """Run `argv` in the work directory holding `files` (relative paths resolve there).
 
@@ -380,6 +387,8 @@ def run_program(
     stop: set by another thread to end the run early (it is then killed like a time-out).
     started: set once the run holds its uid and starts (waiting for a free uid of the pool, while
     other runs or another engine hold them all, is not the program's time).
+    program_memory_mb: the memory cgroup bound of the program a compile-then-run script starts
+    (programs.shell_script), below the run's own bound that the compiler gets; 0: none.
     """
     why = unavailable(limits)
     if why:
@@ -392,12 +401,13 @@ def run_program(
             started.set()
         return _run(argv, files, limits, uid, memory_mb or limits.memory_mb, max_processes or limits.max_processes,
                     cpu_seconds or limits.cpu_seconds, wall_seconds or limits.wall_seconds, dict(env or {}),
-                    open_files or limits.max_open_files, dict(channel or {}), verdict, stop)
+                    open_files or limits.max_open_files, dict(channel or {}), verdict, stop, program_memory_mb)
 
 
 def _run(argv: Sequence[str], files: Mapping[str, str | bytes], limits: SandboxLimits, uid: int | None,
          memory_mb: int, max_processes: int, cpu_seconds: int, wall_seconds: float, env: dict[str, str],
-         open_files: int, channel: dict[int, int], verdict: bool, stop: threading.Event | None) -> SandboxResult:
+         open_files: int, channel: dict[int, int], verdict: bool, stop: threading.Event | None,
+         program_memory_mb: int = 0) -> SandboxResult:
     started = time.perf_counter()
     token = secrets.token_hex(16)
     passed_fds = dict(channel)  # child fd -> engine fd
@@ -414,7 +424,7 @@ def _run(argv: Sequence[str], files: Mapping[str, str | bytes], limits: SandboxL
         for fd in opened:  # a JVM reopens them through /proc/self/fd, which checks the pipe's owner
             os.fchown(fd, uid, uid)
     workdir = None
-    group = ""
+    group = program_group = ""
     try:
         blobs = {name: content.encode("utf-8") if isinstance(content, str) else content for name, content in files.items()}
         base_env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
@@ -448,8 +458,10 @@ def _run(argv: Sequence[str], files: Mapping[str, str | bytes], limits: SandboxL
             base_env.update(HOME=str(workdir), TMPDIR=str(workdir))
         if uid is not None and limits.isolation == "bwrap":
             group = cgroup.make(uid, max_processes * memory_mb + 3 * limits.tmpfs_mb + PIPE_BUFFERS_MB)
+            if program_memory_mb:
+                program_group = cgroup.make_program(group, uid, program_memory_mb)
         spec = json.dumps({"limits": _rlimits(limits, memory_mb, max_processes, cpu_seconds, open_files), "argv": inner,
-                           "cgroup": group,
+                           "cgroup": group, "program_cgroup": program_group,
                            "env": {**base_env, **env},
                            "fds": [[host, child] for child, host in passed_fds.items()]})
         kwargs: dict = {"user": uid, "group": uid, "extra_groups": []} if uid is not None else {}

@@ -7,15 +7,24 @@ from __future__ import annotations
 
 import re
 
-from engine.sandbox.process import EXIT_COMPILE
+from engine.sandbox.process import EXIT_COMPILE, PROGRAM_CGROUP_FD
+
+EXIT_NO_CGROUP = 86  # the program could not enter its memory cgroup: never a pass
 
 # rustc for both sides: debug_assert! runs (as under `cargo test`: a test written with it is a
 # test), while integer overflow keeps the optimised build's wrapping.
 RUSTC_FLAGS = "--edition 2021 -C opt-level=1 -C debug-assertions=on -C overflow-checks=off -A warnings"
 
 
+# The program moves itself into its memory cgroup once compiled (cgroup.make_program; the fd
+# exists only where the engine made one): `0` is the writer itself. A move that fails ends the run.
+INTO_PROGRAM_CGROUP = f"[ ! -e /proc/self/fd/{PROGRAM_CGROUP_FD} ] || echo 0 >&{PROGRAM_CGROUP_FD} || exit {EXIT_NO_CGROUP}"
+
+
 def shell_script(compile_step: str, run_step: str) -> list[str]:
-    return ["/bin/sh", "-c", f"{compile_step} || exit {EXIT_COMPILE}; exec {run_step}"]
+    """Compile (a compiler's refusal is EXIT_COMPILE), then run under the program's memory bound."""
+    compiled = f"{compile_step} || exit {EXIT_COMPILE}; " if compile_step else ""
+    return ["/bin/sh", "-c", f"{compiled}{INTO_PROGRAM_CGROUP}; exec {run_step} {PROGRAM_CGROUP_FD}>&-"]
 
 
 

@@ -61,6 +61,9 @@ PYTHON = {
     "tiny float": ({**PY_INT, "code": "def add_numbers(a: int, b: int) -> float:\n    return (a + b) * 1e-13\n",
                     "tests": "def check(candidate):\n    assert abs(candidate(1, 0) - 1e-13) < 1e-9\n"
                              "    assert abs(candidate(2, 3) - 5e-13) < 1e-9\n"}, "    return (a + b) * 2.9e-13\n"),
+    "tiny float, 49% off": ({**PY_INT, "code": "def add_numbers(a: int, b: int) -> float:\n    return (a + b) * 1e-13\n",
+                             "tests": "def check(candidate):\n    assert abs(candidate(1, 0) - 1e-13) < 1e-9\n"
+                                      "    assert abs(candidate(2, 3) - 5e-13) < 1e-9\n"}, "    return (a + b) * 1.49e-13\n"),
     "tiny float, wrong sign": ({**PY_INT, "code": "def add_numbers(a: int, b: int) -> float:\n    return (a + b) * 1e-13\n",
                                 "tests": "def check(candidate):\n    assert abs(candidate(1, 0) - 1e-13) < 1e-9\n"},
                                "    return -(a + b) * 1e-13\n"),
@@ -153,13 +156,25 @@ def test_median_as_a_float_where_the_reference_returns_an_integer_passes_both_si
 
 def test_float_rule_is_relative_to_the_reference_with_a_floor_that_keeps_sign_and_zero():
     close = compare.close
-    assert close(0.3, 0.1 + 0.2) and close(1e300, 1e300 * (1 + 1e-12)) and close(1e-13, 1e-13 + 1e-16)
+    assert close(0.3, 0.1 + 0.2) and close(1e300, 1e300 * (1 + 1e-12)) and close(1e-13, 1e-13 * (1 + 1e-12))
+    assert not close(1e-13, 1.49e-13) and not close(1e-13, 1e-13 + 1e-16)  # the tolerance stays relative when tiny
+    assert not close(1e-200, 1.000001e-200) and not close(1e-310, 1.49e-310)  # at every magnitude a task computes
     assert close(0.0, -0.0) and not close(0.0, 1e-13) and not close(0.0, 5e-324)  # a zero only for a zero
     assert not close(1e-10, 2e-10)  # a tiny float for a tiny answer of another size
     assert not close(3e-14, 5e-324) and not close(1e-13, 2.9e-13) and not close(1e-13, 1.6e-13)  # under the floor too
     assert not close(1e-13, -1e-13) and not close(1e-13, 0.0)  # neither a wrong sign nor a zero, under the floor
     assert not close(1.0, math.nan) and not close(math.nan, 1.0) and close(math.nan, math.nan)
     assert close(math.inf, math.inf) and not close(math.inf, 1e308)
+
+
+@pytest.mark.parametrize("scale", [1.0, 1e-13, 1e-200, 1e250])
+def test_float_rule_keeps_honest_summation_order_differences(scale):
+    # The same sum in another order, or exactly rounded: rounding differences, at any magnitude.
+    terms = [scale * (0.1 + 0.37 * k % 1.3) * (-1) ** (k // 3) for k in range(1, 200)]
+    reference = sum(terms)
+    for other in (sum(reversed(terms)), math.fsum(terms), sum(sorted(terms)), sum(terms[1::2]) + sum(terms[::2])):
+        assert compare.close(reference, other), (reference, other)
+    assert not compare.close(reference, reference * 1.49) and not compare.close(reference, -reference)
 
 
 @needs_bwrap
@@ -194,3 +209,16 @@ def test_javascript_lone_surrogate_never_equals_the_replacement_character():
                      "assert.strictEqual(firstUnit('ab'), 'a');\n"}
     row = _row(task, "\n  return s.codePointAt(0) > 0xFFFF ? '\\uFFFD' : s.charAt(0);\n}\n")
     assert row["pass_at_1"] == 0.0 and row["status"] != "passed", row
+
+
+@needs_bwrap
+def test_javascript_null_does_not_pass_for_undefined():
+    task = {**ADD["javascript"], "signature": "function find(xs, v)", "entry_point": "find",
+            "code": "function find(xs, v) {\n  for (const x of xs) if (x === v) return x;\n  return undefined;\n}\n",
+            "tests": "const assert = require('node:assert');\nassert.strictEqual(find([1, 2], 2), 2);\n"
+                     "assert.strictEqual(find([1, 2], 5), undefined);\n"}
+    row = _row(task, "\n  for (const x of xs) if (x === v) return x;\n  return null;\n}\n")
+    assert row["pass_at_1"] == 0.0 and row["value_verdict"] == "failed", row
+    row = _row(task, "\n  return xs.find((x) => x === v);\n}\n")
+    assert (row["status"], row["tests_verdict"], row["value_verdict"]) == ("passed", "passed", "passed"), row
+    assert not compare.same(("v",), ("n",)) and compare.same(("v",), ("v",))

@@ -106,3 +106,46 @@ def test_a_reply_beyond_the_declared_type_is_no_exception_the_tests_catch(langua
     task = {**task, "context": base["context"]} if language == "go" else task  # Go refuses an unused import
     row = orchestrate.execute_row(task, generation.code_from_completion(task, honest), None, params)
     assert row["status"] == "passed" and row["value_verdict"] == "passed", row
+
+
+PY = [t for t in load_tasks("polyglot").to_pylist() if t["task_id"] == "polyglot/python/add"][0]
+PY_RAISES = {**PY, "signature": "def f(x: int) -> int:", "entry_point": "f",
+             "code": "def f(x: int) -> int:\n    if x < 0:\n        raise TypeError('negative')\n    return x * 2\n",
+             "tests": "def check(candidate):\n    assert candidate(2) == 4\n    try:\n        candidate(-1)\n"
+                      "    except TypeError:\n        pass\n    else:\n        raise AssertionError('no TypeError')\n"}
+
+
+def _py_row(task: dict, completion: str, verdict: str = "values") -> dict:
+    params = type("P", (), {"sandbox": LIMITS, "call_seconds": 1.0, "verdict": verdict})()
+    return orchestrate.execute_row(task, generation.code_from_completion(task, completion), None, params)
+
+
+@needs_bwrap
+@pytest.mark.parametrize("forged", [
+    "    if x < 0:\n        return frozenset({frozenset()})\n    return x * 2\n",  # the proxy's set of a set
+    # a raw reply the proxy cannot build (a list in a set), then the server ends
+    "    if x < 0:\n        import os\n        os.write(4, b'8\\no e1 l0')\n        os._exit(0)\n    return x * 2\n",
+])
+def test_python_proxy_decoding_is_no_exception_the_tests_catch(forged):
+    """The proxy's own `TypeError: unhashable type` inside the tests was taken by their `except TypeError`."""
+    for verdict in ("values", "tests"):
+        row = _py_row(PY_RAISES, forged, verdict)
+        assert row["tests_verdict"] == "failed" and row["pass_at_1"] == 0.0, row
+
+
+@needs_bwrap
+def test_python_sets_of_sets_and_big_integers_cross():
+    powerset = {**PY, "signature": "def subsets(n: int) -> set:", "entry_point": "subsets",
+                "code": "def subsets(n: int) -> set:\n    from itertools import combinations\n"
+                        "    return {frozenset(c) for k in range(n + 1) for c in combinations(range(n), k)}\n",
+                "tests": "def check(candidate):\n    assert candidate(2) == {frozenset(), frozenset({0}), frozenset({1}), frozenset({0, 1})}\n"
+                         "    assert {frozenset({0, 1}): 1}[frozenset(max(candidate(2), key=len))] == 1\n"}
+    completion = ("    out = {frozenset()}\n    for i in range(n):\n        out |= {s | {i} for s in out}\n    return out\n")
+    row = _py_row(powerset, completion)
+    assert (row["status"], row["tests_verdict"], row["value_verdict"]) == ("passed", "passed", "passed"), row
+    power = {**PY, "signature": "def f(n: int) -> int:", "entry_point": "f", "code": "def f(n: int) -> int:\n    return 7 ** n\n",
+             "tests": "def check(candidate):\n    assert candidate(6000) == 7 ** 6000\n    assert candidate(3) == 343\n"}
+    row = _py_row(power, "    r = 1\n    for _ in range(n):\n        r *= 7\n    return r\n")  # 5,073 digits
+    assert (row["status"], row["tests_verdict"], row["value_verdict"]) == ("passed", "passed", "passed"), row
+    row = _py_row(power, "    return 7 ** n + (n > 5)\n")
+    assert row["status"] == "failed" and row["value_verdict"] == "failed", row

@@ -8,9 +8,11 @@ that answers every call with megabytes is refused once the budget is spent, a ro
 """
 from __future__ import annotations
 
+import tracemalloc
+
 import pytest
 
-from engine.roundtrip import generation, orchestrate
+from engine.roundtrip import difftest, generation, orchestrate
 from engine.roundtrip.tasks import load_tasks
 from engine.sandbox import plain, process
 from engine.sandbox.languages import toolchain_missing
@@ -66,3 +68,36 @@ def test_a_message_of_many_values_is_refused_before_it_costs_the_engine():
     with pytest.raises(plain.PlainError, match="more than"):
         plain.reply(b"o " + many)
     assert plain.reply(b"o s3:abc") == ("o", ("s", "abc"))
+
+
+def test_the_budget_charges_what_a_message_costs_parsed():
+    """`l100000 i0 i0 ...` is 300 kB of text and 8 MB parsed: the budget counts the parsed values."""
+    many = b"o l100000 " + b" ".join([b"i0"] * 100000)
+    budget = plain.Budget()
+    budget.reply(many)
+    assert budget.bytes_left == plain.ROW_BYTES - 100001 * plain.PARSED_VALUE_BYTES
+    budget.bytes_left = 100001 * plain.PARSED_VALUE_BYTES - 1
+    budget.reply(many)
+    with pytest.raises(plain.PlainError, match="parse budget"):
+        budget.reply(many)
+
+
+def test_differential_testing_drops_each_reply_once_compared():
+    """Five answers of 50,000 integers each: the engine held every reply of both sides parsed
+    until the end of the row (about 45 MB); now one at a time, the reference's as text."""
+    task = {**BASE["python"], "signature": "def f(n: int) -> list:", "entry_point": "f",
+            "code": "def f(n: int) -> list:\n    return list(range(50000))\n"}
+    inputs = difftest.task_inputs(task, 6, seed=0)
+    difftest.agreement(task, task["code"], inputs[:1], LIMITS, call_seconds=10.0)  # the imports, out of the peak
+    inputs = inputs[1:]
+    tracemalloc.start()
+    try:
+        agreed, result = difftest.agreement(task, task["code"], inputs, LIMITS, call_seconds=10.0)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert agreed == [True] * 5, (agreed, result)
+    one_reply = 50001 * 90  # a ("i", n) tuple, its int and its list slot
+    # At the comparison: the candidate's reply and the reference's parsed again, and their texts;
+    # holding every reply of both sides parsed is ten replies.
+    assert peak < 5 * one_reply, peak

@@ -15,7 +15,7 @@ import json
 import pytest
 
 from engine.sandbox import bwrap, cgroup, process
-from engine.sandbox.languages import run_tests
+from engine.sandbox.languages import run_tests, toolchain_missing
 from engine.sandbox.process import SandboxLimits, memory_bound_mb
 
 LIMITS = SandboxLimits(cpu_seconds=10, wall_seconds=30.0, memory_mb=128, max_processes=4, tmpfs_mb=16, max_open_files=64)
@@ -215,3 +215,81 @@ def test_inodes_in_the_capped_tmpfs_mounts_stay_under_the_bound():
     assert lines, result
     assert lines[-1]["made"] > 0 and lines[-1].get("why") != "target reached", lines[-1]
     assert max(line["slab_growth_mb"] for line in lines) <= bound + SLACK_MB, (bound, lines[-1], result.status)
+
+
+PTY = r'''
+import os, pty
+found = []
+for path in ("/dev/ptmx", "/dev/pts/ptmx"):
+    try:
+        os.close(os.open(path, os.O_RDWR | os.O_NOCTTY))
+        found.append(path)
+    except OSError as exc:
+        print(path, exc)
+try:
+    pty.openpty()
+    found.append("openpty")
+except OSError as exc:
+    print("openpty", exc)
+assert not found, found
+'''
+
+
+@pytest.mark.skipif(bool(BWRAP), reason=BWRAP or "bwrap runs")
+def test_no_pseudo_terminal_can_be_opened():
+    """Forked children opening /dev/ptmx took the host's pty count (kernel.pty.nr, host-wide) to its limit."""
+    result = run_tests({"programming_language": "python", "tests": PTY, "entry_point": "", "context": ""}, "", LIMITS)
+    assert result.status == "passed", result
+
+
+TOUCHERS = r'''
+#include <cstdlib>
+#include <sys/wait.h>
+#include <unistd.h>
+int main() {
+    int children = %(children)d, ready[2], go[2];
+    if (pipe(ready) || pipe(go)) return 1;
+    for (int i = 0; i < children; ++i) {
+        if (fork() == 0) {
+            close(ready[0]);
+            close(go[1]);
+            volatile char *block = (volatile char *) malloc((size_t) %(each)d << 20);
+            if (!block) _exit(1);
+            for (size_t at = 0; at < ((size_t) %(each)d << 20); at += 4096) block[at] = 1;  // resident, charged
+            char byte = 1;
+            if (write(ready[1], &byte, 1) != 1) _exit(1);
+            if (read(go[0], &byte, 1) < 0) _exit(1);  // every child holds its block until all have one
+            _exit(block[4096] == 1 ? 0 : 1);
+        }
+    }
+    close(ready[1]);
+    close(go[0]);
+    char byte;
+    int held = 0;
+    while (held < children && read(ready[0], &byte, 1) == 1) ++held;
+    close(go[1]);
+    int failed = held != children;
+    for (int i = 0; i < children; ++i) {
+        int status = 0;
+        wait(&status);
+        failed += !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    }
+    return failed ? 1 : 0;
+}
+'''
+# A program's bound: 2 x 100 MB + 3 x 8 MB + the pipe buffers (about 290 MB); the compiler keeps the toolchain's.
+SMALL = SandboxLimits(memory_mb=100, max_processes=2, tmpfs_mb=8, cpu_seconds=20, wall_seconds=40.0)
+
+
+@pytest.mark.skipif(bool(BWRAP), reason=BWRAP or "bwrap runs")
+@pytest.mark.skipif(not cgroup.available(), reason="no writable cgroup v1 memory controller")
+@pytest.mark.skipif(bool(toolchain_missing("cpp")), reason=toolchain_missing("cpp") or "g++")
+def test_a_compiled_program_runs_under_the_documented_bound_not_the_compilers():
+    """Forked C++ children each touching 400 MB held 4 GB of the host and passed: a compiled
+    language's run had the toolchain's cgroup bound (about 1.15 TB) while its program ran."""
+    assert memory_bound_mb(SMALL) < 4 * 100 < memory_bound_mb(SMALL, toolchain=True)
+    task = {"programming_language": "cpp", "entry_point": "", "context": ""}
+    over = run_tests({**task, "tests": TOUCHERS % {"children": 4, "each": 100}}, "", SMALL)
+    assert over.status != "passed", over
+    under = run_tests({**task, "tests": TOUCHERS % {"children": 1, "each": 100}}, "", SMALL)
+    assert under.status == "passed", under

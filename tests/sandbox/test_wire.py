@@ -1,6 +1,8 @@
 """What crosses a sandbox's boundary is read with limits: the plain-value stream, and program text."""
 from __future__ import annotations
 
+import sys
+
 import pytest
 
 from engine.sandbox import plain, wire
@@ -52,3 +54,17 @@ def test_the_tests_comparison_takes_two_values_as_deep_as_a_reply():
     assert relay.compared(b"c l2 " + deepest + b" " + deepest) == b"o t"
     other = b"l1 " * plain.MAX_DEPTH + b"t"
     assert relay.compared(b"c l2 " + deepest + b" " + other) == b"o f"
+
+
+def test_integers_past_the_interpreters_digit_limit_cross_up_to_max_digits():
+    numbers = (7 ** 6000, -(10 ** (plain.MAX_DIGITS - 1)), 10 ** 4000, -(10 ** 3999) - 1)
+    limit = sys.get_int_max_str_digits()
+    sys.set_int_max_str_digits(0)  # Python's own decimal text, the anchor
+    try:
+        expected = [b"i%d" % number for number in numbers]
+    finally:
+        sys.set_int_max_str_digits(limit)
+    for number, text in zip(numbers, expected):
+        assert plain.write(("i", number)) == text and plain.parse(text)[0] == ("i", number)
+    with pytest.raises(plain.PlainError, match="digits"):
+        plain.parse(b"i" + b"9" * (plain.MAX_DIGITS + 1))

@@ -1,13 +1,14 @@
 """JavaScript's side of the split run: the candidate's server and the tests' proxy (node).
 
 The codec maps numbers that are safe integers to `i`, other numbers to `d` (JavaScript has one
-number type: 3 and 3.0 are the same value there), strings, booleans, null/undefined (`n`),
+number type: 3 and 3.0 are the same value there), strings, booleans, null (`n`), undefined (`v`),
 arrays (`l`), Sets (`e`), Maps and plain objects (`m`); anything else (a function, a class
 instance, a Proxy's traps aside, a BigInt) is not plain data. The proxy decodes `i`/`d` to numbers,
 `l`/`u` to arrays, `e` to a Set, `m` to a plain object (string keys) or a Map.
 """
 from __future__ import annotations
 
+from engine.sandbox.programs import shell_script
 from engine.sandbox.relay import Job
 
 CODEC = r"""
@@ -15,7 +16,8 @@ const bsFs = require('fs');
 class BsNotPlain extends Error {}
 function bsWrite(v, out, depth) {
   if (depth > 32) throw new BsNotPlain('nested deeper than 32 levels');
-  if (v === null || v === undefined) { out.push('n'); return; }
+  if (v === null) { out.push('n'); return; }
+  if (v === undefined) { out.push('v'); return; }
   const t = typeof v;
   if (t === 'boolean') { out.push(v ? 't' : 'f'); return; }
   // A BigInt would cross as the number of the same value (`3n` passing for `3`): not plain data.
@@ -54,6 +56,7 @@ function bsRead(buf, pos) {
   if (end < 0) end = buf.length;
   const tok = buf.toString('ascii', pos, end);
   if (tok === 'n') return [null, end];
+  if (tok === 'v') return [undefined, end];
   if (tok === 't') return [true, end];
   if (tok === 'f') return [false, end];
   if (tok[0] === 'i') return [Number(tok.slice(1)), end];
@@ -179,7 +182,7 @@ def jobs(task: dict, code: str) -> tuple[Job, Job]:
     candidate = (f"{context}\n\n{code}\n\n"
                  f"module.exports = (typeof {entry} === 'function') ? {entry} : undefined;\n")
     proxy = f"function {entry}(...args) {{ return globalThis.__babelscoreCall(args); }}\n"
-    server = Job({"server.js": SERVER, "candidate.js": candidate}, ["/usr/bin/node", "--max-old-space-size=256", "server.js"])
+    server = Job({"server.js": SERVER, "candidate.js": candidate}, shell_script("", "/usr/bin/node --max-old-space-size=256 server.js"))
     program = f"{context}\n\n{proxy}\n{task['tests']}\n"
-    tests = Job({"harness.js": TESTS_HARNESS, "program.js": program}, ["/usr/bin/node", "--max-old-space-size=256", "harness.js"])
+    tests = Job({"harness.js": TESTS_HARNESS, "program.js": program}, shell_script("", "/usr/bin/node --max-old-space-size=256 harness.js"))
     return server, tests

@@ -10,13 +10,17 @@ each call to the server, and runs the tests against it.
 """
 from __future__ import annotations
 
+from engine.sandbox import plain
 from engine.sandbox.harness import AUDIT_HOOK, python_harness
 
 CODEC = r'''
 import os as _os
+MAX_DIGITS = @MAX_DIGITS@
 
 # Bound before the candidate loads: a candidate that patches `os` breaks nothing but its own calls.
 _pv_os_write, _pv_os_read, _pv_os_exit = _os.write, _os.read, _os._exit
+# Integers cross up to the engine's limit (engine.sandbox.plain.MAX_DIGITS), beyond the interpreter's 4,300 digits.
+getattr(__import__("sys"), "set_int_max_str_digits", lambda _: None)(MAX_DIGITS)
 
 
 class _NotPlain(Exception):
@@ -55,7 +59,8 @@ def _pv_write(value, out, depth=0):
         raise _NotPlain("a %s is not plain data" % kind.__name__)
 
 
-def _pv_read(data, pos=0):
+def _pv_read(data, pos=0, frozen=False):
+    """(value, end); `frozen`: a set's element or a map's key, so a set there is a frozenset."""
     tag = data[pos:pos + 1]
     if tag == b"s":
         colon = data.index(b":", pos)
@@ -72,12 +77,13 @@ def _pv_read(data, pos=0):
         return float(token[1:]), end
     count = int(token[1:]) * (2 if token[0] == "m" else 1)
     items, pos = [], end
-    for _ in range(count):
-        value, pos = _pv_read(data, pos + 1)
+    for index in range(count):
+        inner = token[0] == "e" or (token[0] == "m" and index % 2 == 0) or (token[0] == "u" and frozen)
+        value, pos = _pv_read(data, pos + 1, inner)
         items.append(value)
     if token[0] == "m":
         return dict(zip(items[::2], items[1::2])), pos
-    return {"l": list, "u": tuple, "e": set}[token[0]](items), pos
+    return {"l": list, "u": tuple, "e": frozenset if frozen else set}[token[0]](items), pos
 
 
 def _pv_send(fd, payload):
@@ -100,7 +106,7 @@ def _pv_recv(fd):
             return None
         data += chunk
     return data
-'''
+'''.replace("@MAX_DIGITS@", str(plain.MAX_DIGITS))
 
 SERVER = CODEC + r'''
 
@@ -175,7 +181,11 @@ def _proxy_for(entry):
         reply = _pv_recv(6)
         if reply is None:
             raise _CandidateBroken("the engine closed the call channel")
-        value = _pv_read(reply, 2)[0]
+        try:
+            value = _pv_read(reply, 2)[0]
+        except Exception as exc:
+            # Never the proxy's own error inside the tests (an `except TypeError` there would take it).
+            raise _CandidateBroken("the reply does not decode: %s: %s" % (type(exc).__name__, exc)) from None
         if reply[:1] == b"o":
             return value
         if reply[:1] == b"x":
