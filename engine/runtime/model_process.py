@@ -42,7 +42,6 @@ from typing import Any
 
 from engine import faults
 from engine.errors import ModelLoadError, TransientError
-from engine.faults import KILL_WORKER_CALL_ENV  # noqa: F401 - the tests' name for the hook
 from engine.runtime.cuda import worker_environment
 
 logger = logging.getLogger(__name__)
