@@ -13,7 +13,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 # isort: off
-import engine  # noqa: E402, F401  (first: its thread plan is set before torch starts its pool)
+from engine.runtime import thread_plan  # noqa: E402
+
+thread_plan.apply()  # before torch starts its thread pool, whose threads then wait passively
 import torch  # noqa: E402
 # isort: on
 

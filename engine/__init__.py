@@ -5,7 +5,9 @@ from engine.runtime import thread_plan
 thread_plan.apply()
 
 from engine.runtime.cuda import use_fork_safe_cuda_check  # noqa: E402
-from engine.version import __version__  # noqa: E402, F401  (the package's public version)
+from engine.version import __version__  # noqa: E402
+
+__all__ = ["__version__"]
 
 # Before anything asks torch whether CUDA is there: asked through NVML, the answer does not
 # initialise CUDA, so a later fork (vLLM's default for its EngineCore) stays safe.

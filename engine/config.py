@@ -1,14 +1,12 @@
 """Run configs: YAML -> frozen, validated `RunConfig`, and the config hash that names a run.
 
-Sections are parsed by their stage, every kind alike (`Stage.parse_section` of the stage
-registry; parameter classes are imported lazily so a lexical-only run never imports torch). Unknown keys and bad values fail here, before any
-work, with the key, the value and what is allowed. After parsing, every stage's config-time
-checks run (model and tokenizer names resolve, sections belong to listed stages), so a run
-never discovers a config mistake in the middle of its work.
+Sections are parsed by their stage (`Stage.parse_section`; parameter classes are imported
+lazily so a lexical-only run never imports torch). Unknown keys and bad values fail here, before
+any work, with the key, the value and what is allowed; then every stage's config-time checks run
+(model and tokenizer names resolve, sections belong to listed stages).
 
-The top-level `seed` is the default seed of every stage that declares `seeded` (build,
-generate: each generator, noise, perturb, roundtrip: the section and each generator, calibrate);
-a section's own `seed` overrides it. The judges keep their own seed (the judge stage says why).
+The top-level `seed` is the default seed of every stage that declares `seeded`; a section's own
+`seed` overrides it. The judges keep their own seed (the judge stage says why).
 Relative paths are resolved against the config file's folder by one function,
 `engine.params.config_path`: `input`, `labels`, `reuse` (and the judge's prompt packs and
 adapters) whatever their spelling; the values of each stage's `path_options`, which may also be

@@ -14,10 +14,7 @@ from engine.runtime import check_dtype, resolve_device, resolve_dtype
 
 @dataclasses.dataclass(frozen=True)
 class GenerateParams(ModelEntry):
-    """One generator of the `generate` stage: a model entry (`ModelEntry`: model, dtype,
-    max_model_len) and how it is prompted and run. On a CPU machine vLLM's
-    gpu_memory_utilization is the share of host memory it requires free at start, and
-    VLLM_CPU_KVCACHE_SPACE=<GiB> sizes its KV cache (0.2 and 1 suit tiny models).
+    """One generator of the `generate` stage: a model entry (`ModelEntry`) and how it is prompted and run.
 
     Keys:
         card: its FIM family in the model cards file (prompt format and stop tokens).
@@ -34,7 +31,8 @@ class GenerateParams(ModelEntry):
         device: `auto` (cuda when visible, else cpu), `cpu`, `cuda`, `cuda:N` (transformers backend).
         batch_size: prompts per generate() call (transformers backend).
         tensor_parallel_size: GPUs per vLLM model.
-        gpu_memory_utilization: share of GPU (CPU: host) memory vLLM may take.
+        gpu_memory_utilization: share of GPU memory vLLM may take (CPU: of host memory it requires free at
+            start; VLLM_CPU_KVCACHE_SPACE=<GiB> sizes its KV cache, 0.2 and 1 suit tiny models).
         enforce_eager: vLLM without CUDA graphs (slower, starts faster).
         cards_file: model cards YAML (null: the packaged engine/resources/model_cards.yaml).
     """

@@ -17,7 +17,7 @@ Llama-2 vocabulary `//2-Given sides of a triangle` gives `//2-Given sides` (toke
 `-`, `G`, `iven`, ` sides`; counted: G, iven, sides), and `//outside of this` gives
 `//outside of` (out, side, of: the first word is tokenized with the opener in front of it).
 
-Rule `text-tokens` (the engine's earlier rule): the comment's opener and layout (`//`, `/**`
+Rule `text-tokens`: the comment's opener and layout (`//`, `/**`
 plus line break, indentation and ` * `), then the first `n` tokens of the remaining text
 tokenized alone, cut at the end offset of the last of them; a bare dummy-prefix marker and
 tokens with an empty span hold no character of the text and are not counted.

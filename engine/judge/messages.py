@@ -1,11 +1,7 @@
 """Assembling a judge call's chat messages from a prompt pack.
 
 Each call's messages come from a template per strategy: the pack's own (`templates:`) or the
-shipped layout (engine/judge/templates.py LAYOUTS, the study's: a short system message, then
-the task, the taxonomy as JSON, the instructions, the label definitions and the answer format
-in the user message, then a separator line and the file as JSON). The slots are filled in
-three layers (per call, the pack's lists, the pack's texts), so a text may use the taxonomy,
-the principles or the labels. The file (source with the comment marker, original comment,
+shipped layout (engine/judge/templates.py LAYOUTS, which also says how slots are filled). The file (source with the comment marker, original comment,
 candidates `prime + prediction` sorted by generator name, case-sensitively) comes last, so the
 calls of one (strategy, prompt language, reference mode) share everything before it. The
 taxonomy lists its groups in the order of the pack's `groups:` keys. A clustered call

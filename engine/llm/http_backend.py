@@ -10,11 +10,8 @@ server's Retry-After when it asks for longer (in full: retrying sooner only meet
 One request's budget is `max_retries` retries and `retry_budget_s` seconds of waiting between
 them, whichever is spent first (a Retry-After longer than what is left is not waited for); then
 its answer is an error with its reason, which the stage records as one `api_error` judgment row.
-Requests of a batch with the same body (the cache key) are sent once. With a budget
-(engine/llm/http_budget.py) every attempt reserves its worst case before it is sent and settles it
-when it ends: an answer at its reported usage, an attempt that may have been billed without an
-answer (a dropped connection, a timeout after sending, an unreadable 200) at its worst case, one
-that cannot have been (no connection, an HTTP error status) at nothing.
+Requests of a batch with the same body (the cache key) are sent once. With a budget, every
+attempt is reserved and settled as engine/llm/http_budget.py describes.
 Attempts, retries and failed requests are counted per part (engine.throughput counters
 `judge_http_requests`, `judge_http_retries`, `judge_http_failed`), summed in the manifest.
 

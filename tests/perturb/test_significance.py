@@ -8,7 +8,8 @@ import pytest
 from scipy import stats
 
 from engine.perturb.perturber import SignificanceParams
-from engine.perturb.significance import default_context_pairs, language_rows, williams_test
+from engine.perturb.significance import default_context_pairs, language_rows
+from engine.stats import williams_test
 
 
 def _williams_independent(r12: float, r13: float, r23: float, n: int) -> tuple[float, float]:

@@ -15,10 +15,10 @@ import yaml
 from scipy import stats
 
 from engine.config import config_from_mapping
-from engine.perturb.significance import williams_test
 from engine.records import LABELS
 from engine.report.sweep import BEST_ROWS
 from engine.runner import execute_run
+from engine.stats import williams_test
 from tests.support.paths import REPO
 from tests.support.report_run import parse
 from tests.support.samples import write_demo_subset
