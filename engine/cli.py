@@ -134,8 +134,8 @@ def _setup_logging(verbose: bool, quiet: bool = False) -> None:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from engine.config import load_config
+    from engine.io.rundir import RunDirectory
     from engine.runner import execute_run
-    from engine.stages.plan import reopen_run
 
     config = load_config(args.config)
     config = _with_max_rejected(config, getattr(args, "max_rejected", None))
@@ -174,7 +174,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             + (f" (see {summary.run_dir}/rejected.parquet)" if counts.get("rejected_rows") else "")
         )
     if not quiet:
-        finished = reopen_run(summary.run_dir)
+        finished = RunDirectory.open_existing(summary.run_dir, plan=plan)  # this run's own plan
         for bound in plan.part_stages():
             lines = bound.stage.console_lines(finished, counts)
             if lines:

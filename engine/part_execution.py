@@ -92,9 +92,9 @@ def execute_part(run_root: str, plan: RunPlan, part: PartTask, prepass: dict[str
     with throughput.part_meter() as meter:
         if ctx.settings.reuse:
             from engine.reuse import run_part_reusing
-            from engine.stages.plan import layout_of_run
+            from engine.stages.plan import reopen_run
 
-            table = run_part_reusing(stage, ctx, layout_of_run)
+            table = run_part_reusing(stage, ctx, reopen_run)
         else:
             table = stage.run_part(ctx)
     table = table.cast(stage.schema) if table.schema != stage.schema else table

@@ -68,7 +68,7 @@ def open_run(plan: RunPlan, out: str, resume: bool) -> RunDirectory:
     digest = config_hash(plan.config, fingerprint)
     extra = {"input_sha256": fingerprint, "versions": library_versions()}
     run = RunDirectory.open_for_run(out, plan.config.to_dict(), digest, extra, resume)
-    run.use_layout(plan.layout)
+    run.use_plan(plan)
     return run
 
 

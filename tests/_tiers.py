@@ -148,6 +148,7 @@ FAST_MODULES = frozenset({
     "sandbox/test_wire.py",
     "stages/test_attributes.py",
     "stages/test_boundaries.py",
+    "stages/test_reopen.py",
     "testing/test_tiny_models.py",
 })
 

@@ -42,10 +42,23 @@ class RunDirectory:
         self.manifest = manifest if isinstance(manifest, Manifest) else Manifest(manifest)
         self._lock = lock
         self._layout = layout
+        self._plan: Any = None
 
     def use_layout(self, layout: RunLayout) -> None:
-        """The driver gives the layout of its RunPlan (the run it is writing)."""
+        """A reader that needs only the run's rows gives their layout."""
         self._layout = layout
+
+    def use_plan(self, plan: Any) -> None:
+        """The run's plan (engine.stages.plan.RunPlan: the driver's, or `reopen_run`'s for a run
+        written earlier) and its layout. The run directory only reads `plan.layout`; the plan
+        travels with it for whoever calls the stages' hooks (the report, reuse)."""
+        self._plan = plan
+        self._layout = plan.layout
+
+    @property
+    def plan(self) -> Any:
+        """The RunPlan given by `use_plan` (None: opened with a layout only, or none)."""
+        return self._plan
 
     @property
     def layout(self) -> RunLayout:
@@ -127,11 +140,14 @@ class RunDirectory:
             self._lock = None
 
     @classmethod
-    def open_existing(cls, root: str | Path, layout: RunLayout | None = None) -> "RunDirectory":
+    def open_existing(cls, root: str | Path, layout: RunLayout | None = None, plan: Any = None) -> "RunDirectory":
+        """plan: the run's RunPlan (its layout is then the plan's; see `use_plan`)."""
         manifest_path = Path(root) / MANIFEST
         if not manifest_path.exists():
             raise RunDirectoryError(f"{root} is not a babelscore run directory (no {MANIFEST})")
         run = cls(root, Manifest.load(manifest_path), layout=layout)
+        if plan is not None:
+            run.use_plan(plan)
         run._merge_markers()
         return run
 

@@ -37,7 +37,7 @@ def context_best(ctx: ReportContext) -> list[BestRow]:
         rows = ctx.data.calibration_rows("agreement") if ctx.data.n_labelled else []
         best: list[BestRow] = []
         if rows:
-            settings = report_settings(ctx.data.manifest, ctx.data.layout)
+            settings = report_settings(ctx.data.manifest, ctx.data.plan)
             correlation, alpha = significance_options(settings)
             run = RunDirectory.open_existing(str(ctx.data.root), layout=ctx.data.layout)
             best = best_settings(rows, run_scores(run), label_ordinals(run), representative_layers(settings),

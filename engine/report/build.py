@@ -173,7 +173,7 @@ def stage_sections(ctx: ReportContext) -> list[Section]:
     """The sections of the run's stages that report on their own outputs (`ReportSection.report_section`:
     perturbation sensitivity, judges, round trip, ...), in run order."""
     out: list[Section] = []
-    hooks = ctx.data.layout.report_sections if ctx.data.layout is not None else ()
+    hooks = ctx.data.plan.report_sections() if ctx.data.plan is not None else ()
     for report_section in hooks:
         made = report_section(ctx)
         for section in made if isinstance(made, list) else [made] if made is not None else []:
@@ -191,7 +191,7 @@ def report_context(data: RunData, folder: Path) -> ReportContext:
     # settings present in the scores or only in calibration.parquet (scores of another run layout)
     calibrated = [r for t in ("agreement", *NOISE_TASKS) for per_gen in (False, True) for r in data.calibration_rows(t, per_gen)]
     keys = (data.scores.keys() if data.scores else []) + calibration_keys(calibrated)
-    defaults = representative_layers(report_settings(data.manifest, data.layout))
+    defaults = representative_layers(report_settings(data.manifest, data.plan))
     head_keys = set(headline_keys(keys, headline_variants(keys, defaults)))
     groups = figure_groups(sorted(k for k in head_keys if data.scores and k in data.scores.groups))
     return ReportContext(data, FigureWriter(folder, data.image_format), head_keys, groups, by_key(agreement_rows))
@@ -220,7 +220,8 @@ def _remove_leftovers(root: Path) -> None:
 def write_report(run: RunDirectory) -> str:
     """Write RUN/report/index.html (figures beside it); returns the path of index.html.
 
-    run: the run directory opened with its layout (engine.stages.plan.reopen_run)."""
+    run: the run directory opened with its plan (engine.stages.plan.reopen_run); opened with a
+    layout only, the page has no stage's own section."""
     start = time.perf_counter()
     root = run.root
     data = load_run(run)

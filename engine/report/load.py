@@ -191,7 +191,8 @@ class RunData:
     image_format: str = "png"
     max_strip_points: int = 5000
     notes: dict[str, str] = field(default_factory=dict)  # why a piece of data is absent (HTML)
-    layout: RunLayout | None = None  # the run's data flow (engine.io.layout): stages, report hooks
+    layout: RunLayout | None = None  # the run's data flow (engine.io.layout)
+    plan: Any = None  # the run's engine.stages.plan.RunPlan: its stages' report hooks (None: none)
 
     @property
     def stages(self) -> list[str]:
@@ -218,7 +219,7 @@ class RunData:
 
 
 def load_run(run: RunDirectory) -> RunData:
-    """What the report reads of `run` (opened with its layout: engine.stages.plan.reopen_run)."""
+    """What the report reads of `run` (opened with its plan: engine.stages.plan.reopen_run)."""
     stats = read_sample_stats(run)
     scores = None
     if run.kind_files(SCORES):
@@ -250,6 +251,7 @@ def load_run(run: RunDirectory) -> RunData:
         max_strip_points=int(report_cfg.get("max_strip_points", 5000)),
         notes=notes,
         layout=run.layout,
+        plan=run.plan,
     )
 
 

@@ -45,6 +45,6 @@ class ReportStage(DriverStage):
     def run_driver(self, run: Any) -> None:
         from engine.report.build import write_report
 
-        # Read afresh from disk (what the run committed), with this run's layout.
-        write_report(RunDirectory.open_existing(run.root, layout=run.layout))
+        # Read afresh from disk (what the run committed), with this run's plan.
+        write_report(RunDirectory.open_existing(run.root, plan=run.plan))
         run.mark_stage(self.name)

@@ -43,10 +43,10 @@ def layer_of(variant: str) -> int | None:
     return int(match.group(1)) if match else None
 
 
-def report_settings(manifest: Any, layout: Any) -> dict[str, Any]:
+def report_settings(manifest: Any, plan: Any) -> dict[str, Any]:
     """What the run's stages say the sweep views read of their recorded options (their
-    `ReportSettings`, through the run's layout: engine.io.layout.RunLayout, None: nothing)."""
-    return layout.settings(manifest.config) if layout is not None else {}
+    `ReportSettings`, asked through the run's plan: engine.stages.plan.RunPlan, None: nothing)."""
+    return plan.report_settings(manifest.config) if plan is not None else {}
 
 
 def representative_layers(settings: dict[str, Any]) -> dict[str, int]:
@@ -270,7 +270,7 @@ def run_best_settings(run: RunDirectory, agreement: list[dict[str, Any]] | None 
             return []
         agreement = [r for r in pq.read_table(path, schema=CALIBRATION_SCHEMA).to_pylist()
                      if r["task"] == "agreement" and (r["group_by"] or "language") == "language"]
-    settings = report_settings(run.manifest, run.layout)
+    settings = report_settings(run.manifest, run.plan)
     correlation, alpha = significance_options(settings)
     return best_settings(agreement, run_scores(run), label_ordinals(run), representative_layers(settings), top, correlation, alpha)
 

@@ -52,7 +52,7 @@ def best_any_variant(rows: list[dict[str, Any]]) -> dict[tuple[str, str, str, st
 
 def layer_section(ctx: ReportContext) -> Section | None:
     """Only for runs with an all-layer scorer (variants layer-K/F)."""
-    defaults = representative_layers(report_settings(ctx.data.manifest, ctx.data.layout))
+    defaults = representative_layers(report_settings(ctx.data.manifest, ctx.data.plan))
     curves = layer_curves(_agreement(ctx), defaults)
     if not curves:
         return None
@@ -135,7 +135,7 @@ def best_section(ctx: ReportContext) -> Section | None:
     rows = _agreement(ctx)
     if not rows:
         return None  # the kappa sections say why there is no agreement
-    settings = report_settings(ctx.data.manifest, ctx.data.layout)
+    settings = report_settings(ctx.data.manifest, ctx.data.plan)
     correlation, alpha = significance_options(settings)
     best = context_best(ctx)
     if not best:

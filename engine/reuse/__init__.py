@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from engine.io.atomic import write_json_atomic
-from engine.reuse.sources import LayoutOf, forget_sources, hold_earlier_runs, sources_for
+from engine.reuse.sources import Reopen, forget_sources, hold_earlier_runs, sources_for
 from engine.stages.base import Reusable
 
 logger = logging.getLogger(__name__)
@@ -36,18 +36,18 @@ def _record_path(run_root: Path, part: Any) -> Path:
     return Path(run_root) / REUSE_DIR / part.stage / f"{part.task}__part-{part.index:05d}.json"
 
 
-def run_part_reusing(stage: Any, ctx: Any, layout_of: LayoutOf) -> pa.Table:
+def run_part_reusing(stage: Any, ctx: Any, reopen: Reopen) -> pa.Table:
     """The part's table, with the rows earlier runs finished taken from them (see the module doc).
 
     The one hook of reuse into part execution: `engine.part_execution.execute_part` calls it
-    instead of `stage.run_part` when the run names earlier runs; `layout_of` makes an earlier
-    run's layout from the stages it lists (engine.stages.plan.layout_of_run).
+    instead of `stage.run_part` when the run names earlier runs; `reopen` opens an earlier run
+    with its plan (engine.stages.plan.reopen_run).
     """
     record = _record_path(ctx.run_root, ctx.part)
     record.unlink(missing_ok=True)  # a record of an earlier attempt of this part must not outlive it
     result = None
     if isinstance(stage, Reusable):
-        result = stage.reuse_part(ctx, sources_for(ctx.settings.reuse, layout_of))
+        result = stage.reuse_part(ctx, sources_for(ctx.settings.reuse, reopen))
     if result is None:
         return stage.run_part(ctx)
     table, per_run, computed = result

@@ -19,7 +19,6 @@ from typing import Any, Callable, Iterator
 import pyarrow.parquet as pq
 
 from engine.errors import RunDirectoryError
-from engine.io.layout import RunLayout
 from engine.io.lock import ReaderLock
 from engine.io.rundir import RunDirectory
 from engine.reuse.keys import generation_input_hash, item_hash
@@ -27,9 +26,9 @@ from engine.reuse.keys import generation_input_hash, item_hash
 logger = logging.getLogger(__name__)
 
 
-# The layout of a run from the stages its manifest lists (engine.stages.plan.layout_of_run,
+# Reopens an earlier run directory with its plan attached (engine.stages.plan.reopen_run,
 # handed in by part execution: reuse sits below the plan).
-LayoutOf = Callable[[tuple[str, ...]], RunLayout]
+Reopen = Callable[[Path], RunDirectory]
 
 
 @dataclass(frozen=True)
@@ -51,14 +50,12 @@ def _task_of(path: Path) -> str:
 class EarlierRun:
     """One earlier run directory, read only."""
 
-    def __init__(self, label: str, root: Path, layout_of: LayoutOf | None = None):
-        """layout_of: makes that run's layout from its listed stages (None: only its manifest and
-        committed files are read, as the driver's checks do)."""
+    def __init__(self, label: str, root: Path, reopen: Reopen | None = None):
+        """reopen: opens that run with its plan (None: only its manifest and committed files are
+        read, as the driver's checks do)."""
         self.label = label
         self.root = root
-        self.run = RunDirectory.open_existing(root)
-        if layout_of is not None:
-            self.run.use_layout(layout_of(self.run.manifest.config_stages))
+        self.run = reopen(root) if reopen is not None else RunDirectory.open_existing(root)
         self._item_hashes: dict[tuple[str, str], str | None] | None = None
 
     @property
@@ -96,9 +93,9 @@ class EarlierRun:
 
     def _extra_predictions(self) -> dict[str, list[dict[str, Any]]]:
         """That run's scored candidates (noise, perturbations, ...) by sample_id, read from the
-        stages its config listed that provide candidates (that run's layout)."""
+        stages its config listed that provide candidates (that run's plan)."""
         by_sample: dict[str, list[dict[str, Any]]] = {}
-        for provider in self.run.layout.candidates:
+        for provider in self.run.plan.candidate_stages():
             for path in self.run.part_files(f"{provider.name}/"):
                 table = provider.as_candidates(pq.read_table(path, schema=provider.schema))
                 for row in table.to_pylist():
@@ -135,8 +132,8 @@ class ReuseSources:
         self._generate: dict[str, dict[str, tuple[dict[str, Any], str]]] = {}
 
     @classmethod
-    def open(cls, paths: tuple[str, ...], layout_of: LayoutOf) -> "ReuseSources":
-        return cls([EarlierRun(p, Path(p), layout_of) for p in paths])
+    def open(cls, paths: tuple[str, ...], reopen: Reopen) -> "ReuseSources":
+        return cls([EarlierRun(p, Path(p), reopen) for p in paths])
 
     def rows_with_identity(self, identity: str, schema: Any) -> Iterator[tuple[dict[str, Any], str]]:
         """(row, earlier run's label) of every committed row of that identity's tasks, earlier
@@ -196,10 +193,10 @@ _SOURCES: dict[tuple[str, ...], ReuseSources] = {}
 _SOURCES_LOCK = threading.Lock()
 
 
-def sources_for(paths: tuple[str, ...], layout_of: LayoutOf) -> ReuseSources:
+def sources_for(paths: tuple[str, ...], reopen: Reopen) -> ReuseSources:
     with _SOURCES_LOCK:
         if paths not in _SOURCES:
-            _SOURCES[paths] = ReuseSources.open(paths, layout_of)
+            _SOURCES[paths] = ReuseSources.open(paths, reopen)
         return _SOURCES[paths]
 
 

@@ -14,21 +14,28 @@ engine.stages.base), never each other's names:
 The plan holds the listed stages bound in run order, each with its tasks, the stage whose rows
 are its samples, the earlier stages whose part `i` it reads, its folder and schema, its model
 needs; the run's seed, the stages that make its input and its samples, and the data-flow layout
-that RunDirectory and the report read (engine.io.layout). The runner, prepare, preflight, both
+that RunDirectory reads (engine.io.layout, plain data). The runner, prepare, preflight, both
 executors (the plan travels to Ray workers in place of the bare config), memory planning,
-reuse, throughput, the console and the bench take the plan or the piece of it they need. A
-run directory written earlier is read through `layout_of_run`, the same resolution applied to
-the stages its manifest lists. docs/architecture.md walks through it.
+reuse, throughput, the console, the report and the bench take the plan or the piece of it they
+need; whoever calls a stage's hooks (the report's sections and settings, reuse's candidates)
+asks the plan for its stages.
+
+A run directory written earlier is opened by `reopen_run(root)`: the RunDirectory with the plan
+rebuilt from the config its manifest records (`plan_of_run`), or, when that config does not
+validate or the directory has none, a plan of the stages it lists, unbuilt, with a note saying
+why (`RunPlan.note`). docs/architecture.md walks through it.
 """
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import pyarrow as pa
 
-from engine.config import RunConfig, built_stages
+from engine.config import RunConfig, built_stages, config_from_mapping
+from engine.errors import BabelscoreError, ConfigError
 from engine.io.layout import DriverWork, RunLayout
 from engine.io.rundir import RunDirectory
 from engine.runtime.memory import ModelNeed
@@ -49,6 +56,8 @@ from engine.stages.base import (
     Stage,
     StageTask,
 )
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -93,17 +102,24 @@ class BoundStage:
 
 @dataclass(frozen=True)
 class RunPlan:
-    config: RunConfig
+    """config None: a plan of a run directory written earlier whose recorded config could not be
+    validated again; its stages are then unbuilt (no params, no tasks) and `note` says why. Such
+    a plan reads the run (layout, report hooks, candidates) but never runs it."""
+
+    config: RunConfig | None
     stages: tuple[BoundStage, ...]  # every listed stage, in run order
     layout: RunLayout
     seed: int = 0
     input_source: BoundStage | None = None  # the source stage that makes the run's input (None: `input:`)
     sample_source: BoundStage | None = None  # the stage whose rows are the run's samples (None: the validated input)
+    note: str | None = None  # why the stages are unbuilt (None: built from the validated config)
     _by_name: dict[str, BoundStage] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def settings(self) -> RunSettings:
         """The run-wide settings every part reads (its PartContext's)."""
+        if self.config is None:
+            raise ConfigError(f"this plan cannot run: {self.note}")
         return self.config.settings()
 
     def bound(self, name: str) -> BoundStage:
@@ -122,6 +138,24 @@ class RunPlan:
     def own_tables(self) -> list[BoundStage]:
         """The part stages that work on a task table of their own (`PartStage.own_table`), not the samples."""
         return [b for b in self.part_stages() if b.stage.own_table() is not None]
+
+    def report_sections(self) -> tuple[Callable[[Any], Any], ...]:
+        """The listed stages' report hooks (`ReportSection.report_section`), in run order."""
+        return tuple(b.stage.report_section for b in self.stages if isinstance(b.stage, ReportSection))
+
+    def report_settings(self, recorded: Mapping[str, Any]) -> dict[str, Any]:
+        """What the listed stages say the report reads of their options as `recorded` (the
+        manifest's copy of the resolved config) records them: setting key -> value."""
+        out: dict[str, Any] = {}
+        for b in self.stages:
+            if isinstance(b.stage, ReportSettings):
+                out.update(b.stage.report_settings(recorded.get(b.stage.section or b.name) or {}))
+        return out
+
+    def candidate_stages(self) -> tuple[Stage, ...]:
+        """The listed part stages that provide scored candidates, in run order (each has `name`,
+        `schema` and `as_candidates(table)`): reuse rebuilds an earlier run's items from them."""
+        return tuple(_providers([b.stage for b in self.stages], CANDIDATES))
 
 
 def _row_generators(stage: Stage) -> tuple[str, ...]:
@@ -179,27 +213,63 @@ def _layout(stages: Sequence[Stage], known: Sequence[Stage]) -> RunLayout:
         providers={kind: [s for s in known if s.provides == kind][-1].name for kind in kinds},
         part_stages=tuple(s.name for s in stages if s.kind == "part"),
         driver_stages=tuple(DriverWork(s.name, s.after_complete) for s in stages if isinstance(s, DriverStage)),
-        report_sections=tuple(s.report_section for s in stages if isinstance(s, ReportSection)),
-        report_settings=tuple((s.section or s.name, s.report_settings) for s in stages if isinstance(s, ReportSettings)),
         reuse_verbs={s.name: s.reuse_verb for s in known if isinstance(s, Reusable)},
-        rates={s.name: s.rates for s in known if isinstance(s, Rates) and s.rates},
-        candidates=tuple(_providers(stages, CANDIDATES)),
+        rates={s.name: tuple(s.rates) for s in known if isinstance(s, Rates) and s.rates},
+    )
+
+
+def _unbuilt_plan(stages: Iterable[str], note: str) -> RunPlan:
+    """A plan of the listed stages unbuilt, for reading a run only: every registered stage's rows
+    when it lists none (a run directory written by hand; but then no stage's driver work or
+    report section)."""
+    listed = registry.listed(tuple(stages))
+    bound = {s.name: BoundStage(stage=s) for s in listed}
+    source, samples = _input_source(listed), _sample_source(listed)
+    return RunPlan(
+        config=None,
+        stages=tuple(bound.values()),
+        layout=_layout(listed, listed or registry.listed()),
+        input_source=bound.get(source.name) if source is not None else None,
+        sample_source=bound.get(samples.name) if samples is not None else None,
+        note=note,
+        _by_name=bound,
     )
 
 
 def layout_of_run(stages: Iterable[str]) -> RunLayout:
-    """The layout of a run directory from the stages its manifest lists (every registered
-    stage's rows when it lists none, a run directory written by hand; but then no stage's
-    driver work or report section)."""
-    listed = registry.listed(tuple(stages))
-    return _layout(listed, listed or registry.listed())
+    """The layout of a run directory listing `stages` (none: every registered stage's rows), for
+    a reader that needs only its rows, not its stages' hooks."""
+    return _unbuilt_plan(stages, "read by its listed stages").layout
+
+
+def plan_of_run(recorded: Mapping[str, Any], where: str | Path) -> RunPlan:
+    """The plan of a run written earlier, from the resolved config its manifest records.
+
+    The config is validated again (its keys and values; not the config-time checks that load
+    models: reading a run needs none). When it does not validate (an option this version lacks, an
+    input file moved) or there is none (a run directory written by hand), the plan holds the
+    stages it lists, unbuilt, and `note` says why: the run is still read, never refused.
+    """
+    stages = tuple(recorded.get("stages") or ())
+    if not recorded:
+        return _unbuilt_plan(stages, f"{where}: its manifest records no config (a run directory written by hand); "
+                                     "read with every registered stage's rows")
+    try:
+        return build_plan(config_from_mapping(recorded, Path(where), check=False))
+    except (BabelscoreError, ValueError, TypeError, KeyError, OSError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        note = (f"{where}: its recorded config does not validate ({first}); read with the stages it "
+                f"lists ({', '.join(stages) or 'none'}), unbuilt")
+        logger.warning("%s", note)
+        return _unbuilt_plan(stages, note)
 
 
 def reopen_run(root: str | Path) -> RunDirectory:
-    """A run directory written earlier, opened for reading with the layout of the stages its
-    manifest lists (`babelscore report`, the console's summaries, the analyses' callers)."""
+    """A run directory written earlier, opened for reading with its plan attached (`run.plan`:
+    `plan_of_run` of its manifest's config; `run.layout` is that plan's): `babelscore report`,
+    `babelscore diff`, the console's summaries, the analyses' callers and reuse's earlier runs."""
     run = RunDirectory.open_existing(root)
-    run.use_layout(layout_of_run(run.manifest.config_stages))
+    run.use_plan(plan_of_run(run.manifest.config, run.root))
     return run
 
 

@@ -138,6 +138,7 @@ def _sensitivity_page(root: Path) -> Path:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    from engine.io.manifest import Manifest
     from engine.perturb.families import FAMILIES
     from engine.perturb.report import sensitivity_section
     from engine.records import SENSITIVITY_SCHEMA
@@ -152,7 +153,7 @@ def _sensitivity_page(root: Path) -> Path:
             for i, (m, sc, v, c) in enumerate(settings) for lang in ("en", "nl", "zh", "el", "pl") for f in FAMILIES]
     (root / "run").mkdir(parents=True)
     pq.write_table(pa.Table.from_pylist(rows, schema=SENSITIVITY_SCHEMA), root / "run" / "sensitivity.parquet")
-    data = types.SimpleNamespace(root=root / "run", manifest={"config": {"stages": ["perturb"]}})
+    data = types.SimpleNamespace(root=root / "run", manifest=Manifest({"config": {"stages": ["perturb"]}}))
     figure_writer = types.SimpleNamespace(draw=lambda *args, **kwargs: "")  # the table is what is checked here
     body = sensitivity_section(data, figure_writer, lambda anchor, title, html, *rest: f'<section id="{anchor}"><h2>{title}</h2>{html}</section>')
     values = dict(title="t", name="t", path="p", meta="", chips="", counted="", answer="", toc="", notice="", body=body, footer="")
