@@ -205,7 +205,7 @@ def test_generate_score_resume_and_labels_reach_calibration(tmp_path: Path, monk
 def test_missing_prediction_rows_use_the_scorers_metric_names() -> None:
     from engine.items import ScoreItem
     from engine.metrics.lexical import LexicalScorer
-    from engine.metrics.scoring import ScorerSpec, get_scorer, missing_prediction_rows
+    from engine.score.scoring import ScorerSpec, get_scorer, missing_prediction_rows
 
     scorer = get_scorer(ScorerSpec("lexical", LexicalScorer.Params()))
     item = ScoreItem("s", "f", "en", "g", "none", "ab // x", 3, 7, "// x", "", None)  # type: ignore[arg-type]

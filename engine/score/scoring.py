@@ -1,4 +1,4 @@
-"""The score stage's domain code (its Stage is engine/metrics/stage.py): the `score:` section
+"""The score stage's domain code (its Stage is engine/score/stage.py): the `score:` section
 parsed into scorer entries with their `scorer` labels and config-time checks, the items a part
 scores (each sample's prediction, then its noise or perturbed texts), and the rows written.
 
