@@ -146,7 +146,7 @@ FAST_MODULES = frozenset({
     "runtime/test_model_registry.py",
     "runtime/test_runtime.py",
     "sandbox/test_wire.py",
-    "score/test_scoring.py",
+    "score/test_rows.py",
     "stages/test_attributes.py",
     "stages/test_boundaries.py",
     "testing/test_tiny_models.py",

@@ -23,7 +23,8 @@ import pyarrow as pa
 
 from engine.items import ScoreItem
 from engine.records import SCORE_SCHEMA
-from engine.score.scoring import ScorerSpec, ScoreSection, get_scorer, group_by_sample, missing_prediction_rows, parse_scorers, rows_to_table, score_items
+from engine.score.params import ScorerSpec, ScoreSection, get_scorer, parse_scorers
+from engine.score.rows import group_by_sample, missing_prediction_rows, rows_to_table, score_items
 from engine.score.section import check_section, generation_errors, reported_layers
 from engine.score.section import model_needs as scorer_model_needs
 from engine.stages.base import CANDIDATES, LAYER_SETTING, SAMPLES, SCORES, PartContext, PartStage, Rates, ReportSettings, Reusable, StageTask, prepass_hash

@@ -1,4 +1,4 @@
-"""The score stage's rows (engine.score.scoring): an item without a prediction still gets a row
+"""The score stage's rows (engine.score.rows): an item without a prediction still gets a row
 for each metric its scorer writes, with NaN and the reason."""
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ import math
 
 from engine.items import ScoreItem
 from engine.metrics.lexical import LexicalScorer
-from engine.score.scoring import ScorerSpec, get_scorer, missing_prediction_rows
+from engine.score.params import ScorerSpec, get_scorer
+from engine.score.rows import missing_prediction_rows
 
 
 def test_missing_prediction_rows_use_the_scorers_metric_names() -> None:
