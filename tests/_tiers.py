@@ -83,6 +83,7 @@ HEAVY_MODULES = frozenset({
 })
 
 FAST_MODULES = frozenset({
+    "build/test_samples.py",
     "calibrate/test_agreement.py",
     "calibrate/test_run_directory.py",
     "calibrate/test_thresholds.py",
@@ -93,7 +94,6 @@ FAST_MODULES = frozenset({
     "config/test_configs_shipped.py",
     "config/test_default_seed.py",
     "config/test_model_entry.py",
-    "data/test_build.py",
     "data/test_convert.py",
     "data/test_extract.py",
     "executors/test_cluster_docs.py",
@@ -146,6 +146,7 @@ FAST_MODULES = frozenset({
     "runtime/test_model_registry.py",
     "runtime/test_runtime.py",
     "sandbox/test_wire.py",
+    "score/test_rows.py",
     "stages/test_attributes.py",
     "stages/test_boundaries.py",
     "stages/test_reopen.py",

@@ -13,7 +13,7 @@ A result may be taken from an earlier run only when everything it was computed f
 
 Every run records its tasks' identities in its manifest (`reuse_identities`), so a later run
 compares digests instead of re-deriving an earlier config. Each reusable stage computes its
-own identity (`Reusable.reuse_identity`: engine.metrics.reuse, engine.generate.reuse) with
+own identity (`Reusable.reuse_identity`: engine.score.reuse, engine.generate.reuse) with
 the helpers here.
 """
 from __future__ import annotations

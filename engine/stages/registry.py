@@ -19,11 +19,11 @@ if TYPE_CHECKING:
 
 # name -> "module:Class", in run order.
 STAGES: dict[str, str] = {
-    "build": "engine.data.stage:BuildStage",
+    "build": "engine.build.stage:BuildStage",
     "generate": "engine.generate.stage:GenerateStage",
     "noise": "engine.noise.stage:NoiseStage",
     "perturb": "engine.perturb.stage:PerturbStage",
-    "score": "engine.metrics.stage:ScoreStage",
+    "score": "engine.score.stage:ScoreStage",
     "judge": "engine.judge.stage:JudgeStage",
     "roundtrip": "engine.roundtrip.stage:RoundTripStage",
     "finetune": "engine.finetune.stage:FinetuneStage",

@@ -84,7 +84,7 @@ def test_a_recorded_judge_is_read_back_whole_and_keeps_its_task_name() -> None:
 
 
 def test_the_scorer_column_names_a_window_by_its_old_key_in_its_old_place() -> None:
-    from engine.metrics.scoring import parse_scorers
+    from engine.score.params import parse_scorers
 
     for cls in (EmbeddingParams, LikelihoodParams):  # the identity order names every key once
         assert sorted(cls.identity_order) == sorted(cls.from_mapping({"model": "m"}).to_dict(identity=True))

@@ -172,7 +172,7 @@ def test_a_replaced_model_file_recomputes_that_models_rows(world):
 def test_error_rows_and_failed_parts_of_the_earlier_run_are_recomputed(world, monkeypatch):
     import pyarrow as pa
 
-    from engine.metrics.stage import ScoreStage
+    from engine.score.stage import ScoreStage
 
     scorers = [LEXICAL, _embedding(world["bert"])]
     original = ScoreStage.run_part
@@ -205,7 +205,7 @@ def test_error_rows_and_failed_parts_of_the_earlier_run_are_recomputed(world, mo
 
 
 def test_resume_with_reuse_under_ray_completes_and_equals_a_fresh_run(world, run_a, fresh_b, monkeypatch):
-    from engine.metrics.stage import ScoreStage
+    from engine.score.stage import ScoreStage
 
     original = ScoreStage.run_part
 

@@ -202,18 +202,6 @@ def test_generate_score_resume_and_labels_reach_calibration(tmp_path: Path, monk
     assert agreement and all(r["n"] == 3 for r in agreement)  # 3 labelled files per language
 
 
-def test_missing_prediction_rows_use_the_scorers_metric_names() -> None:
-    from engine.items import ScoreItem
-    from engine.metrics.lexical import LexicalScorer
-    from engine.metrics.scoring import ScorerSpec, get_scorer, missing_prediction_rows
-
-    scorer = get_scorer(ScorerSpec("lexical", LexicalScorer.Params()))
-    item = ScoreItem("s", "f", "en", "g", "none", "ab // x", 3, 7, "// x", "", None)  # type: ignore[arg-type]
-    out = missing_prediction_rows(scorer, [item], {"s": "no prediction: backend failed"})
-    assert {r.metric for r in out} == {"bleu", "rougeL", "meteor"}
-    assert all(math.isnan(r.value) and r.error == "no prediction: backend failed" for r in out)
-
-
 # ----- one writer -------------------------------------------------------------------------------
 HOLDER = """
 import sys

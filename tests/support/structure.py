@@ -30,7 +30,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
     ("infra", frozenset({"__init__", "io", "runtime", "isolation", "llm", "throughput", "numerics", "sandbox"})),
     ("protocols", frozenset({"stages.base"})),
     ("machinery", frozenset({"reuse"})),  # generic services the stages call (reuse: sources, keys, bookkeeping)
-    ("domain", frozenset({"data", "metrics", "generate", "judge", "perturb", "roundtrip", "calibrate", "noise",
+    ("domain", frozenset({"build", "data", "score", "metrics", "generate", "judge", "perturb", "roundtrip", "calibrate", "noise",
                           "report", "prime", "demo", "finetune", "testing"})),
     ("resolver", frozenset({"stages.registry", "stages.plan", "stages", "config", "config_reference"})),
     ("driver", frozenset({"part_execution", "prepare", "preflight", "executors", "runner", "console", "projection", "bench_profile", "cli",

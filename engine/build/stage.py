@@ -1,4 +1,4 @@
-"""Stage `build`: the run's input made from a folder of source files (engine.data.build has
+"""Stage `build`: the run's input made from a folder of source files (engine.build.samples has
 the method) instead of read from `input:`. A source stage: its rows are validated and cut
 into sample parts like an input file's, before any part stage runs."""
 from __future__ import annotations
@@ -13,19 +13,19 @@ from engine.stages.base import INPUT, MODEL_PATH_OPTIONS, SourceStage
 
 class BuildStage(SourceStage):
     name = "build"
-    package = "engine.data"
+    package = "engine.build"
     section = "build"
-    params_class = "engine.data.build:BuildParams"
+    params_class = "engine.build.samples:BuildParams"
     provides = INPUT
     seeded = True
     path_options = (*MODEL_PATH_OPTIONS, "source_dir")
 
     def parse_section(self, raw: Any, base_dir: Path, where: str) -> Any:
-        from engine.data.build import BuildParams
+        from engine.build.samples import BuildParams
 
         return BuildParams.from_mapping(raw, where=where)
 
     def input_table(self) -> pa.Table:
-        from engine.data.build import build_samples
+        from engine.build.samples import build_samples
 
         return build_samples(self.params)

@@ -54,7 +54,7 @@ def _layout(spec: Any, scorer: Any) -> list[Key] | None:
 
 def score_identity(spec: Any, prepass: Mapping[str, Any]) -> str:
     """Identity of a `score.scorers` entry: kind, number-changing options, models, pre-pass."""
-    from engine.metrics.scoring import MODEL_OPTIONS, NON_IDENTITY_OPTIONS
+    from engine.score.params import MODEL_OPTIONS, NON_IDENTITY_OPTIONS
     from engine.stages.base import prepass_hash
 
     options = {k: v for k, v in spec.params.to_dict(identity=True).items() if k not in NON_IDENTITY_OPTIONS}
@@ -83,7 +83,7 @@ def _expected_signature(scorer: Any, signatures: dict[str, str], key: Key, langu
 
 def _restricted_scorer(spec: Any, scorer: Any, segments: Sequence[str], prepass: dict[str, Any]) -> Any:
     """The entry's scorer for some of its segments; it shares the loaded model where it can."""
-    from engine.metrics.scoring import get_scorer
+    from engine.score.params import get_scorer
     from engine.stages.base import prepass_hash
 
     option = SEGMENT_OPTION[spec.kind]
@@ -99,7 +99,7 @@ def _restricted_scorer(spec: Any, scorer: Any, segments: Sequence[str], prepass:
 
 def score_part(stage: Any, ctx: Any, sources: ReuseSources) -> tuple[pa.Table, dict[str, int], int] | None:
     """(table, rows reused per earlier run, rows computed), or None when nothing can be reused."""
-    from engine.metrics.scoring import missing_prediction_rows, rows_to_table, score_items
+    from engine.score.rows import missing_prediction_rows, rows_to_table, score_items
 
     spec, scorer = stage.part_scorer(ctx)
     layout = _layout(spec, scorer)

@@ -1,6 +1,5 @@
-"""The score stage's domain code (its Stage is engine/metrics/stage.py): the `score:` section
-parsed into scorer entries with their `scorer` labels and config-time checks, the items a part
-scores (each sample's prediction, then its noise or perturbed texts), and the rows written.
+"""The `score:` section (its Stage is engine/score/stage.py): scorer entries parsed with their
+`scorer` labels and config-time checks, and a scorer built from an entry.
 
 Labels: the `scorer` column carries the model as configured; when two entries of one kind
 name the same model (e.g. idf on and off), each entry's label gets the options in which it
@@ -10,15 +9,11 @@ Two entries whose rows would share a score key are refused at config time, namin
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any, Iterable, Iterator, Mapping, Sequence
-
-import pyarrow as pa
+from typing import Any, Mapping
 
 from engine.errors import ConfigError
 from engine.hints import did_you_mean
-from engine.items import ScoreItem, ScoreRow
 from engine.params import Params, error_messages, raise_all
-from engine.records import SCORE_SCHEMA
 
 # Option names that never change a number of the rows an entry shares with another entry:
 # they select which rows exist (metrics, contexts, directions) or only schedule work.
@@ -165,67 +160,3 @@ def get_scorer(spec: ScorerSpec) -> Any:
     from engine.metrics.base import scorer_class
 
     return scorer_class(spec.kind)(spec.params)
-
-
-# ----- items --------------------------------------------------------------------------------
-def score_items(samples: pa.Table, extra_predictions: Mapping[str, list[dict[str, Any]]]) -> Iterator[ScoreItem]:
-    """Every item to score: each sample's prediction, then its noise (or perturbed) predictions.
-
-    extra_predictions: sample_id -> rows with `noise` (the score rows' noise value) and `prediction`.
-    """
-    for row in samples.to_pylist():
-        common = dict(
-            sample_id=row["sample_id"],
-            file_id=row["file_id"],
-            language=row["language"],
-            generator=row.get("generator"),
-            source=row["source"],
-            comment_start=row["comment_start"],
-            comment_end=row["comment_end"],
-            reference=row["reference"],
-            prime=row.get("prime") or "",
-        )
-        yield ScoreItem(noise="none", prediction=row.get("prediction"), **common)  # type: ignore[arg-type]
-        for extra in extra_predictions.get(row["sample_id"], []):
-            yield ScoreItem(noise=extra["noise"], prediction=extra["prediction"], **common)
-
-
-def group_by_sample(rows: Iterable[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
-    out: dict[str, list[dict[str, Any]]] = {}
-    for row in rows:
-        out.setdefault(row["sample_id"], []).append(row)
-    return out
-
-
-def rows_to_table(rows: Sequence[ScoreRow], items_by_id: Mapping[str, ScoreItem], scorer_label: str | None) -> pa.Table:
-    columns: dict[str, list[Any]] = {name: [] for name in SCORE_SCHEMA.names}
-    for row in rows:
-        item = items_by_id[row.sample_id]
-        columns["sample_id"].append(row.sample_id)
-        columns["generator"].append(item.generator)
-        columns["language"].append(item.language)
-        columns["noise"].append(row.noise)
-        columns["metric"].append(row.metric)
-        columns["scorer"].append(row.scorer if scorer_label is None else scorer_label)
-        columns["context"].append(row.context)
-        columns["variant"].append(row.variant)
-        columns["value"].append(float(row.value))
-        columns["signature"].append(row.signature)
-        columns["error"].append(row.error)
-    return pa.table(columns, schema=SCORE_SCHEMA)
-
-
-def missing_prediction_rows(scorer: Any, items: Sequence[ScoreItem], reasons: Mapping[str, str]) -> list[ScoreRow]:
-    """Error rows with the scorer's real metric names and variants for items without a prediction.
-
-    The rows' shape comes from scoring an empty prediction; every value is then replaced by NaN
-    and the reason, so a missing prediction never looks like a score.
-    """
-    if not items:
-        return []
-    stand_ins = [replace(item, prediction="") for item in items]
-    rows = scorer.score(stand_ins)
-    return [
-        row._replace(value=float("nan"), error=reasons.get(row.sample_id) or "no prediction")
-        for row in rows
-    ]

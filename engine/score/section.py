@@ -6,7 +6,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from engine.metrics.scoring import ScoreSection
+from engine.score.params import ScoreSection
 
 
 def check_section(section: ScoreSection) -> None:

@@ -22,10 +22,11 @@ from typing import TYPE_CHECKING, Any, Iterable
 import pyarrow as pa
 
 from engine.items import ScoreItem
-from engine.metrics.scoring import ScorerSpec, ScoreSection, get_scorer, group_by_sample, missing_prediction_rows, parse_scorers, rows_to_table, score_items
-from engine.metrics.section import check_section, generation_errors, reported_layers
-from engine.metrics.section import model_needs as scorer_model_needs
 from engine.records import SCORE_SCHEMA
+from engine.score.params import ScorerSpec, ScoreSection, get_scorer, parse_scorers
+from engine.score.rows import group_by_sample, missing_prediction_rows, rows_to_table, score_items
+from engine.score.section import check_section, generation_errors, reported_layers
+from engine.score.section import model_needs as scorer_model_needs
 from engine.stages.base import CANDIDATES, LAYER_SETTING, SAMPLES, SCORES, PartContext, PartStage, Rates, ReportSettings, Reusable, StageTask, prepass_hash
 
 if TYPE_CHECKING:
@@ -34,7 +35,7 @@ if TYPE_CHECKING:
 
 class ScoreStage(PartStage, Reusable, Rates, ReportSettings):
     name = "score"
-    package = "engine.metrics"
+    package = "engine.score"
     section = "score"
     rates = (("encoder_tokens", "encoder tokens/s"), ("model_tokens", "likelihood tokens/s"))
     directory = "scores"
@@ -86,16 +87,16 @@ class ScoreStage(PartStage, Reusable, Rates, ReportSettings):
         return [f"{self.name} rows {counts.get(f'{self.name}_rows')}", "", run_summary(run)]
 
     def report_settings(self, options: dict[str, Any]) -> dict[str, Any]:
-        """The layer each embedding scorer reports without a sweep (engine.metrics.section.reported_layers)."""
+        """The layer each embedding scorer reports without a sweep (engine.score.section.reported_layers)."""
         return {LAYER_SETTING: reported_layers(options)}
 
     def reuse_identity(self, task: StageTask, prepass: dict[str, Any]) -> str:
-        from engine.metrics.reuse import score_identity
+        from engine.score.reuse import score_identity
 
         return score_identity(task.params, prepass)
 
     def reuse_part(self, ctx: PartContext, sources: Any) -> tuple[pa.Table, dict[str, int], int] | None:
-        from engine.metrics.reuse import score_part
+        from engine.score.reuse import score_part
 
         return score_part(self, ctx, sources)
 
