@@ -31,10 +31,11 @@ TABLE = "finetune/adapter_table.parquet"
 
 def eval_judge(params: FinetuneParams) -> Any:
     judge = judge_params_of(params)
+    # enforce_eager and the memory share are vLLM's keys: a transformers judge refuses them
+    engine_keys = (dict(enforce_eager=True, gpu_memory_utilization=params.gpu_memory_utilization)
+                   if params.eval_backend == "vllm" else {})
     return dataclasses.replace(judge, backend=params.eval_backend, dtype=params.dtype if params.dtype != "auto" else "auto",
-                               max_model_len=params.max_model_len, enforce_eager=True,
-                               gpu_memory_utilization=params.gpu_memory_utilization,
-                               structured=params.structured, name=BASE)
+                               max_model_len=params.max_model_len, structured=params.structured, name=BASE, **engine_keys)
 
 
 def test_samples(run_root: str | Path) -> pa.Table:
