@@ -27,7 +27,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from engine.roundtrip import values
-from engine.roundtrip.difftest import agreement, generate_inputs
+from engine.roundtrip.difftest import agreement
+from engine.roundtrip.inputs import generate_inputs
 from engine.roundtrip.scores import correctness
 from engine.roundtrip.tasks import load_tasks, python_program
 from engine.sandbox.languages import run_tests

@@ -24,14 +24,7 @@ import math
 import threading
 from typing import Any, Mapping
 
-from engine.roundtrip.inputs import (  # noqa: F401 - the input drawing, re-exported for callers
-    ALPHABET,
-    INT_RANGE,
-    MAX_LEN,
-    argument_hints,
-    generate_inputs,
-    test_literals,
-)
+from engine.roundtrip.inputs import generate_inputs
 from engine.sandbox import caller, compare, plain
 from engine.sandbox.process import SandboxLimits, SandboxResult, python_for
 

@@ -6,6 +6,7 @@ import math
 import pytest
 
 from engine.roundtrip import difftest
+from engine.roundtrip.inputs import generate_inputs
 from engine.roundtrip.scores import abstraction, ast_edges, conciseness, correctness, fluency, implementation_tokens, similarity
 from engine.sandbox.process import SandboxLimits
 
@@ -21,7 +22,7 @@ MUTANT = "def absdiff(a: int, b: int) -> int:\n    return a - b\n"
 
 
 def test_identical_function_has_correctness_one():
-    inputs = difftest.generate_inputs(TASK["signature"], TASK["tests"], "absdiff", 30, seed=1)
+    inputs = generate_inputs(TASK["signature"], TASK["tests"], "absdiff", 30, seed=1)
     agree, result = difftest.agreement(TASK, TASK["code"], inputs, LIMITS)
     assert len(inputs) == 30 and correctness(agree) == 1.0, result
 
@@ -57,9 +58,9 @@ def test_exceptions_and_broken_code():
 def test_inputs_seeded_and_typed():
     signature = "def f(xs: List[int], s: str, k: Optional[float] = None) -> Dict[str, int]:"
     tests = "def check(candidate):\n    assert candidate([1, 2], 'ab', 0.5) == {}\n    assert candidate([], '', None) == {}\n"
-    first = difftest.generate_inputs(signature, tests, "f", 40, seed=7)
-    assert first == difftest.generate_inputs(signature, tests, "f", 40, seed=7)
-    assert first != difftest.generate_inputs(signature, tests, "f", 40, seed=8)
+    first = generate_inputs(signature, tests, "f", 40, seed=7)
+    assert first == generate_inputs(signature, tests, "f", 40, seed=7)
+    assert first != generate_inputs(signature, tests, "f", 40, seed=8)
     assert first[:2] == [repr(([1, 2], "ab", 0.5)), repr(([], "", None))]
     for text in first:
         xs, s, k = eval(text)  # noqa: S307 - literals written by the generator under test
