@@ -17,8 +17,9 @@ ever compared. The rules:
   sign within `FLOAT_TOLERANCE` of the reference's magnitude or `FLOAT_FLOOR`, whichever is
   larger, and in every case within `FLOAT_SHARE` of the reference's magnitude: the tolerance is
   relative at every magnitude a task computes (1.49e-13 is not 1e-13, 1e-13 + 1e-16 is not
-  1e-13); the absolute floor only matters near the subnormal range, where a relative 1e-9 falls
-  under the doubles' resolution, and no zero or wrong sign agrees with a non-zero answer;
+  1e-13); the absolute floor is a 1e-9 share of the smallest normal double, so it only matters
+  for subnormal references, where a relative 1e-9 falls under the doubles' resolution, and no
+  zero or wrong sign agrees with a non-zero answer;
 - lists and tuples compare item by item; sets compare by the exact stream text of their elements
   (no float tolerance inside a set); maps compare by the exact stream text of their keys and the
   typed rules for their values; a map with a repeated key agrees with nothing.
@@ -26,12 +27,15 @@ ever compared. The rules:
 from __future__ import annotations
 
 import math
+import sys
 from typing import Any
 
 from engine.sandbox import plain
 
 FLOAT_TOLERANCE = 1e-9  # relative to the reference's magnitude
-FLOAT_FLOOR = 1e-300  # absolute: a relative 1e-9 of a reference this small is below the doubles' resolution
+# Absolute, and reached only by a subnormal reference (a relative 1e-9 of one is below the doubles'
+# resolution): every normal double keeps the relative tolerance.
+FLOAT_FLOOR = FLOAT_TOLERANCE * sys.float_info.min
 FLOAT_SHARE = 1e-6  # no float agrees beyond this share of the reference's magnitude, floor or not
 
 
