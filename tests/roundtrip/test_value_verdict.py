@@ -171,6 +171,16 @@ def test_float_rule_is_relative_to_the_reference_with_a_floor_that_keeps_sign_an
     assert close(math.inf, math.inf) and not close(math.inf, 1e308)
 
 
+def test_set_elements_and_map_keys_compare_numbers_by_exact_value():
+    # Python's `{1.0} == {1}` and `{-0.0} == {0.0}`: an honest answer must not fail for them.
+    def same(a, b):
+        return compare.same(compare.from_python(a), compare.from_python(b))
+    assert same({1}, {1.0}) and same({0.0}, {-0.0}) and same({(1.0, 2)}, {(1, 2)}) and same({frozenset({3.0})}, {frozenset({3})})
+    assert same({1.0: "a"}, {1: "a"}) and same({(0.0, 1): [2]}, {(-0.0, 1.0): [2.0]})
+    assert not same({2}, {2.0000001}) and not same({0.3}, {0.1 + 0.2}) and not same({1}, {True})  # still exact, still typed
+    assert not same({1: "a"}, {1.5: "a"}) and not same({1, 2}, {1.0})
+
+
 @pytest.mark.parametrize("scale", [1.0, 1e-13, 1e-200, 1e-295, 1e250])
 def test_float_rule_keeps_honest_summation_order_differences(scale):
     # The same sum in another order, or exactly rounded: rounding differences, at any magnitude.
