@@ -17,21 +17,27 @@ ever compared. The rules:
   sign within `FLOAT_TOLERANCE` of the reference's magnitude or `FLOAT_FLOOR`, whichever is
   larger, and in every case within `FLOAT_SHARE` of the reference's magnitude: the tolerance is
   relative at every magnitude a task computes (1.49e-13 is not 1e-13, 1e-13 + 1e-16 is not
-  1e-13); the absolute floor only matters near the subnormal range, where a relative 1e-9 falls
-  under the doubles' resolution, and no zero or wrong sign agrees with a non-zero answer;
+  1e-13); the absolute floor is a 1e-9 share of the smallest normal double, so it only matters
+  for subnormal references, where a relative 1e-9 falls under the doubles' resolution, and no
+  zero or wrong sign agrees with a non-zero answer;
 - lists and tuples compare item by item; sets compare by the exact stream text of their elements
-  (no float tolerance inside a set); maps compare by the exact stream text of their keys and the
-  typed rules for their values; a map with a repeated key agrees with nothing.
+  and maps by the exact stream text of their keys (no float tolerance there), with each float that
+  is exactly an integer written as that integer (`{1.0}` and `{1}`, `{-0.0}` and `{0.0}` agree,
+  as Python's `==` says), and maps by the typed rules for their values; a map with a repeated
+  key agrees with nothing.
 """
 from __future__ import annotations
 
 import math
+import sys
 from typing import Any
 
 from engine.sandbox import plain
 
 FLOAT_TOLERANCE = 1e-9  # relative to the reference's magnitude
-FLOAT_FLOOR = 1e-300  # absolute: a relative 1e-9 of a reference this small is below the doubles' resolution
+# Absolute, and reached only by a subnormal reference (a relative 1e-9 of one is below the doubles'
+# resolution): every normal double keeps the relative tolerance.
+FLOAT_FLOOR = FLOAT_TOLERANCE * sys.float_info.min
 FLOAT_SHARE = 1e-6  # no float agrees beyond this share of the reference's magnitude, floor or not
 
 
@@ -54,6 +60,24 @@ def _same_number(integer: int, number: float) -> bool:
     return math.isfinite(number) and number.is_integer() and int(number) == integer
 
 
+def _exact(value: Any) -> Any:
+    """`value` with each float that is exactly an integer written as that integer (`1.0` as `1`,
+    `-0.0` as `0`), at every depth: the numeric equality a set element or map key keeps."""
+    kind = value[0]
+    if kind == "d" and math.isfinite(value[1]) and value[1].is_integer():
+        return ("i", int(value[1]))
+    if kind in ("l", "u", "e"):
+        return (kind, [_exact(x) for x in value[1]])
+    if kind == "m":
+        return (kind, [(_exact(k), _exact(v)) for k, v in value[1]])
+    return value
+
+
+def _element_text(value: Any) -> bytes:
+    """A set element's or map key's text for exact comparison, numbers by their exact value."""
+    return plain.write(_exact(value))
+
+
 def same(a: Any, b: Any) -> bool:
     """Typed equality of two parsed plain values, `a` the reference side (the module docstring's rules)."""
     kind = a[0]
@@ -70,10 +94,10 @@ def same(a: Any, b: Any) -> bool:
     if kind in ("l", "u"):
         return len(a[1]) == len(b[1]) and all(same(x, y) for x, y in zip(a[1], b[1]))
     if kind == "e":
-        return sorted(plain.write(x) for x in a[1]) == sorted(plain.write(y) for y in b[1])
+        return sorted(_element_text(x) for x in a[1]) == sorted(_element_text(y) for y in b[1])
     if kind == "m":
-        left = {plain.write(k): v for k, v in a[1]}
-        right = {plain.write(k): v for k, v in b[1]}
+        left = {_element_text(k): v for k, v in a[1]}
+        right = {_element_text(k): v for k, v in b[1]}
         if len(left) != len(a[1]) or len(right) != len(b[1]) or left.keys() != right.keys():
             return False
         return all(same(left[k], right[k]) for k in left)

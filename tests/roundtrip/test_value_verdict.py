@@ -12,6 +12,7 @@ does, compared by the engine's typed rules) fails each of them.
 from __future__ import annotations
 
 import math
+import sys
 
 import pytest
 
@@ -159,6 +160,9 @@ def test_float_rule_is_relative_to_the_reference_with_a_floor_that_keeps_sign_an
     assert close(0.3, 0.1 + 0.2) and close(1e300, 1e300 * (1 + 1e-12)) and close(1e-13, 1e-13 * (1 + 1e-12))
     assert not close(1e-13, 1.49e-13) and not close(1e-13, 1e-13 + 1e-16)  # the tolerance stays relative when tiny
     assert not close(1e-200, 1.000001e-200) and not close(1e-310, 1.49e-310)  # at every magnitude a task computes
+    # Relative down to the smallest normal double: a 9e-7 error of a reference at 3e-295 (or -3e-296) is wrong.
+    assert not close(3e-295, 3.0000027e-295) and not close(-3e-296, -3.0000027e-296)
+    assert not close(sys.float_info.min, sys.float_info.min * (1 + 1e-8)) and close(3e-295, 3e-295 * (1 + 1e-12))
     assert close(0.0, -0.0) and not close(0.0, 1e-13) and not close(0.0, 5e-324)  # a zero only for a zero
     assert not close(1e-10, 2e-10)  # a tiny float for a tiny answer of another size
     assert not close(3e-14, 5e-324) and not close(1e-13, 2.9e-13) and not close(1e-13, 1.6e-13)  # under the floor too
@@ -167,7 +171,17 @@ def test_float_rule_is_relative_to_the_reference_with_a_floor_that_keeps_sign_an
     assert close(math.inf, math.inf) and not close(math.inf, 1e308)
 
 
-@pytest.mark.parametrize("scale", [1.0, 1e-13, 1e-200, 1e250])
+def test_set_elements_and_map_keys_compare_numbers_by_exact_value():
+    # Python's `{1.0} == {1}` and `{-0.0} == {0.0}`: an honest answer must not fail for them.
+    def same(a, b):
+        return compare.same(compare.from_python(a), compare.from_python(b))
+    assert same({1}, {1.0}) and same({0.0}, {-0.0}) and same({(1.0, 2)}, {(1, 2)}) and same({frozenset({3.0})}, {frozenset({3})})
+    assert same({1.0: "a"}, {1: "a"}) and same({(0.0, 1): [2]}, {(-0.0, 1.0): [2.0]})
+    assert not same({2}, {2.0000001}) and not same({0.3}, {0.1 + 0.2}) and not same({1}, {True})  # still exact, still typed
+    assert not same({1: "a"}, {1.5: "a"}) and not same({1, 2}, {1.0})
+
+
+@pytest.mark.parametrize("scale", [1.0, 1e-13, 1e-200, 1e-295, 1e250])
 def test_float_rule_keeps_honest_summation_order_differences(scale):
     # The same sum in another order, or exactly rounded: rounding differences, at any magnitude.
     terms = [scale * (0.1 + 0.37 * k % 1.3) * (-1) ** (k // 3) for k in range(1, 200)]

@@ -134,6 +134,21 @@ def test_python_proxy_decoding_is_no_exception_the_tests_catch(forged):
 
 
 @needs_bwrap
+def test_a_python_exception_of_a_builtin_name_but_another_class_does_not_cross_as_the_builtin():
+    """A local `class ZeroDivisionError(Exception)` crossed under the built-in's bare name and was
+    raised in the tests as the built-in, which their `except ZeroDivisionError` caught."""
+    task = {**PY, "signature": "def f(n: int) -> int:", "entry_point": "f", "code": "def f(n: int) -> int:\n    return 10 // n\n",
+            "tests": "def check(candidate):\n    try:\n        candidate(0)\n    except ZeroDivisionError:\n        pass\n"
+                     "    else:\n        raise AssertionError\n    assert candidate(5) == 2\n"}
+    for forged in ("    class ZeroDivisionError(Exception):\n        pass\n",
+                   "    class ZeroDivisionError(Exception):\n        __module__ = 'builtins'\n        __qualname__ = ''\n"):
+        row = _py_row(task, forged + "    if n == 0:\n        raise ZeroDivisionError('no')\n    return 10 // n\n")
+        assert row["pass_at_1"] == 0.0 and row["tests_verdict"] == "failed" and row["value_verdict"] == "failed", row
+    row = _py_row(task, "    return 10 // n\n")
+    assert (row["status"], row["tests_verdict"], row["value_verdict"]) == ("passed", "passed", "passed"), row
+
+
+@needs_bwrap
 def test_python_sets_of_sets_and_big_integers_cross():
     powerset = {**PY, "signature": "def subsets(n: int) -> set:", "entry_point": "subsets",
                 "code": "def subsets(n: int) -> set:\n    from itertools import combinations\n"
