@@ -30,15 +30,20 @@ def available() -> bool:
     return os.geteuid() == 0 and (ROOT / "cgroup.procs").exists() and os.access(ROOT, os.W_OK)
 
 
+def _limited_group(path: Path, uid: int, limit_mb: int) -> None:
+    """Create (or reuse) the memory group `path` limited to `limit_mb`; `uid` may move itself in."""
+    path.mkdir(parents=True, exist_ok=True)
+    (path / "memory.limit_in_bytes").write_text(str(limit_mb << 20))
+    os.chown(path / "cgroup.procs", uid, uid)
+
+
 def make(uid: int, limit_mb: int) -> str:
     """The `cgroup.procs` path of a memory cgroup limited to `limit_mb` for the run of `uid`, or ''."""
     if not available():
         return ""
     path = ROOT / "babelscore" / f"run-{uid}"
     try:
-        path.mkdir(parents=True, exist_ok=True)
-        (path / "memory.limit_in_bytes").write_text(str(limit_mb << 20))
-        os.chown(path / "cgroup.procs", uid, uid)
+        _limited_group(path, uid, limit_mb)
     except OSError as exc:
         log.warning("no memory cgroup for the sandbox's runs (%s): kernel memory is not bounded", exc)
         return ""
@@ -54,9 +59,7 @@ def make_program(procs: str, uid: int, limit_mb: int) -> str:
         return ""
     path = Path(procs).parent / PROGRAM
     try:
-        path.mkdir(exist_ok=True)
-        (path / "memory.limit_in_bytes").write_text(str(limit_mb << 20))
-        os.chown(path / "cgroup.procs", uid, uid)
+        _limited_group(path, uid, limit_mb)
     except OSError as exc:
         log.warning("no memory cgroup for the sandbox's programs (%s): their bound is the toolchain's", exc)
         return ""
