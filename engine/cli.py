@@ -161,20 +161,22 @@ def cmd_run(args: argparse.Namespace) -> int:
     counts = summary.counts
     quiet = getattr(args, "quiet", False)
     print(f"run complete: {summary.run_dir}")
-    _print_reuse(summary.run_dir)
-    for line in console.resume_lines(summary.parts_by_stage):
-        print(line)
     from engine.kinds import CALIBRATION
+    from engine.reuse import reuse_lines
     from engine.stages.plan import build_plan
 
     plan = summary.plan or build_plan(config)
+    finished = RunDirectory.open_existing(summary.run_dir, plan=plan)  # this run's own plan
+    for line in reuse_lines(finished.manifest.reuse, plan.layout.reuse_verbs):
+        print(line)
+    for line in console.resume_lines(summary.parts_by_stage):
+        print(line)
     if console.reads_samples(plan):
         print(
             f"input rows {counts.get('input_rows')}, valid {counts.get('valid_rows')}, rejected {counts.get('rejected_rows')}"
             + (f" (see {summary.run_dir}/rejected.parquet)" if counts.get("rejected_rows") else "")
         )
     if not quiet:
-        finished = RunDirectory.open_existing(summary.run_dir, plan=plan)  # this run's own plan
         for bound in plan.part_stages():
             lines = bound.stage.console_lines(finished, counts)
             if lines:
@@ -221,15 +223,6 @@ def _end_with_data_loss(loss, config) -> None:
         print(f"\n{line}")
         return
     raise RejectedRowsError(line, loss.suggestion(f"babelscore validate {shlex.quote(config.input)}"))
-
-
-def _print_reuse(run_dir: str) -> None:
-    from engine.reuse import reuse_lines
-    from engine.stages.plan import reopen_run
-
-    run = reopen_run(run_dir)
-    for line in reuse_lines(run.manifest.reuse, run.layout.reuse_verbs):
-        print(line)
 
 
 def print_kappa(run_dir: str) -> None:
