@@ -15,13 +15,13 @@ class BuildStage(SourceStage):
     name = "build"
     package = "engine.build"
     section = "build"
-    params_class = "engine.build.samples:BuildParams"
+    params_class = "engine.build.params:BuildParams"
     provides = INPUT
     seeded = True
     path_options = (*MODEL_PATH_OPTIONS, "source_dir")
 
     def parse_section(self, raw: Any, base_dir: Path, where: str) -> Any:
-        from engine.build.samples import BuildParams
+        from engine.build.params import BuildParams
 
         return BuildParams.from_mapping(raw, where=where)
 

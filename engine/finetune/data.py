@@ -26,7 +26,7 @@ from typing import Any
 import pyarrow as pa
 
 from engine.errors import InputError
-from engine.finetune.config import FinetuneParams
+from engine.finetune.params import FinetuneParams
 from engine.io.atomic import write_json_atomic, write_parquet_atomic
 from engine.records import LABELS
 
@@ -157,7 +157,7 @@ def expert_answer(pack: Any, strategy: str, rows: list[dict[str, Any]], max_erro
 
 def judge_params_of(params: FinetuneParams) -> Any:
     """The judge whose prompts the examples use (and that the evaluation runs)."""
-    from engine.judge.config import JudgeParams
+    from engine.judge.params import JudgeParams
 
     return JudgeParams(model=params.model, backend="transformers", tokenizer=params.tokenizer,
                        strategies=(params.strategy,), prompt_languages=(params.prompt_language,),

@@ -17,8 +17,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from engine.finetune.config import FinetuneParams
 from engine.finetune.data import OUTPUT_DIR, judge_params_of
+from engine.finetune.params import FinetuneParams
 from engine.io.atomic import write_parquet_atomic
 from engine.records import JUDGMENT_SCHEMA, SAMPLE_SCHEMA
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.finetune.config import FinetuneParams
+from engine.finetune.params import FinetuneParams
 
 
 def _dims(c: dict[str, Any]) -> dict[str, tuple[int, int]]:

@@ -6,7 +6,7 @@ import logging
 from typing import Any
 
 from engine.errors import ConfigError
-from engine.finetune.config import ALL, FinetuneParams
+from engine.finetune.params import ALL, FinetuneParams
 
 logger = logging.getLogger(__name__)
 

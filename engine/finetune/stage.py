@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from engine.errors import ConfigError
-from engine.finetune.config import FinetuneParams
+from engine.finetune.params import FinetuneParams
 from engine.stages.base import SAMPLES, DriverStage, ReportSection
 
 FINETUNE_ROWS = "finetune-adapters"
@@ -26,7 +26,7 @@ class FinetuneStage(DriverStage, ReportSection):
     name = "finetune"
     package = "engine.finetune"
     section = "finetune"
-    params_class = "engine.finetune.config:FinetuneParams"
+    params_class = "engine.finetune.params:FinetuneParams"
     provides = FINETUNE_ROWS
     consumes = (SAMPLES,)
     # Not `seeded`: the split and training keep their own seeds (default 42) whatever the run

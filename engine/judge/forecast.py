@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 import pyarrow as pa
 
-from engine.judge.config import JudgeParams
+from engine.judge.params import JudgeParams
 from engine.judge.promptpack import CLUSTERED, resolve_prompt_language
 from engine.llm.http_budget import cost_of
 from engine.taxonomy import CLUSTERS

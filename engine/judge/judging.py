@@ -16,8 +16,8 @@ from typing import Any, Sequence
 
 import pyarrow as pa
 
-from engine.judge.config import JudgeParams
 from engine.judge.messages import Candidate, JudgeCall, JudgeItem, build_calls
+from engine.judge.params import JudgeParams
 from engine.judge.parse import ParseResult, Verdict, combine_clusters, parse_response, response_status, verdicts
 from engine.judge.promptpack import CLUSTERED, load_pack, resolve_prompt_language
 from engine.judge.schema import SchemaLimits, output_schema

@@ -10,9 +10,10 @@ of its own, since vLLM cannot free an engine in-process.
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 
-from engine.judge.config import JudgeParams
-from engine.llm.http_budget import JudgeBudget
+from engine.judge.params import JudgeParams, RunBudget
+from engine.llm.http_budget import Caps, JudgeBudget
 from engine.llm.requests import ChatBackend
 from engine.runtime import resolve_model
 
@@ -52,6 +53,17 @@ def get_chat_backend(params: JudgeParams, budget: JudgeBudget | None = None) -> 
                    estimate_bytes=lambda: estimate_model_bytes(
                        params.model, backend=params.backend, dtype=params.dtype, device=device,
                        max_model_len=params.max_model_len, gpu_memory_utilization=params.gpu_memory_utilization))
+
+
+def part_backend(params: JudgeParams, run_budget: RunBudget, run_root: Path, task: str, part: int,
+                 entry: int) -> ChatBackend:
+    """The backend that judges one part; an http judge's paid answers are cached as they come and
+    its caps (the judge's own, at `judge.judges[entry]`, and the run's) checked before each call."""
+    budget = None
+    if params.backend == "http":
+        budget = JudgeBudget(run_root, task, part, Caps.of(params, f"judge.judges[{entry}]"),
+                             Caps.of(run_budget, "judge.budget"), params.price_per_million)
+    return get_chat_backend(params, budget)
 
 
 def _load(params: JudgeParams) -> ChatBackend:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Iterator, Sequence
 import pyarrow as pa
 
 from engine.errors import ConfigError, InputError
-from engine.judge.config import JudgeParams
+from engine.judge.params import JudgeParams
 from engine.judge.prompt_store import prompt_record
 from engine.records import SAMPLE_SCHEMA
 

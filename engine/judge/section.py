@@ -1,11 +1,11 @@
 """What the judge section needs beside its parts: relative locations resolved, config-time
-checks of every judge, and the signature of a judge's judgments."""
+checks of every judge, the models it loads, and the signature of a judge's judgments."""
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any, Mapping
 
-from engine.judge.config import JudgeParams, JudgeSection
+from engine.judge.params import JudgeParams, JudgeSection
 from engine.params import config_path
 
 
@@ -50,6 +50,27 @@ def check_section(section: JudgeSection) -> None:
             check_adapter_base(judge.lora, judge.model, f"judge.judges[{i}].lora")
         if judge.tokenizer is not None:
             check_model(judge.tokenizer, f"judge.judges[{i}].tokenizer", kind="tokenizer")
+
+
+def check_secrets_set(section: JudgeSection) -> str | None:
+    """Every HTTP judge's API key and provider secrets are in the environment (the variables
+    are not in the config: a missing one would otherwise fail every judge part of the run)."""
+    from engine.llm.http_backend import check_secrets
+
+    judges = [(i, j) for i, j in enumerate(section.judges) if j.backend == "http"]
+    for i, judge in judges:
+        check_secrets(judge, f"judge.judges[{i}]")
+    named = sorted({n for _i, j in judges for n in (j.api_key_env, *j.provider_secret_env.values()) if n})
+    return f"judge: environment variables {', '.join(named)} are set" if named else None
+
+
+def section_model_needs(section: JudgeSection, stage: str) -> list[Any]:
+    """The models the section's local judges load (a served judge loads none here)."""
+    from engine.runtime.memory import ModelNeed
+
+    return [ModelNeed(j.model, stage, f"judge.judges[{i}]", j.backend, j.dtype, "auto", j.max_model_len,
+                      j.gpu_memory_utilization)
+            for i, j in enumerate(section.judges) if j.backend != "http"]
 
 
 def judgment_signature(judge: Any) -> str:

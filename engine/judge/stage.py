@@ -13,8 +13,8 @@ from typing import Any, Mapping
 import pyarrow as pa
 
 from engine.errors import ConfigError
-from engine.judge.config import JudgeSection
-from engine.judge.section import check_section, judgment_signature, resolve_prompt_packs
+from engine.judge.params import JudgeSection
+from engine.judge.section import check_secrets_set, check_section, judgment_signature, resolve_prompt_packs, section_model_needs
 from engine.records import JUDGMENT_SCHEMA
 from engine.stages.base import JUDGMENTS, SAMPLES, Analyzes, PartContext, PartStage, Rates, ReportSection, StageTask
 
@@ -23,7 +23,7 @@ class JudgeStage(PartStage, Rates, Analyzes, ReportSection):
     name = "judge"
     package = "engine.judge"
     section = "judge"
-    params_class = "engine.judge.config:JudgeSection"
+    params_class = "engine.judge.params:JudgeSection"
     provides = JUDGMENTS
     rates = (("calls", "calls/s"), ("completion_tokens", "tokens/s"))
     consumes = (SAMPLES,)
@@ -45,22 +45,10 @@ class JudgeStage(PartStage, Rates, Analyzes, ReportSection):
         check_section(self.params)
 
     def preflight(self) -> str | None:
-        """Every HTTP judge's API key and provider secrets are in the environment (the variables
-        are not in the config: a missing one would otherwise fail every judge part of the run)."""
-        from engine.llm.http_backend import check_secrets
-
-        judges = [(i, j) for i, j in enumerate(self.params.judges) if j.backend == "http"]
-        for i, judge in judges:
-            check_secrets(judge, f"judge.judges[{i}]")
-        named = sorted({n for _i, j in judges for n in (j.api_key_env, *j.provider_secret_env.values()) if n})
-        return f"judge: environment variables {', '.join(named)} are set" if named else None
+        return check_secrets_set(self.params)
 
     def model_needs(self) -> list[Any]:
-        from engine.runtime.memory import ModelNeed
-
-        return [ModelNeed(j.model, self.name, f"judge.judges[{i}]", j.backend, j.dtype, "auto", j.max_model_len,
-                          j.gpu_memory_utilization)
-                for i, j in enumerate(self.params.judges) if j.backend != "http"]
+        return section_model_needs(self.params, self.name)
 
     def tasks(self) -> list[StageTask]:
         section: JudgeSection = self.params
@@ -75,28 +63,21 @@ class JudgeStage(PartStage, Rates, Analyzes, ReportSection):
 
     def run_part(self, ctx: PartContext) -> pa.Table:
         from engine.judge.judging import judge_table
-        from engine.judge.loading import get_chat_backend
+        from engine.judge.loading import part_backend
 
         table = ctx.input_table()
         self.require_columns(table, "sample table")
-        section = self.params
-        judge = ctx.part.params
-        budget = None
-        if judge.backend == "http":  # paid answers cached as they come, caps checked before each call
-            from engine.llm.http_budget import Caps, JudgeBudget
-
-            budget = JudgeBudget(ctx.run_root, ctx.part.task, ctx.part.index, Caps.of(judge, f"judge.judges[{ctx.part.entry}]"),
-                                 Caps.of(section.budget, "judge.budget"), judge.price_per_million)
-        return judge_table(table, judge, ctx.part.task, get_chat_backend(judge, budget), prompt_root=ctx.run_root)
+        part = ctx.part
+        backend = part_backend(part.params, self.params.budget, ctx.run_root, part.task, part.index, part.entry)
+        return judge_table(table, part.params, part.task, backend, prompt_root=ctx.run_root)
 
     def analyze(self, run: Any) -> None:
         from engine.judge.adapter_table import write_judges_table
         from engine.judge.analysis import write_analysis
+        from engine.judge.usage import write_usage
 
         samples, judgments = run.read_samples(["sample_id", "label", "error_codes"]), run.read_parts(f"{self.name}/", JUDGMENT_SCHEMA)
         write_analysis(run.root, samples, judgments)
-        from engine.judge.usage import write_usage
-
         write_usage(run.root, self.params.judges, judgments)  # tokens and cost beside each kappa
         write_judges_table(run.root, self.params.judges, samples, judgments)  # judges with `lora:`
 

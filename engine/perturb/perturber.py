@@ -20,128 +20,21 @@ from __future__ import annotations
 import hashlib
 import heapq
 import logging
-from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 import numpy as np
 import pyarrow as pa
 
 from engine.errors import StageError
-from engine.params import Params, require
-from engine.perturb.families import FAMILIES, FamilyInput, FamilyOptions, perturb
+from engine.perturb.families import FAMILIES, FamilyInput, perturb
 from engine.perturb.language import resources_for
+from engine.perturb.params import PerturbParams
 from engine.perturb.text import CommentText
 from engine.records import PERTURB_ORIGINAL, PERTURB_SCHEMA, perturb_noise
 
 logger = logging.getLogger(__name__)
 
 INPUT_COLUMNS = ("sample_id", "file_id", "language", "source", "comment_start", "comment_end", "reference")
-
-
-@dataclass(frozen=True)
-class SettingRef(Params):
-    """One metric setting, as in the score rows.
-
-    Keys:
-        metric: the score rows' `metric` (bleu, rougeL, meteor, bertscore, bartscore, ...).
-        variant: the score rows' `variant` (score for BLEU and METEOR, P / R / F, forward / reverse / avg, ...).
-        scorer: the score rows' `scorer` (the model as configured; '' for lexical metrics).
-        context: the score rows' `context` (none / minimal / full; '' for lexical metrics).
-    """
-
-    metric: str
-    variant: str
-    scorer: str = ""
-    context: str = ""
-
-    def key(self) -> tuple[str, str, str, str]:
-        return (self.metric, self.scorer, self.variant, self.context)
-
-
-@dataclass(frozen=True)
-class SettingPair(Params):
-    """A one-sided comparison: does `x` agree with the experts better than `y`?
-
-    Keys:
-        x: the setting claimed to agree better with the expert labels.
-        y: the setting it is compared with, on the same items.
-    """
-
-    x: SettingRef
-    y: SettingRef
-
-
-@dataclass(frozen=True)
-class SignificanceParams(Params):
-    """Options of the significance analysis (RUN/significance.parquet).
-
-    Keys:
-        correlation: the correlation Williams' test compares: `spearman` or `pearson`.
-        alpha: significance level of the one-sided Williams' test (a finding gets a sentence below it).
-        context_pairs: test each neural setting's `full` and `minimal` context against its `none`.
-        pairs: more comparisons, each `{x: setting, y: setting}` (H1: x agrees better than y).
-        adjust: multiple-comparison adjustment of p over a language's comparisons: `holm` or `none`.
-    """
-
-    correlation: str = "spearman"  # the r of Williams' test: spearman or pearson
-    alpha: float = 0.05
-    adjust: str = "holm"
-    context_pairs: bool = True  # each neural setting's full / minimal context against its none
-    pairs: tuple[SettingPair, ...] = ()
-
-    def __post_init__(self) -> None:
-        require(self.correlation in ("spearman", "pearson"), "significance.correlation", self.correlation,
-                "spearman or pearson")
-        require(0.0 < self.alpha < 1.0, "significance.alpha", self.alpha, "a number strictly between 0 and 1")
-        require(self.adjust in ("holm", "none"), "significance.adjust", self.adjust, "holm or none")
-
-
-@dataclass(frozen=True)
-class PerturbParams(Params):
-    """Options of stage `perturb` and of the sensitivity and significance analyses.
-
-    Keys:
-        families: perturbation families to apply (negation, identifier_swap, deletion, truncation,
-            verbatim_repetition, pattern_repetition, code_copy, foreign_comment).
-        seed: perturbation seed; a perturbation depends only on (seed, sample_id, target, family).
-        perturb_predictions: also perturb the predictions of samples labelled correct.
-        truncate_min: truncation keeps at least this share of the words (drawn uniformly up to truncate_max).
-        truncate_max: truncation keeps at most this share of the words.
-        repeat_copies: verbatim repetition: extra copies of the repeated sentence.
-        pattern_repeats: pattern repetition: times the 1-3 word pattern is appended.
-        foreign_pool_size: per language, comments kept by the pre-pass for foreign_comment.
-        bootstrap: bootstrap replicates of the dS intervals (0: no intervals).
-        confidence: level of the dS intervals.
-        significance: options of the significance analysis (correlations and Williams' test).
-    """
-
-    families: tuple[str, ...] = tuple(FAMILIES)
-    seed: int = 0
-    perturb_predictions: bool = False
-    truncate_min: float = 0.3
-    truncate_max: float = 0.7
-    repeat_copies: int = 2
-    pattern_repeats: int = 4
-    foreign_pool_size: int = 64
-    bootstrap: int = 1000
-    confidence: float = 0.95
-    significance: SignificanceParams = field(default_factory=SignificanceParams)
-
-    def __post_init__(self) -> None:
-        require(len(self.families) > 0, "families", list(self.families), f"a non-empty list of {list(FAMILIES)}")
-        require(len(set(self.families)) == len(self.families), "families", list(self.families), "each family at most once")
-        for family in self.families:
-            require(family in FAMILIES, "families", family, f"one of {list(FAMILIES)}")
-        require(0.0 < self.truncate_min <= self.truncate_max < 1.0, "truncate_min", [self.truncate_min, self.truncate_max],
-                "0 < truncate_min <= truncate_max < 1")
-        require(self.repeat_copies >= 1, "repeat_copies", self.repeat_copies, "an integer >= 1")
-        require(self.pattern_repeats >= 2, "pattern_repeats", self.pattern_repeats, "an integer >= 2")
-        require(self.foreign_pool_size >= 1, "foreign_pool_size", self.foreign_pool_size, "an integer >= 1")
-        require(self.bootstrap >= 0, "bootstrap", self.bootstrap, "an integer >= 0 (0: no intervals)")
-        require(0.0 < self.confidence < 1.0, "confidence", self.confidence, "a number strictly between 0 and 1")
-
-    def family_options(self) -> FamilyOptions:
-        return FamilyOptions(self.truncate_min, self.truncate_max, self.repeat_copies, self.pattern_repeats)
 
 
 def _key(*parts: Any) -> int:

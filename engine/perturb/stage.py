@@ -9,7 +9,8 @@ from typing import Any, Iterable
 import pyarrow as pa
 
 from engine.params import option_digest
-from engine.perturb.perturber import INPUT_COLUMNS, PerturbParams, foreign_pool, make_perturbations
+from engine.perturb.params import PerturbParams
+from engine.perturb.perturber import INPUT_COLUMNS, foreign_pool, make_perturbations
 from engine.records import PERTURB_SCHEMA
 from engine.stages.base import (
     CANDIDATES,
@@ -31,7 +32,7 @@ class PerturbStage(PartStage, CandidateSource, Analyzes, ReportSection, ReportSe
     name = "perturb"
     package = "engine.perturb"
     section = "perturb"
-    params_class = "engine.perturb.perturber:PerturbParams"
+    params_class = "engine.perturb.params:PerturbParams"
     provides = CANDIDATES
     consumes = (SAMPLES,)
     seeded = True

@@ -4,36 +4,19 @@ the page, figures, tables and loading; each stage's own section comes from its
 are final by then and `babelscore report RUN` can redraw the page at any time."""
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from engine.io.rundir import RunDirectory
-from engine.params import Params, require
+from engine.report.params import ReportParams
 from engine.stages.base import REPORT, SAMPLES, DriverStage
-
-
-@dataclass(frozen=True)
-class ReportParams(Params):
-    """Options of stage `report`.
-
-    Keys:
-        max_strip_points: at most this many points per strip plot (a random, seeded subset beyond it).
-        image_format: file format of the report's figures.
-    """
-
-    max_strip_points: int = 5000
-    image_format: Literal["png", "svg"] = "png"
-
-    def __post_init__(self) -> None:
-        require(self.max_strip_points > 0, "report.max_strip_points", self.max_strip_points, "a positive integer")
 
 
 class ReportStage(DriverStage):
     name = "report"
     package = "engine.report"
     section = "report"
-    params_class = "engine.report.stage:ReportParams"
+    params_class = "engine.report.params:ReportParams"
     provides = REPORT
     consumes = (SAMPLES,)  # and whatever every listed stage reports on
     path_options = ()

@@ -6,7 +6,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engine.build.samples import BuildParams, approximate_token_count, build_samples
+from engine.build.params import BuildParams
+from engine.build.samples import approximate_token_count, build_samples
 from engine.data.langid import LanguageIdentifier
 from engine.errors import ConfigError, InputError
 from engine.records import SAMPLE_SCHEMA

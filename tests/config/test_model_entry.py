@@ -9,7 +9,7 @@ import pytest
 
 from engine.errors import ConfigError
 from engine.generate.params import GenerateParams
-from engine.judge.config import JudgeParams
+from engine.judge.params import JudgeParams
 from engine.metrics.embedding import EmbeddingParams
 from engine.metrics.likelihood import LikelihoodParams
 from engine.metrics.task_names import task_name_for

@@ -15,9 +15,9 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from engine.finetune.config import FinetuneParams
 from engine.finetune.data import build_examples
 from engine.finetune.evaluate import BASE, judge_with_adapters
+from engine.finetune.params import FinetuneParams
 from engine.finetune.train import ADAPTER_DIR, load_base, train_adapter
 from engine.judge.adapter import adapter_hash
 from engine.records import SAMPLE_SCHEMA
@@ -71,7 +71,7 @@ def test_both_backends_apply_the_adapter_alike_and_it_changes_the_answers(traine
 def test_the_adapter_content_names_the_judge(trained: dict, tmp_path: Path) -> None:
     import shutil
 
-    from engine.judge.config import JudgeParams
+    from engine.judge.params import JudgeParams
 
     base = JudgeParams(model=trained["params"].model, backend="transformers")
     judged = JudgeParams(model=trained["params"].model, backend="transformers", lora=trained["adapter"])

@@ -14,8 +14,8 @@ import pyarrow as pa
 import pytest
 
 from engine.errors import ConfigError
-from engine.finetune.config import FinetuneParams
 from engine.finetune.data import OUTPUT_DIR, align_key, build_examples, write_data
+from engine.finetune.params import FinetuneParams
 from engine.records import SAMPLE_SCHEMA
 
 DEMO = Path(__file__).resolve().parents[2] / "engine" / "data" / "demo" / "samples.jsonl"

@@ -88,8 +88,8 @@ def test_another_seed_gives_another_adapter(model_dir: str, tmp_path: Path) -> N
 def test_the_memory_plan_counts_the_lora_parameters_peft_makes(model_dir: str) -> None:
     from peft import LoraConfig, get_peft_model
 
-    from engine.finetune.config import FinetuneParams
     from engine.finetune.memory import lora_parameters, training_bytes
+    from engine.finetune.params import FinetuneParams
 
     params = FinetuneParams(model=model_dir, lora_r=8, max_seq_len=128, dtype="float32")
     base, _tokenizer = load_base(model_dir, model_dir, params.trainer_options(), "cpu")

@@ -95,7 +95,7 @@ def test_the_adapter_hash_follows_the_bytes_not_the_copy(tmp_path: Path) -> None
     copy = tmp_path / "b"
     shutil.copytree(first, copy)  # new mtimes, new path
     assert adapter_hash(copy) == digest
-    from engine.judge.config import JudgeParams
+    from engine.judge.params import JudgeParams
 
     def task(folder: Path) -> str:
         return JudgeParams(model="demo:tiny-chat", backend="transformers", lora=str(folder)).task_name()
@@ -174,7 +174,7 @@ def test_williams_against_the_correlation_matrix_form() -> None:
 
 
 def test_config_check_of_a_judge_refuses_a_foreign_adapter(tiny_chat: str, tmp_path: Path) -> None:
-    from engine.judge.config import JudgeParams, JudgeSection
+    from engine.judge.params import JudgeParams, JudgeSection
     from engine.judge.stage import JudgeStage
 
     def check(adapter: Path) -> None:
@@ -190,8 +190,8 @@ def test_one_file_id_in_two_languages_is_refused() -> None:
     import pyarrow as pa
 
     from engine.errors import InputError
-    from engine.finetune.config import FinetuneParams
     from engine.finetune.data import build_examples
+    from engine.finetune.params import FinetuneParams
     from engine.records import SAMPLE_SCHEMA
 
     demo = Path(__file__).resolve().parents[2] / "engine" / "data" / "demo" / "samples.jsonl"

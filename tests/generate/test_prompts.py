@@ -296,7 +296,7 @@ def test_generate_params_validation() -> None:
 def test_paper_config_generation_plan() -> None:
     import yaml
 
-    from engine.build.samples import BuildParams
+    from engine.build.params import BuildParams
     from tests.support.paths import REPO
 
     data = yaml.safe_load((REPO / "configs" / "paper.yaml").read_text(encoding="utf-8"))

@@ -8,9 +8,9 @@ from collections import Counter
 import pyarrow as pa
 import pytest
 
-from engine.judge.config import JudgeParams
 from engine.judge.forecast import estimate_tokens, forecast, forecast_lines
 from engine.judge.judging import plan
+from engine.judge.params import JudgeParams
 from engine.records import SAMPLE_SCHEMA
 from engine.testing.tiny_chat import build_tiny_chat_model
 

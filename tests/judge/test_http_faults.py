@@ -22,7 +22,7 @@ import pytest
 
 from engine import runner
 from engine.config import load_config
-from engine.judge.config import JudgeParams
+from engine.judge.params import JudgeParams
 from engine.judge.report import http_request_rates, judge_section
 from engine.llm.http_backend import REDACTED, HttpChatBackend
 from engine.llm.requests import ChatRequest

@@ -11,8 +11,8 @@ import pytest
 import yaml
 
 from engine.errors import ConfigError
-from engine.judge.config import JudgeParams
 from engine.judge.messages import Candidate, JudgeItem, build_calls
+from engine.judge.params import JudgeParams
 from engine.judge.promptpack import PROMPT_LANGUAGES, PROMPTS_DIR, load_pack
 from engine.taxonomy import CLUSTERS, GROUPS, ancestors, criteria
 

@@ -11,9 +11,9 @@ import yaml
 
 import engine.judge.loading as judge_loading
 from engine.errors import ConfigError
-from engine.judge.config import JudgeParams
 from engine.judge.judging import judge_table
 from engine.judge.messages import Candidate, JudgeItem, build_calls
+from engine.judge.params import JudgeParams
 from engine.judge.prompt_store import read_prompt
 from engine.judge.promptpack import PROMPTS_DIR, load_pack
 from engine.judge.stage import JudgeStage

@@ -10,7 +10,7 @@ from http.server import BaseHTTPRequestHandler
 import pytest
 
 from engine.errors import ModelLoadError
-from engine.judge.config import JudgeParams
+from engine.judge.params import JudgeParams
 from engine.judge.parse import parse_response
 from engine.llm.http_backend import HttpChatBackend, retry_after_seconds
 from engine.llm.requests import ChatRequest

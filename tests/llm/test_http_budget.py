@@ -19,7 +19,7 @@ import pytest
 from engine import runner
 from engine.config import load_config
 from engine.errors import BudgetStopError, ConfigError
-from engine.judge.config import JudgeParams
+from engine.judge.params import JudgeParams
 from engine.records import JUDGMENT_KEY
 from tests.support.http_server import local_http_server, send_body
 from tests.support.paths import PYTHON, REPO

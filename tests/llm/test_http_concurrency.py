@@ -9,7 +9,7 @@ from http.server import BaseHTTPRequestHandler
 import pytest
 
 from engine import throughput
-from engine.judge.config import JudgeParams
+from engine.judge.params import JudgeParams
 from engine.llm.http_backend import HttpChatBackend
 from engine.llm.http_concurrency import AdaptiveLimit
 from engine.llm.requests import ChatRequest

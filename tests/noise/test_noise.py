@@ -8,7 +8,8 @@ import pyarrow as pa
 import pytest
 
 from engine.errors import ConfigError
-from engine.noise.method import NoiseParams, draw_noise_ids, load_tokenizer_info, make_noise, sample_rng
+from engine.noise.method import draw_noise_ids, load_tokenizer_info, make_noise, sample_rng
+from engine.noise.params import NoiseParams
 from engine.records import NOISE_SCHEMA, SAMPLE_SCHEMA
 from engine.runtime import resolve_model
 

@@ -13,7 +13,8 @@ from engine.errors import ConfigError
 from engine.perturb.analysis import bootstrap_mean_interval, sensitivity_table
 from engine.perturb.families import FAMILIES, NO_WORDS, FamilyInput, perturb
 from engine.perturb.language import resources_for
-from engine.perturb.perturber import PerturbParams, foreign_pool, make_perturbations, perturb_rng
+from engine.perturb.params import PerturbParams
+from engine.perturb.perturber import foreign_pool, make_perturbations, perturb_rng
 from engine.perturb.text import CommentText
 from engine.records import PERTURB_SCHEMA, SCORE_SCHEMA
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from engine.perturb.perturber import SignificanceParams
+from engine.perturb.params import SignificanceParams
 from engine.perturb.significance import default_context_pairs, language_rows
 from engine.stats import williams_test
 

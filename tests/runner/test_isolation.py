@@ -100,8 +100,8 @@ def test_roundtrip_out_of_memory_at_batch_size_one_is_retried_then_a_failed_part
 
 
 def test_a_judge_call_that_fails_alone_is_an_api_error_and_the_other_calls_are_judged() -> None:
-    from engine.judge.config import JudgeSection
     from engine.judge.judging import judge_table
+    from engine.judge.params import JudgeSection
     from tests.support.judge_answers import Scripted, judge_samples
 
     class OneBadCall(Scripted):

@@ -11,7 +11,7 @@ from http.server import BaseHTTPRequestHandler
 
 import pytest
 
-from engine.judge.config import JudgeParams
+from engine.judge.params import JudgeParams
 from engine.llm import http_backend
 from engine.llm.http_backend import HttpChatBackend
 from engine.llm.requests import ChatRequest

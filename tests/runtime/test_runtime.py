@@ -241,7 +241,8 @@ def test_likelihood_oom_on_one_sequence_fails_the_part(bart_dir: str, monkeypatc
 
 def test_signatures_carry_the_model_identity(bart_dir: str, tmp_path: Path) -> None:
     from engine.metrics.likelihood import LikelihoodScorer
-    from engine.noise.method import NoiseParams, signature
+    from engine.noise.method import signature
+    from engine.noise.params import NoiseParams
 
     model = tmp_path / "m"
     shutil.copytree(bart_dir, model)
