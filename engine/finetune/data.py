@@ -1,5 +1,5 @@
 """`finetune-data`: the experts' verdicts as chat-format training examples, with an aligned,
-stratified, seeded split.
+stratified, seeded split (docs/finetune.md, "What the stage does", has the files written).
 
 An example is one judge call: the prompt the judge stage would send for a file (every
 candidate of the file, one strategy, one prompt language: engine.judge.judging.plan renders it)
@@ -7,11 +7,9 @@ and, as the assistant's answer, the experts' labels and error codes in that stra
 schema (compact JSON, as a grammar-constrained judge writes it).
 
 The split keeps a file's candidates together (they share one prompt) and, with
-`align: language-prefix`, the files whose ids differ only in their `<language>_` prefix (one
-file's translations) on the same side in every language. Groups are taken in a seeded order
-and each goes to the side that brings the test side's label counts per language closest to
-(1 - train_ratio) of the totals, so each label of each language is split 7:3 up to one
-file's worth. Same rows and seed: the same split, byte for byte.
+`align: language-prefix`, one file's translations on the same side in every language; groups go,
+in a seeded order, to the side that brings the test side's label counts per language closest to
+(1 - train_ratio) of the totals. Same rows and seed: the same split, byte for byte.
 """
 from __future__ import annotations
 

@@ -1,18 +1,15 @@
 """The LoRA training loop: a plain torch loop over peft's LoRA layers, resumable bit for bit.
 
-Everything random is seeded from `seed`: the LoRA initialisation (torch's generator, seeded
-just before the adapters are made), the data order (a permutation per epoch from a generator
-seeded with (seed, epoch), independent of any other draw) and dropout (torch's global
-generator). A checkpoint holds the adapter's weights, the optimizer's state, the step, the
-losses so far and every RNG state (torch, numpy, random), written atomically; `resume` loads
-the last one and continues, so on CPU a run killed with SIGKILL and resumed ends with the same
-adapter bytes as one that was never interrupted.
+Everything random is seeded from `seed`: the LoRA initialisation (torch's generator, seeded just
+before the adapters are made), the data order (a permutation per epoch from (seed, epoch)) and
+dropout (torch's global generator). A checkpoint holds the adapter, the optimizer's state, the
+step, the losses and every RNG state, written atomically, so a run killed with SIGKILL and resumed
+ends, on CPU, with the same adapter bytes (docs/finetune.md, "Seeds and resuming").
 
-Only the answer's tokens are learned (the prompt's labels are -100); an example whose answer
-does not fit max_seq_len is left out (`fitting`). trl's SFTTrainer would
-add nothing here but another layer of state to restore; accelerate launches it on several
-GPUs (docs/finetune.md). Run as `python -m engine.finetune.train SPEC.json` it trains one
-adapter (what the kill -9 test kills); `LoraTrainer` is the registry's model for the stage.
+Only the answer's tokens are learned (the prompt's labels are -100); an example whose answer does
+not fit max_seq_len is left out (`fitting`). trl's SFTTrainer would add nothing here but another
+layer of state to restore. `python -m engine.finetune.train SPEC.json` trains one adapter (what
+the kill -9 test kills); `LoraTrainer` is the registry's model for the stage.
 """
 from __future__ import annotations
 

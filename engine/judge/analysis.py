@@ -1,28 +1,10 @@
 """Judge analysis (driver side, after every part): agreement with the experts, per-code
-detection, parse failures. Writes RUN/judge_analysis/*.parquet.
+detection, parse failures, written to RUN/judge_analysis/*.parquet.
 
-- agreement: per (language, judge, task, strategy, prompt language), quadratic kappa against
-  the expert labels, pooled over generators, with the confusion matrix and its row- and
-  column-normalised forms (labels ordered incorrect < partial < correct);
-- pooled_confusion: per judge and over all judges, every language and strategy pooled
-  except the clustered ones, `hierarchical` and `combined` (whose labels are a
-  worst-over-clusters rule, not one judgment);
-- code_detection: per setup (judge, task, strategy, prompt language) and taxonomy code,
-  precision and recall over (file, generator) pairs the judge labelled (parse ok) and the
-  experts annotated; a parent counts when any of its children does (both sides); precision
-  is 0 for a code never predicted, recall NaN for a code the experts never gave;
-- code_summary: per code, the mean precision/recall over setups and the best setup (by F1);
-- parse_rates: per setup, the share of each parse class, the share of parsed candidates
-  read by each extraction route (whole, fenced, balanced, tolerant), the share of responses
-  (files) that parsed only in part, the hallucinated-code rates and the mean number of codes
-  per judged comment;
-- reference_comparison: per (language, judge, task, strategy, prompt language) run with and
-  without the reference comment, on the candidates parsed in both modes and labelled by the
-  experts: kappa with and without side by side, and Williams' t for "the reference-free
-  labels correlate better with the experts'" (labels as ordinals 0..2, Pearson; the two
-  modes judge the same items, so their correlations are dependent).
-A setup is (judge, task, strategy, prompt language, reference). Failures are never labels:
-rows whose parse failed only enter parse_rates.
+docs/judges.md ("The analysis tables") describes each table: agreement, pooled_confusion,
+code_detection, code_summary, parse_rates and reference_comparison. A setup is (judge, task,
+strategy, prompt language, reference). Failures are never labels: rows whose parse failed only
+enter parse_rates.
 """
 from __future__ import annotations
 

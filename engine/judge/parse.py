@@ -1,24 +1,12 @@
 """Turning a judge's raw answer into per-candidate verdicts, every failure classified.
 
-JSON is found by the routes of engine/judge/extract.py (whole text, fenced block, balanced
-object, tolerant decoding of comments and trailing commas). Keys, label values and rubric
-marks may be in any of the prompt languages (or English whatever the prompt language, or
-the user pack's wording), with or without accents (`id_błędu` = `id_bledu`): they are mapped
-back to internal names. The per-candidate list
-may sit under `evaluations` or under any other top-level key (`results`,
-`model_predictions`, ...) when its items name their candidate. Errors may come as a list
-of ids, a list of objects (`code`, `confidence`, `justification`, or a PRESENT/ABSENT mark),
-a map id -> PRESENT/ABSENT (or true/false, or a confidence), strings such as
-`SE-MD: PRESENT`, a rubric map under another key, or the code ids as keys of the
-evaluation itself. Codes outside the taxonomy are kept apart as hallucinated.
-
-Per-candidate classes: `ok` (a label was read), `empty` (no text, or valid JSON with no
-evaluation for the candidate), `malformed` (no JSON object, or an evaluation without a
-usable label, or with an error object whose code cannot be read: neither a code key nor one value
-that is a taxonomy id), `truncated` (the answer hit the token limit and is not whole JSON),
-`api_error` (no answer). A response is `ok` only when every candidate it had to judge
-parsed; when only some did it is `partial` and says how many. A failure is never turned
-into a label: the label stays missing and the class is counted.
+JSON is found by the routes of engine/judge/extract.py; keys, label values and rubric marks in
+any prompt language (or the user pack's wording, with or without accents) are mapped back to
+internal names; the per-candidate list and the errors are read in every form judges write them.
+Per-candidate classes: `ok`, `empty`, `malformed`, `truncated`, `api_error`. A response is `ok`
+only when every candidate it had to judge parsed; when only some did it is `partial` and says
+how many. A failure is never turned into a label: the label stays missing and the class is
+counted. docs/judges.md ("Reading an answer") lists the forms read and defines each class.
 """
 from __future__ import annotations
 

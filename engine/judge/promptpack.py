@@ -1,18 +1,15 @@
 """Judge prompt packs: one YAML file per prompt language, shipped in engine/judge/prompts/ or
 given by the user (`judge.prompt_pack: DIR`, the same layout).
 
-A pack holds everything a judge prompt says in one language: the system messages, the task,
-the principles, the label definitions, the chain-of-thought steps, the output instructions
-with their answer example, the cluster task; and the names the prompt uses: label values,
-answer keys (`fields`, with `field_variants` the parser also reads), the keys of the file's
-JSON (`input_keys`), of each taxonomy entry (`taxonomy_keys`), the study's group names, the
-comment marker and the separator line. The shipped layout of each strategy
-(engine/judge/templates.py LAYOUTS) puts these together; a pack may instead give its own
-message templates per strategy (`templates:`, rendered byte for byte). The taxonomy's texts
-come from engine/resources/taxonomy_<lang>.yaml; a pack may replace them with a `taxonomy:`
-section of the same layout. Error ids are never translated. The shipped English pack is the
-reference: every other pack, shipped or the user's, must define exactly its keys (checked on
-load, each missing or extra key named with the file).
+A pack holds everything a judge prompt says in one language (system messages, task, principles,
+label definitions, chain-of-thought steps, output instructions, cluster task) and the names the
+prompt uses (label values, answer keys and the variants the parser also reads, the keys of the
+file's JSON and of each taxonomy entry, group names, the comment marker, the separator line).
+The shipped layouts (engine/judge/templates.py) put these together, or a pack gives its own
+`templates:`; a `taxonomy:` section may replace engine/resources/taxonomy_<lang>.yaml's texts.
+Error ids are never translated. The shipped English pack is the reference: every other pack
+must define exactly its keys (checked on load, each missing or extra key named with the file).
+docs/judge_prompts.md describes the packs for their users.
 """
 from __future__ import annotations
 

@@ -1,22 +1,15 @@
 """Message templates of judge prompts: named slots, the shipped layout of each strategy, checks.
 
 A template is text with named slots in braces, `{input_json}`; a literal brace is written
-twice, `{{` and `}}` (Python's str.format rules; a slot value is inserted as it is and never
-read as a template itself). The text between slots is copied byte for byte, so a template
-written from a given prompt renders exactly that prompt.
+twice (Python's str.format rules; a slot value is inserted as it is and never read as a
+template itself). The text between slots is copied byte for byte, so a template written from a
+given prompt renders exactly that prompt.
 
-Slots come in three layers, each rendered from the ones before it:
-- per call (BASE_SLOTS): the file's parts (the source with the comment marker, the original
-  comment, raw and as JSON string literals; the candidates as a list or as the study's mapping
-  model name -> comment; all of them as one JSON object, with or without the taxonomy, so a
-  template can write the study's JSON block either way), the taxonomy (as JSON grouped
-  by the study's named groups in the pack's order, as lines, as a PRESENT/ABSENT rubric; a cluster call gets only
-  its cluster's codes), the output schema, the labels, the cluster;
-- the pack's lists (LIST_SLOTS): the principles, the chain-of-thought steps, the label definitions;
-- the pack's texts (BLOCK_SLOTS): the two system messages, the task (assignment), the output
-  instructions with their answer example, the cluster task.
-A pack text may use the first two layers (the parts of a list, the first only); a message
-template (the shipped layouts below, or a pack's own `templates:`) may use all three.
+Slots come in three layers, each rendered from the ones before it: per call (BASE_SLOTS: the
+file's parts, the candidates, the taxonomy, the schema, the labels, the cluster), the pack's
+lists (LIST_SLOTS) and the pack's texts (BLOCK_SLOTS). A pack text may use the first two layers
+(the parts of a list, the first only); a message template may use all three.
+docs/judge_prompts.md ("Slots") lists every slot.
 """
 from __future__ import annotations
 

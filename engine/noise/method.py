@@ -1,28 +1,14 @@
-"""Stage `noise`: synthetic predictions that a robust metric must score below real ones.
+"""Stage `noise`'s method: synthetic predictions that a robust metric must score below real ones.
 
 For every sample and every configured kind, a noise prediction with as many tokens as the
-scored span of the reference, `reference[len(prime):]`, under the generator's tokenizer
-(encoded without special tokens). The prime is the sample's own: the generate stage sets it by
-its card's prime rule (`letters` by default), the converter takes it from the study's prompts;
-so the counts follow whichever rule produced the prompt. Kinds:
-- `uniform`: token ids drawn uniformly from the vocabulary, with no special, added or reserved
-  token among them: excluded are the tokenizer's special tokens, every added token (FIM
-  markers, `<extra_id_N>`...), and vocabulary entries that are placeholders or control
-  entries rather than text: `[unusedN]` (BERT), `<unusedN>` (Gemma), byte-fallback pieces
-  `<0x0A>` (sentencepiece), bracketed control names (`[PAD]`, `[CLS]`) and `<|...|>` markers;
-- `targeted`: token positions drawn uniformly from the file's context outside the comment
-  (`source[:comment_start]` and `source[comment_end:]`, tokenized separately so no token
-  straddles the removed comment), so frequent context tokens are drawn more often. Special
-  tokens that the source text happens to spell are excluded. A sample whose context has no
-  tokens gets uniform noise instead (the row keeps noise 'targeted'; a warning names it).
+reference's scored span under the generator's tokenizer: `uniform` draws token ids from the
+vocabulary less every special, added or reserved entry (RESERVED_TOKEN); `targeted` draws token
+positions from the file's context outside the comment (a sample without context tokens gets
+uniform noise instead, with a warning). The prediction is the decode of the sampled ids.
 
-The prediction text is the decode of the sampled ids. What holds exactly is that the number of
-sampled ids equals the reference's token count (`n_tokens`); re-encoding the decoded text need
-not give the same count, since BPE / WordPiece merge tokens across the joins differently.
-
-Determinism: each (seed, sample_id, kind) gets its own generator seeded through blake2b (never
-Python's salted hash()), so a sample's noise does not depend on which part or order it comes
-in. Streams are reproducible for a given numpy version (numpy's Generator stability policy).
+Each (seed, sample_id, kind) has its own generator seeded through blake2b, so a sample's noise
+does not depend on which part or order it comes in. docs/calibration.md describes the kinds,
+the token count and what is reproducible exactly.
 """
 from __future__ import annotations
 

@@ -4,20 +4,11 @@ For a metric setting (metric, scorer, variant, context), a language, a target an
 
     dS = mean over samples of S(original) - S(perturbed)
 
-- target `reference`: S(perturbed) scores the perturbed reference span against the reference;
-  S(original) scores the reference span against itself (noise `perturb:reference:original`);
-- target `prediction`: S(perturbed) scores the perturbed prediction of a sample labelled
-  correct; S(original) is the sample's real prediction (noise `none`).
-Both sides are the same sample, metric setting and reference. Scores are taken as "higher is
-better" (true of every metric here), so a positive dS means the metric noticed the error.
-Samples where either score failed (error or non-finite) are left out (n counts the pairs used);
-`n_skipped` counts the samples the family could not apply to. `share_dropped` is the share of
-pairs with S(perturbed) < S(original). Intervals: percentile bootstrap of the mean over the
-pairs sorted by sample_id, seeded from (seed, group key) through blake2b, so they depend on
-neither the row order nor the other groups.
-
-Memory: the driver reads one score task at a time (its perturbation and real rows only, through
-a Parquet filter), never all scores at once; one row per group is kept.
+with a seeded percentile bootstrap interval and the share of pairs whose score dropped. Scores
+are taken as "higher is better", so a positive dS means the metric noticed the error.
+docs/perturbation.md ("RUN/sensitivity.parquet") defines both sides of each target, the columns
+and the interval. Memory: the driver reads one score task at a time (its perturbation and real
+rows only, through a Parquet filter), never all scores at once; one row per group is kept.
 """
 from __future__ import annotations
 

@@ -5,20 +5,10 @@ scored span (markers, the prime and the file stay; see `engine.perturb.text`). C
 word, which sentence, how far to cut) come from the generator passed in, so a family is
 deterministic for a seed. A family that cannot apply returns a skip with the reason.
 
-- negation (SE-HA3): one negatable word (language rules) negated, e.g. `is` -> `is not`;
-- identifier_swap (SE-HA1): an identifier of the file's code named in the comment replaced,
-  at every occurrence, by another identifier of the same file that the comment does not name;
-- deletion (SE-MD): a sentence other than the first deleted; in a one-sentence span, a clause
-  other than the first (from a comma or conjunction to the next boundary or sentence end);
-- truncation (MS-ET): cut after k of the n words (n >= 2; k = floor(f n) clipped to 1..n-1,
-  f uniform in [truncate_min, truncate_max]);
-- verbatim_repetition (MS-RE2): one sentence repeated verbatim `repeat_copies` more times;
-- pattern_repetition (MS-RE1): a run of 1-3 consecutive words (edge punctuation removed)
-  appended `pattern_repeats` times at the end;
-- code_copy (MS-CC, SE-CS2): one of the (up to 3) nearest code lines after the comment (before
-  it when none follows) appended, as models that run on into the code do;
-- foreign_comment (LG-WL2): the words replaced by the words of a comment from a sample of
-  another natural language (chosen from the corpus pre-pass, never from the part alone).
+The families: negation (SE-HA3), identifier_swap (SE-HA1), deletion (SE-MD), truncation
+(MS-ET), verbatim_repetition (MS-RE2), pattern_repetition (MS-RE1), code_copy (MS-CC,
+SE-CS2) and foreign_comment (LG-WL2); docs/perturbation.md (the table and "The families,
+precisely") says what each changes.
 """
 from __future__ import annotations
 

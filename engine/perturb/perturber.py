@@ -1,19 +1,12 @@
-"""Stage `perturb`: options, corpus pre-pass and the per-part table of perturbations.
+"""Stage `perturb`'s corpus pre-pass and the per-part table of perturbations.
 
-What is perturbed (each row of the output is one (sample, target, family); a perturbed reference
-also gets a row `original` with its unperturbed span, which the score stage scores as S(original)):
-- target `reference`: the reference's scored span (what follows the prime), once per file:
-  the file's representative sample is its smallest sample_id (a file never spans two parts,
-  so the choice does not depend on the part size); its prime and file are used;
-- target `prediction` (option `perturb_predictions`): the prediction of every sample labelled
-  `correct` (the candidate comment is `prime + prediction`; the prediction is edited).
-
-Determinism: each (seed, sample_id, target, family) gets its own generator seeded through
-blake2b, so a perturbation does not depend on the part size, the order of rows or the other
-families. `foreign_comment` draws from a pool built by the corpus pre-pass over every part:
-per language, the `foreign_pool_size` files with the smallest blake2b(seed, file_id) keys
-(a bottom-k sample: the same whatever the part size or order), each with the words of its
-reference comment.
+Each output row is one (sample, target, family): target `reference` once per file (its smallest
+sample_id stands for it), target `prediction` for every sample labelled correct
+(`perturb_predictions`); a perturbed reference also gets a row `original` with its unperturbed
+span, scored as S(original). Each (seed, sample_id, target, family) has its own generator
+seeded through blake2b, so a perturbation depends on neither the part size, the order of rows
+nor the other families; `foreign_comment` draws from the pre-pass's bottom-k pool per language.
+docs/perturbation.md ("What is edited") has the details.
 """
 from __future__ import annotations
 

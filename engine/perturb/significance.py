@@ -1,17 +1,12 @@
 """Does a metric track the experts, and is "x agrees better than y" more than noise?
 
-RUN/significance.parquet holds two kinds of rows, per language:
-- `correlation`: Spearman's rho and Kendall's tau-b (scipy.stats) between a metric setting's
-  scores of the real predictions (noise `none`) and the expert labels, taken as ordinal
-  incorrect (0) < partial (1) < correct (2); unlabelled samples and failed scores left out;
-- `williams`: Williams' t for two dependent correlations sharing the labels (x vs labels,
-  y vs labels, on the same items, with corr(x, y) as the dependency), one-sided in the stated
-  direction: H1 is corr(x, labels) > corr(y, labels). Pairs: each neural setting's `full` and
-  `minimal` context against its `none` (option `context_pairs`) and the configured `pairs`.
-  The correlation r is Spearman's by default (option `correlation`: spearman or pearson).
-  Many comparisons are made per language (every neural setting, every pair), so by default p is
-  Holm-adjusted over a language's comparisons (`p_adjusted`; option `adjust`: holm or none) and a
-  comparison is significant when p_adjusted < alpha.
+RUN/significance.parquet holds two kinds of rows, per language: `correlation` (Spearman's rho
+and Kendall's tau-b between a setting's scores of the real predictions and the expert labels
+as ordinals) and `williams` (Williams' t, one-sided, H1: corr(x, labels) > corr(y, labels), on
+the same items). Pairs: each neural setting's `full` and `minimal` context against its `none`
+(`context_pairs`) and the configured `pairs`; p is Holm-adjusted over a language's comparisons
+by default (`adjust`) and a comparison is significant when p_adjusted < alpha.
+docs/perturbation.md ("Significance") has the details.
 
 Memory: one language at a time; of it, only the real-prediction values of each setting.
 """

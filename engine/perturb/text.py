@@ -3,15 +3,12 @@
 Perturbations change the words of a comment, never its markers: the opener, the ` * ` or
 `//` that starts each line of a block or merged line comment, the closer (`*/`, `\"\"\"`) and
 the line breaks are *protected*. Protection is computed on the whole comment (opener first)
-and then cut to the scored span, the part after the prime, which is what a perturbation edits
-(the prime and the file around the comment are never touched).
+and then cut to the scored span, the part after the prime, which is what a perturbation edits.
 
-`apply_edits` replaces character ranges: unprotected characters of a range are removed and the
-replacement is inserted at its start; protected characters inside a range are kept, so a
-deletion across lines keeps the line structure. A later line left with markers only (its words
-all deleted) is dropped; a closer on a dropped line moves to the end of the previous line.
-Spaces doubled by a deletion are collapsed and trailing spaces at line ends removed, on the
-changed lines only.
+`apply_edits` replaces character ranges, keeping the protected characters inside a range, so a
+deletion across lines keeps the line structure; a line left with markers only is dropped and
+the spacing of the changed lines tidied. docs/perturbation.md ("Markers are protected") has
+the rules.
 """
 from __future__ import annotations
 
