@@ -6,7 +6,9 @@ Every config section is a frozen `Params` dataclass. Its docstring documents eac
     Keys:
         name: one-line meaning (continuation lines indented further).
 
-Type, allowed values and default come from the dataclass itself; the meaning from that block.
+A class with many keys documents each in a docstring under its field instead (an attribute
+docstring, as Sphinx and pydantic read them), so that the class docstring stays short. Type,
+allowed values and default come from the dataclass itself; the meaning from those texts.
 Sections are discovered from the stage registry (engine.stages.registry: stage order) and
 scorer kinds from engine.metrics.base.SCORER_KINDS, so a new stage or scorer kind appears here
 without editing this module. `babelscore config reference --write docs/config.md` rewrites the
@@ -14,11 +16,13 @@ page the README links; a test fails when the page and this output differ.
 """
 from __future__ import annotations
 
+import ast
 import dataclasses
 import importlib
 import inspect
 import json
 import re
+import textwrap
 import typing
 from typing import Any, Iterator
 
@@ -56,11 +60,30 @@ _KEY_LINE = re.compile(r"^    ([A-Za-z_][A-Za-z0-9_]*): (.*)$")
 
 
 def key_docs(cls: type) -> dict[str, str]:
-    """Key -> one-line meaning, from the `Keys:` blocks of the class's docstring and of the classes
-    it derives its keys from (the shared model entry, a judge's per-backend groups)."""
+    """Key -> one-line meaning, from the `Keys:` blocks and field docstrings of the class and of the
+    classes it derives its keys from (the shared model entry, a judge's per-backend groups)."""
     docs: dict[str, str] = {}
     for klass in reversed(cls.__mro__):
         docs.update(_own_key_docs(klass))
+        docs.update(_field_docstrings(klass))
+    return docs
+
+
+def _field_docstrings(cls: type) -> dict[str, str]:
+    """Key -> one-line meaning, from the string literals that directly follow the class's own
+    annotated fields (lines joined by single spaces)."""
+    if not (isinstance(cls, type) and issubclass(cls, Params)):
+        return {}
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
+    except (OSError, TypeError, SyntaxError):  # a class made at run time has no source to read
+        return {}
+    body = tree.body[0].body if tree.body and isinstance(tree.body[0], ast.ClassDef) else []
+    docs: dict[str, str] = {}
+    for stmt, after in zip(body, body[1:]):
+        if (isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and isinstance(after, ast.Expr)
+                and isinstance(after.value, ast.Constant) and isinstance(after.value.value, str)):
+            docs[stmt.target.id] = " ".join(line.strip() for line in after.value.value.strip().splitlines())
     return docs
 
 

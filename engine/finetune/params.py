@@ -14,80 +14,77 @@ ALL = "all"  # the adapter trained on every language's training side
 
 @dataclass(frozen=True)
 class FinetuneParams(Params):
-    """Fine-tune a chat model as a judge on the experts' verdicts, one LoRA adapter per language.
-
-    Keys:
-        model: the base chat model (local directory, demo:<name> or hub id).
-        tokenizer: tokenizer location when it differs from the model.
-        strategy: the judge strategy whose prompt and answer schema the examples use: standard, cot or rubric.
-        prompt_language: `sample` (each file's language) or a fixed prompt language (en, nl, zh, el, pl).
-        train_ratio: share of each label (per language) on the training side; files stay whole.
-        align: `language-prefix`: files whose ids differ only in a leading `<language>_` are one file's
-            translations and land on the same side in every language (the study's aligned split);
-            `none`: each file is split on its own.
-        split_seed: seed of the split (its order of files).
-        train_languages: the languages with an adapter of their own; `all` adds one trained on every language.
-        seed: seed of training (data order, dropout, LoRA initialisation).
-        lora_r: LoRA rank (vLLM serves ranks 1, 8, 16, 32, 64, ...).
-        lora_alpha: LoRA scaling numerator.
-        lora_dropout: dropout on the LoRA input.
-        target_modules: module names the adapters wrap.
-        learning_rate: AdamW learning rate.
-        weight_decay: AdamW weight decay.
-        epochs: passes over the training side (the steps follow from it unless max_steps is set).
-        max_steps: stop after this many optimizer steps (0: epochs decide).
-        batch_size: examples per optimizer step.
-        max_seq_len: examples longer than this many tokens (prompt and answer) are left out of
-            training, with a warning (the manifest's `cut_examples` counts them); none fitting is an error.
-        dtype: training dtype: float32, bfloat16 (GPU) or auto (bfloat16 on CUDA, else float32).
-        quantize: none or 4bit (QLoRA; needs CUDA and bitsandbytes).
-        device: auto, cpu or cuda:N.
-        checkpoint_every: save a resumable checkpoint every this many steps.
-        log_every: record the loss every this many steps.
-        train: false writes the training data and split only (RUN/finetune/data/), for training elsewhere.
-        evaluate: judge the test side with the base model and every adapter (the cross-language table).
-        eval_backend: vllm or transformers (with peft) for that evaluation.
-        max_tokens: answer token limit of the evaluation's calls.
-        max_model_len: context window of the evaluation's engine; null: the model's own.
-        max_text_chars: maxLength of the answers' free-text fields (structured evaluation).
-        max_errors: maxItems of the answers' error lists.
-        structured: the evaluation answers under the strategy's JSON schema (vllm only).
-        gpu_memory_utilization: vllm: share of device memory the evaluation's engine may take.
-    """
+    """Fine-tune a chat model as a judge on the experts' verdicts, one LoRA adapter per language."""
 
     model: str
+    """the base chat model (local directory, demo:<name> or hub id)."""
     tokenizer: str | None = None
+    """tokenizer location when it differs from the model."""
     strategy: str = "standard"
+    """the judge strategy whose prompt and answer schema the examples use: standard, cot or rubric."""
     prompt_language: str = "sample"
+    """`sample` (each file's language) or a fixed prompt language (en, nl, zh, el, pl)."""
     train_ratio: float = 0.7
+    """share of each label (per language) on the training side; files stay whole."""
     align: Literal["language-prefix", "none"] = "language-prefix"
+    """`language-prefix`: files whose ids differ only in a leading `<language>_` are one file's
+    translations and land on the same side in every language (the study's aligned split);
+    `none`: each file is split on its own."""
     split_seed: int = 42
+    """seed of the split (its order of files)."""
     train_languages: tuple[str, ...] = ("en", "nl", "zh", "el", "pl", ALL)
+    """the languages with an adapter of their own; `all` adds one trained on every language."""
     seed: int = 42
+    """seed of training (data order, dropout, LoRA initialisation)."""
     lora_r: int = 8
+    """LoRA rank (vLLM serves ranks 1, 8, 16, 32, 64, ...)."""
     lora_alpha: int = 16
+    """LoRA scaling numerator."""
     lora_dropout: float = 0.05
+    """dropout on the LoRA input."""
     target_modules: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+    """module names the adapters wrap."""
     learning_rate: float = 2e-4
+    """AdamW learning rate."""
     weight_decay: float = 0.0
+    """AdamW weight decay."""
     epochs: int = 1
+    """passes over the training side (the steps follow from it unless max_steps is set)."""
     max_steps: int = 0
+    """stop after this many optimizer steps (0: epochs decide)."""
     batch_size: int = 1
+    """examples per optimizer step."""
     max_seq_len: int = 8192
+    """examples longer than this many tokens (prompt and answer) are left out of
+    training, with a warning (the manifest's `cut_examples` counts them); none fitting is an error."""
     dtype: str = "auto"
+    """training dtype: float32, bfloat16 (GPU) or auto (bfloat16 on CUDA, else float32)."""
     quantize: Literal["none", "4bit"] = "none"
+    """none or 4bit (QLoRA; needs CUDA and bitsandbytes)."""
     device: str = "auto"
+    """auto, cpu or cuda:N."""
     checkpoint_every: int = 10
+    """save a resumable checkpoint every this many steps."""
     log_every: int = 1
+    """record the loss every this many steps."""
     train: bool = True
+    """false writes the training data and split only (RUN/finetune/data/), for training elsewhere."""
     evaluate: bool = True
+    """judge the test side with the base model and every adapter (the cross-language table)."""
     eval_backend: Literal["vllm", "transformers"] = "vllm"
+    """vllm or transformers (with peft) for that evaluation."""
     max_tokens: int = 512
+    """answer token limit of the evaluation's calls."""
     max_model_len: int | None = None
+    """context window of the evaluation's engine; null: the model's own."""
     max_text_chars: int = 12
+    """maxLength of the answers' free-text fields (structured evaluation)."""
     max_errors: int = 2
+    """maxItems of the answers' error lists."""
     structured: bool = True
+    """the evaluation answers under the strategy's JSON schema (vllm only)."""
     gpu_memory_utilization: float = 0.2
+    """vllm: share of device memory the evaluation's engine may take."""
 
     def __post_init__(self) -> None:
         require(self.strategy in STRATEGIES and self.strategy not in CLUSTERED, "strategy", self.strategy,

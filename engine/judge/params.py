@@ -64,54 +64,48 @@ LOCAL = ("vllm", "transformers")
 
 @dataclass(frozen=True, kw_only=True)
 class JudgeOptions(Params):
-    """The keys of a judge that every backend reads.
-
-    Keys:
-        backend: vllm (offline engine), transformers (no structured outputs) or http (OpenAI-compatible server).
-            A key that only other backends read (marked local:, vllm:, transformers:, http: below; dtype and
-            max_model_len are local) is refused unless it holds its default.
-        name: the judge's name in RUN/judgments; default: the model's last path component.
-        tokenizer: tokenizer location when it differs from the model (local backends); http: the served model's
-            tokenizer (hub id or folder), with which the forecast counts prompt tokens (else it estimates them).
-        strategies: judge strategies: standard, cot, rubric, hierarchical (seven cluster calls),
-            combined (the study's fifth: seven cluster calls, each with the rubric and chain-of-thought).
-        prompt_languages: `sample` (each sample's language; English without a pack) and/or fixed
-            prompt languages (en, nl, zh, el, pl); several entries sweep them.
-        reference: whether the prompt shows the original comment: `with` (the study's setting) and/or
-            `without` (reference-free: the code context stays, the original is left out); both sweep them.
-        prompt_pack: a folder of the user's prompt packs (<language>.yaml, the layout of
-            engine/judge/prompts/); languages without a file there use the shipped pack. Default:
-            the section's `prompt_pack`, else the shipped packs.
-        structured: strategies answered under a JSON schema: true (all), false (none) or a list.
-        temperature: sampling temperature (0: greedy).
-        seed: per-request seed.
-        max_tokens: output token limit per call; an answer that reaches it is `truncated` unless whole JSON.
-            One number for every strategy, or a mapping naming each listed strategy's limit, e.g.
-            `{standard: 768, cot: 2048}` (structured answers need less room than free reasoning).
-        max_text_chars: maxLength of the schema's free-text fields (explanation, reasoning, justification).
-        max_errors: maxItems of the schema's error lists.
-        price_per_million: prices per million tokens, `{input: X, output: Y}`, for the forecast, the report's
-            cost columns and max_cost (null: none assumed). Caps and prices are not part of the run's identity:
-            raise a cap and `--resume` the same run.
-    """
+    """The keys of a judge that every backend reads."""
 
     backend: Literal["vllm", "transformers", "http"] = "vllm"
-    name: str = ""  # the judge's name in outputs; default: the model's last path component
+    """vllm (offline engine), transformers (no structured outputs) or http (OpenAI-compatible server).
+    A key that only other backends read (marked local:, vllm:, transformers:, http: below; dtype and
+    max_model_len are local) is refused unless it holds its default."""
+    name: str = ""
+    """the judge's name in RUN/judgments; default: the model's last path component."""
     tokenizer: str | None = None
+    """tokenizer location when it differs from the model (local backends); http: the served model's
+    tokenizer (hub id or folder), with which the forecast counts prompt tokens (else it estimates them)."""
     strategies: tuple[str, ...] = ("standard",)
-    # `sample` = each sample's own language (English where no pack exists); or fixed languages.
+    """judge strategies: standard, cot, rubric, hierarchical (seven cluster calls),
+    combined (the study's fifth: seven cluster calls, each with the rubric and chain-of-thought)."""
     prompt_languages: tuple[str, ...] = ("sample",)
-    # with: the original comment is in the prompt (the study); without: reference-free judging.
+    """`sample` (each sample's language; English without a pack) and/or fixed
+    prompt languages (en, nl, zh, el, pl); several entries sweep them."""
     reference: tuple[str, ...] = ("with",)
-    prompt_pack: str | None = None  # folder of the user's <language>.yaml packs
-    # Strategies answered under a JSON schema: true (all), false (none) or a list of strategies.
+    """whether the prompt shows the original comment: `with` (the study's setting) and/or
+    `without` (reference-free: the code context stays, the original is left out); both sweep them."""
+    prompt_pack: str | None = None
+    """a folder of the user's prompt packs (<language>.yaml, the layout of
+    engine/judge/prompts/); languages without a file there use the shipped pack. Default:
+    the section's `prompt_pack`, else the shipped packs."""
     structured: bool | tuple[str, ...] = False
+    """strategies answered under a JSON schema: true (all), false (none) or a list."""
     temperature: float = 0.0
+    """sampling temperature (0: greedy)."""
     seed: int = 42
+    """per-request seed."""
     max_tokens: int | dict[str, Any] = 10_000  # values checked below, each with its key named
-    max_text_chars: int = 500  # maxLength of every free-text field of the schema
-    max_errors: int = 10  # maxItems of every error list of the schema
-    price_per_million: dict[str, float] | None = None  # policy, like the http caps
+    """output token limit per call; an answer that reaches it is `truncated` unless whole JSON.
+    One number for every strategy, or a mapping naming each listed strategy's limit, e.g.
+    `{standard: 768, cot: 2048}` (structured answers need less room than free reasoning)."""
+    max_text_chars: int = 500
+    """maxLength of the schema's free-text fields (explanation, reasoning, justification)."""
+    max_errors: int = 10
+    """maxItems of the schema's error lists."""
+    price_per_million: dict[str, float] | None = None
+    """prices per million tokens, `{input: X, output: Y}`, for the forecast, the report's
+    cost columns and max_cost (null: none assumed). Caps and prices are not part of the run's identity:
+    raise a cap and `--resume` the same run."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -159,48 +153,45 @@ class TransformersJudgeOptions(Params):
 
 @dataclass(frozen=True, kw_only=True)
 class HttpJudgeOptions(Params):
-    """The keys of a judge on backend http (an OpenAI-compatible chat-completions server).
-
-    Keys:
-        base_url: http: the server's base URL, e.g. http://localhost:8000/v1.
-        api_key_env: http: NAME of the environment variable that holds the API key (never the key).
-        max_concurrency: http: requests in flight at once.
-        timeout_s: http: seconds before a request times out (then retried).
-        max_retries: http: retries after the first attempt (429/500/503/524, timeouts, dropped connections).
-        backoff_base_s: http: first backoff; doubles per retry, at least the server's Retry-After.
-        backoff_cap_s: http: longest backoff between retries (a server's longer Retry-After is waited for in full,
-            within retry_budget_s).
-        retry_budget_s: http: most seconds one request waits between its retries, in all; a wait that
-            would pass it (a long Retry-After) is not made and the request fails with its reason.
-        retry_statuses: http: HTTP status codes that are retried.
-        provider_options: http: extra keys of every request body, passed through as given (e.g. OpenRouter's
-            `provider: {quantizations: [fp8], max_price: {prompt: 1, completion: 3.1}}`); recorded in the signature.
-            Refused: `stream`, `n`, `models`, `extra_headers`, `headers`, `credentials`, secret-looking key names
-            and values that look like keys (`sk-...`); see docs/judge_prompts.md.
-        provider_secret_env: http: body key -> NAME of the environment variable holding its value (secrets:
-            only the key and the variable's name are recorded, never the value).
-        max_prompt_tokens: http: most prompt tokens this judge may spend in the run (a cap; null: none). Each
-            request's worst case is reserved before it is sent; the judge stops when the next one would pass.
-        max_completion_tokens: http: most completion tokens this judge may spend in the run (a cap; null: none).
-        max_cost: http: most this judge may cost in the run, in the currency of price_per_million (a cap; null: none).
-    """
+    """The keys of a judge on backend http (an OpenAI-compatible chat-completions server)."""
 
     backends: ClassVar[tuple[str, ...]] = ("http",)
     base_url: str | None = None
-    api_key_env: str | None = None  # the NAME of the environment variable holding the key
+    """http: the server's base URL, e.g. http://localhost:8000/v1."""
+    api_key_env: str | None = None
+    """http: NAME of the environment variable that holds the API key (never the key)."""
     max_concurrency: int = 8
+    """http: requests in flight at once."""
     timeout_s: float = 120.0
+    """http: seconds before a request times out (then retried)."""
     max_retries: int = 6
+    """http: retries after the first attempt (429/500/503/524, timeouts, dropped connections)."""
     backoff_base_s: float = 5.0
+    """http: first backoff; doubles per retry, at least the server's Retry-After."""
     backoff_cap_s: float = 120.0
-    retry_budget_s: float = 600.0  # total waiting between one request's retries
+    """http: longest backoff between retries (a server's longer Retry-After is waited for in full,
+    within retry_budget_s)."""
+    retry_budget_s: float = 600.0
+    """http: most seconds one request waits between its retries, in all; a wait that
+    would pass it (a long Retry-After) is not made and the request fails with its reason."""
     retry_statuses: tuple[int, ...] = (429, 500, 503, 524)
+    """http: HTTP status codes that are retried."""
     provider_options: dict[str, Any] = field(default_factory=dict)
+    """http: extra keys of every request body, passed through as given (e.g. OpenRouter's
+    `provider: {quantizations: [fp8], max_price: {prompt: 1, completion: 3.1}}`); recorded in the signature.
+    Refused: `stream`, `n`, `models`, `extra_headers`, `headers`, `credentials`, secret-looking key names
+    and values that look like keys (`sk-...`); see docs/judge_prompts.md."""
     provider_secret_env: dict[str, str] = field(default_factory=dict)
+    """http: body key -> NAME of the environment variable holding its value (secrets:
+    only the key and the variable's name are recorded, never the value)."""
     # spending caps: policy, not identity (left out of the task name and the config hash)
     max_prompt_tokens: int | None = None
+    """http: most prompt tokens this judge may spend in the run (a cap; null: none). Each
+    request's worst case is reserved before it is sent; the judge stops when the next one would pass."""
     max_completion_tokens: int | None = None
+    """http: most completion tokens this judge may spend in the run (a cap; null: none)."""
     max_cost: float | None = None
+    """http: most this judge may cost in the run, in the currency of price_per_million (a cap; null: none)."""
 
 
 BACKEND_GROUPS = (LocalJudgeOptions, VllmJudgeOptions, TransformersJudgeOptions, HttpJudgeOptions)

@@ -68,34 +68,31 @@ class SignificanceParams(Params):
 
 @dataclass(frozen=True)
 class PerturbParams(Params):
-    """Options of stage `perturb` and of the sensitivity and significance analyses.
-
-    Keys:
-        families: perturbation families to apply (negation, identifier_swap, deletion, truncation,
-            verbatim_repetition, pattern_repetition, code_copy, foreign_comment).
-        seed: perturbation seed; a perturbation depends only on (seed, sample_id, target, family).
-        perturb_predictions: also perturb the predictions of samples labelled correct.
-        truncate_min: truncation keeps at least this share of the words (drawn uniformly up to truncate_max).
-        truncate_max: truncation keeps at most this share of the words.
-        repeat_copies: verbatim repetition: extra copies of the repeated sentence.
-        pattern_repeats: pattern repetition: times the 1-3 word pattern is appended.
-        foreign_pool_size: per language, comments kept by the pre-pass for foreign_comment.
-        bootstrap: bootstrap replicates of the dS intervals (0: no intervals).
-        confidence: level of the dS intervals.
-        significance: options of the significance analysis (correlations and Williams' test).
-    """
+    """Options of stage `perturb` and of the sensitivity and significance analyses."""
 
     families: tuple[str, ...] = tuple(FAMILIES)
+    """perturbation families to apply (negation, identifier_swap, deletion, truncation,
+    verbatim_repetition, pattern_repetition, code_copy, foreign_comment)."""
     seed: int = 0
+    """perturbation seed; a perturbation depends only on (seed, sample_id, target, family)."""
     perturb_predictions: bool = False
+    """also perturb the predictions of samples labelled correct."""
     truncate_min: float = 0.3
+    """truncation keeps at least this share of the words (drawn uniformly up to truncate_max)."""
     truncate_max: float = 0.7
+    """truncation keeps at most this share of the words."""
     repeat_copies: int = 2
+    """verbatim repetition: extra copies of the repeated sentence."""
     pattern_repeats: int = 4
+    """pattern repetition: times the 1-3 word pattern is appended."""
     foreign_pool_size: int = 64
+    """per language, comments kept by the pre-pass for foreign_comment."""
     bootstrap: int = 1000
+    """bootstrap replicates of the dS intervals (0: no intervals)."""
     confidence: float = 0.95
+    """level of the dS intervals."""
     significance: SignificanceParams = field(default_factory=SignificanceParams)
+    """options of the significance analysis (correlations and Williams' test)."""
 
     def __post_init__(self) -> None:
         require(len(self.families) > 0, "families", list(self.families), f"a non-empty list of {list(FAMILIES)}")

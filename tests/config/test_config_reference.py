@@ -6,8 +6,9 @@ import os
 import subprocess
 
 from engine import config as config_module
-from engine.config_reference import TOP_LEVEL, all_params_classes, missing_key_docs, reference_markdown, sections
+from engine.config_reference import TOP_LEVEL, all_params_classes, key_docs, missing_key_docs, reference_markdown, sections
 from engine.metrics.base import SCORER_KINDS
+from engine.params import Params
 from engine.stages.registry import stage_order
 from tests.support.paths import PYTHON, REPO
 
@@ -30,7 +31,31 @@ def test_docs_page_is_what_the_generator_prints():
 def test_every_key_of_every_section_has_a_one_line_meaning():
     undocumented = {f"{where} ({cls.__name__})": missing for where, cls in all_params_classes()
                     if (missing := missing_key_docs(cls))}
-    assert not undocumented, f"add these keys to the class docstring's Keys: block: {undocumented}"
+    assert not undocumented, f"document these keys in the class docstring's Keys: block or a docstring under the field: {undocumented}"
+
+
+@dataclasses.dataclass(frozen=True)
+class _Documented(Params):
+    """A section with one key in its Keys: block and two under their fields.
+
+    Keys:
+        size: from the block.
+    """
+
+    size: int = 1
+    depth: int = 2
+    """from the field,
+    over two lines."""
+    width: int = 3  # a comment is no documentation
+    height: int = 4
+    """from the field."""
+
+
+def test_keys_are_read_from_the_keys_block_and_from_docstrings_under_fields():
+    assert key_docs(_Documented) == {"size": "from the block.", "depth": "from the field, over two lines.",
+                                     "height": "from the field."}
+    made = dataclasses.make_dataclass("Made", [("size", int, dataclasses.field(default=1))], bases=(Params,), frozen=True)
+    assert missing_key_docs(made) == ["size"]  # a class made at run time has no source: nothing read, no error
 
 
 def test_every_section_stage_and_scorer_kind_appears():
