@@ -139,8 +139,9 @@ class EmbeddingScorer:
     kind = "embedding"
     Params = EmbeddingParams
 
-    def __init__(self, params: EmbeddingParams):
+    def __init__(self, params: EmbeddingParams, *, stage: str = ""):
         self.params = params
+        self.stage = stage  # who loads its model, as the model registry records it ('' outside a run)
         self._loaded: tuple[str, str, str, str] | None = None  # attn, linear kernels, dtype, identity once loaded
         self._corpus_idf: dict[str, Any] = {}  # context -> IdfTable from the run's pre-pass
         self._corpus_idf_hash = ""
@@ -239,7 +240,7 @@ class EmbeddingScorer:
         p = self.params
         layer = None if p.all_layers else self.layer
         key = ("encoder", p.model, layer, p.resolved_dtype, p.device, p.max_model_len, p.mode == "fast", p.strict_dtype)
-        runtime = acquire(key, lambda: self._load_runtime(layer), model=p.model, stage="score", device=p.device,
+        runtime = acquire(key, lambda: self._load_runtime(layer), model=p.model, stage=self.stage, device=p.device,
                           estimate_bytes=lambda: estimate_model_bytes(p.model, dtype=p.requested_dtype, device=p.device))
         if self._loaded is None:
             self._loaded = (runtime.attn_implementation, runtime.linear_kernels, runtime.dtype_name,

@@ -83,32 +83,31 @@ def _expected_signature(scorer: Any, signatures: dict[str, str], key: Key, langu
 
 def _restricted_scorer(spec: Any, scorer: Any, segments: Sequence[str], prepass: dict[str, Any]) -> Any:
     """The entry's scorer for some of its segments; it shares the loaded model where it can."""
-    from engine.score.params import get_scorer
-    from engine.stages.base import prepass_hash
+    from engine.score.corpus import entry_scorer
 
     option = SEGMENT_OPTION[spec.kind]
     if tuple(segments) == tuple(spec.params.to_dict()[option]):
         return scorer
-    restricted = get_scorer(replace(spec, params=replace(spec.params, **{option: tuple(segments)})))
-    if prepass:  # the run's corpus idf (counted over every context of the entry)
-        restricted.use_corpus_idf(prepass["idf"], prepass_hash(prepass))
-    # The loaded encoder does not depend on the contexts scored: the model registry's key
-    # leaves them out, so both scorers share one loaded model.
-    return restricted
+    # The run's corpus idf was counted over every context of the entry. The loaded encoder does
+    # not depend on the contexts scored: the model registry's key leaves them out, so both
+    # scorers share one loaded model.
+    return entry_scorer(replace(spec, params=replace(spec.params, **{option: tuple(segments)})), prepass, scorer.stage)
 
 
 def score_part(stage: Any, ctx: Any, sources: ReuseSources) -> tuple[pa.Table, dict[str, int], int] | None:
     """(table, rows reused per earlier run, rows computed), or None when nothing can be reused."""
-    from engine.score.rows import missing_prediction_rows, rows_to_table, score_items
+    from engine.score.corpus import entry_scorer
+    from engine.score.rows import missing_prediction_rows, part_items, rows_to_table, score_items
 
-    spec, scorer = stage.part_scorer(ctx)
+    spec = ctx.part.params
+    scorer = entry_scorer(spec, ctx.prepass, stage.name)
     layout = _layout(spec, scorer)
     if layout is None:
         return None
     index = sources.score_index(score_identity(spec, ctx.prepass), score_items)
     if not index:
         return None
-    items, reasons = stage.part_items(ctx)
+    items, reasons = part_items(ctx, stage)
     ready = [item for item in items if item.prediction is not None]
     missing = [item for item in items if item.prediction is None]
     if len({(i.sample_id, i.noise) for i in ready}) != len(ready):
