@@ -4,7 +4,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from pathlib import Path
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 from engine.generate.cards import get_card
 from engine.llm.requests import BackendSpec
@@ -121,3 +121,9 @@ class GenerateSection(Params):
         require(len(set(names)) == len(names), "generate.generators", names, "distinct generator names (set `name:`)")
 
 
+def default_generator_seeds(options: dict[str, Any], seed: int) -> dict[str, Any]:
+    """The section's raw options with each generator's seed defaulting to the run's."""
+    generators = options.get("generators")
+    if isinstance(generators, list):
+        options["generators"] = [dict(g, seed=g.get("seed", seed)) if isinstance(g, dict) else g for g in generators]
+    return options

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from engine.llm.requests import BackendSpec
 from engine.params import ModelEntry, Params, require
@@ -160,3 +160,16 @@ class RoundTripParams(Params):
 
     def prompt(self, name: str) -> str:
         return (self.prompt_dir / name).read_text(encoding="utf-8")
+
+
+def default_seeds(options: dict[str, Any], seed: int) -> dict[str, Any]:
+    """The section's raw options with its seed (inputs, requests) and each model entry's seed
+    defaulting to the run's."""
+    options.setdefault("seed", seed)
+    for key in ("generators", "comment_generator"):
+        value = options.get(key)
+        if isinstance(value, list):
+            options[key] = [dict(g, seed=g.get("seed", seed)) if isinstance(g, dict) else g for g in value]
+        elif isinstance(value, dict):
+            options[key] = dict(value, seed=value.get("seed", seed))
+    return options
