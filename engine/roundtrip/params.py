@@ -1,24 +1,4 @@
-"""The `roundtrip:` config section.
-
-```yaml
-roundtrip:
-  tasks: humaneval              # or polyglot, or a Parquet/JSONL task table (./path: relative to the config)
-  programming_languages: []     # only tasks in these programming languages (empty: all)
-  limit: 0                      # first N tasks only (0: all)
-  languages: [en, nl, zh, el, pl]
-  given_language: en            # the language of the tasks' own comments (docstrings)
-  comment_generator: {model: ..., backend: transformers}   # explains code in the other languages
-  generators:                   # U code generators; `backend: oracle` returns the task's own code
-    - {model: ..., name: ..., backend: vllm}
-  samples: 1                    # V samples per generator: 1 decodes greedily, more sample at sample_temperature
-  inputs: 50                    # differential-testing inputs per task
-  verdict: values               # pass@1 by values (tests pass and every answer equals the reference's), or `tests`
-  compressions: 0               # n compressions of each comment for conciseness (0: not computed)
-  fluency_model: null           # causal LM for fluency (null: not computed)
-  sandbox: {cpu_seconds: 5, wall_seconds: 10, memory_mb: 512, ...}
-  tasks_per_part: 8
-```
-"""
+"""The `roundtrip:` config section; docs/roundtrip.md ("The section") shows one, docs/config.md lists every key."""
 from __future__ import annotations
 
 import dataclasses
