@@ -1,39 +1,10 @@
 """BERTScore-style embedding metrics with context: greedy matching of masked token embeddings.
 
 Per context setting (engine/context.py) the model sees the whole setting's text and only the
-tokens overlapping the scored span are matched. Conventions are bert_score 0.3.13's
-(package `bert-score`): the model's special tokens take part in the max with weight 0, weights are 1
-or idf, F = 2PR/(P+R), an empty side scores P = R = F = 0, items sharing (sample_id, noise)
-with different references take the max of P, R and F independently, optional baseline
-rescaling (x - b)/(1 - b). `mode: compat` in the `none` setting reproduces `bert_score.score`
-(stripped texts, silent truncation at the model max length, fp32). Departures, on purpose:
-
-- padding never enters a max (bert_score lets a padded position add a similarity 0 to the
-  max, which makes its scores depend on batch composition when every similarity of a token is
-  negative); ours do not depend on batching;
-- idf documents are unique reference spans (per context setting), so a reference shared by 5
-  generators and 3 noise settings counts once (bert_score counts every pair's reference);
-  identical to bert_score when references are distinct. In a run they are the unique
-  references of the whole run, counted once by the score stage's corpus pre-pass
-  (`reference_document_frequencies`, then `use_corpus_idf`); without a pre-pass (the
-  `score_texts` API) they are the references of the call, as in bert_score;
-- empty means "no scored token" (bert_score tests for a length of 2, which only fits
-  tokenizers that add exactly two special tokens);
-- RoBERTa/GPT-2 tokenizers are loaded with add_prefix_space=True, which is bert_score's
-  intent; under transformers 5 its call-time argument is silently ignored, so bert_score
-  itself tokenises without the prefix space there.
-
-When the span is the whole text (the `none` setting) every token is scored, including
-zero-width ones a tokenizer inserts (the prefix-space token); otherwise the offset rule of
-engine.context.span_token_mask decides. Scope of idf and references: everything passed to
-one `score()` call unless a corpus idf is set; references are encoded once per distinct (text, span) in a chunk of
-whole files (all generators and noise settings of a file are in the same chunk).
-
-`mode: fast` allows bfloat16/float16, runs linear layers through oneDNN on CPU in bfloat16
-and float32 (engine/metrics/cpu_fastpath.py) and scores spans longer than the model window in
-overlapping windows instead of truncating them. In the `minimal` and `full` settings both
-modes use windows. Variants: P, R, F (or layer-k/P, ... with all_layers) and mean-cos (cosine
-of the mean raw embeddings of the scored tokens; never rescaled).
+tokens overlapping the scored span are matched. The conventions are bert_score 0.3.13's;
+`mode: compat` in the `none` setting reproduces `bert_score.score`. docs/metrics.md ("BERTScore:
+conventions and departures") lists where ours differ on purpose (padding never enters a max,
+idf over unique reference spans, ...), the scope of idf and references, and `mode: fast`.
 """
 from __future__ import annotations
 

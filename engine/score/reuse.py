@@ -1,6 +1,5 @@
-"""Reuse in the score stage, its `Reusable` capability (identity and row matching).
-
-Split a part's items into rows taken from earlier runs and rows to compute, compute only the latter, and lay the rows out exactly as a fresh part would.
+"""Reuse in the score stage, its `Reusable` capability (identity and row matching): a part's
+items split into rows taken from earlier runs and rows to compute, laid out as a fresh part's.
 
 The unit is (item, segment): a segment is one context setting of an embedding or likelihood
 entry, or one metric of a lexical entry. A segment of an item is reused when the earlier run
@@ -8,11 +7,10 @@ has every row of it (each variant), none an error row, each with the signature t
 write. The segments left are computed by the entry's scorer restricted to them (same options
 otherwise, so the same numbers); a likelihood item with a segment left is computed whole.
 
-Row order of a fresh part (what the merge reproduces, see the scorers' `score`):
-- embedding: context (config order), then item (part order), then variant;
-- lexical and likelihood: item, then metric / context, then variant / direction;
-then the error rows of items without a prediction, always computed.
-A part with two items of one (sample_id, noise) is computed whole (its order is the scorer's).
+Row order of a fresh part (what the merge reproduces, see the scorers' `score`): embedding:
+context (config order), then item (part order), then variant; lexical and likelihood: item,
+then metric / context, then variant / direction; then the error rows of items without a
+prediction, always computed. A part with two items of one (sample_id, noise) is computed whole.
 """
 from __future__ import annotations
 
