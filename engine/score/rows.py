@@ -70,7 +70,7 @@ def part_items(ctx: Any, stage: Any) -> tuple[list[ScoreItem], dict[str, str]]:
     return items, generation_errors(samples) if missing else {}
 
 
-def score_part(scorer: Any, items: Sequence[ScoreItem], reasons: Mapping[str, str], scorer_label: str | None) -> pa.Table:
+def part_table(scorer: Any, items: Sequence[ScoreItem], reasons: Mapping[str, str], scorer_label: str | None) -> pa.Table:
     """The part's score table: the scorer's rows of items with a prediction, then error rows."""
     ready = [item for item in items if item.prediction is not None]
     missing = [item for item in items if item.prediction is None]

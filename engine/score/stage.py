@@ -16,7 +16,7 @@ import pyarrow as pa
 from engine.records import SCORE_SCHEMA
 from engine.score.corpus import count_corpus_idf, entry_scorer, needs_corpus_idf
 from engine.score.params import ScoreSection, parse_scorers
-from engine.score.rows import part_items, score_part
+from engine.score.rows import part_items, part_table
 from engine.score.section import check_section, reported_layers, section_tasks
 from engine.score.section import model_needs as scorer_model_needs
 from engine.stages.base import CANDIDATES, LAYER_SETTING, SAMPLES, SCORES, PartContext, PartStage, Rates, ReportSettings, Reusable, StageTask
@@ -75,10 +75,10 @@ class ScoreStage(PartStage, Reusable, Rates, ReportSettings):
         return score_identity(task.params, prepass)
 
     def reuse_part(self, ctx: PartContext, sources: Any) -> tuple[pa.Table, dict[str, int], int] | None:
-        from engine.score.reuse import score_part as reuse_score_part
+        from engine.score.reuse import score_part
 
-        return reuse_score_part(self, ctx, sources)
+        return score_part(self, ctx, sources)
 
     def run_part(self, ctx: PartContext) -> pa.Table:
         items, reasons = part_items(ctx, self)
-        return score_part(entry_scorer(ctx.part.params, ctx.prepass, self.name), items, reasons, ctx.part.params.scorer_label)
+        return part_table(entry_scorer(ctx.part.params, ctx.prepass, self.name), items, reasons, ctx.part.params.scorer_label)
