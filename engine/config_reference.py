@@ -1,14 +1,9 @@
 """The config reference, generated from the parameter classes so that it cannot drift.
 
 Every config section is a frozen `Params` dataclass. Its docstring documents each key in a
-`Keys:` block, one entry per field:
-
-    Keys:
-        name: one-line meaning (continuation lines indented further).
-
-A class with many keys documents each in a docstring under its field instead (an attribute
-docstring, as Sphinx and pydantic read them), so that the class docstring stays short. Type,
-allowed values and default come from the dataclass itself; the meaning from those texts.
+`Keys:` block, one entry per field (`name: one-line meaning`, continuation lines indented
+further), or, for a class with many keys, the string right below each field documents it.
+Type, allowed values and default come from the dataclass itself; the meaning from those texts.
 Sections are discovered from the stage registry (engine.stages.registry: stage order) and
 scorer kinds from engine.metrics.base.SCORER_KINDS, so a new stage or scorer kind appears here
 without editing this module. `babelscore config reference --write docs/config.md` rewrites the
@@ -65,29 +60,33 @@ def key_docs(cls: type) -> dict[str, str]:
     docs: dict[str, str] = {}
     for klass in reversed(cls.__mro__):
         docs.update(_own_key_docs(klass))
-        docs.update(_field_docstrings(klass))
-    return docs
-
-
-def _field_docstrings(cls: type) -> dict[str, str]:
-    """Key -> one-line meaning, from the string literals that directly follow the class's own
-    annotated fields (lines joined by single spaces)."""
-    if not (isinstance(cls, type) and issubclass(cls, Params)):
-        return {}
-    try:
-        tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
-    except (OSError, TypeError, SyntaxError):  # a class made at run time has no source to read
-        return {}
-    body = tree.body[0].body if tree.body and isinstance(tree.body[0], ast.ClassDef) else []
-    docs: dict[str, str] = {}
-    for stmt, after in zip(body, body[1:]):
-        if (isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and isinstance(after, ast.Expr)
-                and isinstance(after.value, ast.Constant) and isinstance(after.value.value, str)):
-            docs[stmt.target.id] = " ".join(line.strip() for line in after.value.value.strip().splitlines())
     return docs
 
 
 def _own_key_docs(cls: type) -> dict[str, str]:
+    """Key -> one-line meaning, from the `Keys:` block of the class's own docstring and the
+    strings below its fields."""
+    return {**_keys_block(cls), **_field_strings(cls)}
+
+
+def _field_strings(cls: type) -> dict[str, str]:
+    """Key -> one-line meaning, from the string literal right below each field of the class body."""
+    if not issubclass(cls, Params) or cls is Params:
+        return {}
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
+    except (OSError, TypeError, SyntaxError):  # no source to read (a class made at run time)
+        return {}
+    body = tree.body[0].body if tree.body and isinstance(tree.body[0], ast.ClassDef) else []
+    docs: dict[str, str] = {}
+    for field, below in zip(body, body[1:]):
+        if (isinstance(field, ast.AnnAssign) and isinstance(field.target, ast.Name) and isinstance(below, ast.Expr)
+                and isinstance(below.value, ast.Constant) and isinstance(below.value.value, str)):
+            docs[field.target.id] = " ".join(line.strip() for line in below.value.value.strip().splitlines())
+    return docs
+
+
+def _keys_block(cls: type) -> dict[str, str]:
     """Key -> one-line meaning, from the `Keys:` block of the class's own docstring."""
     doc = inspect.cleandoc(cls.__dict__.get("__doc__") or "")
     lines = doc.splitlines()

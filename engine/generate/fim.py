@@ -1,24 +1,11 @@
 """Stage `generate`: FIM completion of each file's removed comment by one generator.
 
-Input: sample rows (SAMPLE_SCHEMA; one row per file as the build stage writes them, or one
-row per (file, generator) — the first row of each file_id is used, as all rows of a file
-share its source and comment). Output: GENERATION_SCHEMA rows, one per file, with
-`sample_id = "<file_id>/<generator name>"`, `generator` the generator name, `prime` the start
-of the reference the model was given, `prediction` the cleaned generation (text after the
-prime up to the first stop token or stop string of the family card), `raw_generation`
-everything generated. Labels and error
-codes are cleared: they judged an earlier prediction, not this one. Running the stage once
-per generator and concatenating gives the study's one row per (file, generator).
-
-The generation limit is the mean plus 3 standard deviations (population std) of the token
-lengths of the whole reference comments under the generator's tokenizer, rounded up. It must
-be computed over the whole input, not per part, or parts would get different limits: the run
-calls `plan_generation(every part's samples, params)` once (the stage's corpus pre-pass) and
-passes its limit to every `generate_samples` call (or `max_new_tokens` is fixed in the params).
-
-Bad rows never stop the stage: an empty file, offsets out of range, a prompt that with the
-limit does not fit the model window, a tokenizer without the family's FIM tokens, or a
-backend failure on one prompt each give a row with `generation_error` set and no prediction.
+Sample rows in (the first row of each file_id is used), GENERATION_SCHEMA rows out, one per
+file, `sample_id = "<file_id>/<generator name>"`; docs/generation.md ("Generated rows") says
+what each column holds. The generation limit must be computed over the whole input, not per
+part: the run calls `plan_generation(every part's samples, params)` once (the stage's corpus
+pre-pass) and passes its limit to every `generate_samples` call. Bad rows never stop the stage:
+each gives a row with `generation_error` set and no prediction.
 """
 from __future__ import annotations
 

@@ -74,3 +74,8 @@ def join_labels(table: pa.Table, path: str, keep_unmatched: bool = False) -> pa.
     codes_col = pa.array([x[1] if x else own for x, own in zip(found, own_codes)], type=pa.list_(pa.string()))
     table = table.set_column(table.schema.get_field_index("label"), table.schema.field("label"), label_col)
     return table.set_column(table.schema.get_field_index("error_codes"), table.schema.field("error_codes"), codes_col)
+
+
+def with_labels(table: pa.Table, path: str | None) -> pa.Table:
+    """Generated rows with the run's expert labels joined (`labels:`), as they are without one."""
+    return join_labels(table, path) if path else table

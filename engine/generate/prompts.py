@@ -1,26 +1,13 @@
-r"""FIM prompts from samples, and predictions from generated token ids.
+"""FIM prompts from samples, and predictions from generated token ids.
 
 A prompt is built as token ids, part by part, following the family's model card: special
 tokens by id, text segments encoded exactly as written. Building ids rather than a string to
 re-tokenize means a FIM marker can never be split or merged with its neighbours, and a
 literal `<fim_middle>` inside a source file stays text (encoded with `split_special_tokens`).
 
-The prime (the start of the reference given to the model), rule `letters` (the default; it is
-how the study's published prompts were cut): tokenize the whole comment, opener included, as
-one text with the generator's tokenizer; count only the tokens whose text (the characters
-their offsets cover) contains a Unicode letter (`[^\W\d_]`), so tokens that are only comment
-markers, whitespace, punctuation, digits, a bare dummy-prefix marker or a byte-fallback piece
-of a line break do not count, and `'s` does; the prime is the comment up to the end offset of
-the `n`-th counted token (3 by default), the whole comment when it has fewer. Byte-level
-tokens that share one multi-byte character's span count once, as that character. Under a
-Llama-2 vocabulary `//2-Given sides of a triangle` gives `//2-Given sides` (tokens `//`, `2`,
-`-`, `G`, `iven`, ` sides`; counted: G, iven, sides), and `//outside of this` gives
-`//outside of` (out, side, of: the first word is tokenized with the opener in front of it).
-
-Rule `text-tokens`: the comment's opener and layout (`//`, `/**`
-plus line break, indentation and ` * `), then the first `n` tokens of the remaining text
-tokenized alone, cut at the end offset of the last of them; a bare dummy-prefix marker and
-tokens with an empty span hold no character of the text and are not counted.
+The prime (the start of the reference given to the model) follows rule `letters` (the default;
+how the study's published prompts were cut) or `text-tokens`; docs/generation.md ("The prime,
+precisely") gives both rules token by token.
 """
 from __future__ import annotations
 

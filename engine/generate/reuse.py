@@ -16,6 +16,7 @@ import pyarrow.compute as pc
 
 from engine.generate.fim import first_row_per_file, output_row, signature
 from engine.generate.fim import generate_part as generate
+from engine.generate.labels import with_labels
 from engine.reuse.keys import digest, generation_input_hash, model_identities
 from engine.reuse.sources import ReuseSources
 
@@ -66,10 +67,5 @@ def generate_part(stage: Any, ctx: Any, sources: ReuseSources) -> tuple[pa.Table
         out.update({name: earlier[name] for name in GENERATED_FIELDS})
         merged.append(out)
         per_run[run] = per_run.get(run, 0) + 1
-    table = pa.Table.from_pylist(merged, schema=GENERATION_SCHEMA)
-    labels_path = ctx.settings.labels
-    if labels_path:
-        from engine.generate.labels import join_labels
-
-        table = join_labels(table, labels_path)
+    table = with_labels(pa.Table.from_pylist(merged, schema=GENERATION_SCHEMA), ctx.settings.labels)
     return table, per_run, len(todo)

@@ -1,5 +1,5 @@
 """Stage `generate`: FIM completion of each file's removed comment by each configured generator
-(engine.generate.fim), one task per generator, model-major."""
+(engine.generate.fim), one task per generator, model-major (engine.generate.section)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -7,14 +7,15 @@ from typing import Any, Iterable
 
 import pyarrow as pa
 
-from engine.errors import ConfigError
 from engine.generate.fim import generate_part, plan_generation, signature
-from engine.generate.params import GenerateSection
+from engine.generate.labels import with_labels
+from engine.generate.params import GenerateSection, default_generator_seeds
+from engine.generate.section import check_section, section_tasks
+from engine.generate.section import model_needs as section_model_needs
 from engine.records import GENERATION_SCHEMA
 from engine.stages.base import MODEL_PATH_OPTIONS, SAMPLES, PartContext, PartStage, Rates, Reusable, StageTask
 
 
-# ----- the stage: one task per generator, model-major (engine.stages.base) -----------------
 class GenerateStage(PartStage, Reusable, Rates):
     name = "generate"
     package = "engine.generate"
@@ -35,41 +36,20 @@ class GenerateStage(PartStage, Reusable, Rates):
 
     def with_run_seed(self, options: dict[str, Any], seed: int) -> dict[str, Any]:
         """Each generator's seed defaults to the run's."""
-        generators = options.get("generators")
-        if isinstance(generators, list):
-            options["generators"] = [dict(g, seed=g.get("seed", seed)) if isinstance(g, dict) else g for g in generators]
-        return options
+        return default_generator_seeds(options, seed)
 
     @property
     def row_generators(self) -> tuple[str, ...]:  # type: ignore[override]
         return tuple(g.generator_name for g in self.params.generators)
 
     def check_config(self) -> None:
-        from engine.params import error_messages, raise_all
-        from engine.runtime import check_model_name
-
-        errors: list[str] = []  # every generator's missing model at once
-        for i, g in enumerate(self.params.generators):
-            try:
-                check_model_name(g.model, f"generate.generators[{i}].model")
-                if g.tokenizer_name != g.model:
-                    check_model_name(g.tokenizer_name, f"generate.generators[{i}].tokenizer", kind="tokenizer")
-            except ConfigError as exc:
-                errors.extend(error_messages(exc))
-        raise_all(errors)
+        check_section(self.params)
 
     def model_needs(self) -> list[Any]:
-        from engine.runtime.memory import ModelNeed
-
-        return [ModelNeed(g.model, self.name, f"generate.generators[{i}]", g.backend, g.dtype, g.device, g.max_model_len,
-                          g.gpu_memory_utilization, g.tensor_parallel_size)
-                for i, g in enumerate(self.params.generators)]
+        return section_model_needs(self.params, self.name)
 
     def tasks(self) -> list[StageTask]:
-        return [
-            StageTask(self.name, f"generate-{g.generator_name}", f"generate:{g.model}", i, params=g)
-            for i, g in enumerate(self.params.generators)
-        ]
+        return section_tasks(self.params, self.name)
 
     def needs_prepass(self, task: StageTask) -> bool:
         return True
@@ -94,11 +74,5 @@ class GenerateStage(PartStage, Reusable, Rates):
     def run_part(self, ctx: PartContext) -> pa.Table:
         samples = ctx.input_table()
         self.require_columns(samples, "the part's samples")
-        params = ctx.part.params
-        table = generate_part(samples, params, int(ctx.prepass["max_new_tokens"]))
-        labels_path = ctx.settings.labels
-        if labels_path:
-            from engine.generate.labels import join_labels
-
-            table = join_labels(table, labels_path)
-        return table
+        table = generate_part(samples, ctx.part.params, int(ctx.prepass["max_new_tokens"]))
+        return with_labels(table, ctx.settings.labels)

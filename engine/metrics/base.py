@@ -1,8 +1,10 @@
 """What every scorer offers the score stage, and how the stage finds a scorer by kind.
 
 A scorer is built once from its validated parameter object (a frozen dataclass with
-`from_mapping`) and then scores any number of items; heavy models load lazily on the first
-`score()` call so that planning a run never loads a model.
+`from_mapping`) and the stage it scores for (`cls(params, stage=...)`: the model registry
+records who loaded a model, and a library module never names a stage), then scores any number
+of items; heavy models load lazily on the first `score()` call so that planning a run never
+loads a model.
 """
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ SCORER_KINDS = {
 
 class Scorer(Protocol):
     kind: str
+    stage: str  # the stage its models load for ('' outside a run)
 
     @property
     def task_name(self) -> str:

@@ -1,39 +1,10 @@
 """BERTScore-style embedding metrics with context: greedy matching of masked token embeddings.
 
 Per context setting (engine/context.py) the model sees the whole setting's text and only the
-tokens overlapping the scored span are matched. Conventions are bert_score 0.3.13's
-(package `bert-score`): the model's special tokens take part in the max with weight 0, weights are 1
-or idf, F = 2PR/(P+R), an empty side scores P = R = F = 0, items sharing (sample_id, noise)
-with different references take the max of P, R and F independently, optional baseline
-rescaling (x - b)/(1 - b). `mode: compat` in the `none` setting reproduces `bert_score.score`
-(stripped texts, silent truncation at the model max length, fp32). Departures, on purpose:
-
-- padding never enters a max (bert_score lets a padded position add a similarity 0 to the
-  max, which makes its scores depend on batch composition when every similarity of a token is
-  negative); ours do not depend on batching;
-- idf documents are unique reference spans (per context setting), so a reference shared by 5
-  generators and 3 noise settings counts once (bert_score counts every pair's reference);
-  identical to bert_score when references are distinct. In a run they are the unique
-  references of the whole run, counted once by the score stage's corpus pre-pass
-  (`reference_document_frequencies`, then `use_corpus_idf`); without a pre-pass (the
-  `score_texts` API) they are the references of the call, as in bert_score;
-- empty means "no scored token" (bert_score tests for a length of 2, which only fits
-  tokenizers that add exactly two special tokens);
-- RoBERTa/GPT-2 tokenizers are loaded with add_prefix_space=True, which is bert_score's
-  intent; under transformers 5 its call-time argument is silently ignored, so bert_score
-  itself tokenises without the prefix space there.
-
-When the span is the whole text (the `none` setting) every token is scored, including
-zero-width ones a tokenizer inserts (the prefix-space token); otherwise the offset rule of
-engine.context.span_token_mask decides. Scope of idf and references: everything passed to
-one `score()` call unless a corpus idf is set; references are encoded once per distinct (text, span) in a chunk of
-whole files (all generators and noise settings of a file are in the same chunk).
-
-`mode: fast` allows bfloat16/float16, runs linear layers through oneDNN on CPU in bfloat16
-and float32 (engine/metrics/cpu_fastpath.py) and scores spans longer than the model window in
-overlapping windows instead of truncating them. In the `minimal` and `full` settings both
-modes use windows. Variants: P, R, F (or layer-k/P, ... with all_layers) and mean-cos (cosine
-of the mean raw embeddings of the scored tokens; never rescaled).
+tokens overlapping the scored span are matched. The conventions are bert_score 0.3.13's;
+`mode: compat` in the `none` setting reproduces `bert_score.score`. docs/metrics.md ("BERTScore:
+conventions and departures") lists where ours differ on purpose (padding never enters a max,
+idf over unique reference spans, ...), the scope of idf and references, and `mode: fast`.
 """
 from __future__ import annotations
 
@@ -63,35 +34,33 @@ CHUNK_GROUPS = 2048
 
 @dataclass(frozen=True)
 class EmbeddingParams(ModelEntry):
-    """Options of the embedding scorer (see the module docstring for the semantics): a model entry
+    """Options of the embedding scorer (docs/metrics.md gives the semantics): a model entry
     (`ModelEntry`: model, dtype, max_model_len) and how it is matched. With max_model_len null
     the window is the tokenizer's model_max_length.
-
-    Keys:
-        layer: layer whose output is matched (0 = embeddings; null: the packaged table engine/resources/encoders.yaml, else the last).
-        all_layers: P/R/F for every layer from one forward pass (variants `layer-K/P`...).
-        idf: weight tokens by log((M+1)/(df+1)) over the references.
-        baseline: `LAYER,P,R,F` file for baseline rescaling (null: none).
-        mode: `compat` reproduces the bert_score package in context `none` (always float32: dtype `auto`
-            or float32); `fast` allows other dtypes, `auto` there being the device probe's choice.
-        strict_dtype: refuse the config when the device computes `dtype` > 4x slower than float32
-            (otherwise float32 is used with one warning).
-        contexts: context settings to score in: `none`, `minimal`, `full`.
-        batch_tokens: padded tokens per forward batch.
-        mean_pool: also the `mean-cos` variant (cosine of the mean-pooled span embeddings).
-        device: `auto`, `cpu`, `cuda`, `cuda:N` or `mps`.
     """
 
     layer: int | None = None
+    """layer whose output is matched (0 = embeddings; null: the packaged table engine/resources/encoders.yaml, else the last)."""
     all_layers: bool = False
+    """P/R/F for every layer from one forward pass (variants `layer-K/P`...)."""
     idf: bool = False
+    """weight tokens by log((M+1)/(df+1)) over the references."""
     baseline: str | None = None
+    """`LAYER,P,R,F` file for baseline rescaling (null: none)."""
     mode: Literal["compat", "fast"] = "compat"
+    """`compat` reproduces the bert_score package in context `none` (always float32: dtype `auto`
+    or float32); `fast` allows other dtypes, `auto` there being the device probe's choice."""
     strict_dtype: bool = False
+    """refuse the config when the device computes `dtype` > 4x slower than float32
+    (otherwise float32 is used with one warning)."""
     contexts: tuple[ContextSetting, ...] = ("none",)
+    """context settings to score in: `none`, `minimal`, `full`."""
     batch_tokens: int = 16384
+    """padded tokens per forward batch."""
     mean_pool: bool = True
+    """also the `mean-cos` variant (cosine of the mean-pooled span embeddings)."""
     device: str = "auto"
+    """`auto`, `cpu`, `cuda`, `cuda:N` or `mps`."""
     min_model_len: ClassVar[int] = 3
     renamed_keys: ClassVar[Mapping[str, str]] = {"max_length": "max_model_len"}
     identity_order: ClassVar[tuple[str, ...]] = ("model", "layer", "all_layers", "idf", "baseline", "mode", "dtype",
@@ -139,8 +108,9 @@ class EmbeddingScorer:
     kind = "embedding"
     Params = EmbeddingParams
 
-    def __init__(self, params: EmbeddingParams):
+    def __init__(self, params: EmbeddingParams, *, stage: str = ""):
         self.params = params
+        self.stage = stage  # who loads its model, as the model registry records it ('' outside a run)
         self._loaded: tuple[str, str, str, str] | None = None  # attn, linear kernels, dtype, identity once loaded
         self._corpus_idf: dict[str, Any] = {}  # context -> IdfTable from the run's pre-pass
         self._corpus_idf_hash = ""
@@ -239,7 +209,7 @@ class EmbeddingScorer:
         p = self.params
         layer = None if p.all_layers else self.layer
         key = ("encoder", p.model, layer, p.resolved_dtype, p.device, p.max_model_len, p.mode == "fast", p.strict_dtype)
-        runtime = acquire(key, lambda: self._load_runtime(layer), model=p.model, stage="score", device=p.device,
+        runtime = acquire(key, lambda: self._load_runtime(layer), model=p.model, stage=self.stage, device=p.device,
                           estimate_bytes=lambda: estimate_model_bytes(p.model, dtype=p.requested_dtype, device=p.device))
         if self._loaded is None:
             self._loaded = (runtime.attn_implementation, runtime.linear_kernels, runtime.dtype_name,

@@ -115,8 +115,9 @@ class LexicalScorer:
     kind = "lexical"
     Params = LexicalParams
 
-    def __init__(self, params: LexicalParams):
+    def __init__(self, params: LexicalParams, *, stage: str = ""):
         self.params = params
+        self.stage = stage  # it loads no model; taken like every scorer's
         self._bleu: dict[str, SentenceBleu] = {}
         self._rouge = RougeL()
         self._meteor_tokens = lru_cache(maxsize=_CACHE_SIZE)(meteor_tokens)

@@ -154,8 +154,9 @@ class LikelihoodScorer:
     kind = "likelihood"
     Params = LikelihoodParams
 
-    def __init__(self, params: LikelihoodParams):
+    def __init__(self, params: LikelihoodParams, *, stage: str = ""):
         self.params = params
+        self.stage = stage  # who loads its model, as the model registry records it ('' outside a run)
         self._arch: str | None = None if params.architecture == "auto" else params.architecture
         self._model: Any = None
         self._tokenizer: Any = None
@@ -273,7 +274,7 @@ class LikelihoodScorer:
 
         p = self.params
         key = ("likelihood", p.model, self.architecture, p.resolved_dtype, p.device, p.strict_dtype)
-        loaded, tokenizer = acquire(key, self._load_model, model=p.model, stage="score", device=p.device,
+        loaded, tokenizer = acquire(key, self._load_model, model=p.model, stage=self.stage, device=p.device,
                                     estimate_bytes=lambda: estimate_model_bytes(p.model, dtype=p.dtype, device=p.device))
         import torch
 

@@ -1,24 +1,11 @@
 """The regenerated function, taken from a model's completion with its language's real parser.
 
-The prompt ends inside the function (after `{`, or after the docstring for Python), so the
-function is the prompt's header plus the completion up to where the parser says the function
-ends. Nothing is counted by hand: braces inside strings, raw strings, character literals,
-lifetimes, regular expressions, digit separators and comments are the grammar's business.
-
-- JavaScript, C++, Go, Rust: `signature {` + completion is parsed (tree-sitter); the first
-  top-level node must be the function, without an error node inside it; it ends where that node
-  ends. The functions that follow it at top level (helpers the completion defines, not a `main`)
-  are kept; the first node that is not a complete function ends the code.
-- Java: the completion is placed in `class { signature {`; the method must parse without an
-  error; Unicode escapes (`\\u007d`) are translated first, as javac does before it tokenizes, so
-  the parser sees the braces javac sees.
-- Python: the indented lines after the header (`function_from_completion`), which must parse
-  (`ast`) as exactly one function definition of the entry point's name.
-
-C++ preprocessor directives inside the function are refused: the preprocessor can make the
-compiler see another structure than any parser of the text.
-
-What the parser cannot place raises `Rejected`; the row gets status `rejected` and is never run.
+The prompt ends inside the function, so the function is the prompt's header plus the
+completion up to where the parser (tree-sitter; `ast` for Python, `function_from_completion`)
+says it ends, Java's Unicode escapes translated first as javac does; docs/roundtrip.md
+("Taking the function from a completion") gives the rule per language. C++ preprocessor directives inside the function are
+refused. What the parser cannot place raises `Rejected`; the row gets status `rejected` and is
+never run.
 """
 from __future__ import annotations
 

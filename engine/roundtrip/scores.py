@@ -1,20 +1,9 @@
 """Round-trip scores: McEval's pass@1 and SONAR's correctness, abstraction, conciseness, fluency.
 
-- pass@1: 1 when the regenerated code passes all of the task's tests, else 0 (the mean over
-  V samples is the unbiased pass@1 estimate c/n).
-- correctness: share of the differential-testing inputs on which regenerated and original
-  functions agree (engine.roundtrip.difftest); 0 when the regenerated code cannot be run.
-- abstraction: 1 - mean pairwise similarity over the U x V regenerations of one task and
-  comment; similarity = mean of the Jaccard index of AST edges (parent type, child type) and
-  the Jaccard index of code tokens, docstrings removed, without Python keywords and without the
-  tokens of the signature and context the model was given (those are shared by construction).
-  Java uses the same two views through `javalang` (engine.roundtrip.java_ast); the other
-  languages have no parser here and get NaN.
-- conciseness: 1 - the largest relative shortening (in characters) among the compressions of
-  the comment whose regenerated code keeps the correctness of the original comment's; 0 when
-  no compression keeps it.
-- fluency: 1 / perplexity of the comment under a causal LM (mean token negative log-likelihood,
-  first token conditioned on the tokenizer's BOS when it has one).
+Each is defined in docs/roundtrip.md ("Scores"): pass@1 from the verdicts, correctness from
+differential testing (engine.roundtrip.difftest), abstraction from AST-edge and token Jaccard
+over the U x V regenerations (Java through engine.roundtrip.java_ast), conciseness from the
+comment's compressions, fluency from a causal LM's perplexity.
 """
 from __future__ import annotations
 

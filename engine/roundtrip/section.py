@@ -1,5 +1,5 @@
 """What the round trip's section needs before and beside its parts: config checks, the models
-it loads, its task's model key, and the signatures of the scores it writes."""
+it loads, its one task, and the signatures of the scores it writes."""
 from __future__ import annotations
 
 import logging
@@ -7,7 +7,9 @@ from pathlib import Path
 from typing import Any
 
 from engine.errors import ConfigError, InputError
+from engine.params import option_digest
 from engine.roundtrip.params import ORACLE
+from engine.stages.base import StageTask
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +60,12 @@ def model_key(params: Any) -> str:
         models.append(params.fluency_model)
     # Without a model the parts are CPU work (sandbox runs): no model actor, no model key.
     return f"roundtrip:{','.join(models)}" if models else ""
+
+
+def section_tasks(params: Any, stage: str) -> list[StageTask]:
+    """One task for the whole section, named from its resolved options: a comment is shared by
+    every generator, and abstraction compares all U x V regenerations of one (task, language)."""
+    return [StageTask(stage, f"roundtrip-{option_digest(params.to_dict())}", model_key(params), 0)]
 
 
 def signatures(p: Any) -> dict[str, Any]:

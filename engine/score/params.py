@@ -154,9 +154,10 @@ def _label_and_check(specs: list[ScorerSpec]) -> list[ScorerSpec]:
 
 
 # ----- scorer instances: light objects; their models belong to the model registry ----------
-def get_scorer(spec: ScorerSpec) -> Any:
+def get_scorer(spec: ScorerSpec, *, stage: str) -> Any:
     """A scorer for `spec`. Cheap: it loads nothing itself; its model comes from the model
-    registry (engine.runtime.model_registry) when it first scores, and stays there, not in the scorer."""
+    registry (engine.runtime.model_registry) when it first scores, recorded as loaded for
+    `stage`, and stays there, not in the scorer."""
     from engine.metrics.base import scorer_class
 
-    return scorer_class(spec.kind)(spec.params)
+    return scorer_class(spec.kind)(spec.params, stage=stage)

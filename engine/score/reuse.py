@@ -1,6 +1,5 @@
-"""Reuse in the score stage, its `Reusable` capability (identity and row matching).
-
-Split a part's items into rows taken from earlier runs and rows to compute, compute only the latter, and lay the rows out exactly as a fresh part would.
+"""Reuse in the score stage, its `Reusable` capability (identity and row matching): a part's
+items split into rows taken from earlier runs and rows to compute, laid out as a fresh part's.
 
 The unit is (item, segment): a segment is one context setting of an embedding or likelihood
 entry, or one metric of a lexical entry. A segment of an item is reused when the earlier run
@@ -8,11 +7,10 @@ has every row of it (each variant), none an error row, each with the signature t
 write. The segments left are computed by the entry's scorer restricted to them (same options
 otherwise, so the same numbers); a likelihood item with a segment left is computed whole.
 
-Row order of a fresh part (what the merge reproduces, see the scorers' `score`):
-- embedding: context (config order), then item (part order), then variant;
-- lexical and likelihood: item, then metric / context, then variant / direction;
-then the error rows of items without a prediction, always computed.
-A part with two items of one (sample_id, noise) is computed whole (its order is the scorer's).
+Row order of a fresh part (what the merge reproduces, see the scorers' `score`): embedding:
+context (config order), then item (part order), then variant; lexical and likelihood: item,
+then metric / context, then variant / direction; then the error rows of items without a
+prediction, always computed. A part with two items of one (sample_id, noise) is computed whole.
 """
 from __future__ import annotations
 
@@ -83,32 +81,31 @@ def _expected_signature(scorer: Any, signatures: dict[str, str], key: Key, langu
 
 def _restricted_scorer(spec: Any, scorer: Any, segments: Sequence[str], prepass: dict[str, Any]) -> Any:
     """The entry's scorer for some of its segments; it shares the loaded model where it can."""
-    from engine.score.params import get_scorer
-    from engine.stages.base import prepass_hash
+    from engine.score.corpus import entry_scorer
 
     option = SEGMENT_OPTION[spec.kind]
     if tuple(segments) == tuple(spec.params.to_dict()[option]):
         return scorer
-    restricted = get_scorer(replace(spec, params=replace(spec.params, **{option: tuple(segments)})))
-    if prepass:  # the run's corpus idf (counted over every context of the entry)
-        restricted.use_corpus_idf(prepass["idf"], prepass_hash(prepass))
-    # The loaded encoder does not depend on the contexts scored: the model registry's key
-    # leaves them out, so both scorers share one loaded model.
-    return restricted
+    # The run's corpus idf was counted over every context of the entry. The loaded encoder does
+    # not depend on the contexts scored: the model registry's key leaves them out, so both
+    # scorers share one loaded model.
+    return entry_scorer(replace(spec, params=replace(spec.params, **{option: tuple(segments)})), prepass, scorer.stage)
 
 
 def score_part(stage: Any, ctx: Any, sources: ReuseSources) -> tuple[pa.Table, dict[str, int], int] | None:
     """(table, rows reused per earlier run, rows computed), or None when nothing can be reused."""
-    from engine.score.rows import missing_prediction_rows, rows_to_table, score_items
+    from engine.score.corpus import entry_scorer
+    from engine.score.rows import missing_prediction_rows, part_items, rows_to_table, score_items
 
-    spec, scorer = stage.part_scorer(ctx)
+    spec = ctx.part.params
+    scorer = entry_scorer(spec, ctx.prepass, stage.name)
     layout = _layout(spec, scorer)
     if layout is None:
         return None
     index = sources.score_index(score_identity(spec, ctx.prepass), score_items)
     if not index:
         return None
-    items, reasons = stage.part_items(ctx)
+    items, reasons = part_items(ctx, stage)
     ready = [item for item in items if item.prediction is not None]
     missing = [item for item in items if item.prediction is None]
     if len({(i.sample_id, i.noise) for i in ready}) != len(ready):

@@ -1,5 +1,9 @@
 """What a part of the score stage scores and writes: its items (each sample's prediction, then its
-noise or perturbed texts) and the rows of the score table, error rows included."""
+noise or perturbed texts) and the rows of the score table, error rows included.
+
+Rows of items without a prediction (generation failed) are error rows under the scorer's own
+metric names and variants, with NaN values and the reason in `error`.
+"""
 from __future__ import annotations
 
 from dataclasses import replace
@@ -8,6 +12,7 @@ from typing import Any, Iterable, Iterator, Mapping, Sequence
 import pyarrow as pa
 
 from engine.items import ScoreItem, ScoreRow
+from engine.kinds import CANDIDATES
 from engine.records import SCORE_SCHEMA
 
 
@@ -39,6 +44,38 @@ def group_by_sample(rows: Iterable[dict[str, Any]]) -> dict[str, list[dict[str, 
     for row in rows:
         out.setdefault(row["sample_id"], []).append(row)
     return out
+
+
+def generation_errors(samples: pa.Table) -> dict[str, str]:
+    """sample_id -> why it has no prediction, for rows whose generation failed."""
+    if "generation_error" not in samples.column_names:
+        return {}
+    return {
+        r["sample_id"]: f"no prediction: {r['generation_error']}"
+        for r in samples.select(["sample_id", "generation_error"]).to_pylist()
+        if r["generation_error"]
+    }
+
+
+def part_items(ctx: Any, stage: Any) -> tuple[list[ScoreItem], dict[str, str]]:
+    """Every item of the part in scoring order, and why items without a prediction lack one.
+    ctx: the part's engine.stages.base.PartContext; stage: the score stage (its input columns)."""
+    samples = ctx.input_table()
+    stage.require_columns(samples, "the part's samples")
+    extra: list[dict[str, Any]] = []
+    for provider in ctx.providers_of(CANDIDATES):
+        extra.extend(provider.as_candidates(ctx.stage_output(provider.name)).to_pylist())
+    items = list(score_items(samples, group_by_sample(extra)))
+    missing = any(item.prediction is None for item in items)
+    return items, generation_errors(samples) if missing else {}
+
+
+def part_table(scorer: Any, items: Sequence[ScoreItem], reasons: Mapping[str, str], scorer_label: str | None) -> pa.Table:
+    """The part's score table: the scorer's rows of items with a prediction, then error rows."""
+    ready = [item for item in items if item.prediction is not None]
+    missing = [item for item in items if item.prediction is None]
+    rows = scorer.score(ready) + missing_prediction_rows(scorer, missing, reasons)
+    return rows_to_table(rows, {item.sample_id: item for item in items}, scorer_label)
 
 
 def rows_to_table(rows: Sequence[ScoreRow], items_by_id: Mapping[str, ScoreItem], scorer_label: str | None) -> pa.Table:

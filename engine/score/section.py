@@ -1,12 +1,11 @@
-"""What the score section needs beside its parts: config checks, the models its scorers load,
-the layer each embedding scorer reports, and why items of a part lack a prediction."""
+"""What the score section needs beside its parts: config checks, its tasks, the models its
+scorers load and the layer each embedding scorer reports."""
 from __future__ import annotations
 
 from typing import Any
 
-import pyarrow as pa
-
-from engine.score.params import ScoreSection
+from engine.score.params import ScoreSection, get_scorer
+from engine.stages.base import StageTask
 
 
 def check_section(section: ScoreSection) -> None:
@@ -17,6 +16,16 @@ def check_section(section: ScoreSection) -> None:
         model = spec.params.to_dict().get("model")
         if model:
             check_model_name(model, f"score.scorers[{i}].model")
+
+
+def section_tasks(section: ScoreSection, stage: str) -> list[StageTask]:
+    """One task per entry, named from its complete resolved options (engine.metrics.task_names),
+    so two entries never share a part file."""
+    out = []
+    for i, spec in enumerate(section.scorers):
+        scorer = get_scorer(spec, stage=stage)
+        out.append(StageTask(stage, scorer.task_name, scorer.model_key, i, params=spec))
+    return out
 
 
 def model_needs(section: ScoreSection, stage: str) -> list[Any]:
@@ -50,14 +59,3 @@ def reported_layers(options: dict[str, Any]) -> dict[str, int]:
         if layer is not None:
             out[scorer["model"]] = int(layer)
     return out
-
-
-def generation_errors(samples: pa.Table) -> dict[str, str]:
-    """sample_id -> why it has no prediction, for rows whose generation failed."""
-    if "generation_error" not in samples.column_names:
-        return {}
-    return {
-        r["sample_id"]: f"no prediction: {r['generation_error']}"
-        for r in samples.select(["sample_id", "generation_error"]).to_pylist()
-        if r["generation_error"]
-    }

@@ -1,18 +1,10 @@
 """Stage `score`: every configured scorer over each part's predictions and noise/perturbation texts.
 
-Identity: each `score.scorers` entry is one task, named from its complete resolved options
-(`engine.metrics.base.task_name_for`), so two entries never share a part file. The `scorer`
-column of the rows carries the model as configured; when two entries of one kind name the
-same model (e.g. idf on and off), each entry's scorer column gets the options in which it
-differs from the defaults (`model[idf=true]`), so score keys and calibration groups differ.
-Two entries whose rows would share a score key are refused at config time, naming both.
-
-Corpus pre-pass: an embedding scorer with `idf: true` counts document frequencies over all
-unique reference spans of the run (per context setting) once, before any part; every part
-uses those counts, so idf weights never depend on how the work was cut.
-
-Rows of items without a prediction (generation failed) are error rows under the scorer's own
-metric names and variants, with NaN values and the reason in `error`.
+Identity: each `score.scorers` entry is one task (engine.score.section.section_tasks). The
+`scorer` column carries the model as configured; two entries of one kind naming the same model
+get the options in which they differ (`model[idf=true]`), and two entries whose rows would
+share a score key are refused at config time (engine.score.params). The idf corpus pre-pass is
+engine.score.corpus; a part's items and rows, error rows included, engine.score.rows.
 """
 from __future__ import annotations
 
@@ -21,13 +13,13 @@ from typing import TYPE_CHECKING, Any, Iterable
 
 import pyarrow as pa
 
-from engine.items import ScoreItem
 from engine.records import SCORE_SCHEMA
-from engine.score.params import ScorerSpec, ScoreSection, get_scorer, parse_scorers
-from engine.score.rows import group_by_sample, missing_prediction_rows, rows_to_table, score_items
-from engine.score.section import check_section, generation_errors, reported_layers
+from engine.score.corpus import count_corpus_idf, entry_scorer, needs_corpus_idf
+from engine.score.params import ScoreSection, parse_scorers
+from engine.score.rows import part_items, part_table
+from engine.score.section import check_section, reported_layers, section_tasks
 from engine.score.section import model_needs as scorer_model_needs
-from engine.stages.base import CANDIDATES, LAYER_SETTING, SAMPLES, SCORES, PartContext, PartStage, Rates, ReportSettings, Reusable, StageTask, prepass_hash
+from engine.stages.base import CANDIDATES, LAYER_SETTING, SAMPLES, SCORES, PartContext, PartStage, Rates, ReportSettings, Reusable, StageTask
 
 if TYPE_CHECKING:
     from engine.io.rundir import RunDirectory
@@ -56,29 +48,16 @@ class ScoreStage(PartStage, Reusable, Rates, ReportSettings):
         return scorer_model_needs(self.params, self.name)
 
     def tasks(self) -> list[StageTask]:
-        out = []
-        for i, spec in enumerate(self.params.scorers):
-            scorer = get_scorer(spec)
-            out.append(StageTask(self.name, scorer.task_name, scorer.model_key, i, params=spec))
-        return out
+        return section_tasks(self.params, self.name)
 
-    # ----- corpus pre-pass: idf document frequencies over the run's unique references ---------
     def needs_prepass(self, task: StageTask) -> bool:
-        spec = task.params
-        return spec.kind == "embedding" and bool(spec.params.to_dict().get("idf"))
+        return needs_corpus_idf(task.params)
 
     def prepass(self, task: StageTask, tables: Iterable[pa.Table]) -> dict[str, Any]:
-        spec = task.params
-        scorer = get_scorer(spec)
-        counts = scorer.reference_document_frequencies(score_items(t, {}) for t in tables)
-        return {"idf": counts}
+        return count_corpus_idf(task.params, tables, self.name)
 
     def signatures(self, task: StageTask, prepass: dict[str, Any]) -> dict[str, Any]:
-        spec = task.params
-        scorer = get_scorer(spec)
-        if prepass:
-            scorer.use_corpus_idf(prepass["idf"], prepass_hash(prepass))
-        return scorer.signatures()
+        return entry_scorer(task.params, prepass, self.name).signatures()
 
     def console_lines(self, run: "RunDirectory", counts: dict[str, Any]) -> list[str]:
         """Its row count and the mean score per setting and language."""
@@ -100,30 +79,6 @@ class ScoreStage(PartStage, Reusable, Rates, ReportSettings):
 
         return score_part(self, ctx, sources)
 
-    def part_scorer(self, ctx: PartContext) -> tuple[ScorerSpec, Any]:
-        """The entry of this part and its scorer (built, not loaded), with the run's corpus idf."""
-        spec = ctx.part.params
-        scorer = get_scorer(spec)
-        if ctx.prepass:
-            scorer.use_corpus_idf(ctx.prepass["idf"], prepass_hash(ctx.prepass))
-        return spec, scorer
-
-    def part_items(self, ctx: PartContext) -> tuple[list[ScoreItem], dict[str, str]]:
-        """Every item of the part in scoring order, and why items without a prediction lack one."""
-        samples = ctx.input_table()
-        self.require_columns(samples, "the part's samples")
-        extra: list[dict[str, Any]] = []
-        for provider in ctx.providers_of(CANDIDATES):
-            extra.extend(provider.as_candidates(ctx.stage_output(provider.name)).to_pylist())
-        items = list(score_items(samples, group_by_sample(extra)))
-        missing = any(item.prediction is None for item in items)
-        return items, generation_errors(samples) if missing else {}
-
     def run_part(self, ctx: PartContext) -> pa.Table:
-        spec, scorer = self.part_scorer(ctx)
-        items, reasons = self.part_items(ctx)
-        ready = [item for item in items if item.prediction is not None]
-        missing = [item for item in items if item.prediction is None]
-        rows = scorer.score(ready) + missing_prediction_rows(scorer, missing, reasons)
-        items_by_id = {item.sample_id: item for item in items}
-        return rows_to_table(rows, items_by_id, spec.scorer_label)
+        items, reasons = part_items(ctx, self)
+        return part_table(entry_scorer(ctx.part.params, ctx.prepass, self.name), items, reasons, ctx.part.params.scorer_label)

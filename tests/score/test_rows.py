@@ -11,7 +11,7 @@ from engine.score.rows import missing_prediction_rows
 
 
 def test_missing_prediction_rows_use_the_scorers_metric_names() -> None:
-    scorer = get_scorer(ScorerSpec("lexical", LexicalScorer.Params()))
+    scorer = get_scorer(ScorerSpec("lexical", LexicalScorer.Params()), stage="score")
     item = ScoreItem("s", "f", "en", "g", "none", "ab // x", 3, 7, "// x", "", None)  # type: ignore[arg-type]
     out = missing_prediction_rows(scorer, [item], {"s": "no prediction: backend failed"})
     assert {r.metric for r in out} == {"bleu", "rougeL", "meteor"}
