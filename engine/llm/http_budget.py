@@ -9,9 +9,8 @@ the part raises `BudgetExhaustedError` once the requests in flight are answered.
 
 The cache: every answer (and a `charged` record per attempt billed without one) is appended to
 RUN/judge_cache/<task>/p<part>-<id>.jsonl, keyed by the sha256 of the request body, before the
-request counts as done; a part that runs again takes its answers from there, and the spend so
-far is the sum over the run's cache. Caps and prices are not part of the run's identity, so
-`--resume` with a raised cap continues the run. The whole contract: docs/judges.md.
+request counts as done; a part that runs again takes its answers from there. Caps and prices are
+not part of the run's identity, so `--resume` with a raised cap continues. Details: docs/judges.md.
 """
 from __future__ import annotations
 
