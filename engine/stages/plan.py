@@ -8,10 +8,9 @@ come from, the earlier stages whose part `i` it reads, its folder, schema and mo
 run's seed and the data-flow layout that RunDirectory reads (engine.io.layout, plain data). It
 travels to Ray workers in place of the bare config; whoever calls a stage's hooks asks the plan.
 
-A run directory written earlier is opened by `reopen_run(root)`: the RunDirectory with the plan
-rebuilt from the config its manifest records (`plan_of_run`), or, when that config does not
-validate or the directory has none, a plan of the stages it lists, unbuilt, with a note saying
-why (`RunPlan.note`). docs/architecture.md walks through it.
+`reopen_run(root)` opens a run directory written earlier: the RunDirectory with the plan rebuilt
+from the config its manifest records (`plan_of_run`), or, when that config does not validate or
+the directory has none, a plan of the stages it lists, unbuilt, with a note (`RunPlan.note`).
 """
 from __future__ import annotations
 
