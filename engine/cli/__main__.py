@@ -3,4 +3,5 @@ import sys
 
 from engine.cli import main
 
-sys.exit(main())
+if __name__ == "__main__":  # importing the module (a docs or import sweep) runs nothing
+    sys.exit(main())
