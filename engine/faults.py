@@ -2,25 +2,9 @@
 
 A crash, a lost worker or a killed part process cannot be staged from outside a run that is
 already going (Ray workers and CLI runs are other processes), so the driver and the part code
-ask this module at two points. Both are off unless their environment variable is set, and
-both do nothing else:
-
-- `BABELSCORE_TEST_CRASH_AFTER_COMMITS=N`: the driver SIGKILLs itself after its N-th part
-  commit (the manifest is saved first), as a machine that loses power would;
-- `BABELSCORE_TEST_KILL_PART=<part key>` with `BABELSCORE_TEST_KILL_PART_MARKER=<file>`: the
-  process that runs that part SIGKILLs itself on its first attempt only (the marker file
-  records that it happened), so a retry can succeed;
-- `BABELSCORE_TEST_HOLD_PART=<part key>[,<part key>...]` with `..._MARKER=<file>`: that part's
-  first attempt writes its pid to the marker (`<file>-<i>` for the i-th of several keys) and
-  waits there (at most a minute, or until `<marker>.release` exists) for the test to kill its
-  process or remove its node;
-- `BABELSCORE_TEST_KILL_WORKER_CALL=<method>` with `..._MARKER=<file>`: a model worker kills its
-  whole process group (a vLLM EngineCore too) at the start of its first call of that method;
-- `BABELSCORE_TEST_KILL_TRAINING_AFTER_STEP=N`: LoRA training SIGKILLs its process right after
-  optimizer step N (after that step's checkpoint, if one is due), as a lost machine would.
-
-docs/architecture.md lists this module as the only one that may read these variables
-(tests/stages/test_boundaries.py checks it).
+ask this module at a few points. Each is off unless its `BABELSCORE_TEST_*` environment
+variable is set, and does nothing else. The variables and what each does: docs/development.md,
+"Fault injection". This is the only module that may read them (tests/stages/test_boundaries.py).
 """
 from __future__ import annotations
 

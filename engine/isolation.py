@@ -2,18 +2,13 @@
 
 Every stage that sends a batch of items to a model (generation, the round trip's
 generators, likelihood and embedding forwards, tokenisation) goes through `run_isolated`:
+the whole batch; on out of memory, halves of it (`engine.runtime.halve_on_oom`) down to one
+item, where it becomes a `TransientError`; on any other exception, each item alone, and an
+item that still fails gets an `ItemFailure` (its row records the error, never dropped).
 
-1. the whole batch;
-2. out of memory: the batch is halved and each half retried (`engine.runtime.halve_on_oom`),
-   down to one item, where out of memory becomes a `TransientError`;
-3. any other exception: each item alone, and an item that still fails gets an `ItemFailure`
-   in its place, which the stage records on that item's row (an error row, never dropped).
-
-A `TransientError` (out of memory on one item, a lost device), a `ModelLoadError`, a
-`ConfigError` and a `BudgetExhaustedError` (a judge at its spending cap) are never turned into row
-errors: they say nothing about the item and would fail
-every item alike, so they are re-raised and the part fails (and is retried when transient, by
-the executor's retry policy in `engine.executors.base`).
+A `TransientError`, a `ModelLoadError`, a `ConfigError` and a `BudgetExhaustedError` are never
+turned into row errors: they say nothing about the item and would fail every item alike, so
+they are re-raised and the part fails (retried when transient, by the executor's policy).
 """
 from __future__ import annotations
 

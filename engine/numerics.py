@@ -1,23 +1,16 @@
 """The numeric settings every process of a run shares (`deterministic:` in the config).
 
-Why this exists: a neural value's last bits depend on how the arithmetic is split, and two
-things split it besides the data: the intra-op thread count of torch on a CPU (a Ray worker
-with `num_cpus=1` gets OMP_NUM_THREADS=1, the local executor all cores) and the batch a
-sequence is padded and multiplied with. The first is fixed here for every process; the second
-is fixed by canonical batching (items of a part and sequences of a batch are ordered by a
-stable key of their content, never by input order) and, in `batch_invariant` mode, removed.
+A neural value's last bits depend on how the arithmetic is split: by torch's intra-op thread
+count on a CPU and by the batch a sequence is padded and multiplied with. The first is fixed
+here for every process; the second by canonical batching (ordered by a stable key of content,
+never input order) and, in `batch_invariant` mode, removed.
 
-- `threads`: torch's intra-op threads in every process that computes a part (driver, local
-  executor, every Ray task and actor). Default: resolved once by the driver when the run
-  starts (OMP_NUM_THREADS if set, else the CPUs this process may use) and sent to every worker,
-  so every part of one run computes alike whatever the executor. Recorded in the neural
-  scorers' signatures (`threads:N`).
-- `mode: batch_invariant`: every sequence is run in a batch of its own (padding and partners
-  cannot reach its numbers), so values do not depend on the part size either. Slower; the cost
-  is measured by bench/bench_determinism.py (docs/running.md). Recorded as `batching:invariant`.
+- `threads`: torch's intra-op threads in every process that computes a part; by default resolved
+  once by the driver (OMP_NUM_THREADS, else the usable CPUs) and sent to every worker; signatures say `threads:N`.
+- `mode: batch_invariant`: every sequence in a batch of its own, so values do not depend on the
+  part size either; slower (docs/running.md, docs/throughput.md); signatures say `batching:invariant`.
 
-The default mode and thread count stay out of `to_dict` and so out of the config hash: runs of
-earlier versions keep their identity.
+The default mode and thread count stay out of `to_dict` and so out of the config hash.
 """
 from __future__ import annotations
 

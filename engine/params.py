@@ -240,12 +240,9 @@ def require(condition: bool, where: str, value: Any, allowed: str) -> None:
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class ModelEntry(Params):
-    """The model of one entry, the same in every section that loads or calls one: generate's
-    generators, the round trip's generators, the judges, the embedding and likelihood scorers.
-
-    Each of those entries derives from this class, so the keys below mean the same everywhere;
-    a section adds its own (its backend, batch sizes, ...). `min_model_len` is the shortest
-    window a section can work in (its prompt or its special tokens need room).
+    """The model of one entry, the same in every section that loads or calls one (generate's and the
+    round trip's generators, the judges, the embedding and likelihood scorers), each adding its own
+    keys. `min_model_len` is the shortest window a section can work in.
 
     Keys:
         model: the model: hub id, local directory, pypi:<name> or demo:<name> (an http judge: the model

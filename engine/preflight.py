@@ -1,20 +1,13 @@
 """Config-time checks that need more than the YAML: the input file and what it implies.
 
-`load_config` checks every key and value on its own. `preflight` adds the checks that look
-at the input table or across sections, so that a mistake stops the run before any work
-instead of failing every part later:
-
-- the input exists and has a readable format (unless a source stage, e.g. `build`, makes it);
-- each listed stage's own `Stage.preflight` hook (the noise stage: every generator it will see
-  has a tokenizer; the RunPlan handed it where its samples come from, `SampleOrigin`);
-- every local model folder the run loads is whole: config.json, the safetensors headers and
-  sizes, a tokenizer's vocabulary file (engine.runtime.model_files; DamagedModelError names the file);
-- every model the run loads fits its device's memory budget on its own (estimated from its
-  config; see engine.runtime.memory).
-
-Every check reads the RunPlan (engine.stages.plan), never stage names. `babelscore config check`
-runs `load_config` and `preflight` and nothing else; `babelscore run` runs them before it opens
-the run directory.
+`load_config` checks every key and value on its own; `preflight` adds the checks that look at
+the input table or across sections, so a mistake stops the run before any work: the input
+exists and is readable (unless a source stage makes it); each listed stage's own
+`Stage.preflight` hook; every local model folder the run loads is whole (engine.runtime.model_files;
+DamagedModelError names the file); every model fits its device's memory budget on its own
+(engine.runtime.memory). Every check reads the RunPlan, never stage names.
+`babelscore config check` runs `load_config` and `preflight` and nothing else; `babelscore run`
+runs them before it opens the run directory.
 """
 from __future__ import annotations
 

@@ -1,23 +1,11 @@
 """`babelscore bench CONFIG`: how long would this config take on the whole input, here?
 
-Method. The config runs twice on seeded samples of its input (whole files, chosen in the order
-of blake2b(seed, file_id)): a half-size sample and the full sample (`--sample N` rows), each in
-a throwaway run directory and a fresh process (so model loads, engine starts and imports are
-paid in each, as in a real run). Per stage, the two timings give a line
-
-    time(rows) = fixed + per_row * rows
-
-whose slope is the warm per-row cost (warm-up excluded: it is in both runs and cancels) and
-whose intercept is the fixed cost (model loads, vLLM engine start, compilation). The projection
-for the whole input is fixed + per_row * rows of the input, per stage and in total. A stage
-whose fixed cost is most of its time at the sample size is in the fixed-cost regime: its rows/s
-at that size says little about the rate at scale.
-
-For `--devices N` the projection divides the per-row time of the stages that load a model by N
-(parts spread evenly over N devices, each device paying the fixed cost once, in parallel); CPU
-and driver stages are left as measured. It is a projection, not a measurement.
-
-`--compare` also runs the whole input and prints measured beside projected time, per stage.
+The config runs twice on seeded samples of its input (whole files, in the order of
+blake2b(seed, file_id)): half the sample and all of it (`--sample N` rows), each in a throwaway
+run directory and a fresh process, so every fixed cost is paid in each as in a real run. Per
+stage the two timings give `time(rows) = fixed + per_row * rows`, projected to the input's rows.
+`--devices N` divides the per-row time of the model stages by N; `--compare` also runs the whole
+input. The method, the fixed-cost regime and how to read the numbers: docs/throughput.md.
 The round trip reads its own task table, so its sample is a number of tasks (`roundtrip.limit`).
 """
 from __future__ import annotations

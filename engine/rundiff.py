@@ -1,19 +1,12 @@
 """`babelscore diff RUN_A RUN_B`: are two run directories the same numbers?
 
-Every row output of a run directory is compared: the committed part files of every stage
-(scores, noise, generations, judgments, perturbations, round trip, ...), the samples the
-build wrote and the single-file tables (calibration, sensitivity, significance, rejected rows).
-Rows are matched by their table's row key (the key tuples of engine.records; a table without a
-known key is keyed by all its text, integer and boolean columns), never by position, so two
-runs that cut their parts or ordered their rows differently still compare row by row.
-
-Ignored, because they measure the machine, not the result: timing columns (`latency_s`, any
-`*_s` or `*_seconds` column) and everything in `manifest.json` (times, attempts, hosts). The
-row signatures *are* compared: a row computed under another config or model is a difference.
-
-`tolerance` applies to floating-point values only (absolute difference); text, integers,
-signatures and errors must be identical. NaN equals NaN (a failed row on both sides); at
-tolerance 0, -0.0 differs from 0.0 (bit for bit).
+Every row output of a run directory is compared (every stage's committed parts, the samples the
+build wrote, the single-file tables), rows matched by their table's row key (engine.records;
+else all text, integer and boolean columns), never by position, so runs that cut their parts
+or ordered their rows differently still compare row by row. Timing columns and `manifest.json`
+are ignored (they measure the machine); row signatures are compared. `tolerance` applies to
+floats only (absolute); NaN equals NaN, and at tolerance 0, -0.0 differs from 0.0.
+What is compared and ignored: docs/running.md, "Compare two runs".
 """
 from __future__ import annotations
 

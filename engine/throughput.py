@@ -2,18 +2,11 @@
 (rows, tokens, judge calls, round-trip runs), summed per stage and per task (model) in the
 manifest's `throughput` section and printed on the console.
 
-Where the numbers come from:
-- a part is metered where it runs (`part_meter`, in `execute_part`): wall time, the CPU time of
-  its process and of the child processes it waited for (vLLM workers, sandboxed runs), and its
-  counters, which travel back to the driver in the part table's schema metadata (so the
-  executors' protocol is unchanged, locally and over Ray);
-- counters are added by the code that knows them (`count("encoder_tokens", n)` in the encoder's
-  forward) or read from the part's own output columns (generated and prompt tokens, judge calls);
-- driver-side steps (prepare, pre-passes, analyses, calibrate, report) are timed in the driver
-  (`Recorder.timed`).
-
-`gpu_s` is the wall time of parts that ran in a process with a CUDA device in use: the time a
-GPU was held, not the time its cores were busy.
+A part is metered where it runs (`part_meter`, in `execute_part`) and its counters travel back
+to the driver in the part table's schema metadata; counters are added by the code that knows
+them (`count(...)`) or read from the part's output columns; driver-side steps are timed in the
+driver (`Recorder.timed`). `gpu_s` is the time a GPU was held, not the time its cores were busy.
+The manifest's fields and how to read them: docs/throughput.md.
 """
 from __future__ import annotations
 

@@ -98,6 +98,7 @@ FAST_MODULES = frozenset({
     "data/test_extract.py",
     "executors/test_cluster_docs.py",
     "executors/test_cluster_messages.py",
+    "executors/test_ray_parts.py",
     "finetune/test_adapter_table.py",
     "finetune/test_data.py",
     "finetune/test_training_inputs.py",

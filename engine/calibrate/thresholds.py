@@ -1,23 +1,11 @@
 """Calibration of scores: KDE classifier and agreement per score setting and group.
 
-A score setting is (metric, scorer, variant, context). Tasks per setting:
-- `agreement`: real predictions (noise 'none') with an expert label; 3 classes in the order
-  incorrect < partial < correct; reclassified by the KDE thresholds and compared with the
-  expert labels (quadratic kappa, macro F1, confusion matrices).
-- `noise-<kind>` for every noise kind in the scores: real predictions (class 'real') against
-  that kind's noise predictions (2 classes); macro F1 says how well the metric tells real
-  predictions from noise (kappa is filled too).
-Each task kind is fitted under one or more groupings (`group_by`): `language` pools the
-generators of a language, `language + generator` fits one classifier per target LLM. The study
-fits the noise classifier per target LLM and agreement per language, which are the defaults;
-the noise tasks are fitted pooled as well, so both views are in calibration.parquet (column
-`group_by`; `generator` is null in a pooled row).
-A task row exists for a group when the group has at least one row of that task's kind (a
-labelled row; a noise row). Score rows with `error` set or a non-finite value never enter a
-fit: they are counted (`n_left_out`) and named in the reason of a group that cannot be fitted.
-All groups are fitted in one parallel kernel call. Confidence intervals are percentile
-bootstraps over the group's (expert, predicted) pairs with the thresholds held fixed, seeded
-per group from (seed, group key, task), so they do not depend on row order or on other groups.
+A score setting is (metric, scorer, variant, context). Its tasks are `agreement` (real
+predictions against the expert labels, 3 classes, quadratic kappa) and `noise-<kind>` per noise
+kind (real against that kind's noise, 2 classes, macro F1), each fitted under the groupings of
+`group_by`. All groups are fitted in one parallel kernel call; score rows with `error` set or a
+non-finite value never enter a fit. Tasks, groups and the bootstrap's seeding:
+docs/calibration.md, "Tasks, groups and intervals".
 """
 from __future__ import annotations
 

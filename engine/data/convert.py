@@ -1,22 +1,11 @@
 """Converter from the study's public release layout (one wide table per language) to input samples.
 
-Wide layout: `file_id`, `content` (whole file), `original_comment`, and per generator `<llm>`
-any of `masked_data_<llm>` (the FIM input), `predict_<llm>` (raw generation),
-`predicted_comment_<llm>` (cleaned), `expert_accuracy_<llm>` (label), `error_codes_<llm>`
-(comma-separated or null). Generators are read from the column names: every `<kind>_<llm>`
-column with one of those kinds names a generator `<llm>`, whatever it is called. The study's
-five hub ids are recognised in full (`masked_data_bigcode/starcoder2-7b`) or by their last path
-component (`masked_data_starcoder2-7b`), and the rows then name the full hub id as generator.
-
-The comment's offsets come from locating `original_comment` in `content`; when it occurs more
-than once, the FIM prefix in `masked_data_<llm>` picks the occurrence. The prime is the tail
-of that prefix after the comment's start. Without a usable FIM prefix the prime is recovered
-by the generator's card rule (`letters` by default: the comment up to the end of its 3rd token
-that contains a letter) when a tokenizer for that generator is given, and is empty otherwise.
-`predicted_comment_<llm>` (or, when it is null, `predict_<llm>`) is taken as the text the
-model wrote after the prime, cut at the first of the card's stop strings (the study's list:
-`<|file_separator|>`, `<|endoftext|>`, `<file_sep>`, FIM markers, `</s>`, `<eos>`, `<|end|>`);
-`predict_<llm>` is kept unchanged as `raw_generation`.
+The wide layout and how generators are named: docs/input.md, "Converting a wide table". The
+comment's offsets come from locating `original_comment` in `content` (the FIM prefix in
+`masked_data_<llm>` picks among repeats); the prime is the tail of that prefix after the
+comment's start, else the generator card's prime rule when a tokenizer is given, else empty.
+`predicted_comment_<llm>` (else `predict_<llm>`) is the text written after the prime, cut at
+the card's first stop string; `predict_<llm>` is kept as `raw_generation`. Details: docs/input.md.
 """
 from __future__ import annotations
 

@@ -1,19 +1,11 @@
 """Comment extraction from source files, per programming language (build stage).
 
-A small scanner per language, driven by a table of regular expressions: it jumps from one
-interesting place to the next (a comment opener, a string or character literal opener, a
-brace inside a string interpolation, a `/` that may start a JavaScript regex literal) and
-skips literals whole, so comment markers inside strings are never comments. Handled:
-escapes, multi-line and raw strings (Python triple quotes and prefixes, C++ `R"d(...)d"`,
-Rust `r#"..."#`, Go back-quotes, Java text blocks), interpolations that contain strings
-(`${...}` in JavaScript templates and Kotlin, `{...}` in Python f-strings), nested block
-comments (Rust, Kotlin), C's backslash-continued line comments, Rust lifetimes vs character
-literals, C++ digit separators, JavaScript regex literals (decided by the previous token).
-
-Every comment keeps its exact character span in the original text (CRLF line endings
-included; a line comment ends before its line break). Doc comments (`/** */`, `///`, `//!`,
-`/*! */`, Python docstrings: a triple-quoted string standing alone as a statement) have kind
-"doc". Consecutive own-line line comments with the same opener merge into one comment.
+A small scanner per language, driven by a table of regular expressions, jumps from one
+interesting place to the next and skips string, character and regex literals whole, so
+comment markers inside them are never comments. Every comment keeps its exact character span
+in the original text; doc comments have kind "doc"; consecutive own-line line comments with
+the same opener merge. What each language's scanner handles: docs/generation.md, "Comment
+extraction".
 """
 from __future__ import annotations
 

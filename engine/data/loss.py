@@ -20,7 +20,7 @@ from typing import Any
 from engine.errors import ConfigError
 from engine.io.manifest import Manifest
 
-# Documented in `babelscore --help` and the README's exit status table (engine/cli.py EXIT_CODES).
+# Documented in `babelscore --help` and the README's exit status table (engine/cli/exits.py EXIT_CODES).
 EXIT_REJECTED = 8
 
 _SHARE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*%\s*$")

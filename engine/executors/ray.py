@@ -1,33 +1,18 @@
 """Ray executor: the parts of the local executor, computed on a Ray cluster (laptop or many nodes).
 
-How work is laid out:
-- Parts that need no model (lexical scores, noise) run as Ray tasks on any CPU of the cluster.
-- Parts of a model (embedding and likelihood scorers, generation) run in a fixed-size pool of
-  actors per model. An actor holds one model (the model registry of its process keeps it
-  loaded) and holds up to `max_in_flight_per_actor` parts (one running, the next waiting), so
-  it does not wait for input between parts.
-- Pools are made one model after another (model-major): a model's actors are killed as soon
-  as its parts are done (each first frees its models and reports their residency records for
-  `manifest["models"]`), so a device holds one model at a time and every model is loaded once
-  per actor per run. Model-free tasks run beside the current pool.
-
-Workers only compute. Every result comes back to this process (the driver), which alone
-writes part files and the manifest through `commit`: a worker killed in the middle of a part
-leaves nothing behind, and a zombie worker of a killed driver cannot write either. Parts lost
-to a system failure (worker or node died) are resubmitted at most `max_retries` times, then
-handed to `fail`. An exception raised by the part's own code fails the part at once, as in the
-local executor (it would fail again), unless it is a `TransientError` (retried like a system
-failure) or `retry_exceptions` is set. Workers read the run
-directory (`samples/part-*.parquet`), so on several nodes it must be on a shared filesystem.
+Model-free parts run as Ray tasks on any CPU; a model's parts run in a fixed-size pool of
+actors that keep the model loaded, one model after another (model-major). Workers only
+compute: every result comes back to this process (the driver), which alone commits part files
+and the manifest, so a worker killed mid-part leaves nothing behind. Parts lost to a dead worker
+or node are resubmitted up to `max_retries` times; an exception of the part's own code fails it
+at once unless it is a `TransientError`. Workers read the run directory, so on several nodes it
+must be on a shared filesystem. The layout, faults and options: docs/cluster.md.
 """
 from __future__ import annotations
 
-import dataclasses
 import logging
-import math
 import os
 import socket
-import time
 from collections import deque
 from collections.abc import Sequence
 from typing import Any
@@ -39,89 +24,24 @@ from ray.exceptions import AuthenticationError, RayActorError, RayError, RaySyst
 from engine.errors import ClusterError
 from engine.executors.base import CommitFn, FailFn, RetryPolicy
 from engine.executors.cluster import check_token_file, connection_error, host_port, lost_error, probe, summary
-from engine.params import Params, require
+from engine.executors.head_watch import HEAD_CHECK_EVERY_S, HeadWatch
+from engine.executors.ray_options import RayOptions
+from engine.executors.ray_parts import PartCall, Queue, apply_env, driver_env, split_parts
 from engine.part_execution import PartTask, execute_part
 from engine.progress import progress_bar
 from engine.stages.plan import RunPlan
 
 logger = logging.getLogger(__name__)
 
-# Environment variables with this prefix are passed on to every worker (test hooks, switches).
-FORWARDED_ENV_PREFIX = "BABELSCORE_"
 _SETTLE_TIMEOUT_S = 60.0  # how long to wait for the other calls of an actor that just died
-_STATUS_EVERY_S = 300.0  # log what is outstanding when nothing finished for this long
-HEAD_CHECK_EVERY_S = 5.0  # how often the driver checks, while waiting for parts, that the head still answers
-
-
-@dataclasses.dataclass(frozen=True)
-class RayOptions(Params):
-    """Resources and limits of the Ray executor.
-
-    gpu_resource: the resource a model actor asks for ('GPU', or a custom resource name);
-    when the cluster has none of it, model actors run on CPUs. actors_per_model: size of each
-    model's pool (None: as many as the cluster has units of gpu_resource / gpus_per_actor, at
-    least 1). max_retries, retry_exceptions: the executors' `RetryPolicy` (engine.executors.base)
-    with max_attempts = max_retries + 1: resubmissions of a part lost to a dead worker or node,
-    or whose code raised a TransientError (any exception with retry_exceptions).
-    num_cpus / object_store_memory / include_dashboard only apply to a local `ray.init()`.
-    """
-
-    num_cpus_per_task: float = 1.0
-    num_cpus_per_actor: float = 1.0
-    gpu_resource: str = "GPU"
-    gpus_per_actor: float = 1.0
-    actors_per_model: int | None = None
-    max_in_flight_per_actor: int = 2
-    max_tasks_in_flight: int | None = None  # None: twice the cluster's CPU slots for tasks
-    max_retries: int = 2
-    retry_exceptions: bool = False
-    num_cpus: int | None = None
-    object_store_memory: int | None = None
-    include_dashboard: bool = False
-
-    def __post_init__(self) -> None:
-        require(self.num_cpus_per_task > 0, "num_cpus_per_task", self.num_cpus_per_task, "a number > 0")
-        require(self.num_cpus_per_actor >= 0, "num_cpus_per_actor", self.num_cpus_per_actor, "a number >= 0")
-        require(bool(self.gpu_resource), "gpu_resource", self.gpu_resource, "'GPU' or a custom resource name")
-        require(self.gpus_per_actor > 0, "gpus_per_actor", self.gpus_per_actor, "a number > 0 (0.5: two actors per GPU)")
-        require(self.actors_per_model is None or self.actors_per_model >= 1, "actors_per_model", self.actors_per_model,
-                "null (one per GPU) or an integer >= 1")
-        require(self.max_in_flight_per_actor >= 1, "max_in_flight_per_actor", self.max_in_flight_per_actor, "an integer >= 1")
-        require(self.max_tasks_in_flight is None or self.max_tasks_in_flight >= 1, "max_tasks_in_flight",
-                self.max_tasks_in_flight, "null or an integer >= 1")
-        require(self.max_retries >= 0, "max_retries", self.max_retries, "an integer >= 0")
-        require(self.num_cpus is None or self.num_cpus >= 1, "num_cpus", self.num_cpus, "null or an integer >= 1")
-
-
-def needs_model(part: PartTask) -> bool:
-    """Parts of a task with a model key go to that model's actor pool; the others run as Ray tasks.
-
-    A stage says which by its tasks' `model_key` (engine.stages.base.StageTask): empty when a
-    part loads no model worth keeping between parts (lexical scores, noise, oracle round trips).
-    """
-    return part.model_key != ""
 
 
 # ----- worker side ----------------------------------------------------------------------------
-def _driver_env() -> dict[str, str]:
-    from engine.stages.registry import forwarded_env
-
-    return {**{k: v for k, v in os.environ.items() if k.startswith(FORWARDED_ENV_PREFIX)}, **forwarded_env()}
-
-
-def _apply_env(env: dict[str, str]) -> None:
-    """Mirror the driver's BABELSCORE_* variables in this worker. Sent with each call rather than
-    as a Ray runtime_env, which would start fresh worker processes for every distinct value."""
-    for key in [k for k in os.environ if k.startswith(FORWARDED_ENV_PREFIX) and k not in env]:
-        del os.environ[key]
-    os.environ.update(env)
-
-
 Result = tuple[pa.Table, dict[str, Any]]  # the part's table, and where it was computed
 
 
 def _compute(run_root: str, plan: RunPlan, part: PartTask, prepass: dict[str, Any], env: dict[str, str]) -> Result:
-    _apply_env(env)
+    apply_env(env)
     table = execute_part(run_root, plan, part, prepass)
     where = {"node_id": ray.get_runtime_context().get_node_id(), "hostname": socket.gethostname(), "pid": os.getpid(),
              "gpu_ids": [str(g) for g in ray.get_gpu_ids()]}
@@ -155,17 +75,6 @@ class _ModelWorker:
 
 
 # ----- driver side ----------------------------------------------------------------------------
-@dataclasses.dataclass
-class PartCall:
-    """One attempt at a part in flight."""
-
-    part: PartTask
-    attempt: int  # 1-based
-    seq: int  # submission order (an actor runs its calls in this order)
-    slot: int | None = None  # actor slot in the current pool; None for a task
-    generation: int = 0  # which incarnation of that slot's actor
-
-
 class _ActorPool:
     """A fixed number of actor slots for one model; a dead actor is replaced in its slot."""
 
@@ -290,25 +199,15 @@ class RayExecutor:
 
     def _actor_options(self) -> tuple[dict[str, Any], int]:
         """Ray options of a model actor and the pool size."""
-        opts = self.options
-        units = ray.cluster_resources().get(opts.gpu_resource, 0.0)
-        options: dict[str, Any] = {"num_cpus": opts.num_cpus_per_actor}
-        if units > 0:
-            if opts.gpu_resource == "GPU":
-                options["num_gpus"] = opts.gpus_per_actor
-            else:
-                options["resources"] = {opts.gpu_resource: opts.gpus_per_actor}
-            size = opts.actors_per_model or max(1, math.floor(units / opts.gpus_per_actor + 1e-9))
-        else:
-            logger.info("the cluster has no %r resource: model actors run on CPUs", opts.gpu_resource)
-            size = opts.actors_per_model or 1
-        return options, size
+        units = ray.cluster_resources().get(self.options.gpu_resource, 0.0)
+        if units <= 0:
+            logger.info("the cluster has no %r resource: model actors run on CPUs", self.options.gpu_resource)
+        return self.options.actor_request(units)
 
     def _max_tasks_in_flight(self) -> int:
         if self.options.max_tasks_in_flight:
             return self.options.max_tasks_in_flight
-        cpus = ray.cluster_resources().get("CPU", 1.0)
-        return max(1, 2 * int(cpus / self.options.num_cpus_per_task))
+        return self.options.task_limit(ray.cluster_resources().get("CPU", 1.0))
 
     # ----- the protocol ----------------------------------------------------------------------
     def run_parts(
@@ -361,24 +260,16 @@ class StageRun:
         # Shared by every call: put once, not serialised per part.
         self.plan_ref = ray.put(plan)  # the RunPlan travels in place of the config
         self.info_ref = ray.put(prepass)
-        self.tasks: deque[tuple[PartTask, int]] = deque((p, 1) for p in parts if not needs_model(p))
-        by_model: dict[str, deque[tuple[PartTask, int]]] = {}
-        for part in parts:  # models in order of first appearance: one pool per model, ever
-            if needs_model(part):
-                by_model.setdefault(part.model_key, deque()).append((part, 1))
-        self.groups: deque[tuple[str, deque[tuple[PartTask, int]]]] = deque(by_model.items())
+        self.tasks, self.groups = split_parts(parts)
         self.pool: _ActorPool | None = None
-        self.pool_queue: deque[tuple[PartTask, int]] = deque()
+        self.pool_queue: Queue = deque()
         self.calls: dict[Any, PartCall] = {}
         self.task_limit = executor._max_tasks_in_flight()
         self.task_options = executor._task_options()
-        self.env = _driver_env()
+        self.env = driver_env()
         self.seq = 0
         self.finished: set[str] = set()
-        self.idle_since: float | None = None  # when the driver last saw nothing finish
-        self.head_lost = False
-        self.clock = time.monotonic
-        self.head_checked = self.clock()  # when the head last answered a probe
+        self.watch = HeadWatch(executor.address)
 
     # ----- submitting ------------------------------------------------------------------------
     def _next_seq(self) -> int:
@@ -428,46 +319,17 @@ class StageRun:
             ready, _ = ray.wait(waiting, num_returns=1, timeout=HEAD_CHECK_EVERY_S)
             # Checked on a clock, not only when nothing finished: actors on a node that survives
             # keep finishing parts after the head is gone, and Ray ends the driver a minute later.
-            self._check_head_due(force=not ready)
+            self.watch.check_due(force=not ready)
             if not ready:
-                self._idle()
+                if self.watch.idle():  # nothing finished for a while (the head was checked above)
+                    self._log_waiting()
                 continue
-            self.idle_since = None
+            self.watch.busy()
             for ref in ready:
                 if self.pool is not None and ref in self.pool.ready_refs:
                     self._actor_ready(ref)
                 elif ref in self.calls:
                     self._result(ref)
-
-    def _check_head(self) -> None:
-        """Raise ClusterError when the head stops answering: Ray ends a driver whose head is
-        gone a minute later, so the run must stop (and say so) before that."""
-        if not self.ex.address:
-            return
-        try:
-            probe(self.ex.address)
-        except ClusterError as exc:
-            self.head_lost = True
-            raise ClusterError(f"lost the Ray cluster in the middle of the run: {exc}. Committed parts are kept: "
-                               "once a cluster runs, rerun the same command with --resume") from None
-
-    def _check_head_due(self, force: bool = False) -> None:
-        """Probe the head (one TCP connect) when a slice passed with nothing finished, or when
-        the last probe is HEAD_CHECK_EVERY_S old."""
-        now = self.clock()
-        if force or now - self.head_checked >= HEAD_CHECK_EVERY_S:
-            self._check_head()
-            self.head_checked = now
-
-    def _idle(self) -> None:
-        """Nothing finished in the last slice: now and then say what is outstanding (the head
-        was checked by the loop)."""
-        now = self.clock()
-        if self.idle_since is None:
-            self.idle_since = now
-        elif now - self.idle_since >= _STATUS_EVERY_S:
-            self.idle_since = now
-            self._log_waiting()
 
     def _log_waiting(self) -> None:
         """Nothing finished for a while: say what is outstanding (e.g. actors waiting for GPUs)."""
@@ -486,7 +348,7 @@ class StageRun:
         try:
             ray.get(ref)
         except RayError as exc:
-            self._check_head()
+            self.watch.check()
             pool.creation_failures += 1
             logger.warning("model %s: an actor could not start (%s)", pool.model_key, _error_text(exc))
             if self.retry.try_again(pool.creation_failures, retried=True):
@@ -506,14 +368,14 @@ class StageRun:
         try:
             table, where = ray.get(ref)
         except RayActorError as exc:
-            self._check_head()  # an actor that died with the head is no part's fault
+            self.watch.check()  # an actor that died with the head is no part's fault
             self._actor_died(call, exc)
             return
         except RayTaskError as exc:  # the part's own code raised; a TransientError is worth another try
             self._retry_or_fail(call, exc, charged=True, retried=self.retry.is_retried(exc.cause))
             return
         except RayError as exc:  # worker crashed, node died, object lost: system failures
-            self._check_head()
+            self.watch.check()
             self._retry_or_fail(call, exc, charged=True, retried=True)
             return
         self._done(call, table, where)
@@ -571,7 +433,7 @@ class StageRun:
     def abandon(self) -> None:
         """After an interrupt: stop what is still running; nothing of it is ever committed.
         With the head gone there is nobody to ask (the nodes' processes end with their raylets)."""
-        if self.head_lost:
+        if self.watch.lost:
             self.calls.clear()
             return
         for ref, call in self.calls.items():

@@ -1,25 +1,16 @@
 """Judge backend for any OpenAI-compatible chat-completions server (vLLM serve, hosted APIs), on httpx.
 
-Requests run with adaptive concurrency (engine/llm/http_concurrency.py: from `max_concurrency` down
-on overload and rising latency, back up on success, paused for a Retry-After). One `httpx.Client`
-per batch (pooled keep-alive connections, `timeout_s` for each connect and read and for the
-whole answer of an attempt, redirects never followed); its own retries are off, since the project's budget
-decides them: a 429/500/503/524 (`retry_statuses`), a timeout, a dropped connection or a body
-cut short is retried with exponential backoff (base * 2^attempt, at most the cap) or after the
-server's Retry-After when it asks for longer (in full: retrying sooner only meets another 429).
-One request's budget is `max_retries` retries and `retry_budget_s` seconds of waiting between
-them, whichever is spent first (a Retry-After longer than what is left is not waited for); then
-its answer is an error with its reason, which the stage records as one `api_error` judgment row.
-Requests of a batch with the same body (the cache key) are sent once. With a budget, every
-attempt is reserved and settled as engine/llm/http_budget.py describes.
-Attempts, retries and failed requests are counted per part (engine.throughput counters
-`judge_http_requests`, `judge_http_retries`, `judge_http_failed`), summed in the manifest.
+Requests run with adaptive concurrency (engine/llm/http_concurrency.py), one pooled
+`httpx.Client` per batch with its own retries off: this module retries a 429/500/503/524, a
+timeout, a dropped connection or a cut body with exponential backoff or the server's
+Retry-After, within each request's `max_retries` and `retry_budget_s`; then the answer is an
+error that the stage records as one `api_error` row. Requests with the same body are sent once;
+with a budget every attempt is reserved and settled as engine/llm/http_budget.py describes.
+The retry, timeout and counter rules: docs/judges.md.
 
-The API key is read from the environment variable the config names and goes only into the
-Authorization header: never into answers, errors, logs or the run directory; every error text
-(which may quote a server's answer or an exception that echoes the request's headers) passes
-through `redact` first. `provider_options` are added to every request body as configured;
-`provider_secret_env` values are read from the environment and added the same way, but never recorded.
+The API key goes only into the Authorization header, never into answers, errors, logs or the
+run directory; every error text passes through `redact` first. `provider_options` and the
+`provider_secret_env` values are added to every request body (the secrets never recorded).
 """
 from __future__ import annotations
 

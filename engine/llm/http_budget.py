@@ -1,33 +1,16 @@
 """Spending caps of HTTP judges, and the answer cache that keeps every paid answer.
 
-Caps: `max_prompt_tokens`, `max_completion_tokens`, `max_cost` per judge (its own task) and in
-`judge.budget` for the whole run (every judge task together). Before a request is sent its worst
-case is reserved: prompt tokens bounded by the UTF-8 bytes of its messages plus a per-message
-allowance (a token of a byte-level BPE or byte-fallback vocabulary is at least one byte; the
-allowance covers the chat template's own tokens), completion tokens by its `max_tokens`, cost by
-both at the judge's `price_per_million`. A request whose reservation would pass a cap is not
-sent, nor is any later one of that judge (or of any judge, for a run-wide cap): the part raises
-`BudgetExhaustedError` once the requests in flight are answered, and the judge's other parts stop
-before their first call. Every attempt (a retry too) reserves its own worst case before it is
-sent: when an answer comes, its reservation is replaced by the usage the server reported (a field
-it did not report, or reported as no count of tokens, at its worst case); an attempt that may have
-reached the server without an answer to keep (a dropped connection, a timeout after sending, a 200
-that cannot be read) is charged its worst case; one that cannot have been billed (no connection,
-an HTTP error answer) is released. The caps hold for a server whose reported usage is within the
-request's worst case; one that reports more is charged what it reports (logged as an error) and
-the next reservation stops the judge.
+Caps (`max_prompt_tokens`, `max_completion_tokens`, `max_cost`, per judge and in `judge.budget`
+for the run): every attempt reserves its worst case before it is sent (prompt tokens bounded
+by its UTF-8 bytes plus a per-message allowance, completion by `max_tokens`) and settles it to
+the reported usage when answered; one that may have been billed without an answer is charged its
+worst case, one that cannot have been is released. A request that would pass a cap is not sent:
+the part raises `BudgetExhaustedError` once the requests in flight are answered.
 
-The cache: every answer the server gave (not a failure) is appended, with its usage and cost,
-to RUN/judge_cache/<task>/p<part>-<id>.jsonl and flushed to disk before the request counts as
-done, keyed by the sha256 of the request body (model, messages, decoding, schema, provider
-options; never a secret); so is a `charged` record for every attempt that may have been billed
-without an answer to keep. A part that runs again (after a crash, a cap, a failure) takes its
-answers from there instead of calling again, and the spend so far is the sum over every cache
-file of the run. The caps and prices are not part of the run's identity (its config hash and
-task names), so `--resume` with a raised cap continues the same run.
-
-The ledger is one per process and run: exact with the local executor; with several Ray workers
-judging at once each sees the others' spend only as of its part's start (docs/judges.md).
+The cache: every answer (and a `charged` record per attempt billed without one) is appended to
+RUN/judge_cache/<task>/p<part>-<id>.jsonl, keyed by the sha256 of the request body, before the
+request counts as done; a part that runs again takes its answers from there. Caps and prices are
+not part of the run's identity, so `--resume` with a raised cap continues. Details: docs/judges.md.
 """
 from __future__ import annotations
 

@@ -1,18 +1,11 @@
 """How many judge requests may be in flight at once: additive increase, multiplicative decrease.
 
 The limit starts at the judge's `max_concurrency` (its ceiling) and is shared by the threads
-of one batch. Each request holds a slot while it is sent:
-- an overload answer (429, 503, 524, a timeout) halves the limit; a server's Retry-After also
-  pauses every new send until it has passed (the provider asked the client, not one request,
-  to wait), but only when the request that got it will retry, i.e. the pause fits in its
-  retry budget (engine/llm/http_backend.py): a request that gives up imposes no pause;
-- rising latency (the running mean of the last answers' latency above LATENCY_RISE times the
-  lowest running mean seen, and by at least LATENCY_FLOOR_S: milliseconds of jitter on a local
-  server are no queue) cuts it to CUT_ON_LATENCY of itself: the provider queues our
-  requests, so more concurrency only lengthens the queue;
-- each other success adds 1/limit (about one slot per limit's worth of answers), up to the ceiling.
-One cut per "epoch": answers to requests sent before the last cut do not cut again, so a burst
-of 429s for requests that were already in flight counts once. Never below one slot.
+of one batch. An overload answer (429, 503, 524, a timeout) halves it, and a Retry-After the
+request will wait for pauses every new send; rising latency (the running mean above
+LATENCY_RISE times the lowest seen, and by at least LATENCY_FLOOR_S) cuts it to CUT_ON_LATENCY
+of itself; each other success adds 1/limit, up to the ceiling. One cut per "epoch": answers to
+requests sent before the last cut do not cut again. Never below one slot (docs/judges.md).
 """
 from __future__ import annotations
 

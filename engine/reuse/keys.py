@@ -1,20 +1,14 @@
 """What makes two results the same result: task identities and per-row content hashes.
 
 A result may be taken from an earlier run only when everything it was computed from is equal:
-
-- the task's identity: its kind, every option that can change a number (options that only
-  select which rows exist, such as `metrics` or `contexts`, are left out: the row key carries
-  them), the full identity of every model and tokenizer (directory content hash or hub
-  commit) and the hash of the task's corpus pre-pass (idf counts, a generation limit);
-- the content of the scored item: language, source, comment offsets, reference, prime,
-  prediction and the noise kind (a noise prediction's text follows from its kind and seed);
-- the row's signature, which must equal the one the new run would write (library versions,
-  dtype actually used, attention and kernels of this machine).
+the task's identity (its kind, every option that can change a number, the full identity of every
+model and tokenizer, the hash of the task's corpus pre-pass), the content of the scored item
+(language, source, comment offsets, reference, prime, prediction, noise kind) and the row's
+signature, which must equal the one the new run would write.
 
 Every run records its tasks' identities in its manifest (`reuse_identities`), so a later run
 compares digests instead of re-deriving an earlier config. Each reusable stage computes its
-own identity (`Reusable.reuse_identity`: engine.score.reuse, engine.generate.reuse) with
-the helpers here.
+own identity (`Reusable.reuse_identity`) with the helpers here; docs/sweeps.md says what is reused.
 """
 from __future__ import annotations
 

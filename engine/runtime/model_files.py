@@ -1,23 +1,15 @@
 """Whether a local model folder is whole: damaged or missing model files are bad input.
 
 A copy cut short (a full disk, an interrupted download or rsync) leaves files that load
-libraries report with raw tracebacks (a JSONDecodeError from the safetensors header, a
-SafetensorError deep in a worker). Here each is found by reading only headers and sizes,
-so config check can refuse it before any work, naming the file and what to do:
+libraries report with raw tracebacks. Here each is found by reading only headers and sizes, so
+config check can refuse it before any work, naming the file and what to do: `config.json`
+missing or not JSON; a `*.safetensors` file whose header is damaged or that is shorter than its
+header says; a shard index that is not JSON or names a missing shard; a torch zip `*.bin` cut
+short; tokenizer JSON files that are not JSON, or a `tokenizer_config.json` without any vocabulary.
 
-- `config.json` missing or not JSON;
-- a `*.safetensors` file whose 8-byte header length or JSON header is damaged;
-- a `*.safetensors` file shorter than its header says (the weights were cut short);
-- a sharded checkpoint's index (`*.index.json`) that is not JSON or names a shard the folder lacks;
-- a `*.bin` weights file in torch's zip format whose archive is cut short (legacy pickles are not read);
-- a tokenizer's JSON files (`tokenizer.json`, `tokenizer_config.json`, ...) that are not JSON;
-- a tokenizer whose `tokenizer_config.json` is there without any vocabulary file
-  (tokenizer.json, vocab.txt, vocab.json, a sentencepiece model...).
-
-A folder that is not a local directory (a hub id) is not checked here: the hub's download
-checks it. Damage that appears after config check (a file changed under a running sweep, a
-node with another copy) shows when the model loads: the part fails with this error as its
-reason, and `--resume` redoes it once the file is repaired.
+A hub id is not checked here (the hub's download checks it). Damage that appears after config
+check shows when the model loads: the part fails with this error as its reason, and `--resume`
+redoes it once the file is repaired (docs/running.md, docs/cluster.md).
 """
 from __future__ import annotations
 

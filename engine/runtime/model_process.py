@@ -2,23 +2,14 @@
 
 vLLM cannot free an engine in-process, so every vLLM engine (generator or judge) is built in
 a child `python -m engine.runtime.model_process` and lives exactly as long as that process:
-releasing the model ends it, and the operating system (and the CUDA driver) take back all of
-its memory. The parent never imports vllm.
+releasing the model ends it, and the operating system takes back all of its memory. The parent
+never imports vllm. The child leads a process group of its own, so ending it ends everything it
+started, and it kills its group itself when its parent dies.
 
-The child starts in engine.runtime.cuda.worker_environment and leads a process group of its
-own, so ending it ends everything it started (a vLLM EngineCore has no watch of its own on its
-parent): `close` and the proxy's finaliser kill the whole group, and the child kills its group
-itself when its parent dies (it watches its parent id; an orphan is re-parented).
-
-Protocol: pickled messages, requests on the child's stdin, answers on its original stdout
-(the child points fd 1 at stderr first, so whatever a library prints cannot corrupt them).
-    ("load", "module:Class", args, kwargs, attrs) -> ("ok", {attr: value}) | ("error", exception)
-    ("call", method, args, kwargs)               -> ("ok", result) | ("error", exception)
-    ("close",)                                   -> ("ok", peaks), then the child exits
-peaks: {"peak_host_bytes", "peak_device_bytes", "device_bytes_source"} of the child and every
-process under it (engine.runtime.process_usage).
-The child's stderr comes to the parent through a pipe (`WorkerLog`): library start-up noise is
-shown only with `-v`, and the last lines of a worker that failed always.
+Protocol: pickled `load` / `call` / `close` messages on the child's stdin, answers on its
+original stdout (fd 1 points at stderr first, so library prints cannot corrupt them); the
+messages, the peaks `close` returns and the worker's log: docs/hardware.md, "The model worker
+process".
 """
 from __future__ import annotations
 

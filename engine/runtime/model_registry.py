@@ -3,23 +3,14 @@
 Stages never keep a model themselves. They ask the registry for one by its key (everything
 that decides the loaded weights: backend, model, dtype, device, window...) with a loader, use
 it, and let go of their reference; the registry keeps what fits the device's memory budget
-and frees the least recently used model of that device before it loads another. A model that
-lives in a worker process of its own (every vLLM engine, see `engine.runtime.model_process`)
-is freed by ending that process; an in-process torch model is dropped, garbage-collected, and
-its cached device memory handed back (`torch.cuda.empty_cache()` on CUDA).
+and frees the least recently used model of that device before it loads another. A worker
+process model (every vLLM engine) is freed by ending its process; an in-process torch model is
+dropped and its cached device memory handed back.
 
-Budget per device (bytes): `BABELSCORE_MODEL_BUDGET_BYTES` when set, else the device's memory
-(CUDA: its total memory; CPU: the memory available now plus what resident models hold).
-`BABELSCORE_MODEL_BUDGET_MODELS` caps the number of models resident on one device (tests set
-it to 1 to force one model at a time). The estimate a caller gives is what is charged.
-
-Every load is recorded (`records()`): model, stage, holding pid, device (this process's
-`cuda:N`) and physical_device (the machine's device id behind it, through CUDA_VISIBLE_DEVICES,
-which Ray sets per actor), host and node, loaded_at / released_at (epoch seconds), and the
-peaks kept apart: `peak_device_bytes` (CUDA memory: for a worker process, NVML's figure over the
-worker and every process under it, vLLM's EngineCore included; in-process, torch's allocator
-peak; None on CPU) and `peak_host_bytes` (RSS: the worker's process tree, or this whole process
-for an in-process model). The executors collect these into `manifest["models"]`.
+Budget per device: `BABELSCORE_MODEL_BUDGET_BYTES`, else the device's memory;
+`BABELSCORE_MODEL_BUDGET_MODELS` caps the models resident on one device. The estimate a caller
+gives is what is charged. Every load is recorded (`records()`, with device and host peaks kept
+apart); the executors collect them into `manifest["models"]` (fields: docs/hardware.md).
 """
 from __future__ import annotations
 

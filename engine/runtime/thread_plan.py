@@ -1,15 +1,11 @@
 """How the thread pools of this process wait: decided once, before torch or numba load.
 
-Why: torch's intra-op pool (OpenMP: libgomp in the pip wheels; oneDNN and MKL run on it) and
-numba's OpenMP threading layer by default keep a thread that finished its share of a parallel
-region spinning on the CPU until the next region starts. On a machine of its own that saves a
-wake-up; on a shared one (a cluster node, a laptop running other work) the spinning threads take
-the time slices the working ones need, and a batch of short sequences (hundreds of small parallel
-regions) waits at every barrier for a thread that is not running. Measured with 40 pairs of
-`none`-setting BERTScore at load average 16 on 2 cores (bench/bench_bertscore.py prints the
-same comparison): 33 s wall and 4.7 CPU-seconds spinning, against 4.3 s and 0.5 CPU-seconds
-with passive waiting. Passive waiting changes no number: the arithmetic is split by the thread
-count (engine.numerics, recorded in the signatures), not by how idle threads wait.
+Why: torch's intra-op pool (OpenMP) and numba's OpenMP layer by default keep a thread that
+finished its share of a parallel region spinning until the next region starts. On a shared
+machine the spinning threads take the time slices the working ones need, and a batch of short
+sequences waits at every barrier for a thread that is not running (measured: docs/running.md;
+bench/bench_bertscore.py prints the same comparison). Passive waiting changes no number: the
+arithmetic is split by the thread count (engine.numerics), not by how idle threads wait.
 
 `apply()` runs when `engine` is imported, so before any of its modules loads torch or numba; a
 variable the user set is kept (OMP_WAIT_POLICY=ACTIVE restores spinning on a dedicated machine).

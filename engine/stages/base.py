@@ -1,34 +1,15 @@
 """What a stage is: the unit a run is made of. docs/architecture.md walks through a run.
 
-Every stage (`Stage`) declares its name, config section and the **declared data flow**:
-`provides` and `consumes` are kinds of rows (SAMPLES, CANDIDATES, SCORES, ...), never other
-stages' names; engine.stages.plan resolves from them which stage's rows a stage reads. It is
-one of three kinds, each a small base with only its own hooks:
-
-A stage instance is built from its own validated section (`ScoreStage(params)`, by
-engine.stages.registry.build_stage; the RunPlan holds the built stages), so its hooks read
-`self.params` and take no config.
-
-- `PartStage` turns part `i` of the run's input into part `i` of its own output directory
-  under RUN/ (`tasks` is its identity: one `StageTask` per configured entry, named from the
-  entry's complete resolved options and carrying that entry's params; `run_part(ctx)` is a pure function of the part's inputs,
-  the task and the optional corpus pre-pass). Parts run through an executor (local or Ray) and
-  the driver commits each part atomically; with a `StageTask.model_key` they run in that
-  model's actor (the model stays loaded between parts), without one as plain tasks.
-- `SourceStage` makes the run's input before the samples are cut (e.g. build: `input_table`).
-- `DriverStage` runs once in the driver after every part (`run_driver`, e.g. calibrate; a view
-  like the report runs after the run is marked complete).
-
-Optional capabilities are small bases a stage derives from; the RunPlan, the layout and
-engine.reuse find them with isinstance, never by a stage's name or by testing for a method:
-`Reusable` (takes finished rows of earlier runs), `ReportSection` (its own report section),
-`ReportSettings` (what the report reads of its recorded options), `Rates` (its throughput
-units), `Analyzes` (driver-side analysis of its committed outputs) and `CandidateSource` (rows
-the score stage scores). What a part stage only declares or is told is plain data: a task table
-of its own (`own_table`, `input_parts`), the generator names its rows carry (`row_generators`)
-and, handed in by the RunPlan, where its samples come from (`samples`: `SampleOrigin`).
-
-Adding a stage is one module `engine/<stage>/stage.py` and one line in engine.stages.registry.
+Every stage (`Stage`) declares its name, config section and the kinds of rows it `provides`
+and `consumes` (SAMPLES, CANDIDATES, SCORES, ...), never other stages' names; engine.stages.plan
+resolves the data flow from them. A stage is built from its own validated section
+(`ScoreStage(params)`), so its hooks read `self.params` and take no config. It is one of three
+kinds: `PartStage` (part `i` of the input to part `i` of its output; `tasks` is its identity,
+`run_part(ctx)` a pure function of the part's inputs), `SourceStage` (makes the run's input) and
+`DriverStage` (runs once in the driver after every part). Optional capabilities (`Reusable`,
+`ReportSection`, `ReportSettings`, `Rates`, `Analyzes`, `CandidateSource`) are small bases found
+with isinstance, never by name. Adding a stage is one module `engine/<stage>/stage.py` and one
+line in engine.stages.registry (docs/architecture.md, "Stages and capabilities").
 """
 from __future__ import annotations
 

@@ -1,29 +1,16 @@
 """The RunPlan: a run resolved once, in the driver, from its validated config.
 
 `build_plan(config)` resolves the declared data flow of the listed stages, built from their
-own sections. Stages declare kinds of rows (`Stage.provides`, `Stage.consumes`:
-engine.stages.base), never each other's names:
+own sections: stages declare kinds of rows (`Stage.provides`, `Stage.consumes`), never each
+other's names; the rules are in docs/architecture.md, "How the plan resolves the data flow".
+The plan holds the listed stages bound in run order (each with its tasks, where its samples
+come from, the earlier stages whose part `i` it reads, its folder, schema and model needs), the
+run's seed and the data-flow layout that RunDirectory reads (engine.io.layout, plain data). It
+travels to Ray workers in place of the bare config; whoever calls a stage's hooks asks the plan.
 
-- the SAMPLES a stage works on are the rows of the last stage before it that provides SAMPLES
-  (e.g. generation), else the validated input (`samples/part-*.parquet`);
-- any other kind a stage consumes is read from every listed stage before it that provides
-  that kind (e.g. the score stage's CANDIDATES: noise and perturbations), in run order;
-- the run's input comes from a listed `source` stage (e.g. build) when there is one, else
-  from the `input:` file.
-
-The plan holds the listed stages bound in run order, each with its tasks, the stage whose rows
-are its samples, the earlier stages whose part `i` it reads, its folder and schema, its model
-needs; the run's seed, the stages that make its input and its samples, and the data-flow layout
-that RunDirectory reads (engine.io.layout, plain data). The runner, prepare, preflight, both
-executors (the plan travels to Ray workers in place of the bare config), memory planning,
-reuse, throughput, the console, the report and the bench take the plan or the piece of it they
-need; whoever calls a stage's hooks (the report's sections and settings, reuse's candidates)
-asks the plan for its stages.
-
-A run directory written earlier is opened by `reopen_run(root)`: the RunDirectory with the plan
-rebuilt from the config its manifest records (`plan_of_run`), or, when that config does not
-validate or the directory has none, a plan of the stages it lists, unbuilt, with a note saying
-why (`RunPlan.note`). docs/architecture.md walks through it.
+`reopen_run(root)` opens a run directory written earlier: the RunDirectory with the plan rebuilt
+from the config its manifest records (`plan_of_run`), or, when that config does not validate or
+the directory has none, a plan of the stages it lists, unbuilt, with a note (`RunPlan.note`).
 """
 from __future__ import annotations
 

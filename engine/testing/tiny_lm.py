@@ -1,12 +1,10 @@
 """Tiny, random, seeded language models with fast tokenizers, saved with `save_pretrained`.
 
 No hub is reachable in tests or in the offline demo, and no PyPI package ships a BART, T5 or
-code LM, so tests and `make demo` build their own: a byte-level BPE tokenizer
-trained on the embedded multilingual corpus below (so offset mappings work for every
-language the study covers) and a model with random weights of a few hundred thousand
-parameters. The numbers such a model gives are meaningless, but they exercise the real
-loading, tokenization and scoring code. Building is deterministic: the same call gives the
-same files (tokenizer training is deterministic, weights come from a fixed seed).
+code LM, so tests and `make demo` build their own: a byte-level BPE tokenizer trained on the
+embedded multilingual corpus below (offset mappings work for every language of the study) and
+a model of a few hundred thousand random parameters. Its numbers are meaningless, but they
+exercise the real loading, tokenization and scoring code. The same call gives the same files.
 
     build_tiny_bart(dir)        BartForConditionalGeneration, <s> <pad> </s> <unk> <mask>
     build_tiny_t5(dir)          T5ForConditionalGeneration (mT5-style gated-GELU), <pad> </s> <unk>

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 
-from engine.cli import print_demo_closing
+from engine.cli.demo import print_demo_closing
 from engine.demo import one_off_lines
 
 

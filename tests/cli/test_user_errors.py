@@ -9,7 +9,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from engine.cli import EXIT_CODES, exit_code, next_step
+from engine.cli.exits import EXIT_CODES, exit_code, next_step
 from engine.config import config_from_mapping, load_config
 from engine.data.convert import convert_public_tables
 from engine.data.reader import RawRow

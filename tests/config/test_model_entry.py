@@ -11,7 +11,7 @@ from engine.errors import ConfigError
 from engine.generate.params import GenerateParams
 from engine.judge.params import JudgeParams
 from engine.metrics.embedding import EmbeddingParams
-from engine.metrics.likelihood import LikelihoodParams
+from engine.metrics.likelihood_params import LikelihoodParams
 from engine.metrics.task_names import task_name_for
 from engine.params import ModelEntry
 from engine.roundtrip.params import ModelParams

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.cli import EXIT_CODES, exit_code
+from engine.cli.exits import EXIT_CODES, exit_code
 from engine.config import config_from_mapping, config_hash
 from engine.data.loss import EXIT_REJECTED, RejectionLimit
 from engine.errors import BabelscoreError, ConfigError, RejectedRowsError

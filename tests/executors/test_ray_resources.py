@@ -54,7 +54,8 @@ def test_what_an_actor_holds() -> None:
 
 def test_config_check_refuses_tensor_parallel_above_the_actors_gpus(tmp_path: Path, capsys, caplog) -> None:
     """`babelscore config check --executor ray` runs `run`'s Ray resource check (same options)."""
-    from engine.cli import exit_code, main
+    from engine.cli import main
+    from engine.cli.exits import exit_code
 
     _config(tmp_path, tensor_parallel_size=2)  # writes tmp_path/config.yaml
     path = str(tmp_path / "config.yaml")

@@ -308,7 +308,8 @@ def test_judge_render_request_on_the_demo_config(tmp_path) -> None:
 
 
 def test_judge_render_out_must_be_a_file_in_an_existing_directory(tmp_path, capsys) -> None:
-    from engine.cli import EXIT_USAGE, main
+    from engine.cli import main
+    from engine.cli.exits import EXIT_USAGE
 
     demo = str(Path(__file__).resolve().parents[2] / "configs" / "demo.yaml")
     for out, says in ((tmp_path / "missing" / "x.json", "does not exist"), (tmp_path, "is a directory")):

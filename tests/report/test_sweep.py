@@ -133,7 +133,7 @@ def test_williams_against_the_next_setting_recomputed(sweep_run: Path) -> None:
 
 
 def test_console_prints_the_best_setting_per_language(sweep_run: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from engine.cli import print_kappa
+    from engine.cli.running import print_kappa
 
     print_kappa(str(sweep_run))
     out = capsys.readouterr().out

@@ -122,7 +122,7 @@ def test_a_key_written_into_the_config_is_never_echoed_by_its_error() -> None:
 def test_a_missing_key_variable_stops_the_run_before_its_directory_and_says_export(tmp_path, monkeypatch) -> None:
     import argparse
 
-    from engine.cli import next_step
+    from engine.cli.exits import next_step
     from engine.config import config_from_mapping
     from engine.errors import MissingSecretError, PartFailedError
     from engine.preflight import preflight

@@ -45,8 +45,10 @@ ALLOWED_LITERALS: dict[tuple[str, str], tuple[int, str]] = {
     ('engine/calibrate/run_directory.py', 'noise'): (1, COLUMN),
     ('engine/calibrate/params.py', 'noise'): (2, 'the `noise` task kind of `group_by` (noise predictions), not the stage'),
     ('engine/calibrate/thresholds.py', 'noise'): (4, COLUMN),
-    ('engine/cli.py', 'judge'): (1, 'the `babelscore judge` subcommand'),
-    ('engine/cli.py', 'report'): (3, 'the `babelscore report` subcommand and the RUN/report/ folder'),
+    ('engine/cli/demo.py', 'report'): (1, 'the RUN/report/ folder'),
+    ('engine/cli/judge.py', 'judge'): (1, 'the `babelscore judge` subcommand'),
+    ('engine/cli/results.py', 'report'): (1, 'the `babelscore report` subcommand'),
+    ('engine/cli/running.py', 'report'): (1, 'the RUN/report/ folder'),
     ('engine/metrics/lexical.py', 'score'): (3, VARIANT),
     ('engine/perturb/analysis.py', 'noise'): (4, COLUMN),
     ('engine/perturb/items.py', 'noise'): (1, COLUMN),
@@ -355,8 +357,8 @@ def test_the_console_asks_the_stage_not_the_row_kind() -> None:
 
 
 def test_a_planted_row_kind_branch_is_found(planted_copy) -> None:
-    engine = planted_copy("cli.py", "def planted(bound, SCORES):\n    return bound.stage.provides == SCORES")
-    assert row_kind_branches(engine) == [f"engine/cli.py:{(engine / 'cli.py').read_text().count(chr(10))}: "
+    engine = planted_copy("cli/running.py", "def planted(bound, SCORES):\n    return bound.stage.provides == SCORES")
+    assert row_kind_branches(engine) == [f"engine/cli/running.py:{(engine / 'cli/running.py').read_text().count(chr(10))}: "
                                          "bound.stage.provides == SCORES"]
 
 
