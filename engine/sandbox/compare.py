@@ -91,6 +91,8 @@ def same(a: Any, b: Any) -> bool:
         return close(a[1], b[1])
     if kind in ("i", "s"):
         return a[1] == b[1]
+    if kind == "g":  # a typed value: the same type name and the same value
+        return a[1][0] == b[1][0] and same(a[1][1], b[1][1])
     if kind in ("l", "u"):
         return len(a[1]) == len(b[1]) and all(same(x, y) for x, y in zip(a[1], b[1]))
     if kind == "e":
