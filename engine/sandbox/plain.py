@@ -3,26 +3,14 @@
 A candidate (the regenerated function) runs as a small server in one sandbox; the task's tests
 run in another and call it through a proxy of the function's signature (engine.sandbox.relay).
 Every value between them is text in this one format, written and read by a few lines of code in
-each of the six languages (engine/sandbox/proxies/) and read by the engine with limits, so
+each of the six languages (engine/sandbox/proxies/) and read here by the engine with limits, so
 that no object of the candidate's ever reaches the tests: only values do.
 
-A value is one of (tokens separated by one space, strings length-prefixed so nothing needs
-escaping):
-
-| token | value |
-|---|---|
-| `n` | None / null / nil / unit |
-| `v` | JavaScript's `undefined` (distinct from `null`: a function that should return one does not pass with the other) |
-| `t`, `f` | true, false |
-| `i<decimal>` | an integer (`i-12`) |
-| `d<text>` | a floating-point number (`d1.5`, `dnan`, `dinf`, `d-inf`) |
-| `s<bytes>:<UTF-8 bytes>` | a string |
-| `l<count>`, `u<count>`, `e<count>` | a list, tuple, set: the count of values that follow |
-| `m<count>` | a map: the count of key, value pairs that follow |
-
-A message is `<decimal byte length>\\n<payload>`. A call's payload is the list of its
-arguments (`l2 i1 i2`); a reply is `o <value>` (returned), `x s<n>:<exception type>` (raised)
-or `z s<n>:<why>` (the server could not encode what the function returned: never a pass).
+Tokens (one space apart): `n`, `v` (undefined), `t`, `f`, `i<decimal>`, `d<float>`,
+`s<bytes>:<UTF-8>`, `l<count>`/`u<count>`/`e<count>` (list, tuple, set), `m<count>` (pairs) and
+`g <name> <value>` (a typed value: a type the language's equality tells apart from another of
+the same shape). A message is `<length>\\n<payload>`; a reply is `o <value>`, `x s<n>:<type>` or
+`z s<n>:<why>`. docs/sandbox.md ("The plain-value stream") has the table and the typed values.
 """
 from __future__ import annotations
 

@@ -1,12 +1,13 @@
 """Java's side of the split run: the candidate's server and the tests' proxy class.
 
-The codec (class `Bs`, one file for both sides) encodes by the runtime value: null, Boolean,
-the integer boxes and BigInteger (`i`), Double/Float (`d`), Character and String (`s`), arrays and
-Lists (`l`), Sets (`e`), Maps (`m`), Optional; anything else is not plain data. A List the
-candidate wrote itself travels as the values it yields, never as its object (its `equals` stays
-in its own JVM). Decoding follows the declared generic type through reflection: the server
-decodes arguments into the method's parameter types, the proxy decodes the reply into its own
-method's return type (`int`, `List<Integer>`, `Map<String, Long>`, arrays, ...).
+The codec (class `Bs`, one file for both sides) encodes by the runtime value and its declared
+generic type: null, Boolean, the integer boxes and BigInteger (`i`), Double/Float (`d`), Character
+and String (`s`), arrays and Lists (`l`), Sets (`e`), Maps (`m`), Optional (always a typed value
+`g s8:Optional`); where the declared type does not fix the class (a `List<Object>`), an Integer,
+Short, Byte, BigInteger, Float or Character crosses as a typed value naming its class, as Java's
+`equals` tells it from the Long, Double or String an untagged value decodes into there. A List
+the candidate wrote itself travels as the values it yields, never as its object. Decoding follows
+the declared generic type through reflection (arguments on the server, the reply in the proxy).
 The proxy class has the candidate class's name and the task's signature, so the tests compile
 against it unchanged.
 """
@@ -63,7 +64,11 @@ public class Bs {
         if (v == null) { o.append('n'); return; }
         Class<?> c = v.getClass();
         if (c == Boolean.class) { o.append(((Boolean) v) ? 't' : 'f'); return; }
-        if (c == Integer.class || c == Long.class || c == Short.class || c == Byte.class || c == BigInteger.class) { tag(o, c, declared); o.append('i').append(v); return; }
+        if (c == Integer.class || c == Long.class || c == Short.class || c == Byte.class || c == BigInteger.class) {
+            tag(o, c, declared);
+            o.append('i').append(v);
+            return;
+        }
         if (c == Double.class || c == Float.class) {
             tag(o, c, declared);
             double d = ((Number) v).doubleValue();

@@ -2,9 +2,11 @@
 
 The codec maps numbers that are safe integers to `i`, other numbers to `d` (JavaScript has one
 number type: 3 and 3.0 are the same value there), strings, booleans, null (`n`), undefined (`v`),
-arrays (`l`), Sets (`e`), Maps and plain objects (`m`); anything else (a function, a class
-instance, a Proxy's traps aside, a BigInt) is not plain data. The proxy decodes `i`/`d` to numbers,
-`l`/`u` to arrays, `e` to a Set, `m` to a plain object (string keys) or a Map.
+arrays (`l`), Sets (`e`) and plain objects (`m`); a Map, an object without a prototype, an
+array's hole and -0 cross as typed values (`g s3:Map m..`, `NullObject`, `Hole`, `NegativeZero`),
+which `deepStrictEqual` tells apart from the plain object, `{}`, `undefined` and 0. Anything else
+(a function, a class instance, a BigInt) is not plain data. The proxy decodes each back into its
+own type (an untagged `m` into a plain object when its keys are strings, else a Map).
 """
 from __future__ import annotations
 
