@@ -79,6 +79,7 @@ HEAVY_MODULES = frozenset({
     "sandbox/test_probe.py",
     "sandbox/test_relay_crashes.py",
     "sandbox/test_usr_view.py",
+    "sandbox/test_wire_shapes.py",
     "stages/test_toy_stage.py",  # under both executors, Ray included
 })
 

@@ -1,18 +1,14 @@
 """Differential testing (SONAR's correctness): the candidate and the reference as servers, compared in the engine.
 
-Inputs (written as Python literals, `repr` of an argument tuple) come from the function's
-signature and its tests: engine.roundtrip.inputs for Python (type hints and the tests' literal
-calls), engine.roundtrip.java_difftest for Java, engine.roundtrip.typed_inputs for C++, Go, Rust
-and JavaScript.
-
-Neither function reports its own answers. Each runs as the split run's server
-(engine.sandbox.proxies) in a sandboxed run of its own, the task's reference solution in one,
-the regenerated function in another; the engine sends every input as a plain-value call
-(engine.sandbox.caller) and compares the two parsed replies itself (engine.sandbox.compare:
-int, float and bool distinct, floats within 1e-9 of the reference's magnitude, the same exception name).
-An input on which the reference gives no usable answer (time-out, end, not plain data) counts
-neither way; a candidate's time-out, end, malformed or non-plain reply on an input disagrees on
-that input. The reference's outcomes are computed once per task and shared by every regeneration.
+Inputs (Python literals, `repr` of an argument tuple) come from the function's signature and its
+tests: engine.roundtrip.inputs for Python, engine.roundtrip.java_difftest for Java,
+engine.roundtrip.typed_inputs for C++, Go, Rust and JavaScript. Neither function reports its
+own answers: each runs as the split run's server in a sandboxed run of its own, the engine sends
+every input as a plain-value call (engine.sandbox.caller) and compares the two parsed replies
+itself (engine.sandbox.compare.same_outcome). An input on which the reference gives no usable
+answer (time-out, end, not plain data) counts neither way; a candidate's time-out, end,
+malformed or non-plain reply disagrees on that input. The reference's outcomes are computed once
+per task and shared by every regeneration.
 """
 from __future__ import annotations
 

@@ -1,23 +1,16 @@
 """The value verdict: the tests' calls, answered by the candidate as the reference answers them.
 
-The tests' own verdict is whatever the tests conclude from the values they get, in their
-language's rules: a truthy string where a bool is asserted, `in`, a helper's comparison, NaN
-past an `abs(r - e) > eps` guard. The value verdict does not ask the tests what they conclude:
-
-1. the task's tests run once against the task's reference solution through the split run
-   (engine.sandbox.relay), and the relay records every call they make (the argument list as
-   stream text, in order) with the reply the reference gave (`Recording`);
-2. the candidate runs as a server of its own (engine.sandbox.caller) on exactly those calls,
-   in the same order on one server (the tests' process state model: state kept between calls
-   stays in the server);
-3. each reply is compared with the reference's by the engine's typed rules
-   (engine.sandbox.compare.same_outcome: types distinct, floats against the reference's
-   magnitude, NaN only where the reference is NaN, exceptions by their type's name) and dropped.
-
-`passed` only when every answer agrees; a reference that does not pass its own tests, tests that
-make no call, or a recording beyond RECORD_BYTES make it `error` (a task error, never a pass).
-A successful recording is made once per task and limits and shared by every regeneration;
-a failed one is made again for the next row.
+The tests' own verdict is what the tests conclude in their language's rules (a truthy string
+where a bool is asserted, `in`, NaN past an epsilon guard). This one does not ask them:
+the tests run once against the reference through the split run (engine.sandbox.relay), which
+records every call (argument list as stream text, in order) and the reference's reply
+(`Recording`); the candidate runs as a server of its own (engine.sandbox.caller) on exactly
+those calls, in order, on one server (state kept between calls stays there); each reply is
+compared with the reference's by the engine's typed rules (engine.sandbox.compare.same_outcome)
+and dropped. `passed` only when every answer agrees; a reference that fails its own tests,
+tests that make no call, or a recording beyond RECORD_BYTES make it `error` (never a pass).
+A successful recording is made once per task and limits and shared by every regeneration; a
+failed one is made again for the next row.
 """
 from __future__ import annotations
 

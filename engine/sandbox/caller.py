@@ -3,22 +3,13 @@
 The function under test (a regeneration, or the task's reference solution) runs as the same
 small server as in a split run (engine.sandbox.proxies: fd 3 calls, fd 4 replies, no token, no
 verdict channel), in a sandboxed run of its own. The engine writes each drawn input to it as a
-plain-value call (engine.sandbox.plain) and reads each reply with the stream's size and depth
-limits. The outcome of each call is plain data parsed by the engine, never the program's own
-record of what it answered:
-
-| outcome | meaning |
-|---|---|
-| `("o", value)` | returned `value` (parsed plain value) |
-| `("x", name)` | raised an exception of type `name` |
-| `("z", why)` | returned something that is not plain data |
-| `("timeout",)` | no reply within `call_seconds` (the first call of a session also gets the start-up time) |
-| `("ended", why)` | the server ended, or its reply was malformed, too long or too deep |
-
-After a time-out or an end the server is stopped and a fresh one (a new sandboxed run) takes the
-next input, at most `MAX_SESSIONS` times per function (never after a refused reply: the server's
-codec writes only well-formed replies, so a malformed one is the candidate writing on the pipe) (not after two sessions in a row that
-answered no call in time: a load that never ends is not retried); inputs left after that are `ended`.
+plain-value call (engine.sandbox.plain) and reads each reply with the stream's limits; each
+call's outcome is `("o", value)`, `("x", name)`, `("z", why)`, `("timeout",)` or `("ended", why)`
+(the table is in docs/sandbox.md), parsed by the engine, never the program's own record.
+After a time-out or an end the server is stopped and a fresh one takes the next input, at most
+`MAX_SESSIONS` times per function: never after a refused reply (only the candidate writing on
+its pipe makes one), nor after two sessions in a row that answered no call in time (a load that
+never ends); inputs left after that are `ended`.
 """
 from __future__ import annotations
 

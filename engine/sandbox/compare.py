@@ -1,30 +1,14 @@
 """Typed comparison of plain values (engine.sandbox.plain), in the engine, for the verdicts.
 
-Both differential testing (a candidate's reply against the reference's reply to the same call)
-and the tests' equality assertions (engine.sandbox.relay's `c` messages) compare here, on
-values the engine parsed itself with size and depth limits; no object of a sandboxed program is
-ever compared. The rules:
-
-- the kinds must be the same: `i` (integer), `d` (float), `t`/`f` (booleans), `s`, `n`, `v`, `l`
-  (list), `u` (tuple), `e` (set), `m` (map) are distinct, so `1` and `True` are different
-  answers, and a list is not a tuple; the one exception is an integer and a float that are
-  exactly the same number (`3` and `3.0`, as Python's, JavaScript's, Java's and C++'s own `==`
-  say): they agree, with no tolerance (`3` and `3.0000001` do not);
-- floats compare against the reference side (the first argument: the reference's reply in
-  differential testing and the value verdict, the expected side of a tests' assertion): NaN
-  agrees only with NaN and only where the reference is NaN; an infinity only with itself; a zero
-  reference only with a zero (either sign); any other reference only with a float of the same
-  sign within `FLOAT_TOLERANCE` of the reference's magnitude or `FLOAT_FLOOR`, whichever is
-  larger, and in every case within `FLOAT_SHARE` of the reference's magnitude: the tolerance is
-  relative at every magnitude a task computes (1.49e-13 is not 1e-13, 1e-13 + 1e-16 is not
-  1e-13); the absolute floor is a 1e-9 share of the smallest normal double, so it only matters
-  for subnormal references, where a relative 1e-9 falls under the doubles' resolution, and no
-  zero or wrong sign agrees with a non-zero answer;
-- lists and tuples compare item by item; sets compare by the exact stream text of their elements
-  and maps by the exact stream text of their keys (no float tolerance there), with each float that
-  is exactly an integer written as that integer (`{1.0}` and `{1}`, `{-0.0}` and `{0.0}` agree,
-  as Python's `==` says), and maps by the typed rules for their values; a map with a repeated
-  key agrees with nothing.
+Differential testing, the value verdict and the tests' equality assertions (engine.sandbox.relay's
+`c` messages) compare here, on values the engine parsed itself with size and depth limits; no
+object of a sandboxed program is ever compared. Kinds are distinct (`1` is not `True`, a list is
+not a tuple, a typed value `g` agrees only with one of the same name), except an integer and a
+float that are exactly the same number; floats compare against the reference side (the first
+argument): NaN only with NaN, a zero only with a zero, any other within FLOAT_TOLERANCE of the
+reference's magnitude (FLOAT_FLOOR for a subnormal one) and never beyond FLOAT_SHARE, with the
+same sign; sets and map keys compare by the exact stream text of their elements, a float that is
+an integer written as that integer. docs/sandbox.md ("Typed comparison") gives the reasons.
 """
 from __future__ import annotations
 
@@ -91,6 +75,8 @@ def same(a: Any, b: Any) -> bool:
         return close(a[1], b[1])
     if kind in ("i", "s"):
         return a[1] == b[1]
+    if kind == "g":  # a typed value: the same type name and the same value
+        return a[1][0] == b[1][0] and same(a[1][1], b[1][1])
     if kind in ("l", "u"):
         return len(a[1]) == len(b[1]) and all(same(x, y) for x, y in zip(a[1], b[1]))
     if kind == "e":

@@ -2,24 +2,12 @@
 
 The harness reads the run's token from fd 3 before any code under test runs, keeps its own
 references to the few functions it needs (so patching `os` cannot silence or fake it), and
-writes `<token> <word>` to fd 4 only at the end:
-
-- mode `tests`: executes the implementation (context + function), then the tests in a
-  namespace of their own with a clean copy of the builtins, calls `check(candidate)` when the
-  tests follow HumanEval's convention, and reports `passed` after the last assert. The
-  function the tests see is wrapped so that it may only return values of built-in types:
-  an object with its own `__eq__` that says "equal" to everything cannot pass an assert.
-  `sys.exit(0)`, `os._exit(0)`, exit handlers and printed markers all end the run without
-  the token, hence `failed`.
-- mode `proxied`: the tests run against a proxy of the entry point (engine.sandbox.proxies.
-  python) that calls the candidate in a sandbox of its own (engine.sandbox.relay); the
-  candidate's code never runs in this process. This is how every task with an entry point is
-  tested; mode `tests` (the candidate in this process, guarded) remains for whole programs
-  without an entry point, which have no candidate to keep apart. Its `assert x == y` and
-  `assert x != y` are decided by the engine's typed comparison (engine.sandbox.relay).
-
-Differential testing runs no harness of this module: the engine calls the candidate's server
-itself (engine.sandbox.caller).
+writes `<token> <word>` to fd 4 only at the end. Mode `proxied` (every task with an entry point)
+runs the tests against a proxy of the entry point (engine.sandbox.proxies.python) that calls the
+candidate in a sandbox of its own (engine.sandbox.relay); its `assert x == y` and `x != y` are
+decided by the engine's typed comparison. Mode `tests` runs the candidate in this process,
+guarded, for whole programs without an entry point (docs/sandbox.md has both modes).
+Differential testing runs no harness of this module (engine.sandbox.caller).
 """
 from __future__ import annotations
 

@@ -1,24 +1,15 @@
 """The six programming languages of the round trip: how a task's code and tests become one run.
 
 A task with an entry point is tested as a split run (engine.sandbox.relay, one module per
-language in engine.sandbox.proxies): the candidate as a server in one sandboxed run, the tests
-against a proxy of the signature in another. Whole programs without an entry point (`build`
-below) run in one sandboxed run. Either way a small harness in the language reads the run's
-token from fd 3 before the tests start and writes `<token> passed` to fd 4 after the tests'
-`main` returned normally. Compiled languages compile and run within each sandboxed run; a
-compiler that rejects the code ends the run with EXIT_COMPILE, reported as `compile_error`.
-
-| language | toolchain (Debian package) | files | tests |
-|---|---|---|---|
-| python | python3 | impl.py = context + code, tests.py | `check(candidate)` or plain asserts |
-| java | javac/java (default-jdk-headless) | one file per public class, harness | class `entry_point` with `main` that throws on failure |
-| javascript | node (nodejs) | program.js = context + code + tests | statements (node:assert) that throw on failure |
-| cpp | g++ | program.cpp = context + code + tests | `int main()` that returns non-zero or aborts (assert) on failure |
-| go | go (golang-go) | solution.go (package main), tests.go | `func main()` that panics on failure |
-| rust | rustc | main.rs = context + code + tests | `fn main()` that panics (assert!) on failure |
-
-For C++, Go and Rust the tests' `main` is renamed (`babelscore_tests_main`) and called from the
-harness's own `main`, so the verdict is written only after it returned.
+language in engine.sandbox.proxies); whole programs without one (`build` below) run in one
+sandboxed run. Either way a small harness in the language reads the run's token from fd 3
+before the tests start and writes `<token> passed` to fd 4 after the tests' `main` returned
+normally; for C++, Go and Rust the tests' `main` is renamed (`babelscore_tests_main`) and called
+from the harness's own. Compiled languages compile and run within each sandboxed run; a
+compiler that rejects the code ends the run with EXIT_COMPILE (`compile_error`). Toolchains
+(Debian packages): python3, default-jdk-headless, nodejs, g++, golang-go, rustc; the tests are
+HumanEval's `check(candidate)` or asserts, a Java class `entry_point` whose `main` throws,
+node:assert statements, and a `main` that returns non-zero, aborts or panics.
 """
 from __future__ import annotations
 

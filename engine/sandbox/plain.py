@@ -3,26 +3,14 @@
 A candidate (the regenerated function) runs as a small server in one sandbox; the task's tests
 run in another and call it through a proxy of the function's signature (engine.sandbox.relay).
 Every value between them is text in this one format, written and read by a few lines of code in
-each of the six languages (engine/sandbox/proxies/) and read by the engine with limits, so
+each of the six languages (engine/sandbox/proxies/) and read here by the engine with limits, so
 that no object of the candidate's ever reaches the tests: only values do.
 
-A value is one of (tokens separated by one space, strings length-prefixed so nothing needs
-escaping):
-
-| token | value |
-|---|---|
-| `n` | None / null / nil / unit |
-| `v` | JavaScript's `undefined` (distinct from `null`: a function that should return one does not pass with the other) |
-| `t`, `f` | true, false |
-| `i<decimal>` | an integer (`i-12`) |
-| `d<text>` | a floating-point number (`d1.5`, `dnan`, `dinf`, `d-inf`) |
-| `s<bytes>:<UTF-8 bytes>` | a string |
-| `l<count>`, `u<count>`, `e<count>` | a list, tuple, set: the count of values that follow |
-| `m<count>` | a map: the count of key, value pairs that follow |
-
-A message is `<decimal byte length>\\n<payload>`. A call's payload is the list of its
-arguments (`l2 i1 i2`); a reply is `o <value>` (returned), `x s<n>:<exception type>` (raised)
-or `z s<n>:<why>` (the server could not encode what the function returned: never a pass).
+Tokens (one space apart): `n`, `v` (undefined), `t`, `f`, `i<decimal>`, `d<float>`,
+`s<bytes>:<UTF-8>`, `l<count>`/`u<count>`/`e<count>` (list, tuple, set), `m<count>` (pairs) and
+`g <name> <value>` (a typed value: a type the language's equality tells apart from another of
+the same shape). A message is `<length>\\n<payload>`; a reply is `o <value>`, `x s<n>:<type>` or
+`z s<n>:<why>`. docs/sandbox.md ("The plain-value stream") has the table and the typed values.
 """
 from __future__ import annotations
 
@@ -50,6 +38,7 @@ _CHUNK = 4000
 MAX_EXCEPTION_NAME = 128  # characters of an exception's type name kept from a reply
 # What the proxies' type names use (Python identifiers, Java's `a.b.C$D`, Go's `*pkg.T`, `[]T`, C++'s `std::out_of_range`);
 # any other character (spaces, quotes, newlines, markup) becomes `_` before the name goes anywhere.
+_TAG_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,32}")  # `g`'s type names: Integer, Map, NegativeZero, ...
 _NAME_OTHER = re.compile(r"[^A-Za-z0-9_.:$*\[\]]")
 
 
@@ -138,6 +127,12 @@ def parse(payload: bytes, max_depth: int = MAX_DEPTH, max_values: int = MAX_VALU
                     value = ("d", float(token[1:]))
                 except ValueError:
                     raise PlainError(f"bad float {token[:20]!r}") from None
+            elif token == "g":
+                if len(stack) >= max_depth:
+                    raise PlainError(f"values nest deeper than {max_depth} levels")
+                stack.append(["g", 2, []])
+                pos = _space(payload, pos)
+                continue
             elif token[:1] in ("l", "u", "e", "m"):
                 count = _count(raw[1:])
                 # Every value takes at least two bytes: a count beyond what is left is a lie.
@@ -159,6 +154,8 @@ def parse(payload: bytes, max_depth: int = MAX_DEPTH, max_values: int = MAX_VALU
                 _COUNTED.values = getattr(_COUNTED, "values", 0) + values
                 return value, pos
             frame = stack[-1]
+            if frame[0] == "g" and frame[1] == 2:
+                _tag_name(value)
             frame[2].append(value)
             frame[1] -= 1
             if frame[1] > 0:
@@ -166,6 +163,12 @@ def parse(payload: bytes, max_depth: int = MAX_DEPTH, max_values: int = MAX_VALU
             stack.pop()
             value = (frame[0], frame[2] if frame[0] != "m" else list(zip(frame[2][::2], frame[2][1::2])))
         pos = _space(payload, pos)
+
+
+def _tag_name(value: Any) -> None:
+    """PlainError unless `value` is a typed value's name: a short string of a type name's alphabet."""
+    if value[0] != "s" or not _TAG_NAME.fullmatch(value[1]):
+        raise PlainError("a typed value's name must be a string of at most 32 letters, digits or '_.-'")
 
 
 def _from_digits(digits: str) -> int:
@@ -214,6 +217,11 @@ def write(value: Any) -> bytes:
         kind = item[0]
         if kind in ("n", "v", "t", "f"):
             out.append(kind.encode())
+        elif kind == "g":
+            out.append(b"g")
+            for child in reversed(item[1]):
+                todo.append(child)
+                todo.append(b" ")
         elif kind == "i":
             out.append(b"i" + int_text(item[1]))
         elif kind == "d":
@@ -270,7 +278,7 @@ def _refuse_repeats(value: Any) -> None:
     while todo:
         node, ready = todo.pop()
         kind = node[0]
-        if kind not in ("l", "u", "e", "m"):
+        if kind not in ("l", "u", "e", "m", "g"):
             texts.append(write(node))
             continue
         children = [v for pair in node[1] for v in pair] if kind == "m" else node[1]
@@ -284,7 +292,8 @@ def _refuse_repeats(value: Any) -> None:
             raise PlainError("a set with a repeated element")
         if kind == "m" and len(set(parts[0::2])) != len(node[1]):
             raise PlainError("a map with a repeated key")
-        texts.append(b" ".join([b"%s%d" % (kind.encode(), len(node[1])), *parts]))
+        head = b"g" if kind == "g" else b"%s%d" % (kind.encode(), len(node[1]))
+        texts.append(b" ".join([head, *parts]))
 
 
 def frame(payload: bytes) -> bytes:

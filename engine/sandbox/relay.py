@@ -1,24 +1,15 @@
 """A verdict the code under test cannot reach: the candidate and the tests in two sandboxes.
 
-The regenerated function (the candidate) runs as a small server in one sandboxed run: it reads
-calls (argument lists) on fd 3 and writes replies on fd 4, and it gets no token, no tests, no
-verdict channel. The task's tests run in a second sandboxed run, with their own harness, the
-run's token (fd 3) and verdict channel (fd 4), and a proxy of the function's signature that
-sends each call on fd 5 and reads the reply on fd 6. The two runs share no process, memory,
-file, module or namespace; the engine sits between them and forwards only plain values
-(engine.sandbox.plain), each reply parsed with size and depth limits and written anew, so a
-malformed, deep or huge reply never reaches the tests and no object of the candidate's is ever
-compared. The tests' equality assertions in Python and JavaScript send both sides to the
-engine (`c l2 <actual> <expected>` on the call channel), which compares them by type and value
-(engine.sandbox.compare) and answers `o t` or `o f`; the typed languages compare values the
-proxy decoded into the declared types.
-
-The verdict is the tests' run's (`passed` only with the token after the last test), made
-`error` when the tests made no call to the function (tests that do not run are never a pass),
-`failed` whenever the engine had to refuse a reply (`z` to the proxy, which raises an error no
-`except Exception` catches), and replaced by the candidate's own status when that one names the
-failure better (compile error, memory, time-out of the server). A `Recording` given to `run_split` receives
-every call and the reply the tests got (engine.roundtrip.values records the reference's).
+The candidate runs as a server in one sandboxed run (calls on fd 3, replies on fd 4; no token,
+tests or verdict channel); the tests run in a second, with their harness, token (fd 3), verdict
+channel (fd 4) and a proxy of the signature (calls on fd 5, replies on fd 6). The engine sits
+between them and forwards only plain values (engine.sandbox.plain), each reply parsed with the
+stream's limits and written anew; the tests' equality assertions in Python and JavaScript are
+decided by the engine (`c l2 <actual> <expected>`, engine.sandbox.compare). The verdict is the
+tests' run's, made `error` when the tests made no call, `failed` whenever the engine refused a
+reply, and replaced by the candidate's own status when that names the failure better (compile
+error, memory, time-out). A `Recording` given to `run_split` receives every call and the reply
+the tests got (engine.roundtrip.values records the reference's). docs/sandbox.md has the details.
 """
 from __future__ import annotations
 

@@ -68,3 +68,31 @@ def test_integers_past_the_interpreters_digit_limit_cross_up_to_max_digits():
         assert plain.write(("i", number)) == text and plain.parse(text)[0] == ("i", number)
     with pytest.raises(plain.PlainError, match="digits"):
         plain.parse(b"i" + b"9" * (plain.MAX_DIGITS + 1))
+
+
+@pytest.mark.parametrize("text", [b"g s7:Integer i5", b"l2 g s3:Map m1 s1:a i1 g s4:Hole v", b"g s8:Optional g s7:Integer i4",
+                                  b"e2 g s7:Integer i1 i1"])
+def test_typed_values_round_trip(text):
+    value, end = plain.parse(text)
+    assert end == len(text) and plain.write(value) == text
+    assert plain.reply(b"o " + text)[0] == "o"
+
+
+@pytest.mark.parametrize("text", [b"g i5 i5", b"g s0: i1", b"g s7:Integer", b"g s3:a b i1", b"g s33:" + b"x" * 33 + b" i1",
+                                  b"g2 s1:a i1", b"g " * 40 + b"s1:a i1"])
+def test_a_typed_value_needs_a_type_name_and_one_value_within_the_depth(text):
+    with pytest.raises(plain.PlainError):
+        plain.reply(b"o " + text)
+
+
+def test_a_typed_value_agrees_only_with_one_of_the_same_name_and_value():
+    from engine.sandbox import compare
+
+    def same(a: bytes, b: bytes) -> bool:
+        return compare.same(plain.parse(a)[0], plain.parse(b)[0])
+
+    assert same(b"g s7:Integer i5", b"g s7:Integer i5") and same(b"g s3:Map m1 s1:a d1.5", b"g s3:Map m1 s1:a d1.5")
+    assert not same(b"g s7:Integer i5", b"i5") and not same(b"i5", b"g s7:Integer i5")
+    assert not same(b"g s7:Integer i5", b"g s5:Short i5") and not same(b"g s7:Integer i5", b"g s7:Integer i6")
+    assert not same(b"g s12:NegativeZero i0", b"i0") and not same(b"g s8:Optional n", b"n")
+    assert not same(b"e1 g s7:Integer i1", b"e1 i1")

@@ -1,12 +1,13 @@
 """Java's side of the split run: the candidate's server and the tests' proxy class.
 
-The codec (class `Bs`, one file for both sides) encodes by the runtime value: null, Boolean,
-the integer boxes and BigInteger (`i`), Double/Float (`d`), Character and String (`s`), arrays and
-Lists (`l`), Sets (`e`), Maps (`m`), Optional; anything else is not plain data. A List the
-candidate wrote itself travels as the values it yields, never as its object (its `equals` stays
-in its own JVM). Decoding follows the declared generic type through reflection: the server
-decodes arguments into the method's parameter types, the proxy decodes the reply into its own
-method's return type (`int`, `List<Integer>`, `Map<String, Long>`, arrays, ...).
+The codec (class `Bs`, one file for both sides) encodes by the runtime value and its declared
+generic type: null, Boolean, the integer boxes and BigInteger (`i`), Double/Float (`d`), Character
+and String (`s`), arrays and Lists (`l`), Sets (`e`), Maps (`m`), Optional (always a typed value
+`g s8:Optional`); where the declared type does not fix the class (a `List<Object>`), an Integer,
+Short, Byte, BigInteger, Float or Character crosses as a typed value naming its class, as Java's
+`equals` tells it from the Long, Double or String an untagged value decodes into there. A List
+the candidate wrote itself travels as the values it yields, never as its object. Decoding follows
+the declared generic type through reflection (arguments on the server, the reply in the proxy).
 The proxy class has the candidate class's name and the task's signature, so the tests compile
 against it unchanged.
 """
@@ -24,41 +25,107 @@ import java.util.*;
 public class Bs {
     static class NotPlain extends RuntimeException { NotPlain(String why) { super(why); } }
 
-    static void put(StringBuilder o, Object v, int depth) {
+    // A value whose class its declared type does not fix (an element of a List<Object>) crosses
+    // with its class's name (`g s7:Integer i1`) where Java's equals tells it from the class an
+    // untagged value decodes into there (Long, Double, String); Optional always does, so that
+    // null and Optional.empty() differ.
+    static final Map<String, Class<?>> TAGGED = new HashMap<>();
+    static {
+        for (Class<?> c : new Class<?>[] {Integer.class, Short.class, Byte.class, BigInteger.class, Float.class, Character.class})
+            TAGGED.put(c.getSimpleName(), c);
+    }
+
+    static Class<?> raw(Type t) {
+        if (t instanceof WildcardType) t = ((WildcardType) t).getUpperBounds()[0];
+        if (t instanceof ParameterizedType) return (Class<?>) ((ParameterizedType) t).getRawType();
+        if (t instanceof GenericArrayType) return Object[].class;
+        if (!(t instanceof Class)) return Object.class;
+        Class<?> c = (Class<?>) t;
+        if (!c.isPrimitive()) return c;
+        return c == int.class ? Integer.class : c == long.class ? Long.class : c == short.class ? Short.class : c == byte.class ? Byte.class
+            : c == char.class ? Character.class : c == float.class ? Float.class : c == double.class ? Double.class : c == boolean.class ? Boolean.class : c;
+    }
+
+    static Type param(Type t, int i) {
+        if (t instanceof WildcardType) t = ((WildcardType) t).getUpperBounds()[0];
+        if (t instanceof ParameterizedType) {
+            Type[] ps = ((ParameterizedType) t).getActualTypeArguments();
+            if (i < ps.length) return ps[i];
+        }
+        return Object.class;
+    }
+
+    static void tag(StringBuilder o, Class<?> c, Type declared) {
+        if (TAGGED.containsKey(c.getSimpleName()) && raw(declared) != c) { o.append("g "); text(o, c.getSimpleName()); o.append(' '); }
+    }
+
+    static void put(StringBuilder o, Object v, Type declared, int depth) {
         if (depth > 32) throw new NotPlain("nested deeper than 32 levels");
         if (v == null) { o.append('n'); return; }
         Class<?> c = v.getClass();
         if (c == Boolean.class) { o.append(((Boolean) v) ? 't' : 'f'); return; }
-        if (c == Integer.class || c == Long.class || c == Short.class || c == Byte.class || c == BigInteger.class) { o.append('i').append(v); return; }
+        if (c == Integer.class || c == Long.class || c == Short.class || c == Byte.class || c == BigInteger.class) {
+            tag(o, c, declared);
+            o.append('i').append(v);
+            return;
+        }
         if (c == Double.class || c == Float.class) {
+            tag(o, c, declared);
             double d = ((Number) v).doubleValue();
             o.append(Double.isNaN(d) ? "dnan" : Double.isInfinite(d) ? (d > 0 ? "dinf" : "d-inf") : "d" + Double.toString(d));
             return;
         }
-        if (c == Character.class || c == String.class) { text(o, v.toString()); return; }
-        if (c.isArray()) {
-            int n = Array.getLength(v);
-            o.append('l').append(n);
-            for (int i = 0; i < n; i++) { o.append(' '); put(o, Array.get(v, i), depth + 1); }
+        if (c == Character.class || c == String.class) {
+            String s = v.toString();
+            if (!wellFormed(s)) throw new NotPlain("a string with a lone surrogate is not plain data (UTF-8 cannot carry it)");
+            tag(o, c, declared);
+            text(o, s);
             return;
         }
-        if (v instanceof Optional) { Optional<?> x = (Optional<?>) v; if (x.isPresent()) put(o, x.get(), depth + 1); else o.append('n'); return; }
+        if (c.isArray()) {
+            int n = Array.getLength(v);
+            Type component = declared instanceof GenericArrayType ? ((GenericArrayType) declared).getGenericComponentType() : c.getComponentType();
+            o.append('l').append(n);
+            for (int i = 0; i < n; i++) { o.append(' '); put(o, Array.get(v, i), component, depth + 1); }
+            return;
+        }
+        if (v instanceof Optional) {
+            Optional<?> x = (Optional<?>) v;
+            o.append("g s8:Optional ");
+            if (x.isPresent()) put(o, x.get(), raw(declared) == Optional.class ? param(declared, 0) : Object.class, depth + 1); else o.append('n');
+            return;
+        }
         if (v instanceof Map) {
             Map<?, ?> m = (Map<?, ?>) v;
+            boolean typed = Map.class.isAssignableFrom(raw(declared));
             List<Object> items = new ArrayList<>();
             for (Map.Entry<?, ?> e : m.entrySet()) { items.add(e.getKey()); items.add(e.getValue()); }
             o.append('m').append(items.size() / 2);
-            for (Object x : items) { o.append(' '); put(o, x, depth + 1); }
+            for (int i = 0; i < items.size(); i++) {
+                o.append(' ');
+                put(o, items.get(i), typed ? param(declared, i % 2) : Object.class, depth + 1);
+            }
             return;
         }
         if (v instanceof Collection) {
+            Type element = Collection.class.isAssignableFrom(raw(declared)) ? param(declared, 0) : Object.class;
             List<Object> items = new ArrayList<>();
             for (Object x : (Collection<?>) v) items.add(x);
             o.append(v instanceof Set ? 'e' : 'l').append(items.size());
-            for (Object x : items) { o.append(' '); put(o, x, depth + 1); }
+            for (Object x : items) { o.append(' '); put(o, x, element, depth + 1); }
             return;
         }
         throw new NotPlain("a " + c.getName() + " is not plain data");
+    }
+
+    // getBytes(UTF_8) writes a lone surrogate as '?', so a string of one would pass for "?".
+    static boolean wellFormed(String s) {
+        for (int i = 0; i < s.length(); i++) {
+            char ch = s.charAt(i);
+            if (Character.isHighSurrogate(ch) && i + 1 < s.length() && Character.isLowSurrogate(s.charAt(i + 1))) i++;
+            else if (Character.isSurrogate(ch)) return false;
+        }
+        return true;
     }
 
     static void text(StringBuilder o, String s) {
@@ -91,6 +158,11 @@ public class Bs {
             if (t.isEmpty() || t.charAt(0) != tag) throw new NotPlain("expected '" + tag + "', got " + t);
             return Integer.parseInt(t.substring(1));
         }
+        boolean typed() {
+            if (s[p] != 'g' || p + 1 >= s.length || s[p + 1] != ' ') return false;
+            p += 2;
+            return true;
+        }
         boolean none() {
             if (s[p] == 'n' && (p + 1 == s.length || s[p + 1] == ' ')) { p++; return true; }
             return false;
@@ -112,7 +184,20 @@ public class Bs {
         if (t instanceof WildcardType) t = ((WildcardType) t).getUpperBounds()[0];
         Class<?> raw = t instanceof ParameterizedType ? (Class<?>) ((ParameterizedType) t).getRawType() : t instanceof Class ? (Class<?>) t : Object.class;
         Type[] params = t instanceof ParameterizedType ? ((ParameterizedType) t).getActualTypeArguments() : new Type[0];
-        if (!raw.isPrimitive() && r.none()) return raw == Optional.class ? Optional.empty() : null;
+        if (r.typed()) {
+            String name = r.string();
+            r.skip();
+            if (name.equals("Optional")) {
+                if (!raw.isAssignableFrom(Optional.class)) throw new NotPlain("an Optional where a " + raw.getName() + " is declared");
+                if (r.none()) return Optional.empty();
+                return Optional.of(get(r, raw == Optional.class && params.length > 0 ? params[0] : Object.class));
+            }
+            Class<?> k = TAGGED.get(name);
+            if (k == null) throw new NotPlain("unknown type " + name);
+            // The tagged class where the declared type admits it (Object, Number), else the declared type.
+            return get(r, raw != k && raw.isAssignableFrom(k) ? k : t);
+        }
+        if (!raw.isPrimitive() && r.none()) return null;
         if (raw == Optional.class) return Optional.of(get(r, params.length > 0 ? params[0] : Object.class));
         if (raw == String.class) return r.string();
         if (raw == char.class || raw == Character.class) {
@@ -206,7 +291,11 @@ public class Bs {
         return null;
     }
 
-    static String quoted(String s) { StringBuilder o = new StringBuilder(); text(o, s); return o.toString(); }
+    static String quoted(String s) {
+        StringBuilder o = new StringBuilder();
+        text(o, wellFormed(s) ? s : s.replaceAll("\\p{Cs}", "\uFFFD"));
+        return o.toString();
+    }
 
     public static void serve(String className, String name, int arity) throws Exception {
         InputStream calls = new FileInputStream("/proc/self/fd/3");
@@ -238,7 +327,7 @@ public class Bs {
                     continue;
                 }
                 StringBuilder o = new StringBuilder("o ");
-                if (m.getReturnType() == void.class) o.append('n'); else put(o, value, 0);
+                if (m.getReturnType() == void.class) o.append('n'); else put(o, value, m.getGenericReturnType(), 0);
                 reply = o.toString();
             } catch (Throwable e) {
                 reply = "z " + quoted(String.valueOf(e));
@@ -257,7 +346,13 @@ public class Bs {
             if (calls == null) { calls = new FileOutputStream("/proc/self/fd/5"); replies = new FileInputStream("/proc/self/fd/6"); }
             Method m = method(owner, name, args.length);
             StringBuilder o = new StringBuilder("l").append(args.length);
-            for (Object a : args) { o.append(' '); put(o, a, 1); }
+            // An argument that is not plain data stops the tests (a NotPlain thrown here would meet their `catch`).
+            try {
+                Type[] types = m.getGenericParameterTypes();
+                for (int i = 0; i < args.length; i++) { o.append(' '); put(o, args[i], types[i], 1); }
+            } catch (Throwable e) {
+                broken("an argument does not cross: " + e);
+            }
             send(calls, o.toString());
             byte[] reply = recv(replies);
             if (reply == null) broken("the engine closed the call channel");

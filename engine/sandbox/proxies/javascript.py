@@ -2,9 +2,11 @@
 
 The codec maps numbers that are safe integers to `i`, other numbers to `d` (JavaScript has one
 number type: 3 and 3.0 are the same value there), strings, booleans, null (`n`), undefined (`v`),
-arrays (`l`), Sets (`e`), Maps and plain objects (`m`); anything else (a function, a class
-instance, a Proxy's traps aside, a BigInt) is not plain data. The proxy decodes `i`/`d` to numbers,
-`l`/`u` to arrays, `e` to a Set, `m` to a plain object (string keys) or a Map.
+arrays (`l`), Sets (`e`) and plain objects (`m`); a Map, an object without a prototype, an
+array's hole and -0 cross as typed values (`g s3:Map m..`, `NullObject`, `Hole`, `NegativeZero`),
+which `deepStrictEqual` tells apart from the plain object, `{}`, `undefined` and 0. Anything else
+(a function, a class instance, a BigInt) is not plain data. The proxy decodes each back into its
+own type (an untagged `m` into a plain object when its keys are strings, else a Map).
 """
 from __future__ import annotations
 
@@ -14,7 +16,11 @@ from engine.sandbox.relay import Job
 CODEC = r"""
 const bsFs = require('fs');
 class BsNotPlain extends Error {}
-function bsWrite(v, out, depth) {
+// Values deepStrictEqual tells apart from another of the same shape cross with a type name
+// (`g s3:Map m1 ...`): a Map, an object without a prototype, an array's hole, -0. `loose` (the
+// tests' equal/deepEqual, which take -0 for 0 and ignore prototypes) writes those two untagged.
+function bsTagged(name, out) { out.push('g ' + bsText(name) + ' '); }
+function bsWrite(v, out, depth, loose) {
   if (depth > 32) throw new BsNotPlain('nested deeper than 32 levels');
   if (v === null) { out.push('n'); return; }
   if (v === undefined) { out.push('v'); return; }
@@ -23,7 +29,8 @@ function bsWrite(v, out, depth) {
   // A BigInt would cross as the number of the same value (`3n` passing for `3`): not plain data.
   if (t === 'bigint') throw new BsNotPlain('a BigInt is not plain data (it would cross as a number)');
   if (t === 'number') {
-    if (Number.isSafeInteger(v)) out.push('i' + BigInt(v).toString());
+    if (Object.is(v, -0) && !loose) { bsTagged('NegativeZero', out); out.push('i0'); }
+    else if (Number.isSafeInteger(v)) out.push('i' + BigInt(v).toString());
     else if (Number.isNaN(v)) out.push('dnan');
     else if (v === Infinity) out.push('dinf');
     else if (v === -Infinity) out.push('d-inf');
@@ -36,17 +43,26 @@ function bsWrite(v, out, depth) {
       throw new BsNotPlain('a string with a lone surrogate is not plain data (UTF-8 cannot carry it)');
     out.push('s' + Buffer.byteLength(v, 'utf8') + ':' + v); return;
   }
-  let tag, items;
-  if (Array.isArray(v)) { tag = 'l'; items = Array.from(v); }
+  let tag, items, inner = depth;
+  const HOLE = bsHole;
+  if (Array.isArray(v)) { tag = 'l'; items = []; for (let i = 0; i < v.length; i++) items.push(i in v ? v[i] : HOLE); }
   else if (v instanceof Set) { tag = 'e'; items = Array.from(v); }
-  else if (v instanceof Map) { tag = 'm'; items = []; for (const [k, x] of v) items.push(k, x); }
+  else if (v instanceof Map) { tag = 'm'; items = []; for (const [k, x] of v) items.push(k, x); bsTagged('Map', out); inner++; }
   else if (t === 'object' && (Object.getPrototypeOf(v) === Object.prototype || Object.getPrototypeOf(v) === null)) {
     tag = 'm'; items = []; for (const k of Object.keys(v)) items.push(k, v[k]);
+    if (Object.getPrototypeOf(v) === null && !loose) { bsTagged('NullObject', out); inner++; }
   } else throw new BsNotPlain('a ' + t + ' is not plain data');
   out.push(tag + (tag === 'm' ? items.length / 2 : items.length));
-  for (const item of items) { out.push(' '); bsWrite(item, out, depth + 1); }
+  for (const item of items) {
+    out.push(' ');
+    if (item === HOLE) { bsTagged('Hole', out); out.push('v'); }
+    else bsWrite(item, out, inner + 1, loose);
+  }
 }
-function bsRead(buf, pos) {
+const bsHole = Symbol('hole');
+// Decoding never throws (inside the tests a `catch` would take the error for an answer): a
+// typed value of an unknown name decodes as its value.
+function bsRead(buf, pos, inArray, as) {
   if (buf[pos] === 0x73) {
     const colon = buf.indexOf(0x3a, pos);
     const end = colon + 1 + Number(buf.toString('ascii', pos + 1, colon));
@@ -59,6 +75,13 @@ function bsRead(buf, pos) {
   if (tok === 'v') return [undefined, end];
   if (tok === 't') return [true, end];
   if (tok === 'f') return [false, end];
+  if (tok === 'g') {
+    const [name, at] = bsRead(buf, end + 1);
+    const [value, after] = bsRead(buf, at + 1, false, name);
+    if (name === 'NegativeZero') return [-0, after];
+    if (name === 'Hole') return [inArray ? bsHole : undefined, after];
+    return [value, after];
+  }
   if (tok[0] === 'i') return [Number(tok.slice(1)), end];
   if (tok[0] === 'd') {
     const text = tok.slice(1);
@@ -66,12 +89,20 @@ function bsRead(buf, pos) {
   }
   const n = Number(tok.slice(1)) * (tok[0] === 'm' ? 2 : 1);
   const items = [];
-  for (let i = 0; i < n; i++) { const [x, p] = bsRead(buf, end + 1); items.push(x); end = p; }
+  const list = tok[0] === 'l' || tok[0] === 'u';
+  for (let i = 0; i < n; i++) {
+    const [x, p] = bsRead(buf, end + 1, list);
+    if (x !== bsHole) items[i] = x;
+    end = p;
+  }
+  items.length = n;
   if (tok[0] === 'e') return [new Set(items), end];
   if (tok[0] === 'm') {
     const keys = items.filter((_, i) => i % 2 === 0);
-    if (keys.every((k) => typeof k === 'string')) {
-      const o = {}; for (let i = 0; i < items.length; i += 2) o[items[i]] = items[i + 1]; return [o, end];
+    if (as !== 'Map' && keys.every((k) => typeof k === 'string')) {
+      const o = as === 'NullObject' ? Object.create(null) : {};
+      for (let i = 0; i < items.length; i += 2) o[items[i]] = items[i + 1];
+      return [o, end];
     }
     const m = new Map(); for (let i = 0; i < items.length; i += 2) m.set(items[i], items[i + 1]); return [m, end];
   }
@@ -145,28 +176,37 @@ let bsBroken = '';
 // The equality assertions of node:assert, decided by the engine's typed comparison: both sides
 // go to the engine as plain values (`c l2 <actual> <expected>`), never compared by JavaScript.
 const bsAssert = require('assert');
-function bsSame(a, b) {
+function bsSame(a, b, loose) {
   const x = [], y = [];
-  try { bsWrite(a, x, 1); bsWrite(b, y, 1); } catch (e) { if (e instanceof BsNotPlain) return null; throw e; }
+  try { bsWrite(a, x, 1, loose); bsWrite(b, y, 1, loose); } catch (e) { if (e instanceof BsNotPlain) return null; throw e; }
   bsSend(5, 'c l2 ' + x.join('') + ' ' + y.join(''));
   const reply = bsRecv(6);
   if (reply === null) { bsBroken = 'the engine closed the call channel'; throw new BsCandidateBroken(bsBroken); }
   return reply.toString('latin1') === 'o t';
 }
-const bsTyped = Object.assign(function assert(value, message) { return bsAssert(value, message); }, bsAssert);
-for (const [name, negated] of [['equal', false], ['strictEqual', false], ['deepEqual', false], ['deepStrictEqual', false],
-                               ['notEqual', true], ['notStrictEqual', true], ['notDeepEqual', true], ['notDeepStrictEqual', true]]) {
-  bsTyped[name] = function (actual, expected, message) {
-    const same = bsSame(actual, expected);
-    if (same === null) return bsAssert[negated ? 'notDeepStrictEqual' : 'deepStrictEqual'](actual, expected, message);
-    if (same === negated) throw new bsAssert.AssertionError({ actual, expected, operator: name, message });
-  };
+// equal/deepEqual (and their `not` forms) are loose outside `assert/strict`, where they are the strict ones.
+function bsTypedAssert(strictMode) {
+  const typed = Object.assign(function assert(value, message) { return bsAssert(value, message); }, bsAssert);
+  for (const [name, negated, loose] of [['equal', false, true], ['strictEqual', false, false], ['deepEqual', false, true],
+                                        ['deepStrictEqual', false, false], ['notEqual', true, true], ['notStrictEqual', true, false],
+                                        ['notDeepEqual', true, true], ['notDeepStrictEqual', true, false]]) {
+    typed[name] = function (actual, expected, message) {
+      const same = bsSame(actual, expected, loose && !strictMode);
+      if (same === null) return bsAssert[negated ? 'notDeepStrictEqual' : 'deepStrictEqual'](actual, expected, message);
+      if (same === negated) throw new bsAssert.AssertionError({ actual, expected, operator: name, message });
+    };
+  }
+  return typed;
 }
-bsTyped.strict = bsTyped;
+const bsTyped = bsTypedAssert(false);
+const bsTypedStrict = bsTypedAssert(true);
+bsTyped.strict = bsTypedStrict;
+bsTypedStrict.strict = bsTypedStrict;
 const bsModule = require('module');
 const bsLoad = bsModule._load;
 bsModule._load = function (request, ...rest) {
-  if (['assert', 'node:assert', 'assert/strict', 'node:assert/strict'].includes(request)) return bsTyped;
+  if (['assert', 'node:assert'].includes(request)) return bsTyped;
+  if (['assert/strict', 'node:assert/strict'].includes(request)) return bsTypedStrict;
   return bsLoad.call(this, request, ...rest);
 };
 require('./program.js');
