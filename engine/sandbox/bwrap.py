@@ -93,6 +93,12 @@ def command(argv: Sequence[str], files: Sequence[tuple[int, str]], tmpfs_bytes: 
     return out + list(argv)
 
 
+def prepare() -> None:
+    """Compute what every run's command needs of the host (the covers of /usr) ahead of a run's
+    uid claim, so that the dpkg query is never a started run's time (relay and caller time it)."""
+    _hide_unpackaged()
+
+
 def _hide_unpackaged() -> list[str]:
     """Cover what no installed package put under the bound /usr entries (engine.sandbox.usr_view):
     a directory by an empty tmpfs made read-only, a file by /dev/null."""

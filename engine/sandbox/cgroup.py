@@ -66,6 +66,25 @@ def make_program(procs: str, uid: int, limit_mb: int) -> str:
     return str(path / "cgroup.procs")
 
 
+def oom_kills(procs: str) -> tuple[int, int]:
+    """Processes the kernel has killed at the limit of the run's group and of its program's child
+    group (`oom_kill` of `memory.oom_control`; (0, 0) without a group)."""
+    if not procs:
+        return 0, 0
+    group = Path(procs).parent
+    return _oom_kills(group), _oom_kills(group / PROGRAM)
+
+
+def _oom_kills(group: Path) -> int:
+    try:
+        for line in (group / "memory.oom_control").read_text().splitlines():
+            if line.startswith("oom_kill "):
+                return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
 def remove(procs: str) -> None:
     """The run's group, once its processes have left it (killed ones take a moment to exit); a
     group still in use after a second is left, and the next run of the same uid reuses it."""

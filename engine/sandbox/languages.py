@@ -27,7 +27,8 @@ from dataclasses import dataclass
 from typing import Mapping
 
 from engine.sandbox.harness import python_harness
-from engine.sandbox.process import SandboxLimits, SandboxResult, memory_bound_mb, python_for, run_program
+from engine.sandbox.limits import SandboxLimits
+from engine.sandbox.process import SandboxResult, python_for, run_program
 from engine.sandbox.programs import (
     CPP_HARNESS,
     JAVA_HARNESS,
@@ -140,7 +141,8 @@ def run_toolchain(argv: list[str], files: Mapping[str, str], limits: SandboxLimi
         memory_mb=limits.memory_mb + limits.toolchain_memory_mb, max_processes=limits.toolchain_max_processes,
         cpu_seconds=max(limits.cpu_seconds, limits.toolchain_seconds, cpu_seconds),
         wall_seconds=max(limits.wall_seconds, 2.0 * limits.toolchain_seconds, wall_seconds),
-        open_files=limits.toolchain_max_open_files, program_memory_mb=memory_bound_mb(limits),
+        open_files=limits.toolchain_max_open_files,
+        group_memory_mb=limits.compile_memory_mb, program_memory_mb=limits.run_memory_mb,
     )
 
 

@@ -28,6 +28,7 @@ import logging
 import os
 import shutil
 import subprocess
+import threading
 from typing import Iterable
 
 log = logging.getLogger(__name__)
@@ -36,6 +37,7 @@ COLLAPSE_ENTRIES = 16
 _MERGED = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 _HIDDEN: tuple[tuple[str, ...], tuple[str, ...]] | None = None  # (directories, files), once computed
 _WARNED: list[bool] = []  # the missing database is logged once per process, not once per run
+_COMPUTING = threading.Lock()  # runs starting at once (a split run's two sides) wait for one computation
 
 
 def _packaged_paths() -> set[str] | None:
@@ -116,6 +118,11 @@ def _scan(directory: str, owned: set[str]) -> tuple[int, int, list[str]]:
 def hidden(tops: Iterable[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(directories, files) under the bound `tops` that no installed package owns; computed once
     per process (kept only when dpkg answered)."""
+    with _COMPUTING:
+        return _hidden(tops)
+
+
+def _hidden(tops: Iterable[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
     global _HIDDEN
     if _HIDDEN is not None:
         return _HIDDEN
