@@ -12,7 +12,7 @@ record of what it answered:
 | `("o", value)` | returned `value` (parsed plain value) |
 | `("x", name)` | raised an exception of type `name` |
 | `("z", why)` | returned something that is not plain data |
-| `("timeout",)` | no reply within `call_seconds` (the first call of a session also gets the start-up time) |
+| `("timeout",)` | no reply within `call_seconds` of the server taking the call (the first call: start-up plus `call_seconds` at least) |
 | `("ended", why)` | the server ended, or its reply was malformed, too long or too deep |
 
 After a time-out or an end the server is stopped and a fresh one (a new sandboxed run) takes the
