@@ -1,15 +1,14 @@
 """Real memory that honest sandboxed runs hold, per language: what the run bounds must fit.
 
 Runs the reference solution of every polyglot task (three a language; `--tasks humaneval`: the
-164 Python ones) through the split run,
-so each run is one side (the candidate's server or the tests), and reads each run's memory
-cgroup peak (`memory.max_usage_in_bytes`: resident pages, tmpfs files, kernel objects) just
-before the group is removed: the run's group (the compiler's step, and the program under it) and
-the program's child group. Prints per language the largest of each over its runs, against the
-limits' `run_memory_mb` (programs) and `compile_memory_mb` (toolchain steps). Needs root and a
-cgroup v1 memory controller (the engine makes no group otherwise).
+164 Python ones) through the split run, so each run is one side (the candidate's server or the
+tests), and reads each run's memory cgroup peak (`memory.max_usage_in_bytes`: resident pages,
+tmpfs files, kernel objects) just before the group is removed: the run's group (the compiler's
+step, and the program under it) and the program's child group. Prints per language the largest
+of each, against the limits' `run_memory_mb` (programs) and `compile_memory_mb` (toolchain
+steps). Needs root and a cgroup v1 memory controller (the engine makes no group otherwise).
 
-    PYTHONPATH=. python bench/bench_run_memory.py [--language java] [--repeat 2]
+    PYTHONPATH=. python bench/bench_run_memory.py [--language java] [--tasks humaneval] [--limit N]
 """
 from __future__ import annotations
 
