@@ -26,7 +26,7 @@ from engine.roundtrip import orchestrate
 from engine.roundtrip.tasks import load_tasks
 from engine.sandbox import bwrap, process
 from engine.sandbox.cgroup import ROOT
-from engine.sandbox.process import SandboxLimits
+from engine.sandbox.limits import SandboxLimits
 from engine.sandbox.uids import uid_processes
 
 # A pool of its own, shared by the engines: what runs under these uids afterwards is theirs.

@@ -32,7 +32,8 @@ from engine.roundtrip.inputs import generate_inputs
 from engine.roundtrip.scores import correctness
 from engine.roundtrip.tasks import load_tasks, python_program
 from engine.sandbox.languages import run_tests
-from engine.sandbox.process import SandboxLimits, isolation_name
+from engine.sandbox.limits import SandboxLimits
+from engine.sandbox.process import isolation_name
 
 # Measured on 2 shared cores with the tests in the candidate's process (busy and quiet machine).
 ANCHOR_RATIO = "0.39-0.76"

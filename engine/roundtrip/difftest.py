@@ -22,7 +22,8 @@ from typing import Any, Mapping
 
 from engine.roundtrip.inputs import generate_inputs
 from engine.sandbox import caller, compare, plain
-from engine.sandbox.process import SandboxLimits, SandboxResult, python_for
+from engine.sandbox.limits import SandboxLimits
+from engine.sandbox.process import SandboxResult, python_for
 
 # Programming languages with differential testing (all six).
 CORRECTNESS_LANGUAGES = ("python", "java", "javascript", "cpp", "go", "rust")

@@ -8,7 +8,7 @@ from typing import Any, Literal
 from engine.llm.requests import BackendSpec
 from engine.params import ModelEntry, Params, require
 from engine.runtime import resolve_model
-from engine.sandbox.process import SandboxLimits
+from engine.sandbox.limits import SandboxLimits
 
 PROMPTS_DIR = Path(__file__).resolve().parent / "prompts"
 ORACLE = "oracle"

@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from typing import Mapping
 
 from engine.sandbox import caller, compare, plain
-from engine.sandbox.process import SandboxLimits, python_for
+from engine.sandbox.limits import SandboxLimits
+from engine.sandbox.process import python_for
 from engine.sandbox.relay import RECORD_BYTES, Recording, run_split
 
 VERDICTS = ("values", "tests")

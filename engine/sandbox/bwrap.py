@@ -1,20 +1,13 @@
 """The one place that builds bubblewrap's argument list for a sandboxed run.
 
-Every run gets the same fixed set of isolation flags (`--unshare-all --unshare-user`: new user,
-pid, net, ipc, uts and cgroup namespaces; `--disable-userns`: no nested user namespace, hence
-no mount of an uncapped tmpfs; `--die-with-parent`; `--new-session`), the seccomp filter of
-engine.sandbox.seccomp (`--seccomp FD`, installed just before the program starts), a fresh /proc, a minimal /dev
-without pseudo-terminals,
-private tmpfs mounts of a fixed size for /tmp, /dev/shm and the work directory (the root itself
-read-only), and read-only
-binds of exactly what the toolchains need: /usr's bin, sbin, lib*, libexec, include and share
-(interpreters, compilers and libraries of the Debian packages; not /usr/local, /usr/etc, /usr/src),
-with what no installed package put there covered (engine.sandbox.usr_view),
-/etc/alternatives (the symlinks behind /usr/bin/java and friends), the JDK's
-configuration under /etc and the dynamic linker's cache. Nothing else of the host is visible:
-no home, no checkout, no run directory, no host /tmp, no Unix sockets. The task's files are
-copied into the private work directory from file descriptors (`--file FD PATH`), so the run
-leaves nothing on the host's disk.
+Every run gets the same isolation flags (`--unshare-all --unshare-user --disable-userns
+--die-with-parent --new-session`), the seccomp filter of engine.sandbox.seccomp, a fresh /proc,
+a read-only /dev without pseudo-terminals and a read-only /proc/sys, size-capped tmpfs mounts
+for /tmp, /dev/shm and the work directory (the root read-only), and read-only binds of what the
+toolchains need: /usr's bin, sbin, lib*, libexec, include and share with what no package
+installed covered (engine.sandbox.usr_view), /etc/alternatives, the JDK's /etc entries and the
+dynamic linker's cache. The task's files are copied in from file descriptors (`--file FD PATH`),
+so a run leaves nothing on the host's disk. docs/sandbox.md ("Bounds of one run") says why each.
 """
 from __future__ import annotations
 
@@ -91,6 +84,12 @@ def command(argv: Sequence[str], files: Sequence[tuple[int, str]], tmpfs_bytes: 
     out += ["--ro-bind", "/proc/sys", "/proc/sys", "--remount-ro", "/dev/pts", "--remount-ro", "/dev", "--remount-ro", "/"]
     out += ["--chdir", WORKDIR, "--setenv", "HOME", WORKDIR, "--setenv", "TMPDIR", "/tmp", "--"]
     return out + list(argv)
+
+
+def prepare() -> None:
+    """Compute what every run's command needs of the host (the covers of /usr) ahead of a run's
+    uid claim, so that the dpkg query is never a started run's time (relay and caller time it)."""
+    _hide_unpackaged()
 
 
 def _hide_unpackaged() -> list[str]:

@@ -13,8 +13,11 @@ never ends); inputs left after that are `ended`.
 """
 from __future__ import annotations
 
+import array
+import fcntl
 import os
 import select
+import termios
 import threading
 import time
 from typing import Callable, Sequence
@@ -40,6 +43,27 @@ def _write_before(fd: int, data: bytes, deadline: float) -> None:
             data = data[os.write(fd, data):]
         except BlockingIOError:
             continue
+
+
+def _unread(fd: int) -> int:
+    """Bytes written into the pipe whose write end is `fd` that its reader has not taken yet."""
+    count = array.array("i", [0])
+    fcntl.ioctl(fd, termios.FIONREAD, count, True)
+    return count[0]
+
+
+def _taken(to_server: int, from_server: int, deadline: float) -> float | None:
+    """When the server took its first call off its pipe (its start-up is over), or None when it
+    has not by `deadline`; a reply already waiting also ends the wait."""
+    delay = 0.001
+    while _unread(to_server):
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return None
+        if select.select([from_server], [], [], min(delay, left))[0]:
+            break
+        delay = min(delay * 2, 0.02)
+    return time.monotonic()
 
 
 def _session(job: Job, run: Callable[..., SandboxResult], calls: Sequence[bytes], start: int, call_seconds: float,
@@ -68,10 +92,15 @@ def _session(job: Job, run: Callable[..., SandboxResult], calls: Sequence[bytes]
     outcomes: list[tuple] = []
     try:
         for index in range(start, len(calls)):
-            budget = call_seconds + (startup_seconds if index == start else 0.0)
-            deadline = time.monotonic() + budget
+            deadline = time.monotonic() + call_seconds + (startup_seconds if index == start else 0.0)
             try:
                 _write_before(to_server_w, plain.frame(calls[index]), deadline)
+                if index == start:
+                    # The call's limit times the call, not the start-up (a compile, imports, a
+                    # loaded machine's scheduling): it runs from when the server took the call,
+                    # and never ends before start-up plus one call's time.
+                    taken = _taken(to_server_w, from_server_r, deadline)
+                    deadline = deadline if taken is None else max(deadline, taken + call_seconds)
                 raw = read_message(from_server_r, deadline)
                 if raw is None:
                     raise EOFError("the server ended")

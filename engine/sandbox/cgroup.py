@@ -1,17 +1,13 @@
 """A memory cgroup (v1) around one sandboxed run, where the machine lets the engine make one.
 
-The per-process limits do not see kernel memory a run makes the host hold: inodes and dentries
-in the capped tmpfs mounts cost slab and no block (bubblewrap's `--size` caps blocks only). Slab
-of tmpfs inodes and dentries is charged to the memory cgroup of the process that made it, and
-on these machines' kernels `memory.limit_in_bytes` counts it (`memory.kmem.limit_in_bytes`
-takes a write and stays unlimited), so one limit set to the run's documented bound holds both.
-
-The engine (root) makes `babelscore/run-<uid>` under the memory controller for the run's uid
-(one run holds a uid at a time, host-wide), sets the limit, and hands the run's launcher the
-group's `cgroup.procs`, owned by the run's uid: the launcher moves itself in before it starts
-anything the run controls, so every process of the run is born inside. Where there is no
-writable v1 memory controller (a cgroup v2 host, no root) `make` returns '' and the run goes
-without one (docs/sandbox.md says what that leaves open).
+It counts what the per-process limits do not: real memory of all the run's processes together,
+tmpfs files, and kernel memory such as the slab of tmpfs inodes and dentries (on these machines'
+kernels `memory.limit_in_bytes` counts it; `memory.kmem.limit_in_bytes` stays unlimited). The
+engine (root) makes `babelscore/run-<uid>` (one run holds a uid at a time, host-wide) with its
+limit, and a `program` child for a compiled program; each `cgroup.procs` is owned by the run's
+uid, so the launcher moves itself in before it starts anything and the compile-then-run script
+moves its program into the child. Without a writable v1 memory controller (cgroup v2, no root)
+`make` returns '' and the run goes without (docs/sandbox.md says what that leaves open).
 """
 from __future__ import annotations
 
@@ -53,17 +49,36 @@ def make(uid: int, limit_mb: int) -> str:
 def make_program(procs: str, uid: int, limit_mb: int) -> str:
     """The `cgroup.procs` path of a child group of the run's (`procs`) limited to `limit_mb`, or
     '': a compiled language's program moves itself in once the compiler is done
-    (programs.shell_script), so the compiler keeps the run's larger bound and the program (tests
-    and candidate) runs under the documented bound of a run."""
+    (programs.shell_script), so the compiler keeps the run's `compile_memory_mb` and the program
+    (tests, candidate's server) runs under `run_memory_mb`."""
     if not procs:
         return ""
     path = Path(procs).parent / PROGRAM
     try:
         _limited_group(path, uid, limit_mb)
     except OSError as exc:
-        log.warning("no memory cgroup for the sandbox's programs (%s): their bound is the toolchain's", exc)
+        log.warning("no memory cgroup for the sandbox's programs (%s): their bound is the toolchain step's", exc)
         return ""
     return str(path / "cgroup.procs")
+
+
+def oom_kills(procs: str) -> tuple[int, int]:
+    """Processes the kernel has killed at the limit of the run's group and of its program's child
+    group (`oom_kill` of `memory.oom_control`; (0, 0) without a group)."""
+    if not procs:
+        return 0, 0
+    group = Path(procs).parent
+    return _oom_kills(group), _oom_kills(group / PROGRAM)
+
+
+def _oom_kills(group: Path) -> int:
+    try:
+        for line in (group / "memory.oom_control").read_text().splitlines():
+            if line.startswith("oom_kill "):
+                return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return 0
 
 
 def remove(procs: str) -> None:

@@ -1,49 +1,20 @@
-"""Run untrusted programs (regenerated code and its tests) outside the engine's process.
+"""One sandboxed run of untrusted code (regenerated code, its tests) outside the engine's process.
 
-Every run is a fresh child process under these layers:
-
-- **isolation** (`isolation`):
-  - `bwrap` (the default): bubblewrap (engine.sandbox.bwrap) gives the run its own user, pid,
-    network, IPC, UTS and mount namespaces, a fresh /proc, private size-capped tmpfs mounts for
-    /tmp, /dev/shm and its work directory (its files are copied in from memory), and read-only
-    binds of the toolchains only. When the pid namespace's first process ends, the kernel ends
-    every other process of the namespace; `--die-with-parent` ends the namespace when the
-    engine kills bwrap. When bubblewrap cannot run, the stage refuses the config (no silent
-    weaker fallback).
-  - `hook`: explicit opt-in for machines without bubblewrap, **not a security boundary**: only
-    the limits below and, for Python, an audit hook (PEP 578) that ends the run on sockets,
-    writes outside its directory, subprocesses and ctypes. Rows say `isolation=hook` in their
-    signatures.
-- **resource limits** set in the child before the program starts: CPU seconds (RLIMIT_CPU),
-  address space per process (RLIMIT_AS), processes (RLIMIT_NPROC), written file size
-  (RLIMIT_FSIZE), no core files. As root the child first drops to an unprivileged uid of its
-  own (root ignores RLIMIT_NPROC), claimed per run from `uid .. uid + uid_slots - 1` with a
-  file lock, so RLIMIT_NPROC counts exactly this run's processes; open files (RLIMIT_NOFILE).
-  A cgroup v2 group is not used (machines here mount cgroup v2 without the memory and pids
-  controllers), so the per-run process cap times the address-space cap, plus the capped tmpfs
-  mounts and pipe buffers, is the documented bound (`memory_bound_mb`, docs/sandbox.md).
-- **a hard wall-clock timeout** after which every process of the run is killed: the process
-  group, then every process of the run's uid, so a process that left the group and holds an
-  output pipe open cannot make the engine wait.
-- **the verdict channel**: the engine writes a per-run random token into a pipe the program
-  reads as fd 3 and reads the verdict from a pipe the program writes as fd 4. Test harnesses
-  (engine.sandbox.harness) read the token before the tests run and write `<token> passed`
-  only after every test has run. Exit status, stdout and stderr never make a pass; they only
-  explain a failure. The code under test runs in another run without a verdict channel
-  (`verdict=False`), reached through relay pipes (`channel`, engine.sandbox.relay), so a
-  program can make its own verdict worse, never better.
-- **a seccomp filter** (engine.sandbox.seccomp) and `--disable-userns`: memory no limit
-  counts (memfds, System V segments, new mounts) is refused; `memory_bound_mb` is the bound.
-
-stdout and stderr are drained by threads that keep only the first `output_bytes` of each, so a
-program printing without end cannot fill the engine's memory.
+A fresh child per run: dropped to a uid of the pool (engine.sandbox.uids) when the engine is
+root, inside bubblewrap (engine.sandbox.bwrap, the default) or, by explicit opt-in, `hook`
+(limits and an audit hook only: not a security boundary); the rlimits of engine.sandbox.limits
+and a memory cgroup (engine.sandbox.cgroup) around all of it; a wall-clock limit past which the
+process group and every process of the run's uid are killed. The verdict channel: a per-run
+token on fd 3, the harness's `<token> passed` read back from fd 4; exit status and output only
+explain a failure (engine.sandbox.outcome). A candidate's server runs without that channel,
+reached through relay pipes (engine.sandbox.relay). stdout and stderr are drained by threads
+that keep the first `output_bytes` of each. docs/sandbox.md describes every layer.
 """
 from __future__ import annotations
 
 import json
 import logging
 import os
-import re
 import secrets
 import shutil
 import signal
@@ -55,20 +26,15 @@ import time
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Literal, Mapping, Sequence
+from typing import Mapping, Sequence
 
-from engine.params import Params, require
 from engine.sandbox import bwrap, cgroup, seccomp
+from engine.sandbox.limits import SandboxLimits, rlimits, runs_as_root
+from engine.sandbox.outcome import classify, read_verdict
 from engine.sandbox.uids import claimed_uid, end_uid
-from engine.sandbox.wire import program_text
 
 log = logging.getLogger(__name__)
 
-STATUSES = ("passed", "failed", "compile_error", "timeout", "memory", "processes", "filesize", "blocked", "crashed",
-            "skipped", "rejected", "error")
-# Exit status of a language's build script when the compiler rejects the code (a program that
-# exits with it only turns its own failure into a compile error: never a pass).
-EXIT_COMPILE = 85
 TOKEN_FD, VERDICT_FD = 3, 4
 PROGRAM_CGROUP_FD = 9  # a compiled program's memory cgroup (cgroup.make_program), below bwrap's
 FIRST_BWRAP_FD = 10  # the seccomp filter and the task's files, as bwrap reads them (channel fds are below)
@@ -102,64 +68,8 @@ os.execvpe(spec["argv"][0], spec["argv"], spec["env"])
 
 
 @dataclass(frozen=True)
-class SandboxLimits(Params):
-    """Limits of one sandboxed run. Languages other than Python get the `toolchain_*` allowances.
-
-    Keys:
-        cpu_seconds: CPU-time limit (RLIMIT_CPU).
-        wall_seconds: wall-clock limit; every process of the run is killed past it.
-        memory_mb: address-space limit per process (RLIMIT_AS).
-        max_processes: process-count limit of the run (RLIMIT_NPROC, under the run's own uid).
-        file_size_mb: largest file the code may write (RLIMIT_FSIZE).
-        tmpfs_mb: size of each private tmpfs of a bwrap run (/tmp, /dev/shm, the work directory).
-        output_bytes: captured stdout/stderr kept per stream.
-        isolation: `bwrap` (bubblewrap namespaces; refused at config check when it cannot run) or `hook` (no isolation, not a security boundary).
-        uid: first unprivileged uid used when the engine runs as root.
-        uid_slots: sandbox runs at once per machine (each holds one uid).
-        python: interpreter for untrusted Python ('' = /usr/bin/python3 when present, else this one's base interpreter).
-        toolchain_memory_mb: address space added for compilers and VMs (JVM, V8, Go, rustc) beyond memory_mb.
-        toolchain_max_processes: process limit for languages other than Python (RLIMIT_NPROC counts threads).
-        toolchain_seconds: CPU and wall-clock floor for a compile-and-run of a compiled language.
-        max_open_files: open file descriptors per process (RLIMIT_NOFILE) of a Python run.
-        toolchain_max_open_files: RLIMIT_NOFILE of the other languages (javac and `go build` open many files).
-    """
-
-    cpu_seconds: int = 5
-    wall_seconds: float = 10.0
-    memory_mb: int = 512
-    max_processes: int = 16
-    file_size_mb: int = 16
-    tmpfs_mb: int = 64
-    output_bytes: int = 16384
-    isolation: Literal["bwrap", "hook"] = "bwrap"
-    uid: int = 200000  # first unprivileged uid used when the engine runs as root (no account needed)
-    uid_slots: int = 64  # runs at once per machine; each holds one uid
-    python: str = ""
-    toolchain_memory_mb: int = 4096  # a JVM, V8 or Go reserves address space far beyond its heap
-    toolchain_max_processes: int = 256  # RLIMIT_NPROC counts threads; a JVM or `go build` starts dozens
-    toolchain_seconds: int = 30
-    max_open_files: int = 64
-    toolchain_max_open_files: int = 512
-
-    def __post_init__(self) -> None:
-        require(self.cpu_seconds >= 1, "cpu_seconds", self.cpu_seconds, "an integer >= 1")
-        require(self.wall_seconds > 0, "wall_seconds", self.wall_seconds, "a number > 0")
-        require(self.memory_mb >= 32, "memory_mb", self.memory_mb, "an integer >= 32")
-        require(self.max_processes >= 1, "max_processes", self.max_processes, "an integer >= 1")
-        require(self.file_size_mb >= 1, "file_size_mb", self.file_size_mb, "an integer >= 1")
-        require(self.tmpfs_mb >= 1, "tmpfs_mb", self.tmpfs_mb, "an integer >= 1")
-        require(self.output_bytes >= 256, "output_bytes", self.output_bytes, "an integer >= 256")
-        require(self.uid >= 1000, "uid", self.uid, "an integer >= 1000 (an unprivileged uid)")
-        require(self.uid_slots >= 1, "uid_slots", self.uid_slots, "an integer >= 1")
-        require(self.toolchain_seconds >= 1, "toolchain_seconds", self.toolchain_seconds, "an integer >= 1")
-        require(self.max_open_files >= 16, "max_open_files", self.max_open_files, "an integer >= 16")
-        require(self.toolchain_max_open_files >= 16, "toolchain_max_open_files", self.toolchain_max_open_files,
-                "an integer >= 16")
-
-
-@dataclass(frozen=True)
 class SandboxResult:
-    status: str  # one of STATUSES
+    status: str  # one of engine.sandbox.outcome.STATUSES
     reason: str  # '' when passed
     returncode: int | None
     stdout: str
@@ -191,10 +101,6 @@ class _Drain(threading.Thread):
         return out + (f"\n[... {self.total - len(self.kept)} more bytes cut]" if self.total > len(self.kept) else "")
 
 
-def _drop_privileges() -> bool:
-    return os.geteuid() == 0
-
-
 def python_for(limits: SandboxLimits) -> str:
     """The interpreter that runs untrusted Python: one the sandbox uid can reach and bwrap binds."""
     if limits.python:
@@ -207,7 +113,7 @@ def python_for(limits: SandboxLimits) -> str:
 @lru_cache(maxsize=None)
 def _launcher_python() -> str:
     """A Python the sandbox uid can execute (a venv under /root is not reachable by it)."""
-    if not _drop_privileges():
+    if not runs_as_root():
         return sys.executable
     for candidate in ("/usr/bin/python3", sys.executable, getattr(sys, "_base_executable", sys.executable)):
         path = Path(os.path.realpath(candidate))
@@ -231,7 +137,7 @@ def unavailable(limits: SandboxLimits) -> str:
     """'' when the configured isolation can run here; otherwise the reason and the fix."""
     if limits.isolation == "hook":
         return ""
-    if not _drop_privileges():
+    if not runs_as_root():
         why = bwrap.unavailable(None)
     elif bwrap.known_to_work((limits.uid, limits.uid_slots)):
         why = ""
@@ -248,101 +154,6 @@ def unavailable(limits: SandboxLimits) -> str:
 def isolation_name(limits: SandboxLimits) -> str:
     """The isolation as signatures name it: `bwrap-<version>` or `hook (not a security boundary)`."""
     return f"bwrap-{bwrap.version()}" if limits.isolation == "bwrap" else "hook-not-a-boundary"
-
-
-# Pipe buffers of one unprivileged uid beyond the kernel's soft limit get one page each
-# (/proc/sys/fs/pipe-user-pages-soft, 16384 pages by default): at most this much per run.
-PIPE_BUFFERS_MB = 64
-
-
-def memory_bound_mb(limits: SandboxLimits, toolchain: bool = False) -> int:
-    """The documented bound on the memory one run can hold (docs/sandbox.md): every process at
-    its address-space limit, every capped tmpfs full, and the pipe buffers of its uid. memfds,
-    System V segments and new mounts, which no limit would count, are refused by seccomp."""
-    memory = limits.memory_mb + (limits.toolchain_memory_mb if toolchain else 0)
-    processes = limits.toolchain_max_processes if toolchain else limits.max_processes
-    return processes * memory + 3 * limits.tmpfs_mb + PIPE_BUFFERS_MB
-
-
-def _rlimits(limits: SandboxLimits, memory_mb: int, processes: int, cpu_seconds: int,
-             open_files: int) -> dict[str, tuple[int, int]]:
-    mb = 1024 * 1024
-    nproc = processes + (bwrap.OWN_PROCESSES if limits.isolation == "bwrap" else 0)
-    if not _drop_privileges():
-        # RLIMIT_NPROC counts every process of the (real) user, not only the sandbox's.
-        import psutil
-
-        uid = os.getuid()
-        nproc += sum(1 for p in psutil.process_iter(["uids"]) if p.info["uids"] and p.info["uids"].real == uid)
-    return {
-        # SIGXCPU at the soft limit names the cause; SIGKILL a second later if it is ignored.
-        "RLIMIT_CPU": (cpu_seconds, cpu_seconds + 1),
-        "RLIMIT_AS": (memory_mb * mb, memory_mb * mb),
-        "RLIMIT_NPROC": (nproc, nproc),
-        "RLIMIT_FSIZE": (limits.file_size_mb * mb, limits.file_size_mb * mb),
-        "RLIMIT_CORE": (0, 0),
-        "RLIMIT_NOFILE": (open_files, open_files),
-    }
-
-
-def _classify(returncode: int | None, timed_out: bool, stderr: str, verdict: tuple[str, str] | None,
-              limits: SandboxLimits, memory_mb: int, processes: int, cpu_seconds: int, wall_seconds: float) -> tuple[str, str]:
-    if timed_out:
-        return "timeout", f"wall-clock limit of {wall_seconds:g} s reached; every process of the run killed"
-    if verdict is not None:
-        word, text = verdict
-        if word in ("passed", "outcomes") and returncode == 0:
-            return "passed", ""
-        if word in ("blocked", "memory", "processes"):
-            return word, program_text(text)
-    if returncode == 0:
-        return "failed", "exit status 0 without a verdict from the test harness: the program ended before its tests finished"
-    if returncode == EXIT_COMPILE:
-        last = [line for line in stderr.splitlines() if line.strip()][-3:]
-        return "compile_error", "compiler rejected the code: " + program_text(" | ".join(line.strip() for line in last), 400)
-    if returncode is not None and limits.isolation == "bwrap" and returncode > 128:
-        returncode = -(returncode - 128)  # bwrap reports a child killed by signal N as 128 + N
-    if returncode is not None and returncode < 0:
-        sig = -returncode
-        if sig == signal.SIGXCPU or sig == signal.SIGKILL and cpu_seconds and "cpu" in stderr.lower():
-            return "timeout", f"CPU-time limit of {cpu_seconds} s reached (SIGXCPU)"
-        if sig == signal.SIGXFSZ:
-            return "filesize", f"file-size limit of {limits.file_size_mb} MB reached (SIGXFSZ)"
-        try:
-            name = signal.Signals(sig).name
-        except ValueError:
-            name = str(sig)
-        if sig == signal.SIGABRT:  # C/C++ assert() aborts
-            return "failed", f"aborted (SIGABRT): {program_text(_telling_line(stderr))}"
-        return "crashed", f"killed by signal {name}"
-    if "MemoryError" in stderr or "OutOfMemoryError" in stderr or "std::bad_alloc" in stderr or "memory allocation" in stderr:
-        return "memory", f"address-space limit of {memory_mb} MB"
-    if "Resource temporarily unavailable" in stderr or "unable to create native thread" in stderr:
-        return "processes", f"process-count limit of {processes}"
-    if "Network is unreachable" in stderr or "Temporary failure in name resolution" in stderr:
-        return "blocked", "network unreachable inside the sandbox's network namespace"
-    if "File too large" in stderr:
-        return "filesize", f"file-size limit of {limits.file_size_mb} MB reached"
-    return "failed", f"exit status {returncode}: {program_text(_telling_line(stderr))}"
-
-
-def _telling_line(stderr: str) -> str:
-    """The line of a failure's output that names it (an assertion, a panic), else the last one."""
-    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
-    named = [line for line in lines if _TELLING.search(line)]
-    return named[-1] if named else (lines[-1] if lines else "")
-
-
-_TELLING = re.compile(r"Error\b|Exception\b|panicked|^panic:|Assertion")
-
-
-def _read_verdict(raw: bytes, token: str) -> tuple[str, str] | None:
-    """(word, text) when the channel holds exactly one record that starts with this run's token."""
-    head, _, rest = raw.partition(b"\n")
-    parts = head.decode("ascii", "replace").split(" ", 1)
-    if len(parts) != 2 or not secrets.compare_digest(parts[0], token):
-        return None
-    return parts[1].strip(), rest.decode("utf-8", "replace")
 
 
 def _wait_unreaped(pid: int, seconds: float, stop: threading.Event | None = None) -> bool:
@@ -378,6 +189,7 @@ def run_program(
     verdict: bool = True,
     stop: threading.Event | None = None,
     started: threading.Event | None = None,
+    group_memory_mb: int = 0,
     program_memory_mb: int = 0,
 ) -> SandboxResult:
     """Run `argv` in the work directory holding `files` (relative paths resolve there).
@@ -387,8 +199,9 @@ def run_program(
     stop: set by another thread to end the run early (it is then killed like a time-out).
     started: set once the run holds its uid and starts (waiting for a free uid of the pool, while
     other runs or another engine hold them all, is not the program's time).
-    program_memory_mb: the memory cgroup bound of the program a compile-then-run script starts
-    (programs.shell_script), below the run's own bound that the compiler gets; 0: none.
+    group_memory_mb: the run's memory cgroup limit (0: `run_memory_mb`; a toolchain run's
+    `compile_memory_mb`). program_memory_mb: the limit of the child group the program of a
+    compile-then-run script moves into (programs.shell_script); 0: none.
     """
     why = unavailable(limits)
     if why:
@@ -396,18 +209,21 @@ def run_program(
         from engine.errors import ConfigError
 
         raise ConfigError(f"roundtrip.sandbox.isolation: {why}")
+    if limits.isolation == "bwrap":
+        bwrap.prepare()
     with claimed_uid(limits.uid, limits.uid_slots) as uid:
         if started is not None:
             started.set()
         return _run(argv, files, limits, uid, memory_mb or limits.memory_mb, max_processes or limits.max_processes,
                     cpu_seconds or limits.cpu_seconds, wall_seconds or limits.wall_seconds, dict(env or {}),
-                    open_files or limits.max_open_files, dict(channel or {}), verdict, stop, program_memory_mb)
+                    open_files or limits.max_open_files, dict(channel or {}), verdict, stop,
+                    (group_memory_mb or limits.run_memory_mb, program_memory_mb))
 
 
 def _run(argv: Sequence[str], files: Mapping[str, str | bytes], limits: SandboxLimits, uid: int | None,
          memory_mb: int, max_processes: int, cpu_seconds: int, wall_seconds: float, env: dict[str, str],
          open_files: int, channel: dict[int, int], verdict: bool, stop: threading.Event | None,
-         program_memory_mb: int = 0) -> SandboxResult:
+         bounds: tuple[int, int]) -> SandboxResult:
     started = time.perf_counter()
     token = secrets.token_hex(16)
     passed_fds = dict(channel)  # child fd -> engine fd
@@ -457,10 +273,11 @@ def _run(argv: Sequence[str], files: Mapping[str, str | bytes], limits: SandboxL
             inner, cwd = list(argv), str(workdir)
             base_env.update(HOME=str(workdir), TMPDIR=str(workdir))
         if uid is not None and limits.isolation == "bwrap":
-            group = cgroup.make(uid, max_processes * memory_mb + 3 * limits.tmpfs_mb + PIPE_BUFFERS_MB)
-            if program_memory_mb:
-                program_group = cgroup.make_program(group, uid, program_memory_mb)
-        spec = json.dumps({"limits": _rlimits(limits, memory_mb, max_processes, cpu_seconds, open_files), "argv": inner,
+            group = cgroup.make(uid, bounds[0])
+            if bounds[1]:
+                program_group = cgroup.make_program(group, uid, bounds[1])
+        kills_before = cgroup.oom_kills(group)
+        spec = json.dumps({"limits": rlimits(limits, memory_mb, max_processes, cpu_seconds, open_files), "argv": inner,
                            "cgroup": group, "program_cgroup": program_group,
                            "env": {**base_env, **env},
                            "fds": [[host, child] for child, host in passed_fds.items()]})
@@ -495,10 +312,12 @@ def _run(argv: Sequence[str], files: Mapping[str, str | bytes], limits: SandboxL
         if verdict_pipe is not None:
             verdict_pipe.close()
         stdout, stderr = drains[0].text(), drains[1].text()
-        found = _read_verdict(bytes(drains[2].kept), token) if verdict else None
-        status, reason = _classify(proc.returncode, timed_out, stderr, found, limits, memory_mb, max_processes,
+        found = read_verdict(bytes(drains[2].kept), token) if verdict else None
+        status, reason = classify(proc.returncode, timed_out, stderr, found, limits, memory_mb, max_processes,
                                    cpu_seconds, wall_seconds)
-        if stopped and status not in ("compile_error",):
+        if status != "passed" and (killed := _killed_at(group, kills_before, bounds)):
+            status, reason = "memory", killed
+        if stopped and status not in ("compile_error", "memory"):
             status, reason = "stopped", "ended by the engine after the tests finished"
         payload = found[1] if found is not None and status == "passed" else ""
         return SandboxResult(status, reason, proc.returncode, stdout, stderr, time.perf_counter() - started,
@@ -510,6 +329,19 @@ def _run(argv: Sequence[str], files: Mapping[str, str | bytes], limits: SandboxL
         if workdir is not None:
             shutil.rmtree(workdir, ignore_errors=True)
         cgroup.remove(group)
+
+
+def _killed_at(group: str, before: tuple[int, int], bounds: tuple[int, int]) -> str:
+    """Which memory cgroup limit the kernel killed a process of the run at, as a reason ('' none)."""
+    run, program = (now - then for now, then in zip(cgroup.oom_kills(group), before))
+    what = "real memory (resident pages, tmpfs files, kernel objects) of all its processes"
+    if program:
+        return f"memory limit of the program reached (run_memory_mb, {bounds[1]} MB of {what}); a process was killed"
+    if run and bounds[1]:
+        return f"memory limit of the toolchain step reached (compile_memory_mb, {bounds[0]} MB of {what}); a process was killed"
+    if run:
+        return f"memory limit of the run reached (run_memory_mb, {bounds[0]} MB of {what}); a process was killed"
+    return ""
 
 
 def _memfd(name: str, blob: bytes) -> int:

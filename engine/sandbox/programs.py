@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import re
 
-from engine.sandbox.process import EXIT_COMPILE, PROGRAM_CGROUP_FD
+from engine.sandbox.outcome import EXIT_COMPILE
+from engine.sandbox.process import PROGRAM_CGROUP_FD
 
 EXIT_NO_CGROUP = 86  # the program could not enter its memory cgroup: never a pass
 

@@ -217,7 +217,7 @@ def run_split(server: Job, tests: Job, run: Callable[..., SandboxResult], wall_s
     calls_r, calls_w = os.pipe()
     replies_r, replies_w = os.pipe()
     engine_ends = [to_server_w, from_server_r, calls_r, replies_w]
-    stop = threading.Event()
+    stop, started = threading.Event(), threading.Event()
     state = _Relay(record=record)
     outcome: dict[str, SandboxResult] = {}
 
@@ -226,16 +226,20 @@ def run_split(server: Job, tests: Job, run: Callable[..., SandboxResult], wall_s
     def serve() -> None:
         try:
             outcome["server"] = run(server, channel={SERVER_CALLS: to_server_r, SERVER_REPLIES: from_server_w},
-                                    verdict=False, stop=stop)
+                                    verdict=False, stop=stop, started=started)
         except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread below
             failure.append(exc)
             stop.set()
 
     server_thread = threading.Thread(target=serve, daemon=True)
+    server_thread.start()
+    # The tests' wall clock starts once the server's run holds its uid: a wait for a free uid of
+    # the pool (another engine may hold them) is neither side's time.
+    while not started.wait(0.05) and server_thread.is_alive():
+        pass
     relay_thread = threading.Thread(
         target=_forward, args=(calls_r, to_server_w, from_server_r, replies_w, time.monotonic() + wall_seconds + 5, state),
         daemon=True)
-    server_thread.start()
     relay_thread.start()
     try:
         tested = run(tests, channel={PROXY_CALLS: calls_w, PROXY_REPLIES: replies_r}, verdict=True, stop=None)

@@ -1,31 +1,13 @@
 """The seccomp filter every bubblewrap run starts under (bwrap's `--seccomp FD`).
 
-Built with libseccomp (through `pyseccomp`, its ctypes bindings, API-compatible with
-libseccomp's own Python module) and handed to bwrap as compiled BPF, so bwrap installs it just
-before it executes the program: the toolchains and the program run under it, bwrap's own
-namespace set-up does not.
-
-Refused with EPERM, and why:
-
-- memory the address-space limit does not count: `memfd_create`, `memfd_secret` (pages of an
-  unmapped memfd are no process's address space), System V IPC, all of it (`shmget`, `shmat`,
-  `shmctl`, `shmdt`; `semget`, `semop`, `semtimedop`, `semctl`; `msgget`, `msgsnd`, `msgrcv`,
-  `msgctl`: segments, semaphore sets and message queues are kernel memory that outlives its
-  process, and the IPC namespace's defaults cap nothing), `socket` and `socketpair` (a socket's
-  buffers in flight are kernel memory no limit counts, and the run has no network to reach: its
-  network namespace is empty; `socketpair` stays allowed in a JVM's run, which opens one at
-  start), and `setsockopt` of a socket's buffer sizes (they stay at the kernel's defaults);
-- new mounts and namespaces (an uncapped tmpfs): `mount`, `umount2`, `fsopen`, `fsmount`,
-  `fsconfig`, `fspick`, `move_mount`, `open_tree`, `mount_setattr`, `pivot_root`, `unshare`,
-  `setns`, and `clone` with any namespace flag (bwrap's `--disable-userns` also stops nested
-  user namespaces; this is the second lock);
-- reading or steering other processes and the kernel's state: `ptrace`, `process_vm_readv`,
-  `process_vm_writev`, `userfaultfd`, `keyctl`, `add_key`, `request_key`, `bpf`,
-  `perf_event_open`, `io_uring_setup`, `io_uring_enter`, `io_uring_register`, module and kexec
-  calls.
-
+Built with libseccomp (through `pyseccomp`, API-compatible with libseccomp's own module) and
+handed to bwrap as compiled BPF, installed just before bwrap executes the program: the
+toolchains and the program run under it, bwrap's own set-up does not. Refused with EPERM
+(REFUSED below; docs/sandbox.md gives each class's reason): memory no limit would count
+(memfds, System V IPC, sockets and their buffer sizes; `socketpair` stays allowed in a JVM's
+run), new mounts and namespaces, and reading or steering other processes and the kernel.
 `clone3` answers ENOSYS: its flags live in memory a filter cannot read, and glibc, Go and the
-JVM fall back to `clone`, whose flags the filter checks.
+JVM fall back to `clone`, whose namespace flags the filter checks.
 """
 from __future__ import annotations
 

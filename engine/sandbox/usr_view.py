@@ -1,26 +1,14 @@
 """What of /usr a sandboxed run sees: what the distribution's packages installed, nothing else.
 
-The sandbox binds /usr's top-level entries the toolchains use (engine.sandbox.bwrap) and hides,
-inside them, every entry that no installed package owns according to the package manager
-(`dpkg-query -L` of every installed package): a hand-installed JDK, a global `npm` upgraded by
-hand, a vendor's keyring, lists a provisioning script left. A hidden directory is covered by an
-empty read-only tmpfs and a hidden file by /dev/null, so its contents read as nothing.
-
-Binding each packaged file on its own is not an option: bubblewrap rereads the mount table
-for every bind, and a few thousand binds cost seconds per run. Hiding the few unpackaged
-entries costs one mount each; a directory that would need COLLAPSE_ENTRIES mounts or more and
-whose files are at least a quarter unpackaged is hidden whole, so a tree upgraded by hand (a
-global npm) costs one mount.
-
-Counted as packaged besides dpkg's lists: paths under the merged /usr (`/bin/sh` is listed,
-`/usr/bin/sh` is read), byte code in a packaged directory's `__pycache__` whose source beside it
-is packaged (written by the packages' own scripts; any other file there is hidden), and symlinks into /etc/alternatives (the alternatives
-system's links, e.g. /usr/bin/java). Unpackaged symlinks are not covered (a mount would follow
-them): they show a name and a target, never contents the packages did not install.
-
-The list is computed once per process and kept only when it was computed: without dpkg (a
-distribution without it, or a query that failed) nothing is hidden, a warning is logged, and
-the next run asks again.
+Inside /usr's bound entries (engine.sandbox.bwrap), every entry no installed package owns by
+`dpkg-query -L` is hidden: a directory under an empty read-only tmpfs, a file under /dev/null.
+Also counted as packaged: paths under the merged /usr, a packaged source's byte code in
+`__pycache__`, and symlinks into /etc/alternatives; unpackaged symlinks keep their target text.
+One mount per hidden entry (a bind per packaged file costs seconds per run: bubblewrap rereads
+the mount table for each); a directory that would need COLLAPSE_ENTRIES mounts and is at least
+a quarter unpackaged is hidden whole. Computed once per process, and kept only when dpkg
+answered (without it nothing is hidden, a warning is logged, the next run asks again).
+docs/sandbox.md ("What of /usr a run sees") has the measured figures.
 """
 from __future__ import annotations
 
@@ -28,6 +16,7 @@ import logging
 import os
 import shutil
 import subprocess
+import threading
 from typing import Iterable
 
 log = logging.getLogger(__name__)
@@ -36,6 +25,7 @@ COLLAPSE_ENTRIES = 16
 _MERGED = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 _HIDDEN: tuple[tuple[str, ...], tuple[str, ...]] | None = None  # (directories, files), once computed
 _WARNED: list[bool] = []  # the missing database is logged once per process, not once per run
+_COMPUTING = threading.Lock()  # runs starting at once (a split run's two sides) wait for one computation
 
 
 def _packaged_paths() -> set[str] | None:
@@ -116,6 +106,11 @@ def _scan(directory: str, owned: set[str]) -> tuple[int, int, list[str]]:
 def hidden(tops: Iterable[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(directories, files) under the bound `tops` that no installed package owns; computed once
     per process (kept only when dpkg answered)."""
+    with _COMPUTING:
+        return _hidden(tops)
+
+
+def _hidden(tops: Iterable[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
     global _HIDDEN
     if _HIDDEN is not None:
         return _HIDDEN

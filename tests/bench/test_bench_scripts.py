@@ -60,6 +60,14 @@ def test_bench_roundtrip_prints_both_ways_and_the_ratio(tmp_path):
          r"^ratio \(sandbox runs/s / plain runs/s\): NUMBER")
 
 
+def test_bench_run_memory_prints_the_peaks_against_the_bounds(tmp_path):
+    out = _run(tmp_path, "bench_run_memory.py", "--language", "python", "--limit", "1")
+    if out.startswith("skipped:"):
+        pytest.skip(out.strip())
+    _has(out, r"^limits: run_memory_mb NUMBER, compile_memory_mb NUMBER$",
+         r"^python\s+largest run group\s+NUMBER MB, largest program group\s+NUMBER MB$")
+
+
 def test_bench_scale_prints_memory_at_scale(tmp_path):
     # The local executor only: the worker table (Ray) is the same code path as these children.
     out = _run(tmp_path, "bench_scale.py", "--samples", "10", "--scale", "2", "--workers", "1", "--executor", "local",

@@ -26,7 +26,7 @@ from engine.roundtrip import difftest, extract, generation, orchestrate
 from engine.roundtrip.tasks import load_tasks
 from engine.sandbox import process
 from engine.sandbox.languages import LANGUAGES, toolchain_missing
-from engine.sandbox.process import SandboxLimits
+from engine.sandbox.limits import SandboxLimits
 
 LIMITS = SandboxLimits()
 BWRAP = process.unavailable(LIMITS)

@@ -8,7 +8,7 @@ import pytest
 from engine.roundtrip import difftest
 from engine.roundtrip.inputs import generate_inputs
 from engine.roundtrip.scores import abstraction, ast_edges, conciseness, correctness, fluency, implementation_tokens, similarity
-from engine.sandbox.process import SandboxLimits
+from engine.sandbox.limits import SandboxLimits
 
 LIMITS = SandboxLimits(cpu_seconds=5, wall_seconds=20.0)
 TASK = {

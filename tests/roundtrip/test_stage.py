@@ -12,7 +12,7 @@ import pytest
 
 from engine.config import config_from_mapping
 from engine.records import ROUNDTRIP_KEY, ROUNDTRIP_SCHEMA
-from engine.sandbox.process import STATUSES
+from engine.sandbox.outcome import STATUSES
 from engine.stages.base import PartContext, PartTask, RunSettings
 from engine.stages.registry import build_stage
 from tests.support.paths import PYTHON, REPO

@@ -9,7 +9,7 @@ from engine.errors import InputError
 from engine.roundtrip.tasks import load_tasks, split_python_function
 from engine.sandbox import languages
 from engine.sandbox.languages import run_tests
-from engine.sandbox.process import SandboxLimits
+from engine.sandbox.limits import SandboxLimits
 
 LIMITS = SandboxLimits(cpu_seconds=5, wall_seconds=20.0)
 

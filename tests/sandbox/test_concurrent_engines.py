@@ -19,7 +19,7 @@ import psutil
 import pytest
 
 from engine.sandbox import process
-from engine.sandbox.process import SandboxLimits
+from engine.sandbox.limits import SandboxLimits
 from tests.support.paths import PYTHON, REPO
 
 ITERATIONS = 20

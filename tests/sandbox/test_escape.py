@@ -21,7 +21,7 @@ from engine.errors import ConfigError
 from engine.roundtrip import difftest
 from engine.sandbox import bwrap, process
 from engine.sandbox.languages import run_tests, toolchain_missing
-from engine.sandbox.process import SandboxLimits
+from engine.sandbox.limits import SandboxLimits
 from engine.stages.registry import build_stage
 
 LIMITS = SandboxLimits(cpu_seconds=2, wall_seconds=20.0, memory_mb=256, max_processes=16)
@@ -145,7 +145,7 @@ def test_killing_the_engine_ends_the_sandboxed_run():
     marker = f"babelscore-orphan-{uuid.uuid4().hex[:8]}"
     program = (f"import os\nos.execv('/usr/bin/sleep', [{marker!r}, '1000'])\n")
     engine = subprocess.Popen([sys.executable, "-c", (
-        "from engine.sandbox.languages import run_tests\nfrom engine.sandbox.process import SandboxLimits\n"
+        "from engine.sandbox.languages import run_tests\nfrom engine.sandbox.limits import SandboxLimits\n"
         f"run_tests({{'programming_language': 'python', 'tests': {program!r}, 'entry_point': '', 'context': ''}}, '',"
         " SandboxLimits(wall_seconds=600.0, cpu_seconds=600))\n")], cwd=REPO)
 

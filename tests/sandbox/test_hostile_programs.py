@@ -13,7 +13,7 @@ import pytest
 
 from engine.sandbox import process
 from engine.sandbox.languages import run_tests
-from engine.sandbox.process import SandboxLimits
+from engine.sandbox.limits import SandboxLimits
 
 LIMITS = SandboxLimits(cpu_seconds=1, wall_seconds=4.0, memory_mb=256, max_processes=8, file_size_mb=1)
 BWRAP = process.unavailable(LIMITS)

@@ -12,7 +12,7 @@ from engine.roundtrip import generation
 from engine.roundtrip.tasks import load_tasks
 from engine.sandbox import process
 from engine.sandbox.languages import LANGUAGES, build, run_tests, toolchain_missing
-from engine.sandbox.process import SandboxLimits
+from engine.sandbox.limits import SandboxLimits
 
 LIMITS = SandboxLimits(cpu_seconds=5, wall_seconds=20.0)
 BWRAP = process.unavailable(LIMITS)

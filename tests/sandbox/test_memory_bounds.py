@@ -6,7 +6,9 @@ nested user namespace with an uncapped tmpfs of its own, System V shared memory,
 tmpfs mounts filled to the brim and file descriptors without end. It measures the kernel's own
 counters (/proc/meminfo is the host's, not the namespace's) before and at its peak, so the
 test reads the host's available memory at the moment it is most in use without timing
-anything from outside.
+anything from outside. Where the engine makes memory cgroups, the run's real memory is bound
+too: forked children and a compiler that reads without end are killed at the program's and the
+toolchain step's bounds, while honest programs of every language pass under the defaults.
 """
 from __future__ import annotations
 
@@ -14,9 +16,10 @@ import json
 
 import pytest
 
+from engine.roundtrip.tasks import load_tasks
 from engine.sandbox import bwrap, cgroup, process
-from engine.sandbox.languages import run_tests, toolchain_missing
-from engine.sandbox.process import SandboxLimits, memory_bound_mb
+from engine.sandbox.languages import LANGUAGES, run_tests, toolchain_missing
+from engine.sandbox.limits import SandboxLimits, memory_bound_mb
 
 LIMITS = SandboxLimits(cpu_seconds=10, wall_seconds=30.0, memory_mb=128, max_processes=4, tmpfs_mb=16, max_open_files=64)
 BWRAP = process.unavailable(LIMITS)
@@ -277,19 +280,52 @@ int main() {
     return failed ? 1 : 0;
 }
 '''
-# A program's bound: 2 x 100 MB + 3 x 8 MB + the pipe buffers (about 290 MB); the compiler keeps the toolchain's.
-SMALL = SandboxLimits(memory_mb=100, max_processes=2, tmpfs_mb=8, cpu_seconds=20, wall_seconds=40.0)
+DEFAULTS = SandboxLimits()
 
 
 @pytest.mark.skipif(bool(BWRAP), reason=BWRAP or "bwrap runs")
 @pytest.mark.skipif(not cgroup.available(), reason="no writable cgroup v1 memory controller")
 @pytest.mark.skipif(bool(toolchain_missing("cpp")), reason=toolchain_missing("cpp") or "g++")
-def test_a_compiled_program_runs_under_the_documented_bound_not_the_compilers():
-    """Forked C++ children each touching 400 MB held 4 GB of the host and passed: a compiled
-    language's run had the toolchain's cgroup bound (about 1.15 TB) while its program ran."""
-    assert memory_bound_mb(SMALL) < 4 * 100 < memory_bound_mb(SMALL, toolchain=True)
+def test_forked_children_are_killed_at_the_run_memory_bound_with_default_limits():
+    """Eight forked C++ children each touching 400 MB held 3.2 GB and passed: each one is under
+    its address-space limit, and the run's cgroup was sized to the sum of them (8,448 MB). The
+    program's group is limited to `run_memory_mb` (real memory of all its processes), so the
+    kernel kills a child and the run says which bound; one child of 100 MB passes."""
+    assert 8 * 400 > DEFAULTS.run_memory_mb and 400 < DEFAULTS.memory_mb + DEFAULTS.toolchain_memory_mb
+    assert memory_bound_mb(DEFAULTS) == DEFAULTS.run_memory_mb
     task = {"programming_language": "cpp", "entry_point": "", "context": ""}
-    over = run_tests({**task, "tests": TOUCHERS % {"children": 4, "each": 100}}, "", SMALL)
-    assert over.status != "passed", over
-    under = run_tests({**task, "tests": TOUCHERS % {"children": 1, "each": 100}}, "", SMALL)
+    over = run_tests({**task, "tests": TOUCHERS % {"children": 8, "each": 400}}, "", DEFAULTS)
+    assert over.status == "memory" and "run_memory_mb" in over.reason, over
+    under = run_tests({**task, "tests": TOUCHERS % {"children": 1, "each": 100}}, "", DEFAULTS)
     assert under.status == "passed", under
+
+
+DEVZERO = 'static ZEROS: &[u8] = include_bytes!("/dev/zero");\nfn main() {\n    assert!(ZEROS.len() > 1);\n}\n'
+
+
+@pytest.mark.skipif(bool(BWRAP), reason=BWRAP or "bwrap runs")
+@pytest.mark.skipif(not cgroup.available(), reason="no writable cgroup v1 memory controller")
+@pytest.mark.skipif(bool(toolchain_missing("rust")), reason=toolchain_missing("rust") or "rustc")
+def test_a_compile_that_reads_without_end_is_killed_at_the_compile_bound():
+    """rustc reading `include_bytes!("/dev/zero")` held 3.6 GB under the toolchain's address-space
+    bound (about 1.15 TB for the run) before it failed: the toolchain step's group is limited to
+    `compile_memory_mb`, and the run says that bound stopped it."""
+    assert DEFAULTS.compile_memory_mb < DEFAULTS.memory_mb + DEFAULTS.toolchain_memory_mb
+    assert memory_bound_mb(DEFAULTS, toolchain=True) == DEFAULTS.compile_memory_mb
+    task = {"programming_language": "rust", "entry_point": "", "context": "", "tests": DEVZERO}
+    result = run_tests(task, "", DEFAULTS)
+    assert result.status == "memory" and "compile_memory_mb" in result.reason, result
+
+
+@pytest.mark.skipif(bool(BWRAP), reason=BWRAP or "bwrap runs")
+@pytest.mark.skipif(not cgroup.available(), reason="no writable cgroup v1 memory controller")
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_honest_programs_of_every_language_pass_under_the_default_bounds(language):
+    """The reference solution of a polyglot task, split run and all (a JVM, V8, javac, go build,
+    rustc, g++), fits the default program and compile bounds (bench/bench_run_memory.py measures
+    their peaks)."""
+    if toolchain_missing(language):
+        pytest.skip(toolchain_missing(language))
+    task = next(t for t in load_tasks("polyglot").to_pylist() if t["programming_language"] == language)
+    result = run_tests(task, task["code"], DEFAULTS)
+    assert result.status == "passed", result

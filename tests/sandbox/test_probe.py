@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from engine.sandbox import bwrap, process
-from engine.sandbox.process import SandboxLimits
+from engine.sandbox.limits import SandboxLimits
 
 LIMITS = SandboxLimits(uid=231000, uid_slots=2)
 needs_root_and_bwrap = pytest.mark.skipif(os.geteuid() != 0 or bool(process.unavailable(LIMITS)),
