@@ -19,6 +19,7 @@ refuses, at config-check time, a model that cannot fit its device even alone.
 """
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -84,11 +85,14 @@ class PlannedModel:
     device: str
     estimated_bytes: int | None
     budget_bytes: int
+    dtype: str | None = None  # an in-process model's dtype on this machine (a vLLM engine's is its own)
+    dtype_reason: str | None = None
 
     def line(self) -> str:
         from engine.runtime.model_registry import format_bytes
 
-        return (f"{self.need.where}: {self.need.model} ({self.need.backend}) on {self.device}, "
+        dtype = f" in {self.dtype} ({self.dtype_reason})" if self.dtype else ""
+        return (f"{self.need.where}: {self.need.model} ({self.need.backend}) on {self.device}{dtype}, "
                 f"estimated {format_bytes(self.estimated_bytes)} of {format_bytes(self.budget_bytes)}")
 
 
@@ -102,6 +106,22 @@ def read_model_config(path: Path) -> dict[str, Any] | None:
 def _text_config(config: dict[str, Any]) -> dict[str, Any]:
     """Multimodal configs nest the language model's numbers."""
     return config.get("text_config") or config
+
+
+@functools.lru_cache(maxsize=256)
+def linear_features(model: str) -> tuple[int, int] | None:
+    """(hidden, intermediate) of the model's feed-forward layer from its config.json (intermediate
+    4 x hidden where the config does not say); None when the model or its config is not here."""
+    path = _local_path(model)
+    config = read_model_config(path) if path is not None else None
+    if config is None:
+        return None
+    c = _text_config(config)
+    hidden = c.get("hidden_size") or c.get("d_model") or c.get("n_embd") or c.get("dim")
+    if not isinstance(hidden, int) or hidden <= 0:
+        return None
+    inner = c.get("intermediate_size") or c.get("d_ff") or c.get("encoder_ffn_dim") or c.get("n_inner") or c.get("hidden_dim")
+    return hidden, inner if isinstance(inner, int) and inner > 0 else 4 * hidden
 
 
 def safetensors_parameters(path: Path) -> int | None:
@@ -145,12 +165,12 @@ def _kv_bytes_per_position(config: dict[str, Any], dtype_bytes: int) -> int:
     return int(2 * layers * kv_heads * head_dim * dtype_bytes)
 
 
-def _dtype_bytes(dtype: str, device: str, stored: Any) -> int:
+def _dtype_bytes(dtype: str, device: str, stored: Any, model: str) -> int:
     if dtype == "auto":
         from engine.runtime.hardware import resolve_dtype
 
         try:
-            dtype = resolve_dtype("auto", device)
+            dtype = resolve_dtype("auto", device, model=model)
         except Exception:  # noqa: BLE001 - an estimate: assume float32
             dtype = "float32"
     return _DTYPE_BYTES.get(dtype, _DTYPE_BYTES.get(str(stored), 4))
@@ -212,7 +232,7 @@ def estimate_need(model: str, *, backend: str, dtype: str, device: str, max_mode
     params = (safetensors_parameters(path) or config_parameters(config)) if config is not None else None
     if params is None:
         return _unknown_weights_need(backend, device, gpu_memory_utilization)
-    size = _dtype_bytes(dtype, device, config.get("torch_dtype") or config.get("dtype"))
+    size = _dtype_bytes(dtype, device, config.get("torch_dtype") or config.get("dtype"), model)
     weights = params * size
     if backend != "vllm":
         total = int(weights * (1 + TORCH_MARGIN) + TORCH_FIXED_BYTES)
@@ -257,8 +277,21 @@ def plan_models(needs: list[ModelNeed]) -> list[PlannedModel]:
         device = device_of(need.backend, need.device)
         estimate = estimate_model_bytes(need.model, backend=need.backend, dtype=need.dtype, device=device,
                                         max_model_len=need.max_model_len, gpu_memory_utilization=need.gpu_memory_utilization)
-        out.append(PlannedModel(need, device, estimate, budget_bytes(device)))
+        out.append(PlannedModel(need, device, estimate, budget_bytes(device), *_dtype_choice(need, device)))
     return out
+
+
+def _dtype_choice(need: ModelNeed, device: str) -> tuple[str | None, str | None]:
+    """(dtype, reason) of an in-process model, as its stage will resolve it; (None, None) for a vLLM engine."""
+    if need.backend == "vllm":
+        return None, None
+    from engine.runtime.hardware import choose_dtype
+
+    try:
+        choice = choose_dtype(need.dtype, device, False, need.model)
+    except ConfigError as exc:  # a device that cannot be probed: the stage says so when it loads
+        return None, str(exc)
+    return choice.dtype, choice.reason
 
 
 def plan_run(plan: Any) -> list[PlannedModel]:
