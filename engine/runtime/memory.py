@@ -85,7 +85,7 @@ class PlannedModel:
     device: str
     estimated_bytes: int | None
     budget_bytes: int
-    dtype: str | None = None  # an in-process model's dtype on this machine (a vLLM engine's is its own)
+    dtype: str | None = None  # an in-process model's dtype on this machine (None for a vLLM engine)
     dtype_reason: str | None = None
 
     def line(self) -> str:
