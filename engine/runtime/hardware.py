@@ -328,7 +328,7 @@ def choose_dtype(requested: str, device: str = "auto", strict: bool = False, mod
     if requested == "auto":
         features = None
         if model is not None and device_kind(capability.device) == "cpu":
-            from engine.runtime.memory import linear_features
+            from engine.runtime.model_config import linear_features
 
             features = linear_features(model)
         choice = choose_auto(capability, features)

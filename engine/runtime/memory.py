@@ -19,8 +19,6 @@ refuses, at config-check time, a model that cannot fit its device even alone.
 """
 from __future__ import annotations
 
-import functools
-import json
 import logging
 import os
 from dataclasses import dataclass
@@ -28,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.errors import ConfigError
+from engine.runtime.model_config import local_model_path, read_model_config, text_config
 
 logger = logging.getLogger(__name__)
 
@@ -96,34 +95,6 @@ class PlannedModel:
                 f"estimated {format_bytes(self.estimated_bytes)} of {format_bytes(self.budget_bytes)}")
 
 
-def read_model_config(path: Path) -> dict[str, Any] | None:
-    try:
-        return json.loads((path / "config.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-
-
-def _text_config(config: dict[str, Any]) -> dict[str, Any]:
-    """Multimodal configs nest the language model's numbers."""
-    return config.get("text_config") or config
-
-
-@functools.lru_cache(maxsize=256)
-def linear_features(model: str) -> tuple[int, int] | None:
-    """(hidden, intermediate) of the model's feed-forward layer from its config.json (intermediate
-    4 x hidden where the config does not say); None when the model or its config is not here."""
-    path = _local_path(model)
-    config = read_model_config(path) if path is not None else None
-    if config is None:
-        return None
-    c = _text_config(config)
-    hidden = c.get("hidden_size") or c.get("d_model") or c.get("n_embd") or c.get("dim")
-    if not isinstance(hidden, int) or hidden <= 0:
-        return None
-    inner = c.get("intermediate_size") or c.get("d_ff") or c.get("encoder_ffn_dim") or c.get("n_inner") or c.get("hidden_dim")
-    return hidden, inner if isinstance(inner, int) and inner > 0 else 4 * hidden
-
-
 def safetensors_parameters(path: Path) -> int | None:
     files = sorted(path.glob("*.safetensors"))
     if not files:
@@ -144,7 +115,7 @@ def safetensors_parameters(path: Path) -> int | None:
 
 
 def config_parameters(config: dict[str, Any]) -> int | None:
-    c = _text_config(config)
+    c = text_config(config)
     hidden = c.get("hidden_size") or c.get("d_model") or c.get("n_embd")
     layers = (c.get("num_hidden_layers") or c.get("n_layer") or c.get("num_layers") or 0) + (c.get("decoder_layers") or 0)
     if c.get("encoder_layers") and not c.get("num_hidden_layers"):
@@ -156,7 +127,7 @@ def config_parameters(config: dict[str, Any]) -> int | None:
 
 
 def _kv_bytes_per_position(config: dict[str, Any], dtype_bytes: int) -> int:
-    c = _text_config(config)
+    c = text_config(config)
     hidden = c.get("hidden_size") or c.get("d_model") or c.get("n_embd") or 0
     layers = c.get("num_hidden_layers") or c.get("n_layer") or 0
     heads = c.get("num_attention_heads") or c.get("n_head") or 1
@@ -174,30 +145,6 @@ def _dtype_bytes(dtype: str, device: str, stored: Any, model: str) -> int:
         except Exception:  # noqa: BLE001 - an estimate: assume float32
             dtype = "float32"
     return _DTYPE_BYTES.get(dtype, _DTYPE_BYTES.get(str(stored), 4))
-
-
-def local_model_path(model: str) -> Path | None:
-    """The model's local folder (a directory, or a hub id's cached snapshot); None when not on disk."""
-    return _local_path(model)
-
-
-def _local_path(model: str) -> Path | None:
-    from engine.runtime.names import resolve_model
-
-    try:
-        resolved = resolve_model(model, "model")
-    except Exception:  # noqa: BLE001 - unresolvable here: no estimate (config check names it elsewhere)
-        return None
-    path = Path(resolved.path)
-    if path.is_dir():
-        return path
-    try:  # a hub id already in the local cache
-        from huggingface_hub import snapshot_download
-
-        return Path(snapshot_download(resolved.path, revision=resolved.revision, local_files_only=True,
-                                      allow_patterns=["config.json", "*.safetensors"]))
-    except Exception:  # noqa: BLE001 - not cached: no estimate
-        return None
 
 
 def device_of(backend: str, device: str) -> str:
@@ -227,7 +174,7 @@ def estimate_need(model: str, *, backend: str, dtype: str, device: str, max_mode
                   gpu_memory_utilization: float) -> tuple[int, int] | None:
     """(bytes it will take, bytes it needs at least); equal except for vLLM on CUDA."""
     device = device_of(backend, device)
-    path = _local_path(model)
+    path = local_model_path(model)
     config = read_model_config(path) if path is not None else None
     params = (safetensors_parameters(path) or config_parameters(config)) if config is not None else None
     if params is None:
@@ -237,7 +184,7 @@ def estimate_need(model: str, *, backend: str, dtype: str, device: str, max_mode
     if backend != "vllm":
         total = int(weights * (1 + TORCH_MARGIN) + TORCH_FIXED_BYTES)
         return total, total
-    window = max_model_len or int(_text_config(config).get("max_position_embeddings") or 2048)
+    window = max_model_len or int(text_config(config).get("max_position_embeddings") or 2048)
     minimum = int(weights + _kv_bytes_per_position(config, size) * window)
     kv_space = os.environ.get("VLLM_CPU_KVCACHE_SPACE", "").strip()
     if device == "cpu" and kv_space:
