@@ -244,3 +244,19 @@ def test_the_real_linear_probe_decides_auto_here() -> None:
     assert hardware.linear_seconds("bfloat16", shape) == hardware.linear_seconds("bfloat16", shape)  # cached
     assert f"bfloat16 linear at {speed:.2f}x" in choice.reason
     assert (choice.dtype == "bfloat16") == (speed >= hardware.FAST_RATIO)
+
+
+@pytest.mark.parametrize("config, features", [
+    ({"hidden_size": 384, "intermediate_size": 1536}, (384, 1536)),  # BERT-style
+    ({"d_model": 512, "d_ff": 2048}, (512, 2048)),  # T5
+    ({"n_embd": 768, "n_inner": None}, (768, 3072)),  # GPT-2: 4 x hidden when the config says nothing
+    ({"text_config": {"hidden_size": 64, "intermediate_size": 96}}, (64, 96)),  # multimodal: the language model's
+    ({"vocab_size": 10}, None),  # no width: the probe's default shape is used
+])
+def test_linear_features_come_from_the_config_on_disk(tmp_path, config: dict, features) -> None:
+    import json
+
+    from engine.runtime.model_config import linear_features
+
+    (tmp_path / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    assert linear_features(str(tmp_path)) == features
