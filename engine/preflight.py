@@ -43,7 +43,7 @@ def preflight(plan: Any) -> list[str]:
 
 def _check_model_files(plan: Any) -> list[str]:
     """Refuse a damaged or incomplete local model folder before any work (engine.runtime.model_files)."""
-    from engine.runtime.memory import local_model_path
+    from engine.runtime.model_config import local_model_path
     from engine.runtime.model_files import check_model_dir
 
     checked = []

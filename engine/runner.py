@@ -218,7 +218,8 @@ def log_model_plan(run: RunDirectory, run_plan: RunPlan) -> None:
         logger.info("model plan: %s", planned.line())
     run.manifest.record_model_plan([
         {"where": p.need.where, "model": p.need.model, "stage": p.need.stage, "backend": p.need.backend, "device": p.device,
-         "estimated_bytes": p.estimated_bytes, "budget_bytes": p.budget_bytes} for p in plan
+         "estimated_bytes": p.estimated_bytes, "budget_bytes": p.budget_bytes, "dtype": p.dtype,
+         "dtype_reason": p.dtype_reason} for p in plan
     ])
     run.save()
 

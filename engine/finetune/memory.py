@@ -38,7 +38,8 @@ def lora_parameters(config: dict[str, Any], params: FinetuneParams) -> int:
 
 def training_bytes(params: FinetuneParams, device: str) -> dict[str, int] | None:
     """{base, lora_state, activations, total} bytes of training on `device`; None when the config is unreadable."""
-    from engine.runtime.memory import config_parameters, local_model_path, read_model_config, safetensors_parameters
+    from engine.runtime.memory import config_parameters, safetensors_parameters
+    from engine.runtime.model_config import local_model_path, read_model_config
 
     path = local_model_path(params.model)
     config = read_model_config(path) if path is not None else None

@@ -68,7 +68,7 @@ class GenerateParams(ModelEntry):
         require(0.0 < self.gpu_memory_utilization <= 1.0, "gpu_memory_utilization", self.gpu_memory_utilization,
                 "a number in (0, 1]")
         if self.strict_dtype:  # refused at config time, before any work, when the device is slow in it
-            check_dtype(self.dtype, self.device, True, "dtype")
+            check_dtype(self.dtype, self.device, True, "dtype", self.model)
 
     @property
     def generator_name(self) -> str:
@@ -81,7 +81,7 @@ class GenerateParams(ModelEntry):
     @property
     def resolved_dtype(self) -> str:
         """The dtype the generator actually runs in on this machine (the probe's choice for auto)."""
-        return resolve_dtype(self.dtype, self.device, self.strict_dtype)
+        return resolve_dtype(self.dtype, self.device, self.strict_dtype, self.model)
 
     def backend_spec(self) -> BackendSpec:
         return BackendSpec(

@@ -85,7 +85,7 @@ class EmbeddingParams(ModelEntry):
         if self.strict_dtype:  # refused at config time, before any work, when the device is slow in it
             from engine.runtime import check_dtype
 
-            check_dtype(self.requested_dtype, self.device, True, "dtype")
+            check_dtype(self.requested_dtype, self.device, True, "dtype", self.model)
         if self.baseline is not None and not Path(self.baseline).expanduser().is_file():
             raise ConfigError(f"baseline: got {self.baseline!r}; allowed: null or an existing LAYER,P,R,F file")
 
@@ -99,7 +99,7 @@ class EmbeddingParams(ModelEntry):
         """The dtype the model runs in on this machine (the capability probe's choice for auto)."""
         from engine.runtime import resolve_dtype
 
-        return resolve_dtype(self.requested_dtype, self.device, self.strict_dtype)
+        return resolve_dtype(self.requested_dtype, self.device, self.strict_dtype, self.model)
 
 
 class EmbeddingScorer:

@@ -57,9 +57,9 @@ class LikelihoodParams(ModelEntry):
                 "auto, cpu, mps, cuda or cuda:N")
         require(isinstance(self.separator, str), "separator", self.separator, "a string")
         if self.strict_dtype:  # refused at config time, before any work, when the device is slow in it
-            check_dtype(self.dtype, self.device, True, "dtype")
+            check_dtype(self.dtype, self.device, True, "dtype", self.model)
 
     @property
     def resolved_dtype(self) -> str:
         """The dtype the model runs in on this machine (the capability probe's choice for auto)."""
-        return resolve_dtype(self.dtype, self.device, self.strict_dtype)
+        return resolve_dtype(self.dtype, self.device, self.strict_dtype, self.model)

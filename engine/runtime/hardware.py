@@ -5,11 +5,13 @@ slower (bfloat16 emulated), so a dtype is never assumed fast; it is probed: on C
 capability (by NVML where installed: no CUDA context), on a CPU torch's capability and
 instruction-set flags plus a short matmul probe of each dtype.
 
-`dtype: auto` is bfloat16 where it is native (tensor cores from 8.0; AMX or AVX512-BF16) unless
-the probe finds it slow, float16 where that is the fast path, else float32. An explicit dtype
-measured more than SLOW_RATIO times slower than float32 falls back to float32 with one warning,
-unless strict: then it is a config error. The margin sits far from both native and emulated
-speeds, so every process of a run reaches the same choice. Details: docs/hardware.md.
+`dtype: auto`: on a GPU bfloat16 with bfloat16 tensor cores (8.0+), float16 on 7.x, else
+float32. On a CPU a half dtype is picked only where it is measurably faster than float32 (AMX
+for it, or a one-thread linear probe at the model's shapes running at FAST_RATIO x float32's
+rate): a CPU with AVX512-BF16 but no AMX runs bfloat16 at about half float32's rate. Each choice
+comes with its reason (`choose_dtype`), logged and kept in the run's model plan. An explicit
+dtype measured more than SLOW_RATIO times slower than float32 falls back to float32 with one
+warning, unless strict: then it is a config error. Details: docs/hardware.md.
 """
 from __future__ import annotations
 
@@ -28,6 +30,13 @@ DTYPES = ("float32", "bfloat16", "float16")
 DtypeName = Literal["auto", "float32", "bfloat16", "float16"]
 # An explicit dtype this many times slower than float32 is not worth running.
 SLOW_RATIO = 4.0
+# `auto` on a CPU without AMX for it picks a half dtype whose linear layer runs this many times
+# float32's rate or more.
+FAST_RATIO = 1.5
+# The linear probe's shape when the model's config does not say: BERT-base's feed-forward.
+DEFAULT_LINEAR = (768, 3072)
+_LINEAR_ROWS = 256  # tokens of one probe product (fewer for wide layers: see linear_probe_shape)
+_LINEAR_FLOPS = 2**31  # at most this many FLOPs per probe product (about 27 ms at 80 GFLOP/s)
 _PROBE_SIZE = 256
 _PROBE_REPEATS = 3
 _PROBE_BUDGET_S = 0.04  # per dtype, after one warm-up product
@@ -44,6 +53,8 @@ class DeviceCapability:
     native_bf16: bool
     native_fp16: bool
     seconds: dict[str, float] = field(default_factory=dict)
+    amx_bf16: bool = False  # a CPU's AMX tiles for the dtype: its half-precision matmul many times float32's
+    amx_fp16: bool = False
 
     def ratio(self, dtype: str) -> float:
         """Probe time of `dtype` over float32's (> 1: slower than float32); 1.0 when not probed."""
@@ -70,8 +81,10 @@ class DeviceCapability:
 
     def describe(self) -> str:
         peaks = ", ".join(f"{d} {self.gflops(d):.1f}" for d in DTYPES if d in self.seconds)
+        amx = [d for d, has in (("bf16", self.amx_bf16), ("fp16", self.amx_fp16)) if has]
         return (f"{self.device} ({self.name}, {self.isa}; native bf16: {'yes' if self.native_bf16 else 'no'}, "
-                f"native fp16: {'yes' if self.native_fp16 else 'no'}); quick matmul probe, GFLOP/s: {peaks}")
+                f"native fp16: {'yes' if self.native_fp16 else 'no'}, AMX: {', '.join(amx) or 'no'}); "
+                f"quick matmul probe, GFLOP/s: {peaks}")
 
 
 def device_kind(device: str) -> str:
@@ -163,7 +176,7 @@ def _probe(device: str) -> DeviceCapability:
             "cpu", str(flags.get("cpu_name", "unknown CPU")), torch.backends.cpu.get_cpu_capability(),
             native_bf16=bool(flags.get("amx_bf16") or flags.get("avx512_bf16")),
             native_fp16=bool(flags.get("amx_fp16") or flags.get("avx512_fp16")),
-            seconds=seconds,
+            seconds=seconds, amx_bf16=bool(flags.get("amx_bf16")), amx_fp16=bool(flags.get("amx_fp16")),
         )
     # mps and others: not probed; half precision is their usual fast path but not assumed.
     return DeviceCapability(device, kind, kind, native_bf16=False, native_fp16=False)
@@ -188,15 +201,92 @@ def probe_device(device: str = "auto") -> DeviceCapability:
         return _cached_probe(device)
 
 
-def auto_dtype(capability: DeviceCapability) -> str:
-    """The dtype `auto` means on this device (see the module docstring for the rule)."""
+@dataclass(frozen=True)
+class DtypeChoice:
+    """The dtype a model loads in, and why (for the log and the run's model plan)."""
+
+    dtype: str
+    reason: str
+
+
+def linear_probe_shape(features: tuple[int, int] | None = None) -> tuple[int, int, int]:
+    """(rows, in, out) of the linear probe for a layer `in -> out` (DEFAULT_LINEAR when None):
+    _LINEAR_ROWS tokens, fewer (at least 16) where the layer is so wide that the product would
+    pass _LINEAR_FLOPS."""
+    n_in, n_out = features or DEFAULT_LINEAR
+    rows = max(16, min(_LINEAR_ROWS, _LINEAR_FLOPS // (2 * n_in * n_out) // 8 * 8))
+    return rows, n_in, n_out
+
+
+def _time_linear(dtype_name: str, shape: tuple[int, int, int]) -> float:
+    """Best CPU seconds of one `linear(x, W, b)` of `shape` in one thread (see `_time_matmul`)."""
+    import torch
+
+    rows, n_in, n_out = shape
+    dtype = getattr(torch, dtype_name)
+    gen = torch.Generator().manual_seed(0)
+    x = torch.randn(rows, n_in, generator=gen).to(dtype)  # (T, in)
+    weight = torch.randn(n_out, n_in, generator=gen).to(dtype)  # (out, in)
+    bias = torch.randn(n_out, generator=gen).to(dtype)  # (out,)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        with torch.inference_mode():
+            torch.nn.functional.linear(x, weight, bias)  # warm-up: oneDNN builds its kernel for the shape
+            best = float("inf")
+            started = time.perf_counter()
+            for _ in range(_PROBE_REPEATS):
+                t0 = time.thread_time()
+                torch.nn.functional.linear(x, weight, bias)  # (T, out)
+                best = min(best, time.thread_time() - t0)
+                if time.perf_counter() - started > _PROBE_BUDGET_S:
+                    break
+    finally:
+        torch.set_num_threads(threads)
+    return max(best, 1e-9)
+
+
+@functools.lru_cache(maxsize=None)
+def linear_seconds(dtype_name: str, shape: tuple[int, int, int]) -> float:
+    """CPU seconds of one linear product of `shape` in `dtype_name` on this CPU, measured once per process."""
+    with _lock:
+        return _time_linear(dtype_name, shape)
+
+
+def choose_auto(capability: DeviceCapability, features: tuple[int, int] | None = None) -> DtypeChoice:
+    """What `auto` means on this device, and why (the rule is in the module docstring).
+
+    features: the model's linear layer (hidden -> intermediate) the CPU's kernel-rate probe is
+    timed at; None: DEFAULT_LINEAR."""
     if device_kind(capability.device) == "cuda":
-        return "bfloat16" if capability.native_bf16 else "float16" if capability.native_fp16 else "float32"
-    if capability.native_bf16 and capability.ratio("bfloat16") <= SLOW_RATIO:
-        return "bfloat16"
-    if capability.native_fp16 and capability.ratio("float16") <= SLOW_RATIO:
-        return "float16"
-    return "float32"
+        for dtype, native, since in (("bfloat16", capability.native_bf16, "8.0"), ("float16", capability.native_fp16, "7.0")):
+            if native:
+                return DtypeChoice(dtype, f"{capability.name} ({capability.isa}) has {dtype} tensor cores (compute capability {since}+)")
+        return DtypeChoice("float32", f"{capability.name} ({capability.isa}) has no half-precision tensor cores")
+    if device_kind(capability.device) != "cpu":
+        return DtypeChoice("float32", f"half precision is not probed on {capability.device}")
+    reasons = []
+    for dtype, native, amx in (("bfloat16", capability.native_bf16, capability.amx_bf16),
+                               ("float16", capability.native_fp16, capability.amx_fp16)):
+        if not native:
+            reasons.append(f"{dtype} not native")
+        elif capability.is_slow(dtype):
+            reasons.append(f"{dtype} emulated ({capability.ratio(dtype):.0f}x slower than float32)")
+        elif amx:
+            return DtypeChoice(dtype, "; ".join([*reasons, f"AMX for {dtype} on {capability.name}"]))
+        else:
+            shape = linear_probe_shape(features)
+            speed = linear_seconds("float32", shape) / linear_seconds(dtype, shape)
+            measured = f"{dtype} linear at {speed:.2f}x float32's rate ({shape[0]}x{shape[1]}->{shape[2]}, one thread)"
+            if speed >= FAST_RATIO:
+                return DtypeChoice(dtype, "; ".join([*reasons, f"{measured}, no AMX"]))
+            reasons.append(f"{measured}, under {FAST_RATIO:g}x, no AMX")
+    return DtypeChoice("float32", "; ".join(reasons) + f" on {capability.name} ({capability.isa})")
+
+
+def auto_dtype(capability: DeviceCapability, features: tuple[int, int] | None = None) -> str:
+    """The dtype `auto` means on this device (see `choose_auto`)."""
+    return choose_auto(capability, features).dtype
 
 
 def _slow_message(requested: str, capability: DeviceCapability) -> str:
@@ -207,10 +297,13 @@ def _slow_message(requested: str, capability: DeviceCapability) -> str:
 
 
 _warned: set[tuple[str, str]] = set()
+_told: set[tuple[str, tuple[int, int] | None]] = set()
 
 
-def resolve_dtype(requested: str, device: str = "auto", strict: bool = False) -> str:
-    """The dtype to load a model in: `auto` by the probe's rule, an explicit dtype if the device runs it fast.
+def choose_dtype(requested: str, device: str = "auto", strict: bool = False, model: str | None = None) -> DtypeChoice:
+    """The dtype to load a model in and why: `auto` by the probe's rule, an explicit dtype if the
+    device runs it fast. model: the configured name, whose config.json gives the shapes the CPU's
+    kernel-rate probe is timed at (None: DEFAULT_LINEAR).
 
     An explicit dtype more than SLOW_RATIO x slower than float32 gives float32 and one warning
     per process and dtype; with `strict` it raises ConfigError instead.
@@ -219,9 +312,18 @@ def resolve_dtype(requested: str, device: str = "auto", strict: bool = False) ->
         raise ConfigError(f"dtype: got {requested!r}; allowed: auto, {', '.join(DTYPES)}")
     capability = probe_device(device)
     if requested == "auto":
-        return auto_dtype(capability)
+        features = None
+        if model is not None and device_kind(capability.device) == "cpu":
+            from engine.runtime.model_config import linear_features
+
+            features = linear_features(model)
+        choice = choose_auto(capability, features)
+        if (capability.device, features) not in _told:
+            _told.add((capability.device, features))
+            logger.info("dtype auto on %s: %s (%s)", capability.device, choice.dtype, choice.reason)
+        return choice
     if not capability.is_slow(requested):
-        return requested
+        return DtypeChoice(requested, "set in the config")
     message = _slow_message(requested, capability)
     if strict:
         raise ConfigError(f"dtype: {message}; allowed with strict_dtype: true: auto, float32, or a dtype "
@@ -231,13 +333,18 @@ def resolve_dtype(requested: str, device: str = "auto", strict: bool = False) ->
         _warned.add(key)
         logger.warning("%s: using float32 instead (set strict_dtype: true to refuse the run instead, "
                        "or dtype: auto)", message)
-    return "float32"
+    return DtypeChoice("float32", f"{message}: float32 instead")
 
 
-def check_dtype(requested: str, device: str, strict: bool, where: str) -> str:
+def resolve_dtype(requested: str, device: str = "auto", strict: bool = False, model: str | None = None) -> str:
+    """The dtype to load a model in (`choose_dtype` without the reason)."""
+    return choose_dtype(requested, device, strict, model).dtype
+
+
+def check_dtype(requested: str, device: str, strict: bool, where: str, model: str | None = None) -> str:
     """Config-time check: the dtype a model will load in; ConfigError naming `where` if strict refuses it."""
     try:
-        return resolve_dtype(requested, device, strict)
+        return resolve_dtype(requested, device, strict, model)
     except ConfigError as exc:
         message = str(exc).removeprefix("dtype: ")
         raise ConfigError(f"{where}: {message}") from None

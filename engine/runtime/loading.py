@@ -125,7 +125,7 @@ def load_model(
     """
     resolved = resolve_model(name, "model")
     device = resolve_device(device)
-    used_dtype = resolve_dtype(dtype, device, strict_dtype)
+    used_dtype = resolve_dtype(dtype, device, strict_dtype, model=name)
     attention = attn or attn_implementation(device, used_dtype)
     kwargs = {dtype_keyword(): torch_dtype(used_dtype), "attn_implementation": attention,
               **resolved.pretrained_kwargs(), **kw}

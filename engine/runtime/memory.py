@@ -13,7 +13,6 @@ refuses, at config-check time, a model that cannot fit its device even alone (do
 """
 from __future__ import annotations
 
-import json
 import logging
 import os
 from dataclasses import dataclass
@@ -21,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.errors import ConfigError
+from engine.runtime.model_config import local_model_path, read_model_config, text_config
 
 logger = logging.getLogger(__name__)
 
@@ -78,24 +78,15 @@ class PlannedModel:
     device: str
     estimated_bytes: int | None
     budget_bytes: int
+    dtype: str | None = None  # an in-process model's dtype on this machine (None for a vLLM engine)
+    dtype_reason: str | None = None
 
     def line(self) -> str:
         from engine.runtime.model_registry import format_bytes
 
-        return (f"{self.need.where}: {self.need.model} ({self.need.backend}) on {self.device}, "
+        dtype = f" in {self.dtype} ({self.dtype_reason})" if self.dtype else ""
+        return (f"{self.need.where}: {self.need.model} ({self.need.backend}) on {self.device}{dtype}, "
                 f"estimated {format_bytes(self.estimated_bytes)} of {format_bytes(self.budget_bytes)}")
-
-
-def read_model_config(path: Path) -> dict[str, Any] | None:
-    try:
-        return json.loads((path / "config.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-
-
-def _text_config(config: dict[str, Any]) -> dict[str, Any]:
-    """Multimodal configs nest the language model's numbers."""
-    return config.get("text_config") or config
 
 
 def safetensors_parameters(path: Path) -> int | None:
@@ -118,7 +109,7 @@ def safetensors_parameters(path: Path) -> int | None:
 
 
 def config_parameters(config: dict[str, Any]) -> int | None:
-    c = _text_config(config)
+    c = text_config(config)
     hidden = c.get("hidden_size") or c.get("d_model") or c.get("n_embd")
     layers = (c.get("num_hidden_layers") or c.get("n_layer") or c.get("num_layers") or 0) + (c.get("decoder_layers") or 0)
     if c.get("encoder_layers") and not c.get("num_hidden_layers"):
@@ -130,7 +121,7 @@ def config_parameters(config: dict[str, Any]) -> int | None:
 
 
 def _kv_bytes_per_position(config: dict[str, Any], dtype_bytes: int) -> int:
-    c = _text_config(config)
+    c = text_config(config)
     hidden = c.get("hidden_size") or c.get("d_model") or c.get("n_embd") or 0
     layers = c.get("num_hidden_layers") or c.get("n_layer") or 0
     heads = c.get("num_attention_heads") or c.get("n_head") or 1
@@ -139,39 +130,15 @@ def _kv_bytes_per_position(config: dict[str, Any], dtype_bytes: int) -> int:
     return int(2 * layers * kv_heads * head_dim * dtype_bytes)
 
 
-def _dtype_bytes(dtype: str, device: str, stored: Any) -> int:
+def _dtype_bytes(dtype: str, device: str, stored: Any, model: str) -> int:
     if dtype == "auto":
         from engine.runtime.hardware import resolve_dtype
 
         try:
-            dtype = resolve_dtype("auto", device)
+            dtype = resolve_dtype("auto", device, model=model)
         except Exception:  # noqa: BLE001 - an estimate: assume float32
             dtype = "float32"
     return _DTYPE_BYTES.get(dtype, _DTYPE_BYTES.get(str(stored), 4))
-
-
-def local_model_path(model: str) -> Path | None:
-    """The model's local folder (a directory, or a hub id's cached snapshot); None when not on disk."""
-    return _local_path(model)
-
-
-def _local_path(model: str) -> Path | None:
-    from engine.runtime.names import resolve_model
-
-    try:
-        resolved = resolve_model(model, "model")
-    except Exception:  # noqa: BLE001 - unresolvable here: no estimate (config check names it elsewhere)
-        return None
-    path = Path(resolved.path)
-    if path.is_dir():
-        return path
-    try:  # a hub id already in the local cache
-        from huggingface_hub import snapshot_download
-
-        return Path(snapshot_download(resolved.path, revision=resolved.revision, local_files_only=True,
-                                      allow_patterns=["config.json", "*.safetensors"]))
-    except Exception:  # noqa: BLE001 - not cached: no estimate
-        return None
 
 
 def device_of(backend: str, device: str) -> str:
@@ -201,17 +168,17 @@ def estimate_need(model: str, *, backend: str, dtype: str, device: str, max_mode
                   gpu_memory_utilization: float) -> tuple[int, int] | None:
     """(bytes it will take, bytes it needs at least); equal except for vLLM on CUDA."""
     device = device_of(backend, device)
-    path = _local_path(model)
+    path = local_model_path(model)
     config = read_model_config(path) if path is not None else None
     params = (safetensors_parameters(path) or config_parameters(config)) if config is not None else None
     if params is None:
         return _unknown_weights_need(backend, device, gpu_memory_utilization)
-    size = _dtype_bytes(dtype, device, config.get("torch_dtype") or config.get("dtype"))
+    size = _dtype_bytes(dtype, device, config.get("torch_dtype") or config.get("dtype"), model)
     weights = params * size
     if backend != "vllm":
         total = int(weights * (1 + TORCH_MARGIN) + TORCH_FIXED_BYTES)
         return total, total
-    window = max_model_len or int(_text_config(config).get("max_position_embeddings") or 2048)
+    window = max_model_len or int(text_config(config).get("max_position_embeddings") or 2048)
     minimum = int(weights + _kv_bytes_per_position(config, size) * window)
     kv_space = os.environ.get("VLLM_CPU_KVCACHE_SPACE", "").strip()
     if device == "cpu" and kv_space:
@@ -251,8 +218,21 @@ def plan_models(needs: list[ModelNeed]) -> list[PlannedModel]:
         device = device_of(need.backend, need.device)
         estimate = estimate_model_bytes(need.model, backend=need.backend, dtype=need.dtype, device=device,
                                         max_model_len=need.max_model_len, gpu_memory_utilization=need.gpu_memory_utilization)
-        out.append(PlannedModel(need, device, estimate, budget_bytes(device)))
+        out.append(PlannedModel(need, device, estimate, budget_bytes(device), *_dtype_choice(need, device)))
     return out
+
+
+def _dtype_choice(need: ModelNeed, device: str) -> tuple[str | None, str | None]:
+    """(dtype, reason) of an in-process model, as its stage will resolve it; (None, None) for a vLLM engine."""
+    if need.backend == "vllm":
+        return None, None
+    from engine.runtime.hardware import choose_dtype
+
+    try:
+        choice = choose_dtype(need.dtype, device, False, need.model)
+    except ConfigError as exc:  # a device that cannot be probed: the stage says so when it loads
+        return None, str(exc)
+    return choice.dtype, choice.reason
 
 
 def plan_run(plan: Any) -> list[PlannedModel]:

@@ -22,7 +22,13 @@ MINILM = "pypi:all-MiniLM-L6-v2"
 AVX2 = DeviceCapability("cpu", "AMD EPYC", "AVX2", native_bf16=False, native_fp16=False,
                         seconds={"float32": 0.002, "bfloat16": 0.6, "float16": 0.7})
 AMX = DeviceCapability("cpu", "Intel Xeon", "AVX512", native_bf16=True, native_fp16=True,
-                       seconds={"float32": 0.002, "bfloat16": 0.0003, "float16": 0.0004})
+                       seconds={"float32": 0.002, "bfloat16": 0.0003, "float16": 0.0004}, amx_bf16=True, amx_fp16=True)
+# AVX512-BF16 and AVX512-FP16 without AMX: native, not emulated-slow in the quick probe, so the
+# linear probe at the model's shapes decides.
+NO_AMX = DeviceCapability("cpu", "Intel Xeon", "AVX512", native_bf16=True, native_fp16=True,
+                          seconds={"float32": 0.0003, "bfloat16": 0.0004, "float16": 0.0002})
+# Linear-probe seconds per dtype as measured on that CPU (one thread, MiniLM's 384->1536 at 256 rows).
+MEASURED = {"float32": 0.00198, "bfloat16": 0.00364, "float16": 0.00194}
 ITEMS = [
     ScoreItem("a", "a", "en", "g", "none", "x = 1  // Returns the user name.\n", 7, 32,
               "// Returns the user name.", "// Returns", " the name of the user."),
@@ -38,11 +44,15 @@ def bart_dir(tmp_path_factory) -> str:
 
 @pytest.fixture()
 def probe(monkeypatch: pytest.MonkeyPatch):
-    """Set what the probe reports; the one-warning memory starts empty."""
+    """Set what the probe reports (and, optionally, the linear probe's seconds per dtype); the
+    one-warning and one-log memories start empty."""
     monkeypatch.setattr(hardware, "_warned", set())
+    monkeypatch.setattr(hardware, "_told", set())
 
-    def use(capability: DeviceCapability) -> None:
+    def use(capability: DeviceCapability, linear: dict[str, float] | None = None) -> None:
         monkeypatch.setattr(hardware, "probe_device", lambda device="auto": capability)
+        if linear is not None:
+            monkeypatch.setattr(hardware, "linear_seconds", lambda dtype, shape: linear[dtype])
 
     return use
 
@@ -153,6 +163,66 @@ def test_an_explicit_dtype_within_the_margin_is_kept(probe) -> None:
         resolve_dtype("int8", "cpu")
 
 
+@pytest.mark.parametrize("linear, expected", [
+    (MEASURED, "float32"),  # bfloat16 at 0.54x float32's rate, float16 at 1.02x: neither is worth it
+    ({"float32": 0.002, "bfloat16": 0.0008, "float16": 0.0019}, "bfloat16"),  # 2.5x
+    ({"float32": 0.002, "bfloat16": 0.004, "float16": 0.0012}, "float16"),  # bfloat16 slow, float16 1.67x
+    ({"float32": 0.002, "bfloat16": 0.0016, "float16": 0.0016}, "float32"),  # 1.25x: within the jitter, not taken
+])
+def test_auto_without_amx_follows_the_linear_probe(probe, linear: dict[str, float], expected: str, caplog) -> None:
+    probe(NO_AMX, linear)
+    with caplog.at_level(logging.INFO, logger="engine.runtime.hardware"):
+        choice = hardware.choose_dtype("auto", "cpu")
+        assert resolve_dtype("auto", "cpu") == expected
+    assert choice.dtype == expected
+    speed = linear["float32"] / linear["bfloat16"]
+    assert f"bfloat16 linear at {speed:.2f}x float32's rate" in choice.reason and "no AMX" in choice.reason
+    told = [r.getMessage() for r in caplog.records if r.getMessage().startswith("dtype auto on cpu")]
+    assert told == [f"dtype auto on cpu: {expected} ({choice.reason})"]  # once per process and shape
+
+
+def test_amx_picks_bfloat16_without_timing_a_linear(probe, monkeypatch) -> None:
+    def never(dtype, shape):
+        raise AssertionError("AMX needs no linear probe")
+
+    probe(AMX)
+    monkeypatch.setattr(hardware, "linear_seconds", never)
+    choice = hardware.choose_dtype("auto", "cpu")
+    assert choice.dtype == "bfloat16" and "AMX" in choice.reason
+
+
+def test_the_linear_probe_runs_at_the_model_shapes(probe, monkeypatch) -> None:
+    shapes = []
+
+    def record(dtype, shape):
+        shapes.append(shape)
+        return MEASURED[dtype]
+
+    probe(NO_AMX)
+    monkeypatch.setattr(hardware, "linear_seconds", record)
+    assert resolve_dtype("auto", "cpu", model=MINILM) == "float32"
+    assert set(shapes) == {(256, 384, 1536)}  # MiniLM's feed-forward, 256 tokens
+    shapes.clear()
+    assert resolve_dtype("auto", "cpu") == "float32"
+    assert set(shapes) == {hardware.linear_probe_shape(hardware.DEFAULT_LINEAR)} == {(256, 768, 3072)}
+    assert hardware.linear_probe_shape((4096, 11008)) == (16, 4096, 11008)  # wide layers: fewer rows
+
+
+def test_fast_auto_follows_the_probe_in_signature_and_plan(probe) -> None:
+    from engine.runtime.memory import ModelNeed, plan_models
+
+    fast = EmbeddingScorer(EmbeddingScorer.Params(model=MINILM, layer=2, mode="fast"))
+    need = ModelNeed(MINILM, "score", "score.scorers[0]", dtype="auto", device="cpu")
+    probe(NO_AMX, MEASURED)
+    assert parse_signature(fast.signatures()["bertscore/none"])["dtype"] == "float32"
+    planned = plan_models([need])[0]
+    assert planned.dtype == "float32" and "bfloat16 linear at 0.54x float32's rate" in planned.dtype_reason
+    probe(NO_AMX, {"float32": 0.002, "bfloat16": 0.0008, "float16": 0.0019})
+    assert parse_signature(fast.signatures()["bertscore/none"])["dtype"] == "bfloat16"
+    planned = plan_models([need])[0]
+    assert planned.dtype == "bfloat16" and "2.50x" in planned.dtype_reason and "in bfloat16 (" in planned.line()
+
+
 def test_the_real_probe_runs_once_and_names_the_cpu() -> None:
     first = hardware.probe_device("cpu")
     assert first is hardware.probe_device("cpu")
@@ -160,3 +230,33 @@ def test_the_real_probe_runs_once_and_names_the_cpu() -> None:
     assert set(first.seconds) == {"float32", "bfloat16", "float16"} and all(s > 0 for s in first.seconds.values())
     assert first.ratio("float32") == 1.0 and "GFLOP/s" in first.describe() and first.isa in first.describe()
     assert auto_dtype(first) in ("float32", "bfloat16", "float16")
+
+
+def test_the_real_linear_probe_decides_auto_here() -> None:
+    """The real kernel-rate probe at MiniLM's shapes, once per process; `auto` follows its rates."""
+    capability = hardware.probe_device("cpu")
+    choice = hardware.choose_dtype("auto", "cpu", model=MINILM)
+    assert choice == hardware.choose_dtype("auto", "cpu", model=MINILM)
+    shape = hardware.linear_probe_shape((384, 1536))
+    if capability.amx_bf16 or not capability.native_bf16 or capability.is_slow("bfloat16"):
+        return  # decided without the linear probe (the rule's other branches are tested above)
+    speed = hardware.linear_seconds("float32", shape) / hardware.linear_seconds("bfloat16", shape)
+    assert hardware.linear_seconds("bfloat16", shape) == hardware.linear_seconds("bfloat16", shape)  # cached
+    assert f"bfloat16 linear at {speed:.2f}x" in choice.reason
+    assert (choice.dtype == "bfloat16") == (speed >= hardware.FAST_RATIO)
+
+
+@pytest.mark.parametrize("config, features", [
+    ({"hidden_size": 384, "intermediate_size": 1536}, (384, 1536)),  # BERT-style
+    ({"d_model": 512, "d_ff": 2048}, (512, 2048)),  # T5
+    ({"n_embd": 768, "n_inner": None}, (768, 3072)),  # GPT-2: 4 x hidden when the config says nothing
+    ({"text_config": {"hidden_size": 64, "intermediate_size": 96}}, (64, 96)),  # multimodal: the language model's
+    ({"vocab_size": 10}, None),  # no width: the probe's default shape is used
+])
+def test_linear_features_come_from_the_config_on_disk(tmp_path, config: dict, features) -> None:
+    import json
+
+    from engine.runtime.model_config import linear_features
+
+    (tmp_path / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    assert linear_features(str(tmp_path)) == features
