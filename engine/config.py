@@ -53,13 +53,6 @@ class RunConfig:
     # engine.numerics: thread count and batching of neural scorers (`deterministic:`).
     deterministic: DeterministicParams = DeterministicParams()
 
-    def __getattr__(self, name: str) -> Any:
-        """A listed section by its key as an attribute (`config.score`), like `section(name)`."""
-        sections = self.__dict__.get("sections") or {}
-        if name in sections:
-            return sections[name]
-        raise AttributeError(f"{type(self).__name__!r} has no attribute or section {name!r}")
-
     def settings(self) -> RunSettings:
         """What a part reads of the run as a whole (engine.stages.base.RunSettings)."""
         return RunSettings(labels=self.labels, reuse=self.reuse)

@@ -47,7 +47,7 @@ def test_config_is_frozen_and_paths_resolve_against_the_config_folder(tmp_path):
     with pytest.raises(dataclasses.FrozenInstanceError):
         config.part_size = 3  # type: ignore[misc]
     with pytest.raises(dataclasses.FrozenInstanceError):
-        config.score.scorers[0].params.span = "whole"  # type: ignore[misc]
+        config.section("score").scorers[0].params.span = "whole"  # type: ignore[misc]
 
 
 def test_hash_changes_with_config_and_input_but_not_with_key_order(tmp_path):
@@ -75,7 +75,7 @@ def test_scorer_and_generator_model_paths_resolve_against_the_config_folder(tmp_
            "noise": {"tokenizer": "../tok"},
            "score": {"scorers": [{"kind": "embedding", "model": "./enc"}, {"kind": "likelihood", "model": "./lm"}]}}
     config = config_from_mapping(raw, tmp_path, check=False)
-    assert [s.params.model for s in config.score.scorers] == [str(tmp_path / "enc"), str(tmp_path / "lm")]
+    assert [s.params.model for s in config.section("score").scorers] == [str(tmp_path / "enc"), str(tmp_path / "lm")]
     assert config.section("generate").generators[0].model == str(tmp_path / "gen")
     assert config.section("noise").tokenizer == str(tmp_path.parent / "tok")
 

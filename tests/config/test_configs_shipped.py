@@ -9,13 +9,13 @@ def test_demo_configs_load():
     demo = load_config(REPO / "configs" / "demo.yaml")
     assert demo.stages == ("noise", "perturb", "score", "judge", "calibrate", "report")
     assert len(demo.section("perturb").families) == 8 and demo.section("perturb").significance.pairs
-    assert {s.kind for s in demo.score.scorers} == {"lexical", "embedding", "likelihood"}
+    assert {s.kind for s in demo.section("score").scorers} == {"lexical", "embedding", "likelihood"}
     [judge] = demo.section("judge").judges
     assert judge.backend == "vllm" and judge.structured_strategies() == ("standard",) and "cot" in judge.strategies
     generate = load_config(REPO / "configs" / "demo_generate.yaml")
     assert len(generate.section("generate").generators) == 2
     sweep = load_config(REPO / "configs" / "demo_sweep.yaml")
-    assert [s.params.all_layers for s in sweep.score.scorers if s.kind == "embedding"] == [True]
+    assert [s.params.all_layers for s in sweep.section("score").scorers if s.kind == "embedding"] == [True]
 
 
 def test_paper_config_is_the_full_study():
@@ -27,7 +27,7 @@ def test_paper_config_is_the_full_study():
     assert all(g.tensor_parallel_size == 1 and g.backend == "vllm" for g in generators)
     build = paper.section("build")
     assert build.files_per_language == 500 and set(build.languages) == {"en", "nl", "zh", "el", "pl"}
-    embedding = [s.params for s in paper.score.scorers if s.kind == "embedding"]
+    embedding = [s.params for s in paper.section("score").scorers if s.kind == "embedding"]
     assert any(set(p.contexts) == {"none", "minimal", "full"} for p in embedding)
 
 
