@@ -242,24 +242,21 @@ def require(condition: bool, where: str, value: Any, allowed: str) -> None:
 class ModelEntry(Params):
     """The model of one entry, the same in every section that loads or calls one (generate's and the
     round trip's generators, the judges, the embedding and likelihood scorers), each adding its own
-    keys. `min_model_len` is the shortest window a section can work in.
-
-    Keys:
-        model: the model: hub id, local directory, pypi:<name> or demo:<name> (an http judge: the model
-            name its server knows; the round trip's oracle ignores it).
-        dtype: weights dtype: auto, float32, float16, bfloat16. `auto`: the device probe's choice
-            (bfloat16 on GPUs with bfloat16 tensor cores, float16 on older tensor-core GPUs; on a CPU
-            a half dtype only where it runs the model's linear layers measurably faster than float32:
-            AMX, or 1.5x float32's rate in a probe; else float32); the vLLM engine of a judge or of
-            the round trip is given `auto` and chooses itself. The embedding scorer's mode compat
-            always runs float32.
-        max_model_len: the model's window in tokens, special tokens included (null: the model's own).
-            The scorers also read the old name `max_length` (with a warning).
-    """
+    keys. `min_model_len` is the shortest window a section can work in."""
 
     model: str
+    """the model: hub id, local directory, pypi:<name> or demo:<name> (an http judge: the model
+    name its server knows; the round trip's oracle ignores it)."""
     dtype: Dtype = "auto"
+    """weights dtype: auto, float32, float16, bfloat16. `auto`: the device probe's choice
+    (bfloat16 on GPUs with bfloat16 tensor cores, float16 on older tensor-core GPUs; on a CPU
+    a half dtype only where it runs the model's linear layers measurably faster than float32:
+    AMX, or 1.5x float32's rate in a probe; else float32); the vLLM engine of a judge or of
+    the round trip is given `auto` and chooses itself. The embedding scorer's mode compat
+    always runs float32."""
     max_model_len: int | None = None
+    """the model's window in tokens, special tokens included (null: the model's own).
+    The scorers also read the old name `max_length` (with a warning)."""
     min_model_len: ClassVar[int] = 1
 
     def __post_init__(self) -> None:

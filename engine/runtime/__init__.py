@@ -9,9 +9,7 @@
 - model_process (`engine.runtime.model_process`): a model in a worker process of its own (every
   vLLM engine), ended on release;
 - memory (`engine.runtime.memory`): per-model memory estimates, the run's plan, and the
-  config-time refusal of a model that cannot fit its device.
-- model_config (`engine.runtime.model_config`): a model's config.json read from disk (its folder,
-  its numbers) for the memory plan and the dtype probe.
+  config-time refusal of a model that cannot fit its device; model_config: a model's config.json.
 """
 from engine.runtime.hardware import (
     DeviceCapability,

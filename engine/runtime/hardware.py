@@ -1,9 +1,8 @@
 """What the device computes fast: a capability probe per device, once per process, and dtype choice.
 
-Machines differ: one CPU runs a bfloat16 matmul 7x faster than float32 (AMX), another 470x
-slower (bfloat16 emulated), so a dtype is never assumed fast; it is probed: on CUDA the compute
-capability (by NVML where installed: no CUDA context), on a CPU torch's capability and
-instruction-set flags plus a short matmul probe of each dtype.
+A dtype is never assumed fast (a CPU runs bfloat16 7x faster than float32 with AMX, 470x slower
+emulated); it is probed: on CUDA the compute capability (by NVML: no CUDA context), on a CPU
+torch's capability and instruction-set flags plus a short matmul probe of each dtype.
 
 `dtype: auto`: on a GPU bfloat16 with bfloat16 tensor cores (8.0+), float16 on 7.x, else
 float32. On a CPU a half dtype is picked only where it is measurably faster than float32 (AMX

@@ -23,47 +23,48 @@ PIPE_BUFFERS_MB = 64
 
 @dataclass(frozen=True)
 class SandboxLimits(Params):
-    """Limits of one sandboxed run. Languages other than Python get the `toolchain_*` allowances.
-
-    Keys:
-        cpu_seconds: CPU-time limit (RLIMIT_CPU).
-        wall_seconds: wall-clock limit; every process of the run is killed past it.
-        memory_mb: address-space limit per process (RLIMIT_AS).
-        run_memory_mb: real memory (resident pages, tmpfs files, kernel objects) of all a program's processes (a memory cgroup: root, cgroup v1).
-        compile_memory_mb: the same for a compiled language's toolchain step (compiler, linker, build cache) together with its program.
-        max_processes: process-count limit of the run (RLIMIT_NPROC, under the run's own uid).
-        file_size_mb: largest file the code may write (RLIMIT_FSIZE).
-        tmpfs_mb: size of each private tmpfs of a bwrap run (/tmp, /dev/shm, the work directory).
-        output_bytes: captured stdout/stderr kept per stream.
-        isolation: `bwrap` (bubblewrap namespaces; refused at config check when it cannot run) or `hook` (no isolation, not a security boundary).
-        uid: first unprivileged uid used when the engine runs as root.
-        uid_slots: sandbox runs at once per machine (each holds one uid).
-        python: interpreter for untrusted Python ('' = /usr/bin/python3 when present, else this one's base interpreter).
-        toolchain_memory_mb: address space added for compilers and VMs (JVM, V8, Go, rustc) beyond memory_mb.
-        toolchain_max_processes: process limit for languages other than Python (RLIMIT_NPROC counts threads).
-        toolchain_seconds: CPU and wall-clock floor for a compile-and-run of a compiled language.
-        max_open_files: open file descriptors per process (RLIMIT_NOFILE) of a Python run.
-        toolchain_max_open_files: RLIMIT_NOFILE of the other languages (javac and `go build` open many files).
-    """
+    """Limits of one sandboxed run. Languages other than Python get the `toolchain_*` allowances."""
 
     cpu_seconds: int = 5
+    """CPU-time limit (RLIMIT_CPU)."""
     wall_seconds: float = 10.0
+    """wall-clock limit; every process of the run is killed past it."""
     memory_mb: int = 512
+    """address-space limit per process (RLIMIT_AS)."""
     run_memory_mb: int = 256  # honest programs peak far below (docs/sandbox.md: a JVM at 18 MB)
+    """real memory (resident pages, tmpfs files, kernel objects) of all a program's processes (a memory
+    cgroup: root, cgroup v1)."""
     compile_memory_mb: int = 1024  # rustc, the largest toolchain step on honest code, peaked at 290 MB
+    """the same for a compiled language's toolchain step (compiler, linker, build cache) together with its
+    program."""
     max_processes: int = 16
+    """process-count limit of the run (RLIMIT_NPROC, under the run's own uid)."""
     file_size_mb: int = 16
+    """largest file the code may write (RLIMIT_FSIZE)."""
     tmpfs_mb: int = 64
+    """size of each private tmpfs of a bwrap run (/tmp, /dev/shm, the work directory)."""
     output_bytes: int = 16384
+    """captured stdout/stderr kept per stream."""
     isolation: Literal["bwrap", "hook"] = "bwrap"
-    uid: int = 200000  # first unprivileged uid used when the engine runs as root (no account needed)
-    uid_slots: int = 64  # runs at once per machine; each holds one uid
+    """`bwrap` (bubblewrap namespaces; refused at config check when it cannot run) or `hook` (no isolation,
+    not a security boundary)."""
+    uid: int = 200000
+    """first unprivileged uid used when the engine runs as root (no account needed)."""
+    uid_slots: int = 64
+    """sandbox runs at once per machine (each holds one uid)."""
     python: str = ""
+    """interpreter for untrusted Python ('' = /usr/bin/python3 when present, else this one's base
+    interpreter)."""
     toolchain_memory_mb: int = 4096  # a JVM, V8 or Go reserves address space far beyond its heap
+    """address space added for compilers and VMs (JVM, V8, Go, rustc) beyond memory_mb."""
     toolchain_max_processes: int = 256  # RLIMIT_NPROC counts threads; a JVM or `go build` starts dozens
+    """process limit for languages other than Python (RLIMIT_NPROC counts threads)."""
     toolchain_seconds: int = 30
+    """CPU and wall-clock floor for a compile-and-run of a compiled language."""
     max_open_files: int = 64
+    """open file descriptors per process (RLIMIT_NOFILE) of a Python run."""
     toolchain_max_open_files: int = 512
+    """RLIMIT_NOFILE of the other languages (javac and `go build` open many files)."""
 
     def __post_init__(self) -> None:
         require(self.cpu_seconds >= 1, "cpu_seconds", self.cpu_seconds, "an integer >= 1")
