@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.precision import print_hardware, slow_reason
 from engine.generate.cards import get_card
-from engine.generate.fim import load_tokenizer
+from engine.generate.fim import generator_tokenizer
 from engine.generate.params import GenerateParams
 from engine.generate.prompts import FimPromptBuilder
 from engine.llm.loading import get_backend
@@ -68,7 +68,7 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory(prefix="bench-generate-") as tmp:
         model = args.model or build_tiny_fim_model(Path(tmp) / "model", args.card)
-        builder = FimPromptBuilder(get_card(args.card), load_tokenizer(model))
+        builder = FimPromptBuilder(get_card(args.card), generator_tokenizer(model))
         prompts = [list(builder.build(*_source(i)).prompt_ids) for i in range(args.prompts)]
         mean_len = sum(map(len, prompts)) / len(prompts)
         print(f"model {model if args.model else 'tiny random ' + args.card}; {len(prompts)} prompts, "

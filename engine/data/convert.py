@@ -204,9 +204,9 @@ def _tokenizer(tokenizers: dict[str, Any], generator: str) -> Any:
     """The tokenizer given for `generator`, loaded once when it was given by name."""
     tokenizer = tokenizers[generator]
     if isinstance(tokenizer, str):
-        from engine.generate.fim import load_tokenizer
+        from engine.generate.fim import generator_tokenizer
 
-        tokenizer = tokenizers[generator] = load_tokenizer(tokenizer)
+        tokenizer = tokenizers[generator] = generator_tokenizer(tokenizer)
     return tokenizer
 
 

@@ -29,7 +29,7 @@ from engine.runtime import resolve_model
 
 logger = logging.getLogger(__name__)
 
-def load_tokenizer(name: str) -> Any:
+def generator_tokenizer(name: str) -> Any:
     """The fast tokenizer of a generator (offsets are needed for the prime), once per process."""
     return _runtime_tokenizer(name, fast=True)
 
@@ -97,7 +97,7 @@ def plan_generation(tables: Iterable[pa.Table], params: GenerateParams) -> dict[
     `max_new_tokens`: `params.max_new_tokens`, or mean + 3 std of the reference token lengths
     over all files; pass it to every `generate_samples` call.
     """
-    tokenizer = None if params.max_new_tokens is not None else load_tokenizer(params.tokenizer_name)
+    tokenizer = None if params.max_new_tokens is not None else generator_tokenizer(params.tokenizer_name)
     files = 0
     lengths: list[int] = []
     for table in tables:
@@ -138,7 +138,7 @@ def generate_samples(samples: pa.Table, params: GenerateParams, max_new_tokens: 
     if not rows:
         return pa.Table.from_pylist([], schema=GENERATION_SCHEMA)
     card = get_card(params.card, params.cards_file)
-    tokenizer = load_tokenizer(params.tokenizer_name)
+    tokenizer = generator_tokenizer(params.tokenizer_name)
     try:
         builder = FimPromptBuilder(card, tokenizer, params.prime_tokens, params.prime_rule)
     except FimTokenError as exc:

@@ -13,7 +13,7 @@ import pyarrow as pa
 import pytest
 
 from engine.generate.cards import get_card
-from engine.generate.fim import generate_samples, load_tokenizer
+from engine.generate.fim import generate_samples, generator_tokenizer
 from engine.generate.params import GenerateParams
 from engine.generate.prompts import FimPromptBuilder
 from engine.llm.loading import get_backend
@@ -64,13 +64,13 @@ def _params(model_dir: str, **kw) -> GenerateParams:
 
 
 def _prompts(model_dir: str) -> list[list[int]]:
-    builder = FimPromptBuilder(get_card("starcoder2"), load_tokenizer(model_dir))
+    builder = FimPromptBuilder(get_card("starcoder2"), generator_tokenizer(model_dir))
     return [list(builder.build(s, s.index(c), s.index(c) + len(c)).prompt_ids) for _f, s, c in SOURCES]
 
 
 def _transformers_ids(model_dir: str, prompts: list[list[int]], batch_size: int) -> list[list[int]]:
     backend = get_backend(_params(model_dir, batch_size=batch_size).backend_spec(), stage="generate")
-    stop_ids = FimPromptBuilder(get_card("starcoder2"), load_tokenizer(model_dir)).stop_ids
+    stop_ids = FimPromptBuilder(get_card("starcoder2"), generator_tokenizer(model_dir)).stop_ids
     requests = [GenerationRequest(str(i), tuple(p), MAX_NEW) for i, p in enumerate(prompts)]
     return [list(o.token_ids) for o in backend.generate(requests, stop_ids)]
 
@@ -85,7 +85,7 @@ def test_vllm_and_transformers_give_identical_greedy_outputs(model_dir: str, mon
     # size comes from VLLM_CPU_KVCACHE_SPACE): keep it low on a shared machine.
     params = _params(model_dir, backend="vllm", enforce_eager=True, gpu_memory_utilization=0.2)
     backend = get_backend(params.backend_spec(), stage="generate")  # the engine starts in a worker process of the registry
-    stop_ids = FimPromptBuilder(get_card("starcoder2"), load_tokenizer(model_dir)).stop_ids
+    stop_ids = FimPromptBuilder(get_card("starcoder2"), generator_tokenizer(model_dir)).stop_ids
     requests = [GenerationRequest(str(i), tuple(p), MAX_NEW) for i, p in enumerate(prompts)]
     vllm_ids = [list(o.token_ids) for o in backend.generate(requests, stop_ids)]
     del backend
@@ -112,7 +112,7 @@ def test_transformers_batching_does_not_change_outputs(model_dir: str) -> None:
 def test_stage_rows(model_dir: str) -> None:
     table = generate_samples(_samples(), _params(model_dir), MAX_NEW)
     assert table.schema.equals(GENERATION_SCHEMA)
-    tokenizer = load_tokenizer(model_dir)
+    tokenizer = generator_tokenizer(model_dir)
     for row, (file_id, source, comment) in zip(table.to_pylist(), SOURCES):
         assert row["sample_id"] == f"{file_id}/tiny" and row["generator"] == "tiny"
         assert row["generation_error"] is None

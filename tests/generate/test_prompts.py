@@ -274,7 +274,7 @@ def test_generation_limit_is_mean_plus_three_std(tiny_tokenizers, monkeypatch) -
     # The run's pre-pass streams the parts (a file never spans two): the same limit however they are cut.
     import engine.generate.fim as fim
 
-    monkeypatch.setattr(fim, "load_tokenizer", lambda name: tok)
+    monkeypatch.setattr(fim, "generator_tokenizer", lambda name: tok)
     params = GenerateParams(model="m", card="starcoder2")
     parts = [[rows[0], rows[4]], rows[1:2], rows[2:4]]
     plan = fim.plan_generation((pa.Table.from_pylist(p, schema=SAMPLE_SCHEMA) for p in parts), params)
