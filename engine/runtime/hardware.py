@@ -18,6 +18,7 @@ import functools
 import logging
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -100,13 +101,11 @@ def resolve_device(device: str = "auto") -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
-def _time_matmul(dtype_name: str, device: str) -> float:
+def _best_seconds(product: Callable[[], object], device: str) -> float:
+    """Best time of `product()` over a few repeats after one warm-up (kernel selection, first touch
+    of memory), within _PROBE_BUDGET_S."""
     import torch
 
-    dtype = getattr(torch, dtype_name)
-    gen = torch.Generator().manual_seed(0)
-    a = torch.randn(_PROBE_SIZE, _PROBE_SIZE, generator=gen).to(device=device, dtype=dtype)  # (N, N)
-    b = torch.randn(_PROBE_SIZE, _PROBE_SIZE, generator=gen).to(device=device, dtype=dtype)  # (N, N)
     on_gpu = device_kind(device) == "cuda"
     sync = torch.cuda.synchronize if on_gpu else (lambda: None)
     # On a CPU: one thread, timed in this thread's CPU time. On a shared machine wall time
@@ -118,13 +117,13 @@ def _time_matmul(dtype_name: str, device: str) -> float:
         torch.set_num_threads(1)
     try:
         with torch.inference_mode():
-            torch.matmul(a, b)  # warm-up: kernel selection, first-touch of memory
+            product()
             sync()
             best = float("inf")
             started = time.perf_counter()
             for _ in range(_PROBE_REPEATS):
                 t0 = clock()
-                torch.matmul(a, b)
+                product()
                 sync()
                 best = min(best, clock() - t0)
                 if time.perf_counter() - started > _PROBE_BUDGET_S:
@@ -133,6 +132,16 @@ def _time_matmul(dtype_name: str, device: str) -> float:
         if not on_gpu:
             torch.set_num_threads(threads)
     return max(best, 1e-9)
+
+
+def _time_matmul(dtype_name: str, device: str) -> float:
+    import torch
+
+    dtype = getattr(torch, dtype_name)
+    gen = torch.Generator().manual_seed(0)
+    a = torch.randn(_PROBE_SIZE, _PROBE_SIZE, generator=gen).to(device=device, dtype=dtype)  # (N, N)
+    b = torch.randn(_PROBE_SIZE, _PROBE_SIZE, generator=gen).to(device=device, dtype=dtype)  # (N, N)
+    return _best_seconds(lambda: torch.matmul(a, b), device)
 
 
 def _cpu_flags() -> dict[str, object]:
@@ -218,7 +227,8 @@ def linear_probe_shape(features: tuple[int, int] | None = None) -> tuple[int, in
 
 
 def _time_linear(dtype_name: str, shape: tuple[int, int, int]) -> float:
-    """Best CPU seconds of one `linear(x, W, b)` of `shape` in one thread (see `_time_matmul`)."""
+    """Best CPU seconds of one `linear(x, W, b)` of `shape` in one thread (oneDNN builds its kernel
+    for the shape in the warm-up)."""
     import torch
 
     rows, n_in, n_out = shape
@@ -227,22 +237,7 @@ def _time_linear(dtype_name: str, shape: tuple[int, int, int]) -> float:
     x = torch.randn(rows, n_in, generator=gen).to(dtype)  # (T, in)
     weight = torch.randn(n_out, n_in, generator=gen).to(dtype)  # (out, in)
     bias = torch.randn(n_out, generator=gen).to(dtype)  # (out,)
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        with torch.inference_mode():
-            torch.nn.functional.linear(x, weight, bias)  # warm-up: oneDNN builds its kernel for the shape
-            best = float("inf")
-            started = time.perf_counter()
-            for _ in range(_PROBE_REPEATS):
-                t0 = time.thread_time()
-                torch.nn.functional.linear(x, weight, bias)  # (T, out)
-                best = min(best, time.thread_time() - t0)
-                if time.perf_counter() - started > _PROBE_BUDGET_S:
-                    break
-    finally:
-        torch.set_num_threads(threads)
-    return max(best, 1e-9)
+    return _best_seconds(lambda: torch.nn.functional.linear(x, weight, bias), "cpu")  # (T, out)
 
 
 @functools.lru_cache(maxsize=None)
