@@ -16,11 +16,11 @@ import sys
 
 import pytest
 
-from engine.roundtrip import generation, orchestrate, values
+from engine.roundtrip import values
 from engine.roundtrip.tasks import load_tasks
 from engine.sandbox import compare, process
-from engine.sandbox.languages import toolchain_missing
 from engine.sandbox.limits import SandboxLimits
+from tests.support.stage_rows import completion_row
 
 LIMITS = SandboxLimits()
 BWRAP = process.unavailable(LIMITS)
@@ -30,11 +30,7 @@ ADD = {t["programming_language"]: t for t in POLY.values() if t["task_id"].endsw
 
 
 def _row(task: dict, completion: str, verdict: str = "values") -> dict:
-    language = task["programming_language"]
-    if toolchain_missing(language):
-        pytest.skip(toolchain_missing(language))
-    params = type("P", (), {"sandbox": LIMITS, "call_seconds": 1.0, "verdict": verdict})()
-    return orchestrate.execute_row(task, generation.code_from_completion(task, completion), None, params)
+    return completion_row(task, completion, LIMITS, verdict=verdict)
 
 
 PY_BOOL = {**ADD["python"], "signature": "def is_even(n: int) -> bool:", "entry_point": "is_even",

@@ -12,11 +12,11 @@ import tracemalloc
 
 import pytest
 
-from engine.roundtrip import difftest, generation, orchestrate
+from engine.roundtrip import difftest
 from engine.roundtrip.tasks import load_tasks
 from engine.sandbox import plain, process
-from engine.sandbox.languages import toolchain_missing
 from engine.sandbox.limits import SandboxLimits
+from tests.support.stage_rows import completion_row
 
 LIMITS = SandboxLimits()
 BWRAP = process.unavailable(LIMITS)
@@ -38,10 +38,7 @@ WRONG = {"python": "    return 'ab' * n + ('x' if n > 2 else '')\n",
 
 
 def _row(task: dict, completion: str) -> dict:
-    if toolchain_missing(task["programming_language"]):
-        pytest.skip(toolchain_missing(task["programming_language"]))
-    params = type("P", (), {"sandbox": LIMITS, "call_seconds": 5.0, "verdict": "values"})()
-    return orchestrate.execute_row(task, generation.code_from_completion(task, completion), None, params)
+    return completion_row(task, completion, LIMITS, call_seconds=5.0)
 
 
 @pytest.mark.parametrize("language", sorted(BIG))

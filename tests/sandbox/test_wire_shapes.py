@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import pytest
 
-from engine.roundtrip import generation, orchestrate
 from engine.roundtrip.tasks import load_tasks
 from engine.sandbox import process
-from engine.sandbox.languages import toolchain_missing
-from engine.sandbox.process import SandboxLimits
+from engine.sandbox.limits import SandboxLimits
+from tests.support.stage_rows import completion_row
 
 LIMITS = SandboxLimits()
 BWRAP = process.unavailable(LIMITS)
@@ -115,10 +114,7 @@ HONEST = {
 
 
 def _row(task: dict, completion: str) -> dict:
-    if toolchain_missing(task["programming_language"]):
-        pytest.skip(toolchain_missing(task["programming_language"]))
-    params = type("P", (), {"sandbox": LIMITS, "call_seconds": 1.0, "verdict": "values"})()
-    return orchestrate.execute_row(task, generation.code_from_completion(task, completion), None, params)
+    return completion_row(task, completion, LIMITS)
 
 
 @pytest.mark.parametrize("name", list(FORGERIES))

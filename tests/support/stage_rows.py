@@ -1,0 +1,20 @@
+"""A round-trip row made from a model completion through the stage's own functions (the code is
+taken from the completion as the stage takes it, then run and judged as the stage runs a row), so
+tests attack and check the path a real generation goes through."""
+from __future__ import annotations
+
+import pytest
+
+from engine.roundtrip import generation, orchestrate
+from engine.sandbox.languages import toolchain_missing
+from engine.sandbox.limits import SandboxLimits
+
+
+def completion_row(task: dict, completion: str, limits: SandboxLimits, *, call_seconds: float = 1.0,
+                   verdict: str = "values") -> dict:
+    """The row of `completion` for `task`; the test is skipped where the task's toolchain is missing."""
+    missing = toolchain_missing(task["programming_language"])
+    if missing:
+        pytest.skip(missing)
+    params = type("P", (), {"sandbox": limits, "call_seconds": call_seconds, "verdict": verdict})()
+    return orchestrate.execute_row(task, generation.code_from_completion(task, completion), None, params)
