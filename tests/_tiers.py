@@ -16,6 +16,7 @@ HEAVY_MODULES = frozenset({
     "bench/test_bench_scripts.py",  # every bench script at a tiny size, in subprocesses
     "cli/test_bench_command.py",  # `babelscore bench` in a subprocess, with measured runs
     "cli/test_demo_end_to_end.py",  # the demo run and Chromium
+    "cli/test_input_errors.py",  # CLI subprocesses
     "cli/test_user_errors.py",  # CLI subprocesses and runs
     "data/test_demo_data.py",  # subprocesses over the embedded data
     "data/test_loss.py",
@@ -152,6 +153,7 @@ FAST_MODULES = frozenset({
     "score/test_rows.py",
     "stages/test_attributes.py",
     "stages/test_boundaries.py",
+    "stages/test_protocol_use.py",
     "stages/test_reopen.py",
     "testing/test_tiny_models.py",
 })
