@@ -1,25 +1,16 @@
 """Throughput of babelscore's BERTScore against the bert_score package, side by side.
 
-Synthesises (seeded, self-contained) N prediction-reference pairs with N/5 unique references
-(5 generators per file) and Java-like source files holding the reference comment, then times
-on the same model (all-MiniLM-L6-v2) and pairs:
+On N seeded prediction-reference pairs (N/5 unique references, in Java-like source files), with
+all-MiniLM-L6-v2 on both sides, times:
 
   bert_score.BERTScorer(...).score(...)       the anchor (model kept loaded, batch_size 64)
   ours, none setting, mode compat, float32    must equal bert_score (max |diff| printed)
   ours, none setting, mode fast, bfloat16     vs our float32: max |F diff| and Spearman
-  the encoder per context setting (none, minimal, full), compat, fast unpacked and fast
-  packed (short sequences sharing rows): executed FLOP/s over its forward passes
+  the encoder per context setting             compat, fast unpacked, fast packed: executed FLOP/s
 
-and prints the CPU capability and a square matmul peak measured here. Beside each timed table:
-bert_score's own encoder share and executed tokens, and the lead our modes would have over it
-at its encoder's rate per executed token (what fewer executed tokens alone can buy). Efficiency figures rate
-the FLOPs the kernels executed (padding and packed rows' whole width included) against the
-model's own largest linear layer timed in its dtype, threads and row shape
-(bench/encoder_flops.py). Where the quick dtype probe finds bfloat16
-slow (emulated: no AVX512-BF16 or AMX), the bfloat16 mode is skipped with the reason printed
-and fast mode runs in float32 instead. Usage:
-python bench/bench_bertscore.py [--pairs 500] [--full-pairs 20] [--efficiency-pairs 200]   (defaults sized to finish well within
-15 minutes on 2 shared CPU cores; raise them on a dedicated machine)
+with the CPU capability, a square matmul peak and bert_score's encoder share and executed tokens;
+where bfloat16 is emulated, fast mode runs in float32. What the figures mean: docs/development.md.
+python bench/bench_bertscore.py [--pairs 500] [--full-pairs 20] [--efficiency-pairs 200]   (defaults finish in 15 min on 2 cores)
 """
 from __future__ import annotations
 

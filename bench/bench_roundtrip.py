@@ -3,16 +3,14 @@
 Prints passed/164 and runs/s for both ways; the anchor is one unsandboxed `python file.py`
 per problem (what a harness without isolation does), so the ratio is the sandbox's cost.
 With --values it also times the value verdict (engine.roundtrip.values) of every canonical
-solution (each must pass). With --difftest it also compares every canonical solution with itself on 50 seeded
-differential-testing inputs (correctness must be 1 for all) and prints inputs/s: the reference
-and the solution each run as a server in a sandbox of their own, called by the engine.
+solution (each must pass). With --difftest it also compares every canonical solution with itself
+on 50 seeded differential-testing inputs (correctness must be 1 for all) and prints inputs/s.
 
     PYTHONPATH=. python bench/bench_roundtrip.py [--limit N] [--isolation hook] [--difftest]
 
-A sandboxed run is a split run (engine.sandbox.relay): the solution as a server in one
-sandbox, the tests through a proxy in another. It passes only when the tests' harness reported
-the run's token after the last assert (exit status 0 alone is not a pass), so 164/164 also
-checks that every canonical solution's values cross the proxy intact.
+A sandboxed run passes only when the tests' harness reported the run's token after the last
+assert, so 164/164 also checks that every canonical solution's values cross the proxy intact
+(docs/roundtrip.md; the split run: docs/sandbox.md).
 """
 from __future__ import annotations
 

@@ -1,16 +1,6 @@
 """Scale benchmark: rows/s by worker count, and peak memory vs input size for a lexical and a
 neural scorer, through the score, calibrate, summary and report steps.
 
-Each measurement runs in its own subprocess (a fresh Ray instance with N CPUs, or the local
-executor): a small warm-up run first (Ray workers start and import the metrics once), then the
-measured run of a synthetic input from bench/make_synthetic.py with stages [score, calibrate],
-then the console summary and the report of that run. A sampler thread follows the resident memory of the
-driver (per step: score, calibrate, summary, report) and of every process under it (raylet, Ray workers).
-
-The neural scorer is a tiny random BERT (2 layers, hidden size 32, a few hundred word pieces)
-built with `save_pretrained` in the work folder: its numbers are meaningless, its memory
-behaviour (model per worker, batches, embeddings per part) is that of any encoder.
-
     python bench/bench_scale.py                       # 12,500 and 125,000 samples, both scorers
     python bench/bench_scale.py --samples 2000 --scale 10 --scorers lexical --workers 1 2
     python bench/bench_scale.py --generators          # driver memory with two generators + an encoder
@@ -18,12 +8,9 @@ behaviour (model per worker, batches, embeddings per part) is that of any encode
 Printed: samples/s of the lexical score stage per worker count (and the speed-up; skip with
 --no-throughput), then per scorer the peak RSS of the driver (whole run and per step), of the
 largest worker and of the whole process tree at N and scale x N samples, with the ratio; the
-check is that driver and worker memory at 10x the input stays within 1.5x.
-
---generators instead compares the driver's peak RSS (local executor) of a run with two vLLM
-generators (tiny random FIM models; transformers when vllm is not installed) and the tiny
-encoder with that of the encoder alone on the same input: the model registry keeps every vLLM
-engine in a worker process that ends on release, so the driver must stay within 1.2x.
+check is that driver and worker memory at 10x the input stays within 1.5x (with --generators, the
+driver's within 1.2x of the encoder alone). How each measurement runs, and one run's figures:
+docs/cluster.md, "Memory and size".
 """
 from __future__ import annotations
 

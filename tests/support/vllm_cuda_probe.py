@@ -2,44 +2,11 @@
 vLLM's own functions from that wheel's Python files (tests/support/vllm_cuda_wheel.py).
 
 Run as `python tests/support/vllm_cuda_probe.py '<json of vllm_cuda_wheel.sources()>'` in a fresh process
-whose environment is the one babelscore gives a model worker; prints one JSON object.
-
-What is faked, and where (everything else is the wheel's code, executed):
-- the platform: `vllm.platforms._current_platform` is a subclass of the wheel's
-  `vllm.platforms.cuda.NonNvmlCudaPlatform` answering compute capability 9.0, 132 SMs,
-  "NVIDIA H200", 141 GiB (there is no GPU, so NVML and torch.cuda cannot answer);
-- the wheel's compiled extensions (`vllm/_C_stable_libtorch.abi3.so`, the flash-attention
-  and FlashMLA libraries, ...) are empty modules: only their Python side runs;
-- Triton's CUDA driver reports itself active, as it does on a GPU host (vllm/triton_utils/
-  importing.py counts active drivers to decide HAS_TRITON);
-- `torch.accelerator.current_device_index()` answers 0, and FlashInfer's target architecture
-  list is `FLASHINFER_CUDA_ARCH_LIST=9.0a` (what it derives from a capability-9.0 device).
-
-Decisions reported:
-- `mp_method`: vllm/utils/system_utils.py `get_mp_context` (after `_maybe_force_spawn`).
-- `sampler`: vllm/v1/sample/ops/topk_topp_sampler.py `TopKTopPSampler.__init__`, which binds
-  `forward_cuda` (FlashInfer) or `forward_native`; the start-up profile run
-  (vllm/v1/worker/gpu_model_runner.py `_dummy_sampler_run`) calls it with top-k and top-p set.
-- `flashinfer_jit`: with the FlashInfer sampler, whether `flashinfer.jit.sampling.
-  gen_sampling_module()` has a prebuilt (AOT) artifact; none means `build_and_load` compiles
-  it with nvcc (flashinfer/jit/core.py `JitSpec.build_and_load`).
-- `attention`: `CudaPlatformBase.get_attn_backend_cls` for a decoder of head size 128 in
-  bfloat16 (the FIM and judge models' shape); a FlashInfer backend there would JIT as well.
-- `triton`: `HAS_TRITON`, and whether the native top-k/top-p path runs through Triton
-  (`apply_top_k_top_p` -> `apply_top_k_top_p_triton`), which compiles a C launcher.
-- `tp2`, for a tensor-parallel engine of 2 GPUs started with the `vllm.LLM` arguments given as
-  `info["tp2_engine_kwargs"]` (babelscore's `parallel_engine_kwargs(2)`):
-  `allreduce_flashinfer`: whether the wheel's `CudaCommunicator` of a "tp" group chooses
-  FlashInfer's all-reduce (it builds `FlashInferAllReduce` from that choice when the group has
-  more than one rank; the communicator here is built on a one-rank gloo group, and
-  `torch.accelerator.set_device_index` does nothing, there being no device);
-  `allreduce_fusion`: `pass_config.fuse_allreduce_rms` after `VllmConfig.
-  _apply_optimization_level_defaults` of vLLM's default optimization level ran on a
-  `CompilationConfig` made from those arguments (the parallel config is a stand-in carrying
-  only `tensor_parallel_size: 2`, all that `enable_allreduce_rms_fusion` reads on CUDA);
-  `comm_prebuilt`: whether FlashInfer's trtllm and mnnvl comm modules (`flashinfer.jit.comm`)
-  have prebuilt artifacts; `allreduce_jit`: FlashInfer all-reduce or fusion chosen while one of
-  those is not prebuilt (nvcc at the first start).
+whose environment is the one babelscore gives a model worker; prints one JSON object. Faked: the
+platform (a subclass of the wheel's `NonNvmlCudaPlatform` answering an H200), the compiled
+extensions (empty modules) and Triton's CUDA driver; everything else is the wheel's code. What is
+faked, each decision reported and where vLLM makes it: docs/gpu.md, "What the start-up check
+evaluates in vLLM's own code".
 """
 from __future__ import annotations
 
