@@ -3,7 +3,7 @@
 The driver is its only writer (engine.io.rundir holds the lock); readers open it through
 `RunDirectory.open_existing`, which also writes it (atomically). It is a dict underneath so that `json` writes it as it is and a
 pickled run directory travels to workers unchanged; the methods below are the interface, and
-nothing outside this module indexes it or calls its dict methods (tests/stages/test_boundaries.py):
+nothing outside this module indexes it or calls its dict methods (tests/stages/test_protocol_use.py):
 identity (config, hash), status, committed parts, failures, stages, counts, signatures, models,
 throughput. The file's layout is docs/running.md's "The run directory".
 """
