@@ -174,24 +174,25 @@ def _import(target: str) -> Any:
 def sections() -> list[tuple[str, type[Params]]]:
     """(section key, Params class) of every stage section, in stage order, then `validation`.
 
-    Every stage names its class in `Stage.params_class`; a section without one (the score
-    stage's list of scorer kinds) is documented by kind instead (`scorer_kinds`).
+    Every stage names its class in `Stage.params_class`; a section whose entries are of several
+    kinds (`Stage.entries_by_kind`: the score stage's scorers) is documented by kind instead
+    (`scorer_kinds`).
     """
     from engine.stages import registry
 
     out = []
     for stage in registry.listed():  # every registered stage, in run order
-        if stage.section and stage.params_class:
+        if stage.section and stage.params_class and not stage.entries_by_kind:
             out.append((stage.section, _import(stage.params_class)))
     out.append(("validation", _import("engine.data.validate:ValidationParams")))
     return out
 
 
 def scorers_section() -> str:
-    """The section key of the stage whose entries are scorers of several kinds (no params class)."""
+    """The section key of the stage whose entries are scorers of several kinds (`entries_by_kind`)."""
     from engine.stages import registry
 
-    return next(s.section for s in registry.listed() if s.section and not s.params_class)
+    return next(s.section for s in registry.listed() if s.section and s.entries_by_kind)
 
 
 def path_option_names() -> list[str]:

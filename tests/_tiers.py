@@ -152,6 +152,7 @@ FAST_MODULES = frozenset({
     "score/test_rows.py",
     "stages/test_attributes.py",
     "stages/test_boundaries.py",
+    "stages/test_registry.py",
     "stages/test_reopen.py",
     "testing/test_tiny_models.py",
 })
