@@ -184,7 +184,7 @@ def sections() -> list[tuple[str, type[Params]]]:
     for stage in registry.listed():  # every registered stage, in run order
         if stage.section and stage.params_class and not stage.entries_by_kind:
             out.append((stage.section, _import(stage.params_class)))
-    out.append(("validation", _import("engine.data.validate:ValidationParams")))
+    out.append(("validation", _import("engine.data.params:ValidationParams")))
     return out
 
 

@@ -3,14 +3,14 @@
 Every stage (`Stage`) declares its name, config section and the kinds of rows it `provides`
 and `consumes` (SAMPLES, CANDIDATES, SCORES, ...), never other stages' names; engine.stages.plan
 resolves the data flow from them. A stage is built from its own validated section
-(`ScoreStage(params)`), so its hooks read `self.params` and take no config. It is one of three
-kinds: `PartStage` (part `i` of the input to part `i` of its output; `tasks` is its identity,
-`run_part(ctx)` a pure function of the part's inputs), `SourceStage` (makes the run's input) and
-`DriverStage` (runs once in the driver after every part). Optional capabilities (`Reusable`,
-`ReportSection`, `ReportSettings`, `Rates`, `Analyzes`, `CandidateSource`) are small bases found
-with isinstance, never by name. A stage is generic over its section's Params class (named in
-`params_class`), a part stage also over its tasks' entry params: `PartStage[ScoreSection, ScorerSpec]`. Adding a stage is one module `engine/<stage>/stage.py` and one
-line in engine.stages.registry (docs/architecture.md, "Stages and capabilities").
+(`ScoreStage(params)`) and is generic over its Params class (`params_class`), a part stage also
+over its tasks' entry params (`PartStage[ScoreSection, ScorerSpec]`); its hooks read `self.params`
+and take no config. It is one of three kinds: `PartStage` (part `i` of the input to part `i` of
+its output; `tasks` is its identity, `run_part(ctx)` a pure function of the part's inputs),
+`SourceStage` (makes the run's input) and `DriverStage` (runs once in the driver after every
+part). Optional capabilities (`Reusable`, `ReportSection`, `ReportSettings`, `Rates`, `Analyzes`,
+`CandidateSource`) are small bases found with isinstance, never by name. Adding a stage is one
+module `engine/<stage>/stage.py` and one line in engine.stages.registry (docs/architecture.md).
 """
 from __future__ import annotations
 

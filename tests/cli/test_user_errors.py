@@ -12,8 +12,9 @@ import pytest
 from engine.cli.exits import EXIT_CODES, exit_code, next_step
 from engine.config import config_from_mapping, load_config
 from engine.data.convert import convert_public_tables
+from engine.data.params import ValidationParams
 from engine.data.reader import RawRow
-from engine.data.validate import SampleValidator, ValidationParams
+from engine.data.validate import SampleValidator
 from engine.errors import ConfigError, InputError, PartFailedError, RunDirectoryError
 from engine.io.rundir import RunDirectory
 from engine.runner import execute_run
