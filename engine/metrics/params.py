@@ -17,24 +17,16 @@ LEXICAL_METRICS = ("bleu", "rougeL", "meteor")
 
 @dataclass(frozen=True)
 class LexicalParams(Params):
-    """Options of the lexical scorer.
-
-    span: `scored` compares the parts after the prime (the default); `whole` compares the
-    whole comments, prime included. bleu_tokenize: `auto` picks sacrebleu's `zh` tokenizer for
-    Chinese and `13a` otherwise; any sacrebleu tokenizer name forces it for every language.
-    meteor_synonyms: `auto` uses WordNet synonyms when its data is installed, `off` never.
-
-    Keys:
-        metrics: lexical metrics to compute.
-        span: `scored` compares the parts after the prime; `whole` the whole comments, prime included.
-        bleu_tokenize: sacrebleu tokenizer; `auto`: `zh` for Chinese, `13a` otherwise.
-        meteor_synonyms: `auto`: WordNet synonyms (English) when WordNet is installed; `off`: never.
-    """
+    """Options of the lexical scorer (each key is described under its field)."""
 
     metrics: tuple[Literal["bleu", "rougeL", "meteor"], ...] = LEXICAL_METRICS
+    """lexical metrics to compute."""
     span: Literal["scored", "whole"] = "scored"
+    """`scored` compares the parts after the prime; `whole` the whole comments, prime included."""
     bleu_tokenize: Literal["auto", "13a", "intl", "zh", "char", "none"] = "auto"
+    """sacrebleu tokenizer; `auto`: `zh` for Chinese, `13a` otherwise."""
     meteor_synonyms: Literal["auto", "off"] = "auto"
+    """`auto`: WordNet synonyms (English) when WordNet is installed; `off`: never."""
 
     def __post_init__(self) -> None:
         require(len(self.metrics) > 0, "metrics", self.metrics, f"a non-empty list drawn from {list(LEXICAL_METRICS)}")
@@ -121,25 +113,23 @@ class LikelihoodParams(ModelEntry):
     """Options of a likelihood scorer: a model entry (`ModelEntry`: model, dtype, max_model_len),
     a seq2seq (BARTScore-style) or causal LM (GPTScore-style), and how it is scored. With
     max_model_len null the window is the model's (tokenizer / position embeddings).
-
-    Keys:
-        architecture: `auto` reads it from the model config; or force `seq2seq` / `causal`.
-        directions: `forward` (reference -> prediction), `reverse`, `avg` (their mean).
-        contexts: context settings to score in: `none`, `minimal`, `full`.
-        strict_dtype: refuse the config when the device computes `dtype` > 4x slower than float32
-            (otherwise float32 is used with one warning).
-        batch_size: sequences per forward batch.
-        device: `auto`, `cpu`, `cuda`, `cuda:N` or `mps`.
-        separator: text between source and target for causal LMs (seq2seq models do not use it).
     """
 
     architecture: Literal["auto", "seq2seq", "causal"] = "auto"
+    """`auto` reads it from the model config; or force `seq2seq` / `causal`."""
     directions: tuple[Direction, ...] = ("forward", "reverse", "avg")
+    """`forward` (reference -> prediction), `reverse`, `avg` (their mean)."""
     contexts: tuple[Context, ...] = ("none",)
+    """context settings to score in: `none`, `minimal`, `full`."""
     strict_dtype: bool = False
+    """refuse the config when the device computes `dtype` > 4x slower than float32
+    (otherwise float32 is used with one warning)."""
     batch_size: int = 8
+    """sequences per forward batch."""
     device: str = "auto"
+    """`auto`, `cpu`, `cuda`, `cuda:N` or `mps`."""
     separator: str = "\n"
+    """text between source and target for causal LMs (seq2seq models do not use it)."""
     min_model_len: ClassVar[int] = 8
     renamed_keys: ClassVar[Mapping[str, str]] = {"max_length": "max_model_len"}
     identity_order: ClassVar[tuple[str, ...]] = ("model", "architecture", "directions", "contexts", "dtype",
