@@ -21,7 +21,8 @@ from nltk.translate.meteor_score import meteor_score  # noqa: E402
 from rouge_score import rouge_scorer  # noqa: E402
 
 from engine.items import ScoreItem  # noqa: E402
-from engine.metrics.lexical import LexicalParams, LexicalScorer, bleu_tokenizer_for  # noqa: E402
+from engine.metrics.lexical import LexicalScorer, bleu_tokenizer_for  # noqa: E402
+from engine.metrics.params import LexicalParams  # noqa: E402
 from engine.metrics.text import UnicodeRougeTokenizer, meteor_tokens  # noqa: E402
 
 WORDS = {

@@ -23,7 +23,7 @@ from typing import Any, Callable, Mapping
 import yaml
 
 from engine import demo
-from engine.data.validate import ValidationParams
+from engine.data.params import ValidationParams
 from engine.errors import ConfigError, InputError
 from engine.hints import did_you_mean, path_hint, yaml_tab_hint
 from engine.numerics import DeterministicParams, parse_deterministic

@@ -1,9 +1,8 @@
 """The config reference, generated from the parameter classes so that it cannot drift.
 
-Every config section is a frozen `Params` dataclass. Its docstring documents each key in a
-`Keys:` block, one entry per field (`name: one-line meaning`, continuation lines indented
-further), or, for a class with many keys, the string right below each field documents it.
-Type, allowed values and default come from the dataclass itself; the meaning from those texts.
+Every config section is a frozen `Params` dataclass; the string right below each field
+documents its key. Type, allowed values and default come from the dataclass itself; the
+meaning from those strings.
 Sections are discovered from the stage registry (engine.stages.registry: stage order) and
 scorer kinds from engine.metrics.base.SCORER_KINDS, so a new stage or scorer kind appears here
 without editing this module. `babelscore config reference --write docs/config.md` rewrites the
@@ -16,7 +15,6 @@ import dataclasses
 import importlib
 import inspect
 import json
-import re
 import textwrap
 import typing
 from typing import Any, Iterator
@@ -51,22 +49,15 @@ TOP_LEVEL: tuple[tuple[str, str, str, str], ...] = (
      "own; slower). `threads`: torch's intra-op threads in every process (default: OMP_NUM_THREADS, else the "
      "driver's usable CPUs), recorded in the neural signatures."),
 )
-_KEY_LINE = re.compile(r"^    ([A-Za-z_][A-Za-z0-9_]*): (.*)$")
 
 
 def key_docs(cls: type) -> dict[str, str]:
-    """Key -> one-line meaning, from the `Keys:` blocks and field docstrings of the class and of the
-    classes it derives its keys from (the shared model entry, a judge's per-backend groups)."""
+    """Key -> one-line meaning, from the field strings of the class and of the classes it derives
+    its keys from (the shared model entry, a judge's per-backend groups)."""
     docs: dict[str, str] = {}
     for klass in reversed(cls.__mro__):
-        docs.update(_own_key_docs(klass))
+        docs.update(_field_strings(klass))
     return docs
-
-
-def _own_key_docs(cls: type) -> dict[str, str]:
-    """Key -> one-line meaning, from the `Keys:` block of the class's own docstring and the
-    strings below its fields."""
-    return {**_keys_block(cls), **_field_strings(cls)}
 
 
 def _field_strings(cls: type) -> dict[str, str]:
@@ -83,28 +74,6 @@ def _field_strings(cls: type) -> dict[str, str]:
         if (isinstance(field, ast.AnnAssign) and isinstance(field.target, ast.Name) and isinstance(below, ast.Expr)
                 and isinstance(below.value, ast.Constant) and isinstance(below.value.value, str)):
             docs[field.target.id] = " ".join(line.strip() for line in below.value.value.strip().splitlines())
-    return docs
-
-
-def _keys_block(cls: type) -> dict[str, str]:
-    """Key -> one-line meaning, from the `Keys:` block of the class's own docstring."""
-    doc = inspect.cleandoc(cls.__dict__.get("__doc__") or "")
-    lines = doc.splitlines()
-    try:
-        start = lines.index("Keys:") + 1
-    except ValueError:
-        return {}
-    docs: dict[str, str] = {}
-    current = None
-    for line in lines[start:]:
-        match = _KEY_LINE.match(line)
-        if match:
-            current = match.group(1)
-            docs[current] = match.group(2).strip()
-        elif current is not None and line.startswith("        "):
-            docs[current] += " " + line.strip()
-        else:
-            break
     return docs
 
 
@@ -174,24 +143,25 @@ def _import(target: str) -> Any:
 def sections() -> list[tuple[str, type[Params]]]:
     """(section key, Params class) of every stage section, in stage order, then `validation`.
 
-    Every stage names its class in `Stage.params_class`; a section without one (the score
-    stage's list of scorer kinds) is documented by kind instead (`scorer_kinds`).
+    Every stage names its class in `Stage.params_class`; a section whose entries are of several
+    kinds (`Stage.entries_by_kind`: the score stage's scorers) is documented by kind instead
+    (`scorer_kinds`).
     """
     from engine.stages import registry
 
     out = []
     for stage in registry.listed():  # every registered stage, in run order
-        if stage.section and stage.params_class:
+        if stage.section and stage.params_class and not stage.entries_by_kind:
             out.append((stage.section, _import(stage.params_class)))
-    out.append(("validation", _import("engine.data.validate:ValidationParams")))
+    out.append(("validation", _import("engine.data.params:ValidationParams")))
     return out
 
 
 def scorers_section() -> str:
-    """The section key of the stage whose entries are scorers of several kinds (no params class)."""
+    """The section key of the stage whose entries are scorers of several kinds (`entries_by_kind`)."""
     from engine.stages import registry
 
-    return next(s.section for s in registry.listed() if s.section and not s.params_class)
+    return next(s.section for s in registry.listed() if s.section and s.entries_by_kind)
 
 
 def path_option_names() -> list[str]:

@@ -244,8 +244,8 @@ def make_executor(name: str, ray_address: str | None = None, ray_options: dict[s
 
         return LocalExecutor()
     if name == "ray":
+        from engine.executors.params import RayOptions
         from engine.executors.ray import RayExecutor
-        from engine.executors.ray_options import RayOptions
 
         return RayExecutor(address=ray_address, options=RayOptions.from_mapping(ray_options or {}, where="ray options"))
     raise ValueError(f"unknown executor {name!r}; allowed: local, ray")

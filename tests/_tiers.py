@@ -155,6 +155,7 @@ FAST_MODULES = frozenset({
     "stages/test_attributes.py",
     "stages/test_boundaries.py",
     "stages/test_protocol_use.py",
+    "stages/test_registry.py",
     "stages/test_reopen.py",
     "testing/test_tiny_models.py",
 })

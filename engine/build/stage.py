@@ -8,10 +8,11 @@ from typing import Any
 
 import pyarrow as pa
 
+from engine.build.params import BuildParams
 from engine.stages.base import INPUT, MODEL_PATH_OPTIONS, SourceStage
 
 
-class BuildStage(SourceStage):
+class BuildStage(SourceStage[BuildParams]):
     name = "build"
     package = "engine.build"
     section = "build"
@@ -20,9 +21,7 @@ class BuildStage(SourceStage):
     seeded = True
     path_options = (*MODEL_PATH_OPTIONS, "source_dir")
 
-    def parse_section(self, raw: Any, base_dir: Path, where: str) -> Any:
-        from engine.build.params import BuildParams
-
+    def parse_section(self, raw: Any, base_dir: Path, where: str) -> BuildParams:
         return BuildParams.from_mapping(raw, where=where)
 
     def input_table(self) -> pa.Table:

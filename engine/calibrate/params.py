@@ -47,29 +47,26 @@ def _normalise_group_by(value: Any) -> dict[str, tuple[tuple[str, ...], ...]]:
 
 @dataclass(frozen=True)
 class CalibrateParams(Params):
-    """Options of stage `calibrate`.
-
-    Keys:
-        grid_points: KDE grid points over each group's score range.
-        priors: class weights of the KDE classifier: `equal` or the classes' `empirical` shares.
-        bootstrap: bootstrap replicates for the confidence intervals of kappa and F1 (0: none).
-        seed: bootstrap seed.
-        confidence: level of the bootstrap confidence intervals.
-        min_class_size: a class with fewer scores leaves its group "not fitted".
-        min_bandwidth: floor of each class's KDE bandwidth (the study's 1e-6); 0: a constant class is not fitted.
-        group_by: per task kind (`agreement`, `noise`) the groupings to fit, each `[language]` or
-            `[language, generator]`; e.g. `{noise: [[language, generator], [language]]}`. A kind left
-            out keeps its default: agreement per language, noise per generator and pooled.
-    """
+    """Options of stage `calibrate`."""
 
     grid_points: int = 1024
+    """KDE grid points over each group's score range."""
     priors: Literal["equal", "empirical"] = "equal"
+    """class weights of the KDE classifier: `equal` or the classes' `empirical` shares."""
     bootstrap: int = 200
+    """bootstrap replicates for the confidence intervals of kappa and F1 (0: none)."""
     seed: int = 0
+    """bootstrap seed."""
     confidence: float = 0.95
+    """level of the bootstrap confidence intervals."""
     min_class_size: int = 2
+    """a class with fewer scores leaves its group "not fitted"."""
     group_by: dict[str, tuple[Any, ...]] = field(default_factory=lambda: dict(DEFAULT_GROUP_BY))
+    """per task kind (`agreement`, `noise`) the groupings to fit, each `[language]` or
+    `[language, generator]`; e.g. `{noise: [[language, generator], [language]]}`. A kind left
+    out keeps its default: agreement per language, noise per generator and pooled."""
     min_bandwidth: float = 1e-6
+    """floor of each class's KDE bandwidth (the study's 1e-6); 0: a constant class is not fitted."""
 
     def __post_init__(self) -> None:
         require(self.grid_points >= 2, "grid_points", self.grid_points, "an integer >= 2")

@@ -4,13 +4,16 @@ setting at a time (engine.calibrate.run_directory), and writes RUN/calibration.p
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engine.calibrate.params import CalibrateParams
 from engine.stages.base import CALIBRATION, SAMPLES, SCORES, DriverStage
 
+if TYPE_CHECKING:
+    from engine.io.rundir import RunDirectory
 
-class CalibrateStage(DriverStage):
+
+class CalibrateStage(DriverStage[CalibrateParams]):
     name = "calibrate"
     package = "engine.calibrate"
     section = "calibrate"
@@ -21,10 +24,10 @@ class CalibrateStage(DriverStage):
     path_options = ()
     output = "calibration.parquet"
 
-    def parse_section(self, raw: Any, base_dir: Path, where: str) -> Any:
+    def parse_section(self, raw: Any, base_dir: Path, where: str) -> CalibrateParams:
         return CalibrateParams.from_mapping(raw, where=where)
 
-    def run_driver(self, run: Any) -> None:
+    def run_driver(self, run: "RunDirectory") -> None:
         from engine.calibrate.run_directory import calibrate_run_dir
         from engine.io.atomic import write_parquet_atomic
         from engine.records import CALIBRATION_SCHEMA

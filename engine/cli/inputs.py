@@ -35,8 +35,9 @@ def add_convert_command(sub: Any) -> None:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    from engine.data.params import ValidationParams
     from engine.data.reader import iter_raw_rows
-    from engine.data.validate import SampleValidator, ValidationParams
+    from engine.data.validate import SampleValidator
 
     params = ValidationParams(unknown_error_codes=args.unknown_error_codes)
     validator = SampleValidator(require_prediction=not args.allow_missing_prediction, params=params)

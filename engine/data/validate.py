@@ -14,13 +14,11 @@ from __future__ import annotations
 
 import json
 from collections import Counter, defaultdict
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
-from engine.data.loss import RejectionLimit
+from engine.data.params import ValidationParams
 from engine.data.reader import RawRow
 from engine.hints import did_you_mean
-from engine.params import Params
 from engine.records import LABELS, REQUIRED_SAMPLE_COLUMNS, SAMPLE_SCHEMA
 from engine.vocabulary import canonical_codes, canonical_label, label_spellings, split_codes
 
@@ -28,30 +26,6 @@ STRING_FIELDS = ("sample_id", "file_id", "language", "source", "reference")
 OPTIONAL_STRING_FIELDS = ("generator", "prime", "prediction", "label")
 OFFSET_FIELDS = ("comment_start", "comment_end")
 INT32_MAX = 2**31 - 1
-
-
-@dataclass(frozen=True)
-class ValidationParams(Params):
-    """The `validation:` section: how input rows are checked.
-
-    Keys:
-        unknown_error_codes: a row whose error_codes hold a code outside the study's taxonomy is
-            kept with a console warning naming the codes (`warn`) or quarantined (`reject`).
-        max_rejected: how many input rows a run may reject (quarantine in RUN/rejected.parquet) and
-            still exit 0: a row count (`0`, `12`) or a share of the input rows (`'5%'`). Over it the
-            run still processes every valid row, then ends with the count and exits 8.
-            `--max-rejected` overrides it. Not part of the config hash.
-    """
-
-    unknown_error_codes: Literal["warn", "reject"] = "warn"
-    max_rejected: int | str = 0
-
-    def __post_init__(self) -> None:
-        self.rejection_limit  # refuses a malformed limit at config time
-
-    @property
-    def rejection_limit(self) -> RejectionLimit:
-        return RejectionLimit.parse(self.max_rejected)
 
 
 class RowRejected(Exception):

@@ -25,7 +25,7 @@ from engine.errors import ClusterError
 from engine.executors.base import CommitFn, FailFn, RetryPolicy
 from engine.executors.cluster import check_token_file, connection_error, host_port, lost_error, probe, summary
 from engine.executors.head_watch import HEAD_CHECK_EVERY_S, HeadWatch
-from engine.executors.ray_options import RayOptions
+from engine.executors.params import RayOptions
 from engine.executors.ray_parts import PartCall, Queue, apply_env, driver_env, split_parts
 from engine.part_execution import PartTask, execute_part
 from engine.progress import progress_bar

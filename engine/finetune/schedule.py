@@ -3,10 +3,13 @@ turn by one trainer model of the registry (engine/finetune/train.py in a worker 
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING
 
 from engine.errors import ConfigError
 from engine.finetune.params import ALL, FinetuneParams
+
+if TYPE_CHECKING:
+    from engine.io.rundir import RunDirectory
 
 logger = logging.getLogger(__name__)
 
@@ -33,7 +36,7 @@ def training_device(params: FinetuneParams) -> str:
     return normalize_device(params.device)
 
 
-def train_all(run: Any, params: FinetuneParams) -> dict[str, str]:
+def train_all(run: "RunDirectory", params: FinetuneParams) -> dict[str, str]:
     """Train every adapter not yet trained; name -> adapter folder. The trainer is one model of the
     registry, released when the last adapter is done."""
     import json

@@ -13,16 +13,19 @@ under `finetune`.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from engine.errors import ConfigError
 from engine.finetune.params import FinetuneParams
 from engine.stages.base import SAMPLES, DriverStage, ReportSection
 
+if TYPE_CHECKING:
+    from engine.io.rundir import RunDirectory
+
 FINETUNE_ROWS = "finetune-adapters"
 
 
-class FinetuneStage(DriverStage, ReportSection):
+class FinetuneStage(DriverStage[FinetuneParams], ReportSection):
     name = "finetune"
     package = "engine.finetune"
     section = "finetune"
@@ -42,7 +45,7 @@ class FinetuneStage(DriverStage, ReportSection):
         from engine.finetune.schedule import quantize_refusal, training_device
         from engine.runtime import check_model_name
 
-        params: FinetuneParams = self.params
+        params = self.params
         if params.quantize == "4bit":
             refusal = quantize_refusal()
             if refusal:
@@ -51,11 +54,11 @@ class FinetuneStage(DriverStage, ReportSection):
         if params.train:
             check_training_memory(params, training_device(params))
 
-    def run_driver(self, run: Any) -> None:
+    def run_driver(self, run: "RunDirectory") -> None:
         from engine.finetune.data import write_data
         from engine.finetune.schedule import train_all
 
-        params: FinetuneParams = self.params
+        params = self.params
         record = run.manifest.stage_record(self.name, {"options": params.to_dict(), "adapters": {}})
         if not run.stage_done("finetune-data"):
             info = write_data(run.root, run.read_samples(), params)

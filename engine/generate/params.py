@@ -105,12 +105,10 @@ class GenerateSection(Params):
 
     Each generator's rows are `<file_id>/<name>`; together they give the study's one row per
     (file, generator). Names must differ, or sample ids would collide.
-
-    Keys:
-        generators: the generators, each with the keys below.
     """
 
     generators: tuple[GenerateParams, ...]
+    """the generators, each with the keys below."""
 
     def __post_init__(self) -> None:
         require(len(self.generators) > 0, "generate.generators", self.generators, "a non-empty list of generators")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from engine.errors import ConfigError
-from engine.generate.params import GenerateSection
+from engine.generate.params import GenerateParams, GenerateSection
 from engine.stages.base import StageTask
 
 
@@ -25,7 +25,7 @@ def check_section(section: GenerateSection) -> None:
     raise_all(errors)
 
 
-def section_tasks(section: GenerateSection, stage: str) -> list[StageTask]:
+def section_tasks(section: GenerateSection, stage: str) -> list[StageTask[GenerateParams]]:
     """One task per generator, keyed by its model so parts of one model run together."""
     return [StageTask(stage, f"generate-{g.generator_name}", f"generate:{g.model}", i, params=g)
             for i, g in enumerate(section.generators)]

@@ -9,14 +9,14 @@ import pyarrow as pa
 
 from engine.generate.fim import generate_part, plan_generation, signature
 from engine.generate.labels import with_labels
-from engine.generate.params import GenerateSection, default_generator_seeds
+from engine.generate.params import GenerateParams, GenerateSection, default_generator_seeds
 from engine.generate.section import check_section, section_tasks
 from engine.generate.section import model_needs as section_model_needs
 from engine.records import GENERATION_SCHEMA
 from engine.stages.base import MODEL_PATH_OPTIONS, SAMPLES, PartContext, PartStage, Rates, Reusable, StageTask
 
 
-class GenerateStage(PartStage, Reusable, Rates):
+class GenerateStage(PartStage[GenerateSection, GenerateParams], Reusable, Rates):
     name = "generate"
     package = "engine.generate"
     section = "generate"
@@ -31,7 +31,7 @@ class GenerateStage(PartStage, Reusable, Rates):
     schema = GENERATION_SCHEMA
     input_columns = ("sample_id", "file_id", "source", "comment_start", "comment_end", "reference")
 
-    def parse_section(self, raw: Any, base_dir: Path, where: str) -> Any:
+    def parse_section(self, raw: Any, base_dir: Path, where: str) -> GenerateSection:
         return GenerateSection.from_mapping(raw, where=where)
 
     def with_run_seed(self, options: dict[str, Any], seed: int) -> dict[str, Any]:
@@ -48,30 +48,30 @@ class GenerateStage(PartStage, Reusable, Rates):
     def model_needs(self) -> list[Any]:
         return section_model_needs(self.params, self.name)
 
-    def tasks(self) -> list[StageTask]:
+    def tasks(self) -> list[StageTask[GenerateParams]]:
         return section_tasks(self.params, self.name)
 
-    def needs_prepass(self, task: StageTask) -> bool:
+    def needs_prepass(self, task: StageTask[GenerateParams]) -> bool:
         return True
 
-    def prepass(self, task: StageTask, tables: Iterable[pa.Table]) -> dict[str, Any]:
+    def prepass(self, task: StageTask[GenerateParams], tables: Iterable[pa.Table]) -> dict[str, Any]:
         return plan_generation(tables, task.params)
 
-    def signatures(self, task: StageTask, prepass: dict[str, Any]) -> dict[str, Any]:
+    def signatures(self, task: StageTask[GenerateParams], prepass: dict[str, Any]) -> dict[str, Any]:
         """Model and tokenizer identities, the dtype actually used, card, prime rule, decoding, seed, limit."""
         return {"generation": signature(task.params, prepass)}
 
-    def reuse_identity(self, task: StageTask, prepass: dict[str, Any]) -> str:
+    def reuse_identity(self, task: StageTask[GenerateParams], prepass: dict[str, Any]) -> str:
         from engine.generate.reuse import generate_identity
 
         return generate_identity(task.params, prepass)
 
-    def reuse_part(self, ctx: PartContext, sources: Any) -> tuple[pa.Table, dict[str, int], int] | None:
+    def reuse_part(self, ctx: PartContext[GenerateParams], sources: Any) -> tuple[pa.Table, dict[str, int], int] | None:
         from engine.generate.reuse import generate_part as reuse_generate_part
 
         return reuse_generate_part(self, ctx, sources)
 
-    def run_part(self, ctx: PartContext) -> pa.Table:
+    def run_part(self, ctx: PartContext[GenerateParams]) -> pa.Table:
         samples = ctx.input_table()
         self.require_columns(samples, "the part's samples")
         table = generate_part(samples, ctx.part.params, int(ctx.prepass["max_new_tokens"]))

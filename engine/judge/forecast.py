@@ -25,7 +25,7 @@ from engine.llm.http_budget import cost_of
 from engine.taxonomy import CLUSTERS
 
 if TYPE_CHECKING:
-    from engine.data.validate import ValidationParams
+    from engine.data.params import ValidationParams
 
 logger = logging.getLogger(__name__)
 ESTIMATE_BYTES_PER_TOKEN = 3.5

@@ -112,43 +112,35 @@ class JudgeOptions(Params):
 class LocalJudgeOptions(Params):
     """The keys of a judge whose model runs here: backends vllm and transformers (with the model
     entry's dtype and max_model_len, which only these read).
-
-    Keys:
-        lora: local: a LoRA adapter folder (peft's layout, e.g. RUN/finetune/adapters/el/adapter) applied to the model
-            (vllm: served per request beside the base model; transformers: with peft); its content hash is in
-            the judge's task name and signature.
     """
 
     backends: ClassVar[tuple[str, ...]] = LOCAL
     lora: str | None = None
+    """local: a LoRA adapter folder (peft's layout, e.g. RUN/finetune/adapters/el/adapter) applied to the model
+    (vllm: served per request beside the base model; transformers: with peft); its content hash is in
+    the judge's task name and signature."""
 
 
 @dataclass(frozen=True, kw_only=True)
 class VllmJudgeOptions(Params):
-    """The keys of a judge on backend vllm (the offline engine).
-
-    Keys:
-        enforce_eager: vllm: no CUDA graphs / compilation (faster start, CPU builds).
-        gpu_memory_utilization: vllm: share of device memory the engine may take.
-        enable_prefix_caching: vllm: reuse the shared system prompt's KV cache across calls.
-    """
+    """The keys of a judge on backend vllm (the offline engine)."""
 
     backends: ClassVar[tuple[str, ...]] = ("vllm",)
     enforce_eager: bool = False
+    """vllm: no CUDA graphs / compilation (faster start, CPU builds)."""
     gpu_memory_utilization: float = 0.9
+    """vllm: share of device memory the engine may take."""
     enable_prefix_caching: bool = True
+    """vllm: reuse the shared system prompt's KV cache across calls."""
 
 
 @dataclass(frozen=True, kw_only=True)
 class TransformersJudgeOptions(Params):
-    """The keys of a judge on backend transformers.
-
-    Keys:
-        batch_size: transformers: prompts per generate() call.
-    """
+    """The keys of a judge on backend transformers."""
 
     backends: ClassVar[tuple[str, ...]] = ("transformers",)
     batch_size: int = 4
+    """transformers: prompts per generate() call."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -354,17 +346,14 @@ class JudgeParams(HttpJudgeOptions, TransformersJudgeOptions, VllmJudgeOptions, 
 
 @dataclass(frozen=True)
 class RunBudget(Params):
-    """`judge.budget`: caps over every HTTP judge of the run together.
-
-    Keys:
-        max_prompt_tokens: most prompt tokens all judges together may spend (null: none).
-        max_completion_tokens: most completion tokens all judges together may spend (null: none).
-        max_cost: most all judges together may cost (null: none); every http judge needs price_per_million.
-    """
+    """`judge.budget`: caps over every HTTP judge of the run together."""
 
     max_prompt_tokens: int | None = None
+    """most prompt tokens all judges together may spend (null: none)."""
     max_completion_tokens: int | None = None
+    """most completion tokens all judges together may spend (null: none)."""
     max_cost: float | None = None
+    """most all judges together may cost (null: none); every http judge needs price_per_million."""
 
     def __post_init__(self) -> None:
         check_caps(self, "")
@@ -378,19 +367,16 @@ def check_caps(options: Any, prefix: str) -> None:
 
 @dataclass(frozen=True)
 class JudgeSection(Params):
-    """The `judge:` section.
-
-    Keys:
-        judges: the judges; each is one task (named from all its options), an exact duplicate is an error.
-        prompt_pack: a folder of the user's prompt packs for every judge that names none itself
-            (<language>.yaml files laid out like engine/judge/prompts/; checked at config check).
-        budget: caps over all HTTP judges together (max_prompt_tokens, max_completion_tokens, max_cost);
-            each judge may have its own as well.
-    """
+    """The `judge:` section."""
 
     judges: tuple[JudgeParams, ...]
+    """the judges; each is one task (named from all its options), an exact duplicate is an error."""
     prompt_pack: str | None = None
+    """a folder of the user's prompt packs for every judge that names none itself
+    (<language>.yaml files laid out like engine/judge/prompts/; checked at config check)."""
     budget: RunBudget = field(default_factory=RunBudget)
+    """caps over all HTTP judges together (max_prompt_tokens, max_completion_tokens, max_cost);
+    each judge may have its own as well."""
     policy_fields = ("budget",)
 
     def __post_init__(self) -> None:

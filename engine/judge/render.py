@@ -18,7 +18,7 @@ from engine.judge.prompt_store import prompt_record
 from engine.records import SAMPLE_SCHEMA
 
 if TYPE_CHECKING:
-    from engine.data.validate import ValidationParams
+    from engine.data.params import ValidationParams
 
 logger = logging.getLogger(__name__)
 

@@ -8,18 +8,21 @@ the rendered prompt(s) of its call(s) in RUN/judge_prompts/ (content-addressed, 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 import pyarrow as pa
 
 from engine.errors import ConfigError
-from engine.judge.params import JudgeSection
+from engine.judge.params import JudgeParams, JudgeSection
 from engine.judge.section import check_secrets_set, check_section, judgment_signature, resolve_prompt_packs, section_model_needs
 from engine.records import JUDGMENT_SCHEMA
 from engine.stages.base import JUDGMENTS, SAMPLES, Analyzes, PartContext, PartStage, Rates, ReportSection, StageTask
 
+if TYPE_CHECKING:
+    from engine.io.rundir import RunDirectory
 
-class JudgeStage(PartStage, Rates, Analyzes, ReportSection):
+
+class JudgeStage(PartStage[JudgeSection, JudgeParams], Rates, Analyzes, ReportSection):
     name = "judge"
     package = "engine.judge"
     section = "judge"
@@ -50,18 +53,18 @@ class JudgeStage(PartStage, Rates, Analyzes, ReportSection):
     def model_needs(self) -> list[Any]:
         return section_model_needs(self.params, self.name)
 
-    def tasks(self) -> list[StageTask]:
+    def tasks(self) -> list[StageTask[JudgeParams]]:
         section: JudgeSection = self.params
         return [
             StageTask(self.name, judge.task_name(), model_key=f"{judge.backend}:{judge.model}", entry=i, params=judge)
             for i, judge in enumerate(section.judges)
         ]
 
-    def signatures(self, task: StageTask, prepass: dict[str, Any]) -> dict[str, Any]:
+    def signatures(self, task: StageTask[JudgeParams], prepass: dict[str, Any]) -> dict[str, Any]:
         """The judge's model identity (local backends), backend, decoding and prompt setup."""
         return {"judgment": judgment_signature(task.params)}
 
-    def run_part(self, ctx: PartContext) -> pa.Table:
+    def run_part(self, ctx: PartContext[JudgeParams]) -> pa.Table:
         from engine.judge.judging import judge_table
         from engine.judge.loading import part_backend
 
@@ -71,7 +74,7 @@ class JudgeStage(PartStage, Rates, Analyzes, ReportSection):
         backend = part_backend(part.params, self.params.budget, ctx.run_root, part.task, part.index, part.entry)
         return judge_table(table, part.params, part.task, backend, prompt_root=ctx.run_root)
 
-    def analyze(self, run: Any) -> None:
+    def analyze(self, run: "RunDirectory") -> None:
         from engine.judge.adapter_table import write_judges_table
         from engine.judge.analysis import write_analysis
         from engine.judge.usage import write_usage

@@ -10,18 +10,15 @@ from __future__ import annotations
 
 import logging
 import math
-import re
 from collections import OrderedDict
-from dataclasses import dataclass
 from functools import cached_property
-from pathlib import Path
-from typing import Any, ClassVar, Literal, Mapping, Sequence
+from typing import Any, Sequence
 
-from engine.context import CONTEXT_SETTINGS, ContextSetting, SpanText, candidate_text, reference_text
+from engine.context import ContextSetting, SpanText, candidate_text, reference_text
 from engine.errors import ConfigError
 from engine.items import ScoreItem, ScoreRow
+from engine.metrics.params import EmbeddingParams
 from engine.metrics.task_names import task_name_for
-from engine.params import ModelEntry, require
 from engine.resources import default_layer_table
 from engine.signature import format_signature, package_version
 
@@ -30,76 +27,6 @@ logger = logging.getLogger(__name__)
 METRIC = "bertscore"
 # Groups (sample_id, noise) per model chunk: bounds memory, files are never split.
 CHUNK_GROUPS = 2048
-
-
-@dataclass(frozen=True)
-class EmbeddingParams(ModelEntry):
-    """Options of the embedding scorer (docs/metrics.md gives the semantics): a model entry
-    (`ModelEntry`: model, dtype, max_model_len) and how it is matched. With max_model_len null
-    the window is the tokenizer's model_max_length.
-    """
-
-    layer: int | None = None
-    """layer whose output is matched (0 = embeddings; null: the packaged table engine/resources/encoders.yaml, else the last)."""
-    all_layers: bool = False
-    """P/R/F for every layer from one forward pass (variants `layer-K/P`...)."""
-    idf: bool = False
-    """weight tokens by log((M+1)/(df+1)) over the references."""
-    baseline: str | None = None
-    """`LAYER,P,R,F` file for baseline rescaling (null: none)."""
-    mode: Literal["compat", "fast"] = "compat"
-    """`compat` reproduces the bert_score package in context `none` (always float32: dtype `auto`
-    or float32); `fast` allows other dtypes, `auto` there being the device probe's choice."""
-    strict_dtype: bool = False
-    """refuse the config when the device computes `dtype` > 4x slower than float32
-    (otherwise float32 is used with one warning)."""
-    contexts: tuple[ContextSetting, ...] = ("none",)
-    """context settings to score in: `none`, `minimal`, `full`."""
-    batch_tokens: int = 16384
-    """padded tokens per forward batch."""
-    mean_pool: bool = True
-    """also the `mean-cos` variant (cosine of the mean-pooled span embeddings)."""
-    device: str = "auto"
-    """`auto`, `cpu`, `cuda`, `cuda:N` or `mps`."""
-    min_model_len: ClassVar[int] = 3
-    renamed_keys: ClassVar[Mapping[str, str]] = {"max_length": "max_model_len"}
-    identity_order: ClassVar[tuple[str, ...]] = ("model", "layer", "all_layers", "idf", "baseline", "mode", "dtype",
-                                                 "strict_dtype", "contexts", "batch_tokens", "max_length", "mean_pool",
-                                                 "device")
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        require(self.layer is None or self.layer >= 0, "layer", self.layer, "null or an integer >= 0")
-        require(len(self.contexts) > 0, "contexts", self.contexts, f"a non-empty list drawn from {list(CONTEXT_SETTINGS)}")
-        require(len(set(self.contexts)) == len(self.contexts), "contexts", self.contexts, "no repeated setting")
-        require(all(c in CONTEXT_SETTINGS for c in self.contexts), "contexts", self.contexts, f"settings drawn from {list(CONTEXT_SETTINGS)}")
-        require(self.batch_tokens >= 1, "batch_tokens", self.batch_tokens, "an integer >= 1")
-        require(
-            self.mode == "fast" or self.dtype in ("auto", "float32"), "dtype", self.dtype,
-            "auto or float32 in mode compat (exact bert_score, always float32); use mode: fast for bfloat16 or float16",
-        )
-        require(
-            re.fullmatch(r"auto|cpu|cuda(:\d+)?|mps", self.device) is not None, "device", self.device,
-            "auto, cpu, cuda, cuda:N or mps",
-        )
-        if self.strict_dtype:  # refused at config time, before any work, when the device is slow in it
-            from engine.runtime import check_dtype
-
-            check_dtype(self.requested_dtype, self.device, True, "dtype", self.model)
-        if self.baseline is not None and not Path(self.baseline).expanduser().is_file():
-            raise ConfigError(f"baseline: got {self.baseline!r}; allowed: null or an existing LAYER,P,R,F file")
-
-    @property
-    def requested_dtype(self) -> str:
-        """compat mode reproduces bert_score, which runs float32: `auto` means float32 there."""
-        return "float32" if self.mode == "compat" else self.dtype
-
-    @property
-    def resolved_dtype(self) -> str:
-        """The dtype the model runs in on this machine (the capability probe's choice for auto)."""
-        from engine.runtime import resolve_dtype
-
-        return resolve_dtype(self.requested_dtype, self.device, self.strict_dtype, self.model)
 
 
 class EmbeddingScorer:

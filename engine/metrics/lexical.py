@@ -7,51 +7,23 @@ formula, and carries a signature built from declared fields (sacrebleu's idea).
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 from functools import lru_cache
-from typing import Literal, Sequence
+from typing import Sequence
 
 from engine.errors import ConfigError
 from engine.items import ScoreItem, ScoreRow
 from engine.metrics.bleu import SentenceBleu
 from engine.metrics.meteor import MeteorParams, meteor_from_tokens, wordnet_available
+from engine.metrics.params import LexicalParams
 from engine.metrics.text import UnicodeRougeTokenizer, meteor_tokens
-from engine.params import Params, require
 from engine.signature import format_signature, package_version
 
 logger = logging.getLogger(__name__)
 
-LEXICAL_METRICS = ("bleu", "rougeL", "meteor")
 # Caches hold the texts of one part (a file's references are shared by its neighbouring
 # generators); they are cleared after every `score()` so memory does not grow with the run.
 _CACHE_SIZE = 8192
 STUDY_LANGUAGES = ("en", "nl", "zh", "el", "pl")
-
-
-@dataclass(frozen=True)
-class LexicalParams(Params):
-    """Options of the lexical scorer.
-
-    span: `scored` compares the parts after the prime (the default); `whole` compares the
-    whole comments, prime included. bleu_tokenize: `auto` picks sacrebleu's `zh` tokenizer for
-    Chinese and `13a` otherwise; any sacrebleu tokenizer name forces it for every language.
-    meteor_synonyms: `auto` uses WordNet synonyms when its data is installed, `off` never.
-
-    Keys:
-        metrics: lexical metrics to compute.
-        span: `scored` compares the parts after the prime; `whole` the whole comments, prime included.
-        bleu_tokenize: sacrebleu tokenizer; `auto`: `zh` for Chinese, `13a` otherwise.
-        meteor_synonyms: `auto`: WordNet synonyms (English) when WordNet is installed; `off`: never.
-    """
-
-    metrics: tuple[Literal["bleu", "rougeL", "meteor"], ...] = LEXICAL_METRICS
-    span: Literal["scored", "whole"] = "scored"
-    bleu_tokenize: Literal["auto", "13a", "intl", "zh", "char", "none"] = "auto"
-    meteor_synonyms: Literal["auto", "off"] = "auto"
-
-    def __post_init__(self) -> None:
-        require(len(self.metrics) > 0, "metrics", self.metrics, f"a non-empty list drawn from {list(LEXICAL_METRICS)}")
-        require(len(set(self.metrics)) == len(self.metrics), "metrics", self.metrics, "no repeated metric")
 
 
 def bleu_tokenizer_for(language: str, choice: str) -> str:

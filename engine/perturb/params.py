@@ -10,19 +10,16 @@ from engine.perturb.families import FAMILIES, FamilyOptions
 
 @dataclass(frozen=True)
 class SettingRef(Params):
-    """One metric setting, as in the score rows.
-
-    Keys:
-        metric: the score rows' `metric` (bleu, rougeL, meteor, bertscore, bartscore, ...).
-        variant: the score rows' `variant` (score for BLEU and METEOR, P / R / F, forward / reverse / avg, ...).
-        scorer: the score rows' `scorer` (the model as configured; '' for lexical metrics).
-        context: the score rows' `context` (none / minimal / full; '' for lexical metrics).
-    """
+    """One metric setting, as in the score rows."""
 
     metric: str
+    """the score rows' `metric` (bleu, rougeL, meteor, bertscore, bartscore, ...)."""
     variant: str
+    """the score rows' `variant` (score for BLEU and METEOR, P / R / F, forward / reverse / avg, ...)."""
     scorer: str = ""
+    """the score rows' `scorer` (the model as configured; '' for lexical metrics)."""
     context: str = ""
+    """the score rows' `context` (none / minimal / full; '' for lexical metrics)."""
 
     def key(self) -> tuple[str, str, str, str]:
         return (self.metric, self.scorer, self.variant, self.context)
@@ -30,34 +27,28 @@ class SettingRef(Params):
 
 @dataclass(frozen=True)
 class SettingPair(Params):
-    """A one-sided comparison: does `x` agree with the experts better than `y`?
-
-    Keys:
-        x: the setting claimed to agree better with the expert labels.
-        y: the setting it is compared with, on the same items.
-    """
+    """A one-sided comparison: does `x` agree with the experts better than `y`?"""
 
     x: SettingRef
+    """the setting claimed to agree better with the expert labels."""
     y: SettingRef
+    """the setting it is compared with, on the same items."""
 
 
 @dataclass(frozen=True)
 class SignificanceParams(Params):
-    """Options of the significance analysis (RUN/significance.parquet).
-
-    Keys:
-        correlation: the correlation Williams' test compares: `spearman` or `pearson`.
-        alpha: significance level of the one-sided Williams' test (a finding gets a sentence below it).
-        context_pairs: test each neural setting's `full` and `minimal` context against its `none`.
-        pairs: more comparisons, each `{x: setting, y: setting}` (H1: x agrees better than y).
-        adjust: multiple-comparison adjustment of p over a language's comparisons: `holm` or `none`.
-    """
+    """Options of the significance analysis (RUN/significance.parquet)."""
 
     correlation: str = "spearman"  # the r of Williams' test: spearman or pearson
+    """the correlation Williams' test compares: `spearman` or `pearson`."""
     alpha: float = 0.05
+    """significance level of the one-sided Williams' test (a finding gets a sentence below it)."""
     adjust: str = "holm"
+    """multiple-comparison adjustment of p over a language's comparisons: `holm` or `none`."""
     context_pairs: bool = True  # each neural setting's full / minimal context against its none
+    """test each neural setting's `full` and `minimal` context against its `none`."""
     pairs: tuple[SettingPair, ...] = ()
+    """more comparisons, each `{x: setting, y: setting}` (H1: x agrees better than y)."""
 
     def __post_init__(self) -> None:
         require(self.correlation in ("spearman", "pearson"), "significance.correlation", self.correlation,

@@ -16,7 +16,7 @@ import logging
 import math
 from collections import defaultdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -29,6 +29,10 @@ from engine.io.atomic import write_parquet_atomic
 from engine.perturb.analysis import read_task, score_task_files
 from engine.records import LABELS, SIGNIFICANCE_SCHEMA
 from engine.stats import williams_test
+
+if TYPE_CHECKING:
+    from engine.io.rundir import RunDirectory
+    from engine.perturb.params import PerturbParams
 
 logger = logging.getLogger(__name__)
 
@@ -151,7 +155,7 @@ def holm(p_values: list[float]) -> list[float]:
     return out
 
 
-def significance_table(run: Any, params: Any) -> pa.Table:
+def significance_table(run: "RunDirectory", params: "PerturbParams") -> pa.Table:
     """SIGNIFICANCE_SCHEMA table of a run (RunDirectory), one language at a time."""
     labels = label_ordinals(run.sample_tables())
     files = score_task_files(run)
@@ -173,7 +177,7 @@ def significance_table(run: Any, params: Any) -> pa.Table:
     return pa.Table.from_pylist(rows, schema=SIGNIFICANCE_SCHEMA)
 
 
-def write_significance(run: Any, params: Any) -> Path:
+def write_significance(run: "RunDirectory", params: "PerturbParams") -> Path:
     """Write RUN/significance.parquet with the `perturb` section's `significance` options (SignificanceParams)."""
     table = significance_table(run, params)
     path = run.path(SIGNIFICANCE_FILE)

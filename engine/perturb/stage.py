@@ -4,7 +4,7 @@ score stage like noise predictions (see `engine.perturb.items`)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 import pyarrow as pa
 
@@ -27,8 +27,11 @@ from engine.stages.base import (
     prepass_hash,
 )
 
+if TYPE_CHECKING:
+    from engine.io.rundir import RunDirectory
 
-class PerturbStage(PartStage, CandidateSource, Analyzes, ReportSection, ReportSettings):
+
+class PerturbStage(PartStage[PerturbParams, None], CandidateSource, Analyzes, ReportSection, ReportSettings):
     name = "perturb"
     package = "engine.perturb"
     section = "perturb"
@@ -44,19 +47,19 @@ class PerturbStage(PartStage, CandidateSource, Analyzes, ReportSection, ReportSe
     def parse_section(self, raw: Any, base_dir: Path, where: str) -> PerturbParams:
         return PerturbParams.from_mapping(raw or {}, where=where)
 
-    def tasks(self) -> list[StageTask]:
+    def tasks(self) -> list[StageTask[None]]:
         params = self.params
         digest = option_digest(params.to_dict())
         return [StageTask(self.name, f"perturb-{digest}")]
 
-    def needs_prepass(self, task: StageTask) -> bool:
+    def needs_prepass(self, task: StageTask[None]) -> bool:
         return "foreign_comment" in self.params.families
 
-    def prepass(self, task: StageTask, tables: Iterable[pa.Table]) -> dict[str, Any]:
+    def prepass(self, task: StageTask[None], tables: Iterable[pa.Table]) -> dict[str, Any]:
         params = self.params
         return {"foreign_pool": foreign_pool(tables, params.seed, params.foreign_pool_size)}
 
-    def run_part(self, ctx: PartContext) -> pa.Table:
+    def run_part(self, ctx: PartContext[None]) -> pa.Table:
         table = ctx.input_table()
         self.require_columns(table, f"part {ctx.part.index}")
         return make_perturbations(table, self.params, ctx.prepass)
@@ -67,7 +70,7 @@ class PerturbStage(PartStage, CandidateSource, Analyzes, ReportSection, ReportSe
 
         return super().as_candidates(scored_perturbations(table))
 
-    def analyze(self, run: Any) -> None:
+    def analyze(self, run: "RunDirectory") -> None:
         """RUN/sensitivity.parquet and RUN/significance.parquet from the committed scores (streamed)."""
         if not run.layout.prefixes(SCORES):
             return
@@ -89,7 +92,7 @@ class PerturbStage(PartStage, CandidateSource, Analyzes, ReportSection, ReportSe
         significance = (options or {}).get("significance") or {}
         return {SIGNIFICANCE_SETTING: {k: significance[k] for k in ("correlation", "alpha") if k in significance}}
 
-    def signatures(self, task: StageTask, prepass: dict[str, Any]) -> dict[str, Any]:
+    def signatures(self, task: StageTask[None], prepass: dict[str, Any]) -> dict[str, Any]:
         params = self.params
         families = ",".join(params.families)
         return {task.task: f"perturb|families:{families}|seed:{params.seed}|predictions:{params.perturb_predictions}"

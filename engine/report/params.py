@@ -9,15 +9,12 @@ from engine.params import Params, require
 
 @dataclass(frozen=True)
 class ReportParams(Params):
-    """Options of stage `report`.
-
-    Keys:
-        max_strip_points: at most this many points per strip plot (a random, seeded subset beyond it).
-        image_format: file format of the report's figures.
-    """
+    """Options of stage `report`."""
 
     max_strip_points: int = 5000
+    """at most this many points per strip plot (a random, seeded subset beyond it)."""
     image_format: Literal["png", "svg"] = "png"
+    """file format of the report's figures."""
 
     def __post_init__(self) -> None:
         require(self.max_strip_points > 0, "report.max_strip_points", self.max_strip_points, "a positive integer")

@@ -12,7 +12,7 @@ from engine.report.params import ReportParams
 from engine.stages.base import REPORT, SAMPLES, DriverStage
 
 
-class ReportStage(DriverStage):
+class ReportStage(DriverStage[ReportParams]):
     name = "report"
     package = "engine.report"
     section = "report"
@@ -22,10 +22,10 @@ class ReportStage(DriverStage):
     path_options = ()
     after_complete = True  # drawn once the run is complete (a view of final outputs)
 
-    def parse_section(self, raw: Any, base_dir: Path, where: str) -> Any:
+    def parse_section(self, raw: Any, base_dir: Path, where: str) -> ReportParams:
         return ReportParams.from_mapping(raw or {}, where=where)
 
-    def run_driver(self, run: Any) -> None:
+    def run_driver(self, run: "RunDirectory") -> None:
         from engine.report.build import write_report
 
         # Read afresh from disk (what the run committed), with this run's plan.

@@ -222,7 +222,7 @@ def best_settings(rows: list[dict[str, Any]], read: ScoreReader, labels: dict[st
 
 
 # ----- reading a run -----------------------------------------------------------------------------
-def run_scores(run: Any) -> ScoreReader:
+def run_scores(run: RunDirectory) -> ScoreReader:
     """A ScoreReader over a RunDirectory: real predictions (noise `none`), no error, finite value."""
     import pyarrow.compute as pc
 
@@ -243,7 +243,7 @@ def run_scores(run: Any) -> ScoreReader:
     return read
 
 
-def label_ordinals(run: Any) -> dict[str, int]:
+def label_ordinals(run: RunDirectory) -> dict[str, int]:
     from engine.calibrate.run_directory import expert_labels
     from engine.records import LABELS
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import logging
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -24,6 +24,9 @@ import pyarrow.parquet as pq
 from engine.io.atomic import write_json_atomic
 from engine.reuse.sources import Reopen, forget_sources, hold_earlier_runs, sources_for
 from engine.stages.base import Reusable
+
+if TYPE_CHECKING:
+    from engine.io.rundir import RunDirectory
 
 logger = logging.getLogger(__name__)
 
@@ -61,7 +64,7 @@ def _reusing_stages(plan: Any) -> list[Any]:
     return [bound for bound in plan.part_stages() if isinstance(bound.stage, Reusable)]
 
 
-def record_identities(run: Any, plan: Any, prepass_of: Callable[[Any], dict[str, Any]]) -> None:
+def record_identities(run: "RunDirectory", plan: Any, prepass_of: Callable[[Any], dict[str, Any]]) -> None:
     """Record every reusable task's identity in the manifest (what later runs match).
 
     plan: the run's RunPlan (engine.stages.plan); prepass_of(bound stage): its tasks' pre-pass results."""
@@ -76,7 +79,7 @@ def record_identities(run: Any, plan: Any, prepass_of: Callable[[Any], dict[str,
     run.save()
 
 
-def summarize_reuse(run: Any, plan: Any) -> dict[str, Any] | None:
+def summarize_reuse(run: "RunDirectory", plan: Any) -> dict[str, Any] | None:
     """Sum the per-part counts of committed parts into manifest['reuse'] (None without reuse)."""
     config = plan.config
     if not getattr(config, "reuse", ()):

@@ -18,22 +18,20 @@ ORACLE = "oracle"
 class ModelParams(ModelEntry):
     """A generator, a model entry (`ModelEntry`: model, dtype, max_model_len) with its backend:
     `backend: oracle` is the fixed reference (the task's own comment and code).
-
-    Keys:
-        name: the generator's name in the rows (default: the model's last path component).
-        tokenizer: tokenizer name when it differs from the model.
-        backend: `transformers`, `vllm`, or `oracle` (returns the task's own comment and code).
-        max_new_tokens: generation limit per prompt.
-        batch_size: prompts per transformers `generate()` call.
-        seed: base seed of this generator's requests.
     """
 
     name: str | None = None
+    """the generator's name in the rows (default: the model's last path component)."""
     tokenizer: str | None = None
+    """tokenizer name when it differs from the model."""
     backend: Literal["transformers", "vllm", "oracle"] = "transformers"
+    """`transformers`, `vllm`, or `oracle` (returns the task's own comment and code)."""
     max_new_tokens: int = 256
+    """generation limit per prompt."""
     batch_size: int = 8
+    """prompts per transformers `generate()` call."""
     seed: int = 0
+    """base seed of this generator's requests."""
 
     def __post_init__(self) -> None:
         super().__post_init__()

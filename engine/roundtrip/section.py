@@ -8,13 +8,13 @@ from typing import Any
 
 from engine.errors import ConfigError, InputError
 from engine.params import option_digest
-from engine.roundtrip.params import ORACLE
+from engine.roundtrip.params import ORACLE, RoundTripParams
 from engine.stages.base import StageTask
 
 log = logging.getLogger(__name__)
 
 
-def check_section(params: Any) -> None:
+def check_section(params: RoundTripParams) -> None:
     """Config-time checks: a usable sandbox, resolvable models, a loadable task table."""
     from engine.roundtrip.tasks import load_tasks
     from engine.runtime import check_model_name as check_model
@@ -39,7 +39,7 @@ def check_section(params: Any) -> None:
         raise ConfigError(f"roundtrip.tasks: {exc}") from exc
 
 
-def model_needs(params: Any, stage: str) -> list[Any]:
+def model_needs(params: RoundTripParams, stage: str) -> list[Any]:
     """The models its parts load (engine.runtime.memory.ModelNeed), oracles left out."""
     from engine.runtime.memory import ModelNeed
 
@@ -53,7 +53,7 @@ def model_needs(params: Any, stage: str) -> list[Any]:
     return needs
 
 
-def model_key(params: Any) -> str:
+def model_key(params: RoundTripParams) -> str:
     """The task's model key: every model it loads, '' without one."""
     models = [g.model for g in (*params.generators, params.comment_generator) if g is not None and g.backend != ORACLE]
     if params.fluency_model:
@@ -62,7 +62,7 @@ def model_key(params: Any) -> str:
     return f"roundtrip:{','.join(models)}" if models else ""
 
 
-def section_tasks(params: Any, stage: str) -> list[StageTask]:
+def section_tasks(params: RoundTripParams, stage: str) -> list[StageTask[None]]:
     """One task for the whole section, named from its resolved options: a comment is shared by
     every generator, and abstraction compares all U x V regenerations of one (task, language)."""
     return [StageTask(stage, f"roundtrip-{option_digest(params.to_dict())}", model_key(params), 0)]

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
 
 # The report section (pyarrow.dataset, pandas) and the round trip itself are imported when used.
-class RoundTripStage(PartStage, Rates, ReportSection):
+class RoundTripStage(PartStage[RoundTripParams, None], Rates, ReportSection):
     name = "roundtrip"
     package = "engine.roundtrip"
     section = "roundtrip"
@@ -44,7 +44,7 @@ class RoundTripStage(PartStage, Rates, ReportSection):
     rates = (("runs", "runs/s"),)
     output_rows_counter = "runs"  # one output row per sandboxed run
 
-    def parse_section(self, raw: Any, base_dir: Path, where: str) -> Any:
+    def parse_section(self, raw: Any, base_dir: Path, where: str) -> RoundTripParams:
         # Relative `tasks`, `prompts_dir` and model paths (./, ../) are already resolved
         # against the config's folder by the config loader (`path_options`).
         return RoundTripParams.from_mapping(dict(raw or {}), where=where)
@@ -59,7 +59,7 @@ class RoundTripStage(PartStage, Rates, ReportSection):
     def model_needs(self) -> list[Any]:
         return section_model_needs(self.params, self.name)
 
-    def tasks(self) -> list[StageTask]:
+    def tasks(self) -> list[StageTask[None]]:
         return section_tasks(self.params, self.name)
 
     def own_table(self) -> OwnTable:
@@ -69,7 +69,7 @@ class RoundTripStage(PartStage, Rates, ReportSection):
         """Cut the task table into parts once per run directory; rows of each part, by index."""
         return cut_task_parts(self.params, run_root)
 
-    def run_part(self, ctx: PartContext) -> pa.Table:
+    def run_part(self, ctx: PartContext[None]) -> pa.Table:
         from engine.roundtrip.orchestrate import run_roundtrip
 
         return run_roundtrip(read_task_part(ctx.run_root, ctx.part.index), self.params)
@@ -82,5 +82,5 @@ class RoundTripStage(PartStage, Rates, ReportSection):
 
         return report_section(ctx.data.root, ctx.data.manifest.signatures)
 
-    def signatures(self, task: StageTask, prepass: dict[str, Any]) -> dict[str, Any]:
+    def signatures(self, task: StageTask[None], prepass: dict[str, Any]) -> dict[str, Any]:
         return section_signatures(self.params)

@@ -1,5 +1,7 @@
 """The `score:` section (its Stage is engine/score/stage.py): scorer entries parsed with their
-`scorer` labels and config-time checks, and a scorer built from an entry.
+`scorer` labels and config-time checks, and a scorer built from an entry. Each entry's own
+options (one Params class per scorer kind) live in engine.metrics.params, beside the scorers
+that read them, below this stage.
 
 Labels: the `scorer` column carries the model as configured; when two entries of one kind
 name the same model (e.g. idf on and off), each entry's label gets the options in which it

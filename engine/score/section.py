@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.score.params import ScoreSection, get_scorer
+from engine.score.params import ScorerSpec, ScoreSection, get_scorer
 from engine.stages.base import StageTask
 
 
@@ -18,7 +18,7 @@ def check_section(section: ScoreSection) -> None:
             check_model_name(model, f"score.scorers[{i}].model")
 
 
-def section_tasks(section: ScoreSection, stage: str) -> list[StageTask]:
+def section_tasks(section: ScoreSection, stage: str) -> list[StageTask[ScorerSpec]]:
     """One task per entry, named from its complete resolved options (engine.metrics.task_names),
     so two entries never share a part file."""
     out = []

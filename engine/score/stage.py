@@ -15,7 +15,7 @@ import pyarrow as pa
 
 from engine.records import SCORE_SCHEMA
 from engine.score.corpus import count_corpus_idf, entry_scorer, needs_corpus_idf
-from engine.score.params import ScoreSection, parse_scorers
+from engine.score.params import ScorerSpec, ScoreSection, parse_scorers
 from engine.score.rows import part_items, part_table
 from engine.score.section import check_section, reported_layers, section_tasks
 from engine.score.section import model_needs as scorer_model_needs
@@ -25,10 +25,12 @@ if TYPE_CHECKING:
     from engine.io.rundir import RunDirectory
 
 
-class ScoreStage(PartStage, Reusable, Rates, ReportSettings):
+class ScoreStage(PartStage[ScoreSection, ScorerSpec], Reusable, Rates, ReportSettings):
     name = "score"
     package = "engine.score"
     section = "score"
+    params_class = "engine.score.params:ScoreSection"
+    entries_by_kind = True  # each scorer kind has its own Params class (engine.metrics.params)
     rates = (("encoder_tokens", "encoder tokens/s"), ("model_tokens", "likelihood tokens/s"))
     directory = "scores"
     schema = SCORE_SCHEMA
@@ -47,16 +49,16 @@ class ScoreStage(PartStage, Reusable, Rates, ReportSettings):
     def model_needs(self) -> list[Any]:
         return scorer_model_needs(self.params, self.name)
 
-    def tasks(self) -> list[StageTask]:
+    def tasks(self) -> list[StageTask[ScorerSpec]]:
         return section_tasks(self.params, self.name)
 
-    def needs_prepass(self, task: StageTask) -> bool:
+    def needs_prepass(self, task: StageTask[ScorerSpec]) -> bool:
         return needs_corpus_idf(task.params)
 
-    def prepass(self, task: StageTask, tables: Iterable[pa.Table]) -> dict[str, Any]:
+    def prepass(self, task: StageTask[ScorerSpec], tables: Iterable[pa.Table]) -> dict[str, Any]:
         return count_corpus_idf(task.params, tables, self.name)
 
-    def signatures(self, task: StageTask, prepass: dict[str, Any]) -> dict[str, Any]:
+    def signatures(self, task: StageTask[ScorerSpec], prepass: dict[str, Any]) -> dict[str, Any]:
         return entry_scorer(task.params, prepass, self.name).signatures()
 
     def console_lines(self, run: "RunDirectory", counts: dict[str, Any]) -> list[str]:
@@ -69,16 +71,16 @@ class ScoreStage(PartStage, Reusable, Rates, ReportSettings):
         """The layer each embedding scorer reports without a sweep (engine.score.section.reported_layers)."""
         return {LAYER_SETTING: reported_layers(options)}
 
-    def reuse_identity(self, task: StageTask, prepass: dict[str, Any]) -> str:
+    def reuse_identity(self, task: StageTask[ScorerSpec], prepass: dict[str, Any]) -> str:
         from engine.score.reuse import score_identity
 
         return score_identity(task.params, prepass)
 
-    def reuse_part(self, ctx: PartContext, sources: Any) -> tuple[pa.Table, dict[str, int], int] | None:
+    def reuse_part(self, ctx: PartContext[ScorerSpec], sources: Any) -> tuple[pa.Table, dict[str, int], int] | None:
         from engine.score.reuse import score_part
 
         return score_part(self, ctx, sources)
 
-    def run_part(self, ctx: PartContext) -> pa.Table:
+    def run_part(self, ctx: PartContext[ScorerSpec]) -> pa.Table:
         items, reasons = part_items(ctx, self)
         return part_table(entry_scorer(ctx.part.params, ctx.prepass, self.name), items, reasons, ctx.part.params.scorer_label)

@@ -3,13 +3,14 @@
 Every stage (`Stage`) declares its name, config section and the kinds of rows it `provides`
 and `consumes` (SAMPLES, CANDIDATES, SCORES, ...), never other stages' names; engine.stages.plan
 resolves the data flow from them. A stage is built from its own validated section
-(`ScoreStage(params)`), so its hooks read `self.params` and take no config. It is one of three
-kinds: `PartStage` (part `i` of the input to part `i` of its output; `tasks` is its identity,
-`run_part(ctx)` a pure function of the part's inputs), `SourceStage` (makes the run's input) and
-`DriverStage` (runs once in the driver after every part). Optional capabilities (`Reusable`,
-`ReportSection`, `ReportSettings`, `Rates`, `Analyzes`, `CandidateSource`) are small bases found
-with isinstance, never by name. Adding a stage is one module `engine/<stage>/stage.py` and one
-line in engine.stages.registry (docs/architecture.md, "Stages and capabilities").
+(`ScoreStage(params)`) and is generic over its Params class (`params_class`), a part stage also
+over its tasks' entry params (`PartStage[ScoreSection, ScorerSpec]`); its hooks read `self.params`
+and take no config. It is one of three kinds: `PartStage` (part `i` of the input to part `i` of
+its output; `tasks` is its identity, `run_part(ctx)` a pure function of the part's inputs),
+`SourceStage` (makes the run's input) and `DriverStage` (runs once in the driver after every
+part). Optional capabilities (`Reusable`, `ReportSection`, `ReportSettings`, `Rates`, `Analyzes`,
+`CandidateSource`) are small bases found with isinstance, never by name. Adding a stage is one
+module `engine/<stage>/stage.py` and one line in engine.stages.registry (docs/architecture.md).
 """
 from __future__ import annotations
 
@@ -18,15 +19,22 @@ import json
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Iterable
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Iterable, TypeVar, cast
 
 import pyarrow as pa
 
 from engine.errors import StageError
 from engine.kinds import CALIBRATION, CANDIDATES, INPUT, JUDGMENTS, LAYER_SETTING, REPORT, ROUNDTRIP_ROWS, SAMPLES, SCORES, SIGNIFICANCE_SETTING
+from engine.params import Params
 
 if TYPE_CHECKING:
     from engine.io.rundir import RunDirectory
+
+# A stage's section params: a frozen, validated `Params` class (engine.params).
+P = TypeVar("P", bound=Params)
+# The params of one entry of a section, which a task carries: a generator, a scorer spec, a judge
+# (None for a stage whose section is its only entry).
+E = TypeVar("E")
 
 # What a stage module imports from here: the bases and, so that one import serves a stage, the
 # kinds of rows of the declared data flow (`provides` / `consumes`) and the keys of
@@ -43,7 +51,7 @@ MODEL_PATH_OPTIONS = ("model", "tokenizer")
 
 
 @dataclass(frozen=True)
-class StageTask:
+class StageTask(Generic[E]):
     """One configured entry of a stage: its identity and how parts of it are scheduled.
 
     task: unique, filesystem-safe name (e.g. `lexical-bleu-1a2b3c4d`, `generate-starcoder2-7b`);
@@ -58,11 +66,11 @@ class StageTask:
     task: str
     model_key: str = ""
     entry: int = -1
-    params: Any = field(default=None, compare=False)
+    params: E | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
-class PartTask:
+class PartTask(Generic[E]):
     """Part `index` of one stage task: the unit of work, of retry and of exactly-once commit."""
 
     stage: str
@@ -71,10 +79,10 @@ class PartTask:
     model_key: str = ""
     entry: int = -1
     directory: str = ""  # the stage's output folder (BoundStage.parts sets it from the stage)
-    params: Any = field(default=None, compare=False)  # the task's entry params (StageTask.params)
+    params: E | None = field(default=None, compare=False)  # the task's entry params (StageTask.params)
 
     @classmethod
-    def of(cls, stage_task: StageTask, index: int, directory: str) -> "PartTask":
+    def of(cls, stage_task: StageTask[E], index: int, directory: str) -> "PartTask[E]":
         return cls(stage_task.stage, stage_task.task, index, stage_task.model_key, stage_task.entry, directory,
                    stage_task.params)
 
@@ -106,12 +114,12 @@ class RunSettings:
 
 
 @dataclass
-class PartContext:
+class PartContext(Generic[E]):
     """Everything a part may read. Workers build it from the run directory they can see."""
 
     run_root: Path
     settings: RunSettings
-    part: PartTask
+    part: PartTask[E]
     prepass: dict[str, Any] = field(default_factory=dict)
     _input_reader: Any = None  # callable(index) -> pa.Table, set by the runner
     _output_reader: Any = None  # callable(stage, index) -> pa.Table, set by the runner
@@ -157,7 +165,7 @@ class OwnTable:
     per_part_option: str
 
 
-class Stage(ABC):
+class Stage(ABC, Generic[P]):
     """What every stage declares, whatever its kind: identity, config section, data flow."""
 
     name: ClassVar[str]
@@ -166,9 +174,12 @@ class Stage(ABC):
     # registry, where the stage's name may be written).
     package: ClassVar[str] = ""
     section: ClassVar[str | None] = None  # config section key; None: the stage takes no options
-    # "module:Class" of the section's Params class: what `babelscore config reference` documents
-    # (the score stage documents its scorer kinds instead).
+    # "module:Class" of the section's Params class (the `P` it derives from): what the registry
+    # names as its params type and `babelscore config reference` documents.
     params_class: ClassVar[str | None] = None
+    # The section is a list of entries of several kinds, each documented by its kind (the score
+    # stage's scorers) rather than by the section's class.
+    entries_by_kind: ClassVar[bool] = False
     provides: ClassVar[str | None] = None  # the kind of rows it writes
     consumes: ClassVar[tuple[str, ...]] = ()  # the kinds of rows its parts (or its driver work) read
     # The top-level `seed` defaults the section's `seed` (see `with_run_seed`); a stage that
@@ -178,13 +189,15 @@ class Stage(ABC):
     # against the config file's folder (engine.config.resolve_path_options), in nested entries too.
     path_options: ClassVar[tuple[str, ...]] = MODEL_PATH_OPTIONS
 
-    def __init__(self, params: Any = None) -> None:
-        # The validated section (None: a stage without options, or the registry's unbuilt
-        # instance that only parses sections and declares the data flow).
-        self.params = params
+    params: P
+
+    def __init__(self, params: P | None = None) -> None:
+        # The validated section. None only in the registry's unbuilt instance, which parses
+        # sections and declares the data flow and never reads `params`.
+        self.params = cast(P, params)
 
     @abstractmethod
-    def parse_section(self, raw: Any, base_dir: Path, where: str) -> Any:
+    def parse_section(self, raw: Any, base_dir: Path, where: str) -> P:
         """Validate this stage's config section into a frozen Params object."""
 
     def with_run_seed(self, options: dict[str, Any], seed: int) -> dict[str, Any]:
@@ -202,8 +215,9 @@ class Stage(ABC):
         return None
 
 
-class PartStage(Stage):
-    """Parts through an executor: part `i` of its input becomes part `i` of `directory`."""
+class PartStage(Stage[P], Generic[P, E]):
+    """Parts through an executor: part `i` of its input becomes part `i` of `directory`;
+    its tasks carry entry params of type `E`."""
 
     kind: ClassVar[str] = "part"
     directory: ClassVar[str] = ""
@@ -216,15 +230,15 @@ class PartStage(Stage):
     samples: SampleOrigin = SampleOrigin()
 
     @abstractmethod
-    def tasks(self) -> list[StageTask]:
+    def tasks(self) -> list[StageTask[E]]:
         """Its identity: one task per configured entry, named from the entry's resolved options,
         so two differently configured entries never share a task, a part file or a score key."""
 
     @abstractmethod
-    def run_part(self, ctx: PartContext) -> pa.Table:
+    def run_part(self, ctx: PartContext[E]) -> pa.Table:
         """A pure function of the part's inputs, the task and the pre-pass result."""
 
-    def signatures(self, task: StageTask, prepass: dict[str, Any]) -> dict[str, Any]:
+    def signatures(self, task: StageTask[E], prepass: dict[str, Any]) -> dict[str, Any]:
         """Signature strings of this task's outputs, for the manifest. Every stage that writes rows
         gives them: the runner refuses a task with committed rows and no signature."""
         return {}
@@ -233,13 +247,13 @@ class PartStage(Stage):
         """The models its parts load (engine.runtime.memory.ModelNeed), for memory planning."""
         return []
 
-    def needs_prepass(self, task: StageTask) -> bool:
+    def needs_prepass(self, task: StageTask[E]) -> bool:
         """Whether the task has a corpus pre-pass (`prepass`), run once over the whole input
         before any part; its JSON-able result is stored in RUN/prepass/<task>.json and its hash
         goes into the signatures."""
         return False
 
-    def prepass(self, task: StageTask, tables: Iterable[pa.Table]) -> dict[str, Any]:
+    def prepass(self, task: StageTask[E], tables: Iterable[pa.Table]) -> dict[str, Any]:
         """Run once over every part's input table (streamed, never concatenated)."""
         return {}
 
@@ -264,7 +278,7 @@ class PartStage(Stage):
             raise StageError(self.name, f"its input {source} lacks column(s) {missing}; it needs {list(self.input_columns)}")
 
 
-class SourceStage(Stage):
+class SourceStage(Stage[P]):
     """Makes the run's input: its rows are validated and cut into sample parts like a file's."""
 
     kind: ClassVar[str] = "source"
@@ -274,7 +288,7 @@ class SourceStage(Stage):
         """The run's input rows."""
 
 
-class DriverStage(Stage):
+class DriverStage(Stage[P]):
     """Runs once in the driver after every part committed."""
 
     kind: ClassVar[str] = "driver"
@@ -282,7 +296,7 @@ class DriverStage(Stage):
     after_complete: ClassVar[bool] = False
 
     @abstractmethod
-    def run_driver(self, run: Any) -> None:
+    def run_driver(self, run: "RunDirectory") -> None:
         """Its work; it records its own completion with `run.mark_stage(self.name, ...)`."""
 
 
@@ -335,7 +349,7 @@ class Analyzes(ABC):
     """Driver-side analysis of a part stage's committed outputs (e.g. agreement tables)."""
 
     @abstractmethod
-    def analyze(self, run: Any) -> None:
+    def analyze(self, run: "RunDirectory") -> None:
         """Once in the driver after every part of every stage committed; it must read the run
         directory group by group, not all at once."""
 

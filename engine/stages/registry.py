@@ -15,6 +15,7 @@ from functools import cache
 from typing import TYPE_CHECKING, Any, Iterable
 
 if TYPE_CHECKING:
+    from engine.params import Params
     from engine.stages.base import Stage
 
 # name -> "module:Class", in run order.
@@ -57,13 +58,13 @@ def _load(target: str) -> Any:
     return getattr(importlib.import_module(module_name), class_name)
 
 
-def build_stage(name: str, params: Any = None) -> "Stage":
+def build_stage(name: str, params: "Params | None" = None) -> "Stage":
     """Stage `name` built from its own validated section params (None: it takes no options)."""
     return type(get_stage(name))(params)
 
 
-def params_type(name: str) -> type | None:
-    """The Params class of stage `name`'s section (None: no options, or entries of several kinds)."""
+def params_type(name: str) -> "type[Params] | None":
+    """The Params class of stage `name`'s section (None: the stage takes no options)."""
     target = get_stage(name).params_class
     return None if target is None else _load(target)
 

@@ -31,15 +31,15 @@ def test_docs_page_is_what_the_generator_prints():
 def test_every_key_of_every_section_has_a_one_line_meaning():
     undocumented = {f"{where} ({cls.__name__})": missing for where, cls in all_params_classes()
                     if (missing := missing_key_docs(cls))}
-    assert not undocumented, f"document these keys in the class docstring's Keys: block or a docstring under the field: {undocumented}"
+    assert not undocumented, f"document these keys in a string under the field: {undocumented}"
 
 
 @dataclasses.dataclass(frozen=True)
 class _Documented(Params):
-    """A section with one key in its Keys: block and two under their fields.
+    """A section with keys documented under their fields, and one not documented.
 
     Keys:
-        size: from the block.
+        size: a `Keys:` block in the docstring is not read.
     """
 
     size: int = 1
@@ -51,9 +51,9 @@ class _Documented(Params):
     """from the field."""
 
 
-def test_keys_are_read_from_the_keys_block_and_from_docstrings_under_fields():
-    assert key_docs(_Documented) == {"size": "from the block.", "depth": "from the field, over two lines.",
-                                     "height": "from the field."}
+def test_keys_are_read_from_the_strings_under_their_fields_only():
+    assert key_docs(_Documented) == {"depth": "from the field, over two lines.", "height": "from the field."}
+    assert missing_key_docs(_Documented) == ["size", "width"]
     made = dataclasses.make_dataclass("Made", [("size", int, dataclasses.field(default=1))], bases=(Params,), frozen=True)
     assert missing_key_docs(made) == ["size"]  # a class made at run time has no source: nothing read, no error
 

@@ -10,8 +10,7 @@ import pytest
 from engine.errors import ConfigError
 from engine.generate.params import GenerateParams
 from engine.judge.params import JudgeParams
-from engine.metrics.embedding import EmbeddingParams
-from engine.metrics.likelihood_params import LikelihoodParams
+from engine.metrics.params import EmbeddingParams, LikelihoodParams
 from engine.metrics.task_names import task_name_for
 from engine.params import ModelEntry
 from engine.roundtrip.params import ModelParams

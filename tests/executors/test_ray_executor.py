@@ -18,8 +18,8 @@ ray = pytest.importorskip("ray")
 from engine import runner  # noqa: E402
 from engine.config import load_config  # noqa: E402
 from engine.errors import ConfigError, PartFailedError  # noqa: E402
+from engine.executors.params import RayOptions  # noqa: E402
 from engine.executors.ray import RayExecutor  # noqa: E402
-from engine.executors.ray_options import RayOptions  # noqa: E402
 from engine.faults import KILL_PART_ENV  # noqa: E402
 from engine.io.rundir import RunDirectory  # noqa: E402
 from engine.part_execution import PartTask  # noqa: E402

@@ -7,7 +7,7 @@ import pytest
 from engine.errors import ClusterError
 from engine.executors import head_watch
 from engine.executors.head_watch import STATUS_EVERY_S, HeadWatch
-from engine.executors.ray_options import RayOptions
+from engine.executors.params import RayOptions
 from engine.executors.ray_parts import split_parts
 from engine.part_execution import PartTask
 

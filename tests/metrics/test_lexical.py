@@ -11,8 +11,9 @@ from nltk.translate.meteor_score import meteor_score as nltk_meteor
 from rouge_score import rouge_scorer
 
 from engine.items import ScoreItem
-from engine.metrics.lexical import LexicalParams, LexicalScorer, RougeL, SentenceBleu, lcs_length
+from engine.metrics.lexical import LexicalScorer, RougeL, SentenceBleu, lcs_length
 from engine.metrics.meteor import MeteorParams, meteor_from_tokens
+from engine.metrics.params import LexicalParams
 from engine.metrics.text import UnicodeRougeTokenizer
 
 PAIRS = [

@@ -26,21 +26,18 @@ TOY_SCHEMA = pa.schema([pa.field("sample_id", pa.string()), pa.field("reference_
 
 @dataclass(frozen=True)
 class ToyParams(Params):
-    """Options of the toy stage.
-
-    Keys:
-        scale: multiplies each reference's length.
-        seed: recorded on every row (the run's seed by default).
-    """
+    """Options of the toy stage."""
 
     scale: int = 1
+    """multiplies each reference's length."""
     seed: int = 0
+    """recorded on every row (the run's seed by default)."""
 
     def __post_init__(self) -> None:
         require(self.scale >= 1, "scale", self.scale, "an integer >= 1")
 
 
-class ToyStage(PartStage, Reusable, ReportSection):
+class ToyStage(PartStage[ToyParams, None], Reusable, ReportSection):
     name = "toy"
     package = "tests.support.toy_stage"
     section = "toy"

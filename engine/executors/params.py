@@ -1,4 +1,5 @@
-"""The Ray executor's options, and the actor and task sizes they give on a cluster (no Ray needed)."""
+"""The `ray` executor's options (`--ray-*` on the command line), and the actor and task sizes they
+give on a cluster (no Ray needed: ray is imported only in engine.executors.ray)."""
 from __future__ import annotations
 
 import dataclasses
