@@ -391,7 +391,7 @@ def _execute(run: RunDirectory, plan: RunPlan, executor_name: str, ray_address: 
         )
     for stage in stages:
         prefix = f"{stage.name}/"
-        run.manifest.counts[f"{stage.name}_rows"] = run.manifest.committed_rows(prefix)
+        run.manifest.record_counts({f"{stage.name}_rows": run.manifest.committed_rows(prefix)})
     driver_work = [b.stage for b in plan.stages if isinstance(b.stage, (DriverStage, Analyzes))]
     for stage in [s for s in driver_work if not _after_complete(s)]:
         with recorder.timed(_step_name(stage)):
@@ -403,8 +403,8 @@ def _execute(run: RunDirectory, plan: RunPlan, executor_name: str, ray_address: 
         with recorder.timed(_step_name(stage)):
             run_driver_stage(run, stage)
     run.save()
-    return RunSummary(str(run.root), "complete", dict(run.manifest.counts), {}, parts_by_stage,
-                      dict(run.manifest.throughput), loss, plan)
+    return RunSummary(str(run.root), "complete", run.manifest.counts, {}, parts_by_stage,
+                      run.manifest.throughput, loss, plan)
 
 
 def _step_name(stage: Stage) -> str:

@@ -190,7 +190,7 @@ class RunDirectory:
     # ----- manifest ------------------------------------------------------------------------
     def save(self) -> None:
         self.manifest.touch()
-        write_json_atomic(self.root / MANIFEST, self.manifest)
+        write_json_atomic(self.root / MANIFEST, self.manifest.as_dict())
 
     def path(self, relative: str) -> Path:
         return self.root / relative
