@@ -226,7 +226,7 @@ def log_model_plan(run: RunDirectory, run_plan: RunPlan) -> None:
 
 def _record_models(run: RunDirectory, executor: Any, since: float) -> None:
     """Append the residency records of every model released so far (driver and workers) to
-    manifest["models"]: what was loaded, for which stage, in which process, when, and its peak.
+    the manifest's `models`: what was loaded, for which stage, in which process, when, and its peak.
     Only loads made since this run's executor started count: a process that ran other work
     before (an earlier run, a notebook) keeps no records of it in this run's manifest."""
     from engine.runtime.model_registry import model_registry

@@ -122,7 +122,7 @@ def _add(total: dict[str, Any], stats: dict[str, Any], in_rows: int) -> None:
 
 
 class Recorder:
-    """Sums part stats into `manifest["throughput"]` (kept across `--resume`: a resumed run adds
+    """Sums part stats into the manifest's `throughput` (kept across `--resume`: a resumed run adds
     the parts it computed to the totals of the earlier attempts)."""
 
     def __init__(self, manifest: Manifest):

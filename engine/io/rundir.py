@@ -156,7 +156,7 @@ class RunDirectory:
         return self.root / COMMITS / f"{part_key}.json"
 
     def _merge_markers(self) -> None:
-        """Every committed part's record from its marker into `manifest["parts"]` (the markers win)."""
+        """Every committed part's record from its marker into the manifest's `parts` (the markers win)."""
         folder = self.root / COMMITS
         if not folder.is_dir():
             return
