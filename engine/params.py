@@ -18,7 +18,7 @@ from typing import Any, ClassVar, Literal, Mapping, Union
 from engine.errors import BabelscoreError, ConfigError
 from engine.hints import did_you_mean
 
-# The weights dtype of every model entry (generate, round trip, judge, embedding, likelihood):
+# The weights dtype of every model entry (generate, round trip, judge, embedding, likelihood, finetune):
 # `auto` leaves the choice to the device probe or the model, each section says which.
 Dtype = Literal["auto", "float32", "float16", "bfloat16"]
 
@@ -241,8 +241,8 @@ def require(condition: bool, where: str, value: Any, allowed: str) -> None:
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class ModelEntry(Params):
     """The model of one entry, the same in every section that loads or calls one (generate's and the
-    round trip's generators, the judges, the embedding and likelihood scorers), each adding its own
-    keys. `min_model_len` is the shortest window a section can work in."""
+    round trip's generators, the judges, the embedding and likelihood scorers, the base model that
+    finetune trains), each adding its own keys. `min_model_len` is the shortest window a section can work in."""
 
     model: str
     """the model: hub id, local directory, pypi:<name> or demo:<name> (an http judge: the model

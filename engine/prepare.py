@@ -118,16 +118,13 @@ def prepare(run: RunDirectory, plan: Any) -> None:
                     write_parquet_atomic(run.path(f"samples/part-{index:05d}.parquet"), table, SAMPLE_SCHEMA)
     spill.unlink(missing_ok=True)
     write_parquet_atomic(run.path("rejected.parquet"), pa.Table.from_pylist(rejected, schema=REJECTED_SCHEMA))
-    counts = run.manifest.counts
-    counts.update(
-        {
-            "input_rows": validator.valid + validator.rejected,
-            "valid_rows": validator.valid,
-            "rejected_rows": validator.rejected,
-            "rejected_by_reason": dict(validator.reasons),
-            "parts": len(sizes),
-        }
-    )
+    counts = {
+        "input_rows": validator.valid + validator.rejected,
+        "valid_rows": validator.valid,
+        "rejected_rows": validator.rejected,
+        "rejected_by_reason": dict(validator.reasons),
+        "parts": len(sizes),
+    }
     if merged:
         counts["rows_sharing_a_generated_file"] = merged
         logger.info("%d input rows share their file with an earlier row: each file is generated once", merged)
@@ -147,6 +144,7 @@ def prepare(run: RunDirectory, plan: Any) -> None:
     if validator.unknown_codes:
         counts["unknown_error_codes"] = dict(validator.unknown_codes)
         logger.warning("%s", validator.unknown_codes_warning())
+    run.manifest.record_counts(counts)
     if validator.valid == 0:
         run.finish("failed")
         raise InputError(

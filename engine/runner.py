@@ -226,7 +226,7 @@ def log_model_plan(run: RunDirectory, run_plan: RunPlan) -> None:
 
 def _record_models(run: RunDirectory, executor: Any, since: float) -> None:
     """Append the residency records of every model released so far (driver and workers) to
-    manifest["models"]: what was loaded, for which stage, in which process, when, and its peak.
+    the manifest's `models`: what was loaded, for which stage, in which process, when, and its peak.
     Only loads made since this run's executor started count: a process that ran other work
     before (an earlier run, a notebook) keeps no records of it in this run's manifest."""
     from engine.runtime.model_registry import model_registry
@@ -391,7 +391,7 @@ def _execute(run: RunDirectory, plan: RunPlan, executor_name: str, ray_address: 
         )
     for stage in stages:
         prefix = f"{stage.name}/"
-        run.manifest.counts[f"{stage.name}_rows"] = run.manifest.committed_rows(prefix)
+        run.manifest.record_counts({f"{stage.name}_rows": run.manifest.committed_rows(prefix)})
     driver_work = [b.stage for b in plan.stages if isinstance(b.stage, (DriverStage, Analyzes))]
     for stage in [s for s in driver_work if not _after_complete(s)]:
         with recorder.timed(_step_name(stage)):
@@ -403,8 +403,8 @@ def _execute(run: RunDirectory, plan: RunPlan, executor_name: str, ray_address: 
         with recorder.timed(_step_name(stage)):
             run_driver_stage(run, stage)
     run.save()
-    return RunSummary(str(run.root), "complete", dict(run.manifest.counts), {}, parts_by_stage,
-                      dict(run.manifest.throughput), loss, plan)
+    return RunSummary(str(run.root), "complete", run.manifest.counts, {}, parts_by_stage,
+                      run.manifest.throughput, loss, plan)
 
 
 def _step_name(stage: Stage) -> str:

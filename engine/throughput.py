@@ -122,11 +122,12 @@ def _add(total: dict[str, Any], stats: dict[str, Any], in_rows: int) -> None:
 
 
 class Recorder:
-    """Sums part stats into `manifest["throughput"]` (kept across `--resume`: a resumed run adds
+    """Sums part stats into the manifest's `throughput` (kept across `--resume`: a resumed run adds
     the parts it computed to the totals of the earlier attempts)."""
 
     def __init__(self, manifest: Manifest):
-        self.section = manifest.throughput_section()
+        self.manifest = manifest
+        manifest.record_throughput(manifest.throughput_section())  # the section exists once a run meters anything
         self._seen: set[str] = set()
 
     def add_part(self, stage: str, task: str, model_key: str, stats: dict[str, Any], in_rows: int,
@@ -135,8 +136,9 @@ class Recorder:
         counter = rows_counter
         if counter:  # the stage's output rows stand for that counter (round trip: sandboxed runs)
             stats.setdefault("counters", {}).setdefault(counter, stats.get("out_rows", 0))
-        _add(self.section["stages"].setdefault(stage, _empty()), stats, in_rows)
-        entry = self.section["tasks"].setdefault(task, {**_empty(), "stage": stage, "model": model_key})
+        section = self.manifest.throughput_section()
+        _add(section["stages"].setdefault(stage, _empty()), stats, in_rows)
+        entry = section["tasks"].setdefault(task, {**_empty(), "stage": stage, "model": model_key})
         _add(entry, stats, in_rows)
         if task not in self._seen:
             # The first part of a task in this process pays its warm-up (model load, engine start,
@@ -146,6 +148,7 @@ class Recorder:
             entry["cold_rows"] = entry.get("cold_rows", 0) + in_rows
             entry["cold_wall_s"] = round(entry.get("cold_wall_s", 0.0) + float(stats.get("wall_s", 0.0)), 6)
             entry["cold_cpu_s"] = round(entry.get("cold_cpu_s", 0.0) + float(stats.get("cpu_s", 0.0)), 6)
+        self.manifest.record_throughput(section)
 
     @contextmanager
     def timed(self, step: str) -> Iterator[None]:
@@ -154,10 +157,12 @@ class Recorder:
         try:
             yield
         finally:
-            entry = self.section["steps"].setdefault(step, {"wall_s": 0.0, "cpu_s": 0.0, "runs": 0})
+            section = self.manifest.throughput_section()
+            entry = section["steps"].setdefault(step, {"wall_s": 0.0, "cpu_s": 0.0, "runs": 0})
             entry["wall_s"] = round(entry["wall_s"] + time.perf_counter() - wall, 6)
             entry["cpu_s"] = round(entry["cpu_s"] + _cpu_seconds() - cpu, 6)
             entry["runs"] += 1
+            self.manifest.record_throughput(section)
 
 
 def rates(stage: str, entry: dict[str, Any], elapsed: float | None = None,

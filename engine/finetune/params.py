@@ -7,17 +7,23 @@ from typing import Literal
 
 from engine.errors import ConfigError
 from engine.judge.promptpack import CLUSTERED, PROMPT_LANGUAGES, STRATEGIES
-from engine.params import Params, option_digest, require
+from engine.params import Dtype, ModelEntry, option_digest, require
 
 ALL = "all"  # the adapter trained on every language's training side
 
 
 @dataclass(frozen=True)
-class FinetuneParams(Params):
-    """Fine-tune a chat model as a judge on the experts' verdicts, one LoRA adapter per language."""
+class FinetuneParams(ModelEntry):
+    """Fine-tune a chat model as a judge on the experts' verdicts, one LoRA adapter per language.
+    The base chat model is a model entry (`ModelEntry`); its three keys are declared again below
+    only to say what they mean here."""
 
     model: str
     """the base chat model (local directory, demo:<name> or hub id)."""
+    dtype: Dtype = "auto"
+    """training dtype: float32, bfloat16 (GPU) or auto (bfloat16 on CUDA, else float32)."""
+    max_model_len: int | None = None
+    """context window of the evaluation's engine; null: the model's own."""
     tokenizer: str | None = None
     """tokenizer location when it differs from the model."""
     strategy: str = "standard"
@@ -57,8 +63,6 @@ class FinetuneParams(Params):
     max_seq_len: int = 8192
     """examples longer than this many tokens (prompt and answer) are left out of
     training, with a warning (the manifest's `cut_examples` counts them); none fitting is an error."""
-    dtype: str = "auto"
-    """training dtype: float32, bfloat16 (GPU) or auto (bfloat16 on CUDA, else float32)."""
     quantize: Literal["none", "4bit"] = "none"
     """none or 4bit (QLoRA; needs CUDA and bitsandbytes)."""
     device: str = "auto"
@@ -75,8 +79,6 @@ class FinetuneParams(Params):
     """vllm or transformers (with peft) for that evaluation."""
     max_tokens: int = 512
     """answer token limit of the evaluation's calls."""
-    max_model_len: int | None = None
-    """context window of the evaluation's engine; null: the model's own."""
     max_text_chars: int = 12
     """maxLength of the answers' free-text fields (structured evaluation)."""
     max_errors: int = 2
@@ -87,6 +89,7 @@ class FinetuneParams(Params):
     """vllm: share of device memory the evaluation's engine may take."""
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         require(self.strategy in STRATEGIES and self.strategy not in CLUSTERED, "strategy", self.strategy,
                 f"one of {[s for s in STRATEGIES if s not in CLUSTERED]} (a clustered strategy's answer is seven calls)")
         require(self.prompt_language == "sample" or self.prompt_language in PROMPT_LANGUAGES, "prompt_language",

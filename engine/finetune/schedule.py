@@ -75,6 +75,7 @@ def train_all(run: "RunDirectory", params: FinetuneParams) -> dict[str, str]:
             signature = format_signature({"stage": "finetune", "split": record["split"]["signature"], "language": language,
                                           **params.training_options(), "adapter": adapter_hash(out / ADAPTER_DIR)})
             record["adapters"][language] = {**log, "signature": signature, "path": str(out / ADAPTER_DIR)}
+            run.manifest.record_stage_section("finetune", record)
             run.save()
             logger.info("finetune %s: loss %.4f -> %.4f over %d steps", language, log["losses"][0]["loss"],
                         log["losses"][-1]["loss"], log["steps"])

@@ -63,6 +63,7 @@ class FinetuneStage(DriverStage[FinetuneParams], ReportSection):
         if not run.stage_done("finetune-data"):
             info = write_data(run.root, run.read_samples(), params)
             record["split"] = {k: info[k] for k in ("signature", "seed", "train_ratio", "align", "counts", "examples")}
+            run.manifest.record_stage_section(self.name, record)
             run.mark_stage("finetune-data", signature=info["signature"])
         adapters = train_all(run, params) if params.train else {}
         if params.train and params.evaluate:

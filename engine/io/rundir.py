@@ -156,7 +156,7 @@ class RunDirectory:
         return self.root / COMMITS / f"{part_key}.json"
 
     def _merge_markers(self) -> None:
-        """Every committed part's record from its marker into `manifest["parts"]` (the markers win)."""
+        """Every committed part's record from its marker into the manifest's `parts` (the markers win)."""
         folder = self.root / COMMITS
         if not folder.is_dir():
             return
@@ -190,7 +190,7 @@ class RunDirectory:
     # ----- manifest ------------------------------------------------------------------------
     def save(self) -> None:
         self.manifest.touch()
-        write_json_atomic(self.root / MANIFEST, self.manifest)
+        write_json_atomic(self.root / MANIFEST, self.manifest.as_dict())
 
     def path(self, relative: str) -> Path:
         return self.root / relative

@@ -5,7 +5,7 @@
 - hardware (`engine.runtime.hardware`): the per-device capability probe and dtype choice;
 - loading (`engine.runtime.loading`): tokenizers, models, attention, out-of-memory halving;
 - registry (`engine.runtime.model_registry`): the owner of every loaded model of a process (LRU under
-  a per-device memory budget, residency records for manifest["models"]);
+  a per-device memory budget, residency records for the manifest's `models`);
 - model_process (`engine.runtime.model_process`): a model in a worker process of its own (every
   vLLM engine), ended on release;
 - memory (`engine.runtime.memory`): per-model memory estimates, the run's plan, and the

@@ -10,7 +10,7 @@ dropped and its cached device memory handed back.
 Budget per device: `BABELSCORE_MODEL_BUDGET_BYTES`, else the device's memory;
 `BABELSCORE_MODEL_BUDGET_MODELS` caps the models resident on one device. The estimate a caller
 gives is what is charged. Every load is recorded (`records()`, with device and host peaks kept
-apart); the executors collect them into `manifest["models"]` (fields: docs/hardware.md).
+apart); the executors collect them into the manifest's `models` (fields: docs/hardware.md).
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The shared model entry (engine.params.ModelEntry) of the five model sections, the scorers'
+"""The shared model entry (engine.params.ModelEntry) of the six model sections, the scorers'
 old window key `max_length`, and the judge's per-backend keys."""
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import logging
 import pytest
 
 from engine.errors import ConfigError
+from engine.finetune.params import FinetuneParams
 from engine.generate.params import GenerateParams
 from engine.judge.params import JudgeParams
 from engine.metrics.params import EmbeddingParams, LikelihoodParams
@@ -15,7 +16,7 @@ from engine.metrics.task_names import task_name_for
 from engine.params import ModelEntry
 from engine.roundtrip.params import ModelParams
 
-ENTRIES = (GenerateParams, ModelParams, JudgeParams, EmbeddingParams, LikelihoodParams)
+ENTRIES = (GenerateParams, ModelParams, JudgeParams, EmbeddingParams, LikelihoodParams, FinetuneParams)
 REQUIRED = {GenerateParams: {"card": "starcoder2"}}
 
 
@@ -30,6 +31,12 @@ def test_every_model_section_has_the_one_model_entry(cls: type) -> None:
         cls.from_mapping({"model": "m", "max_model_len": 0, **REQUIRED.get(cls, {})}, where="judges[0]")
     with pytest.raises(ConfigError, match="model: got ' '"):
         cls.from_mapping({"model": " ", **REQUIRED.get(cls, {})})
+
+
+def test_finetune_trains_in_the_dtypes_it_supports() -> None:
+    assert FinetuneParams.from_mapping({"model": "m", "dtype": "bfloat16"}).dtype == "bfloat16"
+    with pytest.raises(ConfigError, match=r"finetune\.dtype: got 'float16'; allowed: auto, float32 or bfloat16"):
+        FinetuneParams.from_mapping({"model": "m", "dtype": "float16"}, where="finetune")
 
 
 @pytest.mark.parametrize("cls", (EmbeddingParams, LikelihoodParams))

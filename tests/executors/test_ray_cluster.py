@@ -91,7 +91,7 @@ def test_model_parts_run_on_the_gpu_node_exactly_once(cluster, case, tmp_path) -
     plan = build_plan(load_config(config_path))
     run = runner.open_run(plan, str(tmp_path / "run"), resume=False)
     runner.prepare(run, plan)
-    n_parts = run.manifest["counts"]["parts"]
+    n_parts = run.manifest.counts["parts"]
     lexical = plan.bound("score").parts(n_parts)
     # The same lexical work, labelled as a model's: it must take the actor path on node A.
     model = [PartTask("score", "lexical-gpu", p.index, model_key="fake-model", entry=p.entry, directory=p.directory,
@@ -106,7 +106,7 @@ def test_model_parts_run_on_the_gpu_node_exactly_once(cluster, case, tmp_path) -
 
     executor = RayExecutor(address=ray_cluster.address, gpu_resource="gpu_slot")
     executor.run_parts(str(run.root), plan, lexical + model, {}, commit,
-                       lambda part, error, attempts: failures.append((part.key, error)), run.manifest["part_rows"])
+                       lambda part, error, attempts: failures.append((part.key, error)), run.manifest.part_rows)
     executor.close()
 
     assert not failures
@@ -163,7 +163,7 @@ def test_model_actor_killed_mid_part(cluster, case, tmp_path, monkeypatch) -> No
     plan = build_plan(load_config(config))
     run = runner.open_run(plan, str(tmp_path / "run"), resume=False)
     runner.prepare(run, plan)
-    n_parts = run.manifest["counts"]["parts"]
+    n_parts = run.manifest.counts["parts"]
     # The lexical work labelled as a model's: it takes the actor path, on node A (gpu_slot).
     parts = [PartTask("score", p.task, p.index, model_key="fake-model", entry=p.entry, directory=p.directory,
                      params=p.params)
@@ -181,7 +181,7 @@ def test_model_actor_killed_mid_part(cluster, case, tmp_path, monkeypatch) -> No
 
     executor = RayExecutor(address=ray_cluster.address, gpu_resource="gpu_slot")
     executor.run_parts(str(run.root), plan, parts, {}, commit,
-                       lambda part, error, attempts: failures.append((part.key, error)), run.manifest["part_rows"])
+                       lambda part, error, attempts: failures.append((part.key, error)), run.manifest.part_rows)
     executor.close()
     run.save()
     run.finish("complete")

@@ -104,7 +104,7 @@ def test_ray_output_equals_local(ray_session, lexical_case, tmp_path, monkeypatc
     run_with(monkeypatch, executor, config, tmp_path / "ray")
     assert_same_rows(sorted_rows(tmp_path / "ray"), want)
     manifest = RunDirectory.open_existing(tmp_path / "ray").manifest
-    assert manifest["status"] == "complete" and not manifest["failed_parts"]
+    assert manifest.status == "complete" and not manifest.failed_parts
     assert len(executor.placements) == 8 and not any(p["actor"] for p in executor.placements.values())
     assert ray.is_initialized(), "close() must not shut down a Ray session it did not start"
 
@@ -131,10 +131,10 @@ def test_retries_are_bounded_then_resume_completes(ray_session, lexical_case, tm
     with pytest.raises(PartFailedError, match=key):
         run_with(monkeypatch, RayExecutor(max_retries=0), config, tmp_path / "ray")
     manifest = RunDirectory.open_existing(tmp_path / "ray").manifest
-    assert manifest["status"] == "failed"
-    assert list(manifest["failed_parts"]) == [key]
-    assert manifest["failed_parts"][key]["attempts"] == 1
-    assert key not in manifest["parts"] and len(manifest["parts"]) == 7
+    assert manifest.status == "failed"
+    assert list(manifest.failed_parts) == [key]
+    assert manifest.failed_parts[key]["attempts"] == 1
+    assert key not in manifest.parts and len(manifest.parts) == 7
     # The marker now exists, so the part survives this time; committed parts are kept.
     executor = RayExecutor()
     run_with(monkeypatch, executor, config, tmp_path / "ray", resume=True)
@@ -150,13 +150,13 @@ def test_exception_in_a_part_fails_it_at_once(ray_session, lexical_case, tmp_pat
     (tmp_path / "run" / "samples" / "part-00002.parquet").unlink()
     executor = RayExecutor(max_retries=2)
     runner.run_part_stage(run, plan, plan.bound("score"), executor)
-    failed = run.manifest["failed_parts"]
+    failed = run.manifest.failed_parts
     key = lexical_key(config_path, 2)
     assert list(failed) == [key]
     assert failed[key]["attempts"] == 1  # a deterministic error is not retried
     assert "FileNotFoundError" in failed[key]["error"]
     assert "filesystem" in failed[key]["error"]
-    assert len(run.manifest["parts"]) == 7
+    assert len(run.manifest.parts) == 7
 
 
 def _model_parts(config_path: Path, n_parts: int) -> list[PartTask]:
@@ -182,7 +182,7 @@ def test_killed_actor_is_replaced_and_only_its_part_is_charged(ray_session, lexi
         str(run.root), plan, parts, {},
         lambda part, table: (commits.append(part.key), run.commit_part(part.key, part.relative_path, table, SCORE_SCHEMA)),
         lambda part, error, attempts: failures.append((part.key, error, attempts)),
-        run.manifest["part_rows"],
+        run.manifest.part_rows,
     )
     assert (tmp_path / "killed").exists()
     assert not failures

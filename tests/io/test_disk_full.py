@@ -40,7 +40,7 @@ def case(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 def _assert_nothing_half_written(run: Path) -> None:
     assert not [p for p in run.rglob(f"{atomic.TEMP_PREFIX}*")], "a temp file was left"
     opened = RunDirectory.open_existing(run)
-    committed = {Path(r["file"]).name for r in opened.manifest["parts"].values()}
+    committed = {Path(r["file"]).name for r in opened.manifest.parts.values()}
     for file in (run / "scores").glob("*.parquet"):
         pq.read_table(file)  # whole
         assert file.name in committed, f"{file} has no completion marker"

@@ -42,7 +42,7 @@ def test_killed_vllm_worker_is_replaced_and_the_run_equals_a_clean_one(tmp_path,
     execute_run(config, str(tmp_path / "run"))
     assert marker.exists()  # a worker was killed mid-call
     manifest = RunDirectory.open_existing(tmp_path / "run").manifest
-    assert manifest["status"] == "complete" and not manifest["failed_parts"]
+    assert manifest.status == "complete" and not manifest.failed_parts
     rows = [r for p in sorted((tmp_path / "run" / "generations").glob("*.parquet")) for r in pq.read_table(p).to_pylist()]
     keys = [(r["sample_id"], r["generator"]) for r in rows]
     assert len(keys) == len(set(keys))  # no duplicate rows

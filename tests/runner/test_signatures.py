@@ -63,8 +63,9 @@ def test_a_stage_that_writes_rows_without_a_signature_fails_the_run(
 ) -> None:
     run_dir, config = generated
     shutil.copytree(run_dir, tmp_path / "run")
+    written = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    (tmp_path / "run" / "manifest.json").write_text(json.dumps({**written, "signatures": {}}))
     run = reopen_run(tmp_path / "run")
-    run.manifest["signatures"] = {}
     monkeypatch.setattr(type(get_stage("generate")), "signatures", PartStage.signatures)
     with pytest.raises(StageError, match="generate-tiny-fim.*no signature"):
         runner.record_signatures(run, build_plan(config))

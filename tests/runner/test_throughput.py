@@ -41,14 +41,14 @@ def test_the_recorder_sums_parts_per_stage_and_task_and_keeps_the_first_part_apa
         recorder.add_part("score", "embedding-x", "model-x", {"out_rows": 20, "wall_s": wall, "cpu_s": wall,
                                                               "counters": {"encoder_tokens": 100}}, in_rows=10)
     own = get_stage("score").rates  # what the run's layout lists for the stage
-    stage = manifest["throughput"]["stages"]["score"]
-    task = manifest["throughput"]["tasks"]["embedding-x"]
+    stage = manifest.throughput["stages"]["score"]
+    task = manifest.throughput["tasks"]["embedding-x"]
     assert stage["parts"] == 3 and stage["in_rows"] == 30 and stage["wall_s"] == 5.0
     assert task["cold_parts"] == 1 and task["cold_wall_s"] == 3.0 and task["cold_rows"] == 10
     assert dict(throughput.rates("score", stage, own=own)) == pytest.approx({"rows/s": 6.0, "encoder tokens/s": 60.0})
     with recorder.timed("calibrate"):
         pass
-    assert manifest["throughput"]["steps"]["calibrate"]["runs"] == 1
+    assert manifest.throughput["steps"]["calibrate"]["runs"] == 1
 
 
 def test_a_run_records_per_stage_throughput_in_the_manifest_and_prints_it(tmp_path):

@@ -103,7 +103,7 @@ def test_damage_seen_only_at_load_fails_the_part_and_resume_redoes_it(tiny_bart,
         runner.execute_run(load_config(config), str(tmp_path / "run"), executor_name="local")
     assert caught.value.files_caused and not caught.value.config_caused
     manifest = runner.RunDirectory.open_existing(tmp_path / "run").manifest
-    reasons = [p["error"] for p in manifest["failed_parts"].values()]
+    reasons = [p["error"] for p in manifest.failed_parts.values()]
     assert reasons and all("DamagedModelError" in r and "model.safetensors is truncated" in r for r in reasons)
     (model / "model.safetensors").write_bytes(good)  # repaired
     monkeypatch.setattr(runner, "log_model_plan", planned)

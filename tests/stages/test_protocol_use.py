@@ -78,22 +78,24 @@ def capability_probe_offences(engine: Path) -> list[str]:
 DICT_ACCESS = frozenset({"get", "setdefault", "pop", "popitem", "update", "items", "keys", "values", "clear"})
 
 
-def _is_manifest(node: ast.AST) -> bool:
-    return (isinstance(node, ast.Name) and node.id == "manifest") or (isinstance(node, ast.Attribute) and node.attr == "manifest")
+def _is_manifest(node: ast.AST, names: bool = True) -> bool:
+    return (names and isinstance(node, ast.Name) and node.id == "manifest") or (
+        isinstance(node, ast.Attribute) and node.attr == "manifest")
 
 
-def manifest_dict_access(engine: Path) -> list[str]:
-    """`manifest[...]` or `manifest.get(...)` (and the other dict methods) outside
-    engine/io/manifest.py: what a run records is read and written through `Manifest`'s methods."""
+def manifest_dict_access(root: Path, names: bool = True) -> list[str]:
+    """`manifest[...]` or `manifest.get(...)` (and the other dict methods) under `root` outside
+    engine/io/manifest.py: what a run records is read and written through `Manifest`'s methods.
+    names=False looks only at a run's `.manifest` (a test's `manifest` may be the file's JSON)."""
     out = []
-    for path in sorted(engine.rglob("*.py")):
-        rel = "engine/" + path.relative_to(engine).as_posix()
+    for path in sorted(root.rglob("*.py")):
+        rel = f"{root.name}/" + path.relative_to(root).as_posix()
         if rel == "engine/io/manifest.py":
             continue
         for node in ast.walk(parse(path.read_text(encoding="utf-8"))):
-            if (isinstance(node, ast.Subscript) and _is_manifest(node.value)) or (
+            if (isinstance(node, ast.Subscript) and _is_manifest(node.value, names)) or (
                     isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in DICT_ACCESS
-                    and _is_manifest(node.func.value)):
+                    and _is_manifest(node.func.value, names)):
                 out.append(f"{rel}:{node.lineno}: {ast.unparse(node)}")
     return out
 
@@ -111,6 +113,8 @@ def test_capabilities_are_found_by_isinstance() -> None:
 
 def test_the_manifest_is_read_and_written_through_its_methods() -> None:
     assert manifest_dict_access(ENGINE) == []
+    assert manifest_dict_access(REPO / "tests", names=False) == []
+    assert manifest_dict_access(REPO / "bench", names=False) == []
 
 
 @pytest.mark.parametrize("planted", [

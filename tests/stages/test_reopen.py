@@ -31,7 +31,7 @@ def _raw(tmp_path: Path) -> dict[str, Any]:
 
 def _write_run(root: Path, recorded: dict[str, Any]) -> Path:
     root.mkdir(parents=True)
-    (root / "manifest.json").write_text(json.dumps(Manifest.new(recorded, "h")), encoding="utf-8")
+    (root / "manifest.json").write_text(json.dumps(Manifest.new(recorded, "h").as_dict()), encoding="utf-8")
     return root
 
 
