@@ -15,9 +15,9 @@ ALL = "all"  # the adapter trained on every language's training side
 @dataclass(frozen=True)
 class FinetuneParams(ModelEntry):
     """Fine-tune a chat model as a judge on the experts' verdicts, one LoRA adapter per language.
-    The base chat model is a model entry (`ModelEntry`); its three keys are declared again below
-    only to say what they mean here."""
+    The base chat model is a model entry (`ModelEntry`: model, dtype, max_model_len)."""
 
+    # The entry's three keys again, same types and defaults, only for what they mean in training.
     model: str
     """the base chat model (local directory, demo:<name> or hub id)."""
     dtype: Dtype = "auto"
