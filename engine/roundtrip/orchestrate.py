@@ -24,7 +24,7 @@ import pyarrow as pa
 
 from engine.isolation import PART_FAILURES
 from engine.records import ROUNDTRIP_SCHEMA
-from engine.roundtrip import difftest, extract, generation, scores, values
+from engine.roundtrip import completion_function, difftest, generation, scores, values
 from engine.roundtrip.params import ORACLE, ModelParams, RoundTripParams
 from engine.sandbox.languages import run_tests
 
@@ -100,7 +100,7 @@ def _regenerate(model: ModelParams, jobs: list[tuple[dict, str, int, str]], p: R
             continue
         try:
             out.append((generation.code_from_completion(task, text), None))
-        except extract.Rejected as exc:
+        except completion_function.Rejected as exc:
             out.append((None, f"{REJECTED}{exc}"))
         except (ValueError, RecursionError, MemoryError) as exc:
             # Any text a model returns is a row: a parser that chokes on it rejects the completion.

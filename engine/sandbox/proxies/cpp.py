@@ -320,11 +320,11 @@ template <class R, class... A> R call(const A&... args) {
 def jobs(task: dict, code: str, script) -> tuple[Job, Job]:
     from engine.sandbox.programs import CPP_HARNESS, join_sources, rename_main
 
-    sig = syntax.signature("cpp", task["signature"])
+    header = syntax.function_header("cpp", task["signature"])
     context = task.get("context") or ""
-    names = ", ".join(name for name, _ in sig.params)
-    proxy = (f"{task['signature']} {{\n    return bs::call<decltype(bs::result_of(&{sig.name}))>({names});\n}}\n")
-    server_files = {"server.cpp": join_sources(CODEC, context, code, SERVER.replace("ENTRY", sig.name))}
+    names = ", ".join(name for name, _ in header.params)
+    proxy = (f"{task['signature']} {{\n    return bs::call<decltype(bs::result_of(&{header.name}))>({names});\n}}\n")
+    server_files = {"server.cpp": join_sources(CODEC, context, code, SERVER.replace("ENTRY", header.name))}
     renamed = rename_main(task["tests"], r"\bint\s+main\s*\(\s*(?:void\s*)?\)", "int babelscore_tests_main()", "cpp")
     tests_files = {"tests.cpp": join_sources(CODEC, PROXY_CALL, context, proxy, renamed, CPP_HARNESS)}
     compile_flags = "g++ -std=c++17 -O1 -w -o program"

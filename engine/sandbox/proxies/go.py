@@ -407,16 +407,16 @@ def _go_file_text(source: str) -> str:
 def jobs(task: dict, code: str, script) -> tuple[Job, Job]:
     from engine.sandbox.programs import go_file, join_sources, rename_main
 
-    sig = syntax.signature("go", task["signature"])
-    results = _results(sig.result)
-    names = [name for name, _ in sig.params]
+    header = syntax.function_header("go", task["signature"])
+    results = _results(header.result)
+    names = [name for name, _ in header.params]
     declared = "".join(f"\tvar r{i} {kind}\n" for i, kind in enumerate(results))
     pointers = ", ".join(f"&r{i}" for i in range(len(results)))
     returns = ", ".join(f"r{i}" for i in range(len(results)))
     proxy = (f"{task['signature']} {{\n{declared}\tbsCall([]interface{{}}{{{pointers}}}{', ' if names else ''}"
              f"{', '.join(names)})\n\treturn {returns}\n}}\n")
     server_files = {"solution.go": go_file(join_sources(task.get("context") or "", code)),
-                    "server.go": SERVER.replace("ENTRY", sig.name)}
+                    "server.go": SERVER.replace("ENTRY", header.name)}
     renamed = rename_main(task["tests"], r"\bfunc\s+main\s*\(\s*\)", "func babelscoreTestsMain()", "go")
     tests_files = {"context.go": go_file(_tests_context(task.get("context") or "")), "proxy.go": "package main\n\n" + proxy,
                    "tests.go": go_file(renamed), "harness.go": TESTS_HARNESS}

@@ -254,14 +254,14 @@ def _owned(kind: str) -> tuple[str, str]:
 def jobs(task: dict, code: str, script) -> tuple[Job, Job]:
     from engine.sandbox.programs import RUST_HARNESS, join_sources, rename_main
 
-    sig = syntax.signature("rust", task["signature"])
+    header = syntax.function_header("rust", task["signature"])
     context = task.get("context") or ""
-    names = [re.sub(r"^mut\s+", "", name) for name, _ in sig.params]
-    owned = [_owned(kind) for _, kind in sig.params]
+    names = [re.sub(r"^mut\s+", "", name) for name, _ in header.params]
+    owned = [_owned(kind) for _, kind in header.params]
     decode = "Ok((" + "".join(f"{{ r.skip(); <{kind}>::get(&mut r)? }}, " for kind, _ in owned) + "))"
     server = (SERVER.replace("ARITY", str(len(owned))).replace("DECODE", decode)
               .replace("DESTRUCTURE", "(" + "".join(f"mut a{i}, " for i in range(len(owned))) + ")")
-              .replace("ENTRY", sig.name).replace("ARGS", ", ".join(f"{p}a{i}" for i, (_, p) in enumerate(owned))))
+              .replace("ENTRY", header.name).replace("ARGS", ", ".join(f"{p}a{i}" for i, (_, p) in enumerate(owned))))
     proxy = f"{task['signature']} {{\n    babelscore_call(&[{', '.join(f'&{n}' for n in names)}])\n}}\n"
     renamed = rename_main(task["tests"], r"\bfn\s+main\s*\(\s*\)", "fn babelscore_tests_main()", "rust")
     compile_step = f"rustc {RUSTC_FLAGS} -o program main.rs"
