@@ -8,7 +8,7 @@ the reply into its declared result types (several results travel as a tuple `u<n
 from __future__ import annotations
 
 from engine.sandbox import syntax
-from engine.sandbox.relay import Job
+from engine.sandbox.relay import SandboxProgram
 
 CODEC = r'''
 import (
@@ -404,7 +404,7 @@ def _go_file_text(source: str) -> str:
     return go_file(source)
 
 
-def jobs(task: dict, code: str, script) -> tuple[Job, Job]:
+def jobs(task: dict, code: str, script) -> tuple[SandboxProgram, SandboxProgram]:
     from engine.sandbox.programs import go_file, join_sources, rename_main
 
     header = syntax.function_header("go", task["signature"])
@@ -421,6 +421,6 @@ def jobs(task: dict, code: str, script) -> tuple[Job, Job]:
     tests_files = {"context.go": go_file(_tests_context(task.get("context") or "")), "proxy.go": "package main\n\n" + proxy,
                    "tests.go": go_file(renamed), "harness.go": TESTS_HARNESS}
     build = "go build -o program "
-    server = Job(server_files, script(build + "solution.go server.go", "./program"), dict(ENV))
-    tests = Job(tests_files, script(build + "context.go proxy.go tests.go harness.go", "./program"), dict(ENV))
+    server = SandboxProgram(server_files, script(build + "solution.go server.go", "./program"), dict(ENV))
+    tests = SandboxProgram(tests_files, script(build + "context.go proxy.go tests.go harness.go", "./program"), dict(ENV))
     return server, tests

@@ -14,7 +14,7 @@ against it unchanged.
 from __future__ import annotations
 
 from engine.sandbox import syntax
-from engine.sandbox.relay import Job
+from engine.sandbox.relay import SandboxProgram
 
 CODEC = r'''import java.io.*;
 import java.lang.reflect.*;
@@ -409,7 +409,7 @@ SERVER = '''public class BsServer {
 '''
 
 
-def jobs(task: dict, code: str, command) -> tuple[Job, Job]:
+def jobs(task: dict, code: str, command) -> tuple[SandboxProgram, SandboxProgram]:
     from engine.sandbox.programs import JAVA_HARNESS, java_class_name
 
     header = syntax.function_header("java", task["signature"])
@@ -422,4 +422,4 @@ def jobs(task: dict, code: str, command) -> tuple[Job, Job]:
                     "BsServer.java": SERVER.replace("CLASS", owner).replace("NAME", header.name).replace("ARITY", str(len(header.params)))}
     tests_files = {f"{owner}.java": proxy.lstrip("\n"), f"{task['entry_point']}.java": task["tests"], "Bs.java": CODEC,
                    "BabelscoreHarness.java": JAVA_HARNESS.replace("ENTRY", task["entry_point"])}
-    return Job(server_files, command("BsServer")), Job(tests_files, command("BabelscoreHarness"))
+    return SandboxProgram(server_files, command("BsServer")), SandboxProgram(tests_files, command("BabelscoreHarness"))

@@ -13,7 +13,7 @@ import re
 
 from engine.sandbox import syntax
 from engine.sandbox.programs import RUSTC_FLAGS
-from engine.sandbox.relay import Job
+from engine.sandbox.relay import SandboxProgram
 
 CODEC = r'''
 #[allow(dead_code)]
@@ -251,7 +251,7 @@ def _owned(kind: str) -> tuple[str, str]:
     return kind, passing
 
 
-def jobs(task: dict, code: str, script) -> tuple[Job, Job]:
+def jobs(task: dict, code: str, script) -> tuple[SandboxProgram, SandboxProgram]:
     from engine.sandbox.programs import RUST_HARNESS, join_sources, rename_main
 
     header = syntax.function_header("rust", task["signature"])
@@ -265,5 +265,5 @@ def jobs(task: dict, code: str, script) -> tuple[Job, Job]:
     proxy = f"{task['signature']} {{\n    babelscore_call(&[{', '.join(f'&{n}' for n in names)}])\n}}\n"
     renamed = rename_main(task["tests"], r"\bfn\s+main\s*\(\s*\)", "fn babelscore_tests_main()", "rust")
     compile_step = f"rustc {RUSTC_FLAGS} -o program main.rs"
-    return (Job({"main.rs": join_sources(CODEC, context, code, server)}, script(compile_step, "./program")),
-            Job({"main.rs": join_sources(CODEC, context, proxy, renamed, PROXY_CALL, RUST_HARNESS)}, script(compile_step, "./program")))
+    return (SandboxProgram({"main.rs": join_sources(CODEC, context, code, server)}, script(compile_step, "./program")),
+            SandboxProgram({"main.rs": join_sources(CODEC, context, proxy, renamed, PROXY_CALL, RUST_HARNESS)}, script(compile_step, "./program")))
