@@ -18,7 +18,7 @@ from engine.errors import ModelLoadError
 from engine.isolation import ItemFailure, run_isolated
 from engine.items import ScoreItem, ScoreRow
 from engine.metrics.likelihood_params import LikelihoodParams
-from engine.metrics.likelihood_tokens import LikelihoodInput, Key, TokenPlanner, describe_error
+from engine.metrics.likelihood_tokens import Key, LikelihoodInput, TokenPlanner, describe_error
 from engine.metrics.task_names import task_name_for
 from engine.runtime import load_model, load_tokenizer, resolve_model
 from engine.runtime.names import read_config_json
