@@ -25,7 +25,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from engine.roundtrip import values
-from engine.roundtrip.difftest import agreement
+from engine.roundtrip.difftest import outcome_matches
 from engine.roundtrip.inputs import generate_inputs
 from engine.roundtrip.scores import correctness
 from engine.roundtrip.tasks import load_tasks, python_program
@@ -94,7 +94,7 @@ def main() -> None:
         n_inputs, perfect = 0, 0
         for task in tasks:
             inputs = generate_inputs(task["signature"], task["tests"], task["entry_point"], 50, seed=0)
-            agree, _result = agreement(task, task["code"], inputs, limits)
+            agree, _result = outcome_matches(task, task["code"], inputs, limits)
             n_inputs += len(inputs)
             perfect += correctness(agree) == 1.0
         elapsed = time.perf_counter() - start

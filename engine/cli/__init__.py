@@ -10,7 +10,7 @@ from engine.cli.bench import add_bench_command
 from engine.cli.config_tools import add_config_command
 from engine.cli.demo import add_demo_command, add_tiny_models_command
 from engine.cli.exits import EPILOG, exit_code, next_step, run_command
-from engine.cli.inputs import add_convert_command, add_validate_command
+from engine.cli.input_tables import add_convert_command, add_validate_command
 from engine.cli.judge import add_judge_commands
 from engine.cli.results import add_diff_command, add_report_command
 from engine.cli.running import add_run_command

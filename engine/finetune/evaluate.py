@@ -46,8 +46,8 @@ def test_samples(run_root: str | Path) -> pa.Table:
 
 def judge_with_adapters(table: pa.Table, params: FinetuneParams, adapters: dict[str, str]) -> pa.Table:
     """Judgment rows of `table` by the base model (judge `base`) and each adapter (judge = its name)."""
+    from engine.judge.chat_backend import get_chat_backend
     from engine.judge.judging import judge_table
-    from engine.judge.loading import get_chat_backend
 
     judge = eval_judge(params)
     tables = []

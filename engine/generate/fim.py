@@ -21,7 +21,7 @@ from engine.errors import StageError
 from engine.generate.cards import get_card
 from engine.generate.params import GenerateParams
 from engine.generate.prompts import FimPromptBuilder, FimTokenError, PromptError
-from engine.llm.loading import get_backend
+from engine.llm.generator_backend import get_backend
 from engine.llm.requests import GenerationRequest
 from engine.records import GENERATION_SCHEMA, REQUIRED_SAMPLE_COLUMNS
 from engine.runtime import load_tokenizer as _runtime_tokenizer

@@ -116,8 +116,8 @@ def table_html(rows: list[dict[str, Any]]) -> str:
     """The adapter x language table: kappa per cell with the base's, correlations, Williams' p."""
     from html import escape
 
-    from engine.report.keys import language_name
     from engine.report.page import kappa_style
+    from engine.report.score_settings import language_name
 
     def num(v: Any, kappa: bool = False) -> str:
         if v is None or (isinstance(v, float) and not math.isfinite(v)):

@@ -1,6 +1,6 @@
 """Turning a judge's raw answer into per-candidate verdicts, every failure classified.
 
-JSON is found by the routes of engine/judge/extract.py; keys, label values and rubric marks in
+JSON is found by the routes of engine/judge/answer_json.py; keys, label values and rubric marks in
 any prompt language (or the user pack's wording, with or without accents) are mapped back to
 internal names; the per-candidate list and the errors are read in every form judges write them.
 Per-candidate classes: `ok`, `empty`, `malformed`, `truncated`, `api_error`. A response is `ok`
@@ -16,7 +16,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
-from engine.judge.extract import extract_json
+from engine.judge.answer_json import extract_json
 from engine.judge.promptpack import FIELDS, PROMPT_LANGUAGES, PromptPack, load_pack
 from engine.records import LABELS
 from engine.taxonomy import canonical_code

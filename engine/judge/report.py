@@ -33,8 +33,8 @@ def _fmt(value: Any) -> str:
 
 
 def _cell(column: str, value: Any) -> str:
-    from engine.report.keys import language_name
     from engine.report.page import kappa_style
+    from engine.report.score_settings import language_name
 
     if column in _LANGUAGE_COLUMNS and isinstance(value, str):
         return f"<td class=lbl>{escape(language_name(value) if value != 'sample' else 'the sample’s')}</td>"
@@ -82,7 +82,7 @@ def best_metric_kappa(run_root: str | Path) -> dict[str, tuple[float, str]]:
         kappa = row["kappa"]
         if kappa is None or math.isnan(kappa):
             continue
-        from engine.report.keys import ConfigKey
+        from engine.report.score_settings import ConfigKey
 
         # Named as everywhere in the report ("bertscore · all-MiniLM-L6-v2 · none · P").
         setting = ConfigKey(row["metric"], row["scorer"], row["context"], row["variant"]).label()
@@ -169,7 +169,7 @@ def adapter_part(rows: list[dict[str, Any]]) -> list[str]:
 def no_kappa_notes(agreement: list[dict[str, Any]], parse_rates: list[dict[str, Any]]) -> list[str]:
     """Why a row of the agreement table has no kappa, as text under it (a screenshot keeps it):
     none of its answers parsed into a label, and what they were instead (from the parse classes)."""
-    from engine.report.keys import language_name
+    from engine.report.score_settings import language_name
 
     keys = ("judge", "strategy", "prompt_language", "reference")
     rates = {tuple(r[k] for k in keys): r for r in parse_rates}
@@ -196,7 +196,7 @@ def judge_section(run_root: str | Path) -> tuple[str, str, str] | None:
             for name in ("agreement", "pooled_confusion", "code_summary", "parse_rates", "reference_comparison")}
     setup = ["judge", "strategy", "prompt_language", "reference"]
     setup_headers = ["judge", "strategy", "prompt language", "reference"]
-    from engine.report.keys import order_languages
+    from engine.report.score_settings import order_languages
 
     # languages in the report's one order (study order, then the others alphabetically)
     for name in ("agreement", "reference_comparison"):

@@ -65,8 +65,8 @@ class JudgeStage(PartStage[JudgeSection, JudgeParams], Rates, Analyzes, ReportSe
         return {"judgment": judgment_signature(task.params)}
 
     def run_part(self, ctx: PartContext[JudgeParams]) -> pa.Table:
+        from engine.judge.chat_backend import part_backend
         from engine.judge.judging import judge_table
-        from engine.judge.loading import part_backend
 
         table = ctx.input_table()
         self.require_columns(table, "sample table")

@@ -17,7 +17,7 @@ from engine import numerics, throughput
 from engine.errors import ModelLoadError
 from engine.isolation import ItemFailure, run_isolated
 from engine.items import ScoreItem, ScoreRow
-from engine.metrics.likelihood_tokens import Job, Key, TokenPlanner, describe_error
+from engine.metrics.likelihood_tokens import Key, LikelihoodInput, TokenPlanner, describe_error
 from engine.metrics.params import LikelihoodParams
 from engine.metrics.task_names import task_name_for
 from engine.runtime import load_model, load_tokenizer, resolve_model
@@ -106,7 +106,7 @@ class LikelihoodScorer:
 
     def _score_loaded(self, items: Sequence[ScoreItem]) -> list[ScoreRow]:
         p = self.params
-        jobs: list[Job] = []
+        jobs: list[LikelihoodInput] = []
         errors: dict[Key, str] = {}
         planner = TokenPlanner(self._tokenizer, self.architecture, self._max_length, p.separator)
         for index, item in enumerate(items):
@@ -193,7 +193,7 @@ class LikelihoodScorer:
         return next(int(i) for i in (tok.pad_token_id, tok.eos_token_id, 0) if i is not None)
 
     # ----- forward passes --------------------------------------------------------------------
-    def _run(self, jobs: list[Job], errors: dict[Key, str]) -> dict[Key, list[float]]:
+    def _run(self, jobs: list[LikelihoodInput], errors: dict[Key, str]) -> dict[Key, list[float]]:
         """Per key, [sum of log p over scored tokens, number of scored tokens]; failing keys go to `errors`."""
         totals: dict[Key, list[float]] = {}
         # Longest first: similar lengths pad little, and an out-of-memory batch shows up at once.
@@ -229,7 +229,7 @@ class LikelihoodScorer:
                     all_tokens, elapsed, all_tokens / max(elapsed, 1e-9))
         return totals
 
-    def _forward(self, batch: list[Job]) -> list[tuple[float, float]]:
+    def _forward(self, batch: list[LikelihoodInput]) -> list[tuple[float, float]]:
         """(sum of scored log p, scored count) per job of `batch`."""
         import torch
 
@@ -256,7 +256,7 @@ class LikelihoodScorer:
             mask[i, : len(row)] = 1
         return ids.to(self._device), mask.to(self._device)
 
-    def _scored_mask(self, batch: list[Job], width: int, offsets: list[int]) -> "torch.Tensor":
+    def _scored_mask(self, batch: list[LikelihoodInput], width: int, offsets: list[int]) -> "torch.Tensor":
         """(B, width) bool: True where job b's scored target token j sits at column offsets[b] + j."""
         import torch
 
@@ -265,7 +265,7 @@ class LikelihoodScorer:
             mask[b, offsets[b]: offsets[b] + len(job.scored)] = torch.tensor(job.scored, dtype=torch.bool)
         return mask.to(self._device)
 
-    def _seq2seq_logp(self, batch: list[Job]) -> tuple["torch.Tensor", "torch.Tensor"]:
+    def _seq2seq_logp(self, batch: list[LikelihoodInput]) -> tuple["torch.Tensor", "torch.Tensor"]:
         """Log p of every target token, (B, T), and the scored mask, (B, T)."""
         pad = self._pad_id()
         src_ids, src_mask = self._pad([j.source for j in batch], pad)  # (B, S)
@@ -279,7 +279,7 @@ class LikelihoodScorer:
             logits = self._model(input_ids=src_ids, attention_mask=src_mask, labels=labels).logits  # (B, T, V)
         return _token_logp(logits, labels), self._scored_mask(batch, labels.shape[1], [0] * len(batch))
 
-    def _causal_logp(self, batch: list[Job]) -> tuple["torch.Tensor", "torch.Tensor"]:
+    def _causal_logp(self, batch: list[LikelihoodInput]) -> tuple["torch.Tensor", "torch.Tensor"]:
         """Log p of every next token, (B, L-1), and the scored mask, (B, L-1)."""
         ids, attention = self._pad([j.source + j.target for j in batch], self._pad_id())  # (B, L)
         logits = self._model(input_ids=ids, attention_mask=attention).logits  # (B, L, V)

@@ -15,7 +15,7 @@ Key = tuple[int, str, str]  # (item index, context, direction)
 
 
 @dataclasses.dataclass
-class Job:
+class LikelihoodInput:
     """One model input: `key` = (item index, context, direction); `scored[j]` says if target token j counts."""
 
     key: Key
@@ -52,7 +52,7 @@ class TokenPlanner:
         self.separator = separator
         self.cache: dict[str, Encoded] = {}
 
-    def plan(self, key: Key, item: ScoreItem) -> list[Job]:
+    def plan(self, key: Key, item: ScoreItem) -> list[LikelihoodInput]:
         _, context, direction = key
         cand, ref = candidate_text(item, context), reference_text(item, context)  # type: ignore[arg-type]
         src, tgt = (ref, cand) if direction == "forward" else (cand, ref)
@@ -75,7 +75,7 @@ class TokenPlanner:
         jobs = []
         for w in plan_windows(len(tgt_enc.content), t0, t1, budget):
             scored = [tgt_mask[i] and w.score_start <= i < w.score_end for i in range(w.start, w.end)]
-            jobs.append(Job(key, source, tgt_enc.lead + tgt_enc.content[w.start:w.end] + tgt_enc.trail,
+            jobs.append(LikelihoodInput(key, source, tgt_enc.lead + tgt_enc.content[w.start:w.end] + tgt_enc.trail,
                             [False] * len(tgt_enc.lead) + scored + [False] * len(tgt_enc.trail)))
         return jobs
 
@@ -99,15 +99,15 @@ class TokenPlanner:
         start = tok.bos_token_id if tok.bos_token_id is not None else tok.eos_token_id
         return [start] if start is not None else []
 
-    def _plan_bartscore(self, key: Key, src: str, tgt: str) -> Job:
+    def _plan_bartscore(self, key: Key, src: str, tgt: str) -> LikelihoodInput:
         """The reference formula: whole texts with the tokenizer's specials, truncated; all target tokens count."""
         encode = self.tokenizer
         source = encode(src, max_length=self.max_length, truncation=True)["input_ids"]
         target = encode(tgt, max_length=self.max_length, truncation=True)["input_ids"]
-        return Job(key, list(source), list(target), [True] * len(target))
+        return LikelihoodInput(key, list(source), list(target), [True] * len(target))
 
     def _plan_causal(self, key: Key, src: Encoded, src_mask: list[bool], tgt: Encoded,
-                     tgt_mask: list[bool], everything: bool) -> list[Job]:
+                     tgt_mask: list[bool], everything: bool) -> list[LikelihoodInput]:
         tok = self.tokenizer
         lead = src.lead or self._start_ids()
         separator = list(tok(self.separator, add_special_tokens=False)["input_ids"])
@@ -130,7 +130,7 @@ class TokenPlanner:
         jobs = []
         for w in plan_windows(n_tgt, t0, t1, budget - (s_hi - s_lo)):
             scored = [mask[i] and w.score_start <= i < w.score_end for i in range(w.start, w.end)]
-            jobs.append(Job(key, prefix, target[w.start:w.end], scored))
+            jobs.append(LikelihoodInput(key, prefix, target[w.start:w.end], scored))
         return jobs
 
 

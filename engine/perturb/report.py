@@ -19,8 +19,8 @@ import pyarrow.parquet as pq
 from engine.perturb.families import FAMILIES
 from engine.records import SENSITIVITY_SCHEMA, SIGNIFICANCE_SCHEMA
 from engine.report import figures, page
-from engine.report.keys import language_name, order_languages, short_scorer
 from engine.report.page import kappa_style
+from engine.report.score_settings import language_name, order_languages, short_scorer
 
 esc = html.escape
 MAX_COLUMNS = 14

@@ -69,7 +69,7 @@ def setting_label(s: Setting) -> str:
 
 def _sentence(language: str, x: Setting, y: Setting, r_xz: float, r_yz: float, t: float, p: float, p_adj: float, n: int,
               kind: str, adjust: str) -> str:
-    from engine.report.keys import language_name
+    from engine.report.score_settings import language_name
 
     name = language_name(language)
     adjusted = f", Holm-adjusted {p_adj:.3g}" if adjust == "holm" else ""

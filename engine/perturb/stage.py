@@ -1,6 +1,6 @@
 """Stage `perturb`: taxonomy-tied, seeded perturbations of each file's reference comment (and,
 optionally, of predictions labelled correct), written to RUN/perturbations/ and scored by the
-score stage like noise predictions (see `engine.perturb.items`)."""
+score stage like noise predictions (see `engine.perturb.scored_rows`)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -65,8 +65,8 @@ class PerturbStage(PartStage[PerturbParams, None], CandidateSource, Analyzes, Re
         return make_perturbations(table, self.params, ctx.prepass)
 
     def as_candidates(self, table: pa.Table) -> pa.Table:
-        """The perturbations that are scored (engine.perturb.items), as (sample_id, noise, prediction)."""
-        from engine.perturb.items import scored_perturbations
+        """The perturbations that are scored (engine.perturb.scored_rows), as (sample_id, noise, prediction)."""
+        from engine.perturb.scored_rows import scored_perturbations
 
         return super().as_candidates(scored_perturbations(table))
 
@@ -83,7 +83,7 @@ class PerturbStage(PartStage[PerturbParams, None], CandidateSource, Analyzes, Re
     def report_section(self, ctx: Any) -> list[Any]:
         """Perturbation sensitivity and significance (when the run has them)."""
         from engine.perturb.report import perturbation_sections
-        from engine.report.context import Section
+        from engine.report.section_api import Section
 
         return perturbation_sections(ctx.data, ctx.fw, Section)
 

@@ -14,8 +14,8 @@ import math
 from pathlib import Path
 from typing import Any
 
-from engine.report.context import ReportContext
-from engine.report.keys import language_name, order_languages, regions_out_of_order
+from engine.report.score_settings import language_name, order_languages, regions_out_of_order
+from engine.report.section_api import ReportContext
 from engine.report.sweep import BEST_DEFINITION, BEST_ROWS, TIE, BestRow, interval_text, setting_text, tied_count
 
 esc = html.escape

@@ -22,10 +22,10 @@ from typing import Callable
 from engine.io.rundir import RunDirectory
 from engine.report import page
 from engine.report.answer import answer_block
-from engine.report.context import FigureWriter, ReportContext, Section
-from engine.report.keys import short_scorer
 from engine.report.load import RunData, load_run
 from engine.report.page import PAGE
+from engine.report.score_settings import short_scorer
+from engine.report.section_api import FigureWriter, ReportContext, Section
 from engine.report.sections import NOISE_TASKS, STUDY_SECTIONS
 from engine.report.sweep import report_settings, representative_layers
 from engine.report.sweep_sections import sweep_sections

@@ -21,7 +21,7 @@ import numpy as np  # noqa: E402
 from matplotlib.colors import TwoSlopeNorm  # noqa: E402
 
 from engine.records import LABELS  # noqa: E402
-from engine.report.keys import ConfigKey, language_name, regions_out_of_order
+from engine.report.score_settings import ConfigKey, language_name, regions_out_of_order
 from engine.report.sweep import LayerCurve  # noqa: E402
 from engine.report.tables import ALL_GENERATORS, AccuracyTable, StripRow
 

@@ -27,7 +27,7 @@ from engine.io.manifest import Manifest
 from engine.io.rundir import RunDirectory
 from engine.kinds import CALIBRATION, SCORES
 from engine.records import CALIBRATION_SCHEMA, LABELS, NOISE_KINDS, PERTURB_PREFIX
-from engine.report.keys import ConfigKey, context_rank, order_languages
+from engine.report.score_settings import ConfigKey, context_rank, order_languages
 
 SAMPLE_COLUMNS = ["language", "generator", "label", "error_codes"]
 _INDEX_KEYS = ["metric", "scorer", "context", "variant", "noise", "language"]

@@ -11,7 +11,7 @@ import math
 from typing import Any
 
 from engine.calibrate import reasons
-from engine.report.keys import ConfigKey, language_name, short_scorer
+from engine.report.score_settings import ConfigKey, language_name, short_scorer
 from engine.report.tables import by_key, calibration_keys, calibration_languages
 
 esc = html.escape

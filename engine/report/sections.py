@@ -21,9 +21,9 @@ import numpy as np
 
 from engine import taxonomy
 from engine.report import figures, page
-from engine.report.context import ReportContext, Section
-from engine.report.keys import BASE_LANGUAGE, ConfigKey, language_name, short_scorer
 from engine.report.page import kappa_style
+from engine.report.score_settings import BASE_LANGUAGE, ConfigKey, language_name, short_scorer
+from engine.report.section_api import ReportContext, Section
 from engine.report.tables import (
     ALL_GENERATORS,
     best_per_language,

@@ -21,7 +21,7 @@ import numpy as np
 
 from engine.io.rundir import RunDirectory
 from engine.kinds import LAYER_SETTING, SIGNIFICANCE_SETTING
-from engine.report.keys import ConfigKey, context_rank, language_name, order_languages, regions_out_of_order, short_scorer
+from engine.report.score_settings import ConfigKey, context_rank, language_name, order_languages, regions_out_of_order, short_scorer
 
 # The one definition of "best" (report, console, docs).
 BEST_DEFINITION = ("best: the highest quadratic kappa with the experts among all fitted settings (every metric, "

@@ -10,9 +10,9 @@ from typing import Any
 
 from engine.report import figures, page
 from engine.report.answer import anchor_of, context_best, tied_count
-from engine.report.context import ReportContext, Section
-from engine.report.keys import language_name, short_scorer
 from engine.report.page import kappa_style
+from engine.report.score_settings import language_name, short_scorer
+from engine.report.section_api import ReportContext, Section
 from engine.report.sweep import (
     BEST_ROWS,
     LAYER_VARIANT,

@@ -17,7 +17,7 @@ from engine import taxonomy
 from engine.io.layout import RunLayout
 from engine.io.manifest import Manifest
 from engine.records import LABELS
-from engine.report.keys import BASE_LANGUAGE, HEADLINE_ORDER, ConfigKey, context_rank, order_languages
+from engine.report.score_settings import BASE_LANGUAGE, HEADLINE_ORDER, ConfigKey, context_rank, order_languages
 
 if TYPE_CHECKING:
     from engine.report.load import SampleStats, ScoreIndex

@@ -158,10 +158,10 @@ def _reference_outcomes(task: Mapping[str, str], inputs: list[str], limits: Sand
     return found
 
 
-def agreement(task: Mapping[str, str], regenerated: str, inputs: list[str], limits: SandboxLimits,
+def outcome_matches(task: Mapping[str, str], regenerated: str, inputs: list[str], limits: SandboxLimits,
               call_seconds: float = 1.0) -> tuple[list[bool | None] | None, SandboxResult]:
-    """Per-input agreement of `regenerated` with the task's reference solution (None for an input
-    on which the reference gives no usable answer), or None when either could not be run at all."""
+    """Per input, whether `regenerated`'s outcome matches the task's reference solution's (None for
+    an input on which the reference gives no usable answer), or None when either could not be run at all."""
     reference, reference_run = _reference_outcomes(task, inputs, limits, call_seconds)
     if reference is None:
         return None, reference_run

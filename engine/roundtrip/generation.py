@@ -7,7 +7,7 @@
    (prompt `compress.<lang>.txt`), for conciseness.
 
 Prompts are data files with `{placeholders}`; a user can point `prompts_dir` at their own.
-Generation is greedy through `engine.llm.loading` (transformers or vLLM); a request seed
+Generation is greedy through `engine.llm.generator_backend` (transformers or vLLM); a request seed
 is derived from its identity so results do not depend on batching, order or part size.
 """
 from __future__ import annotations
@@ -19,9 +19,9 @@ import textwrap
 from typing import Any, Mapping, Sequence
 
 from engine.errors import ModelLoadError
-from engine.llm.loading import get_backend
+from engine.llm.generator_backend import get_backend
 from engine.llm.requests import GenerationRequest
-from engine.roundtrip import extract
+from engine.roundtrip import completion_function
 from engine.roundtrip.params import ModelParams
 from engine.sandbox.languages import java_class_name
 
@@ -78,14 +78,14 @@ def regenerate_java_prompt(template: str, task: Mapping[str, str], comment: str)
 
 def java_class_from_completion(task: Mapping[str, str], completion: str) -> str:
     """The class holding the signature and the completion up to the brace that closes the method
-    (engine.roundtrip.extract: the Java parser places it; `Rejected` when it cannot)."""
-    body = extract.java_method(task["signature"], completion)
+    (engine.roundtrip.completion_function: the Java parser places it; `Rejected` when it cannot)."""
+    body = completion_function.java_method(task["signature"], completion)
     return f"{task['context']}\n\npublic class {java_class_name(task['code'])} {{\n    {task['signature']} {{{body}\n}}\n".lstrip("\n")
 
 
 def function_from_brace_completion(task: Mapping[str, str], completion: str) -> str:
     """JavaScript, C++, Go, Rust: the function (and the helpers after it) as the language's parser reads them."""
-    return extract.brace_function(task["programming_language"], task["signature"], completion)
+    return completion_function.brace_function(task["programming_language"], task["signature"], completion)
 
 
 def line_comment(comment: str, marker: str = "//") -> str:
@@ -103,15 +103,15 @@ def regenerate_code_prompt(template: str, task: Mapping[str, str], comment: str)
 
 
 def code_from_completion(task: Mapping[str, str], completion: str) -> str:
-    """The regenerated function; raises extract.Rejected when its language's parser cannot place it."""
+    """The regenerated function; raises completion_function.Rejected when its language's parser cannot place it."""
     language = task["programming_language"]
     try:
         completion.encode("utf-8")
     except UnicodeEncodeError:
         # A lone surrogate: no source file can hold it (and the parsers read UTF-8 bytes).
-        raise extract.Rejected("the completion is not valid Unicode (a lone surrogate)") from None
+        raise completion_function.Rejected("the completion is not valid Unicode (a lone surrogate)") from None
     if language == "python":
-        return extract.python_function(task, function_from_completion(task["signature"], completion))
+        return completion_function.python_function(task, function_from_completion(task["signature"], completion))
     if language == "java":
         return java_class_from_completion(task, completion)
     return function_from_brace_completion(task, completion)

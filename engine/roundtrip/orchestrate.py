@@ -24,7 +24,7 @@ import pyarrow as pa
 
 from engine.isolation import PART_FAILURES
 from engine.records import ROUNDTRIP_SCHEMA
-from engine.roundtrip import difftest, extract, generation, scores, values
+from engine.roundtrip import completion_function, difftest, generation, scores, values
 from engine.roundtrip.params import ORACLE, ModelParams, RoundTripParams
 from engine.sandbox.languages import run_tests
 
@@ -100,7 +100,7 @@ def _regenerate(model: ModelParams, jobs: list[tuple[dict, str, int, str]], p: R
             continue
         try:
             out.append((generation.code_from_completion(task, text), None))
-        except extract.Rejected as exc:
+        except completion_function.Rejected as exc:
             out.append((None, f"{REJECTED}{exc}"))
         except (ValueError, RecursionError, MemoryError) as exc:
             # Any text a model returns is a row: a parser that chokes on it rejects the completion.
@@ -137,7 +137,7 @@ def _verdicts(task: dict, code: str, inputs: list[str] | None, p: RoundTripParam
     elif inputs is None:
         row.update(correctness=None, n_inputs=0)
     else:
-        agree, result = difftest.agreement(task, code, inputs, p.sandbox, p.call_seconds)
+        agree, result = difftest.outcome_matches(task, code, inputs, p.sandbox, p.call_seconds)
         usable = len(inputs) if agree is None else sum(a is not None for a in agree)
         row.update(correctness=scores.correctness(agree), n_inputs=usable)
         if result.status == "error" and row["status"] != "error":
@@ -149,7 +149,7 @@ def _squeezed_correctness(task: dict, code: str, inputs: list[str] | None, p: Ro
     if inputs is None:
         return 0.0
     try:
-        return scores.correctness(difftest.agreement(task, code, inputs, p.sandbox, p.call_seconds)[0])
+        return scores.correctness(difftest.outcome_matches(task, code, inputs, p.sandbox, p.call_seconds)[0])
     except PART_FAILURES:
         raise
     except Exception as exc:  # noqa: BLE001 - a compression that breaks the comparison keeps nothing

@@ -129,8 +129,8 @@ def generate_inputs(task: dict, n: int, seed: int) -> list[str] | None:
         kinds = [_value_kind(v) for v in calls[0]]
         inputs = [repr(c) for c in calls if len(c) == len(kinds)][:n]
     else:
-        sig = syntax.signature(language, task["signature"])
-        kinds = [hint(language, _parameter_type(language, name, text)) for name, text in sig.params]
+        header = syntax.function_header(language, task["signature"])
+        kinds = [hint(language, _parameter_type(language, name, text)) for name, text in header.params]
         if any(k is None for k in kinds):
             return None
     return fill_with_draws(inputs, n, seed, lambda rng: tuple(draw(rng, k, pool) for k in kinds))

@@ -24,7 +24,7 @@ from typing import Callable, Sequence
 
 from engine.sandbox import plain
 from engine.sandbox.process import SandboxResult
-from engine.sandbox.relay import SERVER_CALLS, SERVER_GRACE_S, SERVER_REPLIES, Job, read_message
+from engine.sandbox.relay import SERVER_CALLS, SERVER_GRACE_S, SERVER_REPLIES, SandboxProgram, read_message
 from engine.sandbox.wire import program_text
 
 MAX_SESSIONS = 4
@@ -66,7 +66,7 @@ def _taken(to_server: int, from_server: int, deadline: float) -> float | None:
     return time.monotonic()
 
 
-def _session(job: Job, run: Callable[..., SandboxResult], calls: Sequence[bytes], start: int, call_seconds: float,
+def _session(job: SandboxProgram, run: Callable[..., SandboxResult], calls: Sequence[bytes], start: int, call_seconds: float,
              startup_seconds: float, run_limits: dict, keep: Keep | None, parse_budget: plain.Budget
              ) -> tuple[list[tuple], SandboxResult | None]:
     """Outcomes of calls[start:] on one server, up to and including the first time-out or end."""
@@ -130,7 +130,7 @@ def _session(job: Job, run: Callable[..., SandboxResult], calls: Sequence[bytes]
     return outcomes, box.get("result")  # type: ignore[return-value]
 
 
-def call_all(job: Job, run: Callable[..., SandboxResult], calls: Sequence[bytes], call_seconds: float,
+def call_all(job: SandboxProgram, run: Callable[..., SandboxResult], calls: Sequence[bytes], call_seconds: float,
              startup_seconds: float, run_limits: dict, keep: Keep | None = None) -> tuple[list[tuple], SandboxResult | None]:
     """One outcome per call (the module docstring's table), and the last server run's result;
     `keep(index, outcome)` replaces each returned/raised/non-plain outcome as soon as it is read."""

@@ -36,7 +36,7 @@ TELLING = ("compile_error", "memory", "processes", "filesize", "crashed", "block
 
 
 @dataclass(frozen=True)
-class Job:
+class SandboxProgram:
     """One side of a split run: its files, its command and its environment."""
 
     files: dict[str, str]
@@ -208,7 +208,7 @@ def _close(fd: int) -> None:
         pass
 
 
-def run_split(server: Job, tests: Job, run: Callable[..., SandboxResult], wall_seconds: float,
+def run_split(server: SandboxProgram, tests: SandboxProgram, run: Callable[..., SandboxResult], wall_seconds: float,
               record: Recording | None = None) -> SandboxResult:
     """The tests' verdict on the candidate, each in its own sandboxed run (see the module docstring);
     `record` receives every call the tests made and the reply they got."""

@@ -1,10 +1,11 @@
 """Real parsers of the six round-trip languages (tree-sitter grammars from PyPI), and what the
 round trip reads with them: a function's parameters and, for a completion, where the function
-ends (engine.roundtrip.extract).
+ends (engine.roundtrip.completion_function).
 
-A signature is parsed inside a minimal program of its language (`package main` for Go, a class
-for Java, an empty body) and must parse without an error node; its parameters are returned as
-(name, type text) pairs in order, with its result's type text ('' when none).
+A function header (a task's `signature` field) is parsed inside a minimal program of its
+language (`package main` for Go, a class for Java, an empty body) and must parse without an
+error node; its parameters are returned as (name, type text) pairs in order, with its result's
+type text ('' when none).
 """
 from __future__ import annotations
 
@@ -33,7 +34,7 @@ def parse(language: str, source: str):
 
 
 @dataclass(frozen=True)
-class Signature:
+class FunctionHeader:
     name: str
     params: tuple[tuple[str, str], ...]  # (name, type text)
     result: str  # type text; '' when the function returns nothing
@@ -55,19 +56,19 @@ def _first(node, kinds: tuple[str, ...]):
     return None
 
 
-def _function(language: str, signature: str):
-    wrapped = {"go": f"package main\n{signature} {{}}\n", "java": f"class Babelscore {{ {signature} {{}} }}\n"}.get(
-        language, f"{signature} {{}}\n")
+def _function(language: str, header: str):
+    wrapped = {"go": f"package main\n{header} {{}}\n", "java": f"class Babelscore {{ {header} {{}} }}\n"}.get(
+        language, f"{header} {{}}\n")
     tree = parse(language, wrapped)
     kind = {"go": ("function_declaration",), "cpp": ("function_definition",), "rust": ("function_item",),
             "java": ("method_declaration",), "javascript": ("function_declaration",)}[language]
     node = _first(tree.root_node, kind)
     if tree.root_node.has_error or node is None:
-        raise SyntaxProblem(f"the {language} signature {signature!r} does not parse as a function header")
+        raise SyntaxProblem(f"the {language} signature {header!r} does not parse as a function header")
     return node
 
 
-def signature(language: str, text: str) -> Signature:
+def function_header(language: str, text: str) -> FunctionHeader:
     """Name, parameters and result of a Go, C++, Rust, Java or JavaScript function header."""
     node = _function(language, text)
     if language == "go":
@@ -78,7 +79,7 @@ def signature(language: str, text: str) -> Signature:
             kind = _text(decl.child_by_field_name("type"))
             params += [(_text(n), kind) for n in decl.children_by_field_name("name")]
         result = node.child_by_field_name("result")
-        return Signature(_text(node.child_by_field_name("name")), tuple(params), _text(result) if result else "")
+        return FunctionHeader(_text(node.child_by_field_name("name")), tuple(params), _text(result) if result else "")
     if language == "cpp":
         declarator = _first(node, ("function_declarator",))
         params = []
@@ -87,7 +88,7 @@ def signature(language: str, text: str) -> Signature:
             if decl.type != "parameter_declaration" or name is None:
                 raise SyntaxProblem(f"C++ parameter {_text(decl)!r} needs a name")
             params.append((_text(name), _text(decl)))
-        return Signature(_text(declarator.child_by_field_name("declarator")), tuple(params),
+        return FunctionHeader(_text(declarator.child_by_field_name("declarator")), tuple(params),
                          _text(node.child_by_field_name("type")))
     if language == "rust":
         params = []
@@ -96,7 +97,7 @@ def signature(language: str, text: str) -> Signature:
                 raise SyntaxProblem(f"Rust parameter {_text(decl)!r} is not supported (self?)")
             params.append((_text(decl.child_by_field_name("pattern")), _text(decl.child_by_field_name("type"))))
         result = node.child_by_field_name("return_type")
-        return Signature(_text(node.child_by_field_name("name")), tuple(params), _text(result) if result else "")
+        return FunctionHeader(_text(node.child_by_field_name("name")), tuple(params), _text(result) if result else "")
     if language == "java":
         params = []
         for decl in node.child_by_field_name("parameters").named_children:
@@ -105,9 +106,9 @@ def signature(language: str, text: str) -> Signature:
             params.append((_text(decl.child_by_field_name("name")), _text(decl.child_by_field_name("type"))))
         modifiers = [c for c in node.children if c.type == "modifiers"]
         static = bool(modifiers) and "static" in _text(modifiers[0]).split()
-        return Signature(_text(node.child_by_field_name("name")), tuple(params), _text(node.child_by_field_name("type")),
+        return FunctionHeader(_text(node.child_by_field_name("name")), tuple(params), _text(node.child_by_field_name("type")),
                          static)
     if language == "javascript":
         params = tuple((_text(p), "") for p in node.child_by_field_name("parameters").named_children)
-        return Signature(_text(node.child_by_field_name("name")), params, "")
+        return FunctionHeader(_text(node.child_by_field_name("name")), params, "")
     raise SyntaxProblem(f"no signature reader for {language}")

@@ -325,7 +325,7 @@ class ReportSection(ABC):
     @abstractmethod
     def report_section(self, ctx: Any) -> Any:
         """None, an (anchor, title, HTML body) tuple, or a list of them (or of
-        `engine.report.context.Section`). ctx: the report's ReportContext (`ctx.data.root` is
+        `engine.report.section_api.Section`). ctx: the report's ReportContext (`ctx.data.root` is
         the run folder, `ctx.fw` draws figures)."""
 
 

@@ -16,7 +16,7 @@ from engine.generate.cards import get_card
 from engine.generate.fim import generate_samples, generator_tokenizer
 from engine.generate.params import GenerateParams
 from engine.generate.prompts import FimPromptBuilder
-from engine.llm.loading import get_backend
+from engine.llm.generator_backend import get_backend
 from engine.llm.requests import GenerationRequest
 from engine.records import GENERATION_SCHEMA, SAMPLE_SCHEMA
 from engine.testing.tiny_fim import build_tiny_fim_model

@@ -7,7 +7,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-import engine.judge.loading as judge_loading
+import engine.judge.chat_backend as chat_backend
 from engine.errors import ConfigError
 from engine.judge.stage import JudgeStage
 from engine.records import JUDGMENT_SCHEMA
@@ -21,7 +21,7 @@ def _run(tmp_path: Path, monkeypatch, judges: list[dict], table: pa.Table, entry
     section = JudgeStage().parse_section({"judges": judges}, tmp_path, "judge")
     stage = JudgeStage(section)
     scripted = Scripted()
-    monkeypatch.setattr(judge_loading, "get_chat_backend", lambda params, budget=None: scripted)
+    monkeypatch.setattr(chat_backend, "get_chat_backend", lambda params, budget=None: scripted)
     task = stage.tasks()[entry]
     ctx = PartContext(tmp_path, RunSettings(), PartTask.of(task, 0, stage.directory), _input_reader=lambda i: table)
     return stage.run_part(ctx), scripted, task

@@ -9,7 +9,7 @@ import pyarrow as pa
 import pytest
 import yaml
 
-import engine.judge.loading as judge_loading
+import engine.judge.chat_backend as chat_backend
 from engine.errors import ConfigError
 from engine.judge.judging import judge_table
 from engine.judge.messages import Candidate, JudgeItem, build_calls
@@ -182,14 +182,14 @@ def judged_run(tmp_path_factory):
     stage = JudgeStage(section)
     task = stage.tasks()[0]
     backend = Fixed('{"evaluations": []}')
-    backends_get = judge_loading.get_chat_backend
-    judge_loading.get_chat_backend = lambda params, budget=None: backend
+    backends_get = chat_backend.get_chat_backend
+    chat_backend.get_chat_backend = lambda params, budget=None: backend
     try:
         ctx = PartContext(root / "out", RunSettings(), PartTask.of(task, 0, stage.directory),
                           _input_reader=lambda i: pa.Table.from_pylist(rows, schema=SAMPLE_SCHEMA))
         out = stage.run_part(ctx).to_pylist()
     finally:
-        judge_loading.get_chat_backend = backends_get
+        chat_backend.get_chat_backend = backends_get
     return root, config_path, out, backend
 
 

@@ -15,9 +15,9 @@ from collections import Counter
 import pyarrow as pa
 import pytest
 
+from engine.judge.chat_backend import get_chat_backend
 from engine.judge.forecast import forecast
 from engine.judge.judging import judge_table
-from engine.judge.loading import get_chat_backend
 from engine.judge.params import JudgeParams
 from engine.records import SAMPLE_SCHEMA
 from engine.testing.tiny_chat import build_tiny_chat_model

@@ -206,7 +206,7 @@ def test_params_validate_and_name_the_key():
 
 
 def test_stage_run_part_and_scored_rows():
-    from engine.perturb.items import scored_perturbations
+    from engine.perturb.scored_rows import scored_perturbations
     from engine.perturb.stage import PerturbStage
     from engine.stages.base import PartContext, PartTask, RunSettings
 

@@ -60,7 +60,7 @@ def test_an_installed_wheel_reads_its_own_data(wheel: Path, tmp_path: Path) -> N
         "from engine.generate.cards import load_cards\n"
         "from engine.resources import default_layer_table\n"
         "from engine.data.demo.make_demo_data import build_rows\n"
-        "from engine.report.keys import language_name\n"
+        "from engine.report.score_settings import language_name\n"
         "print(json.dumps({'file': engine.__file__, 'cards': sorted(load_cards()),\n"
         "  'layer': default_layer_table()['bert-base-multilingual-cased'], 'rows': len(build_rows()),\n"
         "  'language': language_name('de')}))\n"

@@ -103,7 +103,7 @@ def test_expert_label_bars_number_each_segment_with_its_own_share(tmp_path: Path
 def test_regions_out_of_label_order_are_flagged_in_the_strip_plot(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A classifier whose lowest region is labelled partial and the middle one incorrect is framed
     and named in its panel, with the region tints in the legend; an ordered one is not flagged."""
-    from engine.report.keys import ConfigKey, regions_out_of_order
+    from engine.report.score_settings import ConfigKey, regions_out_of_order
     from engine.report.tables import StripPanel, StripRow
 
     assert regions_out_of_order(["partial", "incorrect", "correct"]) and not regions_out_of_order(["incorrect", "partial", "correct"])

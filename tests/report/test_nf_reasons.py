@@ -5,8 +5,8 @@ from __future__ import annotations
 from html import escape as html_escape
 
 from engine.calibrate import reasons
-from engine.report.keys import ConfigKey
 from engine.report.page import value_table
+from engine.report.score_settings import ConfigKey
 
 FEW = "class 'incorrect' has 1 score(s); at least 2 needed for a KDE"
 EQUAL = "all scores of the group are equal"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine.roundtrip import difftest, extract, generation, orchestrate
+from engine.roundtrip import completion_function, difftest, generation, orchestrate
 from engine.roundtrip.tasks import load_tasks
 from engine.sandbox import process
 from engine.sandbox.languages import LANGUAGES, toolchain_missing
@@ -92,5 +92,5 @@ def test_javascript_bigint_does_not_pass_for_a_number():
 def test_a_lone_surrogate_in_the_completion_is_rejected(language):
     task = ADD[language]
     body = "    return a + b  # \ud800\n" if language == "python" else "\n  return a + b; // \ud800\n}\n"
-    with pytest.raises(extract.Rejected, match="surrogate"):
+    with pytest.raises(completion_function.Rejected, match="surrogate"):
         generation.code_from_completion(task, body)

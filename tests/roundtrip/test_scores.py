@@ -23,14 +23,14 @@ MUTANT = "def absdiff(a: int, b: int) -> int:\n    return a - b\n"
 
 def test_identical_function_has_correctness_one():
     inputs = generate_inputs(TASK["signature"], TASK["tests"], "absdiff", 30, seed=1)
-    agree, result = difftest.agreement(TASK, TASK["code"], inputs, LIMITS)
+    agree, result = difftest.outcome_matches(TASK, TASK["code"], inputs, LIMITS)
     assert len(inputs) == 30 and correctness(agree) == 1.0, result
 
 
 def test_mutant_matches_hand_counted_share():
     inputs = ["(3, 5)", "(-4, 4)", "(5, 3)", "(0, 0)", "(7, -1)", "(1, 2)", "(-3, -9)", "(2, 10)"]
     # a >= b on (5, 3), (0, 0), (7, -1), (-3, -9): 4 of 8.
-    agree, _ = difftest.agreement(TASK, MUTANT, inputs, LIMITS)
+    agree, _ = difftest.outcome_matches(TASK, MUTANT, inputs, LIMITS)
     assert agree == [False, False, True, True, True, False, True, False]
     assert correctness(agree) == 0.5
 
@@ -38,19 +38,19 @@ def test_mutant_matches_hand_counted_share():
 def test_exceptions_and_broken_code():
     inputs = ["(1, 0)", "(0, 1)"]
     raising = "def absdiff(a, b):\n    if a > b:\n        raise ValueError('x')\n    return abs(a - b)\n"
-    agree, _ = difftest.agreement(TASK, raising, inputs, LIMITS)
+    agree, _ = difftest.outcome_matches(TASK, raising, inputs, LIMITS)
     assert agree == [False, True]
-    agree, _ = difftest.agreement(TASK, "def absdiff(a, b) return", inputs, LIMITS)
+    agree, _ = difftest.outcome_matches(TASK, "def absdiff(a, b) return", inputs, LIMITS)
     assert agree == [False, False]
     # Module-level code that never ends: stopped at load, then it disagrees on every input.
-    agree, result = difftest.agreement(TASK, "while True:\n    pass\n", inputs, SandboxLimits(cpu_seconds=1, wall_seconds=5.0), 0.2)
+    agree, result = difftest.outcome_matches(TASK, "while True:\n    pass\n", inputs, SandboxLimits(cpu_seconds=1, wall_seconds=5.0), 0.2)
     assert agree == [False, False] and correctness(agree) == 0.0
     # Code that blocks signals (a C-level loop) at load: no reply in time, every input disagrees.
-    agree, result = difftest.agreement(TASK, "sum(range(10 ** 12))\n", inputs, SandboxLimits(cpu_seconds=1, wall_seconds=5.0), 0.2)
+    agree, result = difftest.outcome_matches(TASK, "sum(range(10 ** 12))\n", inputs, SandboxLimits(cpu_seconds=1, wall_seconds=5.0), 0.2)
     assert agree == [False, False] and correctness(agree) == 0.0
     # An input the original does not finish is left out; the others still count.
     slow = {**TASK, "code": "def absdiff(a, b):\n    while a > b:\n        pass\n    return abs(a - b)\n"}
-    agree, _ = difftest.agreement(slow, "def absdiff(a, b):\n    return b - a\n", ["(1, 0)", "(0, 1)", "(0, 0)"], LIMITS, 0.2)
+    agree, _ = difftest.outcome_matches(slow, "def absdiff(a, b):\n    return b - a\n", ["(1, 0)", "(0, 1)", "(0, 0)"], LIMITS, 0.2)
     assert agree == [None, True, True] and correctness(agree) == 1.0
     assert math.isnan(correctness([None, None]))
 

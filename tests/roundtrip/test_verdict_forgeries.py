@@ -219,7 +219,7 @@ def _through_the_stage(task: dict, completion: str, inputs: list[str] | None = N
     params = types.SimpleNamespace(sandbox=LIMITS, call_seconds=1.0, verdict="values")
     try:
         code = generation.code_from_completion(task, completion)
-    except ValueError as exc:  # extract.Rejected
+    except ValueError as exc:  # completion_function.Rejected
         return {"status": "rejected", "reason": str(exc), "pass_at_1": 0.0, "correctness": 0.0}
     return orchestrate.execute_row(task, code, inputs, params)
 

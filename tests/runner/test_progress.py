@@ -79,12 +79,12 @@ def test_worker_noise_is_kept_back_without_verbose_and_shown_after_a_failure(mon
     monkeypatch.setattr(progress, "write_line", shown.append)
     monkeypatch.delenv(model_process.VERBOSE_ENV, raising=False)
     stream = io.BytesIO(b"WARNING 12-01 [__init__.py:26] libtcmalloc is not found\n"
-                        b"INFO engine.judge.loading[worker]: loading judge\n"
+                        b"INFO engine.judge.chat_backend[worker]: loading judge\n"
                         b"Triton is installed but doesn't include CPU backend\n"
                         b"ERROR 12-01 engine core failed\n")
     log = model_process.WorkerLog(stream, "tiny-chat")
     log.join()
-    assert shown == ["INFO engine.judge.loading[worker]: loading judge", "ERROR 12-01 engine core failed"]
+    assert shown == ["INFO engine.judge.chat_backend[worker]: loading judge", "ERROR 12-01 engine core failed"]
     assert log.hidden == 2
     log.show_tail()
     assert "libtcmalloc is not found" in caplog.text and "last lines of the worker of tiny-chat" in caplog.text

@@ -225,7 +225,7 @@ def test_a_full_disk_while_drawing_a_figure_stops_the_report(tmp_path) -> None:
     # and would fail every later file, each with a logged traceback, so it stops the report at once.
     import errno
 
-    from engine.report.context import FigureWriter
+    from engine.report.section_api import FigureWriter
 
     def full(path):
         raise OSError(errno.ENOSPC, "No space left on device")

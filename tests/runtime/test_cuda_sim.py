@@ -21,7 +21,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from engine.errors import ModelLoadError  # noqa: E402
-from engine.llm.loading import get_backend  # noqa: E402
+from engine.llm.generator_backend import get_backend  # noqa: E402
 from engine.llm.requests import BackendSpec, GenerationRequest  # noqa: E402
 from engine.runtime.model_registry import model_registry  # noqa: E402
 from tests.support.simulated_cuda import SIM, events, fake_cuda, sim_environment  # noqa: E402
@@ -153,7 +153,7 @@ def test_killing_a_worker_ends_its_whole_process_group(sim, fim_model) -> None:
 def test_a_worker_whose_parent_is_killed_takes_its_engine_with_it(sim, fim_model, tmp_path) -> None:
     script = (
         "import json, sys, threading\n"
-        "from engine.llm.loading import get_backend\n"
+        "from engine.llm.generator_backend import get_backend\n"
         "from engine.llm.requests import BackendSpec\n"
         f"b = get_backend(BackendSpec(kind='vllm', model={fim_model!r}, tokenizer={fim_model!r}, dtype='bfloat16', "
         "max_model_len=512, enforce_eager=True), stage='generate')\n"

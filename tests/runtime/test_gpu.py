@@ -169,7 +169,7 @@ def _nvml_free(device: str) -> int | None:
 @needs_cuda
 @pytest.mark.skipif(importlib.util.find_spec("vllm") is None, reason="vllm is not installed")
 def test_vllm_engine_memory_is_back_when_its_worker_ends(tmp_path) -> None:
-    from engine.llm.loading import get_backend
+    from engine.llm.generator_backend import get_backend
     from engine.llm.requests import BackendSpec
     from engine.runtime.model_registry import model_registry
     from engine.testing.tiny_fim import build_tiny_fim_model

@@ -101,17 +101,17 @@ def test_compiled_and_node_exits_before_the_tests_fail(language, code):
 def test_difftest_cannot_be_forged_by_the_regenerated_code():
     task = {**ADD, "tests": "assert add(1, 2) == 3\n"}
     inputs = ["(1, 2)", "(3, 4)", "(0, 0)"]
-    good, _ = difftest.agreement(task, ADD["code"], inputs, LIMITS)
+    good, _ = difftest.outcome_matches(task, ADD["code"], inputs, LIMITS)
     assert good == [True, True, True]
     forger = ("import os, sys\nprint('AGREE 111')\nos.write(4, b'0' * 32 + b' outcomes\\n[]')\n"
               "def add(a: int, b: int) -> int:\n    print('AGREE 111')\n    return a * b\n")
     # The candidate's fd 4 is its reply pipe: the forged bytes are a malformed reply, refused; every input disagrees.
-    assert difftest.agreement(task, forger, inputs, LIMITS)[0] == [False, False, False]
+    assert difftest.outcome_matches(task, forger, inputs, LIMITS)[0] == [False, False, False]
     printer = "def add(a: int, b: int) -> int:\n    print('AGREE 111')\n    return a * b\n"
-    assert difftest.agreement(task, printer, inputs, LIMITS)[0] == [False, False, True]  # 0 * 0 == 0 + 0
+    assert difftest.outcome_matches(task, printer, inputs, LIMITS)[0] == [False, False, True]  # 0 * 0 == 0 + 0
     always = ("class _Any(int):\n    def __eq__(self, other):\n        return True\n    __hash__ = int.__hash__\n"
               "def add(a: int, b: int) -> int:\n    return _Any(7)\n")
-    assert difftest.agreement(task, always, inputs, LIMITS)[0] == [False, False, False]
+    assert difftest.outcome_matches(task, always, inputs, LIMITS)[0] == [False, False, False]
 
 
 # ----- escaped processes ----------------------------------------------------------------------

@@ -109,12 +109,12 @@ def test_java_correctness_by_differential_inputs():
     task = next(t for t in TASKS if t["task_id"] == "polyglot/java/vowels")
     inputs = difftest.task_inputs(task, 6, seed=0)
     assert len(inputs) == 6 and all(isinstance(ast.literal_eval(text), tuple) for text in inputs)
-    same, _ = difftest.agreement(task, task["code"], inputs, LIMITS)
+    same, _ = difftest.outcome_matches(task, task["code"], inputs, LIMITS)
     assert same == [True] * 6
-    fewer_vowels, _ = difftest.agreement(task, task["code"].replace('"aeiou"', '"ae"'), inputs, LIMITS)
+    fewer_vowels, _ = difftest.outcome_matches(task, task["code"].replace('"aeiou"', '"ae"'), inputs, LIMITS)
     assert fewer_vowels is not None and 0 < fewer_vowels.count(False) < 6
     # A regeneration that exits early or throws everywhere is not a match.
     thrower = task["code"].replace("int n = 0;", "if (true) throw new IllegalStateException();\n        int n = 0;")
-    assert difftest.agreement(task, thrower, inputs, LIMITS)[0] == [False] * 6
+    assert difftest.outcome_matches(task, thrower, inputs, LIMITS)[0] == [False] * 6
     assert java_difftest.parse_signature("public static int f(java.util.Map<String, Integer> m)") is None
     assert difftest.task_inputs({**task, "signature": "public static int f(Object o)"}, 5, 0) is None

@@ -85,11 +85,11 @@ def test_differential_testing_drops_each_reply_once_compared():
     task = {**BASE["python"], "signature": "def f(n: int) -> list:", "entry_point": "f",
             "code": "def f(n: int) -> list:\n    return list(range(50000))\n"}
     inputs = difftest.task_inputs(task, 6, seed=0)
-    difftest.agreement(task, task["code"], inputs[:1], LIMITS, call_seconds=10.0)  # the imports, out of the peak
+    difftest.outcome_matches(task, task["code"], inputs[:1], LIMITS, call_seconds=10.0)  # the imports, out of the peak
     inputs = inputs[1:]
     tracemalloc.start()
     try:
-        agreed, result = difftest.agreement(task, task["code"], inputs, LIMITS, call_seconds=10.0)
+        agreed, result = difftest.outcome_matches(task, task["code"], inputs, LIMITS, call_seconds=10.0)
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()

@@ -52,7 +52,7 @@ ALLOWED_LITERALS: dict[tuple[str, str], tuple[int, str]] = {
     ('engine/cli/running.py', 'report'): (1, 'the RUN/report/ folder'),
     ('engine/metrics/lexical.py', 'score'): (3, VARIANT),
     ('engine/perturb/analysis.py', 'noise'): (4, COLUMN),
-    ('engine/perturb/items.py', 'noise'): (1, COLUMN),
+    ('engine/perturb/scored_rows.py', 'noise'): (1, COLUMN),
     ('engine/perturb/report.py', 'score'): (4, VARIANT),
     ('engine/perturb/significance.py', 'noise'): (1, COLUMN),
     ('engine/perturb/significance.py', 'score'): (1, VARIANT),
@@ -60,7 +60,7 @@ ALLOWED_LITERALS: dict[tuple[str, str], tuple[int, str]] = {
     ('engine/records.py', 'noise'): (4, COLUMN),
     ('engine/report/answer.py', 'judge'): (1, "the `judge` column of the judges' agreement table"),
     ('engine/report/figures.py', 'score'): (1, 'an axis label'),
-    ('engine/report/keys.py', 'score'): (2, VARIANT),
+    ('engine/report/score_settings.py', 'score'): (2, VARIANT),
     ('engine/report/load.py', 'noise'): (5, COLUMN),
     ('engine/report/sections.py', 'noise'): (7, "the noise figure's anchor and the `noise` column; 2 say which stage a run lacks"),
     ('engine/report/sections.py', 'score'): (1, 'says which stage a run lacks (report layout)'),
@@ -353,7 +353,7 @@ def test_a_planted_import_by_computed_name_is_found(planted_copy, planted: str) 
 
 @pytest.mark.parametrize("planted", ["import vllm", "from vllm import LLM", 'import importlib\nimportlib.import_module("vllm")'])
 def test_a_planted_vllm_import_is_found(planted_copy, planted: str) -> None:
-    assert vllm_import_offences(planted_copy("judge/loading.py", planted))
+    assert vllm_import_offences(planted_copy("judge/chat_backend.py", planted))
 
 
 def test_a_planted_import_of_a_stage_class_is_found(planted_copy) -> None:

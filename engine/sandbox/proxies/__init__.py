@@ -5,19 +5,19 @@ from __future__ import annotations
 
 import importlib
 
-from engine.sandbox.relay import Job
+from engine.sandbox.relay import SandboxProgram
 
 SPLIT_LANGUAGES = ("python", "javascript", "go", "cpp", "rust", "java")
 
 
-def split_jobs(task: dict, code: str, python: str, hook: bool, command=None) -> tuple[Job, Job, bool] | None:
+def split_jobs(task: dict, code: str, python: str, hook: bool, command=None) -> tuple[SandboxProgram, SandboxProgram, bool] | None:
     """(server, tests, uses a toolchain) of `code` against the task's tests; None when the language has no split run."""
     language = task["programming_language"]
     if language == "python":
         from engine.sandbox.proxies import python as side
 
         server_files, server_argv, tests_files, tests_argv = side.jobs(task, code, python, hook)
-        return Job(server_files, server_argv), Job(tests_files, tests_argv), False
+        return SandboxProgram(server_files, server_argv), SandboxProgram(tests_files, tests_argv), False
     if language == "javascript":
         from engine.sandbox.proxies import javascript as side
 

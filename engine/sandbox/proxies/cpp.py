@@ -11,7 +11,7 @@ function's own return type (`bs::result_of(&NAME)`), so no type is ever written 
 from __future__ import annotations
 
 from engine.sandbox import syntax
-from engine.sandbox.relay import Job
+from engine.sandbox.relay import SandboxProgram
 
 CODEC = r'''
 #include <cmath>
@@ -317,16 +317,16 @@ template <class R, class... A> R call(const A&... args) {
 '''
 
 
-def jobs(task: dict, code: str, script) -> tuple[Job, Job]:
+def jobs(task: dict, code: str, script) -> tuple[SandboxProgram, SandboxProgram]:
     from engine.sandbox.programs import CPP_HARNESS, join_sources, rename_main
 
-    sig = syntax.signature("cpp", task["signature"])
+    header = syntax.function_header("cpp", task["signature"])
     context = task.get("context") or ""
-    names = ", ".join(name for name, _ in sig.params)
-    proxy = (f"{task['signature']} {{\n    return bs::call<decltype(bs::result_of(&{sig.name}))>({names});\n}}\n")
-    server_files = {"server.cpp": join_sources(CODEC, context, code, SERVER.replace("ENTRY", sig.name))}
+    names = ", ".join(name for name, _ in header.params)
+    proxy = (f"{task['signature']} {{\n    return bs::call<decltype(bs::result_of(&{header.name}))>({names});\n}}\n")
+    server_files = {"server.cpp": join_sources(CODEC, context, code, SERVER.replace("ENTRY", header.name))}
     renamed = rename_main(task["tests"], r"\bint\s+main\s*\(\s*(?:void\s*)?\)", "int babelscore_tests_main()", "cpp")
     tests_files = {"tests.cpp": join_sources(CODEC, PROXY_CALL, context, proxy, renamed, CPP_HARNESS)}
     compile_flags = "g++ -std=c++17 -O1 -w -o program"
-    return (Job(server_files, script(f"{compile_flags} server.cpp", "./program")),
-            Job(tests_files, script(f"{compile_flags} tests.cpp", "./program")))
+    return (SandboxProgram(server_files, script(f"{compile_flags} server.cpp", "./program")),
+            SandboxProgram(tests_files, script(f"{compile_flags} tests.cpp", "./program")))

@@ -8,7 +8,7 @@ the reply into its declared result types (several results travel as a tuple `u<n
 from __future__ import annotations
 
 from engine.sandbox import syntax
-from engine.sandbox.relay import Job
+from engine.sandbox.relay import SandboxProgram
 
 CODEC = r'''
 import (
@@ -404,23 +404,23 @@ def _go_file_text(source: str) -> str:
     return go_file(source)
 
 
-def jobs(task: dict, code: str, script) -> tuple[Job, Job]:
+def jobs(task: dict, code: str, script) -> tuple[SandboxProgram, SandboxProgram]:
     from engine.sandbox.programs import go_file, join_sources, rename_main
 
-    sig = syntax.signature("go", task["signature"])
-    results = _results(sig.result)
-    names = [name for name, _ in sig.params]
+    header = syntax.function_header("go", task["signature"])
+    results = _results(header.result)
+    names = [name for name, _ in header.params]
     declared = "".join(f"\tvar r{i} {kind}\n" for i, kind in enumerate(results))
     pointers = ", ".join(f"&r{i}" for i in range(len(results)))
     returns = ", ".join(f"r{i}" for i in range(len(results)))
     proxy = (f"{task['signature']} {{\n{declared}\tbsCall([]interface{{}}{{{pointers}}}{', ' if names else ''}"
              f"{', '.join(names)})\n\treturn {returns}\n}}\n")
     server_files = {"solution.go": go_file(join_sources(task.get("context") or "", code)),
-                    "server.go": SERVER.replace("ENTRY", sig.name)}
+                    "server.go": SERVER.replace("ENTRY", header.name)}
     renamed = rename_main(task["tests"], r"\bfunc\s+main\s*\(\s*\)", "func babelscoreTestsMain()", "go")
     tests_files = {"context.go": go_file(_tests_context(task.get("context") or "")), "proxy.go": "package main\n\n" + proxy,
                    "tests.go": go_file(renamed), "harness.go": TESTS_HARNESS}
     build = "go build -o program "
-    server = Job(server_files, script(build + "solution.go server.go", "./program"), dict(ENV))
-    tests = Job(tests_files, script(build + "context.go proxy.go tests.go harness.go", "./program"), dict(ENV))
+    server = SandboxProgram(server_files, script(build + "solution.go server.go", "./program"), dict(ENV))
+    tests = SandboxProgram(tests_files, script(build + "context.go proxy.go tests.go harness.go", "./program"), dict(ENV))
     return server, tests

@@ -14,7 +14,7 @@ against it unchanged.
 from __future__ import annotations
 
 from engine.sandbox import syntax
-from engine.sandbox.relay import Job
+from engine.sandbox.relay import SandboxProgram
 
 CODEC = r'''import java.io.*;
 import java.lang.reflect.*;
@@ -409,17 +409,17 @@ SERVER = '''public class BsServer {
 '''
 
 
-def jobs(task: dict, code: str, command) -> tuple[Job, Job]:
+def jobs(task: dict, code: str, command) -> tuple[SandboxProgram, SandboxProgram]:
     from engine.sandbox.programs import JAVA_HARNESS, java_class_name
 
-    sig = syntax.signature("java", task["signature"])
+    header = syntax.function_header("java", task["signature"])
     owner = java_class_name(task["code"])
-    names = ", ".join(name for name, _ in sig.params)
-    call = f'Bs.call({owner}.class, "{sig.name}"{", " if names else ""}{names})'
-    body = f"{call};" if sig.result == "void" else f"return {call};"
+    names = ", ".join(name for name, _ in header.params)
+    call = f'Bs.call({owner}.class, "{header.name}"{", " if names else ""}{names})'
+    body = f"{call};" if header.result == "void" else f"return {call};"
     proxy = f"{task.get('context') or ''}\n\npublic class {owner} {{\n    {task['signature']} {{\n        {body}\n    }}\n}}\n"
     server_files = {f"{java_class_name(code)}.java": code, "Bs.java": CODEC,
-                    "BsServer.java": SERVER.replace("CLASS", owner).replace("NAME", sig.name).replace("ARITY", str(len(sig.params)))}
+                    "BsServer.java": SERVER.replace("CLASS", owner).replace("NAME", header.name).replace("ARITY", str(len(header.params)))}
     tests_files = {f"{owner}.java": proxy.lstrip("\n"), f"{task['entry_point']}.java": task["tests"], "Bs.java": CODEC,
                    "BabelscoreHarness.java": JAVA_HARNESS.replace("ENTRY", task["entry_point"])}
-    return Job(server_files, command("BsServer")), Job(tests_files, command("BabelscoreHarness"))
+    return SandboxProgram(server_files, command("BsServer")), SandboxProgram(tests_files, command("BabelscoreHarness"))

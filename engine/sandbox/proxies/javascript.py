@@ -11,7 +11,7 @@ own type (an untagged `m` into a plain object when its keys are strings, else a 
 from __future__ import annotations
 
 from engine.sandbox.programs import shell_script
-from engine.sandbox.relay import Job
+from engine.sandbox.relay import SandboxProgram
 
 CODEC = r"""
 const bsFs = require('fs');
@@ -216,13 +216,13 @@ process.reallyExit(0);
 """
 
 
-def jobs(task: dict, code: str) -> tuple[Job, Job]:
+def jobs(task: dict, code: str) -> tuple[SandboxProgram, SandboxProgram]:
     context = task.get("context") or ""
     entry = task["entry_point"]
     candidate = (f"{context}\n\n{code}\n\n"
                  f"module.exports = (typeof {entry} === 'function') ? {entry} : undefined;\n")
     proxy = f"function {entry}(...args) {{ return globalThis.__babelscoreCall(args); }}\n"
-    server = Job({"server.js": SERVER, "candidate.js": candidate}, shell_script("", "/usr/bin/node --max-old-space-size=256 server.js"))
+    server = SandboxProgram({"server.js": SERVER, "candidate.js": candidate}, shell_script("", "/usr/bin/node --max-old-space-size=256 server.js"))
     program = f"{context}\n\n{proxy}\n{task['tests']}\n"
-    tests = Job({"harness.js": TESTS_HARNESS, "program.js": program}, shell_script("", "/usr/bin/node --max-old-space-size=256 harness.js"))
+    tests = SandboxProgram({"harness.js": TESTS_HARNESS, "program.js": program}, shell_script("", "/usr/bin/node --max-old-space-size=256 harness.js"))
     return server, tests

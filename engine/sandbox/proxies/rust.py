@@ -13,7 +13,7 @@ import re
 
 from engine.sandbox import syntax
 from engine.sandbox.programs import RUSTC_FLAGS
-from engine.sandbox.relay import Job
+from engine.sandbox.relay import SandboxProgram
 
 CODEC = r'''
 #[allow(dead_code)]
@@ -251,19 +251,19 @@ def _owned(kind: str) -> tuple[str, str]:
     return kind, passing
 
 
-def jobs(task: dict, code: str, script) -> tuple[Job, Job]:
+def jobs(task: dict, code: str, script) -> tuple[SandboxProgram, SandboxProgram]:
     from engine.sandbox.programs import RUST_HARNESS, join_sources, rename_main
 
-    sig = syntax.signature("rust", task["signature"])
+    header = syntax.function_header("rust", task["signature"])
     context = task.get("context") or ""
-    names = [re.sub(r"^mut\s+", "", name) for name, _ in sig.params]
-    owned = [_owned(kind) for _, kind in sig.params]
+    names = [re.sub(r"^mut\s+", "", name) for name, _ in header.params]
+    owned = [_owned(kind) for _, kind in header.params]
     decode = "Ok((" + "".join(f"{{ r.skip(); <{kind}>::get(&mut r)? }}, " for kind, _ in owned) + "))"
     server = (SERVER.replace("ARITY", str(len(owned))).replace("DECODE", decode)
               .replace("DESTRUCTURE", "(" + "".join(f"mut a{i}, " for i in range(len(owned))) + ")")
-              .replace("ENTRY", sig.name).replace("ARGS", ", ".join(f"{p}a{i}" for i, (_, p) in enumerate(owned))))
+              .replace("ENTRY", header.name).replace("ARGS", ", ".join(f"{p}a{i}" for i, (_, p) in enumerate(owned))))
     proxy = f"{task['signature']} {{\n    babelscore_call(&[{', '.join(f'&{n}' for n in names)}])\n}}\n"
     renamed = rename_main(task["tests"], r"\bfn\s+main\s*\(\s*\)", "fn babelscore_tests_main()", "rust")
     compile_step = f"rustc {RUSTC_FLAGS} -o program main.rs"
-    return (Job({"main.rs": join_sources(CODEC, context, code, server)}, script(compile_step, "./program")),
-            Job({"main.rs": join_sources(CODEC, context, proxy, renamed, PROXY_CALL, RUST_HARNESS)}, script(compile_step, "./program")))
+    return (SandboxProgram({"main.rs": join_sources(CODEC, context, code, server)}, script(compile_step, "./program")),
+            SandboxProgram({"main.rs": join_sources(CODEC, context, proxy, renamed, PROXY_CALL, RUST_HARNESS)}, script(compile_step, "./program")))

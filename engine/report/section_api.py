@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from engine.io.atomic import is_disk_full
-from engine.report.keys import ConfigKey
 from engine.report.load import RunData
+from engine.report.score_settings import ConfigKey
 
 logger = logging.getLogger(__name__)
 esc = html.escape
