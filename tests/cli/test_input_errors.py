@@ -12,8 +12,8 @@ import pytest
 
 from engine.config import config_from_mapping
 from engine.data.convert import convert_public_tables
-from engine.data.reader import RawRow
 from engine.data.params import ValidationParams
+from engine.data.reader import RawRow
 from engine.data.validate import SampleValidator
 from tests.support.paths import PYTHON, REPO
 from tests.support.samples import make_sample, write_jsonl
