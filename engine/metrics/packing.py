@@ -13,6 +13,7 @@ decreasing length, ties by content), never on their input order.
 """
 from __future__ import annotations
 
+import bisect
 from collections import deque
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Sequence
@@ -70,19 +71,26 @@ def plan_rows(seqs: Sequence[Sequence[int]], width: int) -> list[list[int]]:
     order = sorted(range(len(seqs)), key=lambda i: (-len(seqs[i]), tuple(seqs[i])))
     rows: list[list[int]] = []
     by_room: dict[int, deque[int]] = {}  # free tokens -> rows with that much room (oldest first)
+    rooms: list[int] = []  # the keys of by_room whose rows are not all taken, ascending
     for i in order:
         n = len(seqs[i])
         if n > width:
             raise ValueError(f"plan_rows: a sequence of {n} tokens does not fit a row of {width}")
-        room = next((r for r in range(n, width + 1) if by_room.get(r)), None)
-        if room is None:
+        at = bisect.bisect_left(rooms, n)  # the smallest room that holds n tokens: best fit
+        if at == len(rooms):
             rows.append([i])
             row = len(rows) - 1
             room = width
         else:
+            room = rooms[at]
             row = by_room[room].popleft()
+            if not by_room[room]:
+                del rooms[at]
             rows[row].append(i)
-        by_room.setdefault(room - n, deque()).append(row)
+        left = by_room.setdefault(room - n, deque())
+        if not left:
+            bisect.insort(rooms, room - n)
+        left.append(row)
     return rows
 
 
