@@ -228,35 +228,119 @@ def mini_run() -> None:
 
 
 # ----- bfloat16 against float32 encoder scoring (in a child process: `gpu_check.py --encoder`) --
-def encoder_check(pairs: int = 2048) -> None:
+ENCODER_WORDS = ("the a an of to in is are returns return value list name user file path read write sum two numbers "
+                 "compute sort order given new empty null true false public class int void string static if else "
+                 "for while").split()
+MODEL_REPEATS = 10  # timed forward passes of the model alone, after MODEL_WARMUP untimed ones
+MODEL_WARMUP = 3
+
+
+def encoder_items(pairs: int, seed: int) -> list:
+    """`pairs` items whose predictions and references are all distinct texts of 6 to 40 words: the
+    scorer encodes a distinct text once, so repeated texts would leave the encoder almost idle."""
+    import random
+
     from engine.items import ScoreItem
+
+    rng = random.Random(seed)
+
+    def text(tag: str) -> str:
+        return " ".join(rng.choice(ENCODER_WORDS) for _ in range(rng.randint(6, 40))) + f" {tag}"
+
+    items = []
+    for i in range(pairs):
+        reference = f"// {text(f'r{seed}x{i}')}"
+        items.append(ScoreItem(sample_id=f"s{i}", file_id=f"f{i}", language="en", generator="g",
+                               source=f"{reference}\nint f();", comment_start=0, comment_end=len(reference),
+                               reference=reference, prediction=f" {text(f'p{seed}x{i}')}", noise="none", prime="//"))
+    return items
+
+
+def _synchronize(device: str) -> None:
+    if device.startswith("cuda"):
+        import torch
+
+        torch.cuda.synchronize()
+
+
+def _timed(device: str, fn) -> float:
+    """Wall seconds of `fn()` with the device's queue drained before and after (kernels counted, not launches)."""
+    _synchronize(device)
+    started = time.perf_counter()
+    fn()
+    _synchronize(device)
+    return time.perf_counter() - started
+
+
+def encoder_check(pairs: int = 2048, device: str = "cuda", hidden: int = 768, layers: int = 6) -> None:
+    """Per dtype, three timings of a BERT-base-sized random encoder (fast mode, packed rows), each
+    after a warm-up and between device synchronisations:
+    - model: the model alone on one batch of `batch_tokens` real ids already on the device
+      (rows x width), MODEL_REPEATS passes: the device's own speed in that dtype;
+    - encoder: `EncoderRuntime.forward` over every distinct text's window (what scoring runs:
+      batching and packing on the host included);
+    - scoring: `EmbeddingScorer.score` of `pairs` pairs end to end (tokenising, encoding, matching).
+    """
+    import torch
+
     from engine.metrics.embedding import EmbeddingScorer
     from engine.testing.tiny_encoder import build_tiny_bert
 
-    phrases = ["returns the user name", "sorts the list in place", "opens the file for reading", "frees the buffer",
-               "computes the sum of two numbers", "returns the shortest path between two nodes"]
-    items = [ScoreItem(sample_id=f"s{i}", file_id=f"f{i}", language="en", generator="g",
-                       source=f"// {phrases[i % 6]}\nint f();", comment_start=0, comment_end=len(phrases[i % 6]) + 3,
-                       reference=f"// {phrases[i % 6]}", prediction=f" {phrases[(i * 5 + 1) % 6]} {i % 7}", noise="none",
-                       prime="//") for i in range(pairs)]
+    items, warm = encoder_items(pairs, seed=0), encoder_items(64, seed=1)
+    result: dict = {"pairs": pairs, "device": device, "model": f"BERT, hidden {hidden}, {layers} layers, 12 heads, random"}
     with tempfile.TemporaryDirectory(prefix="babelscore-gpu-check-") as tmp:
-        model = build_tiny_bert(Path(tmp) / "bert-base-sized", hidden=768, layers=6)  # random weights, BERT-base widths
-        values, seconds = {}, {}
+        model = build_tiny_bert(Path(tmp) / "bert-base-sized", hidden=hidden, layers=layers, heads=12, intermediate=4 * hidden)
+        values = {}
         for dtype in ("float32", "bfloat16"):
-            scorer = EmbeddingScorer(EmbeddingScorer.Params(model=model, mode="fast", dtype=dtype, device="cuda",
+            scorer = EmbeddingScorer(EmbeddingScorer.Params(model=model, mode="fast", dtype=dtype, device=device,
                                                             contexts=("none",)))
-            scorer.score(items[:64])  # load and warm up
-            import torch
+            scorer.score(warm)  # load, packing probe, lazy kernels
+            runtime = scorer.runtime
+            before = dict(runtime.stats)
+            holder: dict = {}
+            scoring_s = _timed(device, lambda: holder.setdefault("rows", scorer.score(items)))
+            work = {k: runtime.stats[k] - before[k] for k in ("sequences", "tokens", "padded_tokens", "batches", "packed_rows")}
+            values[dtype] = {(r.sample_id, r.variant): r.value for r in holder["rows"]}
 
-            torch.cuda.synchronize()
-            started = time.perf_counter()
-            rows = scorer.score(items)
-            torch.cuda.synchronize()
-            seconds[dtype] = time.perf_counter() - started
-            values[dtype] = {(r.sample_id, r.variant): r.value for r in rows}
-        diff = max(abs(values["float32"][k] - values["bfloat16"][k]) for k in values["float32"])
-        print("ENCODER " + json.dumps({"pairs": pairs, "max_abs_diff": diff, "float32_s": seconds["float32"],
-                                       "bfloat16_s": seconds["bfloat16"]}))
+            texts = sorted({t for it in items for t in (it.prediction.strip(), it.reference_tail.strip())})
+            seqs = [tuple(runtime.prefix_ids) + tok.ids[: runtime.max_content_tokens] + tuple(runtime.suffix_ids)
+                    for tok in runtime.tokenize(texts, offsets=False)]
+            keep = [tuple(range(len(seq))) for seq in seqs]
+            batch_tokens = scorer.params.batch_tokens
+            runtime.forward(seqs, keep, batch_tokens)  # warm-up
+            encoder_s = _timed(device, lambda: runtime.forward(seqs, keep, batch_tokens))
+
+            width = min(runtime.max_length, 128)
+            rows = max(1, batch_tokens // width)
+            flat = [t for seq in seqs for t in seq]
+            ids = torch.tensor((flat * (rows * width // max(1, len(flat)) + 1))[: rows * width]).view(rows, width).to(runtime.device)
+            mask = torch.ones_like(ids)  # (rows, width)
+
+            def model_passes(n: int) -> None:
+                with torch.inference_mode():
+                    for _ in range(n):
+                        runtime.model(input_ids=ids, attention_mask=mask)
+
+            model_passes(MODEL_WARMUP)
+            model_s = _timed(device, lambda: model_passes(MODEL_REPEATS)) / MODEL_REPEATS
+            result[dtype] = {"dtype_used": runtime.dtype_name, "attention": runtime.attn_implementation,
+                             "scoring_s": scoring_s, "encoder_s": encoder_s, "model_s": model_s, **work}
+            result.update(texts=len(texts), text_sequences=len(seqs), text_tokens=sum(len(q) for q in seqs),
+                          longest=max(len(q) for q in seqs), batch_tokens=batch_tokens, model_batch=[rows, width])
+            print(f"{dtype} (ran in {runtime.dtype_name}, attention {runtime.attn_implementation}): "
+                  f"scoring {pairs} pairs {scoring_s:.3f} s ({work['sequences']} sequences, {work['tokens']} tokens, "
+                  f"{work['padded_tokens']} executed, {work['batches']} batches, {work['packed_rows']} packed rows); "
+                  f"encoder over {len(seqs)} texts {encoder_s:.3f} s; model alone on {rows} x {width} ids "
+                  f"{model_s * 1000:.2f} ms per pass", flush=True)
+            from engine.runtime.model_registry import release_all_models
+
+            release_all_models()  # one model on the device at a time
+        result["max_abs_diff"] = max(abs(values["float32"][k] - values["bfloat16"][k]) for k in values["float32"])
+    print(f"sizes: {pairs} pairs, {result['texts']} distinct texts ({result['text_tokens']} tokens with special tokens, "
+          f"longest {result['longest']}), batch_tokens {result['batch_tokens']}, model-alone batch "
+          f"{result['model_batch'][0]} x {result['model_batch'][1]}; timings are between device synchronisations, "
+          "after a warm-up")
+    print("ENCODER " + json.dumps(result))
 
 
 # ----- the driver -------------------------------------------------------------------------
@@ -286,8 +370,16 @@ def _record_rows(step: Step, code: int, out: str, secs: float, peak: int) -> lis
         if not line:
             return [("encoder bf16 vs fp32", "failed", t, mib)]
         result = json.loads(line)
+        f32, b16 = result["float32"], result["bfloat16"]
+        rows, width = result["model_batch"]
+
+        def speed_up(key: str) -> str:
+            return f"{f32[key] / max(b16[key], 1e-12):.2f}x ({f32[key]:.3g} s / {b16[key]:.3g} s)"
+
         return [("encoder bf16 vs fp32 max |diff| (%d pairs)" % result["pairs"], f"{result['max_abs_diff']:.2e}", t, mib),
-                ("encoder fp32/bf16 time (speed-up of bf16)", f"{result['float32_s'] / result['bfloat16_s']:.2f}x", "", "")]
+                (f"encoder model alone fp32/bf16 ({rows}x{width} ids)", speed_up("model_s"), "", ""),
+                (f"encoder forward fp32/bf16 ({result['texts']} texts)", speed_up("encoder_s"), "", ""),
+                (f"encoder scoring fp32/bf16 ({result['pairs']} pairs)", speed_up("scoring_s"), "", "")]
     if step.name == "bertscore":
         return [("BERTScore fast vs bert_score (pairs/s ratio)", _last(r"^ours fast \S+\s+[\d.]+\s+[\d.]+\s+([\d.]+x)", out), t, mib),
                 ("BERTScore compat fp32 vs bert_score max |diff|", _last(r"max \|P/R/F diff\| (\S+)", out), "", ""),
@@ -314,12 +406,17 @@ def main() -> int:
     parser.add_argument("--encoder", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--dry-run", action="store_true", help="print the steps and what would be skipped; run nothing")
     parser.add_argument("--timeout-scale", type=float, default=1.0, help="multiply every step's time limit (default 1)")
+    parser.add_argument("--log-dir", type=Path, default=None,
+                        help="write each step's whole output to DIR/<step>.log and the table to DIR/summary.log")
+    parser.add_argument("--device", default="cuda", help=argparse.SUPPRESS)  # the encoder step's device
+    parser.add_argument("--pairs", type=int, default=2048, help=argparse.SUPPRESS)  # the encoder step's pairs
+    parser.add_argument("--hidden", type=int, default=768, help=argparse.SUPPRESS)  # its encoder's width
     args = parser.parse_args()
     if args.mini_run:
         mini_run()
         return 0
     if args.encoder:
-        encoder_check()
+        encoder_check(args.pairs, args.device, hidden=args.hidden)
         return 0
     print_steps(args.timeout_scale)
     if args.dry_run:
@@ -354,9 +451,13 @@ def main() -> int:
         lacking = missing(step)
         if lacking:
             print(f"skip: {step.name} ({step.what}): {', '.join(lacking)} not installed")
+            if args.log_dir is not None:
+                write_log(args.log_dir, step, None, f"skipped: {', '.join(lacking)} not installed\n", 0.0, 0)
             continue
         print(f"running {step.name} ...", flush=True)
         code, out, secs, peak = run_step(step, args.timeout_scale)
+        if args.log_dir is not None:
+            write_log(args.log_dir, step, code, out, secs, peak)
         rows = _record_rows(step, code, out, secs, peak)
         table.extend(rows)
         if code != 0 or rows[0][1] == "failed":
@@ -366,11 +467,22 @@ def main() -> int:
         print("nothing ran: every step lacks a package (see the skip lines above)")
         return 0
     width = max(len(f) for f, *_ in table) + 2
+    lines = [f"{'figure':<{width}}{'value':<40}{'seconds':>9}{'peak GPU memory':>17}"]
+    lines += [f"{figure:<{width}}{value:<40}{secs:>9}{peak:>17}" for figure, value, secs, peak in table]
     print()
-    print(f"{'figure':<{width}}{'value':<40}{'seconds':>9}{'peak GPU memory':>17}")
-    for figure, value, secs, peak in table:
-        print(f"{figure:<{width}}{value:<40}{secs:>9}{peak:>17}")
+    print("\n".join(lines))
+    if args.log_dir is not None:
+        (args.log_dir / "summary.log").write_text("\n".join(lines) + "\n", encoding="utf-8")
     return 1 if failed else 0
+
+
+def write_log(folder: Path, step: Step, code: int | None, output: str, seconds: float, peak_mib: int) -> None:
+    """DIR/<step>.log: the step's command, exit code, seconds, peak GPU memory and whole output."""
+    folder.mkdir(parents=True, exist_ok=True)
+    state = "skipped" if code is None else f"exit code {code}"
+    header = (f"step {step.name}: {step.what}\ncommand: {sys.executable} {' '.join(step.argv)}\n"
+              f"{state}, {seconds:.1f} s, peak GPU memory {peak_mib} MiB\n\n")
+    (folder / f"{step.name}.log").write_text(header + output, encoding="utf-8")
 
 
 if __name__ == "__main__":

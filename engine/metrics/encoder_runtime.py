@@ -17,7 +17,14 @@ from typing import TYPE_CHECKING, Any, Sequence
 from engine import throughput
 from engine.errors import ModelLoadError
 from engine.isolation import ItemFailure, run_isolated
-from engine.metrics.packing import PACK_WIDTH, build_packed, packing_unsupported, plan_rows, position_offset
+from engine.metrics.packing import (
+    PACK_WIDTH,
+    additive_mask,
+    build_packed,
+    packing_unsupported,
+    plan_rows,
+    position_offset,
+)
 from engine.runtime import (
     load_model,
     load_tokenizer,
@@ -50,6 +57,50 @@ class Tokenized:
 
     ids: tuple[int, ...]
     offsets: tuple[tuple[int, int], ...] | None  # None when not asked for
+
+
+class ForwardClock:
+    """Adds the time of forward passes to a runtime's stats: `forward_s` (wall seconds of the
+    forward passes; on a CUDA device the device's own time between two events around each batch)
+    and `forward_cpu_s` (this process's CPU seconds there).
+
+    On CUDA the events are read once per `settle()` (once per `EncoderRuntime.forward` call): a
+    synchronisation after every batch would make the host wait for the device before preparing
+    the next batch, so the two would never overlap.
+    """
+
+    def __init__(self, stats: dict[str, float], device: str):
+        self.stats = stats
+        self.device = device
+        self.cuda = device.startswith("cuda")
+        self._pending: list[tuple[Any, Any]] = []  # (start, end) CUDA events not read yet
+
+    def _event(self) -> Any:
+        import torch
+
+        event = torch.cuda.Event(enable_timing=True)
+        event.record(torch.cuda.current_stream(torch.device(self.device)))
+        return event
+
+    def start(self) -> tuple[Any, float]:
+        """A lap: (its start, CPU seconds at its start); hand it to `stop`."""
+        return (self._event() if self.cuda else time.perf_counter()), time.process_time()
+
+    def stop(self, lap: tuple[Any, float]) -> None:
+        begun, cpu = lap
+        self.stats["forward_cpu_s"] += time.process_time() - cpu
+        if self.cuda:
+            self._pending.append((begun, self._event()))
+        else:
+            self.stats["forward_s"] += time.perf_counter() - begun
+
+    def settle(self) -> None:
+        """Add the device time of the laps not read yet (waits for the last one to finish)."""
+        if not self._pending:
+            return
+        self._pending[-1][1].synchronize()
+        self.stats["forward_s"] += sum(start.elapsed_time(end) for start, end in self._pending) / 1000.0
+        self._pending.clear()
 
 
 def planned_linear_kernels(device: str, dtype: str, fast: bool) -> str:
@@ -181,13 +232,15 @@ class EncoderRuntime:
         self.oom_halvings = 0
         # Work counters (benchmarks): real tokens fed, tokens executed (padding included), sum
         # of B*T*T over batches (attention runs over the whole row, masked or not).
-        # forward_s: wall seconds inside the model's forward passes; forward_cpu_s: this process's
-        # CPU seconds there (all its threads), which on a shared machine leave out the time the
+        # forward_s: wall seconds inside the model's forward passes (ForwardClock); forward_cpu_s: this
+        # process's CPU seconds there (all its threads), which on a shared machine leave out the time the
         # kernels waited for a core.
         self.stats: dict[str, float] = {"sequences": 0, "tokens": 0, "padded_tokens": 0, "attention_pairs": 0, "batches": 0,
                                         "packed_rows": 0, "forward_s": 0.0, "forward_cpu_s": 0.0}
+        self.clock = ForwardClock(self.stats, self.device)
         self.pack_width = min(PACK_WIDTH, self.max_length)
         self.position_offset = position_offset(self.model)
+        self._accepts: dict[str, bool] = {}
         self.packing = False
         self.packing_off_reason: str | None = "not asked for"
         if pack:
@@ -297,6 +350,7 @@ class EncoderRuntime:
                 batch = [packed[j] for row in rows[pos:pos + size] for j in row]
                 budget = self._run_batch(batch, sequences, keep, out, errors, budget, self.forward_packed)
                 pos += size
+        self.clock.settle()
         return out, errors
 
     def _run_batch(
@@ -316,19 +370,22 @@ class EncoderRuntime:
 
         def forward(indices: Sequence[int]) -> list["torch.Tensor"]:
             with torch.inference_mode():
-                hidden = run([sequences[i] for i in indices])
-                return [
-                    h.index_select(0, torch.as_tensor(list(keep[i]), dtype=torch.long, device=h.device))
-                    for h, i in zip(hidden, indices)
-                ]
+                hidden = run([sequences[i] for i in indices])  # (T_i, D) or (T_i, L+1, D) each
+                # One gather for the whole batch: a copy of an index per sequence would be one
+                # host-to-device transfer and one kernel per sequence on a GPU.
+                flat = hidden[0] if len(hidden) == 1 else torch.cat(hidden, dim=0)  # (sum T_i, ...)
+                rows: list[int] = []
+                offset = 0
+                for h, i in zip(hidden, indices):
+                    rows.extend(offset + k for k in keep[i])
+                    offset += h.shape[0]
+                index = torch.tensor(rows, dtype=torch.long).to(flat.device)  # (sum K_i,)
+                return list(flat.index_select(0, index).split([len(keep[i]) for i in indices]))  # (K_i, ...) each
 
         halvings: list[int] = []
-        start, cpu = time.perf_counter(), time.process_time()
+        lap = self.clock.start()
         results = run_isolated(forward, batch, what="encoder batch", on_halve=halvings.append)
-        if self.device.startswith("cuda"):
-            torch.cuda.synchronize()  # forward_s counts the kernels, not their launch
-        self.stats["forward_s"] += time.perf_counter() - start
-        self.stats["forward_cpu_s"] += time.process_time() - cpu
+        self.clock.stop(lap)
         self.oom_halvings += len(halvings)
         for _ in halvings:
             budget = max(1, budget // 2)
@@ -366,11 +423,16 @@ class EncoderRuntime:
             # oneDNN builds a new kernel for every new (rows x width) shape: keep few shapes
             # (rows are made a multiple of ROWS_MULTIPLE by the batching in `forward`).
             width = -(-width // WIDTH_MULTIPLE) * WIDTH_MULTIPLE
-        ids = torch.full((rows, width), self.pad_id, dtype=torch.long)  # (B, T)
-        mask = torch.zeros((rows, width), dtype=torch.long)  # (B, T)
-        for row, s in enumerate(seqs):
-            ids[row, : len(s)] = torch.as_tensor(list(s), dtype=torch.long)
-            mask[row, : len(s)] = 1
+        # Built as Python lists and made a tensor once: a slice assignment per row is a tensor op each.
+        flat_ids: list[int] = []
+        flat_mask: list[int] = []
+        for s in seqs:
+            flat_ids.extend(s)
+            flat_ids.extend([self.pad_id] * (width - len(s)))
+            flat_mask.extend([1] * len(s))
+            flat_mask.extend([0] * (width - len(s)))
+        ids = torch.tensor(flat_ids, dtype=torch.long).view(rows, width)  # (B, T)
+        mask = torch.tensor(flat_mask, dtype=torch.long).view(rows, width)  # (B, T)
         self._count(seqs, rows, width)
         result = self.model(
             input_ids=ids.to(self.device),
@@ -382,16 +444,21 @@ class EncoderRuntime:
 
     def forward_packed(self, seqs: Sequence[Sequence[int]]) -> list["torch.Tensor"]:
         """Sequences sharing rows of `pack_width` tokens: (T_i, D) or (T_i, L+1, D) per sequence."""
+        import torch
+
         dtype = next(self.model.parameters()).dtype
         batch = build_packed(seqs, self.pack_width, self.pad_id, self.position_offset, dtype)
         rows, width = batch.shape
         self._count(seqs, rows, width)
         self.stats["packed_rows"] += rows
-        extra = {"token_type_ids": batch.token_types.to(self.device)} if self.accepts("token_type_ids") else {}
+        # One transfer of the (3, R, W) id, position and sequence tables; the (R, 1, W, W) mask is
+        # built from the sequence table where the model is (W times fewer bytes to transfer).
+        ids, positions, blocks = torch.stack((batch.ids, batch.positions, batch.blocks)).to(self.device)  # (R, W) each
+        extra = {"token_type_ids": torch.zeros_like(ids)} if self.accepts("token_type_ids") else {}
         result = self.model(
-            input_ids=batch.ids.to(self.device),
-            attention_mask=batch.mask.to(self.device),  # (R, 1, W, W) block-diagonal
-            position_ids=batch.positions.to(self.device),
+            input_ids=ids,
+            attention_mask=additive_mask(blocks, dtype),  # (R, 1, W, W) block-diagonal
+            position_ids=positions,
             output_hidden_states=self.all_layers,
             **extra,
         )
@@ -401,7 +468,10 @@ class EncoderRuntime:
     def accepts(self, name: str) -> bool:
         import inspect
 
-        return name in inspect.signature(self.model.forward).parameters
+        known = self._accepts.get(name)
+        if known is None:  # asked once per batch: inspect.signature once per name
+            known = self._accepts[name] = name in inspect.signature(self.model.forward).parameters
+        return known
 
 
 def _wants_prefix_space(tokenizer: Any) -> bool:

@@ -13,6 +13,7 @@ decreasing length, ties by content), never on their input order.
 """
 from __future__ import annotations
 
+import bisect
 from collections import deque
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Sequence
@@ -27,21 +28,39 @@ PACK_WIDTH = 128
 
 @dataclass(frozen=True)
 class PackedBatch:
-    """Model inputs for sequences packed into rows.
+    """Model inputs for sequences packed into rows, on the host.
 
-    ids, positions, token_types: (R, W) long; mask: (R, 1, W, W) additive (0 where a token
-    may attend, the dtype's lowest value elsewhere); places[i] = (row, start) of sequence i.
+    ids, positions, token_types: (R, W) long; blocks: (R, W) long, the number of the sequence
+    each token belongs to (-1 for padding), from which `additive_mask` builds the attention mask
+    on whichever device the model is; places[i] = (row, start) of sequence i.
     """
 
     ids: "torch.Tensor"
     positions: "torch.Tensor"
     token_types: "torch.Tensor"
-    mask: "torch.Tensor"
+    blocks: "torch.Tensor"
+    dtype: "torch.dtype"
     places: tuple[tuple[int, int], ...]
 
     @property
     def shape(self) -> tuple[int, int]:
         return int(self.ids.shape[0]), int(self.ids.shape[1])
+
+    @property
+    def mask(self) -> "torch.Tensor":
+        """(R, 1, W, W) additive mask in `dtype`, on the host (`additive_mask` of `blocks`)."""
+        return additive_mask(self.blocks, self.dtype)
+
+
+def additive_mask(blocks: "torch.Tensor", dtype: "torch.dtype") -> "torch.Tensor":
+    """(R, W) sequence numbers -> (R, 1, W, W) additive mask on their device: 0 where a token may
+    attend (same sequence), the dtype's lowest value elsewhere. Padding (-1) attends to padding
+    only (its rows are never read), so no row of the mask is empty."""
+    import torch
+
+    allowed = blocks.unsqueeze(2) == blocks.unsqueeze(1)  # (R, W, W)
+    mask = torch.zeros((blocks.shape[0], 1, blocks.shape[1], blocks.shape[1]), dtype=dtype, device=blocks.device)
+    return mask.masked_fill_(~allowed.unsqueeze(1), torch.finfo(dtype).min)  # (R, 1, W, W)
 
 
 def plan_rows(seqs: Sequence[Sequence[int]], width: int) -> list[list[int]]:
@@ -52,19 +71,26 @@ def plan_rows(seqs: Sequence[Sequence[int]], width: int) -> list[list[int]]:
     order = sorted(range(len(seqs)), key=lambda i: (-len(seqs[i]), tuple(seqs[i])))
     rows: list[list[int]] = []
     by_room: dict[int, deque[int]] = {}  # free tokens -> rows with that much room (oldest first)
+    rooms: list[int] = []  # the keys of by_room whose rows are not all taken, ascending
     for i in order:
         n = len(seqs[i])
         if n > width:
             raise ValueError(f"plan_rows: a sequence of {n} tokens does not fit a row of {width}")
-        room = next((r for r in range(n, width + 1) if by_room.get(r)), None)
-        if room is None:
+        at = bisect.bisect_left(rooms, n)  # the smallest room that holds n tokens: best fit
+        if at == len(rooms):
             rows.append([i])
             row = len(rows) - 1
             room = width
         else:
+            room = rooms[at]
             row = by_room[room].popleft()
+            if not by_room[room]:
+                del rooms[at]
             rows[row].append(i)
-        by_room.setdefault(room - n, deque()).append(row)
+        left = by_room.setdefault(room - n, deque())
+        if not left:
+            bisect.insort(rooms, room - n)
+        left.append(row)
     return rows
 
 
@@ -80,25 +106,29 @@ def build_packed(
 
     rows = plan_rows(seqs, width)
     n_rows = len(rows)
-    ids = torch.full((n_rows, width), pad_id, dtype=torch.long)  # (R, W)
-    positions = torch.full((n_rows, width), position_offset, dtype=torch.long)  # (R, W)
-    block = torch.full((n_rows, width), -1, dtype=torch.long)  # (R, W) sequence number per token, -1 padding
+    # Built as Python lists and made tensors once: slice assignments per sequence are tensor ops each.
+    ids: list[int] = []
+    positions: list[int] = []
+    blocks: list[int] = []  # sequence number per token, -1 padding
     places: list[tuple[int, int]] = [(0, 0)] * len(seqs)
     for r, members in enumerate(rows):
         start = 0
         for i in members:
             n = len(seqs[i])
-            ids[r, start:start + n] = torch.as_tensor(list(seqs[i]), dtype=torch.long)
-            positions[r, start:start + n] = torch.arange(position_offset, position_offset + n)
-            block[r, start:start + n] = i
+            ids.extend(seqs[i])
+            positions.extend(range(position_offset, position_offset + n))
+            blocks.extend([i] * n)
             places[i] = (r, start)
             start += n
-    # Padding attends to padding only (its rows are never read), so no row of the mask is empty.
-    allowed = block.unsqueeze(2) == block.unsqueeze(1)  # (R, W, W)
-    mask = torch.zeros((n_rows, 1, width, width), dtype=dtype)  # (R, 1, W, W)
-    mask.masked_fill_(~allowed.unsqueeze(1), torch.finfo(dtype).min)
+        ids.extend([pad_id] * (width - start))
+        positions.extend([position_offset] * (width - start))
+        blocks.extend([-1] * (width - start))
+
+    def table(values: list[int]) -> "torch.Tensor":
+        return torch.tensor(values, dtype=torch.long).view(n_rows, width)  # (R, W)
+
     token_types = torch.zeros((n_rows, width), dtype=torch.long)  # (R, W): one text per sequence
-    return PackedBatch(ids, positions, token_types, mask, tuple(places))
+    return PackedBatch(table(ids), table(positions), token_types, table(blocks), dtype, tuple(places))
 
 
 def position_offset(model: object) -> int:

@@ -81,14 +81,6 @@ class ContextScoring:
         for k, p in plans.items():
             if isinstance(p, str):
                 encoded[k] = p
-        idf_fn = self.idf.weights if self.idf is not None else None
-        weight_cache: dict[Key, torch.Tensor] = {}
-
-        def weights(k: Key) -> torch.Tensor:
-            if k not in weight_cache:
-                weight_cache[k] = token_weights(encoded[k], idf_fn)  # type: ignore[arg-type]
-            return weight_cache[k]
-
         errors: list[str | None] = [None] * len(pairs)
         to_match: list[int] = []
         for i, (c, r) in enumerate(pairs):
@@ -106,9 +98,13 @@ class ContextScoring:
             rk = [_key(pairs[i][1]) for i in to_match]
             from engine import numerics
 
+            matched = list(dict.fromkeys(ck + rk))
+            device = encoded[matched[0]].unit.device  # type: ignore[union-attr]
+            idf_fn = self.idf.weights if self.idf is not None else None
+            weights = dict(zip(matched, token_weights([plans[k] for k in matched], idf_fn, device)))  # type: ignore[misc]
             p, r, cos = score_pairs(
                 [encoded[k] for k in ck], [encoded[k] for k in rk],  # type: ignore[misc]
-                [weights(k) for k in ck], [weights(k) for k in rk],
+                [weights[k] for k in ck], [weights[k] for k in rk],
                 ties=list(zip(ck, rk)), one_per_batch=numerics.current().batch_invariant,
             )
             index = torch.as_tensor(to_match, dtype=torch.long)

@@ -146,21 +146,22 @@ def encode_plans(
     ok = [p for p, plan in enumerate(plans) if plan.n_span > 0 and p not in failed]
     embedded: dict[int, TextEmbedding] = {}
     if ok:
-        # One normalisation and one pooling call for every text, not one per text.
-        per_text = [parts[p][0] if len(parts[p]) == 1 else torch.cat(parts[p], dim=0) for p in ok]  # (K, D) or (K, L+1, D)
-        sizes = [t.shape[0] for t in per_text]
-        unit = l2_normalise(torch.cat(per_text, dim=0).float()).split(sizes)  # (K, D) or (K, L+1, D) each
-        rows_all = torch.cat(per_text, dim=0)  # (sum K, D) or (sum K, L+1, D)
+        # One normalisation, one pooling and one transfer of ids and flags for every text, not
+        # one per text: on a GPU each per-text op is a kernel launch or a host-to-device copy.
+        pieces = [r for p in ok for r in parts[p]]  # (K_w, D) or (K_w, L+1, D) per window, texts in order
+        rows_all = pieces[0] if len(pieces) == 1 else torch.cat(pieces, dim=0)  # (sum K, D) or (sum K, L+1, D)
+        sizes = [sum(r.shape[0] for r in parts[p]) for p in ok]
+        unit = l2_normalise(rows_all.float()).split(sizes)  # (K, D) or (K, L+1, D) each
         if rows_all.dim() == 3:
             rows_all = rows_all[:, pool_layer if pool_layer is not None else -1]  # (sum K, D)
-        specials = [torch.as_tensor(plans[p].special, dtype=torch.bool) for p in ok]
-        device = per_text[0].device
+        device = rows_all.device
+        special_all = torch.tensor([flag for p in ok for flag in plans[p].special], dtype=torch.bool).to(device)  # (sum K,)
+        ids_all = torch.tensor([t for p in ok for t in plans[p].token_ids], dtype=torch.long).to(device)  # (sum K,)
         segments = torch.repeat_interleave(torch.arange(len(ok)), torch.as_tensor(sizes)).to(device)  # (sum K,)
-        scored = ~torch.cat(specials).to(device)  # (sum K,)
-        pooled = segment_masked_mean(rows_all, segments, scored, len(ok))  # (N, D) float32
+        pooled = segment_masked_mean(rows_all, segments, ~special_all, len(ok))  # (N, D) float32
+        specials, ids = special_all.split(sizes), ids_all.split(sizes)  # (K,) each
         for i, p in enumerate(ok):
-            ids = torch.as_tensor(plans[p].token_ids, dtype=torch.long, device=device)  # (K,)
-            embedded[p] = TextEmbedding(unit[i], ids, specials[i].to(device), pooled[i], plans[p].n_span)
+            embedded[p] = TextEmbedding(unit[i], ids[i], specials[i], pooled[i], plans[p].n_span)
 
     out: list[TextEmbedding | str] = []
     for p, plan in enumerate(plans):

@@ -12,7 +12,9 @@ _WORDS = ("the a an of to in is are returns return value list name user file pat
           "compute sort order given new empty null true false public class int void string static if else for while").split()
 
 
-def build_tiny_bert(directory: str | Path, *, seed: int = 0, hidden: int = 64, layers: int = 4) -> str:
+def build_tiny_bert(directory: str | Path, *, seed: int = 0, hidden: int = 64, layers: int = 4, heads: int = 2,
+                    intermediate: int | None = None) -> str:
+    """Save a random BERT (intermediate width 2 * hidden unless given) and its tokenizer; returns the directory."""
     import torch
     from transformers import BertConfig, BertModel, BertTokenizer
 
@@ -28,8 +30,8 @@ def build_tiny_bert(directory: str | Path, *, seed: int = 0, hidden: int = 64, l
     if len(tokenizer) != len(vocab):
         raise RuntimeError(f"tiny BERT tokenizer has {len(tokenizer)} tokens, expected {len(vocab)}")
     torch.manual_seed(seed)
-    config = BertConfig(vocab_size=len(tokenizer), hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=2,
-                        intermediate_size=2 * hidden, max_position_embeddings=512)
+    config = BertConfig(vocab_size=len(tokenizer), hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=heads,
+                        intermediate_size=intermediate or 2 * hidden, max_position_embeddings=512)
     tokenizer.save_pretrained(str(directory))
     BertModel(config).eval().save_pretrained(str(directory))
     return str(directory)
