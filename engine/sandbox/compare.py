@@ -1,24 +1,16 @@
 """Typed comparison of plain values (engine.sandbox.plain), in the engine, for the verdicts.
 
-Two rules, both on values the engine parsed itself with size and depth limits (no object of a
-sandboxed program is ever compared); kinds are distinct in both (`1` is not `True`, a list is not
-a tuple, a typed value `g` agrees only with one of the same name):
+Both compare values the engine parsed (never a sandboxed program's object), kinds distinct:
 
-- `same`, the answers' rule (differential testing and the value verdict, `same_outcome`): an
-  integer never agrees with a float (`3` is not `3.0`: types distinct); floats compare against
-  the reference side (the first argument): NaN only with NaN, a zero only with a zero, any other
-  within FLOAT_TOLERANCE of the reference's magnitude (FLOAT_FLOOR for a subnormal one) and never
-  beyond FLOAT_SHARE, with the same sign; sets and map keys compare by the exact stream text of
-  their elements (a negative zero written as a zero).
-- `equal`, the tests' own equality operator (engine.sandbox.relay's `c` messages for Python's `==`
-  and JavaScript's `strictEqual`/`deepStrictEqual`/`equal`/`deepEqual`): those operators are exact,
-  so floats agree only when they are the same double (NaN with NaN, as node's assertions and
-  Python's containers take it), and an integer agrees with a float of exactly its value (Python's
-  `3 == 3.0`); set elements and map keys as `same`, an integer-valued float written as that
-  integer. A tolerance in the tests is the tests' own (`pytest.approx`, `math.isclose`): never
-  decided here.
+- `same`, the answers' rule (differential testing, the value verdict): an int never agrees with a
+  float; a float agrees with the reference's (the first argument) within FLOAT_TOLERANCE of its
+  magnitude (FLOAT_FLOOR for a subnormal one, never beyond FLOAT_SHARE), same sign, NaN only
+  with NaN, a zero only with a zero;
+- `equal`, the tests' own `==`/`strictEqual` (engine.sandbox.relay's `c` messages): exact, as
+  those operators are (the same double, NaN with NaN; an int with a float of exactly its value).
+  A tolerance is the tests' to ask for (`math.isclose`), never decided here.
 
-docs/sandbox.md ("Typed comparison") gives the reasons.
+Set elements and map keys compare by exact text. docs/sandbox.md ("Typed comparison"): why.
 """
 from __future__ import annotations
 
