@@ -48,7 +48,9 @@ HEAVY_MODULES = frozenset({
     "report/test_sweep.py",
     "reuse/test_generations.py",
     "reuse/test_reuse.py",
-    "roundtrip/test_lookalike_answers.py",  # the sandboxed toolchains, from here on
+    "roundtrip/test_exact_equality.py",  # the sandboxed toolchains, from here on
+    "roundtrip/test_line_ends.py",
+    "roundtrip/test_lookalike_answers.py",
     "roundtrip/test_stage.py",
     "roundtrip/test_tasks.py",
     "roundtrip/test_unrun_tests.py",

@@ -23,6 +23,21 @@ class Rejected(ValueError):
     """A completion whose function the parser cannot place: never run."""
 
 
+# Python's tokenizer ends a line only at these; str.splitlines also splits at U+000B, U+000C,
+# U+001C-U+001E, U+0085, U+2028 and U+2029, which Python code holds inside strings and comments.
+_PYTHON_LINE_END = re.compile(r"\r\n|\r|\n")
+
+
+def python_lines(source: str, keepends: bool = False) -> list[str]:
+    """`source` split into lines where Python's tokenizer (and `ast`'s line numbers) splits it."""
+    if keepends:
+        ends = [m.end() for m in _PYTHON_LINE_END.finditer(source)]
+        starts = [0, *ends]
+        return [source[a:b] for a, b in zip(starts, [*ends, len(source)]) if a < b]
+    lines = _PYTHON_LINE_END.split(source)
+    return lines[:-1] if lines and lines[-1] == "" else lines
+
+
 def java_unicode_escapes(text: str) -> str:
     """`\\uXXXX` translated as JLS 3.3 does (a backslash escaped by another backslash is not one);
     surrogate escapes are kept as written (javac translates them in the source it reads)."""

@@ -61,11 +61,12 @@ def regenerate_prompt(template: str, task: Mapping[str, str], comment: str) -> s
 def function_from_completion(signature: str, completion: str) -> str:
     """The signature plus the completion's indented body (it ends at the first unindented line)."""
     body = []
-    for line in completion.splitlines():
-        if line.strip() and not line[:1].isspace():
+    for line in extract.python_lines(completion):
+        # Indentation as Python's tokenizer counts it: spaces and tabs, a form feed resetting it.
+        if line.strip(" \t\f") and line.lstrip("\f")[:1] not in (" ", "\t"):
             break
-        body.append(line.rstrip())
-    while body and not body[-1].strip():
+        body.append(line.rstrip(" \t"))
+    while body and not body[-1].strip(" \t\f"):
         body.pop()
     return signature + "\n" + ("\n".join(body) if body else "    pass") + "\n"
 

@@ -20,6 +20,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from engine.errors import InputError
+from engine.roundtrip.extract import python_lines
 
 TASK_SCHEMA = pa.schema(
     [
@@ -59,7 +60,7 @@ def split_python_function(source: str, entry_point: str) -> dict[str, str]:
     top-level statement: imports, helpers, constants).
     """
     tree = ast.parse(source)
-    lines = source.splitlines(keepends=True)
+    lines = python_lines(source, keepends=True)  # as `ast` numbers them
     target = next((n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == entry_point), None)
     if target is None:
         raise ValueError(f"no top-level function named {entry_point!r}")

@@ -1,14 +1,16 @@
 """Typed comparison of plain values (engine.sandbox.plain), in the engine, for the verdicts.
 
-Differential testing, the value verdict and the tests' equality assertions (engine.sandbox.relay's
-`c` messages) compare here, on values the engine parsed itself with size and depth limits; no
-object of a sandboxed program is ever compared. Kinds are distinct (`1` is not `True`, a list is
-not a tuple, a typed value `g` agrees only with one of the same name), except an integer and a
-float that are exactly the same number; floats compare against the reference side (the first
-argument): NaN only with NaN, a zero only with a zero, any other within FLOAT_TOLERANCE of the
-reference's magnitude (FLOAT_FLOOR for a subnormal one) and never beyond FLOAT_SHARE, with the
-same sign; sets and map keys compare by the exact stream text of their elements, a float that is
-an integer written as that integer. docs/sandbox.md ("Typed comparison") gives the reasons.
+Both compare values the engine parsed (never a sandboxed program's object), kinds distinct:
+
+- `same`, the answers' rule (differential testing, the value verdict): an int never agrees with a
+  float; a float agrees with the reference's (the first argument) within FLOAT_TOLERANCE of its
+  magnitude (FLOAT_FLOOR for a subnormal one, never beyond FLOAT_SHARE), same sign, NaN only
+  with NaN, a zero only with a zero;
+- `equal`, the tests' own `==`/`strictEqual` (engine.sandbox.relay's `c` messages): exact, as
+  those operators are (the same double, NaN with NaN; an int with a float of exactly its value).
+  A tolerance is the tests' to ask for (`math.isclose`), never decided here.
+
+Set elements and map keys compare by exact text. docs/sandbox.md ("Typed comparison"): why.
 """
 from __future__ import annotations
 
@@ -44,50 +46,64 @@ def _same_number(integer: int, number: float) -> bool:
     return math.isfinite(number) and number.is_integer() and int(number) == integer
 
 
-def _exact(value: Any) -> Any:
-    """`value` with each float that is exactly an integer written as that integer (`1.0` as `1`,
-    `-0.0` as `0`), at every depth: the numeric equality a set element or map key keeps."""
+def _exact(value: Any, numbers: bool) -> Any:
+    """`value` with each negative zero written as a zero, and with `numbers` each float that is
+    exactly an integer written as that integer (`1.0` as `1`), at every depth: the equality a set
+    element or map key keeps under each rule."""
     kind = value[0]
     if kind == "d" and math.isfinite(value[1]) and value[1].is_integer():
-        return ("i", int(value[1]))
+        return ("i", int(value[1])) if numbers else ("d", value[1] + 0.0)  # -0.0 + 0.0 is 0.0
     if kind in ("l", "u", "e"):
-        return (kind, [_exact(x) for x in value[1]])
+        return (kind, [_exact(x, numbers) for x in value[1]])
     if kind == "m":
-        return (kind, [(_exact(k), _exact(v)) for k, v in value[1]])
+        return (kind, [(_exact(k, numbers), _exact(v, numbers)) for k, v in value[1]])
     return value
 
 
-def _element_text(value: Any) -> bytes:
-    """A set element's or map key's text for exact comparison, numbers by their exact value."""
-    return plain.write(_exact(value))
+def _element_text(value: Any, numbers: bool) -> bytes:
+    """A set element's or map key's text for exact comparison (`_exact`)."""
+    return plain.write(_exact(value, numbers))
 
 
-def same(a: Any, b: Any) -> bool:
-    """Typed equality of two parsed plain values, `a` the reference side (the module docstring's rules)."""
+def _typed(a: Any, b: Any, tests: bool) -> bool:
     kind = a[0]
     if kind != b[0]:
-        if {kind, b[0]} == {"i", "d"}:
+        if tests and {kind, b[0]} == {"i", "d"}:
             return _same_number(a[1], b[1]) if kind == "i" else _same_number(b[1], a[1])
         return False
     if kind in ("n", "v", "t", "f"):
         return True
     if kind == "d":
+        if tests:  # the operator's own exactness; NaN agrees with NaN as node's assertions take it
+            return a[1] == b[1] or (math.isnan(a[1]) and math.isnan(b[1]))
         return close(a[1], b[1])
     if kind in ("i", "s"):
         return a[1] == b[1]
     if kind == "g":  # a typed value: the same type name and the same value
-        return a[1][0] == b[1][0] and same(a[1][1], b[1][1])
+        return a[1][0] == b[1][0] and _typed(a[1][1], b[1][1], tests)
     if kind in ("l", "u"):
-        return len(a[1]) == len(b[1]) and all(same(x, y) for x, y in zip(a[1], b[1]))
+        return len(a[1]) == len(b[1]) and all(_typed(x, y, tests) for x, y in zip(a[1], b[1]))
     if kind == "e":
-        return sorted(_element_text(x) for x in a[1]) == sorted(_element_text(y) for y in b[1])
+        return sorted(_element_text(x, tests) for x in a[1]) == sorted(_element_text(y, tests) for y in b[1])
     if kind == "m":
-        left = {_element_text(k): v for k, v in a[1]}
-        right = {_element_text(k): v for k, v in b[1]}
+        left = {_element_text(k, tests): v for k, v in a[1]}
+        right = {_element_text(k, tests): v for k, v in b[1]}
         if len(left) != len(a[1]) or len(right) != len(b[1]) or left.keys() != right.keys():
             return False
-        return all(same(left[k], right[k]) for k in left)
+        return all(_typed(left[k], right[k], tests) for k in left)
     return False
+
+
+def same(a: Any, b: Any) -> bool:
+    """The answers' rule: typed equality of two parsed plain values, `a` the reference side (the
+    module docstring)."""
+    return _typed(a, b, False)
+
+
+def equal(a: Any, b: Any) -> bool:
+    """The tests' own equality operator on two parsed plain values, `a` the expected side: exact
+    (the module docstring)."""
+    return _typed(a, b, True)
 
 
 def same_outcome(reference: tuple, candidate: tuple) -> bool | None:

@@ -198,7 +198,7 @@ def compared(message: bytes) -> bytes:
     if end != len(message) - 2 or value[0] != "l" or len(value[1]) != 2:
         return b"o f"
     actual, expected = value[1]
-    return b"o t" if compare.same(expected, actual) else b"o f"
+    return b"o t" if compare.equal(expected, actual) else b"o f"
 
 
 def _close(fd: int) -> None:

@@ -141,11 +141,12 @@ def test_javascript_denormal_for_a_tiny_answer_fails_the_value_verdict():
 
 
 @needs_bwrap
-def test_median_as_a_float_where_the_reference_returns_an_integer_passes_both_signals():
+def test_median_as_a_float_where_the_reference_returns_an_integer_passes_the_tests_only():
     task = [t for t in load_tasks("humaneval").to_pylist() if t["task_id"].endswith("/47")][0]
     completion = "    s = sorted(l)\n    n = len(s)\n    return (s[n // 2] + s[(n - 1) // 2]) / 2\n"
-    row = _row(task, completion)  # 3.0 where the reference returns 3: the same number in Python's `==`
-    assert (row["status"], row["tests_verdict"], row["value_verdict"], row["pass_at_1"]) == ("passed", "passed", "passed", 1.0)
+    row = _row(task, completion)  # 3.0 where the reference returns 3: the same number in Python's `==`,
+    # another type in the value verdict (types distinct)
+    assert (row["status"], row["tests_verdict"], row["value_verdict"], row["pass_at_1"]) == ("failed", "passed", "failed", 0.0)
     assert _row(task, completion, verdict="tests")["pass_at_1"] == 1.0
     wrong = _row(task, "    s = sorted(l)\n    return float(s[len(s) // 2])\n")  # 5.0 for 8.0 on an even length
     assert wrong["status"] == "failed" and wrong["tests_verdict"] == "failed", wrong
@@ -168,13 +169,19 @@ def test_float_rule_is_relative_to_the_reference_with_a_floor_that_keeps_sign_an
 
 
 def test_set_elements_and_map_keys_compare_numbers_by_exact_value():
-    # Python's `{1.0} == {1}` and `{-0.0} == {0.0}`: an honest answer must not fail for them.
+    # The tests' `==`: Python's `{1.0} == {1}` and `{-0.0} == {0.0}`; the answers' rule keeps int
+    # and float apart there too, and a zero's sign still does not count.
+    def equal(a, b):
+        return compare.equal(compare.from_python(a), compare.from_python(b))
+
     def same(a, b):
         return compare.same(compare.from_python(a), compare.from_python(b))
-    assert same({1}, {1.0}) and same({0.0}, {-0.0}) and same({(1.0, 2)}, {(1, 2)}) and same({frozenset({3.0})}, {frozenset({3})})
-    assert same({1.0: "a"}, {1: "a"}) and same({(0.0, 1): [2]}, {(-0.0, 1.0): [2.0]})
-    assert not same({2}, {2.0000001}) and not same({0.3}, {0.1 + 0.2}) and not same({1}, {True})  # still exact, still typed
-    assert not same({1: "a"}, {1.5: "a"}) and not same({1, 2}, {1.0})
+    assert equal({1}, {1.0}) and equal({0.0}, {-0.0}) and equal({(1.0, 2)}, {(1, 2)}) and equal({frozenset({3.0})}, {frozenset({3})})
+    assert equal({1.0: "a"}, {1: "a"}) and equal({(0.0, 1): [2]}, {(-0.0, 1.0): [2.0]})
+    for rule in (equal, same):  # still exact, still typed
+        assert not rule({2}, {2.0000001}) and not rule({0.3}, {0.1 + 0.2}) and not rule({1}, {True})
+        assert not rule({1: "a"}, {1.5: "a"}) and not rule({1, 2}, {1.0}) and not rule({-3.0}, {3.0})
+    assert not same({1}, {1.0}) and not same({1.0: "a"}, {1: "a"}) and same({0.0}, {-0.0}) and same({(-0.0, 2.5)}, {(0.0, 2.5)})
 
 
 @pytest.mark.parametrize("scale", [1.0, 1e-13, 1e-200, 1e-295, 1e250])

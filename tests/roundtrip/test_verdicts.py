@@ -76,12 +76,13 @@ def test_correctness_in_each_language_honest_one_deep_replies_zero(language):
 
 
 # A wrong type that the tests' language conflates (their own `==` would take it): the engine
-# compares by type (a float that is the same number as an int answer is not a wrong type).
+# compares by type (a float that is the same number as an int answer holds in the tests' `==`,
+# and is another answer for correctness: types distinct).
 JS_LOOSE = {**ADD["javascript"], "tests": "const assert = require('node:assert');\nassert.deepEqual(addNumbers(1, 2), 3);\n"
                                           "assert.equal(addNumbers(-4, 4), 0);\nassert.equal(addNumbers(1, 0), true);\n"}
 PY_ONE = {**ADD["python"], "tests": "def check(candidate):\n    assert candidate(1, 2) == 3\n    assert candidate(1, 0) == 1\n"}
 CONFLATED = {
-    # right everywhere else (3.0 is the same number as 3): only the input whose sum is 1 disagrees
+    # 3.0 for 3 elsewhere: the tests' `==` takes it, correctness (types distinct) does not
     "python: True for the int 1": (PY_ONE, "    return True if a + b == 1 else float(a + b)\n", 1.0),
     "javascript: a string for the number (loose deepEqual)": (JS_LOOSE, "\n  return a + b === 1 ? true : String(a + b);\n}\n", 0.5),
 }
@@ -101,21 +102,25 @@ def test_the_engine_decides_the_tests_equality_by_type(attack):
 
 
 @needs_bwrap
-def test_python_float_tolerance_is_between_floats_only_and_non_plain_falls_back():
-    task = {**ADD["python"], "tests": "def check(candidate):\n    assert candidate(0.1, 0.2) == 0.3\n    assert candidate(1, 2) != 4\n"
+def test_python_tests_equality_is_exact_and_non_plain_falls_back():
+    task = {**ADD["python"], "tests": "def check(candidate):\n    assert candidate(0.5, 0.25) == 0.75\n    assert candidate(1, 2) != 4\n"
                                       "    assert [candidate(1, 1)] == [2]\n    assert object() != object()\n"}
-    assert _through_the_stage(task, "    return a + b\n", None)["status"] == "passed"  # 0.1 + 0.2 is 0.30000000000000004
-    assert _through_the_stage(task, "    return a + b + 1e-6\n", None)["status"] == "failed"
-    # 3.0 for 3 and [2.0] for [2] are the same numbers, as Python's own `==` says
-    assert _through_the_stage(task, "    return float(a + b)\n", None)["status"] == "passed"
+    assert _through_the_stage(task, "    return a + b\n", None)["status"] == "passed"
+    assert _through_the_stage(task, "    return a + b + 1e-12\n", None)["tests_verdict"] == "failed"  # Python's `==` is exact
+    # 3.0 for 3 and [2.0] for [2] are the same numbers in Python's own `==`: the tests pass; the
+    # value verdict keeps int and float apart (another type is another answer)
+    row = _through_the_stage(task, "    return float(a + b)\n", None)
+    assert (row["tests_verdict"], row["value_verdict"], row["status"]) == ("passed", "failed", "failed"), row
 
 
 def test_typed_comparison_of_plain_values():
     def value(text: str):
         return plain.parse(text.encode())[0]
 
-    assert compare.same(value("i3"), value("i3")) and compare.same(value("i3"), value("d3.0"))  # the same number
-    assert compare.same(value("d3.0"), value("i3")) and not compare.same(value("i3"), value("d3.5"))
+    assert compare.same(value("i3"), value("i3")) and not compare.same(value("i3"), value("d3.0"))  # types distinct
+    assert not compare.same(value("d3.0"), value("i3")) and not compare.same(value("i3"), value("d3.5"))
+    assert compare.equal(value("i3"), value("d3.0")) and compare.equal(value("d3.0"), value("i3"))  # the tests' `==`
+    assert not compare.equal(value("d0.30000000000000004"), value("d0.3")) and not compare.equal(value("t"), value("i1"))
     assert not compare.same(value("i" + "9" * 400), value("dinf")) and not compare.same(value("i1"), value("dnan"))
     assert not compare.same(value("t"), value("i1")) and not compare.same(value("l1 i1"), value("u1 i1"))
     assert compare.same(value("d0.30000000000000004"), value("d0.3")) and not compare.same(value("d3.0000000005"), value("i3"))
