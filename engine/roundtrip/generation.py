@@ -61,7 +61,7 @@ def regenerate_prompt(template: str, task: Mapping[str, str], comment: str) -> s
 def function_from_completion(signature: str, completion: str) -> str:
     """The signature plus the completion's indented body (it ends at the first unindented line)."""
     body = []
-    for line in extract.python_lines(completion):
+    for line in completion_function.python_lines(completion):
         # Indentation as Python's tokenizer counts it: spaces and tabs, a form feed resetting it.
         if line.strip(" \t\f") and line.lstrip("\f")[:1] not in (" ", "\t"):
             break

@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from engine.errors import InputError
-from engine.roundtrip.extract import python_lines
+from engine.roundtrip.completion_function import python_lines
 
 TASK_SCHEMA = pa.schema(
     [

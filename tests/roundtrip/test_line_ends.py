@@ -1,7 +1,7 @@
 """Honest completions holding characters that `str.splitlines` takes for line ends (U+0085,
 U+2028, U+2029, form feed) in their strings and comments: legal code in each of the six
 languages, so each runs and passes. The completion is taken apart where each language's own
-tokenizer ends a line (engine.roundtrip.extract.python_lines for Python; the brace languages are
+tokenizer ends a line (engine.roundtrip.completion_function.python_lines for Python; the brace languages are
 read whole by their tree-sitter parser), never by `str.splitlines`, which cut these Python
 completions inside a string literal or comment and rejected them as unparseable.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from engine.roundtrip import generation
-from engine.roundtrip.extract import python_lines
+from engine.roundtrip.completion_function import python_lines
 from engine.roundtrip.tasks import load_tasks, split_python_function
 from engine.sandbox import process
 from engine.sandbox.limits import SandboxLimits
