@@ -48,6 +48,7 @@ HEAVY_MODULES = frozenset({
     "reuse/test_generations.py",
     "reuse/test_reuse.py",
     "roundtrip/test_lookalike_answers.py",  # the sandboxed toolchains, from here on
+    "roundtrip/test_replay_and_arguments.py",
     "roundtrip/test_stage.py",
     "roundtrip/test_tasks.py",
     "roundtrip/test_unrun_tests.py",
