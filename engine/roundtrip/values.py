@@ -1,20 +1,16 @@
 """The value verdict: the tests' calls, answered by the candidate as the reference answers them.
 
 The tests' own verdict is what the tests conclude in their language's rules (a truthy string
-where a bool is asserted, `in`, NaN past an epsilon guard). This one does not ask them:
-the tests run once against the reference through the split run (engine.sandbox.relay), which
-records every call (argument list as stream text, in order) and the reference's reply
-(`Recording`); the candidate runs as a server of its own (engine.sandbox.caller) on exactly
-those calls, in order, on one server (state kept between calls stays there); each reply is
-compared with the reference's by the engine's typed rules (engine.sandbox.compare.same_outcome,
-with the arguments' state after the call: engine.sandbox.arguments) and dropped. The replay runs
-under the tests' run's own limits, so the candidate cannot tell it from that run; the answers
-the candidate gave in its tests' run (the split run's `Recording`) must equal the reference's
-and the replay's on every call the tests made as the reference's tests did, from the first.
-`passed` only when every answer agrees; a reference that fails its own tests, tests that make
-no call, or a recording beyond RECORD_BYTES make it `error` (never a pass).
-A successful recording is made once per task and limits and shared by every regeneration; a
-failed one is made again for the next row.
+where a bool is asserted, `in`, NaN past an epsilon guard). This one does not ask them: the
+tests run once against the reference through the split run (engine.sandbox.relay), which
+records every call and reply (`Recording`); the candidate answers exactly those calls, in
+order, on one server (engine.sandbox.caller) under the tests' run's own limits, and the answers
+it gave in its own tests' run (from the first call up to the first the tests made otherwise)
+are checked too. Each answer (returned value or exception, and the arguments' state after the
+call: engine.sandbox.arguments) is compared with the reference's by the engine's typed rules
+and dropped. `passed` only when every answer agrees; a reference that fails its own tests, tests
+that make no call, or a recording beyond RECORD_BYTES make it `error` (never a pass). A
+successful recording is shared by every regeneration of its task; a failed one is made again.
 """
 from __future__ import annotations
 
