@@ -32,6 +32,7 @@ from engine.roundtrip.tasks import load_tasks, python_program
 from engine.sandbox.languages import run_tests
 from engine.sandbox.limits import SandboxLimits
 from engine.sandbox.process import isolation_name
+from engine.sandbox.relay import Recording
 
 # Measured on 2 shared cores with the tests in the candidate's process (busy and quiet machine).
 ANCHOR_RATIO = "0.39-0.76"
@@ -62,7 +63,8 @@ def main() -> None:
 
     load_at_start = os.getloadavg()
     start = time.perf_counter()
-    results = [run_tests(task, task["code"], limits) for task in tasks]
+    seen = [Recording() for _ in tasks]  # the answers each run's tests got, checked by the value verdict
+    results = [run_tests(task, task["code"], limits, record=mine) for task, mine in zip(tasks, seen)]
     sandbox_s = time.perf_counter() - start
     passed = sum(r.status == "passed" for r in results)
 
@@ -81,7 +83,7 @@ def main() -> None:
             print(f"  {task['task_id']}: {result.status} {result.reason}")
     if args.values:
         start = time.perf_counter()
-        verdicts = [values.verdict(task, task["code"], limits, 1.0) for task in tasks]
+        verdicts = [values.verdict(task, task["code"], limits, 1.0, mine) for task, mine in zip(tasks, seen)]
         elapsed = time.perf_counter() - start
         agreed = sum(v.status == "passed" for v in verdicts)
         print(f"values  : passed {agreed}/{n}  {n / elapsed:6.2f} rows/s  ({elapsed:.1f} s, recording included); "

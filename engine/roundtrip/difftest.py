@@ -21,7 +21,7 @@ import threading
 from typing import Any, Mapping
 
 from engine.roundtrip.inputs import generate_inputs
-from engine.sandbox import caller, compare, plain
+from engine.sandbox import arguments, caller, compare, plain
 from engine.sandbox.limits import SandboxLimits
 from engine.sandbox.process import SandboxResult, python_for
 
@@ -100,11 +100,11 @@ def run_limits_for(limits: SandboxLimits, n_inputs: int, call_seconds: float) ->
 
 def _as_text(index: int, outcome: tuple) -> tuple:
     """A returned value kept as its stream text: a few bytes a value where the parsed form costs tens."""
-    return ("o", plain.write(outcome[1])) if outcome[0] == "o" else outcome
+    return (outcome[0], plain.write(outcome[1])) if outcome[0] in ("o", "a") else outcome
 
 
 def _parsed(outcome: tuple) -> tuple:
-    return ("o", plain.parse(outcome[1])[0]) if outcome[0] == "o" else outcome
+    return (outcome[0], plain.parse(outcome[1], max_depth=plain.MAX_DEPTH + 2)[0]) if outcome[0] in ("o", "a") else outcome
 
 
 def outcomes(task: Mapping[str, str], code: str, inputs: list[str], limits: SandboxLimits,
@@ -165,14 +165,18 @@ def outcome_matches(task: Mapping[str, str], regenerated: str, inputs: list[str]
     reference, reference_run = _reference_outcomes(task, inputs, limits, call_seconds)
     if reference is None:
         return None, reference_run
-    if all(o[0] not in ("o", "x") for o in reference):
+    if all(o[0] not in ("o", "x", "a") for o in reference):
         return [None] * len(inputs), reference_run  # no usable input: correctness NaN, the candidate need not run
+
+    calls = calls_of(task, inputs)
 
     def keep(index: int, outcome: tuple) -> tuple:
         # Compared as soon as it is read and dropped: a row never holds its candidate's replies parsed.
-        return ("agrees", same_outcome(_parsed(reference[index]), outcome))
+        # The arguments' state after the call is part of the answer (engine.sandbox.arguments).
+        return ("agrees", arguments.same_answer(calls[index], _parsed(reference[index]), outcome))
 
     mine, result = outcomes(task, regenerated, inputs, limits, call_seconds, keep)
     if mine is None:
         return None, result
-    return [got[1] if got[0] == "agrees" else same_outcome(left, got) for left, got in zip(reference, mine)], result
+    return [got[1] if got[0] == "agrees" else same_outcome(arguments.returned(_parsed(left)), got)
+            for left, got in zip(reference, mine)], result

@@ -27,6 +27,7 @@ from engine.records import ROUNDTRIP_SCHEMA
 from engine.roundtrip import completion_function, difftest, generation, scores, values
 from engine.roundtrip.params import ORACLE, ModelParams, RoundTripParams
 from engine.sandbox.languages import run_tests
+from engine.sandbox.relay import Recording
 
 log = logging.getLogger(__name__)
 # Marks a regeneration its language's parser refused (status `rejected`, never run).
@@ -122,11 +123,12 @@ def execute_row(task: dict, code: str, inputs: list[str] | None, p: RoundTripPar
 
 
 def _verdicts(task: dict, code: str, inputs: list[str] | None, p: RoundTripParams) -> dict[str, Any]:
-    tested = run_tests(task, code, p.sandbox)
+    seen = Recording()  # the candidate's answers to the tests' own calls, checked by the value verdict
+    tested = run_tests(task, code, p.sandbox, record=seen)
     row = {"status": tested.status, "reason": tested.reason, "pass_at_1": scores.pass_at_1(tested.status),
            "tests_verdict": tested.status, "value_verdict": None}
     if task.get("entry_point") and tested.status not in ("skipped", "compile_error"):
-        valued = values.verdict(task, code, p.sandbox, p.call_seconds)
+        valued = values.verdict(task, code, p.sandbox, p.call_seconds, seen)
         row["value_verdict"] = valued.status
         if p.verdict == "values" and tested.status == "passed" and valued.status != "passed":
             # The tests' own conclusion is not enough: every answer must be the reference's too.

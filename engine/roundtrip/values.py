@@ -1,16 +1,16 @@
 """The value verdict: the tests' calls, answered by the candidate as the reference answers them.
 
 The tests' own verdict is what the tests conclude in their language's rules (a truthy string
-where a bool is asserted, `in`, NaN past an epsilon guard). This one does not ask them:
-the tests run once against the reference through the split run (engine.sandbox.relay), which
-records every call (argument list as stream text, in order) and the reference's reply
-(`Recording`); the candidate runs as a server of its own (engine.sandbox.caller) on exactly
-those calls, in order, on one server (state kept between calls stays there); each reply is
-compared with the reference's by the engine's typed rules (engine.sandbox.compare.same_outcome)
-and dropped. `passed` only when every answer agrees; a reference that fails its own tests,
-tests that make no call, or a recording beyond RECORD_BYTES make it `error` (never a pass).
-A successful recording is made once per task and limits and shared by every regeneration; a
-failed one is made again for the next row.
+where a bool is asserted, `in`, NaN past an epsilon guard). This one does not ask them: the
+tests run once against the reference through the split run (engine.sandbox.relay), which
+records every call and reply (`Recording`); the candidate answers exactly those calls, in
+order, on one server (engine.sandbox.caller) under the tests' run's own limits, and the answers
+it gave in its own tests' run (from the first call up to the first the tests made otherwise)
+are checked too. Each answer (returned value or exception, and the arguments' state after the
+call: engine.sandbox.arguments) is compared with the reference's by the engine's typed rules
+and dropped. `passed` only when every answer agrees; a reference that fails its own tests, tests
+that make no call, or a recording beyond RECORD_BYTES make it `error` (never a pass). A
+successful recording is shared by every regeneration of its task; a failed one is made again.
 """
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ import threading
 from dataclasses import dataclass
 from typing import Mapping
 
-from engine.sandbox import caller, compare, plain
+from engine.sandbox import arguments, caller, compare, plain
 from engine.sandbox.limits import SandboxLimits
 from engine.sandbox.process import python_for
 from engine.sandbox.relay import RECORD_BYTES, Recording, run_split
@@ -68,7 +68,7 @@ def record(task: Mapping[str, str], limits: SandboxLimits) -> Recorded:
         return Recorded((), (), f"the reference solution does not pass the task's tests: {result.status}: {result.reason[:200]}")
     if recording.overflow:
         return Recorded((), (), f"the tests' calls and replies exceed {RECORD_BYTES >> 20} MiB: no value verdict")
-    if any(reply[:2] not in (b"o ", b"x ") for reply in recording.replies):
+    if any(reply[:2] not in (b"o ", b"x ", b"a ") for reply in recording.replies):
         return Recorded((), (), "a reply of the reference solution is not plain data: no value verdict")
     return Recorded(tuple(recording.calls), tuple(recording.replies), "")
 
@@ -107,9 +107,33 @@ def _outcome(reply: bytes) -> tuple:
     return (kind, value[1] if kind in ("x", "z") else value)
 
 
-def verdict(task: Mapping[str, str], code: str, limits: SandboxLimits, call_seconds: float) -> ValueVerdict:
-    """The candidate's answers to the tests' calls against the reference's (the module docstring)."""
-    from engine.roundtrip.difftest import run_limits_for
+def _common_prefix(seen: Recording | None, reference: Recorded) -> int:
+    """How many of the tests' calls against the candidate were the reference's, in order, from the first."""
+    if seen is None or seen.overflow:
+        return 0
+    count = 0
+    for mine, theirs in zip(seen.calls, reference.calls):
+        if mine != theirs:
+            break
+        count += 1
+    return count
+
+
+_DIFFERS = {"o": "returned a value that differs from", "x": "raised where the reference did not, or another type than",
+            "z": "returned what is not plain data instead of",
+            "a": "left its arguments in another state than"}
+
+
+def _how(expected: tuple, got: tuple) -> str:
+    """Which part of an answer differs: its returned value, exception or reply kind, else its arguments."""
+    got_returned = arguments.returned(got)
+    return "a" if compare.same_outcome(arguments.returned(expected), got_returned) else got_returned[0]
+
+
+def verdict(task: Mapping[str, str], code: str, limits: SandboxLimits, call_seconds: float,
+            seen: Recording | None = None) -> ValueVerdict:
+    """The candidate's answers to the tests' calls against the reference's (the module docstring);
+    `seen`: the calls and answers of the candidate's own tests' run, checked too."""
     from engine.sandbox.languages import runner, toolchain_missing
 
     why = toolchain_missing(task["programming_language"])
@@ -130,23 +154,38 @@ def verdict(task: Mapping[str, str], code: str, limits: SandboxLimits, call_seco
         return ValueVerdict("skipped", f"no split run for {task['programming_language']}")
     server, _tests, toolchain = jobs
     run, startup = runner(toolchain, limits)
+    shared = _common_prefix(seen, reference)
+    total = len(reference.calls)
 
     def keep(index: int, outcome: tuple) -> tuple:
-        agrees = compare.same_outcome(_outcome(reference.replies[index]), outcome)
-        return ("same",) if agrees else ("differs", outcome[0])
+        call = reference.calls[index]
+        expected = _outcome(reference.replies[index])
+        if index < shared:
+            # The tests made this call too: what they got must be what the replay gets, and the
+            # reference's answer (a candidate that tells the runs apart answers each differently).
+            theirs = _outcome(seen.replies[index])  # type: ignore[union-attr]
+            if not arguments.same_answer(call, theirs, outcome):
+                return ("between",)
+            if not arguments.same_answer(call, expected, theirs):
+                return ("differs", _how(expected, theirs), "in the tests' run ")
+        if arguments.same_answer(call, expected, outcome):
+            return ("same",)
+        return ("differs", _how(expected, outcome), "")
 
-    found, result = caller.call_all(server, run, reference.calls, call_seconds, startup,
-                                    run_limits_for(limits, len(reference.calls), call_seconds), keep)
-    total = len(reference.calls)
+    # The replay runs under exactly the tests' run's limits, job and channel (docs/sandbox.md,
+    # "One run like the other"): a candidate cannot tell which of the two it is answering.
+    found, result = caller.call_all(server, run, reference.calls, call_seconds, startup, {}, keep)
     for index, outcome in enumerate(found):
         if outcome == ("same",):
             continue
+        where = f"value verdict: call {index + 1} of {total}"
+        if outcome == ("between",):
+            return ValueVerdict("failed", f"{where}: the candidate answered differently in the tests' run and when "
+                                          "called again on the same calls")
         if outcome[0] == "differs":
-            what = {"o": "returned a value that differs from", "x": "raised where the reference did not, or another type than",
-                    "z": "returned what is not plain data instead of"}[outcome[1]]
-            return ValueVerdict("failed", f"value verdict: call {index + 1} of {total}: the candidate {what} the reference's answer")
+            return ValueVerdict("failed", f"{where}: the candidate {outcome[2]}{_DIFFERS[outcome[1]]} the reference's answer")
         if outcome[0] == "timeout":
-            return ValueVerdict("failed", f"value verdict: call {index + 1} of {total}: no reply within {call_seconds} s")
+            return ValueVerdict("failed", f"{where}: no reply within {call_seconds} s")
         detail = f" ({result.status})" if result is not None and result.status == "compile_error" else ""
-        return ValueVerdict("failed", f"value verdict: call {index + 1} of {total}: {outcome[1]}{detail}")
+        return ValueVerdict("failed", f"{where}: {outcome[1]}{detail}")
     return ValueVerdict("passed", "")

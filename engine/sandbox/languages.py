@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import shutil
 from dataclasses import dataclass
-from typing import Mapping
+from typing import TYPE_CHECKING, Mapping
 
 from engine.sandbox.harness import python_harness
 from engine.sandbox.limits import SandboxLimits
@@ -31,6 +31,9 @@ from engine.sandbox.programs import (
     rename_main,
     shell_script,
 )
+
+if TYPE_CHECKING:
+    from engine.sandbox.relay import Recording
 
 LANGUAGES = ("python", "java", "javascript", "cpp", "go", "rust")
 TOOLS = {"python": (), "java": ("javac", "java"), "javascript": ("node",), "cpp": ("g++",), "go": ("go",), "rust": ("rustc",)}
@@ -137,8 +140,10 @@ def run_toolchain(argv: list[str], files: Mapping[str, str], limits: SandboxLimi
     )
 
 
-def run_tests(task: Mapping[str, str], implementation: str, limits: SandboxLimits) -> SandboxResult:
-    """`passed` only when the harness reported the token after the last test."""
+def run_tests(task: Mapping[str, str], implementation: str, limits: SandboxLimits,
+              record: Recording | None = None) -> SandboxResult:
+    """`passed` only when the harness reported the token after the last test; `record` (a split
+    run's) receives every call the tests made and the answer they got (the value verdict uses it)."""
     language = task["programming_language"]
     why = toolchain_missing(language) if language in TOOLS else f"unknown programming language {language!r}"
     if why:
@@ -153,7 +158,7 @@ def run_tests(task: Mapping[str, str], implementation: str, limits: SandboxLimit
             return SandboxResult("error", f"no split run for this task: {type(exc).__name__}: {exc}", None, "", "", 0.0,
                                  limits.isolation)
         if jobs is not None:
-            return _run_split(*jobs, limits)
+            return _run_split(*jobs, limits, record)
     try:
         job = build(task, implementation, limits)
     except ValueError as exc:
@@ -163,7 +168,7 @@ def run_tests(task: Mapping[str, str], implementation: str, limits: SandboxLimit
     return run_toolchain(job.argv, job.files, limits, job.env)
 
 
-def _run_split(server, tests, toolchain: bool, limits: SandboxLimits) -> SandboxResult:
+def _run_split(server, tests, toolchain: bool, limits: SandboxLimits, record: Recording | None = None) -> SandboxResult:
     """The candidate as a server in one sandbox, the tests through a proxy in another (engine.sandbox.relay)."""
     from engine.errors import ConfigError
     from engine.sandbox.process import unavailable
@@ -175,7 +180,7 @@ def _run_split(server, tests, toolchain: bool, limits: SandboxLimits) -> Sandbox
 
     run, startup = runner(toolchain, limits)
     wall = max(limits.wall_seconds, startup)
-    return run_split(server, tests, run, wall)
+    return run_split(server, tests, run, wall, record=record)
 
 
 def runner(toolchain: bool, limits: SandboxLimits):

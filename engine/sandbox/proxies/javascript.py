@@ -6,7 +6,9 @@ arrays (`l`), Sets (`e`) and plain objects (`m`); a Map, an object without a pro
 array's hole and -0 cross as typed values (`g s3:Map m..`, `NullObject`, `Hole`, `NegativeZero`),
 which `deepStrictEqual` tells apart from the plain object, `{}`, `undefined` and 0. Anything else
 (a function, a class instance, a BigInt) is not plain data. The proxy decodes each back into its
-own type (an untagged `m` into a plain object when its keys are strings, else a Map).
+own type (an untagged `m` into a plain object when its keys are strings, else a Map). A call
+that left its arguments changed answers `a` with their state after it, which the proxy copies
+back into the tests' arrays, objects, Sets and Maps (engine.sandbox.arguments).
 """
 from __future__ import annotations
 
@@ -140,14 +142,19 @@ for (;;) {
   const call = bsRecv(3);
   if (call === null) process.reallyExit(0);
   if (typeof bsFn !== 'function') { bsSend(4, 'z ' + bsText('no function to call')); continue; }
+  const args = bsRead(call, 0)[0];
+  const before = [];
+  bsWrite(args, before, 0);  // as this process writes them, to tell whether the call changed them
   let value;
-  try { value = bsFn(...bsRead(call, 0)[0]); } catch (e) {
+  try { value = bsFn(...args); } catch (e) {
     const name = (e && e.constructor && typeof e.constructor.name === 'string') ? e.constructor.name : 'Error';
     bsSend(4, 'x ' + bsText(name)); continue;
   }
-  const out = [];
-  try { bsWrite(value, out, 0); } catch (e) { bsSend(4, 'z ' + bsText(String(e && e.message))); continue; }
-  bsSend(4, 'o ' + out.join(''));
+  const out = [], after = [];
+  try { bsWrite(value, out, 0); bsWrite(args, after, 0); } catch (e) { bsSend(4, 'z ' + bsText(String(e && e.message))); continue; }
+  // A call that changed its arguments answers their state too (engine.sandbox.arguments).
+  if (after.join('') === before.join('')) bsSend(4, 'o ' + out.join(''));
+  else bsSend(4, 'a l2 ' + out.join('') + ' ' + after.join(''));
 }
 """
 
@@ -165,6 +172,11 @@ globalThis.__babelscoreCall = function (args) {
   if (reply === null) { bsBroken = 'the engine closed the call channel'; throw new BsCandidateBroken(bsBroken); }
   const [value] = bsRead(reply, 2);
   if (reply[0] === 0x6f) return value;
+  if (reply[0] === 0x61) {
+    // The candidate changed its arguments: the tests' objects change the same way, as in one process.
+    for (let i = 0; i < args.length; i++) bsRestore(args[i], value[1][i]);
+    return value[0];
+  }
   if (reply[0] === 0x78) {
     const Kind = globalThis[value];
     throw (typeof Kind === 'function' && Kind.prototype instanceof Error) ? new Kind('raised by the candidate') : new Error('the candidate raised ' + value);
@@ -173,6 +185,24 @@ globalThis.__babelscoreCall = function (args) {
   throw new BsCandidateBroken(value);
 };
 let bsBroken = '';
+// `o` (the tests' object) made equal to `c` in place, keeping each nested array, object, Set or
+// Map that is still where it was; true when done in place.
+function bsPlainObject(v) { return v !== null && typeof v === 'object' && !Array.isArray(v) && !(v instanceof Set) && !(v instanceof Map); }
+function bsRestore(o, c) {
+  if (Array.isArray(o) && Array.isArray(c)) {
+    if (o.length !== c.length) { o.length = 0; for (const x of c) o.push(x); return true; }
+    for (let i = 0; i < c.length; i++) if (!bsRestore(o[i], c[i])) o[i] = c[i];
+    return true;
+  }
+  if (o instanceof Set && c instanceof Set) { o.clear(); for (const x of c) o.add(x); return true; }
+  if (o instanceof Map && c instanceof Map) { o.clear(); for (const [k, x] of c) o.set(k, x); return true; }
+  if (bsPlainObject(o) && bsPlainObject(c)) {
+    for (const k of Object.keys(o)) if (!(k in c)) delete o[k];
+    for (const k of Object.keys(c)) if (!bsRestore(o[k], c[k])) o[k] = c[k];
+    return true;
+  }
+  return false;
+}
 // The equality assertions of node:assert, decided by the engine's typed comparison: both sides
 // go to the engine as plain values (`c l2 <actual> <expected>`), never compared by JavaScript.
 const bsAssert = require('assert');

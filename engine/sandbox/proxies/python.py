@@ -4,7 +4,9 @@ Both are small programs run with `python -I -B`; they share only `CODEC` (the pl
 stream of engine.sandbox.plain, in Python). The server executes the task's context and the
 candidate, then answers calls: the return value when it is plain data (bool, int, float, str,
 None, list, tuple, set, frozenset, dict of those: exact types, no subclasses), the exception's
-type name when the call raised, `z` otherwise. The tests' harness (the verdict channel of
+type name when the call raised, `z` otherwise; a call that left its arguments changed answers
+`a` with their state after it, which the proxy copies back into the tests' objects
+(engine.sandbox.arguments). The tests' harness (the verdict channel of
 engine.sandbox.harness) executes the context, binds the entry point to a proxy that sends
 each call to the server, and runs the tests against it.
 """
@@ -131,18 +133,26 @@ def _serve():
         if not callable(fn):
             _pv_send(4, b"z " + _pv_text("no function named %s" % entry))
             continue
+        arguments = _pv_read(call)[0]
+        before = []
+        _pv_write(arguments, before)  # as this process writes them (a set's order is its own)
         try:
-            value = fn(*_pv_read(call)[0])
+            value = fn(*arguments)
         except BaseException as exc:
             _pv_send(4, b"x " + _pv_text(_pv_exception_name(type(exc), built)))
             continue
-        out = []
+        out, after = [], []
         try:
             _pv_write(value, out)
+            _pv_write(arguments, after)
         except (_NotPlain, RecursionError) as exc:
             _pv_send(4, b"z " + _pv_text(str(exc)))
             continue
-        _pv_send(4, b"o " + b"".join(out))
+        if after == before:
+            _pv_send(4, b"o " + b"".join(out))
+        else:
+            # The call changed its arguments: their state is part of the answer (engine.sandbox.arguments).
+            _pv_send(4, b"a l2 " + b"".join(out) + b" " + b"".join(after))
 
 
 def _pv_exception_name(kind, built):
@@ -202,6 +212,11 @@ def _proxy_for(entry):
             raise _CandidateBroken("the reply does not decode: %s: %s" % (type(exc).__name__, exc)) from None
         if reply[:1] == b"o":
             return value
+        if reply[:1] == b"a":
+            # The candidate changed its arguments: the tests' objects change the same way, as in one process.
+            for original, changed in zip(args, value[1]):
+                _pv_restore(original, changed)
+            return value[0]
         if reply[:1] == b"x":
             kind = getattr(builtins, value, None)
             # StopIteration would end the tests' own iteration (`zip(map(candidate, xs), ys)`,
@@ -213,6 +228,40 @@ def _proxy_for(entry):
 
     candidate.__name__ = entry
     return candidate
+
+
+def _pv_restore(original, changed):
+    """`original` (the tests' object) made equal to `changed` in place, keeping the identity of
+    each nested list, dict or set that is still where it was; True when done in place."""
+    kind = type(original)
+    if kind is not type(changed):
+        return False
+    if kind is list:
+        if len(original) != len(changed):
+            original[:] = changed
+            return True
+        for index, item in enumerate(changed):
+            if not _pv_restore(original[index], item) and original[index] is not item:
+                original[index] = item
+        return True
+    if kind is dict:
+        if list(original) != list(changed):
+            original.clear()
+            original.update(changed)
+            return True
+        for key, item in changed.items():
+            if not _pv_restore(original[key], item):
+                original[key] = item
+        return True
+    if kind is set:
+        original.clear()
+        original.update(changed)
+        return True
+    if kind is tuple and len(original) == len(changed):
+        for old, new in zip(original, changed):
+            _pv_restore(old, new)
+        return True
+    return False
 
 
 def _bs_chain(operands, negations):

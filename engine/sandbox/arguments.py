@@ -1,0 +1,33 @@
+"""A call's answer with the state its arguments were left in: what in-process code would see.
+
+In the tests' own process a function that sorts the list it was given changes the tests' list;
+across the split run it changes only its own copy. A server whose call left its arguments
+different from what it read replies `a l2 <returned value> <argument list after the call>`
+instead of `o <returned value>` (Python and JavaScript servers; engine.sandbox.proxies), so the
+engine compares the arguments' state as part of the answer and the tests' proxy can copy it back
+into the tests' objects. An `o` reply means the arguments were left as the call wrote them.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from engine.sandbox import compare, plain
+
+
+def returned(outcome: tuple) -> tuple:
+    """The outcome as the call's own answer (`a` as the `o` of its returned value)."""
+    return ("o", outcome[1][1][0]) if outcome[0] == "a" else outcome
+
+
+def _arguments_after(outcome: tuple, call: Any) -> Any:
+    return outcome[1][1][1] if outcome[0] == "a" else call
+
+
+def same_answer(call: bytes, reference: tuple, candidate: tuple) -> bool | None:
+    """compare.same_outcome of the returned values (or exceptions), and the arguments' state
+    after the call equal too; None when the reference gave no usable answer."""
+    agrees = compare.same_outcome(returned(reference), returned(candidate))
+    if not agrees or (reference[0] != "a" and candidate[0] != "a"):
+        return agrees
+    arguments = plain.parse(call)[0]
+    return compare.same(_arguments_after(reference, arguments), _arguments_after(candidate, arguments))
