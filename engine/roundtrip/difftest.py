@@ -29,11 +29,6 @@ from engine.sandbox.process import SandboxResult, python_for
 CORRECTNESS_LANGUAGES = ("python", "java", "javascript", "cpp", "go", "rust")
 
 
-def same_outcome(reference: tuple, candidate: tuple) -> bool | None:
-    """Agreement of two call outcomes (engine.sandbox.compare)."""
-    return compare.same_outcome(reference, candidate)
-
-
 def task_inputs(task: Mapping[str, str], n: int, seed: int) -> list[str] | None:
     """The task's differential-testing inputs, or None when its signature has none."""
     language = task["programming_language"]
@@ -170,9 +165,9 @@ def outcome_matches(task: Mapping[str, str], regenerated: str, inputs: list[str]
 
     def keep(index: int, outcome: tuple) -> tuple:
         # Compared as soon as it is read and dropped: a row never holds its candidate's replies parsed.
-        return ("agrees", same_outcome(_parsed(reference[index]), outcome))
+        return ("agrees", compare.same_outcome(_parsed(reference[index]), outcome))
 
     mine, result = outcomes(task, regenerated, inputs, limits, call_seconds, keep)
     if mine is None:
         return None, result
-    return [got[1] if got[0] == "agrees" else same_outcome(left, got) for left, got in zip(reference, mine)], result
+    return [got[1] if got[0] == "agrees" else compare.same_outcome(left, got) for left, got in zip(reference, mine)], result
