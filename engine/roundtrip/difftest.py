@@ -77,7 +77,7 @@ def calls_of(task: Mapping[str, str], inputs: list[str]) -> list[bytes]:
     if task["programming_language"] == "java":
         from engine.roundtrip import java_difftest
 
-        parsed = java_difftest.parse_signature(task["signature"])
+        parsed = java_difftest.parse_method_header(task["signature"])
         hints = parsed["hints"] if parsed else None
     out = []
     for text in inputs:
