@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.tiers import HEAVY_MODULES, is_heavy, module_of
 from tests.support.samples import make_sample
+from tests.tiers import HEAVY_MODULES, is_heavy, module_of
 
 os.environ.setdefault("BABELSCORE_NO_PROGRESS", "1")
 # Tiny models gain nothing from intra-op threads, and on a busy 2-core machine the threads
