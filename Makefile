@@ -142,7 +142,7 @@ test: setup browser
 	$(PY) -m pytest -q $(PYTEST_ARGS) tests
 
 # The inner loop: unit tests and tiny in-process models, no runs, vLLM, Ray, toolchains, network
-# or browser (tests/_tiers.py says which tests are heavy).
+# or browser (tests/tiers.py says which tests are heavy).
 test-fast: setup
 	$(PY) -m pytest -q -m "not heavy" $(PYTEST_ARGS) tests
 

@@ -425,7 +425,7 @@ def report_lines(result: BenchResult) -> list[str]:
     if result.devices > 1:
         on = sum(f.projected_on(result.devices) for f in result.fits)
         scaled = ", ".join(f.step.removeprefix("stage:") for f in result.fits if f.model) or "none"
-        kind = device_kind()
+        kind = machine_description()
         lines.append(f"projection for {result.devices} devices like this one ({kind}; not measured: per-row time of the model "
                      f"stages [{scaled}] divided by {result.devices}, fixed costs paid once per device in parallel): {_duration(on)}")
         if kind.startswith("cpu"):
@@ -445,7 +445,7 @@ def report_lines(result: BenchResult) -> list[str]:
     return lines
 
 
-def device_kind() -> str:
+def machine_description() -> str:
     """What the model stages run on here: the first CUDA device's name, else 'cpu (N cores)'."""
     try:
         import torch

@@ -129,10 +129,6 @@ def perturb_noise(target: str, family: str) -> str:
     return f"{PERTURB_PREFIX}{target}:{family}"
 
 
-def is_perturbation(noise: str | None) -> bool:
-    return noise is not None and noise.startswith(PERTURB_PREFIX)
-
-
 # Stage `perturb` (RUN/perturbations/): one row per (sample, target, family), plus, for a
 # perturbed reference, its unperturbed span (family `original`). `noise` and `prediction` are what
 # the score stage scores (a row that could not apply has prediction null and is not scored).

@@ -1,4 +1,4 @@
-"""Shared fixtures, a quiet environment, and the `heavy` marker of tests/_tiers.py (shared helpers
+"""Shared fixtures, a quiet environment, and the `heavy` marker of tests/tiers.py (shared helpers
 are modules of tests/support/)."""
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from tests._tiers import HEAVY_MODULES, is_heavy, module_of
 from tests.support.samples import make_sample
+from tests.tiers import HEAVY_MODULES, is_heavy, module_of
 
 os.environ.setdefault("BABELSCORE_NO_PROGRESS", "1")
 # Tiny models gain nothing from intra-op threads, and on a busy 2-core machine the threads
@@ -35,7 +35,7 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Marks `heavy` what tests/_tiers.py classifies so (`make test-fast` deselects it)."""
+    """Marks `heavy` what tests/tiers.py classifies so (`make test-fast` deselects it)."""
     for item in items:
         if is_heavy(item.nodeid, {m.name for m in item.iter_markers()}):
             item.add_marker(pytest.mark.heavy)

@@ -43,7 +43,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         usage_error("bench", f"--profile projects a measured profile and runs nothing here; {both} needs a run: "
                     "give one or the other")
     config = load_config(args.config)
-    from engine.projection import device_kind
+    from engine.projection import machine_description
 
     rows = judge_forecast(config)
     if rows:
@@ -58,7 +58,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         profile = read_profile(args.profile)
         notes = check_covers(profile, config, args.profile)
         full_rows, full_tasks = input_size(config)
-        print("\n".join(projection_lines(profile, full_rows, full_tasks, args.devices, device_kind()) + notes))
+        print("\n".join(projection_lines(profile, full_rows, full_tasks, args.devices, machine_description()) + notes))
         return EXIT_OK
     result = bench(config, args.sample, devices=args.devices, seed=args.seed, compare=args.compare)
     print("\n".join(report_lines(result)))
@@ -74,7 +74,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         from engine.stages.plan import build_plan
 
         tasks = {b.stage.name for b in build_plan(config).own_tables()}
-        write_profile(args.write_profile, profile_of(result, device_kind(), tasks, config))
-        print(f"profile of this machine ({device_kind()}) written to {args.write_profile}: project with "
+        write_profile(args.write_profile, profile_of(result, machine_description(), tasks, config))
+        print(f"profile of this machine ({machine_description()}) written to {args.write_profile}: project with "
               f"`babelscore bench CONFIG --profile {args.write_profile} --devices N`")
     return EXIT_OK

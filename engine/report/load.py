@@ -194,9 +194,10 @@ class RunData:
     layout: RunLayout | None = None  # the run's data flow (engine.io.layout)
     plan: Any = None  # the run's engine.stages.plan.RunPlan: its stages' report hooks (None: none)
 
-    @property
-    def stages(self) -> list[str]:
-        return list(self.manifest.config_stages)
+    def provides(self, kind: str) -> bool:
+        """Whether one of the run's stages provides rows of `kind` (engine.kinds): asked of the
+        layout, so the report never needs a stage's name (no layout: nothing is provided)."""
+        return self.layout is not None and self.layout.has_provider(kind)
 
     @property
     def n_labelled(self) -> int:

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from engine import taxonomy
+from engine.kinds import SCORES
 from engine.report import figures, page
 from engine.report.page import kappa_style
 from engine.report.score_settings import BASE_LANGUAGE, ConfigKey, language_name, short_scorer
@@ -42,6 +43,9 @@ from engine.report.tables import (
 MAX_HEATMAP_ROWS = 40
 MAX_FIGURE_GROUPS = 16  # strip / noise figures: one per (metric, scorer) up to this many
 NOISE_TASKS = ("noise-uniform", "noise-targeted")
+# Noise rows are asked of the score rows themselves: perturbations are candidates too, so a
+# candidate-providing stage does not mean noise predictions.
+NO_NOISE_ROWS = "the run has no score rows for noise predictions (the <code>noise</code> stage makes them)"
 esc = html.escape
 
 TITLES = {
@@ -71,8 +75,8 @@ def _labels_reason(ctx: ReportContext) -> str | None:
 
 def _no_scores_reason(ctx: ReportContext) -> str:
     data = ctx.data
-    if "score" not in data.stages:
-        return "the run has no score rows: its stages do not include <code>score</code>"
+    if not data.provides(SCORES):
+        return "the run has no score rows: none of its stages scores (<code>score</code> does)"
     failed = len(data.manifest.failed_parts)
     if failed:
         return f"the run has no score rows: {failed} part(s) failed (see <a href='#run'>the run section</a>)"
@@ -190,9 +194,7 @@ def noise_section(ctx: ReportContext) -> Section:
     if data.scores is None:
         return _missing("noise", _no_scores_reason(ctx))
     if not data.scores.has_noise():
-        why = ("the run's stages do not include <code>noise</code>" if "noise" not in data.stages
-               else "the run has no score rows for noise predictions")
-        return _missing("noise", f"real vs noise distributions need noise scores: {why}")
+        return _missing("noise", f"real vs noise distributions need noise scores: {NO_NOISE_ROWS}")
     parts = [page.note(
         "The study's Fig. 3, computed from this run: score distributions of the real predictions and of the two "
         "synthetic noise predictions (same token length as the reference): uniform tokens from the vocabulary, and "
@@ -328,8 +330,7 @@ def _noise_missing_reason(ctx: ReportContext) -> str:
     if data.calibration is None:
         return data.notes.get("calibration", "there is no calibration.parquet")
     if data.scores is None or not data.scores.has_noise():
-        return "noise F1 needs noise scores: " + ("the run's stages do not include <code>noise</code>"
-                                                  if "noise" not in data.stages else "the run has no noise score rows")
+        return f"noise F1 needs noise scores: {NO_NOISE_ROWS}"
     return "calibration.parquet has no noise rows"
 
 

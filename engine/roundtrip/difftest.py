@@ -29,11 +29,6 @@ from engine.sandbox.process import SandboxResult, python_for
 CORRECTNESS_LANGUAGES = ("python", "java", "javascript", "cpp", "go", "rust")
 
 
-def same_outcome(reference: tuple, candidate: tuple) -> bool | None:
-    """Agreement of two call outcomes (engine.sandbox.compare)."""
-    return compare.same_outcome(reference, candidate)
-
-
 def task_inputs(task: Mapping[str, str], n: int, seed: int) -> list[str] | None:
     """The task's differential-testing inputs, or None when its signature has none."""
     language = task["programming_language"]
@@ -82,7 +77,7 @@ def calls_of(task: Mapping[str, str], inputs: list[str]) -> list[bytes]:
     if task["programming_language"] == "java":
         from engine.roundtrip import java_difftest
 
-        parsed = java_difftest.parse_signature(task["signature"])
+        parsed = java_difftest.parse_method_header(task["signature"])
         hints = parsed["hints"] if parsed else None
     out = []
     for text in inputs:
@@ -178,5 +173,5 @@ def outcome_matches(task: Mapping[str, str], regenerated: str, inputs: list[str]
     mine, result = outcomes(task, regenerated, inputs, limits, call_seconds, keep)
     if mine is None:
         return None, result
-    return [got[1] if got[0] == "agrees" else same_outcome(arguments.returned(_parsed(left)), got)
+    return [got[1] if got[0] == "agrees" else compare.same_outcome(arguments.returned(_parsed(left)), got)
             for left, got in zip(reference, mine)], result

@@ -63,7 +63,7 @@ def _hint(java_type: str) -> Any:
     return None
 
 
-def parse_signature(signature: str) -> dict[str, Any] | None:
+def parse_method_header(signature: str) -> dict[str, Any] | None:
     """Name, staticness, return type and parameter types of a Java method header; None when unsupported."""
     match = _SIGNATURE.match(signature.strip())
     if not match:
@@ -91,7 +91,7 @@ def generate_inputs(signature: str, tests: str, n: int, seed: int) -> list[str] 
     """`n` argument tuples as Python literals, or None when the signature has an unsupported type."""
     from engine.roundtrip.inputs import ALPHABET, draw_value, fill_with_draws
 
-    parsed = parse_signature(signature)
+    parsed = parse_method_header(signature)
     if parsed is None:
         return None
     pool = literal_pool(tests)

@@ -121,7 +121,7 @@ def _read_user_table(path: Path) -> list[dict[str, Any]]:
     raise InputError(f"round-trip task table {path}: unknown format {path.suffix!r}; use .parquet or .jsonl")
 
 
-def normalise_rows(raw_rows: Iterable[dict[str, Any]], source: str) -> list[dict[str, Any]]:
+def validated_task_rows(raw_rows: Iterable[dict[str, Any]], source: str) -> list[dict[str, Any]]:
     """Validate a user's rows and fill the derived columns; errors name the row and column."""
     rows, seen = [], set()
     for index, raw in enumerate(raw_rows):
@@ -160,10 +160,10 @@ def load_tasks(spec: str, programming_languages: Iterable[str] = ()) -> pa.Table
     if spec == BUILTIN:
         rows = humaneval_rows()
     elif spec == POLYGLOT:
-        rows = normalise_rows(_read_user_table(POLYGLOT_PATH), POLYGLOT)
+        rows = validated_task_rows(_read_user_table(POLYGLOT_PATH), POLYGLOT)
     else:
         path = Path(spec)
-        rows = normalise_rows(_read_user_table(path), str(path))
+        rows = validated_task_rows(_read_user_table(path), str(path))
     wanted = set(programming_languages)
     if wanted:
         rows = [r for r in rows if r["programming_language"] in wanted]

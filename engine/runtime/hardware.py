@@ -20,14 +20,12 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Literal
 
 from engine.errors import ConfigError
 
 logger = logging.getLogger(__name__)
 
 DTYPES = ("float32", "bfloat16", "float16")
-DtypeName = Literal["auto", "float32", "bfloat16", "float16"]
 # An explicit dtype this many times slower than float32 is not worth running.
 SLOW_RATIO = 4.0
 # `auto` on a CPU without AMX for it picks a half dtype whose linear layer runs this many times

@@ -1,5 +1,5 @@
 """No Python file in engine/, kernels/, bench/ or tests/ is over 500 lines: a longer module holds
-more than one subject, and is split by subject (a test module's halves listed in tests/_tiers.py)."""
+more than one subject, and is split by subject (a test module's halves listed in tests/tiers.py)."""
 from __future__ import annotations
 
 from pathlib import Path

@@ -1,5 +1,5 @@
 """The fast tier (`make test-fast`) cannot drift: every test module is classified in
-tests/_tiers.py, every heavy entry names a real test, and the rule marks what it says."""
+tests/tiers.py, every heavy entry names a real test, and the rule marks what it says."""
 from __future__ import annotations
 
 import ast
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests._tiers import FAST_MODULES, HEAVY_MODULES, HEAVY_TESTS, is_heavy
+from tests.tiers import FAST_MODULES, HEAVY_MODULES, HEAVY_TESTS, is_heavy
 
 TESTS = Path(__file__).resolve().parents[1]
 
@@ -21,12 +21,12 @@ def module_problems(modules: set[str], heavy: frozenset[str] = HEAVY_MODULES, fa
     """What is wrong with the module lists for the test modules `modules` (paths inside tests/)."""
     problems = []
     if heavy & fast:
-        problems.append(f"in both HEAVY_MODULES and FAST_MODULES of tests/_tiers.py: {sorted(heavy & fast)}")
+        problems.append(f"in both HEAVY_MODULES and FAST_MODULES of tests/tiers.py: {sorted(heavy & fast)}")
     if modules - heavy - fast:
-        problems.append("add each to HEAVY_MODULES or FAST_MODULES in tests/_tiers.py (heavy: models beyond tiny ones, "
+        problems.append("add each to HEAVY_MODULES or FAST_MODULES in tests/tiers.py (heavy: models beyond tiny ones, "
                         f"vLLM, Ray, runs, subprocesses, network, browser): {sorted(modules - heavy - fast)}")
     if (heavy | fast) - modules:
-        problems.append(f"tests/_tiers.py names modules that do not exist (take them out): {sorted((heavy | fast) - modules)}")
+        problems.append(f"tests/tiers.py names modules that do not exist (take them out): {sorted((heavy | fast) - modules)}")
     return problems
 
 
@@ -52,7 +52,7 @@ def test_every_test_module_is_classified_once() -> None:
 
 def test_every_heavy_test_entry_names_a_test_of_a_fast_module() -> None:
     stale = heavy_test_problems()
-    assert not stale, "HEAVY_TESTS entries in tests/_tiers.py to fix:\n" + "\n".join(stale)
+    assert not stale, "HEAVY_TESTS entries in tests/tiers.py to fix:\n" + "\n".join(stale)
 
 
 def test_a_planted_unclassified_module_or_stale_entry_is_found() -> None:

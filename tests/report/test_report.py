@@ -102,7 +102,7 @@ def test_run_without_labels_or_noise_says_what_is_missing(tmp_path: Path) -> Non
     text = Path(write_report(reopen_run(run))).read_text(encoding="utf-8")
     assert "Missing from this report" in text
     assert "agreement needs expert labels" in text
-    assert "real vs noise distributions need noise scores: the run's stages do not include <code>noise</code>" in text
+    assert "real vs noise distributions need noise scores: the run has no score rows for noise predictions" in text
     assert "expert accuracy table and error-code counts need expert labels" in text
     assert "data-kappa" not in text
     headings = re.findall(r"<h2>(.*?)</h2>", text)

@@ -1,10 +1,11 @@
 """Attacks on the round trip's verdict, written as model completions and run through the stage's
 own path (`generation.code_from_completion`, then `orchestrate.execute_row`, default limits).
 
-Every completion here returns a wrong answer and tries to make it score anyway, one class of the
-issue at a time; each forged a pass (or crashed the stage) before the tests ran in a sandbox of
-their own. Contained means: status failed, error or rejected, pass@1 0, correctness below 0.5.
-One run per attack; compiled languages compile each side once.
+Every completion here returns a wrong answer and tries to make it score anyway, one class of
+attack per test; each would forge a pass (or crash the stage) wherever the tests share the
+candidate's file or process or its token is in reach. Contained means: status failed, error or
+rejected, pass@1 0, correctness below 0.5. One run per attack; compiled languages compile each
+side once.
 """
 from __future__ import annotations
 
@@ -36,7 +37,7 @@ JAVA_LIST = {**POLYGLOT["java"], "task_id": "list", "signature": "public static 
              "tests": "public class Main {\n    public static void main(String[] args) {\n        if (!Solution.twice(java.util.Arrays.asList(1, 2))"
                       ".equals(java.util.Arrays.asList(2, 4))) throw new AssertionError(\"twice\");\n    }\n}\n"}
 
-# The token of the tests' run, scanned from main()'s stack as the issue found it (32 hex digits).
+# The token of the tests' run, scanned from main()'s stack, where a harness sharing the process would leave it (32 hex digits).
 CPP_STACK_SCAN = r"""
     FILE* maps = std::fopen("/proc/self/maps", "r");
     int mem = open("/proc/self/mem", O_RDONLY);
@@ -60,7 +61,7 @@ CPP_STACK_SCAN = r"""
 }
 """
 
-# The token scanned from the process's own memory (/proc/self/mem), as the issue found it.
+# The token scanned from the process's own memory (/proc/self/mem): any copy the process holds is readable.
 JS_MEMORY_SCAN = r"""
   const fs = require('fs');
   const mem = fs.openSync('/proc/self/mem', 'r');
@@ -146,7 +147,7 @@ JAVA_CLASS_JAVA = (
 
 # (task, completion): each returns a wrong answer.
 ATTACKS = {
-    # The tests shared the candidate's file, module or process.
+    # Each works wherever the tests share the candidate's file, module or process.
     "cpp: #define assert off, past a digit separator": (
         POLYGLOT["cpp"], "\n    long x = 1'000; return 0; }\n#define assert(x) ((void)0)\nlong babelscore_pad() { return 1'0;\n"),
     "go: package-level panic, past a raw string ending in a backslash": (
@@ -158,14 +159,14 @@ ATTACKS = {
         POLYGLOT["javascript"], "\n  const r = /'/; return 0; }\nreturn;\nfunction babelscorePad() { const q = /'/;\n"),
     # It also reads the token from fd 3 before the harness does: the token class for Java.
     "java: class java over the harness's names, past \\u000a": (POLYGLOT["java"], JAVA_CLASS_JAVA),
-    # The token was reachable in the candidate's process.
+    # Each works wherever the token is reachable in the candidate's process.
     "python: __main__._TOKEN": (
         PY_ADD, "    import __main__, os\n    os.write(4, __main__._TOKEN + b' passed\\n')\n    os._exit(0)\n"),
     "cpp: token scanned from main()'s stack": (CPP_SCAN, CPP_STACK_SCAN),
     "javascript: token scanned from the process's memory": (POLYGLOT["javascript"], JS_MEMORY_SCAN),
     "go: token scanned from the process's memory": (GO_SCAN, GO_MEMORY_SCAN),
     "rust: token scanned from the process's memory": (POLYGLOT["rust"], RUST_MEMORY_SCAN),
-    # The return-value guard was bypassable.
+    # Each tries to get a wrong value past the return-value guard.
     "python: metaclass whose __eq__ passes the type check": (
         {**PY_ADD, "tests": "def check(candidate):\n    assert candidate(1, 2) == 3\n"},
         "    class Meta(type):\n        def __eq__(cls, other):\n            return True\n        __hash__ = type.__hash__\n"

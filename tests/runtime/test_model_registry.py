@@ -124,12 +124,13 @@ def _likelihood_config(tmp_path):
 
 
 def test_parameters_are_counted_from_the_weights_on_disk() -> None:
-    import torch  # noqa: F401 - transformers needs it
+    import torch
 
     from engine.runtime import load_model, resolve_model
     from engine.runtime.memory import TORCH_FIXED_BYTES, TORCH_MARGIN, estimate_model_bytes, safetensors_parameters
 
     model = load_model("demo:tiny-bart", "AutoModelForSeq2SeqLM", dtype="float32", device="cpu").model
+    assert next(model.parameters()).dtype is torch.float32  # the dtype the estimate below counts 4 bytes for
     n_params = sum(p.numel() for p in model.parameters())
     from pathlib import Path
 

@@ -116,5 +116,5 @@ def test_java_correctness_by_differential_inputs():
     # A regeneration that exits early or throws everywhere is not a match.
     thrower = task["code"].replace("int n = 0;", "if (true) throw new IllegalStateException();\n        int n = 0;")
     assert difftest.outcome_matches(task, thrower, inputs, LIMITS)[0] == [False] * 6
-    assert java_difftest.parse_signature("public static int f(java.util.Map<String, Integer> m)") is None
+    assert java_difftest.parse_method_header("public static int f(java.util.Map<String, Integer> m)") is None
     assert difftest.task_inputs({**task, "signature": "public static int f(Object o)"}, 5, 0) is None
