@@ -24,6 +24,7 @@ import pyarrow as pa
 
 from engine import faults, throughput
 from engine.config import RunConfig, config_hash, file_fingerprint
+from engine.data.loss import DataLoss
 from engine.data.loss import assess as assess_data_loss
 from engine.errors import BudgetStopError, InputError, PartFailedError, RunDirectoryError, StageError
 from engine.io.atomic import disk_full_error, is_disk_full, write_json_atomic
@@ -49,8 +50,8 @@ class RunSummary:
     # per stage: {"kept": parts already committed by an earlier attempt, "run": parts computed now}
     parts_by_stage: dict[str, dict[str, int]] = field(default_factory=dict)
     throughput: dict[str, Any] = field(default_factory=dict)
-    data_loss: Any = None  # engine.data.loss.DataLoss: the quarantined input rows against the limit
-    plan: Any = None  # the RunPlan the run was made from (engine.stages.plan)
+    data_loss: DataLoss | None = None  # the quarantined input rows against the limit
+    plan: RunPlan | None = None  # the plan the run was made from
 
 
 def _input_fingerprint(plan: RunPlan) -> str:

@@ -35,3 +35,16 @@ class CalibrateStage(DriverStage[CalibrateParams]):
         table = calibrate_run_dir(run, self.params)
         write_parquet_atomic(run.path(self.output), table, CALIBRATION_SCHEMA)
         run.mark_stage(self.name, rows=table.num_rows)
+
+    def console_lines(self, run: "RunDirectory", counts: dict[str, Any]) -> list[str]:
+        """The kappa of every score setting, and a note where few samples make it uncertain."""
+        import pyarrow.parquet as pq
+
+        from engine.calibrate.summary import kappa_summary, small_sample_note
+
+        path = run.path(self.output)
+        if not path.exists():
+            return []
+        table = pq.read_table(path)
+        note = small_sample_note(table)
+        return ["", kappa_summary(table), *([note] if note else [])]

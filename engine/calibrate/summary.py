@@ -9,6 +9,9 @@ from engine.calibrate import reasons
 from engine.calibrate.thresholds import AGREEMENT
 from engine.records import LABELS
 
+# Below this many samples per language a kappa's bootstrap interval is wide (the demo has 55).
+SMALL_SAMPLE = 30
+
 
 def _column(table: pa.Table, name: str) -> pa.Array:
     return table.column(name).combine_chunks()
@@ -101,3 +104,17 @@ def kappa_summary(calibration: pa.Table, max_rows: int = 40) -> str:
         r for r in rows if (r["metric"], _short_scorer(r["scorer"]), r["variant"], r["context"] or "-") in shown)
     return "\n".join(lines)
 
+
+def small_sample_note(calibration: pa.Table, threshold: int = SMALL_SAMPLE) -> str | None:
+    """A line on how wide kappa's interval is when a language has few labelled samples."""
+    rows = [r for r in calibration.select(["task", "language", "n", "kappa_lo", "kappa_hi", "fitted"]).to_pylist()
+            if r["task"] == "agreement" and r["fitted"]]
+    small = sorted({(r["language"], r["n"]) for r in rows if r["n"] < threshold})
+    if not small:
+        return None
+    widths = [r["kappa_hi"] - r["kappa_lo"] for r in rows if r["n"] < threshold
+              and r["kappa_lo"] is not None and r["kappa_hi"] is not None]
+    width = f"; the median 95% interval is {sorted(widths)[len(widths) // 2]:.2f} wide" if widths else ""
+    langs = ", ".join(f"{lang} (n={n})" for lang, n in small)
+    return (f"note: kappa from fewer than {threshold} samples per language ({langs}) is uncertain{width}: "
+            "read it with its interval (kappa_lo / kappa_hi in calibration.parquet, the report's error bars)")

@@ -67,11 +67,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     counts = summary.counts
     quiet = getattr(args, "quiet", False)
     print(f"run complete: {summary.run_dir}")
-    from engine.kinds import CALIBRATION
+    from engine.report.sweep import best_lines
     from engine.reuse import reuse_lines
-    from engine.stages.plan import build_plan
 
-    plan = summary.plan or build_plan(config)
+    plan = summary.plan
+    assert plan is not None  # execute_run returns the plan it ran
     finished = RunDirectory.open_existing(summary.run_dir, plan=plan)  # this run's own plan
     for line in reuse_lines(finished.manifest.reuse, plan.layout.reuse_verbs):
         print(line)
@@ -83,12 +83,13 @@ def cmd_run(args: argparse.Namespace) -> int:
             + (f" (see {summary.run_dir}/rejected.parquet)" if counts.get("rejected_rows") else "")
         )
     if not quiet:
-        for bound in plan.part_stages():
+        for bound in plan.stages:
             lines = bound.stage.console_lines(finished, counts)
             if lines:
                 print("\n".join(lines))
-    if plan.layout.has_provider(CALIBRATION) and not quiet:
-        print_kappa(summary.run_dir)
+        best = best_lines(finished)
+        if best:
+            print("\n" + best)
     if not quiet:
         lines = console.throughput_lines(summary.throughput, plan.layout)
         if lines:
@@ -130,24 +131,3 @@ def _end_with_data_loss(loss, config) -> None:
         return
     raise RejectedRowsError(line, loss.suggestion(f"babelscore validate {shlex.quote(config.input)}"))
 
-
-def print_kappa(run_dir: str) -> None:
-    import pyarrow.parquet as pq
-
-    from engine.calibrate.summary import kappa_summary
-    from engine.console import small_sample_note
-
-    path = Path(run_dir) / "calibration.parquet"
-    if path.exists():
-        table = pq.read_table(path)
-        print()
-        print(kappa_summary(table))
-        note = small_sample_note(table)
-        if note:
-            print(note)
-        from engine.report.sweep import best_lines
-        from engine.stages.plan import reopen_run
-
-        best = best_lines(reopen_run(run_dir))
-        if best:
-            print("\n" + best)

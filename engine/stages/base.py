@@ -214,6 +214,11 @@ class Stage(ABC, Generic[P]):
         ConfigError when one fails, else a line saying what was checked (None: nothing)."""
         return None
 
+    def console_lines(self, run: "RunDirectory", counts: dict[str, Any]) -> list[str]:
+        """What `babelscore run` prints of its rows once the run is done ([]: nothing).
+        run: the finished run's engine.io.rundir.RunDirectory, opened with its layout; counts: the manifest's counts."""
+        return []
+
 
 class PartStage(Stage[P], Generic[P, E]):
     """Parts through an executor: part `i` of its input becomes part `i` of `directory`;
@@ -266,11 +271,6 @@ class PartStage(Stage[P], Generic[P, E]):
     def own_table(self) -> OwnTable | None:
         """Its task table of its own, described for the bench (None: it reads the samples)."""
         return None
-
-    def console_lines(self, run: "RunDirectory", counts: dict[str, Any]) -> list[str]:
-        """What `babelscore run` prints of its rows once the run is done ([]: nothing).
-        run: the finished run's engine.io.rundir.RunDirectory, opened with its layout; counts: the manifest's counts."""
-        return []
 
     def require_columns(self, table: pa.Table, source: str) -> None:
         missing = [c for c in self.input_columns if c not in table.column_names]

@@ -249,7 +249,7 @@ def test_round_trip_console_counts_tasks_and_prints_pass_at_1(tmp_path):
 
 
 def test_kappa_from_few_samples_comes_with_a_note_on_its_interval():
-    from engine.console import small_sample_note
+    from engine.calibrate.summary import small_sample_note
 
     table = pa.Table.from_pylist([
         {"task": "agreement", "language": "en", "n": 8, "kappa_lo": -0.2, "kappa_hi": 0.7, "fitted": True},

@@ -132,11 +132,11 @@ def test_williams_against_the_next_setting_recomputed(sweep_run: Path) -> None:
     assert checked >= 1
 
 
-def test_console_prints_the_best_setting_per_language(sweep_run: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from engine.cli.running import print_kappa
+def test_console_prints_the_best_setting_per_language(sweep_run: Path) -> None:
+    from engine.report.sweep import best_lines
+    from engine.stages.plan import reopen_run
 
-    print_kappa(str(sweep_run))
-    out = capsys.readouterr().out
+    out = best_lines(reopen_run(str(sweep_run)))
     lines = out[out.index("best setting per language"):].splitlines()[1:6]
     cal = _agreement(sweep_run)
     names = {"en": "English", "nl": "Dutch", "pl": "Polish", "el": "Greek", "zh": "Chinese"}
