@@ -278,7 +278,7 @@ def _bs_same(left, right, negated):
     except (_NotPlain, RecursionError):
         # Not plain data: objects of the tests' own (the candidate's values are always plain here).
         return (left != right) if negated else (left == right)
-    _pv_send(5, b"c l2 " + b"".join(a) + b" " + b"".join(b))
+    _pv_send(5, b"c py l2 " + b"".join(a) + b" " + b"".join(b))  # Python's rule: NaN equals nothing
     reply = _pv_recv(6)
     if reply is None:
         raise _CandidateBroken("the engine closed the call channel")
