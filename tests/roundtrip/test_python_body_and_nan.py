@@ -37,7 +37,8 @@ BANNER_TIGHT = {**BANNER, "task_id": "body/banner2", "code": "def banner() -> st
                 "tests": "def check(candidate):\n    assert candidate() == 'ab\\n    cd'\n"}
 PY_DIV = {**PY, "task_id": "nan/pdiv", "entry_point": "safe_div", "signature": "def safe_div(a: float, b: float) -> float:",
           "code": "def safe_div(a: float, b: float) -> float:\n    return float('nan') if b == 0 else a / b\n",
-          "tests": "def check(candidate):\n    assert candidate(1.0, 2.0) == 0.5\n    r = candidate(1.0, 0.0)\n    assert r != r\n"}
+          "tests": ("def check(candidate):\n    assert candidate(1.0, 2.0) == 0.5\n    r = candidate(1.0, 0.0)\n"
+                    "    assert r != r\n    rs = [r]\n    assert rs == rs\n")}
 JS_DIV = {**JS, "task_id": "nan/jdiv", "entry_point": "safeDiv", "signature": "function safeDiv(a, b)",
           "code": "function safeDiv(a, b) {\n  return b === 0 ? NaN : a / b;\n}\n",
           "tests": ("const assert = require('node:assert');\nassert.strictEqual(safeDiv(1, 2), 0.5);\n"

@@ -271,6 +271,9 @@ def _bs_chain(operands, negations):
 
 def _bs_same(left, right, negated):
     """`left == right` (or `!=`) of an assert, decided by the engine's typed comparison."""
+    if left is right:
+        # One object on both sides: Python's `==` on it (a container holding NaN equals itself by identity).
+        return (left != right) if negated else (left == right)
     a, b = [], []
     try:
         _pv_write(left, a)
