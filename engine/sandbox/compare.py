@@ -7,11 +7,8 @@ Both compare values the engine parsed (never a sandboxed program's object), kind
   magnitude (FLOAT_FLOOR for a subnormal one, never beyond FLOAT_SHARE), same sign, NaN only
   with NaN, a zero only with a zero;
 - `equal`, the tests' own `==`/`strictEqual` (engine.sandbox.relay's `c` messages): exact, as
-  those operators are (the same double; an int with a float of exactly its value). NaN follows
-  the operator: node's assertions (`equal`, `strictEqual`, `deepEqual`, `deepStrictEqual`) take
-  NaN as equal to NaN, Python's `==` takes NaN as equal to nothing (`nan=False`), inside
-  containers too, since the candidate's NaN is never the tests' own object. A tolerance is the
-  tests' to ask for (`math.isclose`), never decided here.
+  those operators are (an int with a float of exactly its value; NaN equal to NaN under node's
+  assertions, to nothing under Python's `==`). A tolerance is the tests' own, never decided here.
 
 Set elements and map keys compare by exact text. docs/sandbox.md ("Typed comparison"): why.
 """
