@@ -51,6 +51,7 @@ HEAVY_MODULES = frozenset({
     "roundtrip/test_exact_equality.py",  # the sandboxed toolchains, from here on
     "roundtrip/test_line_ends.py",
     "roundtrip/test_lookalike_answers.py",
+    "roundtrip/test_python_body_and_nan.py",
     "roundtrip/test_replay_and_arguments.py",
     "roundtrip/test_stage.py",
     "roundtrip/test_tasks.py",

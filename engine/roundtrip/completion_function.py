@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import re
+import tokenize
 from typing import Mapping
 
 from engine.sandbox import syntax
@@ -36,6 +37,50 @@ def python_lines(source: str, keepends: bool = False) -> list[str]:
         return [source[a:b] for a, b in zip(starts, [*ends, len(source)]) if a < b]
     lines = _PYTHON_LINE_END.split(source)
     return lines[:-1] if lines and lines[-1] == "" else lines
+
+
+# Tokens that neither start nor end a logical line's code.
+_LAYOUT = (tokenize.NL, tokenize.COMMENT, tokenize.INDENT, tokenize.DEDENT)
+
+
+def _at_column_zero(prefix: str) -> bool:
+    """Whether a logical line whose first token follows `prefix` (its line's leading whitespace)
+    is at indentation 0 as the tokenizer counts it: a form feed resets the column."""
+    return prefix.split("\f")[-1] == ""
+
+
+def python_body(completion: str) -> str:
+    """The completion up to the first logical line that Python's tokenizer starts at indentation 0
+    with code: brackets, strings (triple-quoted too) and backslash continuations run on past
+    column 0, and comment-only or blank lines never end the body (those just before the ending
+    line go with it). Line ends are written `\n`, as Python reads any of them; nothing inside a
+    line is changed. A completion the tokenizer cannot read before its end is returned whole, for
+    `python_function` to reject."""
+    lines = python_lines(completion)
+    feed = iter([line + "\n" for line in lines])
+    end, last_newline, at_start = len(lines), 0, True
+    try:
+        for token in tokenize.generate_tokens(lambda: next(feed, "")):
+            if token.type in _LAYOUT:
+                continue
+            if token.type == tokenize.ENDMARKER:
+                break
+            row, col = token.start
+            if at_start and _at_column_zero(lines[row - 1][:col]):
+                end = last_newline
+                break
+            at_start = token.type == tokenize.NEWLINE
+            if at_start:
+                last_newline = row
+    except tokenize.TokenError as exc:
+        # A string the tokenizer reports only at its (missing) end: it ends the body when it
+        # opens a logical line at column 0 (prose after the function), otherwise nothing parses.
+        row, col = exc.args[1] if len(exc.args) > 1 else (0, 0)
+        if at_start and 0 < row <= len(lines) and _at_column_zero(lines[row - 1][:col]):
+            end = last_newline
+    except SyntaxError:  # an IndentationError: an unindent to no outer level
+        pass
+    return "\n".join(lines[:end]).rstrip(" \t\f\n")
 
 
 def java_unicode_escapes(text: str) -> str:

@@ -59,16 +59,10 @@ def regenerate_prompt(template: str, task: Mapping[str, str], comment: str) -> s
 
 
 def function_from_completion(signature: str, completion: str) -> str:
-    """The signature plus the completion's indented body (it ends at the first unindented line)."""
-    body = []
-    for line in completion_function.python_lines(completion):
-        # Indentation as Python's tokenizer counts it: spaces and tabs, a form feed resetting it.
-        if line.strip(" \t\f") and line.lstrip("\f")[:1] not in (" ", "\t"):
-            break
-        body.append(line.rstrip(" \t"))
-    while body and not body[-1].strip(" \t\f"):
-        body.pop()
-    return signature + "\n" + ("\n".join(body) if body else "    pass") + "\n"
+    """The signature plus the completion's body, ending where Python's tokenizer starts a logical
+    line at column 0 (completion_function.python_body)."""
+    body = completion_function.python_body(completion)
+    return signature + "\n" + (body if body.strip(" \t\f\n") else "    pass") + "\n"
 
 
 def regenerate_java_prompt(template: str, task: Mapping[str, str], comment: str) -> str:

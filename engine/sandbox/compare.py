@@ -7,8 +7,8 @@ Both compare values the engine parsed (never a sandboxed program's object), kind
   magnitude (FLOAT_FLOOR for a subnormal one, never beyond FLOAT_SHARE), same sign, NaN only
   with NaN, a zero only with a zero;
 - `equal`, the tests' own `==`/`strictEqual` (engine.sandbox.relay's `c` messages): exact, as
-  those operators are (the same double, NaN with NaN; an int with a float of exactly its value).
-  A tolerance is the tests' to ask for (`math.isclose`), never decided here.
+  those operators are (an int with a float of exactly its value; NaN equal to NaN under node's
+  assertions, to nothing under Python's `==`). A tolerance is the tests' own, never decided here.
 
 Set elements and map keys compare by exact text. docs/sandbox.md ("Typed comparison"): why.
 """
@@ -65,7 +65,22 @@ def _element_text(value: Any, numbers: bool) -> bytes:
     return plain.write(_exact(value, numbers))
 
 
-def _typed(a: Any, b: Any, tests: bool) -> bool:
+def _has_nan(value: Any) -> bool:
+    kind = value[0]
+    if kind == "d":
+        return math.isnan(value[1])
+    if kind == "g":
+        return _has_nan(value[1][1])
+    if kind in ("l", "u", "e"):
+        return any(_has_nan(x) for x in value[1])
+    if kind == "m":
+        return any(_has_nan(k) or _has_nan(v) for k, v in value[1])
+    return False
+
+
+def _typed(a: Any, b: Any, tests: bool, nan: bool = True) -> bool:
+    """`tests`: the tests' exact operator (else the answers' rule); `nan`: whether that operator
+    takes NaN as equal to NaN."""
     kind = a[0]
     if kind != b[0]:
         if tests and {kind, b[0]} == {"i", "d"}:
@@ -74,15 +89,18 @@ def _typed(a: Any, b: Any, tests: bool) -> bool:
     if kind in ("n", "v", "t", "f"):
         return True
     if kind == "d":
-        if tests:  # the operator's own exactness; NaN agrees with NaN as node's assertions take it
-            return a[1] == b[1] or (math.isnan(a[1]) and math.isnan(b[1]))
+        if tests:  # the operator's own exactness
+            return a[1] == b[1] or (nan and math.isnan(a[1]) and math.isnan(b[1]))
         return close(a[1], b[1])
     if kind in ("i", "s"):
         return a[1] == b[1]
     if kind == "g":  # a typed value: the same type name and the same value
-        return a[1][0] == b[1][0] and _typed(a[1][1], b[1][1], tests)
+        return a[1][0] == b[1][0] and _typed(a[1][1], b[1][1], tests, nan)
     if kind in ("l", "u"):
-        return len(a[1]) == len(b[1]) and all(_typed(x, y, tests) for x, y in zip(a[1], b[1]))
+        return len(a[1]) == len(b[1]) and all(_typed(x, y, tests, nan) for x, y in zip(a[1], b[1]))
+    if not nan and kind in ("e", "m") and (any(_has_nan(x if kind == "e" else x[0]) for x in a[1])
+                                           or any(_has_nan(y if kind == "e" else y[0]) for y in b[1])):
+        return False  # an element or key holding NaN finds no equal one (no shared objects)
     if kind == "e":
         return sorted(_element_text(x, tests) for x in a[1]) == sorted(_element_text(y, tests) for y in b[1])
     if kind == "m":
@@ -90,7 +108,7 @@ def _typed(a: Any, b: Any, tests: bool) -> bool:
         right = {_element_text(k, tests): v for k, v in b[1]}
         if len(left) != len(a[1]) or len(right) != len(b[1]) or left.keys() != right.keys():
             return False
-        return all(_typed(left[k], right[k], tests) for k in left)
+        return all(_typed(left[k], right[k], tests, nan) for k in left)
     return False
 
 
@@ -100,10 +118,10 @@ def same(a: Any, b: Any) -> bool:
     return _typed(a, b, False)
 
 
-def equal(a: Any, b: Any) -> bool:
-    """The tests' own equality operator on two parsed plain values, `a` the expected side: exact
-    (the module docstring)."""
-    return _typed(a, b, True)
+def equal(a: Any, b: Any, nan: bool = True) -> bool:
+    """The tests' own equality operator on two parsed plain values, `a` the expected side: exact,
+    NaN equal to NaN only when `nan` (the module docstring)."""
+    return _typed(a, b, True, nan)
 
 
 def same_outcome(reference: tuple, candidate: tuple) -> bool | None:

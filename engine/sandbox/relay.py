@@ -187,18 +187,20 @@ def _answer(call: bytes, to_server: int, from_server: int, deadline: float, stat
 
 
 def compared(message: bytes) -> bytes:
-    """The engine's answer (`o t` / `o f`) to a tests' assertion `c l2 <actual> <expected>`:
-    the two values compared by type and value (engine.sandbox.compare), never by the tests'
-    language. A message that is not two plain values is answered `o f`."""
+    """The engine's answer (`o t` / `o f`) to a tests' assertion `c l2 <actual> <expected>`
+    (node's assertions) or `c py l2 <actual> <expected>` (Python's `==`, where NaN equals
+    nothing): the two values compared by type and value (engine.sandbox.compare), never by the
+    tests' language. A message that is not two plain values is answered `o f`."""
+    start = 5 if message.startswith(b"c py ") else 2
     try:
         # The `l2` pair around the two values is one level more than a reply may nest.
-        value, end = plain.parse(message[2:], max_depth=plain.MAX_DEPTH + 1, max_values=COMPARED_VALUES)
+        value, end = plain.parse(message[start:], max_depth=plain.MAX_DEPTH + 1, max_values=COMPARED_VALUES)
     except (plain.PlainError, ValueError, RecursionError):
         return b"o f"
-    if end != len(message) - 2 or value[0] != "l" or len(value[1]) != 2:
+    if end != len(message) - start or value[0] != "l" or len(value[1]) != 2:
         return b"o f"
     actual, expected = value[1]
-    return b"o t" if compare.equal(expected, actual) else b"o f"
+    return b"o t" if compare.equal(expected, actual, nan=start == 2) else b"o f"
 
 
 def _close(fd: int) -> None:

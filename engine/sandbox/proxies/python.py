@@ -271,6 +271,9 @@ def _bs_chain(operands, negations):
 
 def _bs_same(left, right, negated):
     """`left == right` (or `!=`) of an assert, decided by the engine's typed comparison."""
+    if left is right:
+        # One object on both sides: Python's `==` on it (a container holding NaN equals itself by identity).
+        return (left != right) if negated else (left == right)
     a, b = [], []
     try:
         _pv_write(left, a)
@@ -278,7 +281,7 @@ def _bs_same(left, right, negated):
     except (_NotPlain, RecursionError):
         # Not plain data: objects of the tests' own (the candidate's values are always plain here).
         return (left != right) if negated else (left == right)
-    _pv_send(5, b"c l2 " + b"".join(a) + b" " + b"".join(b))
+    _pv_send(5, b"c py l2 " + b"".join(a) + b" " + b"".join(b))  # Python's rule: NaN equals nothing
     reply = _pv_recv(6)
     if reply is None:
         raise _CandidateBroken("the engine closed the call channel")
