@@ -39,6 +39,15 @@ JS_CHECK = {**ADD["javascript"], "task_id": "x/jexc", "entry_point": "checkPos",
             "code": "function checkPos(n) {\n  if (n < 0) throw new RangeError('negative');\n  return n;\n}\n",
             "tests": "const assert = require('node:assert');\nassert.strictEqual(checkPos(3), 3);\n"
                      "assert.throws(() => checkPos(-2), RangeError);\nassert.throws(() => checkPos(-2), /negative/);\n"}
+PY_KEY = {**ADD["python"], "task_id": "x/pkey", "entry_point": "f", "signature": "def f(x: int) -> int:",
+          "code": "def f(x: int) -> int:\n    if x < 0:\n        raise KeyError(x)\n    return x\n",
+          "tests": "def check(candidate):\n    assert candidate(1) == 1\n    try:\n        candidate(-1)\n        assert False\n"
+                   "    except LookupError as e:\n        assert str(e) == '-1'\n"}
+PY_KEYWORDS = {**PY_KEY, "task_id": "x/pkw",
+               "tests": "def check(candidate):\n    assert candidate(1) == 1\n    try:\n        candidate(x=2)\n    except Exception:\n        pass\n"}
+JS_STRING = {**ADD["javascript"], "task_id": "x/jstr", "entry_point": "checkPos", "signature": "function checkPos(n)",
+             "code": "function checkPos(n) {\n  if (n < 0) throw 'negative';\n  return n;\n}\n",
+             "tests": "const assert = require('node:assert');\nassert.strictEqual(checkPos(3), 3);\nassert.throws(() => checkPos(-2));\n"}
 JS_BYTES = {**ADD["javascript"], "task_id": "x/jbytes", "entry_point": "parsePos", "signature": "function parsePos(s)",
             "code": "function parsePos(s) {\n  if (typeof s !== 'string') throw new TypeError('not a string');\n  return Number(s);\n}\n",
             "tests": "const assert = require('node:assert');\nassert.strictEqual(parsePos('12'), 12);\n"
@@ -60,6 +69,7 @@ ATTACKS = {
         JS_CHECK, _js("if (n < 0) throw new Proxy({message: 'negative'}, {getPrototypeOf: () => RangeError.prototype});")),
     "python: UnicodeDecodeError where TypeError is expected": (
         PY_PARSE, "    if not isinstance(s, str):\n        s = bytes(s).decode('utf-8')\n    return int(s)\n"),
+    "javascript: an Error where the reference throws a string": (JS_STRING, _js("if (n < 0) throw new Error('negative');")),
     "python: a class of its own named ValueError": (
         PY_CHECK, "    class ValueError(Exception):\n        pass\n    if n < 0:\n        raise ValueError('negative')\n    return n\n"),
 }
@@ -69,6 +79,8 @@ CONTROLS = {
     "python: a subclass of the expected exception": (
         PY_CHECK, "    class NegativeError(ValueError):\n        pass\n    if n < 0:\n        raise NegativeError('negative')\n    return n\n"),
     "python: an honest UnicodeDecodeError": (PY_DECODE, "    return bytes(b).decode('utf-8')\n"),
+    "python: a KeyError's message (str() quotes its argument)": (PY_KEY, "    if x < 0:\n        raise KeyError(x)\n    return x\n"),
+    "javascript: a thrown string": (JS_STRING, _js("if (n < 0) throw 'negative';")),
     "javascript: the expected RangeError": (JS_CHECK, _js("if (n < 0) throw new RangeError('negative');")),
     "javascript: a subclass of the expected exception": (
         JS_CHECK, _js("class NegativeError extends RangeError {}\n  if (n < 0) throw new NegativeError('negative');")),
@@ -78,6 +90,7 @@ CONTROLS = {
 UNSENDABLE = {
     "python: bytes, a candidate that refuses them": (PY_BYTES, "    if not isinstance(s, str):\n        raise TypeError('not a string')\n    return int(s)\n"),
     "python: bytes, a candidate that accepts them": (PY_BYTES, "    return int(s)\n"),
+    "python: keyword arguments": (PY_KEYWORDS, "    return x\n"),
     "javascript: a Uint8Array, a candidate that accepts it": (JS_BYTES, "\n  return Number(s);\n}\n"),
 }
 
@@ -87,7 +100,9 @@ UNSENDABLE = {
 def test_an_exception_that_is_not_the_expected_type_fails_both_verdicts(name: str) -> None:
     task, completion = ATTACKS[name]
     row = completion_row(task, completion, LIMITS)
-    assert row["pass_at_1"] == 0.0 and row["value_verdict"] == "failed" and row["tests_verdict"] != "passed", row
+    assert row["pass_at_1"] == 0.0 and row["value_verdict"] == "failed", row
+    # `assert.throws(fn)` with no type takes any thrown value, in one process too: only the value verdict tells.
+    assert row["tests_verdict"] != "passed" or name == "javascript: an Error where the reference throws a string", row
 
 
 @pytest.mark.skipif(bool(BWRAP), reason=BWRAP or "bwrap runs")

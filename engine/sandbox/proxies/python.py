@@ -278,6 +278,9 @@ def _pv_raised(text):
         if issubclass(kind, unicode_kind):
             stand_in = type(kind.__name__, (kind,), {"__module__": kind.__module__, "__str__": lambda self: message})
             return stand_in(*placeholders, message)
+    if issubclass(kind, KeyError):
+        # KeyError's str() quotes its argument: the stand-in shows the candidate's own str(e).
+        return type(kind.__name__, (kind,), {"__module__": kind.__module__, "__str__": lambda self: message})(message)
     try:
         return kind(message)
     except Exception:  # noqa: BLE001 - a built-in that takes other arguments
