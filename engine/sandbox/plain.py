@@ -36,6 +36,8 @@ ROW_PARSE_SECONDS = 20.0
 MAX_DIGITS = 10_000
 _CHUNK = 4000
 MAX_EXCEPTION_NAME = 128  # characters of an exception's type name kept from a reply
+MAX_EXCEPTION_BASES = 16  # type names of an exception's chain (its own, then its bases) kept from a reply
+MAX_EXCEPTION_MESSAGE = 4096  # characters of an exception's message kept from a reply
 # What the proxies' type names use (Python identifiers, Java's `a.b.C$D`, Go's `*pkg.T`, `[]T`, C++'s `std::out_of_range`);
 # any other character (spaces, quotes, newlines, markup) becomes `_` before the name goes anywhere.
 _TAG_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,32}")  # `g`'s type names: Integer, Map, NegativeZero, ...
@@ -258,8 +260,25 @@ def reply(payload: bytes) -> tuple[str, Any]:
         raise PlainError("an exception's name must be a string")
     _refuse_repeats(value)
     if kind == b"x ":
-        value = ("s", exception_name(value[1]))
+        value = ("s", exception_text(value[1]))
     return kind[:1].decode(), value
+
+
+def exception_text(text: str) -> str:
+    """A candidate's exception as the engine keeps, relays and compares it. A server that knows its
+    exception's bases (Python, JavaScript) writes `<own name> <base> <base>...\n<message>`: each
+    name goes through `exception_name`, at most MAX_EXCEPTION_BASES of them, the message is cut to
+    MAX_EXCEPTION_MESSAGE characters. Any other text (Java, C++, Go, Rust) is one name."""
+    head, newline, message = text.partition("\n")
+    if not newline:
+        return exception_name(text)
+    names = [exception_name(name) for name in head.split(" ")[:MAX_EXCEPTION_BASES]]
+    return " ".join(names) + "\n" + message[:MAX_EXCEPTION_MESSAGE]
+
+
+def exception_chain(text: str) -> list[str]:
+    """The type names of an `exception_text`: the exception's own first, then its bases."""
+    return text.partition("\n")[0].split(" ")
 
 
 def exception_name(name: str) -> str:

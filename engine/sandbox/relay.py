@@ -74,6 +74,7 @@ class Recording:
 @dataclass
 class _Relay:
     broken: str = ""  # why a reply was refused; once set, every later call is refused too
+    unsendable: str = ""  # the tests passed what the wire cannot carry: the run is an error, never a verdict
     calls: int = 0  # calls of the function the tests made (the engine's comparisons not counted)
     record: Recording | None = None
     budget: plain.Budget = field(default_factory=plain.Budget)  # the row's parsing, replies and comparisons together
@@ -145,6 +146,13 @@ def _relay_calls(calls_in: int, to_server: int, from_server: int, replies_out: i
             return
         if call is None:
             return
+        if call[:2] == b"u ":
+            # The proxy could not write the tests' arguments (`u <why>`): it stops the tests with
+            # an error no `except` takes, and the run becomes an error for any program.
+            state.unsendable = state.unsendable or (
+                f"the tests pass a value the wire cannot carry: {program_text(call[2:1024].decode('utf-8', 'replace'))}")
+            state.broken = state.broken or state.unsendable
+            call = b""
         if not call:
             answer = b"z " + plain.write(("s", state.broken))
         elif call[:2] == b"c ":
@@ -266,6 +274,8 @@ NO_CALL = "the tests made no call to the function: a task error (tests that do n
 
 
 def _verdict(tested: SandboxResult, served: SandboxResult | None, state: _Relay) -> SandboxResult:
+    if state.unsendable:
+        return dataclasses.replace(tested, status="error", reason=state.unsendable, payload="")
     if tested.status == "passed" and not state.broken:
         if not state.calls:
             return dataclasses.replace(tested, status="error", reason=NO_CALL)

@@ -36,7 +36,7 @@ def test_program_text_is_cut_and_marked():
 
 def test_an_exception_name_is_capped_and_kept_to_a_type_names_alphabet():
     # The name is the candidate's free text: it reaches the tests' process and a row's reason.
-    kind, value = plain.reply(b"x " + plain.write(("s", "E'\n<b>" + "ab" * 3000)))
+    kind, value = plain.reply(b"x " + plain.write(("s", "E' <b>" + "ab" * 3000)))
     assert kind == "x" and value[0] == "s" and len(value[1]) == plain.MAX_EXCEPTION_NAME
     assert value[1].startswith("E___b_abab") and set(value[1]) <= set("Eab_")
     for name in ("ZeroDivisionError", "java.lang.ArithmeticException", "Outer$Inner", "*errors.errorString", "[]int",

@@ -136,6 +136,38 @@ function bsText(s) { return 's' + Buffer.byteLength(s, 'utf8') + ':' + s; }
 """
 
 SERVER = CODEC + r"""
+// The built-in error types as they are before the candidate loads: a thrown value crosses as one
+// of them only when its own prototype IS that type's prototype (`x RangeError Error\n<message>`);
+// a class of the candidate's, whatever its name (a local `class RangeError`), crosses as
+// `user:<name>` followed by its built-in bases, a thrown non-Error as `user:<its type>`.
+const bsErrorNames = new Map();
+for (const name of ['Error', 'TypeError', 'RangeError', 'SyntaxError', 'ReferenceError', 'EvalError', 'URIError', 'AggregateError'])
+  if (typeof globalThis[name] === 'function') bsErrorNames.set(globalThis[name].prototype, name);
+const bsProtoOf = Object.getPrototypeOf, bsOwn = Object.getOwnPropertyDescriptor;
+const bsTypes = require('util').types;
+function bsUserName(proto) {
+  const c = bsOwn(proto, 'constructor');
+  const n = c && typeof c.value === 'function' ? bsOwn(c.value, 'name') : undefined;
+  return 'user:' + (n && typeof n.value === 'string' ? n.value : 'anonymous');
+}
+function bsErrorText(e) {
+  const names = [];
+  let message = '';
+  try {
+    if (e === null || (typeof e !== 'object' && typeof e !== 'function')) names.push('user:' + (e === null ? 'null' : typeof e));
+    else if (bsTypes.isProxy(e)) names.push('user:Proxy');
+    else {
+      for (let p = bsProtoOf(e); p !== null && names.length < 16; p = bsProtoOf(p)) {
+        if (bsTypes.isProxy(p)) { names.push('user:Proxy'); break; }
+        names.push(bsErrorNames.has(p) ? bsErrorNames.get(p) : bsUserName(p));
+      }
+      const m = bsOwn(e, 'message');
+      if (m && typeof m.value === 'string') message = m.value.slice(0, 4096);
+    }
+  } catch (_) { names.length = 0; names.push('user:anonymous'); }
+  if (!names.length) names.push('user:null');
+  return names.join(' ') + '\n' + message;
+}
 let bsFn;
 try { bsFn = require('./candidate.js'); } catch (e) { process.stderr.write('the candidate did not load: ' + e + '\n'); }
 for (;;) {
@@ -146,10 +178,7 @@ for (;;) {
   const before = [];
   bsWrite(args, before, 0);  // as this process writes them, to tell whether the call changed them
   let value;
-  try { value = bsFn(...args); } catch (e) {
-    const name = (e && e.constructor && typeof e.constructor.name === 'string') ? e.constructor.name : 'Error';
-    bsSend(4, 'x ' + bsText(name)); continue;
-  }
+  try { value = bsFn(...args); } catch (e) { bsSend(4, 'x ' + bsText(bsErrorText(e))); continue; }
   const out = [], after = [];
   try { bsWrite(value, out, 0); bsWrite(args, after, 0); } catch (e) { bsSend(4, 'z ' + bsText(String(e && e.message))); continue; }
   // A call that changed its arguments answers their state too (engine.sandbox.arguments).
@@ -164,9 +193,36 @@ const bsToken = bsFs.readFileSync(3);
 bsFs.closeSync(3);
 const bsWriteSync = bsFs.writeSync;
 class BsCandidateBroken extends Error {}
+// The built-in error types the proxy throws, as they are before the tests run.
+const bsErrors = {};
+for (const name of ['Error', 'TypeError', 'RangeError', 'SyntaxError', 'ReferenceError', 'EvalError', 'URIError', 'AggregateError'])
+  if (typeof globalThis[name] === 'function') bsErrors[name] = globalThis[name];
+// The candidate's exception (`<own name> <bases>...\n<message>`, engine.sandbox.plain.exception_text)
+// as the tests see it in one process: a built-in as itself, a class of the candidate's as a class
+// of its name extending its nearest built-in base (`assert.throws(fn, RangeError)` takes a subclass
+// of RangeError, never a local class of that name), a thrown non-Error as a plain object.
+function bsThrown(text) {
+  const cut = text.indexOf('\n');
+  const names = (cut < 0 ? text : text.slice(0, cut)).split(' ');
+  const message = cut < 0 ? '' : text.slice(cut + 1);
+  if (Object.hasOwn(bsErrors, names[0])) return names[0] === 'AggregateError' ? new bsErrors.AggregateError([], message) : new bsErrors[names[0]](message);
+  const short = names[0].startsWith('user:') ? names[0].slice(5) : names[0];
+  const base = names.slice(1).find((n) => Object.hasOwn(bsErrors, n));
+  if (base === undefined) return { name: short, message };
+  const Base = bsErrors[base];
+  const Kind = { [short]: class extends Base {} }[short];
+  return base === 'AggregateError' ? new Kind([], message) : new Kind(message);
+}
 globalThis.__babelscoreCall = function (args) {
   const out = [];
-  bsWrite(Array.from(args), out, 0);
+  try { bsWrite(Array.from(args), out, 0); } catch (e) {
+    // Never the proxy's own error inside the tests (`assert.throws(fn)` would take it for the
+    // candidate's): the engine makes the run an error (`u <why>`), and the harness exits failed.
+    bsSend(5, 'u ' + String(e && e.message));
+    bsRecv(6);
+    bsBroken = 'the tests pass a value the wire cannot carry: ' + String(e && e.message);
+    throw new BsCandidateBroken(bsBroken);
+  }
   bsSend(5, out.join(''));
   const reply = bsRecv(6);
   if (reply === null) { bsBroken = 'the engine closed the call channel'; throw new BsCandidateBroken(bsBroken); }
@@ -177,10 +233,7 @@ globalThis.__babelscoreCall = function (args) {
     for (let i = 0; i < args.length; i++) bsRestore(args[i], value[1][i]);
     return value[0];
   }
-  if (reply[0] === 0x78) {
-    const Kind = globalThis[value];
-    throw (typeof Kind === 'function' && Kind.prototype instanceof Error) ? new Kind('raised by the candidate') : new Error('the candidate raised ' + value);
-  }
+  if (reply[0] === 0x78) throw bsThrown(value);
   bsBroken = value;
   throw new BsCandidateBroken(value);
 };

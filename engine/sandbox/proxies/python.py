@@ -139,7 +139,7 @@ def _serve():
         try:
             value = fn(*arguments)
         except BaseException as exc:
-            _pv_send(4, b"x " + _pv_text(_pv_exception_name(type(exc), built)))
+            _pv_send(4, b"x " + _pv_text(_pv_exception_text(exc, built)))
             continue
         out, after = [], []
         try:
@@ -159,12 +159,26 @@ def _pv_exception_name(kind, built):
     """A built-in type by its bare name, any other by module and qualified name: a candidate's own
     `class ZeroDivisionError(Exception)` crosses as `__main__.ZeroDivisionError`, which no `except
     ZeroDivisionError` in the tests catches and no reference's built-in one agrees with."""
+    if built.get(kind.__name__) is kind:
+        return kind.__name__
+    return "%s.%s" % (kind.__module__, kind.__qualname__)
+
+
+def _pv_exception_text(exc, built):
+    """`<own name> <built-in base>...\n<message>` (engine.sandbox.plain.exception_text): the bases
+    let the tests' `except ValueError` take a subclass of it, the message is what `str(e)` shows."""
     try:
-        if built.get(kind.__name__) is kind:
-            return kind.__name__
-        return "%s.%s" % (kind.__module__, kind.__qualname__)
+        kind = type(exc)
+        names = [_pv_exception_name(kind, built)]
+        names += [base.__name__ for base in kind.__mro__[1:] if built.get(base.__name__) is base]
     except BaseException:  # noqa: BLE001 - a metaclass's own attributes may raise anything
-        return "?"
+        names = ["?"]
+    try:
+        message = str(exc)
+        message = message if type(message) is str else ""
+    except BaseException:  # noqa: BLE001 - the candidate's __str__ may raise anything
+        message = ""
+    return " ".join(names) + "\n" + message[:4096]
 
 
 def _pv_text(text):
@@ -194,13 +208,18 @@ class _CandidateBroken(BaseException):
 
 
 def _proxy_for(entry):
-    import builtins
-
     def candidate(*args, **kwargs):
-        if kwargs:
-            raise TypeError("keyword arguments do not cross to the candidate's process")
         out = []
-        _pv_write(list(args), out)
+        try:
+            if kwargs:
+                raise _NotPlain("keyword arguments")
+            _pv_write(list(args), out)
+        except (_NotPlain, RecursionError) as exc:
+            # Never the proxy's own error inside the tests (an `except Exception` there would take
+            # it for the candidate's): the engine makes the run an error (`u <why>`).
+            _pv_send(5, b"u " + str(exc).encode("utf-8", "replace"))
+            _pv_recv(6)
+            raise _CandidateBroken("the tests pass a value the wire cannot carry: %s" % exc) from None
         _pv_send(5, b"".join(out))
         reply = _pv_recv(6)
         if reply is None:
@@ -218,16 +237,54 @@ def _proxy_for(entry):
                 _pv_restore(original, changed)
             return value[0]
         if reply[:1] == b"x":
-            kind = getattr(builtins, value, None)
-            # StopIteration would end the tests' own iteration (`zip(map(candidate, xs), ys)`,
-            # `all(map(...))`) as if every case had been checked: it is never raised as itself.
-            if isinstance(kind, type) and issubclass(kind, Exception) and not issubclass(kind, (StopIteration, StopAsyncIteration)):
-                raise kind("raised by the candidate")
-            raise RuntimeError("the candidate raised %s" % value)
+            raise _pv_raised(value)
         raise _CandidateBroken(value)
 
     candidate.__name__ = entry
     return candidate
+
+
+def _pv_builtin_exception(name):
+    import builtins
+
+    kind = getattr(builtins, name, None)
+    # StopIteration would end the tests' own iteration (`zip(map(candidate, xs), ys)`,
+    # `all(map(...))`) as if every case had been checked: it is never raised as itself.
+    if isinstance(kind, type) and issubclass(kind, Exception) and not issubclass(kind, (StopIteration, StopAsyncIteration)):
+        return kind
+    return None
+
+
+# The Unicode errors take their codec's arguments: raised with placeholders, showing the candidate's message.
+_PV_UNICODE = ((UnicodeDecodeError, ("utf-8", b"", 0, 0)), (UnicodeEncodeError, ("utf-8", "", 0, 0)),
+               (UnicodeTranslateError, ("", 0, 0)))
+
+
+def _pv_raised(text):
+    """The candidate's exception (`<own name> <bases>...\n<message>`) as the tests see it in one
+    process: a built-in as itself, a class of the candidate's as a class of its name deriving from
+    its nearest built-in base (so `except ValueError` takes a subclass of it), with its message."""
+    head, _, message = text.partition("\n")
+    names = head.split(" ")
+    kind = _pv_builtin_exception(names[0])
+    if kind is None and names[0] not in dir(__import__("builtins")):
+        base = next((b for b in map(_pv_builtin_exception, names[1:]) if b is not None), None)
+        if base is not None:
+            module, _, short = names[0].rpartition(".")
+            kind = type(short or "_", (base,), {"__module__": module or "candidate"})
+    if kind is None:
+        return RuntimeError("the candidate raised %s: %s" % (names[0], message))
+    for unicode_kind, placeholders in _PV_UNICODE:
+        if issubclass(kind, unicode_kind):
+            stand_in = type(kind.__name__, (kind,), {"__module__": kind.__module__, "__str__": lambda self: message})
+            return stand_in(*placeholders, message)
+    if issubclass(kind, KeyError):
+        # KeyError's str() quotes its argument: the stand-in shows the candidate's own str(e).
+        return type(kind.__name__, (kind,), {"__module__": kind.__module__, "__str__": lambda self: message})(message)
+    try:
+        return kind(message)
+    except Exception:  # noqa: BLE001 - a built-in that takes other arguments
+        return RuntimeError("the candidate raised %s: %s" % (names[0], message))
 
 
 def _pv_restore(original, changed):
