@@ -3,9 +3,15 @@
 In the tests' own process a function that sorts the list it was given changes the tests' list;
 across the split run it changes only its own copy. A server whose call left its arguments
 different from what it read replies `a l2 <returned value> <argument list after the call>`
-instead of `o <returned value>` (Python and JavaScript servers; engine.sandbox.proxies), so the
-engine compares the arguments' state as part of the answer and the tests' proxy can copy it back
-into the tests' objects. An `o` reply means the arguments were left as the call wrote them.
+instead of `o <returned value>` (JavaScript's server; engine.sandbox.proxies), so the engine
+compares the arguments' state as part of the answer and the tests' proxy can copy it back into
+the tests' objects. An `o` reply means the arguments were left as the call wrote them.
+
+Python's server always replies `a l2 <returned value> <changed objects>`: lists, dicts and sets
+cross as a graph of numbered objects shared by the proxy and the server (references `g s1:r
+i<number>`), so the returned value and the changed objects' states carry identity (a returned
+argument, a row twice in one grid, a cached list the tests changed) and the comparison here is
+of the sharing structure as well as of the values.
 """
 from __future__ import annotations
 

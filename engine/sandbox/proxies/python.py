@@ -4,9 +4,11 @@ Both are small programs run with `python -I -B`; they share only `CODEC` (the pl
 stream of engine.sandbox.plain, in Python). The server executes the task's context and the
 candidate, then answers calls: the return value when it is plain data (bool, int, float, str,
 None, list, tuple, set, frozenset, dict of those: exact types, no subclasses), the exception's
-type name when the call raised, `z` otherwise; a call that left its arguments changed answers
-`a` with their state after it, which the proxy copies back into the tests' objects
-(engine.sandbox.arguments). The tests' harness (the verdict channel of
+type name when the call raised, `z` otherwise. Lists, dicts and sets cross as one graph shared
+by the proxy and the server (`_pg_message`): the tests' objects keep their identity, a value the
+candidate returned from its arguments or kept from an earlier call is the tests' own object, and
+every change a call makes to any object that crossed is applied to the tests' objects. A reply is
+`a l2 <returned value> <changed objects>` (engine.sandbox.arguments). The tests' harness (the verdict channel of
 engine.sandbox.harness) executes the context, binds the entry point to a proxy that sends
 each call to the server, and runs the tests against it.
 """
@@ -285,7 +287,7 @@ def _serve():
         try:
             # The returned value and every crossed object the call changed (arguments, earlier
             # returns), as one graph: what the tests' objects become (engine.sandbox.arguments).
-            reply = b"o " + _pg_message(value)
+            reply = b"a " + _pg_message(value)
         except (_NotPlain, RecursionError) as exc:
             _pv_send(4, b"z " + _pv_text(str(exc)))
             continue
@@ -346,7 +348,7 @@ def _proxy_for(entry):
             raise _CandidateBroken("the engine closed the call channel")
         try:
             value = _pv_read(reply, 2)[0]
-            if reply[:1] == b"o":
+            if reply[:1] == b"a":
                 # The returned value and the changes to the tests' objects, identity kept: a list the
                 # candidate returned from its arguments or kept from an earlier call is the tests' own.
                 return _pg_apply(value)
