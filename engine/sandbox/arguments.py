@@ -3,7 +3,7 @@
 In the tests' own process a function that sorts the list it was given changes the tests' list;
 across the split run it changes only its own copy. A server whose call left its arguments
 different from what it read replies `a l2 <returned value> <argument list after the call>`
-instead of `o <returned value>` (Go's server; engine.sandbox.proxies), so the engine
+instead of `o <returned value>` (Go's and Java's servers; engine.sandbox.proxies), so the engine
 compares the arguments' state as part of the answer and the tests' proxy can copy it back into
 the tests' objects. An `o` reply means the arguments were left as the call wrote them.
 

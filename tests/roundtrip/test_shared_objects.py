@@ -5,7 +5,7 @@ Wrong programs that passed: a "deep copy" returning `list(grid)` or `grid` (the 
 with the argument), a memoised function returning its cached list that the tests changed, a later
 call changing an earlier call's argument; in JavaScript a key deleted and added again (key order),
 a property cached on an array argument, a non-enumerable `toString` added, `Object.freeze` on the
-argument, a shallow clone; in Go a "sorted copy" that sorts its argument. Honest programs that
+argument, a shallow clone; in Go and Java a "sorted copy" that sorts its argument. Honest programs that
 failed: the same row twice in one grid, one list passed as both arguments, the tests holding a row
 while the outer list changes length, a JavaScript Map with an array key.
 """
@@ -62,8 +62,15 @@ GO_SORTED = {**ADD["go"], "entry_point": "sortedCopy", "signature": "func sorted
 
 def _body(task: dict) -> str:
     """The reference's code as a completion: what follows the signature (and its `{`)."""
-    return task["code"][len(task["signature"]) + (1 if task["programming_language"] == "python" else 2):]
+    code, signature = task["code"], task["signature"]
+    return code[code.index(signature) + len(signature) + (1 if task["programming_language"] == "python" else 2):]
 
+JAVA_SORTED = {**ADD["java"], "entry_point": "Main", "signature": "public static int[] sortedCopy(int[] xs)",
+               "code": "public class Solution {\n    public static int[] sortedCopy(int[] xs) {\n        int[] ys = xs.clone();\n"
+                       "        java.util.Arrays.sort(ys);\n        return ys;\n    }\n}\n",
+               "tests": "public class Main {\n    public static void main(String[] args) {\n        int[] xs = {3, 1, 2};\n"
+                        "        int[] ys = Solution.sortedCopy(xs);\n        if (ys[0] != 1 || ys[2] != 3) throw new AssertionError(\"sorted\");\n"
+                        "        if (xs[0] != 3 || xs[1] != 1) throw new AssertionError(\"argument changed\");\n    }\n}\n"}
 
 ATTACKS = {
     "python shallow copy": (CLONE, "    return list(grid)\n"),
@@ -82,6 +89,7 @@ ATTACKS = {
                                                    "  return Object.keys(o).length;\n}\n"),
     "javascript shallow clone": (JS_CLONE, "\n  return [...g];\n}\n"),
     "go sorts its argument": (GO_SORTED, "\n\tsort.Ints(xs)\n\treturn xs\n}\n"),
+    "java sorts its argument": (JAVA_SORTED, "\n        java.util.Arrays.sort(xs);\n        return xs;\n    }\n}\n"),
 }
 
 
@@ -125,6 +133,14 @@ HONEST = {
                                      "\t\txs[i], xs[j] = xs[j], xs[i]\n\t}\n\treturn len(xs)\n}\n",
                              "tests": "func main() {\n\txs := []int{1, 2, 3}\n\tif reverseInPlace(xs) != 3 {\n\t\tpanic(\"len\")\n"
                                       "\t}\n\tif xs[0] != 3 || xs[2] != 1 {\n\t\tpanic(\"not reversed\")\n\t}\n}\n"},
+    "java reverses a List in place": {
+        **ADD["java"], "entry_point": "Main", "signature": "public static int reverse(java.util.List<Integer> xs)",
+        "code": "public class Solution {\n    public static int reverse(java.util.List<Integer> xs) {\n"
+                "        java.util.Collections.reverse(xs);\n        return xs.size();\n    }\n}\n",
+        "tests": "public class Main {\n    public static void main(String[] args) {\n"
+                 "        java.util.List<Integer> xs = new java.util.ArrayList<>(java.util.List.of(1, 2, 3));\n"
+                 "        if (Solution.reverse(xs) != 3) throw new AssertionError(\"size\");\n"
+                 "        if (xs.get(0) != 3 || xs.get(2) != 1) throw new AssertionError(\"not reversed\");\n    }\n}\n"},
 }
 
 
