@@ -3,10 +3,8 @@
 The codec works through `reflect` on the declared types: bool, every int and uint kind (`i`),
 float32/64 (`d`), string, slices and arrays (`l`), maps (`m`), pointers and interfaces to those;
 a struct, channel or function is not plain data. A nil slice or map is `n`, an empty one `l0`/`m0`. The proxy has the task's signature and decodes
-the reply into its declared result types (several results travel as a tuple `u<n>`). A call that
-changed what its caller sees of its arguments (a slice's elements, a map, a pointed-to value)
-answers `a` with the arguments' state after it; the proxy copies it into the tests' own slices,
-maps and pointed-to values (engine.sandbox.arguments).
+the reply into its declared result types (several results travel as a tuple `u<n>`); changed
+arguments come back in an `a` reply (engine.sandbox.arguments).
 """
 from __future__ import annotations
 
@@ -388,9 +386,6 @@ func bsCall(results []interface{}, args ...interface{}) {
 }
 
 func bsRestoreArgs(r *bsReader, args []interface{}) {
-	if e := recover(); e != nil {
-		panic(e)
-	}
 	defer func() {
 		if e := recover(); e != nil {
 			bsBroken(fmt.Sprint("the arguments' state does not decode into the declared types: ", e))

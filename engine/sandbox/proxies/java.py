@@ -9,9 +9,7 @@ Short, Byte, BigInteger, Float or Character crosses as a typed value naming its 
 the candidate wrote itself travels as the values it yields, never as its object. Decoding follows
 the declared generic type through reflection (arguments on the server, the reply in the proxy).
 The proxy class has the candidate class's name and the task's signature, so the tests compile
-against it unchanged. A call that changed its arguments (an array's elements, a List, Map or Set)
-answers `a` with their state after it, which the proxy copies into the tests' own arrays and
-collections (engine.sandbox.arguments).
+against it unchanged; changed arguments come back in an `a` reply (engine.sandbox.arguments).
 """
 from __future__ import annotations
 
