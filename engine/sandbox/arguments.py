@@ -2,7 +2,7 @@
 
 A function that sorts the list it was given changes the tests' list in one process, but only its
 own copy across the split run. A server whose call changed its arguments replies `a l2 <returned
-value> <argument list after the call>` instead of `o <returned value>` (Go, Java, Rust), so the
+value> <argument list after the call>` instead of `o <returned value>` (Go, Java, Rust, C++), so the
 engine compares that state as part of the answer and the tests' proxy copies it back. Python's and
 JavaScript's servers always reply `a l2 <returned value> <changed objects>`: containers cross as a
 graph of numbered objects shared by proxy and server (references `g s1:r i<number>`), so identity

@@ -5,7 +5,7 @@ Wrong programs that passed: a "deep copy" returning `list(grid)` or `grid` (the 
 with the argument), a memoised function returning its cached list that the tests changed, a later
 call changing an earlier call's argument; in JavaScript a key deleted and added again (key order),
 a property cached on an array argument, a non-enumerable `toString` added, `Object.freeze` on the
-argument, a shallow clone; in Go, Java and Rust a "sorted copy" that sorts its argument. Honest programs that
+argument, a shallow clone; in Go, Java, Rust and C++ a "sorted copy" that sorts its argument. Honest programs that
 failed: the same row twice in one grid, one list passed as both arguments, the tests holding a row
 while the outer list changes length, a JavaScript Map with an array key.
 """
@@ -75,6 +75,12 @@ RUST_SORTED = {**ADD["rust"], "entry_point": "sorted_copy", "signature": "fn sor
                "code": "fn sorted_copy(xs: &mut Vec<i64>) -> Vec<i64> {\n    let mut ys = xs.clone();\n    ys.sort();\n    ys\n}\n",
                "tests": "fn main() {\n    let mut xs = vec![3, 1, 2];\n    let ys = sorted_copy(&mut xs);\n"
                         "    assert_eq!(ys, vec![1, 2, 3]);\n    assert_eq!(xs, vec![3, 1, 2]);\n}\n"}
+CPP_SORTED = {**ADD["cpp"], "entry_point": "sorted_copy", "signature": "std::vector<long> sorted_copy(std::vector<long>& xs)",
+              "context": ADD["cpp"]["context"] + "\n#include <algorithm>",
+              "code": "std::vector<long> sorted_copy(std::vector<long>& xs) {\n    std::vector<long> ys = xs;\n"
+                      "    std::sort(ys.begin(), ys.end());\n    return ys;\n}\n",
+              "tests": "int main() {\n    std::vector<long> xs = {3, 1, 2};\n    std::vector<long> ys = sorted_copy(xs);\n"
+                       "    assert((ys == std::vector<long>{1, 2, 3}));\n    assert((xs == std::vector<long>{3, 1, 2}));\n    return 0;\n}\n"}
 
 ATTACKS = {
     "python shallow copy": (CLONE, "    return list(grid)\n"),
@@ -93,6 +99,7 @@ ATTACKS = {
                                                    "  return Object.keys(o).length;\n}\n"),
     "javascript shallow clone": (JS_CLONE, "\n  return [...g];\n}\n"),
     "go sorts its argument": (GO_SORTED, "\n\tsort.Ints(xs)\n\treturn xs\n}\n"),
+    "cpp sorts its argument": (CPP_SORTED, "\n    std::sort(xs.begin(), xs.end());\n    return xs;\n}\n"),
     "rust sorts its argument": (RUST_SORTED, "\n    xs.sort();\n    xs.clone()\n}\n"),
     "java sorts its argument": (JAVA_SORTED, "\n        java.util.Arrays.sort(xs);\n        return xs;\n    }\n}\n"),
 }
@@ -138,6 +145,12 @@ HONEST = {
                                      "\t\txs[i], xs[j] = xs[j], xs[i]\n\t}\n\treturn len(xs)\n}\n",
                              "tests": "func main() {\n\txs := []int{1, 2, 3}\n\tif reverseInPlace(xs) != 3 {\n\t\tpanic(\"len\")\n"
                                       "\t}\n\tif xs[0] != 3 || xs[2] != 1 {\n\t\tpanic(\"not reversed\")\n\t}\n}\n"},
+    "cpp reverses in place": {
+        **ADD["cpp"], "entry_point": "reverse_in_place", "signature": "void reverse_in_place(std::vector<long>& xs)",
+        "context": ADD["cpp"]["context"] + "\n#include <algorithm>",
+        "code": "void reverse_in_place(std::vector<long>& xs) {\n    std::reverse(xs.begin(), xs.end());\n}\n",
+        "tests": "int main() {\n    std::vector<long> xs = {1, 2, 3};\n    reverse_in_place(xs);\n"
+                 "    assert((xs == std::vector<long>{3, 2, 1}));\n    return 0;\n}\n"},
     "rust reverses a slice in place": {
         **ADD["rust"], "entry_point": "reverse", "signature": "fn reverse(xs: &mut [i64]) -> usize",
         "code": "fn reverse(xs: &mut [i64]) -> usize {\n    xs.reverse();\n    xs.len()\n}\n",
