@@ -173,9 +173,10 @@ function bsNode(o) {
   else text = (Object.getPrototypeOf(o) === null ? 'g s10:NullObject ' : 'g s6:Object ') + bsPairs(Object.keys(o).flatMap((k) => [k, o[k]]));
   return frozen ? 'g s6:Frozen ' + text : text;
 }
-function bsMessage(value) {
+// `args`: the value is the call's argument list, written in place (never an object of the graph).
+function bsMessage(value, args) {
   const out = [];
-  bsGWrite(value, out);
+  if (args) out.push(bsPairs(value)); else bsGWrite(value, out);
   const nodes = [];
   for (let i = 0; i < bsObjs.length; i++) {  // objects met while writing are appended: each is written once
     const text = bsNode(bsObjs[i]);
@@ -216,7 +217,7 @@ function bsKindOf(o) {
 // (each keeps its identity; new ones are made), then its value.
 function bsApply(buf, pos) {
   if (buf.toString('ascii', pos, pos + 3) !== 'l2 ') throw new Error('a message is l2 <value> <nodes>');
-  let [value, at] = bsRead(buf, pos + 3);
+  let [value, at] = bsRead(buf, pos + 3, true);  // an argument list keeps its holes' places
   let end = buf.indexOf(0x20, at + 1);
   if (end < 0) end = buf.length;
   const count = Number(buf.toString('ascii', at + 2, end));
@@ -254,7 +255,7 @@ function bsApply(buf, pos) {
     if (frozen) Object.freeze(o);
   }
   for (const [rid] of nodes) bsLast[rid] = bsNode(bsObjs[rid]);
-  return bsResolve(value);
+  return Array.isArray(value) ? value.map(bsResolve) : bsResolve(value);  // a call's argument list, else one value
 }
 function bsSend(fd, payload) {
   const body = Buffer.from(payload, 'utf8');
@@ -291,7 +292,7 @@ for (;;) {
   let args;
   try {
     if (call.toString('ascii', 0, 7) === 'g s1:c ') args = bsApply(call, 7);  // the tests' call, their objects' changes first
-    else { bsReset(); args = bsRead(call, 0)[0]; bsMessage(args); }  // a bare argument list (generated inputs)
+    else { bsReset(); args = bsRead(call, 0)[0]; bsMessage(args, true); }  // a bare argument list (generated inputs)
   } catch (e) { bsSend(4, 'z ' + bsText('the call does not decode: ' + String(e && e.message))); continue; }
   let value;
   try { value = bsFn(...args); } catch (e) {
@@ -313,7 +314,7 @@ const bsWriteSync = bsFs.writeSync;
 class BsCandidateBroken extends Error {}
 globalThis.__babelscoreCall = function (args) {
   let call;
-  try { call = 'g s1:c ' + bsMessage(Array.from(args)); } catch (e) {
+  try { call = 'g s1:c ' + bsMessage(Array.from(args), true); } catch (e) {
     if (e instanceof BsNotPlain) throw new TypeError('an argument that does not cross to the candidate: ' + e.message);
     throw e;
   }

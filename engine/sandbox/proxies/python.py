@@ -274,7 +274,7 @@ def _serve():
             else:
                 # A bare argument list (generated inputs): a graph of its own.
                 _pg_reset()
-                arguments = _pv_read(call)[0]
+                arguments = tuple(_pv_read(call)[0])
                 _pg_message(arguments)
         except (ValueError, TypeError, IndexError, RecursionError) as exc:
             _pv_send(4, b"z " + _pv_text("the call does not decode: %s" % exc))
@@ -339,7 +339,7 @@ def _proxy_for(entry):
         if kwargs:
             raise TypeError("keyword arguments do not cross to the candidate's process")
         try:
-            call = b"g s1:c " + _pg_message(list(args))
+            call = b"g s1:c " + _pg_message(args)
         except (_NotPlain, RecursionError) as exc:
             raise TypeError("an argument that does not cross to the candidate's process: %s" % exc) from None
         _pv_send(5, call)
