@@ -121,7 +121,7 @@ def _common_prefix(seen: Recording | None, reference: Recorded) -> int:
 
 _DIFFERS = {"o": "returned a value that differs from", "x": "raised where the reference did not, or another type than",
             "z": "returned what is not plain data instead of",
-            "a": "left its arguments in another state than"}
+            "a": "left its arguments (or the objects it returned or shares with earlier calls) in another state than"}
 
 
 def _how(expected: tuple, got: tuple) -> str:

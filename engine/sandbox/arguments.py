@@ -1,11 +1,14 @@
 """A call's answer with the state its arguments were left in: what in-process code would see.
 
-In the tests' own process a function that sorts the list it was given changes the tests' list;
-across the split run it changes only its own copy. A server whose call left its arguments
-different from what it read replies `a l2 <returned value> <argument list after the call>`
-instead of `o <returned value>` (Python and JavaScript servers; engine.sandbox.proxies), so the
-engine compares the arguments' state as part of the answer and the tests' proxy can copy it back
-into the tests' objects. An `o` reply means the arguments were left as the call wrote them.
+A function that sorts the list it was given changes the tests' list in one process, but only its
+own copy across the split run. A server whose call changed its arguments replies `a l2 <returned
+value> <argument list after the call>` instead of `o <returned value>` (Go, Java, Rust, C++), so the
+engine compares that state as part of the answer and the tests' proxy copies it back. Python's and
+JavaScript's servers always reply `a l2 <returned value> <changed objects>`: containers cross as a
+graph of numbered objects shared by proxy and server (references `g s1:r i<number>`), so identity
+crosses too (a returned argument, a row twice in a grid, a cached list the tests changed) and the
+comparison here is of the sharing structure as well as of the values (docs/sandbox.md, "The
+shared graph").
 """
 from __future__ import annotations
 

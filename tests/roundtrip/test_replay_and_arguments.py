@@ -166,9 +166,12 @@ def test_a_candidate_that_changes_its_arguments_fails_as_in_one_process(attack):
 def test_the_arguments_state_is_part_of_the_value_verdict():
     # Tests that never look at the argument: only the value verdict sees the change.
     task = {**PY_SORTED, "tests": "def check(candidate):\n    assert candidate([3, 1, 2]) == [1, 2, 3]\n"}
-    row = _row(task, "    xs.sort()\n    return xs\n")
+    row = _row(task, "    copy = sorted(xs)\n    xs.sort()\n    return copy\n")
     assert row["tests_verdict"] == "passed" and row["value_verdict"] == "failed", row
     assert "arguments" in row["reason"], row
+    # Returning the argument itself is another answer than a new list, whatever their contents.
+    row = _row(task, "    xs.sort()\n    return xs\n")
+    assert row["tests_verdict"] == "passed" and row["value_verdict"] == "failed", row
 
 
 @needs_bwrap

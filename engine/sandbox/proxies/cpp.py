@@ -6,7 +6,8 @@ string), std::string and const char* (`s`), std::vector (`l`), std::pair and std
 std::set / unordered_set (`e`), std::map / unordered_map (`m`), std::optional (`n` or the value).
 The server calls the function through a pointer whose parameter types it decodes into
 (`std::decay_t` of each); the proxy has the task's signature and decodes the reply into the
-function's own return type (`bs::result_of(&NAME)`), so no type is ever written twice.
+function's own return type (`bs::result_of(&NAME)`), so no type is ever written twice. Changed
+arguments taken by reference come back in an `a` reply (engine.sandbox.arguments).
 """
 from __future__ import annotations
 
@@ -244,7 +245,10 @@ template <class R, class... A> std::string serve(R (*f)(A...), const std::string
     } catch (const std::exception& e) {
         return "z " + text(std::string("arguments: ") + e.what());
     }
-    std::string out = "o ";
+    std::string before, out;
+    try {
+        std::apply([&](const auto&... x) { ((before += ' ', put(before, x)), ...); }, args);
+    } catch (const std::exception& e) { return "z " + text(std::string("arguments: ") + e.what()); }
     try {
         if constexpr (std::is_void_v<R>) {
             std::apply(f, args);
@@ -256,7 +260,14 @@ template <class R, class... A> std::string serve(R (*f)(A...), const std::string
     } catch (...) {
         return "x " + text(thrown_name());
     }
-    return out;
+    // An argument taken by reference that the call changed: its state is part of the answer, as
+    // the caller sees it (engine.sandbox.arguments).
+    std::string after;
+    try {
+        std::apply([&](const auto&... x) { ((after += ' ', put(after, x)), ...); }, args);
+    } catch (const std::exception& e) { return "z " + text(e.what()); }
+    if (after == before) return "o " + out;
+    return "a l2 " + out + " l" + std::to_string(sizeof...(A)) + after;
 }
 }  // namespace bs
 
@@ -286,22 +297,31 @@ namespace bs {
     if (name == "std::exception") throw std::exception();
     throw std::runtime_error(what);
 }
-template <class R, class... A> R call(const A&... args) {
+// The tests' argument made what the candidate's call left it (a parameter by non-const reference).
+template <class T> void restore(Reader& r, T& x) {
+    std::decay_t<T> v{};
+    get(r, v);
+    if constexpr (!std::is_const_v<T>) x = std::move(v);
+}
+template <class R, class... A> R call(A&... args) {
     std::string payload = "l" + std::to_string(sizeof...(A));
     ((payload += ' ', put(payload, args)), ...);
     send(5, payload);
     std::string reply;
     if (!recv(6, reply)) { std::fputs("candidate broken: the engine closed the call channel\n", stderr); std::_Exit(1); }
     Reader r{reply, 2};
-    if (reply[0] == 'o') {
-        if constexpr (std::is_void_v<R>) { return; } else {
-            // Decoding never throws inside the tests (their catch would take it for an answer).
-            std::decay_t<R> value{};
-            try { get(r, value); } catch (const std::exception& e) {
-                std::fprintf(stderr, "candidate broken: the reply does not decode into the declared type: %s\n", e.what());
-                std::_Exit(1);
-            }
-            return value;
+    if (reply[0] == 'o' || reply[0] == 'a') {
+        const bool after = reply[0] == 'a';
+        // Decoding never throws inside the tests (their catch would take it for an answer).
+        try {
+            if (after) { count(r, 'l'); skip(r); }
+            std::conditional_t<std::is_void_v<R>, int, std::decay_t<R>> value{};
+            if constexpr (std::is_void_v<R>) { if (after) token(r); } else { get(r, value); }
+            if (after) { skip(r); count(r, 'l'); ((skip(r), restore(r, args)), ...); }
+            if constexpr (std::is_void_v<R>) return; else return value;
+        } catch (const std::exception& e) {
+            std::fprintf(stderr, "candidate broken: the reply does not decode into the declared type: %s\n", e.what());
+            std::_Exit(1);
         }
     }
     std::string why;

@@ -3,7 +3,8 @@
 The codec works through `reflect` on the declared types: bool, every int and uint kind (`i`),
 float32/64 (`d`), string, slices and arrays (`l`), maps (`m`), pointers and interfaces to those;
 a struct, channel or function is not plain data. A nil slice or map is `n`, an empty one `l0`/`m0`. The proxy has the task's signature and decodes
-the reply into its declared result types (several results travel as a tuple `u<n>`).
+the reply into its declared result types (several results travel as a tuple `u<n>`); changed
+arguments come back in an `a` reply (engine.sandbox.arguments).
 """
 from __future__ import annotations
 
@@ -265,11 +266,33 @@ func bsServe(fn reflect.Value, call []byte) (reply []byte) {
 		r.skip()
 		args[i] = bsGet(r, t.In(i))
 	}
+	// A second decoding, untouched by the call: what the arguments were, to tell what it changed.
+	r, pristine := &bsReader{data: call}, make([]reflect.Value, n)
+	r.token()
+	for i := range pristine {
+		r.skip()
+		pristine[i] = bsGet(r, t.In(i))
+	}
 	stage = "call"
 	out := fn.Call(args)
 	stage = "encode"
 	var b bytes.Buffer
-	b.WriteString("o ")
+	// What the caller sees changed: a slice's elements, a map, what a pointer points to (an array
+	// or a struct is the callee's own copy). The state after the call is then part of the answer.
+	changed := false
+	for i := range args {
+		switch args[i].Kind() {
+		case reflect.Slice, reflect.Map, reflect.Ptr, reflect.Interface:
+			changed = changed || !reflect.DeepEqual(pristine[i].Interface(), args[i].Interface())
+		default:
+			args[i] = pristine[i]
+		}
+	}
+	if changed {
+		b.WriteString("a l2 ")
+	} else {
+		b.WriteString("o ")
+	}
 	switch len(out) {
 	case 0:
 		b.WriteString("n")
@@ -280,6 +303,13 @@ func bsServe(fn reflect.Value, call []byte) (reply []byte) {
 		for _, o := range out {
 			b.WriteString(" ")
 			bsPut(&b, o, 1)
+		}
+	}
+	if changed {
+		b.WriteString(" l" + strconv.Itoa(len(args)))
+		for _, a := range args {
+			b.WriteString(" ")
+			bsPut(&b, a, 1)
 		}
 	}
 	return b.Bytes()
@@ -305,6 +335,15 @@ func bsCall(results []interface{}, args ...interface{}) {
 		bsBroken("the engine closed the call channel")
 	}
 	r := &bsReader{data: reply, pos: 2}
+	after := reply[0] == 'a'
+	if after {
+		// `a l2 <results> <arguments after the call>`: the results, then the tests' own slices,
+		// maps and pointed-to values changed as the call changed them, as in one process.
+		r.token()
+		r.skip()
+		defer bsRestoreArgs(r, args)
+		reply[0] = 'o'
+	}
 	if reply[0] == 'o' {
 		// Decoding never panics inside the tests (a recover() there would take it for an answer):
 		// a reply that does not decode into the declared types stops the tests.
@@ -343,6 +382,40 @@ func bsCall(results []interface{}, args ...interface{}) {
 		panic(fmt.Errorf("the candidate raised %s", name))
 	default:
 		bsBroken(bsGet(r, reflect.TypeOf("")).String())
+	}
+}
+
+func bsRestoreArgs(r *bsReader, args []interface{}) {
+	defer func() {
+		if e := recover(); e != nil {
+			bsBroken(fmt.Sprint("the arguments' state does not decode into the declared types: ", e))
+		}
+	}()
+	r.skip()
+	r.token()
+	for _, a := range args {
+		r.skip()
+		orig := reflect.ValueOf(a)
+		got := bsGet(r, orig.Type())
+		switch orig.Kind() {
+		case reflect.Slice:
+			reflect.Copy(orig, got)
+		case reflect.Map:
+			if orig.IsNil() {
+				continue
+			}
+			for _, k := range orig.MapKeys() {
+				orig.SetMapIndex(k, reflect.Value{})
+			}
+			iter := got.MapRange()
+			for iter.Next() {
+				orig.SetMapIndex(iter.Key(), iter.Value())
+			}
+		case reflect.Ptr:
+			if !orig.IsNil() && !got.IsNil() {
+				orig.Elem().Set(got.Elem())
+			}
+		}
 	}
 }
 

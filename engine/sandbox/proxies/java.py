@@ -9,7 +9,7 @@ Short, Byte, BigInteger, Float or Character crosses as a typed value naming its 
 the candidate wrote itself travels as the values it yields, never as its object. Decoding follows
 the declared generic type through reflection (arguments on the server, the reply in the proxy).
 The proxy class has the candidate class's name and the task's signature, so the tests compile
-against it unchanged.
+against it unchanged; changed arguments come back in an `a` reply (engine.sandbox.arguments).
 """
 from __future__ import annotations
 
@@ -297,6 +297,30 @@ public class Bs {
         return o.toString();
     }
 
+    static String state(Object[] args, Type[] types) {
+        StringBuilder o = new StringBuilder("l").append(args.length);
+        for (int i = 0; i < args.length; i++) { o.append(' '); put(o, args[i], types[i], 1); }
+        return o.toString();
+    }
+
+    /** The tests' argument `mine` made what the candidate's call left it (`got`), in place. */
+    @SuppressWarnings("unchecked")
+    static void restore(Object mine, Object got) {
+        if (mine == null || got == null) return;
+        if (mine.getClass().isArray() && got.getClass() == mine.getClass()) {
+            System.arraycopy(got, 0, mine, 0, Math.min(java.lang.reflect.Array.getLength(mine), java.lang.reflect.Array.getLength(got)));
+        } else if (mine instanceof java.util.List && got instanceof java.util.List) {
+            ((java.util.List<Object>) mine).clear();
+            ((java.util.List<Object>) mine).addAll((java.util.List<Object>) got);
+        } else if (mine instanceof java.util.Map && got instanceof java.util.Map) {
+            ((java.util.Map<Object, Object>) mine).clear();
+            ((java.util.Map<Object, Object>) mine).putAll((java.util.Map<Object, Object>) got);
+        } else if (mine instanceof java.util.Set && got instanceof java.util.Set) {
+            ((java.util.Set<Object>) mine).clear();
+            ((java.util.Set<Object>) mine).addAll((java.util.Set<Object>) got);
+        }
+    }
+
     public static void serve(String className, String name, int arity) throws Exception {
         InputStream calls = new FileInputStream("/proc/self/fd/3");
         OutputStream replies = new FileOutputStream("/proc/self/fd/4");
@@ -321,13 +345,18 @@ public class Bs {
                 Type[] types = m.getGenericParameterTypes();
                 Object[] args = new Object[arity];
                 for (int i = 0; i < arity; i++) { r.skip(); args[i] = get(r, types[i]); }
+                String before = state(args, types);
                 Object value;
                 try { value = m.invoke(self, args); } catch (InvocationTargetException e) {
                     send(replies, "x " + quoted(e.getCause() == null ? "java.lang.Throwable" : e.getCause().getClass().getName()));
                     continue;
                 }
-                StringBuilder o = new StringBuilder("o ");
+                // A call that changed its arguments (an array's elements, a List, Map or Set) answers
+                // their state after it too: the caller sees the change (engine.sandbox.arguments).
+                String after = state(args, types);
+                StringBuilder o = new StringBuilder(after.equals(before) ? "o " : "a l2 ");
                 if (m.getReturnType() == void.class) o.append('n'); else put(o, value, m.getGenericReturnType(), 0);
+                if (!after.equals(before)) o.append(' ').append(after);
                 reply = o.toString();
             } catch (Throwable e) {
                 reply = "z " + quoted(String.valueOf(e));
@@ -361,13 +390,25 @@ public class Bs {
             String why = null;
             // Decoding never throws inside the tests (their `catch` would take it for an answer):
             // a reply that does not decode into the declared type stops the tests.
+            boolean after = reply[0] == 'a';
             try {
-                if (reply[0] == 'o' && m.getReturnType() != void.class) value = get(r, m.getGenericReturnType());
-                else if (reply[0] != 'o') why = r.string();
+                if (after) { r.count('l'); r.skip(); }
+                if (after && m.getReturnType() == void.class) r.token();
+                if ((reply[0] == 'o' || after) && m.getReturnType() != void.class) value = get(r, m.getGenericReturnType());
+                else if (reply[0] != 'o' && !after) why = r.string();
+                if (after) {
+                    // The candidate changed its arguments: the tests' arrays and collections change the same way.
+                    Type[] types = m.getGenericParameterTypes();
+                    r.skip();
+                    r.count('l');
+                    Object[] got = new Object[args.length];
+                    for (int i = 0; i < args.length; i++) { r.skip(); got[i] = get(r, types[i]); }
+                    for (int i = 0; i < args.length; i++) restore(args[i], got[i]);
+                }
             } catch (Throwable e) {
                 broken("the reply does not decode into the declared type: " + e);
             }
-            if (reply[0] == 'o') return (T) value;
+            if (reply[0] == 'o' || after) return (T) value;
             if (reply[0] == 'x') raise(why);
             broken(why);
         } catch (IOException e) {

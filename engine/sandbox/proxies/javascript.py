@@ -6,9 +6,11 @@ arrays (`l`), Sets (`e`) and plain objects (`m`); a Map, an object without a pro
 array's hole and -0 cross as typed values (`g s3:Map m..`, `NullObject`, `Hole`, `NegativeZero`),
 which `deepStrictEqual` tells apart from the plain object, `{}`, `undefined` and 0. Anything else
 (a function, a class instance, a BigInt) is not plain data. The proxy decodes each back into its
-own type (an untagged `m` into a plain object when its keys are strings, else a Map). A call
-that left its arguments changed answers `a` with their state after it, which the proxy copies
-back into the tests' arrays, objects, Sets and Maps (engine.sandbox.arguments).
+own type (an untagged `m` into a plain object when its keys are strings, else a Map). Arrays,
+Sets, Maps and plain objects cross as one graph shared by the proxy and the server (`bsMessage`):
+identity, key order, an array's own properties and frozenness cross, and every change a call
+makes to an object that crossed is applied to the tests' objects. A reply is
+`a l2 <returned value> <changed objects>` (engine.sandbox.arguments).
 """
 from __future__ import annotations
 
@@ -82,6 +84,7 @@ function bsRead(buf, pos, inArray, as) {
     const [value, after] = bsRead(buf, at + 1, false, name);
     if (name === 'NegativeZero') return [-0, after];
     if (name === 'Hole') return [inArray ? bsHole : undefined, after];
+    if (name === 'r') return [new BsRef(value), after];
     return [value, after];
   }
   if (tok[0] === 'i') return [Number(tok.slice(1)), end];
@@ -109,6 +112,150 @@ function bsRead(buf, pos, inArray, as) {
     const m = new Map(); for (let i = 0; i < items.length; i += 2) m.set(items[i], items[i + 1]); return [m, end];
   }
   return [items, end];
+}
+// The shared graph: every array, Set, Map and plain object that crossed, by number, on both
+// sides, so that identity crosses as it would in one process. A message is `l2 <value> <nodes>`:
+// in the value each such object is a reference `g s1:r i<number>`, and each node `l2 i<number>
+// <state>` is the state (references inside) of an object that is new or changed since the last
+// message: `g s6:Object`, `g s10:NullObject` or `g s3:Map` of a list of keys and values in their
+// order, `g s3:Set` of a list, an array's list (`g s10:ArrayProps l2 <list> <keys and values>` when
+// it has properties besides its indices), inside `g s6:Frozen` when frozen. Key order, an array's
+// own properties and frozenness are part of the value; a non-enumerable or accessor property, a
+// symbol key and a sealed or non-extensible object are not plain data. Numbers are given in
+// order of first appearance, so sender and receiver agree on them, and so do a reference and a
+// candidate that return the same sharing structure.
+class BsRef { constructor(rid) { this.rid = rid; } }
+const bsObjs = [], bsLast = [];
+let bsIds = new Map();
+function bsReset() { bsObjs.length = 0; bsLast.length = 0; bsIds = new Map(); }
+function bsId(o) {
+  let rid = bsIds.get(o);
+  if (rid === undefined) { rid = bsObjs.length; bsIds.set(o, rid); bsObjs.push(o); bsLast.push(null); }
+  return rid;
+}
+function bsIsGraph(v) {
+  if (v === null || typeof v !== 'object') return false;
+  if (Array.isArray(v) || v instanceof Set || v instanceof Map) return true;
+  const proto = Object.getPrototypeOf(v);
+  return proto === Object.prototype || proto === null;
+}
+function bsGWrite(v, out) {
+  if (bsIsGraph(v)) out.push('g s1:r i' + bsId(v));
+  else bsWrite(v, out, 0);
+}
+function bsIsIndex(k) { const n = Number(k) >>> 0; return String(n) === k && n !== 4294967295; }
+function bsPairs(pairs) {
+  const out = ['l' + pairs.length];
+  for (const x of pairs) { out.push(' '); bsGWrite(x, out); }
+  return out.join('');
+}
+function bsNode(o) {
+  const isArray = Array.isArray(o);
+  for (const k of Object.getOwnPropertyNames(o)) {
+    if (isArray && k === 'length') continue;
+    const d = Object.getOwnPropertyDescriptor(o, k);
+    if (!d.enumerable || d.get || d.set) throw new BsNotPlain('an object with a non-enumerable or accessor property (' + k + ') is not plain data');
+  }
+  if (Object.getOwnPropertySymbols(o).length) throw new BsNotPlain('an object with a symbol key is not plain data');
+  const frozen = Object.isFrozen(o);
+  if (!frozen && !Object.isExtensible(o)) throw new BsNotPlain('a sealed or non-extensible object is not plain data');
+  let text;
+  if (isArray) {
+    const items = [];
+    for (let i = 0; i < o.length; i++) items.push(i in o ? o[i] : bsHole);
+    const parts = ['l' + items.length];
+    for (const x of items) { parts.push(' '); if (x === bsHole) parts.push('g s4:Hole v'); else bsGWrite(x, parts); }
+    text = parts.join('');
+    const extra = Object.keys(o).filter((k) => !bsIsIndex(k));
+    if (extra.length) text = 'g s10:ArrayProps l2 ' + text + ' ' + bsPairs(extra.flatMap((k) => [k, o[k]]));
+  } else if (o instanceof Set) text = 'g s3:Set ' + bsPairs(Array.from(o));
+  else if (o instanceof Map) text = 'g s3:Map ' + bsPairs(Array.from(o).flat());
+  else text = (Object.getPrototypeOf(o) === null ? 'g s10:NullObject ' : 'g s6:Object ') + bsPairs(Object.keys(o).flatMap((k) => [k, o[k]]));
+  return frozen ? 'g s6:Frozen ' + text : text;
+}
+// `args`: the value is the call's argument list, written in place (never an object of the graph).
+function bsMessage(value, args) {
+  const out = [];
+  if (args) out.push(bsPairs(value)); else bsGWrite(value, out);
+  const nodes = [];
+  for (let i = 0; i < bsObjs.length; i++) {  // objects met while writing are appended: each is written once
+    const text = bsNode(bsObjs[i]);
+    if (text !== bsLast[i]) { bsLast[i] = text; nodes.push(' l2 i' + i + ' ' + text); }
+  }
+  return 'l2 ' + out.join('') + ' l' + nodes.length + nodes.join('');
+}
+function bsResolve(v) {
+  if (v instanceof BsRef) {
+    if (!(v.rid >= 0 && v.rid < bsObjs.length)) throw new Error('a reference to no object');
+    return bsObjs[v.rid];
+  }
+  return v;
+}
+// A node's state as written by bsNode, read back: [kind, items, props, frozen].
+function bsReadNode(buf, pos) {
+  let frozen = false, kind = 'Array', at = pos;
+  for (;;) {
+    if (buf.toString('ascii', at, at + 2) !== 'g ') break;
+    const [name, p] = bsRead(buf, at + 2);
+    at = p + 1;
+    if (name === 'Frozen') frozen = true;
+    else { kind = name; break; }
+  }
+  const [value, end] = bsRead(buf, at, true);
+  if (!Array.isArray(value)) throw new Error('a node that is not a list');
+  if (kind === 'ArrayProps') return [['Array', value[0], value[1], frozen], end];
+  return [[kind, value, [], frozen], end];
+}
+const bsMake = { Array: () => [], Object: () => ({}), NullObject: () => Object.create(null), Map: () => new Map(), Set: () => new Set() };
+function bsKindOf(o) {
+  if (Array.isArray(o)) return 'Array';
+  if (o instanceof Set) return 'Set';
+  if (o instanceof Map) return 'Map';
+  return Object.getPrototypeOf(o) === null ? 'NullObject' : 'Object';
+}
+// A message `l2 <value> <nodes>` from `pos`: its nodes applied in place to the graph's objects
+// (each keeps its identity; new ones are made), then its value.
+function bsApply(buf, pos) {
+  if (buf.toString('ascii', pos, pos + 3) !== 'l2 ') throw new Error('a message is l2 <value> <nodes>');
+  let [value, at] = bsRead(buf, pos + 3, true);  // an argument list keeps its holes' places
+  let end = buf.indexOf(0x20, at + 1);
+  if (end < 0) end = buf.length;
+  const count = Number(buf.toString('ascii', at + 2, end));
+  const nodes = [];
+  at = end;
+  for (let i = 0; i < count; i++) {
+    if (buf.toString('ascii', at, at + 5) !== ' l2 i') throw new Error('a node is l2 i<number> <state>');
+    const space = buf.indexOf(0x20, at + 5);
+    const rid = Number(buf.toString('ascii', at + 5, space));
+    const [node, p] = bsReadNode(buf, space + 1);
+    at = p;
+    if (!(node[0] in bsMake)) throw new Error('a node of no known kind');
+    if (rid === bsObjs.length) bsId(bsMake[node[0]]());
+    else if (!(rid >= 0 && rid < bsObjs.length) || bsKindOf(bsObjs[rid]) !== node[0]) throw new Error('a node that is no object of the graph');
+    nodes.push([rid, node]);
+  }
+  for (const [rid, [kind, items, props, frozen]] of nodes) {
+    const o = bsObjs[rid];
+    if (kind === 'Array') {
+      o.length = 0;
+      for (let i = 0; i < items.length; i++) if (i in items) o[i] = bsResolve(items[i]);
+      o.length = items.length;
+      for (const k of Object.keys(o)) if (!bsIsIndex(k)) delete o[k];
+      for (let i = 0; i < props.length; i += 2) o[props[i]] = bsResolve(props[i + 1]);
+    } else if (kind === 'Set') {
+      o.clear();
+      for (const x of items) o.add(bsResolve(x));
+    } else if (kind === 'Map') {
+      o.clear();
+      for (let i = 0; i < items.length; i += 2) o.set(bsResolve(items[i]), bsResolve(items[i + 1]));
+    } else {
+      for (const k of Object.keys(o)) delete o[k];  // then set again in the sender's order
+      for (let i = 0; i < items.length; i += 2) o[String(items[i])] = bsResolve(items[i + 1]);
+    }
+    if (frozen) Object.freeze(o);
+  }
+  for (const [rid] of nodes) bsLast[rid] = bsNode(bsObjs[rid]);
+  return Array.isArray(value) ? value.map(bsResolve) : bsResolve(value);  // a call's argument list, else one value
 }
 function bsSend(fd, payload) {
   const body = Buffer.from(payload, 'utf8');
@@ -174,16 +321,17 @@ for (;;) {
   const call = bsRecv(3);
   if (call === null) process.reallyExit(0);
   if (typeof bsFn !== 'function') { bsSend(4, 'z ' + bsText('no function to call')); continue; }
-  const args = bsRead(call, 0)[0];
-  const before = [];
-  bsWrite(args, before, 0);  // as this process writes them, to tell whether the call changed them
+  let args;
+  try {
+    if (call.toString('ascii', 0, 7) === 'g s1:c ') args = bsApply(call, 7);  // the tests' call, their objects' changes first
+    else { bsReset(); args = bsRead(call, 0)[0]; bsMessage(args, true); }  // a bare argument list (generated inputs)
+  } catch (e) { bsSend(4, 'z ' + bsText('the call does not decode: ' + String(e && e.message))); continue; }
   let value;
   try { value = bsFn(...args); } catch (e) { bsSend(4, 'x ' + bsText(bsErrorText(e))); continue; }
-  const out = [], after = [];
-  try { bsWrite(value, out, 0); bsWrite(args, after, 0); } catch (e) { bsSend(4, 'z ' + bsText(String(e && e.message))); continue; }
-  // A call that changed its arguments answers their state too (engine.sandbox.arguments).
-  if (after.join('') === before.join('')) bsSend(4, 'o ' + out.join(''));
-  else bsSend(4, 'a l2 ' + out.join('') + ' ' + after.join(''));
+  // The returned value and every crossed object the call changed, as one graph (engine.sandbox.arguments).
+  let reply;
+  try { reply = 'a ' + bsMessage(value); } catch (e) { bsSend(4, 'z ' + bsText(String(e && e.message))); continue; }
+  bsSend(4, reply);
 }
 """
 
@@ -214,8 +362,8 @@ function bsThrown(text) {
   return base === 'AggregateError' ? new Kind([], message) : new Kind(message);
 }
 globalThis.__babelscoreCall = function (args) {
-  const out = [];
-  try { bsWrite(Array.from(args), out, 0); } catch (e) {
+  let call;
+  try { call = 'g s1:c ' + bsMessage(Array.from(args), true); } catch (e) {
     // Never the proxy's own error inside the tests (`assert.throws(fn)` would take it for the
     // candidate's): the engine makes the run an error (`u <why>`), and the harness exits failed.
     bsSend(5, 'u ' + String(e && e.message));
@@ -223,39 +371,21 @@ globalThis.__babelscoreCall = function (args) {
     bsBroken = 'the tests pass a value the wire cannot carry: ' + String(e && e.message);
     throw new BsCandidateBroken(bsBroken);
   }
-  bsSend(5, out.join(''));
+  bsSend(5, call);
   const reply = bsRecv(6);
   if (reply === null) { bsBroken = 'the engine closed the call channel'; throw new BsCandidateBroken(bsBroken); }
-  const [value] = bsRead(reply, 2);
-  if (reply[0] === 0x6f) return value;
   if (reply[0] === 0x61) {
-    // The candidate changed its arguments: the tests' objects change the same way, as in one process.
-    for (let i = 0; i < args.length; i++) bsRestore(args[i], value[1][i]);
-    return value[0];
+    // The returned value and the changes to the tests' objects, identity kept.
+    try { return bsApply(reply, 2); } catch (e) { bsBroken = 'the reply does not decode: ' + e.message; throw new BsCandidateBroken(bsBroken); }
   }
+  // No graph came back: the server may have changed objects it did not report, so the next call sends every state again.
+  bsLast.fill(null);
+  const [value] = bsRead(reply, 2);
   if (reply[0] === 0x78) throw bsThrown(value);
   bsBroken = value;
   throw new BsCandidateBroken(value);
 };
 let bsBroken = '';
-// `o` (the tests' object) made equal to `c` in place, keeping each nested array, object, Set or
-// Map that is still where it was; true when done in place.
-function bsPlainObject(v) { return v !== null && typeof v === 'object' && !Array.isArray(v) && !(v instanceof Set) && !(v instanceof Map); }
-function bsRestore(o, c) {
-  if (Array.isArray(o) && Array.isArray(c)) {
-    if (o.length !== c.length) { o.length = 0; for (const x of c) o.push(x); return true; }
-    for (let i = 0; i < c.length; i++) if (!bsRestore(o[i], c[i])) o[i] = c[i];
-    return true;
-  }
-  if (o instanceof Set && c instanceof Set) { o.clear(); for (const x of c) o.add(x); return true; }
-  if (o instanceof Map && c instanceof Map) { o.clear(); for (const [k, x] of c) o.set(k, x); return true; }
-  if (bsPlainObject(o) && bsPlainObject(c)) {
-    for (const k of Object.keys(o)) if (!(k in c)) delete o[k];
-    for (const k of Object.keys(c)) if (!bsRestore(o[k], c[k])) o[k] = c[k];
-    return true;
-  }
-  return false;
-}
 // The equality assertions of node:assert, decided by the engine's typed comparison: both sides
 // go to the engine as plain values (`c l2 <actual> <expected>`), never compared by JavaScript.
 const bsAssert = require('assert');

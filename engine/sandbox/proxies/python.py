@@ -4,9 +4,11 @@ Both are small programs run with `python -I -B`; they share only `CODEC` (the pl
 stream of engine.sandbox.plain, in Python). The server executes the task's context and the
 candidate, then answers calls: the return value when it is plain data (bool, int, float, str,
 None, list, tuple, set, frozenset, dict of those: exact types, no subclasses), the exception's
-type name when the call raised, `z` otherwise; a call that left its arguments changed answers
-`a` with their state after it, which the proxy copies back into the tests' objects
-(engine.sandbox.arguments). The tests' harness (the verdict channel of
+type name when the call raised, `z` otherwise. Lists, dicts and sets cross as one graph shared
+by the proxy and the server (`_pg_message`): the tests' objects keep their identity, a value the
+candidate returned from its arguments or kept from an earlier call is the tests' own object, and
+every change a call makes to any object that crossed is applied to the tests' objects. A reply is
+`a l2 <returned value> <changed objects>` (engine.sandbox.arguments). The tests' harness (the verdict channel of
 engine.sandbox.harness) executes the context, binds the entry point to a proxy that sends
 each call to the server, and runs the tests against it.
 """
@@ -73,6 +75,12 @@ def _pv_read(data, pos=0, frozen=False):
     token = data[pos:end].decode("ascii")
     if token in ("n", "t", "f"):
         return {"n": None, "t": True, "f": False}[token], end
+    if token == "g":
+        name, pos = _pv_read(data, end + 1)
+        value, pos = _pv_read(data, pos + 1)
+        if name != "r" or type(value) is not int:
+            raise ValueError("a typed value other than a reference")
+        return _PvRef(value), pos
     if token[0] == "i":
         return int(token[1:]), end
     if token[0] == "d":
@@ -86,6 +94,132 @@ def _pv_read(data, pos=0, frozen=False):
     if token[0] == "m":
         return dict(zip(items[::2], items[1::2])), pos
     return {"l": list, "u": tuple, "e": frozenset if frozen else set}[token[0]](items), pos
+
+
+class _PvRef:
+    """A reference to the object the shared graph numbers `rid` (resolved by _pg_resolve)."""
+    __slots__ = ("rid",)
+
+    def __init__(self, rid):
+        self.rid = rid
+
+
+# The shared graph: every list, dict and set that crossed, by number, on both sides, so that
+# identity crosses as it would in one process. A message is `l2 <value> <nodes>`: in the value
+# each such container is a reference `g s1:r i<number>`, and each node `l2 i<number> <content>`
+# is the shallow state (references inside) of a container that is new or changed since the last
+# message. Numbers are given in order of first appearance, so a sender and a receiver agree on
+# them, and so do a reference and a candidate that return the same sharing structure.
+_PG_OBJS, _PG_IDS, _PG_LAST = [], {}, []
+
+
+def _pg_reset():
+    del _PG_OBJS[:], _PG_LAST[:]
+    _PG_IDS.clear()
+
+
+def _pg_id(obj):
+    rid = _PG_IDS.get(id(obj))
+    if rid is None:
+        rid = len(_PG_OBJS)
+        _PG_IDS[id(obj)] = rid
+        _PG_OBJS.append(obj)  # kept alive: the number of an object never moves to another
+        _PG_LAST.append(None)
+    return rid
+
+
+def _pg_write(value, out, depth=0):
+    kind = type(value)
+    if kind in (list, dict, set):
+        out.append(b"g s1:r i%d" % _pg_id(value))
+    elif kind is tuple or kind is frozenset:
+        if depth > 32:
+            raise _NotPlain("nested deeper than 32 levels")
+        parts = []
+        for item in value:
+            part = []
+            _pg_write(item, part, depth + 1)
+            parts.append(b"".join(part))
+        if kind is frozenset:
+            parts.sort()
+        out.append((b"u%d" if kind is tuple else b"e%d") % len(parts) + b"".join(b" " + part for part in parts))
+    else:
+        _pv_write(value, out, depth)
+
+
+def _pg_node(obj):
+    """The shallow state of a graph container; a set's elements in a fixed order (no change seen
+    where none was made)."""
+    out = []
+    if type(obj) is dict:
+        out.append(b"m%d" % len(obj))
+        for key, item in obj.items():
+            out.append(b" ")
+            _pg_write(key, out)
+            out.append(b" ")
+            _pg_write(item, out)
+        return b"".join(out)
+    parts = []
+    for item in obj:
+        part = []
+        _pg_write(item, part)
+        parts.append(b"".join(part))
+    if type(obj) is set:
+        parts.sort()
+    return (b"l%d" if type(obj) is list else b"e%d") % len(parts) + b"".join(b" " + part for part in parts)
+
+
+def _pg_message(value):
+    """`l2 <value> <nodes>`: the value with every container that is new or changed since the last message."""
+    out = []
+    _pg_write(value, out)
+    nodes, index = [], 0
+    while index < len(_PG_OBJS):  # nodes met while writing are appended: each is written once
+        text = _pg_node(_PG_OBJS[index])
+        if text != _PG_LAST[index]:
+            _PG_LAST[index] = text
+            nodes.append(b" l2 i%d " % index + text)
+        index += 1
+    return b"l2 " + b"".join(out) + b" l%d" % len(nodes) + b"".join(nodes)
+
+
+def _pg_resolve(value):
+    kind = type(value)
+    if kind is _PvRef:
+        if not 0 <= value.rid < len(_PG_OBJS):
+            raise ValueError("a reference to no object")
+        return _PG_OBJS[value.rid]
+    if kind is tuple:
+        return tuple(_pg_resolve(item) for item in value)
+    return value
+
+
+def _pg_apply(message):
+    """The value of a message read by _pv_read, after its nodes are applied in place to the
+    graph's objects (each keeps its identity; new ones are made)."""
+    value, nodes = message
+    for rid, content in nodes:
+        if type(content) not in (list, dict, set):
+            raise ValueError("a node that is not a list, dict or set")
+        if rid == len(_PG_OBJS):
+            _pg_id(type(content)())
+        elif type(rid) is not int or not 0 <= rid < len(_PG_OBJS) or type(_PG_OBJS[rid]) is not type(content):
+            raise ValueError("a node that is no object of the graph")
+    for rid, content in nodes:
+        obj = _PG_OBJS[rid]
+        if type(obj) is list:
+            obj[:] = [_pg_resolve(item) for item in content]
+        elif type(obj) is dict:
+            items = [(_pg_resolve(key), _pg_resolve(item)) for key, item in content.items()]
+            obj.clear()
+            obj.update(items)
+        else:
+            items = [_pg_resolve(item) for item in content]
+            obj.clear()
+            obj.update(items)
+    for rid, _ in nodes:
+        _PG_LAST[rid] = _pg_node(_PG_OBJS[rid])
+    return _pg_resolve(value)
 
 
 def _pv_send(fd, payload):
@@ -133,26 +267,31 @@ def _serve():
         if not callable(fn):
             _pv_send(4, b"z " + _pv_text("no function named %s" % entry))
             continue
-        arguments = _pv_read(call)[0]
-        before = []
-        _pv_write(arguments, before)  # as this process writes them (a set's order is its own)
+        try:
+            if call[:7] == b"g s1:c ":
+                # The tests' call: their objects' changes since the last reply, then the arguments.
+                arguments = _pg_apply(_pv_read(call, 7)[0])
+            else:
+                # A bare argument list (generated inputs): a graph of its own.
+                _pg_reset()
+                arguments = tuple(_pv_read(call)[0])
+                _pg_message(arguments)
+        except (ValueError, TypeError, IndexError, RecursionError) as exc:
+            _pv_send(4, b"z " + _pv_text("the call does not decode: %s" % exc))
+            continue
         try:
             value = fn(*arguments)
         except BaseException as exc:
             _pv_send(4, b"x " + _pv_text(_pv_exception_text(exc, built)))
             continue
-        out, after = [], []
         try:
-            _pv_write(value, out)
-            _pv_write(arguments, after)
+            # The returned value and every crossed object the call changed (arguments, earlier
+            # returns), as one graph: what the tests' objects become (engine.sandbox.arguments).
+            reply = b"a " + _pg_message(value)
         except (_NotPlain, RecursionError) as exc:
             _pv_send(4, b"z " + _pv_text(str(exc)))
             continue
-        if after == before:
-            _pv_send(4, b"o " + b"".join(out))
-        else:
-            # The call changed its arguments: their state is part of the answer (engine.sandbox.arguments).
-            _pv_send(4, b"a l2 " + b"".join(out) + b" " + b"".join(after))
+        _pv_send(4, reply)
 
 
 def _pv_exception_name(kind, built):
@@ -209,33 +348,32 @@ class _CandidateBroken(BaseException):
 
 def _proxy_for(entry):
     def candidate(*args, **kwargs):
-        out = []
         try:
             if kwargs:
                 raise _NotPlain("keyword arguments")
-            _pv_write(list(args), out)
+            call = b"g s1:c " + _pg_message(args)
         except (_NotPlain, RecursionError) as exc:
             # Never the proxy's own error inside the tests (an `except Exception` there would take
             # it for the candidate's): the engine makes the run an error (`u <why>`).
             _pv_send(5, b"u " + str(exc).encode("utf-8", "replace"))
             _pv_recv(6)
             raise _CandidateBroken("the tests pass a value the wire cannot carry: %s" % exc) from None
-        _pv_send(5, b"".join(out))
+        _pv_send(5, call)
         reply = _pv_recv(6)
         if reply is None:
             raise _CandidateBroken("the engine closed the call channel")
         try:
             value = _pv_read(reply, 2)[0]
+            if reply[:1] == b"a":
+                # The returned value and the changes to the tests' objects, identity kept: a list the
+                # candidate returned from its arguments or kept from an earlier call is the tests' own.
+                return _pg_apply(value)
         except Exception as exc:
             # Never the proxy's own error inside the tests (an `except TypeError` there would take it).
             raise _CandidateBroken("the reply does not decode: %s: %s" % (type(exc).__name__, exc)) from None
-        if reply[:1] == b"o":
-            return value
-        if reply[:1] == b"a":
-            # The candidate changed its arguments: the tests' objects change the same way, as in one process.
-            for original, changed in zip(args, value[1]):
-                _pv_restore(original, changed)
-            return value[0]
+        # No graph came back (the call raised or answered no plain data): the server may have changed
+        # objects it did not report, so the next call sends every object's state again.
+        _PG_LAST[:] = [None] * len(_PG_LAST)
         if reply[:1] == b"x":
             raise _pv_raised(value)
         raise _CandidateBroken(value)
@@ -285,40 +423,6 @@ def _pv_raised(text):
         return kind(message)
     except Exception:  # noqa: BLE001 - a built-in that takes other arguments
         return RuntimeError("the candidate raised %s: %s" % (names[0], message))
-
-
-def _pv_restore(original, changed):
-    """`original` (the tests' object) made equal to `changed` in place, keeping the identity of
-    each nested list, dict or set that is still where it was; True when done in place."""
-    kind = type(original)
-    if kind is not type(changed):
-        return False
-    if kind is list:
-        if len(original) != len(changed):
-            original[:] = changed
-            return True
-        for index, item in enumerate(changed):
-            if not _pv_restore(original[index], item) and original[index] is not item:
-                original[index] = item
-        return True
-    if kind is dict:
-        if list(original) != list(changed):
-            original.clear()
-            original.update(changed)
-            return True
-        for key, item in changed.items():
-            if not _pv_restore(original[key], item):
-                original[key] = item
-        return True
-    if kind is set:
-        original.clear()
-        original.update(changed)
-        return True
-    if kind is tuple and len(original) == len(changed):
-        for old, new in zip(original, changed):
-            _pv_restore(old, new)
-        return True
-    return False
 
 
 def _bs_chain(operands, negations):

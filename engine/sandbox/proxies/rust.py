@@ -6,6 +6,8 @@ BTreeMap, BTreeSet, references to those) and `Get` (the owned ones; an integer o
 declared type's range is refused). The server decodes each argument into the owned form of its
 declared type (`&str` -> String, `&[T]`/`&Vec<T>` -> Vec<T>) and passes a reference where the
 signature takes one; the proxy has the task's signature and `Get`s its return type by inference.
+A call that changed a `&mut` argument answers `a` with the arguments' state after it; the proxy
+writes it into the tests' own value (engine.sandbox.arguments).
 """
 from __future__ import annotations
 
@@ -199,8 +201,20 @@ fn babelscore_serve(call: &[u8]) -> String {
     }
     let decoded = (|| -> Result<_, String> { DECODE })();
     let DESTRUCTURE = match decoded { Ok(v) => v, Err(e) => return format!("z {}", bs::text(&e)) };
+    let before: Vec<String> = vec![BEFORE];
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| ENTRY(ARGS))) {
-        Ok(value) => { let mut o = String::from("o "); value.put(&mut o); o }
+        Ok(value) => {
+            // What a `&mut` argument was left as is part of the answer, as the caller sees it (engine.sandbox.arguments).
+            let after: Vec<String> = vec![AFTER];
+            let changed = after != before;
+            let mut o = String::from(if changed { "a l2 " } else { "o " });
+            value.put(&mut o);
+            if changed {
+                o.push_str(&format!(" l{}", after.len()));
+                for a in &after { o.push(' '); o.push_str(a); }
+            }
+            o
+        }
         // A message (`&str` or `String`: the same panic, literal or formatted) is `panic`; any
         // other payload (`std::panic::panic_any(value)`) is another error: `panic_any`.
         Err(p) => format!("x {}", bs::text(if p.is::<&str>() || p.is::<String>() { "panic" } else { "panic_any" })),
@@ -209,6 +223,31 @@ fn babelscore_serve(call: &[u8]) -> String {
 '''
 
 PROXY_CALL = r'''
+thread_local! {
+    // The arguments' state after the last call, when it changed them (`a` reply): the reply and where that state starts.
+    static BS_AFTER: std::cell::RefCell<Option<(Vec<u8>, usize)>> = std::cell::RefCell::new(None);
+}
+
+fn babelscore_after() -> Option<(Vec<u8>, usize)> { BS_AFTER.with(|a| a.borrow_mut().take()) }
+
+#[allow(dead_code)]
+fn babelscore_restored<T: bs::Get>(r: &mut bs::Reader) -> T {
+    r.skip();
+    match T::get(r) {
+        Ok(v) => v,
+        Err(e) => { eprintln!("candidate broken: the arguments' state does not decode: {}", e); std::process::exit(1) }
+    }
+}
+
+#[allow(dead_code)]
+fn babelscore_restore_slice<T>(dst: &mut [T], got: Vec<T>) {
+    if got.len() != dst.len() {
+        eprintln!("candidate broken: a slice's state of another length");
+        std::process::exit(1)
+    }
+    for (d, g) in dst.iter_mut().zip(got) { *d = g; }
+}
+
 fn babelscore_call<R: bs::Get>(args: &[&dyn bs::Put]) -> R {
     use std::os::unix::io::FromRawFd;
     let mut calls = std::mem::ManuallyDrop::new(unsafe { std::fs::File::from_raw_fd(5) });
@@ -221,9 +260,14 @@ fn babelscore_call<R: bs::Get>(args: &[&dyn bs::Put]) -> R {
         None => { eprintln!("candidate broken: the engine closed the call channel"); std::process::exit(1) }
     };
     let mut r = bs::Reader { s: &reply, p: 2 };
+    let after = reply[0] == b'a';
+    if after && r.count('l').is_ok() { r.skip(); }
     match reply[0] {
-        b'o' => match R::get(&mut r) {
-            Ok(v) => v,
+        b'o' | b'a' => match R::get(&mut r) {
+            Ok(v) => {
+                if after { BS_AFTER.with(|a| *a.borrow_mut() = Some((reply.clone(), r.p))); }
+                v
+            }
             Err(e) => { eprintln!("candidate broken: {}", e); std::process::exit(1) }
         },
         b'x' => panic!("the candidate panicked"),
@@ -261,8 +305,19 @@ def jobs(task: dict, code: str, script) -> tuple[SandboxProgram, SandboxProgram]
     decode = "Ok((" + "".join(f"{{ r.skip(); <{kind}>::get(&mut r)? }}, " for kind, _ in owned) + "))"
     server = (SERVER.replace("ARITY", str(len(owned))).replace("DECODE", decode)
               .replace("DESTRUCTURE", "(" + "".join(f"mut a{i}, " for i in range(len(owned))) + ")")
-              .replace("ENTRY", header.name).replace("ARGS", ", ".join(f"{p}a{i}" for i, (_, p) in enumerate(owned))))
-    proxy = f"{task['signature']} {{\n    babelscore_call(&[{', '.join(f'&{n}' for n in names)}])\n}}\n"
+              .replace("ENTRY", header.name).replace("ARGS", ", ".join(f"{p}a{i}" for i, (_, p) in enumerate(owned)))
+              .replace("BEFORE", "".join(f"{{ let mut o = String::new(); a{i}.put(&mut o); o }}, " for i in range(len(owned))))
+              .replace("AFTER", "".join(f"{{ let mut o = String::new(); a{i}.put(&mut o); o }}, " if p == "&mut " else f"before[{i}].clone(), "
+                                        for i, (_, p) in enumerate(owned))))
+    # A `&mut` parameter gets the state the candidate's call left it in, as in one process.
+    slices = ["[" in kind for _, kind in header.params]  # `&mut [T]`: its elements change, never its length
+    restore = "".join(f"        *{n} = babelscore_restored::<{kind}>(&mut r);\n" if p == "&mut " and not slice
+                      else f"        babelscore_restore_slice({n}, babelscore_restored::<{kind}>(&mut r));\n" if p == "&mut "
+                      else f"        let _ = babelscore_restored::<{kind}>(&mut r);\n"
+                      for n, (kind, p), slice in zip(names, owned, slices))
+    proxy = (f"{task['signature']} {{\n    let value = babelscore_call(&[{', '.join(f'&{n}' for n in names)}]);\n"
+             f"    if let Some((data, p)) = babelscore_after() {{\n        let mut r = bs::Reader {{ s: &data, p }};\n"
+             f"        r.skip();\n        let _ = r.count('l');\n{restore}    }}\n    value\n}}\n")
     renamed = rename_main(task["tests"], r"\bfn\s+main\s*\(\s*\)", "fn babelscore_tests_main()", "rust")
     compile_step = f"rustc {RUSTC_FLAGS} -o program main.rs"
     return (SandboxProgram({"main.rs": join_sources(CODEC, context, code, server)}, script(compile_step, "./program")),
