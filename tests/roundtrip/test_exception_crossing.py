@@ -70,6 +70,15 @@ ATTACKS = {
     "python: UnicodeDecodeError where TypeError is expected": (
         PY_PARSE, "    if not isinstance(s, str):\n        s = bytes(s).decode('utf-8')\n    return int(s)\n"),
     "javascript: an Error where the reference throws a string": (JS_STRING, _js("if (n < 0) throw new Error('negative');")),
+    "python: a class whose qualified name holds a space and a built-in's name": (
+        PY_CHECK, "    class Oops(Exception):\n        pass\n    Oops.__qualname__ = 'Oops ValueError'\n"
+                  "    if n < 0:\n        raise Oops('negative')\n    return n\n"),
+    "python: a class whose module name starts with a built-in's name": (
+        PY_CHECK, "    class Oops(Exception):\n        pass\n    Oops.__module__ = 'ValueError x'\n"
+                  "    if n < 0:\n        raise Oops('negative')\n    return n\n"),
+    "javascript: a class renamed with a space and a built-in's name": (
+        JS_CHECK, _js("class Oops extends TypeError {}\n  Object.defineProperty(Oops, 'name', {value: 'Oops RangeError'});\n"
+                      "  if (n < 0) throw new Oops('negative');")),
     "python: a class of its own named ValueError": (
         PY_CHECK, "    class ValueError(Exception):\n        pass\n    if n < 0:\n        raise ValueError('negative')\n    return n\n"),
 }

@@ -313,7 +313,8 @@ function bsErrorText(e) {
     }
   } catch (_) { names.length = 0; names.push('user:anonymous'); }
   if (!names.length) names.push('user:null');
-  return names.join(' ') + '\n' + message;
+  // Spaces separate the names: one inside a name (a class named 'Oops RangeError') would add a base.
+  return names.map((name) => String(name).replace(/\s/g, '_') || '_').join(' ') + '\n' + message;
 }
 let bsFn;
 try { bsFn = require('./candidate.js'); } catch (e) { process.stderr.write('the candidate did not load: ' + e + '\n'); }

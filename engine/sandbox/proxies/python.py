@@ -310,6 +310,8 @@ def _pv_exception_text(exc, built):
         kind = type(exc)
         names = [_pv_exception_name(kind, built)]
         names += [base.__name__ for base in kind.__mro__[1:] if built.get(base.__name__) is base]
+        # Spaces separate the names: one inside a name (a `__qualname__` of "Oops ValueError") would add a base.
+        names = ["_".join(name.split()) or "_" for name in names]
     except BaseException:  # noqa: BLE001 - a metaclass's own attributes may raise anything
         names = ["?"]
     try:
