@@ -17,7 +17,7 @@ from engine.roundtrip.tasks import load_tasks
 from engine.sandbox import process
 from engine.sandbox.languages import toolchain_missing
 from engine.sandbox.limits import SandboxLimits
-from tests.support.stage_rows import completion_row
+from tests.support.stage_rows import completion_row, reference_completion
 
 LIMITS = SandboxLimits()
 BWRAP = process.unavailable(LIMITS)
@@ -59,11 +59,6 @@ GO_SORTED = {**ADD["go"], "entry_point": "sortedCopy", "signature": "func sorted
              "code": "func sortedCopy(xs []int) []int {\n\tys := append([]int{}, xs...)\n\tsort.Ints(ys)\n\treturn ys\n}\n",
              "tests": "func main() {\n\txs := []int{3, 1, 2}\n\tys := sortedCopy(xs)\n\tif ys[0] != 1 || ys[2] != 3 {\n"
                       "\t\tpanic(\"sorted\")\n\t}\n\tif xs[0] != 3 || xs[1] != 1 {\n\t\tpanic(\"argument changed\")\n\t}\n}\n"}
-
-def _body(task: dict) -> str:
-    """The reference's code as a completion: what follows the signature (and its `{`)."""
-    code, signature = task["code"], task["signature"]
-    return code[code.index(signature) + len(signature) + (1 if task["programming_language"] == "python" else 2):]
 
 JAVA_SORTED = {**ADD["java"], "entry_point": "Main", "signature": "public static int[] sortedCopy(int[] xs)",
                "code": "public class Solution {\n    public static int[] sortedCopy(int[] xs) {\n        int[] ys = xs.clone();\n"
@@ -113,7 +108,7 @@ def test_a_candidate_that_shares_or_changes_the_tests_objects_fails(attack):
         pytest.skip(toolchain_missing(task["programming_language"]))
     row = completion_row(task, completion, LIMITS)
     assert row["value_verdict"] == "failed" and row["pass_at_1"] == 0.0, row
-    honest = completion_row(task, _body(task), LIMITS)
+    honest = completion_row(task, reference_completion(task), LIMITS)
     assert (honest["status"], honest["tests_verdict"], honest["value_verdict"]) == ("passed", "passed", "passed"), honest
 
 
@@ -172,5 +167,5 @@ def test_honest_programs_that_share_objects_pass(control):
     task = HONEST[control]
     if toolchain_missing(task["programming_language"]):
         pytest.skip(toolchain_missing(task["programming_language"]))
-    row = completion_row(task, _body(task), LIMITS)
+    row = completion_row(task, reference_completion(task), LIMITS)
     assert (row["status"], row["tests_verdict"], row["value_verdict"]) == ("passed", "passed", "passed"), row

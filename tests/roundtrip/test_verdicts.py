@@ -15,6 +15,7 @@ from engine.roundtrip.tasks import load_tasks
 from engine.sandbox import compare, plain, process
 from engine.sandbox.languages import LANGUAGES, toolchain_missing
 from engine.sandbox.limits import SandboxLimits
+from tests.support.stage_rows import reference_completion
 
 LIMITS = SandboxLimits()
 BWRAP = process.unavailable(LIMITS)
@@ -45,13 +46,6 @@ def _task(language: str) -> dict:
     return task
 
 
-def _honest(task: dict) -> str:
-    code = task["code"]
-    if task["programming_language"] == "python":
-        return code[code.index(":\n") + 2:]
-    body = code[code.index("{", code.index(task["signature"]) + len(task["signature"])) + 1:]
-    return body.rstrip()[:-1] if task["programming_language"] == "java" else body
-
 
 def _through_the_stage(task: dict, completion: str, inputs: list[str] | None) -> dict:
     params = type("P", (), {"sandbox": LIMITS, "call_seconds": 1.0, "verdict": "values"})()
@@ -67,7 +61,7 @@ def test_correctness_in_each_language_honest_one_deep_replies_zero(language):
     task = _task(language)
     inputs = difftest.task_inputs(task, 6, seed=3)
     assert inputs is not None and len(inputs) == 6
-    honest = _through_the_stage(task, _honest(task), inputs)
+    honest = _through_the_stage(task, reference_completion(task), inputs)
     assert honest["status"] == "passed" and honest["correctness"] == 1.0 and honest["n_inputs"] == 6, honest
     forged = _through_the_stage(task, DEEP_REPLY[language], inputs)
     assert forged["pass_at_1"] == 0.0 and forged["correctness"] < 0.5, forged

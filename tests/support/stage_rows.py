@@ -18,3 +18,13 @@ def completion_row(task: dict, completion: str, limits: SandboxLimits, *, call_s
         pytest.skip(missing)
     params = type("P", (), {"sandbox": limits, "call_seconds": call_seconds, "verdict": verdict})()
     return orchestrate.execute_row(task, generation.code_from_completion(task, completion), None, params)
+
+
+def reference_completion(task: dict) -> str:
+    """The task's reference solution as a model would complete it: what follows the signature's
+    line (Python) or its opening brace, without the closing brace of a Java class around it."""
+    code = task["code"]
+    if task["programming_language"] == "python":
+        return code[code.index(":\n") + 2:]
+    body = code[code.index("{", code.index(task["signature"]) + len(task["signature"])) + 1:]
+    return body.rstrip()[:-1] if task["programming_language"] == "java" else body
