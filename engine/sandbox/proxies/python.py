@@ -244,15 +244,25 @@ def _pv_recv(fd):
     return data
 '''.replace("@MAX_DIGITS@", str(plain.MAX_DIGITS))
 
-SERVER = CODEC + r'''
+# The server's own code looks names up in a copy of the built-ins taken before the candidate
+# runs: a candidate that replaces `builtins.type` or `len` changes its own code, not the codec's.
+SERVER = "__builtins__ = dict(vars(__import__('builtins')))\n" + CODEC + r'''
 
 def _serve():
     import sys
+    import types
     impl, entry = sys.argv[1:3]
     import builtins
     built = {name: kind for name, kind in vars(builtins).items() if isinstance(kind, type)}  # before the candidate runs
-    space = {"__name__": "__main__"}
+    # The candidate's `__main__` is a module of its own, as in one process, where it is never this
+    # server: `import __main__` must not reach the graph's bookkeeping (an argument the candidate
+    # changed could be marked unchanged). This module leaves sys.modules; its functions keep its globals.
+    module = types.ModuleType("__main__")
+    sys.modules["__main__"] = module
+    space = module.__dict__
+    space["__builtins__"] = builtins
     sys.argv = [impl]
+    sys.addaudithook(_pv_guard)
     try:
         with open(impl, encoding="utf-8") as handle:
             exec(compile(handle.read(), impl, "exec"), space)
@@ -292,6 +302,17 @@ def _serve():
             _pv_send(4, b"z " + _pv_text(str(exc)))
             continue
         _pv_send(4, reply)
+
+
+# What no honest function needs and what would reach the server's objects by another name than
+# its own: every object of the process (gc) and every thread's frames. A frame's `f_back` has no
+# audit event, so the server's frames stay reachable from the candidate's (docs/sandbox.md, limits).
+_PV_REFUSED = frozenset(("gc.get_objects", "gc.get_referrers", "gc.get_referents", "sys._current_frames"))
+
+
+def _pv_guard(event, args):
+    if event in _PV_REFUSED:
+        raise RuntimeError("%s is not available to the candidate" % event)
 
 
 def _pv_exception_name(kind, built):
