@@ -53,6 +53,7 @@ HEAVY_MODULES = frozenset({
     "roundtrip/test_line_ends.py",
     "roundtrip/test_lookalike_answers.py",
     "roundtrip/test_python_body_and_nan.py",
+    "roundtrip/test_python_graph_forgets.py",
     "roundtrip/test_python_server_reach.py",
     "roundtrip/test_replay_and_arguments.py",
     "roundtrip/test_shared_objects.py",

@@ -7,7 +7,7 @@ None, list, tuple, set, frozenset, dict of those: exact types, no subclasses), t
 type name when the call raised, `z` otherwise. Lists, dicts and sets cross as one graph shared
 by the proxy and the server (`_pg_message`): the tests' objects keep their identity, a value the
 candidate returned from its arguments or kept from an earlier call is the tests' own object, and
-every change a call makes to any object that crossed is applied to the tests' objects. A reply is
+every change a call makes to any object the tests can still reach is applied to theirs. A reply is
 `a l2 <returned value> <changed objects>` (engine.sandbox.arguments). The tests' harness (the verdict channel of
 engine.sandbox.harness) executes the context, binds the entry point to a proxy that sends
 each call to the server, and runs the tests against it.
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from engine.sandbox import plain
 from engine.sandbox.harness import AUDIT_HOOK, python_harness
+from engine.sandbox.proxies.python_graph import GRAPH
 
 CODEC = r'''
 import os as _os
@@ -96,131 +97,7 @@ def _pv_read(data, pos=0, frozen=False):
     return {"l": list, "u": tuple, "e": frozenset if frozen else set}[token[0]](items), pos
 
 
-class _PvRef:
-    """A reference to the object the shared graph numbers `rid` (resolved by _pg_resolve)."""
-    __slots__ = ("rid",)
-
-    def __init__(self, rid):
-        self.rid = rid
-
-
-# The shared graph: every list, dict and set that crossed, by number, on both sides, so that
-# identity crosses as it would in one process. A message is `l2 <value> <nodes>`: in the value
-# each such container is a reference `g s1:r i<number>`, and each node `l2 i<number> <content>`
-# is the shallow state (references inside) of a container that is new or changed since the last
-# message. Numbers are given in order of first appearance, so a sender and a receiver agree on
-# them, and so do a reference and a candidate that return the same sharing structure.
-_PG_OBJS, _PG_IDS, _PG_LAST = [], {}, []
-
-
-def _pg_reset():
-    del _PG_OBJS[:], _PG_LAST[:]
-    _PG_IDS.clear()
-
-
-def _pg_id(obj):
-    rid = _PG_IDS.get(id(obj))
-    if rid is None:
-        rid = len(_PG_OBJS)
-        _PG_IDS[id(obj)] = rid
-        _PG_OBJS.append(obj)  # kept alive: the number of an object never moves to another
-        _PG_LAST.append(None)
-    return rid
-
-
-def _pg_write(value, out, depth=0):
-    kind = type(value)
-    if kind in (list, dict, set):
-        out.append(b"g s1:r i%d" % _pg_id(value))
-    elif kind is tuple or kind is frozenset:
-        if depth > 32:
-            raise _NotPlain("nested deeper than 32 levels")
-        parts = []
-        for item in value:
-            part = []
-            _pg_write(item, part, depth + 1)
-            parts.append(b"".join(part))
-        if kind is frozenset:
-            parts.sort()
-        out.append((b"u%d" if kind is tuple else b"e%d") % len(parts) + b"".join(b" " + part for part in parts))
-    else:
-        _pv_write(value, out, depth)
-
-
-def _pg_node(obj):
-    """The shallow state of a graph container; a set's elements in a fixed order (no change seen
-    where none was made)."""
-    out = []
-    if type(obj) is dict:
-        out.append(b"m%d" % len(obj))
-        for key, item in obj.items():
-            out.append(b" ")
-            _pg_write(key, out)
-            out.append(b" ")
-            _pg_write(item, out)
-        return b"".join(out)
-    parts = []
-    for item in obj:
-        part = []
-        _pg_write(item, part)
-        parts.append(b"".join(part))
-    if type(obj) is set:
-        parts.sort()
-    return (b"l%d" if type(obj) is list else b"e%d") % len(parts) + b"".join(b" " + part for part in parts)
-
-
-def _pg_message(value):
-    """`l2 <value> <nodes>`: the value with every container that is new or changed since the last message."""
-    out = []
-    _pg_write(value, out)
-    nodes, index = [], 0
-    while index < len(_PG_OBJS):  # nodes met while writing are appended: each is written once
-        text = _pg_node(_PG_OBJS[index])
-        if text != _PG_LAST[index]:
-            _PG_LAST[index] = text
-            nodes.append(b" l2 i%d " % index + text)
-        index += 1
-    return b"l2 " + b"".join(out) + b" l%d" % len(nodes) + b"".join(nodes)
-
-
-def _pg_resolve(value):
-    kind = type(value)
-    if kind is _PvRef:
-        if not 0 <= value.rid < len(_PG_OBJS):
-            raise ValueError("a reference to no object")
-        return _PG_OBJS[value.rid]
-    if kind is tuple:
-        return tuple(_pg_resolve(item) for item in value)
-    return value
-
-
-def _pg_apply(message):
-    """The value of a message read by _pv_read, after its nodes are applied in place to the
-    graph's objects (each keeps its identity; new ones are made)."""
-    value, nodes = message
-    for rid, content in nodes:
-        if type(content) not in (list, dict, set):
-            raise ValueError("a node that is not a list, dict or set")
-        if rid == len(_PG_OBJS):
-            _pg_id(type(content)())
-        elif type(rid) is not int or not 0 <= rid < len(_PG_OBJS) or type(_PG_OBJS[rid]) is not type(content):
-            raise ValueError("a node that is no object of the graph")
-    for rid, content in nodes:
-        obj = _PG_OBJS[rid]
-        if type(obj) is list:
-            obj[:] = [_pg_resolve(item) for item in content]
-        elif type(obj) is dict:
-            items = [(_pg_resolve(key), _pg_resolve(item)) for key, item in content.items()]
-            obj.clear()
-            obj.update(items)
-        else:
-            items = [_pg_resolve(item) for item in content]
-            obj.clear()
-            obj.update(items)
-    for rid, _ in nodes:
-        _PG_LAST[rid] = _pg_node(_PG_OBJS[rid])
-    return _pg_resolve(value)
-
+@GRAPH@
 
 def _pv_send(fd, payload):
     data = b"%d\n" % len(payload) + payload
@@ -242,7 +119,7 @@ def _pv_recv(fd):
             return None
         data += chunk
     return data
-'''.replace("@MAX_DIGITS@", str(plain.MAX_DIGITS))
+'''.replace("@MAX_DIGITS@", str(plain.MAX_DIGITS)).replace("@GRAPH@", GRAPH)
 
 # The server's own code looks names up in a copy of the built-ins taken before the candidate
 # runs: a candidate that replaces `builtins.type` or `len` changes its own code, not the codec's.
@@ -374,7 +251,11 @@ def _proxy_for(entry):
         try:
             if kwargs:
                 raise _NotPlain("keyword arguments")
-            call = b"g s1:c " + _pg_message(args)
+            # The objects the tests cannot reach leave the graph on both sides: the server
+            # forgets them on this call (a later return of one crosses as a new object).
+            forgotten = _pg_unreachable()
+            _pg_forget(forgotten)
+            call = b"g s1:c " + _pg_message(args, forgotten)
         except (_NotPlain, RecursionError) as exc:
             # Never the proxy's own error inside the tests (an `except Exception` there would take
             # it for the candidate's): the engine makes the run an error (`u <why>`).
@@ -396,7 +277,7 @@ def _proxy_for(entry):
             raise _CandidateBroken("the reply does not decode: %s: %s" % (type(exc).__name__, exc)) from None
         # No graph came back (the call raised or answered no plain data): the server may have changed
         # objects it did not report, so the next call sends every object's state again.
-        _PG_LAST[:] = [None] * len(_PG_LAST)
+        _PG_LAST.update(dict.fromkeys(_PG_LAST))
         if reply[:1] == b"x":
             raise _pv_raised(value)
         raise _CandidateBroken(value)
