@@ -5,7 +5,8 @@ Wrong programs that passed: a "sorted copy" that sorts its argument in place and
 argument unchanged in the server's graph (reached as `import __main__`, the server's own module,
 or through `gc.get_objects()`), so the tests never saw the change one process shows them. Honest
 programs that must keep passing: a context with `if __name__ == "__main__":` code, logging,
-namedtuple and enum (which look at frames), a candidate that replaces a built-in for itself.
+namedtuple, enum, warnings and inspect (which look at frames), a candidate that replaces a
+built-in for itself.
 """
 from __future__ import annotations
 
@@ -52,6 +53,8 @@ SPAN = {**ADD, "context": CONTEXT, "entry_point": "span", "signature": "def span
                 "    found = Pair(min(xs), max(xs))\n    Local = namedtuple('Local', 'a')\n"
                 "    assert MAIN and __main__.Pair is Pair and Side(1) is Side.LOW and Local(1).a == 1\n"
                 "    import logging\n    logging.basicConfig(level=logging.INFO)\n    logging.getLogger('x').info('seen')\n"
+                "    import inspect\n    import warnings\n    warnings.warn('a warning')\n"
+                "    assert inspect.currentframe().f_code.co_name == 'span' and len(inspect.stack()) >= 2\n"
                 "    return [found.low, found.high]\n",
         "tests": "def check(candidate):\n    xs = [3, 1, 2]\n    assert candidate(xs) == [1, 3]\n    assert xs == [3, 1, 2]\n"
                  "    assert candidate([5]) == [5, 5]\n"}
