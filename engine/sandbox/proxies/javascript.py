@@ -158,12 +158,12 @@ function bsRead(buf, pos, inArray, as) {
 // order of first appearance, so sender and receiver agree on them, and so do a reference and a
 // candidate that return the same sharing structure.
 class BsRef { constructor(rid) { this.rid = rid; } }
-const bsObjs = [], bsLast = [];
+const bsObjs = [], bsLast = [], bsSnaps = [];
 let bsIds = new Map();
-function bsReset() { bsObjs.length = 0; bsLast.length = 0; bsIds = new Map(); }
+function bsReset() { bsObjs.length = 0; bsLast.length = 0; bsSnaps.length = 0; bsIds = new Map(); }
 function bsId(o) {
   let rid = bsIds.get(o);
-  if (rid === undefined) { rid = bsObjs.length; bsIds.set(o, rid); bsObjs.push(o); bsLast.push(null); }
+  if (rid === undefined) { rid = bsObjs.length; bsIds.set(o, rid); bsObjs.push(o); bsLast.push(null); bsSnaps.push(null); }
   return rid;
 }
 function bsIsGraph(v) { return bsPlainKind(v) !== null; }
@@ -177,42 +177,88 @@ function bsPairs(pairs) {
   for (const x of pairs) { out.push(' '); bsGWrite(x, out); }
   return out.join('');
 }
-// Checked at every message: a prototype changed or a Set's property added after the object
-// crossed is seen as well.
-function bsNode(o) {
+// An object's shallow state as one flat list, read at every message (a prototype changed or a
+// Set's property added after the object crossed is seen as well): its kind, frozenness, then an
+// array's length, items (bsHole for a hole) and other keys with values; a Set's items; a Map's or
+// an object's keys and values in order. Its text (bsStateText) is made from this list alone, so an
+// object whose list is the same item for item (Object.is) as at the last message is unchanged
+// without writing its text; a frozen array or object cannot change at all.
+function bsShallow(o) {
   const kind = bsPlainKind(o);
   if (kind === null) throw new BsNotPlain('an object of the graph is not plain data (a prototype other than its kind\'s, an own property of a Set or Map)');
-  const isArray = kind === 'Array';
-  for (const k of bsOwnNames(o)) {
-    if (isArray && k === 'length') continue;
-    const d = bsDescriptor(o, k);
-    if (!d.enumerable || d.get || d.set) throw new BsNotPlain('an object with a non-enumerable or accessor property (' + k + ') is not plain data');
-  }
   if (bsOwnSymbols(o).length) throw new BsNotPlain('an object with a symbol key is not plain data');
   const frozen = bsIsFrozen(o);
   if (!frozen && !bsIsExtensible(o)) throw new BsNotPlain('a sealed or non-extensible object is not plain data');
-  let text;
+  const snap = [kind, frozen];
+  if (kind === 'Set') { for (const x of Array.from(o)) snap.push(x); return snap; }
+  if (kind === 'Map') { for (const [k, x] of Array.from(o)) snap.push(k, x); return snap; }
+  const isArray = kind === 'Array';
+  let at = 2;
   if (isArray) {
-    const items = [];
-    for (let i = 0; i < o.length; i++) items.push(i in o ? o[i] : bsHole);
-    const parts = ['l' + items.length];
-    for (const x of items) { parts.push(' '); if (x === bsHole) parts.push('g s4:Hole v'); else bsGWrite(x, parts); }
-    text = parts.join('');
-    const extra = bsKeys(o).filter((k) => !bsIsIndex(k));
-    if (extra.length) text = 'g s10:ArrayProps l2 ' + text + ' ' + bsPairs(extra.flatMap((k) => [k, o[k]]));
-  } else if (kind === 'Set') text = 'g s3:Set ' + bsPairs(Array.from(o));
-  else if (kind === 'Map') text = 'g s3:Map ' + bsPairs(Array.from(o).flat());
-  else text = (kind === 'NullObject' ? 'g s10:NullObject ' : 'g s6:Object ') + bsPairs(bsKeys(o).flatMap((k) => [k, o[k]]));
-  return frozen ? 'g s6:Frozen ' + text : text;
+    const length = o.length;
+    snap.push(length);
+    for (let i = 0; i < length; i++) snap.push(bsHole);
+    at = 3;
+  }
+  // An array's own keys are its indices in ascending order, then `length`, then its other keys
+  // in the order they were added.
+  const names = bsOwnNames(o);
+  let n = 0;
+  if (isArray) {
+    for (; n < names.length && names[n] !== 'length'; n++) {
+      const d = bsDescriptor(o, names[n]);
+      if (!d.enumerable || d.get || d.set) throw new BsNotPlain('an object with a non-enumerable or accessor property (' + names[n] + ') is not plain data');
+      snap[at + Number(names[n])] = d.value;
+    }
+    n++;
+  }
+  for (; n < names.length; n++) {
+    const d = bsDescriptor(o, names[n]);
+    if (!d.enumerable || d.get || d.set) throw new BsNotPlain('an object with a non-enumerable or accessor property (' + names[n] + ') is not plain data');
+    snap.push(names[n], d.value);
+  }
+  return snap;
 }
+function bsSameShallow(a, b) {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (!Object.is(a[i], b[i])) return false;
+  return true;
+}
+function bsStateText(snap) {
+  const kind = snap[0];
+  let text;
+  if (kind === 'Array') {
+    const length = snap[2];
+    const parts = ['l' + length];
+    for (let i = 3; i < 3 + length; i++) { parts.push(' '); if (snap[i] === bsHole) parts.push('g s4:Hole v'); else bsGWrite(snap[i], parts); }
+    text = parts.join('');
+    if (snap.length > 3 + length) text = 'g s10:ArrayProps l2 ' + text + ' ' + bsPairs(snap.slice(3 + length));
+  } else if (kind === 'Set') text = 'g s3:Set ' + bsPairs(snap.slice(2));
+  else if (kind === 'Map') text = 'g s3:Map ' + bsPairs(snap.slice(2));
+  else text = (kind === 'NullObject' ? 'g s10:NullObject ' : 'g s6:Object ') + bsPairs(snap.slice(2));
+  return snap[1] ? 'g s6:Frozen ' + text : text;
+}
+// The text of object `i` when it changed since the last message (else null), its state kept.
+function bsChanged(i) {
+  const old = bsSnaps[i];
+  if (old !== null && old[1] && old[0] !== 'Set' && old[0] !== 'Map') return null;
+  const snap = bsShallow(bsObjs[i]);
+  if (old !== null && bsSameShallow(old, snap)) return null;
+  bsSnaps[i] = snap;
+  const text = bsStateText(snap);
+  if (text === bsLast[i]) return null;
+  bsLast[i] = text;
+  return text;
+}
+function bsForget() { bsLast.fill(null); bsSnaps.fill(null); }
 // `args`: the value is the call's argument list, written in place (never an object of the graph).
 function bsMessage(value, args) {
   const out = [];
   if (args) out.push(bsPairs(value)); else bsGWrite(value, out);
   const nodes = [];
   for (let i = 0; i < bsObjs.length; i++) {  // objects met while writing are appended: each is written once
-    const text = bsNode(bsObjs[i]);
-    if (text !== bsLast[i]) { bsLast[i] = text; nodes.push(' l2 i' + i + ' ' + text); }
+    const text = bsChanged(i);
+    if (text !== null) nodes.push(' l2 i' + i + ' ' + text);
   }
   return 'l2 ' + out.join('') + ' l' + nodes.length + nodes.join('');
 }
@@ -223,7 +269,7 @@ function bsResolve(v) {
   }
   return v;
 }
-// A node's state as written by bsNode, read back: [kind, items, props, frozen].
+// A node's state as written by bsStateText, read back: [kind, items, props, frozen].
 function bsReadNode(buf, pos) {
   let frozen = false, kind = 'Array', at = pos;
   for (;;) {
@@ -280,7 +326,7 @@ function bsApply(buf, pos) {
     }
     if (frozen) Object.freeze(o);
   }
-  for (const [rid] of nodes) bsLast[rid] = bsNode(bsObjs[rid]);
+  for (const [rid] of nodes) { bsSnaps[rid] = null; bsChanged(rid); }
   return Array.isArray(value) ? value.map(bsResolve) : bsResolve(value);  // a call's argument list, else one value
 }
 function bsSend(fd, payload) {
@@ -406,7 +452,7 @@ globalThis.__babelscoreCall = function (args) {
     try { return bsApply(reply, 2); } catch (e) { bsBroken = 'the reply does not decode: ' + e.message; throw new BsCandidateBroken(bsBroken); }
   }
   // No graph came back: the server may have changed objects it did not report, so the next call sends every state again.
-  bsLast.fill(null);
+  bsForget();
   const [value] = bsRead(reply, 2);
   if (reply[0] === 0x78) throw bsThrown(value);
   bsBroken = value;
