@@ -5,7 +5,7 @@ number type: 3 and 3.0 are the same value there), strings, booleans, null (`n`),
 arrays (`l`), Sets (`e`) and plain objects (`m`); a Map, an object without a prototype, an
 array's hole and -0 cross as typed values (`g s3:Map m..`, `NullObject`, `Hole`, `NegativeZero`),
 which `deepStrictEqual` tells apart from the plain object, `{}`, `undefined` and 0. Anything else
-(a function, a class instance, a BigInt) is not plain data. The proxy decodes each back into its
+(a function, a class instance, a subclass or changed prototype, a BigInt) is not plain data. The proxy decodes each back into its
 own type (an untagged `m` into a plain object when its keys are strings, else a Map). Arrays,
 Sets, Maps and plain objects cross as one graph shared by the proxy and the server (`bsMessage`):
 identity, key order, an array's own properties and frozenness cross, and every change a call
@@ -15,11 +15,37 @@ makes to an object that crossed is applied to the tests' objects. A reply is
 from __future__ import annotations
 
 from engine.sandbox.programs import shell_script
+from engine.sandbox.proxies.javascript_graph import GRAPH
 from engine.sandbox.relay import SandboxProgram
 
 CODEC = r"""
 const bsFs = require('fs');
 class BsNotPlain extends Error {}
+// Plain data is decided by exact prototype and internal type, with the built-ins as they are
+// before the candidate loads (it may replace `Object.getPrototypeOf` or `Array.isArray`): an
+// array is one only with Array.prototype, a Set or Map only with its own prototype and no own
+// property at all (the graph carries none of theirs), an object only with Object.prototype or
+// none. A subclass, a changed prototype or a Proxy is not plain data (`deepStrictEqual` tells it
+// apart from the plain value it would cross as).
+const bsGetProto = Object.getPrototypeOf, bsIsArray = Array.isArray, bsOwnKeys = Reflect.ownKeys;
+const bsOwnNames = Object.getOwnPropertyNames, bsOwnSymbols = Object.getOwnPropertySymbols, bsDescriptor = Object.getOwnPropertyDescriptor;
+const bsKeys = Object.keys, bsIsFrozen = Object.isFrozen, bsIsExtensible = Object.isExtensible;
+const bsArrayProto = Array.prototype, bsSetProto = Set.prototype, bsMapProto = Map.prototype, bsObjectProto = Object.prototype;
+const { isProxy: bsIsProxy, isSet: bsIsSet, isMap: bsIsMap, isDate: bsIsDate, isRegExp: bsIsRegExp,
+        isBoxedPrimitive: bsIsBoxed, isArrayBufferView: bsIsView, isAnyArrayBuffer: bsIsBuffer, isNativeError: bsIsError,
+        isPromise: bsIsPromise, isWeakMap: bsIsWeakMap, isWeakSet: bsIsWeakSet } = require('util').types;
+function bsPlainKind(v) {
+  if (v === null || typeof v !== 'object' || bsIsProxy(v)) return null;
+  const proto = bsGetProto(v);
+  if (bsIsArray(v)) return proto === bsArrayProto ? 'Array' : null;
+  if (bsIsSet(v)) return proto === bsSetProto && bsOwnKeys(v).length === 0 ? 'Set' : null;
+  if (bsIsMap(v)) return proto === bsMapProto && bsOwnKeys(v).length === 0 ? 'Map' : null;
+  if (proto !== bsObjectProto && proto !== null) return null;
+  // A built-in given Object's prototype keeps its internal type (a Date would cross as `{}`).
+  if (bsIsDate(v) || bsIsRegExp(v) || bsIsBoxed(v) || bsIsView(v) || bsIsBuffer(v) || bsIsError(v) || bsIsPromise(v)
+      || bsIsWeakMap(v) || bsIsWeakSet(v)) return null;
+  return proto === null ? 'NullObject' : 'Object';
+}
 // Values deepStrictEqual tells apart from another of the same shape cross with a type name
 // (`g s3:Map m1 ...`): a Map, an object without a prototype, an array's hole, -0. `loose` (the
 // tests' equal/deepEqual, which take -0 for 0 and ignore prototypes) writes those two untagged.
@@ -49,13 +75,21 @@ function bsWrite(v, out, depth, loose) {
   }
   let tag, items, inner = depth;
   const HOLE = bsHole;
-  if (Array.isArray(v)) { tag = 'l'; items = []; for (let i = 0; i < v.length; i++) items.push(i in v ? v[i] : HOLE); }
-  else if (v instanceof Set) { tag = 'e'; items = Array.from(v); }
-  else if (v instanceof Map) { tag = 'm'; items = []; for (const [k, x] of v) items.push(k, x); bsTagged('Map', out); inner++; }
-  else if (t === 'object' && (Object.getPrototypeOf(v) === Object.prototype || Object.getPrototypeOf(v) === null)) {
+  // The loose assertions ignore an array's prototype, as they do an object's.
+  const kind = loose && bsIsArray(v) && !bsIsProxy(v) ? 'Array' : bsPlainKind(v);
+  // An array's own properties besides its indices are not written here: node's own assertion decides.
+  if (kind === 'Array' && bsOwnKeys(v).some((k) => k !== 'length' && !(typeof k === 'string' && bsIsIndex(k))))
+    throw new BsNotPlain('an array with own properties besides its indices');
+  if (kind === 'Array') { tag = 'l'; items = []; for (let i = 0; i < v.length; i++) items.push(i in v ? v[i] : HOLE); }
+  else if (kind === 'Set') { tag = 'e'; items = Array.from(v); }
+  else if (kind === 'Map') { tag = 'm'; items = []; for (const [k, x] of v) items.push(k, x); bsTagged('Map', out); inner++; }
+  else if (kind === 'Object' || kind === 'NullObject') {
     tag = 'm'; items = []; for (const k of Object.keys(v)) items.push(k, v[k]);
-    if (Object.getPrototypeOf(v) === null && !loose) { bsTagged('NullObject', out); inner++; }
-  } else throw new BsNotPlain('a ' + t + ' is not plain data');
+    if (kind === 'NullObject' && !loose) { bsTagged('NullObject', out); inner++; }
+  } else {
+    throw new BsNotPlain('a ' + t + ' that is not a plain array, Set, Map or object (a subclass, another prototype, '
+                         + 'an own property of a Set or Map) is not plain data');
+  }
   out.push(tag + (tag === 'm' ? items.length / 2 : items.length));
   for (const item of items) {
     out.push(' ');
@@ -113,150 +147,7 @@ function bsRead(buf, pos, inArray, as) {
   }
   return [items, end];
 }
-// The shared graph: every array, Set, Map and plain object that crossed, by number, on both
-// sides, so that identity crosses as it would in one process. A message is `l2 <value> <nodes>`:
-// in the value each such object is a reference `g s1:r i<number>`, and each node `l2 i<number>
-// <state>` is the state (references inside) of an object that is new or changed since the last
-// message: `g s6:Object`, `g s10:NullObject` or `g s3:Map` of a list of keys and values in their
-// order, `g s3:Set` of a list, an array's list (`g s10:ArrayProps l2 <list> <keys and values>` when
-// it has properties besides its indices), inside `g s6:Frozen` when frozen. Key order, an array's
-// own properties and frozenness are part of the value; a non-enumerable or accessor property, a
-// symbol key and a sealed or non-extensible object are not plain data. Numbers are given in
-// order of first appearance, so sender and receiver agree on them, and so do a reference and a
-// candidate that return the same sharing structure.
-class BsRef { constructor(rid) { this.rid = rid; } }
-const bsObjs = [], bsLast = [];
-let bsIds = new Map();
-function bsReset() { bsObjs.length = 0; bsLast.length = 0; bsIds = new Map(); }
-function bsId(o) {
-  let rid = bsIds.get(o);
-  if (rid === undefined) { rid = bsObjs.length; bsIds.set(o, rid); bsObjs.push(o); bsLast.push(null); }
-  return rid;
-}
-function bsIsGraph(v) {
-  if (v === null || typeof v !== 'object') return false;
-  if (Array.isArray(v) || v instanceof Set || v instanceof Map) return true;
-  const proto = Object.getPrototypeOf(v);
-  return proto === Object.prototype || proto === null;
-}
-function bsGWrite(v, out) {
-  if (bsIsGraph(v)) out.push('g s1:r i' + bsId(v));
-  else bsWrite(v, out, 0);
-}
-function bsIsIndex(k) { const n = Number(k) >>> 0; return String(n) === k && n !== 4294967295; }
-function bsPairs(pairs) {
-  const out = ['l' + pairs.length];
-  for (const x of pairs) { out.push(' '); bsGWrite(x, out); }
-  return out.join('');
-}
-function bsNode(o) {
-  const isArray = Array.isArray(o);
-  for (const k of Object.getOwnPropertyNames(o)) {
-    if (isArray && k === 'length') continue;
-    const d = Object.getOwnPropertyDescriptor(o, k);
-    if (!d.enumerable || d.get || d.set) throw new BsNotPlain('an object with a non-enumerable or accessor property (' + k + ') is not plain data');
-  }
-  if (Object.getOwnPropertySymbols(o).length) throw new BsNotPlain('an object with a symbol key is not plain data');
-  const frozen = Object.isFrozen(o);
-  if (!frozen && !Object.isExtensible(o)) throw new BsNotPlain('a sealed or non-extensible object is not plain data');
-  let text;
-  if (isArray) {
-    const items = [];
-    for (let i = 0; i < o.length; i++) items.push(i in o ? o[i] : bsHole);
-    const parts = ['l' + items.length];
-    for (const x of items) { parts.push(' '); if (x === bsHole) parts.push('g s4:Hole v'); else bsGWrite(x, parts); }
-    text = parts.join('');
-    const extra = Object.keys(o).filter((k) => !bsIsIndex(k));
-    if (extra.length) text = 'g s10:ArrayProps l2 ' + text + ' ' + bsPairs(extra.flatMap((k) => [k, o[k]]));
-  } else if (o instanceof Set) text = 'g s3:Set ' + bsPairs(Array.from(o));
-  else if (o instanceof Map) text = 'g s3:Map ' + bsPairs(Array.from(o).flat());
-  else text = (Object.getPrototypeOf(o) === null ? 'g s10:NullObject ' : 'g s6:Object ') + bsPairs(Object.keys(o).flatMap((k) => [k, o[k]]));
-  return frozen ? 'g s6:Frozen ' + text : text;
-}
-// `args`: the value is the call's argument list, written in place (never an object of the graph).
-function bsMessage(value, args) {
-  const out = [];
-  if (args) out.push(bsPairs(value)); else bsGWrite(value, out);
-  const nodes = [];
-  for (let i = 0; i < bsObjs.length; i++) {  // objects met while writing are appended: each is written once
-    const text = bsNode(bsObjs[i]);
-    if (text !== bsLast[i]) { bsLast[i] = text; nodes.push(' l2 i' + i + ' ' + text); }
-  }
-  return 'l2 ' + out.join('') + ' l' + nodes.length + nodes.join('');
-}
-function bsResolve(v) {
-  if (v instanceof BsRef) {
-    if (!(v.rid >= 0 && v.rid < bsObjs.length)) throw new Error('a reference to no object');
-    return bsObjs[v.rid];
-  }
-  return v;
-}
-// A node's state as written by bsNode, read back: [kind, items, props, frozen].
-function bsReadNode(buf, pos) {
-  let frozen = false, kind = 'Array', at = pos;
-  for (;;) {
-    if (buf.toString('ascii', at, at + 2) !== 'g ') break;
-    const [name, p] = bsRead(buf, at + 2);
-    at = p + 1;
-    if (name === 'Frozen') frozen = true;
-    else { kind = name; break; }
-  }
-  const [value, end] = bsRead(buf, at, true);
-  if (!Array.isArray(value)) throw new Error('a node that is not a list');
-  if (kind === 'ArrayProps') return [['Array', value[0], value[1], frozen], end];
-  return [[kind, value, [], frozen], end];
-}
-const bsMake = { Array: () => [], Object: () => ({}), NullObject: () => Object.create(null), Map: () => new Map(), Set: () => new Set() };
-function bsKindOf(o) {
-  if (Array.isArray(o)) return 'Array';
-  if (o instanceof Set) return 'Set';
-  if (o instanceof Map) return 'Map';
-  return Object.getPrototypeOf(o) === null ? 'NullObject' : 'Object';
-}
-// A message `l2 <value> <nodes>` from `pos`: its nodes applied in place to the graph's objects
-// (each keeps its identity; new ones are made), then its value.
-function bsApply(buf, pos) {
-  if (buf.toString('ascii', pos, pos + 3) !== 'l2 ') throw new Error('a message is l2 <value> <nodes>');
-  let [value, at] = bsRead(buf, pos + 3, true);  // an argument list keeps its holes' places
-  let end = buf.indexOf(0x20, at + 1);
-  if (end < 0) end = buf.length;
-  const count = Number(buf.toString('ascii', at + 2, end));
-  const nodes = [];
-  at = end;
-  for (let i = 0; i < count; i++) {
-    if (buf.toString('ascii', at, at + 5) !== ' l2 i') throw new Error('a node is l2 i<number> <state>');
-    const space = buf.indexOf(0x20, at + 5);
-    const rid = Number(buf.toString('ascii', at + 5, space));
-    const [node, p] = bsReadNode(buf, space + 1);
-    at = p;
-    if (!(node[0] in bsMake)) throw new Error('a node of no known kind');
-    if (rid === bsObjs.length) bsId(bsMake[node[0]]());
-    else if (!(rid >= 0 && rid < bsObjs.length) || bsKindOf(bsObjs[rid]) !== node[0]) throw new Error('a node that is no object of the graph');
-    nodes.push([rid, node]);
-  }
-  for (const [rid, [kind, items, props, frozen]] of nodes) {
-    const o = bsObjs[rid];
-    if (kind === 'Array') {
-      o.length = 0;
-      for (let i = 0; i < items.length; i++) if (i in items) o[i] = bsResolve(items[i]);
-      o.length = items.length;
-      for (const k of Object.keys(o)) if (!bsIsIndex(k)) delete o[k];
-      for (let i = 0; i < props.length; i += 2) o[props[i]] = bsResolve(props[i + 1]);
-    } else if (kind === 'Set') {
-      o.clear();
-      for (const x of items) o.add(bsResolve(x));
-    } else if (kind === 'Map') {
-      o.clear();
-      for (let i = 0; i < items.length; i += 2) o.set(bsResolve(items[i]), bsResolve(items[i + 1]));
-    } else {
-      for (const k of Object.keys(o)) delete o[k];  // then set again in the sender's order
-      for (let i = 0; i < items.length; i += 2) o[String(items[i])] = bsResolve(items[i + 1]);
-    }
-    if (frozen) Object.freeze(o);
-  }
-  for (const [rid] of nodes) bsLast[rid] = bsNode(bsObjs[rid]);
-  return Array.isArray(value) ? value.map(bsResolve) : bsResolve(value);  // a call's argument list, else one value
-}
+""" + GRAPH + r"""
 function bsSend(fd, payload) {
   const body = Buffer.from(payload, 'utf8');
   let data = Buffer.concat([Buffer.from(body.length + '\n'), body]);
@@ -380,7 +271,7 @@ globalThis.__babelscoreCall = function (args) {
     try { return bsApply(reply, 2); } catch (e) { bsBroken = 'the reply does not decode: ' + e.message; throw new BsCandidateBroken(bsBroken); }
   }
   // No graph came back: the server may have changed objects it did not report, so the next call sends every state again.
-  bsLast.fill(null);
+  bsForget();
   const [value] = bsRead(reply, 2);
   if (reply[0] === 0x78) throw bsThrown(value);
   bsBroken = value;
