@@ -303,22 +303,79 @@ public class Bs {
         return o.toString();
     }
 
-    /** The tests' argument `mine` made what the candidate's call left it (`got`), in place. */
+    /** One argument's state as it crosses (its declared type fixes the tags). */
+    static String one(Object v, Type declared) {
+        StringBuilder o = new StringBuilder();
+        put(o, v, declared, 1);
+        return o.toString();
+    }
+
+    /** An array, List, Map or Set: what the caller shares with the call in one process. */
+    static boolean mutable(Object v) {
+        return v != null && (v.getClass().isArray() || v instanceof Collection || v instanceof Map);
+    }
+
+    /**
+     * The tests' argument `mine` made what the candidate's call left it (`got`), in place, and
+     * only where it differs: false where `mine` refuses the change (a List.of, an Arrays.asList
+     * that changed size), where one process would have thrown inside the call.
+     */
     @SuppressWarnings("unchecked")
-    static void restore(Object mine, Object got) {
-        if (mine == null || got == null) return;
-        if (mine.getClass().isArray() && got.getClass() == mine.getClass()) {
-            System.arraycopy(got, 0, mine, 0, Math.min(java.lang.reflect.Array.getLength(mine), java.lang.reflect.Array.getLength(got)));
-        } else if (mine instanceof java.util.List && got instanceof java.util.List) {
-            ((java.util.List<Object>) mine).clear();
-            ((java.util.List<Object>) mine).addAll((java.util.List<Object>) got);
-        } else if (mine instanceof java.util.Map && got instanceof java.util.Map) {
-            ((java.util.Map<Object, Object>) mine).clear();
-            ((java.util.Map<Object, Object>) mine).putAll((java.util.Map<Object, Object>) got);
-        } else if (mine instanceof java.util.Set && got instanceof java.util.Set) {
-            ((java.util.Set<Object>) mine).clear();
-            ((java.util.Set<Object>) mine).addAll((java.util.Set<Object>) got);
+    static boolean restore(Object mine, Object got, Type declared) {
+        if (mine == null || got == null || Objects.deepEquals(mine, got) || one(mine, declared).equals(one(got, declared))) return true;
+        try {
+            if (mine.getClass().isArray() && got.getClass() == mine.getClass()) {
+                System.arraycopy(got, 0, mine, 0, Math.min(Array.getLength(mine), Array.getLength(got)));
+            } else if (mine instanceof List && got instanceof List) {
+                List<Object> m = (List<Object>) mine, g = (List<Object>) got;
+                // set(i, v) keeps a fixed-size List (Arrays.asList) working where its size is unchanged.
+                if (m.size() == g.size()) { for (int i = 0; i < g.size(); i++) m.set(i, g.get(i)); }
+                else { m.clear(); m.addAll(g); }
+            } else if (mine instanceof Map && got instanceof Map) {
+                ((Map<Object, Object>) mine).clear();
+                ((Map<Object, Object>) mine).putAll((Map<Object, Object>) got);
+            } else if (mine instanceof Set && got instanceof Set) {
+                ((Set<Object>) mine).clear();
+                ((Set<Object>) mine).addAll((Set<Object>) got);
+            }
+        } catch (UnsupportedOperationException e) {
+            return false;
         }
+        return true;
+    }
+
+    /** An earlier call's array or collection, with the state the caller last saw of it. */
+    static class Held {
+        final Object value;
+        final Type type;
+        String last;
+        Object got;
+        Held(Object value, Type type, String last) { this.value = value; this.type = type; this.last = last; }
+    }
+
+    // Server: every earlier call's arrays and collections, numbered in the order they crossed. A
+    // candidate may keep one (a static field) and change it in a later call, which the caller
+    // sees in one process.
+    static final List<Held> held = new ArrayList<>();
+
+    /** ` l<2m> i<k> <state>...` for the earlier arguments that changed since last reported, or "". */
+    static String earlierChanges() {
+        StringBuilder o = new StringBuilder();
+        int changed = 0;
+        for (int k = 0; k < held.size(); k++) {
+            Held h = held.get(k);
+            String now = one(h.value, h.type);
+            if (now.equals(h.last)) continue;
+            h.last = now;
+            changed++;
+            o.append(" i").append(k).append(' ').append(now);
+        }
+        return changed == 0 ? "" : " l" + (2 * changed) + o;
+    }
+
+    static void hold(List<Held> into, Object[] args, Type[] types, boolean withState) {
+        for (int i = 0; i < args.length; i++)
+            if (mutable(args[i])) into.add(new Held(args[i], types[i], withState ? one(args[i], types[i]) : null));
     }
 
     public static void serve(String className, String name, int arity) throws Exception {
@@ -348,15 +405,22 @@ public class Bs {
                 String before = state(args, types);
                 Object value;
                 try { value = m.invoke(self, args); } catch (InvocationTargetException e) {
+                    // Changes made by a call that raises are not reported (as in every language);
+                    // its arguments are kept with the state the caller has of them.
+                    hold(held, args, types, true);
                     send(replies, "x " + quoted(e.getCause() == null ? "java.lang.Throwable" : e.getCause().getClass().getName()));
                     continue;
                 }
                 // A call that changed its arguments (an array's elements, a List, Map or Set) answers
-                // their state after it too: the caller sees the change (engine.sandbox.arguments).
+                // their state after it too, and that of any earlier call's it changed: the caller sees
+                // the change (engine.sandbox.arguments). The common call changes neither: `o`.
                 String after = state(args, types);
-                StringBuilder o = new StringBuilder(after.equals(before) ? "o " : "a l2 ");
+                String earlier = earlierChanges();
+                hold(held, args, types, true);
+                boolean changed = !after.equals(before) || !earlier.isEmpty();
+                StringBuilder o = new StringBuilder(!changed ? "o " : earlier.isEmpty() ? "a l2 " : "a l3 ");
                 if (m.getReturnType() == void.class) o.append('n'); else put(o, value, m.getGenericReturnType(), 0);
-                if (!after.equals(before)) o.append(' ').append(after);
+                if (changed) o.append(' ').append(after).append(earlier);
                 reply = o.toString();
             } catch (Throwable e) {
                 reply = "z " + quoted(String.valueOf(e));
@@ -368,6 +432,8 @@ public class Bs {
 
     static OutputStream calls;
     static InputStream replies;
+    // Proxy: the tests' arrays and collections of every earlier call, numbered as the server's.
+    static final List<Held> kept = new ArrayList<>();
 
     @SuppressWarnings("unchecked")
     public static <T> T call(Class<?> owner, String name, Object... args) {
@@ -376,12 +442,15 @@ public class Bs {
             Method m = method(owner, name, args.length);
             StringBuilder o = new StringBuilder("l").append(args.length);
             // An argument that is not plain data stops the tests (a NotPlain thrown here would meet their `catch`).
+            Type[] types = m.getGenericParameterTypes();
             try {
-                Type[] types = m.getGenericParameterTypes();
                 for (int i = 0; i < args.length; i++) { o.append(' '); put(o, args[i], types[i], 1); }
             } catch (Throwable e) {
                 broken("an argument does not cross: " + e);
             }
+            // This call's arrays and collections are numbered as the server numbers its copies.
+            int first = kept.size();
+            hold(kept, args, types, false);
             send(calls, o.toString());
             byte[] reply = recv(replies);
             if (reply == null) broken("the engine closed the call channel");
@@ -391,23 +460,43 @@ public class Bs {
             // Decoding never throws inside the tests (their `catch` would take it for an answer):
             // a reply that does not decode into the declared type stops the tests.
             boolean after = reply[0] == 'a';
+            boolean refused = false;
             try {
                 if (after) { r.count('l'); r.skip(); }
                 if (after && m.getReturnType() == void.class) r.token();
                 if ((reply[0] == 'o' || after) && m.getReturnType() != void.class) value = get(r, m.getGenericReturnType());
                 else if (reply[0] != 'o' && !after) why = r.string();
                 if (after) {
-                    // The candidate changed its arguments: the tests' arrays and collections change the same way.
-                    Type[] types = m.getGenericParameterTypes();
+                    // The candidate changed its arguments or an earlier call's: the tests' arrays and
+                    // collections change the same way.
                     r.skip();
                     r.count('l');
                     Object[] got = new Object[args.length];
                     for (int i = 0; i < args.length; i++) { r.skip(); got[i] = get(r, types[i]); }
-                    for (int i = 0; i < args.length; i++) restore(args[i], got[i]);
+                    List<Held> earlier = new ArrayList<>();
+                    if (r.p < reply.length) {
+                        r.skip();
+                        int n = r.count('l');
+                        if (n % 2 != 0) throw new NotPlain("earlier arguments come in pairs");
+                        for (int j = 0; j < n / 2; j++) {
+                            r.skip();
+                            int k = integer(r.token()).intValueExact();
+                            if (k < 0 || k >= first) throw new NotPlain("no earlier argument " + k);
+                            r.skip();
+                            Held h = kept.get(k);
+                            earlier.add(new Held(h.value, h.type, null));
+                            earlier.get(j).got = get(r, h.type);
+                        }
+                    }
+                    if (r.p != reply.length) throw new NotPlain("bytes after the reply");
+                    for (Held h : earlier) refused |= !restore(h.value, h.got, h.type);
+                    for (int i = 0; i < args.length; i++) refused |= !restore(args[i], got[i], types[i]);
                 }
             } catch (Throwable e) {
                 broken("the reply does not decode into the declared type: " + e);
             }
+            // One process would have thrown inside the call where it changed an immutable collection of the tests'.
+            if (refused) Bs.<RuntimeException>sneaky(new UnsupportedOperationException("the candidate changed an immutable collection"));
             if (reply[0] == 'o' || after) return (T) value;
             if (reply[0] == 'x') raise(why);
             broken(why);
