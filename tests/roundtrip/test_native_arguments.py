@@ -21,7 +21,8 @@ from tests.support.stage_rows import completion_row, reference_completion
 LIMITS = SandboxLimits()
 BWRAP = process.unavailable(LIMITS)
 needs_bwrap = pytest.mark.skipif(bool(BWRAP), reason=BWRAP or "bwrap runs")
-JAVA = next(t for t in load_tasks("polyglot").to_pylist() if t["task_id"].endswith("/add") and t["programming_language"] == "java")
+ADD = {t["programming_language"]: t for t in load_tasks("polyglot").to_pylist() if t["task_id"].endswith("/add")}
+JAVA = ADD["java"]
 
 
 def _java(signature: str, body: str, tests: str) -> dict:
@@ -67,6 +68,29 @@ ATTACKS = {
 }
 
 
+
+
+def _go(entry: str, signature: str, body: str, tests: str, context: str) -> dict:
+    """A Go task whose context declares a package variable (a cache a candidate may use)."""
+    return {**ADD["go"], "entry_point": entry, "context": context, "signature": signature, "code": f"{signature} {{\n{body}}}\n",
+            "tests": f"func main() {{\n{tests}}}\n"}
+
+
+GO_BUMP = _go("bump", "func bump(xs []int, by int) int", "\tfor i := range xs {\n\t\txs[i] += by\n\t}\n\treturn len(xs)\n",
+              "\ta := []int{1, 2}\n\tbump(a, 1)\n\tb := []int{7}\n\tbump(b, 10)\n"
+              "\tif a[0] != 2 || a[1] != 3 || b[0] != 17 {\n\t\tpanic(\"changed\")\n\t}\n", "var kept []int")
+GO_COUNT = _go("count", "func count(m map[string]int, k string) int", "\tm[k]++\n\treturn m[k]\n",
+               "\ta := map[string]int{}\n\tcount(a, \"x\")\n\tb := map[string]int{}\n\tcount(b, \"y\")\n"
+               "\tif len(a) != 1 || a[\"x\"] != 1 || len(b) != 1 {\n\t\tpanic(\"changed\")\n\t}\n", "var kept map[string]int")
+ATTACKS.update({
+    "go: a package variable keeps an earlier slice": (
+        GO_BUMP, "\n\tif kept != nil {\n\t\tkept[0] = 0\n\t}\n\tkept = xs\n\tfor i := range xs {\n\t\txs[i] += by\n\t}\n"
+                 "\treturn len(xs)\n}\n"),
+    "go: a package variable keeps an earlier map": (
+        GO_COUNT, "\n\tif kept != nil {\n\t\tkept[\"z\"] = 5\n\t}\n\tkept = m\n\tm[k]++\n\treturn m[k]\n}\n"),
+})
+
+
 @needs_bwrap
 @pytest.mark.parametrize("attack", sorted(ATTACKS))
 def test_a_candidate_that_changes_an_earlier_calls_argument_fails(attack):
@@ -92,7 +116,8 @@ CLEAR = _java("public static int clearAll(List<Integer> xs)", "        int n = x
               "        } catch (UnsupportedOperationException e) {\n            check(true, \"thrown\");\n        }\n"
               "        Map<String, Integer> seen = new HashMap<>();\n        check(seen.isEmpty(), \"seen\");\n")
 HONEST = {"an in-place sort of Arrays.asList": SORT, "an unchanged List.of next to a changed List": COPY,
-          "a change of List.of throws as in one process": CLEAR, "a List kept honestly": PUSH, "an array": FILL, "a Map": COUNT}
+          "a change of List.of throws as in one process": CLEAR, "a List kept honestly": PUSH, "an array": FILL, "a Map": COUNT,
+          "go: a slice": GO_BUMP, "go: a map": GO_COUNT}
 
 
 @needs_bwrap

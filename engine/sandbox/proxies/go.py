@@ -273,6 +273,13 @@ func bsServe(fn reflect.Value, call []byte) (reply []byte) {
 		r.skip()
 		pristine[i] = bsGet(r, t.In(i))
 	}
+	// This call's slices, maps and pointers are kept with the state the caller has of them: a
+	// candidate may keep one (a package variable) and change it in a later call, which the caller
+	// sees in one process. Every argument is numbered, as the proxy numbers the tests' own.
+	first := len(bsHeld)
+	for i := range args {
+		bsHeld = append(bsHeld, bsKept{args[i], bsState(args[i])})
+	}
 	stage = "call"
 	out := fn.Call(args)
 	stage = "encode"
@@ -288,7 +295,13 @@ func bsServe(fn reflect.Value, call []byte) (reply []byte) {
 			args[i] = pristine[i]
 		}
 	}
-	if changed {
+	earlier := bsEarlierChanges(first)
+	for i := range args {
+		bsHeld[first+i].last = bsState(args[i])
+	}
+	if earlier != "" {
+		b.WriteString("a l3 ")
+	} else if changed {
 		b.WriteString("a l2 ")
 	} else {
 		b.WriteString("o ")
@@ -305,14 +318,54 @@ func bsServe(fn reflect.Value, call []byte) (reply []byte) {
 			bsPut(&b, o, 1)
 		}
 	}
-	if changed {
+	if changed || earlier != "" {
 		b.WriteString(" l" + strconv.Itoa(len(args)))
 		for _, a := range args {
 			b.WriteString(" ")
 			bsPut(&b, a, 1)
 		}
+		b.WriteString(earlier)
 	}
 	return b.Bytes()
+}
+
+type bsKept struct {
+	value reflect.Value
+	last  string
+}
+
+var bsHeld []bsKept
+
+// bsState is what the caller sees of an argument: a slice's elements, a map, a pointed-to value;
+// "" for a value that is the callee's own copy.
+func bsState(v reflect.Value) string {
+	switch v.Kind() {
+	case reflect.Slice, reflect.Map, reflect.Ptr:
+		var b bytes.Buffer
+		bsPut(&b, v, 1)
+		return b.String()
+	}
+	return ""
+}
+
+// bsEarlierChanges is ` l<2m> i<k> <state>...` for the earlier calls' arguments that changed since
+// the caller last saw them, or "".
+func bsEarlierChanges(first int) string {
+	var b bytes.Buffer
+	m := 0
+	for k := 0; k < first; k++ {
+		now := bsState(bsHeld[k].value)
+		if now == bsHeld[k].last {
+			continue
+		}
+		bsHeld[k].last = now
+		m++
+		b.WriteString(" i" + strconv.Itoa(k) + " " + now)
+	}
+	if m == 0 {
+		return ""
+	}
+	return " l" + strconv.Itoa(2*m) + b.String()
 }
 '''
 
@@ -329,6 +382,9 @@ func bsCall(results []interface{}, args ...interface{}) {
 		b.WriteString(" ")
 		bsPut(&b, reflect.ValueOf(a), 1)
 	}
+	// The tests' arguments of every call, numbered as the server numbers its copies.
+	first := len(bsTestsArgs)
+	bsTestsArgs = append(bsTestsArgs, args...)
 	bsSend(bsCalls, b.Bytes())
 	reply := bsRecv(bsReplies)
 	if reply == nil {
@@ -338,10 +394,11 @@ func bsCall(results []interface{}, args ...interface{}) {
 	after := reply[0] == 'a'
 	if after {
 		// `a l2 <results> <arguments after the call>`: the results, then the tests' own slices,
-		// maps and pointed-to values changed as the call changed them, as in one process.
+		// maps and pointed-to values changed as the call changed them, as in one process; `a l3`
+		// adds `l<2m> i<k> <state>...` for earlier calls' arguments the call changed.
 		r.token()
 		r.skip()
-		defer bsRestoreArgs(r, args)
+		defer bsRestoreArgs(r, args, first)
 		reply[0] = 'o'
 	}
 	if reply[0] == 'o' {
@@ -385,7 +442,9 @@ func bsCall(results []interface{}, args ...interface{}) {
 	}
 }
 
-func bsRestoreArgs(r *bsReader, args []interface{}) {
+var bsTestsArgs []interface{}
+
+func bsRestoreArgs(r *bsReader, args []interface{}, first int) {
 	defer func() {
 		if e := recover(); e != nil {
 			bsBroken(fmt.Sprint("the arguments' state does not decode into the declared types: ", e))
@@ -396,25 +455,47 @@ func bsRestoreArgs(r *bsReader, args []interface{}) {
 	for _, a := range args {
 		r.skip()
 		orig := reflect.ValueOf(a)
-		got := bsGet(r, orig.Type())
-		switch orig.Kind() {
-		case reflect.Slice:
-			reflect.Copy(orig, got)
-		case reflect.Map:
-			if orig.IsNil() {
-				continue
-			}
-			for _, k := range orig.MapKeys() {
-				orig.SetMapIndex(k, reflect.Value{})
-			}
-			iter := got.MapRange()
-			for iter.Next() {
-				orig.SetMapIndex(iter.Key(), iter.Value())
-			}
-		case reflect.Ptr:
-			if !orig.IsNil() && !got.IsNil() {
-				orig.Elem().Set(got.Elem())
-			}
+		bsRestore(orig, bsGet(r, orig.Type()))
+	}
+	if r.pos == len(r.data) {
+		return
+	}
+	r.skip()
+	tok := r.token()
+	m, _ := strconv.Atoi(tok[1:])
+	for j := 0; j < m/2; j++ {
+		r.skip()
+		k, err := strconv.Atoi(r.token()[1:])
+		if err != nil || k < 0 || k >= first {
+			panic("no such earlier argument")
+		}
+		r.skip()
+		orig := reflect.ValueOf(bsTestsArgs[k])
+		bsRestore(orig, bsGet(r, orig.Type()))
+	}
+	if r.pos != len(r.data) {
+		panic("bytes after the reply")
+	}
+}
+
+func bsRestore(orig, got reflect.Value) {
+	switch orig.Kind() {
+	case reflect.Slice:
+		reflect.Copy(orig, got)
+	case reflect.Map:
+		if orig.IsNil() {
+			return
+		}
+		for _, k := range orig.MapKeys() {
+			orig.SetMapIndex(k, reflect.Value{})
+		}
+		iter := got.MapRange()
+		for iter.Next() {
+			orig.SetMapIndex(iter.Key(), iter.Value())
+		}
+	case reflect.Ptr:
+		if !orig.IsNil() && !got.IsNil() {
+			orig.Elem().Set(got.Elem())
 		}
 	}
 }
