@@ -89,6 +89,15 @@ ATTACKS.update({
     "go: a package variable keeps an earlier map": (
         GO_COUNT, "\n\tif kept != nil {\n\t\tkept[\"z\"] = 5\n\t}\n\tkept = m\n\tm[k]++\n\treturn m[k]\n}\n"),
 })
+CPP_BUMP = {**ADD["cpp"], "entry_point": "bump", "signature": "long bump(std::vector<long>& xs, const std::vector<long>& by, long times)",
+            "code": "long bump(std::vector<long>& xs, const std::vector<long>& by, long times) {\n"
+                    "    for (size_t i = 0; i < xs.size(); ++i) xs[i] += by[0] * times;\n    return xs.size();\n}\n",
+            "tests": "int main() {\n    std::vector<long> a = {1, 2};\n    assert(bump(a, {1}, 1) == 2);\n"
+                     "    std::vector<long> b = {7};\n    std::vector<long> one = {5};\n    assert(bump(b, one, 2) == 1);\n"
+                     "    assert(a[0] == 2 && a[1] == 3 && b[0] == 17 && one[0] == 5);\n    return 0;\n}\n"}
+ATTACKS["cpp: a static pointer keeps an earlier reference"] = (
+    CPP_BUMP, "\n    static std::vector<long>* old = nullptr;\n    if (old && old != &xs) (*old)[0] = 0;\n    old = &xs;\n"
+              "    for (size_t i = 0; i < xs.size(); ++i) xs[i] += by[0] * times;\n    return xs.size();\n}\n")
 
 
 @needs_bwrap
@@ -117,7 +126,7 @@ CLEAR = _java("public static int clearAll(List<Integer> xs)", "        int n = x
               "        Map<String, Integer> seen = new HashMap<>();\n        check(seen.isEmpty(), \"seen\");\n")
 HONEST = {"an in-place sort of Arrays.asList": SORT, "an unchanged List.of next to a changed List": COPY,
           "a change of List.of throws as in one process": CLEAR, "a List kept honestly": PUSH, "an array": FILL, "a Map": COUNT,
-          "go: a slice": GO_BUMP, "go: a map": GO_COUNT}
+          "go: a slice": GO_BUMP, "go: a map": GO_COUNT, "cpp: references and values": CPP_BUMP}
 
 
 @needs_bwrap

@@ -278,7 +278,11 @@ func bsServe(fn reflect.Value, call []byte) (reply []byte) {
 	// sees in one process. Every argument is numbered, as the proxy numbers the tests' own.
 	first := len(bsHeld)
 	for i := range args {
-		bsHeld = append(bsHeld, bsKept{args[i], bsState(args[i])})
+		kept := bsKept{}
+		if state := bsState(args[i]); state != "" {
+			kept = bsKept{args[i], state}
+		}
+		bsHeld = append(bsHeld, kept)
 	}
 	stage = "call"
 	out := fn.Call(args)
@@ -337,7 +341,7 @@ type bsKept struct {
 var bsHeld []bsKept
 
 // bsState is what the caller sees of an argument: a slice's elements, a map, a pointed-to value;
-// "" for a value that is the callee's own copy.
+// "" for a value that is the callee's own copy (and for none).
 func bsState(v reflect.Value) string {
 	switch v.Kind() {
 	case reflect.Slice, reflect.Map, reflect.Ptr:
