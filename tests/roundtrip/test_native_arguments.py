@@ -1,13 +1,13 @@
-"""Java arguments across the split run, as one process would leave them: attacks written as model
-completions through the stage's own path, next to the honest controls that must pass.
+"""Java, Go and C++ arguments across the split run, as one process would leave them: attacks
+written as model completions through the stage's own path, next to the honest controls.
 
-Wrong programs that passed: a candidate that keeps an earlier call's List, array or Map (a static
-field, `System.getProperties()`) and changes it in a later call (only the current call's
-arguments were compared and written back). Honest programs that failed: an in-place sort of the
-tests' `Arrays.asList(...)` and an unchanged `List.of(...)` next to a changed argument (the
-write-back cleared a fixed-size or immutable List and broke the run). A candidate that changes
-the tests' immutable List makes the call throw UnsupportedOperationException in the tests, as
-in one process.
+Wrong programs that passed: a candidate that keeps an earlier call's argument (a Java static field
+or `System.getProperties()`, a Go package variable, a C++ static pointer to a reference parameter)
+and changes it in a later call (only the current call's arguments were compared and written back).
+Honest programs that failed: an in-place sort of the tests' `Arrays.asList(...)` and an unchanged
+`List.of(...)` next to a changed argument (the write-back cleared a fixed-size or immutable List
+and broke the run). A candidate that changes the tests' immutable List makes the call throw
+UnsupportedOperationException in the tests, as in one process.
 """
 from __future__ import annotations
 
@@ -37,8 +37,8 @@ def _java(signature: str, body: str, tests: str) -> dict:
 
 PUSH = _java("public static int pushAll(List<Integer> stack, List<Integer> xs)",
              "        stack.addAll(xs);\n        return stack.size();\n",
-             "        List<Integer> a = new ArrayList<>(List.of(1));\n        check(Solution.pushAll(a, List.of(2)) == 2, \"first\");\n"
-             "        List<Integer> b = new ArrayList<>();\n        check(Solution.pushAll(b, List.of(5)) == 1, \"second\");\n"
+             "        List<Integer> a = new ArrayList<>(List.of(1));\n        check(Solution.pushAll(a, new ArrayList<>(List.of(2))) == 2, \"first\");\n"
+             "        List<Integer> b = new ArrayList<>();\n        check(Solution.pushAll(b, new ArrayList<>(List.of(5))) == 1, \"second\");\n"
              "        check(a.equals(List.of(1, 2)), \"a is \" + a);\n        check(b.equals(List.of(5)), \"b is \" + b);\n")
 FILL = _java("public static int bump(int[] xs, int by)",
              "        for (int i = 0; i < xs.length; i++) xs[i] += by;\n        return xs.length;\n",
@@ -124,7 +124,16 @@ CLEAR = _java("public static int clearAll(List<Integer> xs)", "        int n = x
               "        try {\n            Solution.clearAll(List.of(4, 5));\n            throw new AssertionError(\"no exception\");\n"
               "        } catch (UnsupportedOperationException e) {\n            check(true, \"thrown\");\n        }\n"
               "        Map<String, Integer> seen = new HashMap<>();\n        check(seen.isEmpty(), \"seen\");\n")
-HONEST = {"an in-place sort of Arrays.asList": SORT, "an unchanged List.of next to a changed List": COPY,
+# A call that raises after changing its argument: the change reaches the tests with the next
+# call's answer (one process would show it at once; a test that looks only later agrees).
+DRAIN = _java("public static int drain(List<Integer> xs, int limit)",
+              "        int n = xs.size();\n        xs.clear();\n        if (n > limit) throw new IllegalStateException(\"too many\");\n"
+              "        return n;\n",
+              "        List<Integer> xs = new ArrayList<>(List.of(1, 2, 3));\n        try {\n            Solution.drain(xs, 1);\n"
+              "        } catch (IllegalStateException e) {\n            check(true, \"thrown\");\n        }\n"
+              "        check(Solution.drain(new ArrayList<>(List.of(4)), 5) == 1, \"second\");\n        check(xs.isEmpty(), \"xs is \" + xs);\n")
+HONEST = {"a call that raises after changing its argument": DRAIN, "an in-place sort of Arrays.asList": SORT,
+          "an unchanged List.of next to a changed List": COPY,
           "a change of List.of throws as in one process": CLEAR, "a List kept honestly": PUSH, "an array": FILL, "a Map": COUNT,
           "go: a slice": GO_BUMP, "go: a map": GO_COUNT, "cpp: references and values": CPP_BUMP}
 

@@ -245,30 +245,31 @@ inline std::string thrown_name() {
 // Every earlier call's arguments, numbered in the order they crossed, with the state the caller
 // last saw of those taken by non-const reference (the others: ""). A candidate may keep a pointer
 // to one and change it in a later call, which the caller sees in one process, so a call's
-// arguments live as long as the server where one of them is such a reference.
+// arguments live as long as the server where one of them is such a reference. The list is a
+// local of main, out of the candidate's reach.
 struct Held { std::function<std::string()> state; std::string last; };
-inline std::vector<Held>& held() { static std::vector<Held> h; return h; }
 template <class P, size_t I, class Owned> Held held_one(const Owned& owned) {
     if constexpr (shared_v<P>) return Held{[owned]() { std::string o; put(o, std::get<I>(*owned)); return o; }, ""};
     else return Held{[]() { return std::string(); }, ""};
 }
-template <class... A, size_t... I> void hold(const std::shared_ptr<std::tuple<std::decay_t<A>...>>& owned, std::index_sequence<I...>) {
-    (held().push_back(held_one<A, I>(owned)), ...);
+template <class... A, size_t... I> void hold(std::vector<Held>& held, const std::shared_ptr<std::tuple<std::decay_t<A>...>>& owned,
+                                             std::index_sequence<I...>) {
+    (held.push_back(held_one<A, I>(owned)), ...);
 }
 // ` l<2m> i<k> <state>...` for the earlier arguments that changed since the caller last saw them, or "".
-inline std::string earlier_changes(size_t first) {
+inline std::string earlier_changes(std::vector<Held>& held, size_t first) {
     std::string o;
     size_t changed = 0;
     for (size_t k = 0; k < first; ++k) {
-        std::string now = held()[k].state();
-        if (now == held()[k].last) continue;
-        held()[k].last = now;
+        std::string now = held[k].state();
+        if (now == held[k].last) continue;
+        held[k].last = now;
         ++changed;
         o += " i" + std::to_string(k) + " " + now;
     }
     return changed ? " l" + std::to_string(2 * changed) + o : "";
 }
-template <class R, class... A> std::string serve(R (*f)(A...), const std::string& call) {
+template <class R, class... A> std::string serve(R (*f)(A...), const std::string& call, std::vector<Held>& held) {
     Reader r{call};
     if (count(r, 'l') != sizeof...(A)) return "z " + text("wrong number of arguments");
     auto owned = std::make_shared<std::tuple<std::decay_t<A>...>>();
@@ -282,9 +283,9 @@ template <class R, class... A> std::string serve(R (*f)(A...), const std::string
     try {
         std::apply([&](const auto&... x) { ((before += ' ', put(before, x)), ...); }, args);
     } catch (const std::exception& e) { return "z " + text(std::string("arguments: ") + e.what()); }
-    const size_t first = held().size();
-    hold<A...>(owned, std::index_sequence_for<A...>{});
-    for (size_t k = first; k < held().size(); ++k) held()[k].last = held()[k].state();
+    const size_t first = held.size();
+    hold<A...>(held, owned, std::index_sequence_for<A...>{});
+    for (size_t k = first; k < held.size(); ++k) held[k].last = held[k].state();
     try {
         if constexpr (std::is_void_v<R>) {
             std::apply(f, args);
@@ -301,8 +302,8 @@ template <class R, class... A> std::string serve(R (*f)(A...), const std::string
     std::string after, earlier;
     try {
         std::apply([&](const auto&... x) { ((after += ' ', put(after, x)), ...); }, args);
-        earlier = earlier_changes(first);
-        for (size_t k = first; k < held().size(); ++k) held()[k].last = held()[k].state();
+        earlier = earlier_changes(held, first);
+        for (size_t k = first; k < held.size(); ++k) held[k].last = held[k].state();
     } catch (const std::exception& e) { return "z " + text(e.what()); }
     if (after == before && earlier.empty()) return "o " + out;
     return (earlier.empty() ? "a l2 " : "a l3 ") + out + " l" + std::to_string(sizeof...(A)) + after + earlier;
@@ -311,7 +312,8 @@ template <class R, class... A> std::string serve(R (*f)(A...), const std::string
 
 int main() {
     std::string call;
-    while (bs::recv(3, call)) bs::send(4, bs::serve(&ENTRY, call));
+    std::vector<bs::Held> held;
+    while (bs::recv(3, call)) bs::send(4, bs::serve(&ENTRY, call, held));
     return 0;
 }
 '''

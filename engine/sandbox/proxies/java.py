@@ -14,6 +14,7 @@ against it unchanged; changed arguments come back in an `a` reply (engine.sandbo
 from __future__ import annotations
 
 from engine.sandbox import syntax
+from engine.sandbox.proxies.java_arguments import ARGUMENTS
 from engine.sandbox.relay import SandboxProgram
 
 CODEC = r'''import java.io.*;
@@ -303,81 +304,6 @@ public class Bs {
         return o.toString();
     }
 
-    /** One argument's state as it crosses (its declared type fixes the tags). */
-    static String one(Object v, Type declared) {
-        StringBuilder o = new StringBuilder();
-        put(o, v, declared, 1);
-        return o.toString();
-    }
-
-    /** An array, List, Map or Set: what the caller shares with the call in one process. */
-    static boolean mutable(Object v) {
-        return v != null && (v.getClass().isArray() || v instanceof Collection || v instanceof Map);
-    }
-
-    /**
-     * The tests' argument `mine` made what the candidate's call left it (`got`), in place, and
-     * only where it differs: false where `mine` refuses the change (a List.of, an Arrays.asList
-     * that changed size), where one process would have thrown inside the call.
-     */
-    @SuppressWarnings("unchecked")
-    static boolean restore(Object mine, Object got, Type declared) {
-        if (mine == null || got == null || Objects.deepEquals(mine, got) || one(mine, declared).equals(one(got, declared))) return true;
-        try {
-            if (mine.getClass().isArray() && got.getClass() == mine.getClass()) {
-                System.arraycopy(got, 0, mine, 0, Math.min(Array.getLength(mine), Array.getLength(got)));
-            } else if (mine instanceof List && got instanceof List) {
-                List<Object> m = (List<Object>) mine, g = (List<Object>) got;
-                // set(i, v) keeps a fixed-size List (Arrays.asList) working where its size is unchanged.
-                if (m.size() == g.size()) { for (int i = 0; i < g.size(); i++) m.set(i, g.get(i)); }
-                else { m.clear(); m.addAll(g); }
-            } else if (mine instanceof Map && got instanceof Map) {
-                ((Map<Object, Object>) mine).clear();
-                ((Map<Object, Object>) mine).putAll((Map<Object, Object>) got);
-            } else if (mine instanceof Set && got instanceof Set) {
-                ((Set<Object>) mine).clear();
-                ((Set<Object>) mine).addAll((Set<Object>) got);
-            }
-        } catch (UnsupportedOperationException e) {
-            return false;
-        }
-        return true;
-    }
-
-    /** An earlier call's array or collection, with the state the caller last saw of it. */
-    static class Held {
-        final Object value;
-        final Type type;
-        String last;
-        Object got;
-        Held(Object value, Type type, String last) { this.value = value; this.type = type; this.last = last; }
-    }
-
-    // Server: every earlier call's arrays and collections, numbered in the order they crossed. A
-    // candidate may keep one (a static field) and change it in a later call, which the caller
-    // sees in one process.
-    static final List<Held> held = new ArrayList<>();
-
-    /** ` l<2m> i<k> <state>...` for the earlier arguments that changed since last reported, or "". */
-    static String earlierChanges() {
-        StringBuilder o = new StringBuilder();
-        int changed = 0;
-        for (int k = 0; k < held.size(); k++) {
-            Held h = held.get(k);
-            String now = one(h.value, h.type);
-            if (now.equals(h.last)) continue;
-            h.last = now;
-            changed++;
-            o.append(" i").append(k).append(' ').append(now);
-        }
-        return changed == 0 ? "" : " l" + (2 * changed) + o;
-    }
-
-    static void hold(List<Held> into, Object[] args, Type[] types, boolean withState) {
-        for (int i = 0; i < args.length; i++)
-            if (mutable(args[i])) into.add(new Held(args[i], types[i], withState ? one(args[i], types[i]) : null));
-    }
-
     public static void serve(String className, String name, int arity) throws Exception {
         InputStream calls = new FileInputStream("/proc/self/fd/3");
         OutputStream replies = new FileOutputStream("/proc/self/fd/4");
@@ -392,6 +318,10 @@ public class Bs {
                 self = make.newInstance();
             }
         } catch (Throwable e) { m = null; why = "the candidate did not load: " + e; }
+        // Every earlier call's arrays and collections, numbered in the order they crossed: a
+        // candidate may keep one (a static field) and change it in a later call, which the caller
+        // sees in one process. A local, out of the candidate's reach.
+        List<BsArgs.Held> held = new ArrayList<>();
         byte[] call;
         while ((call = recv(calls)) != null) {
             if (m == null) { send(replies, "z " + quoted(why)); continue; }
@@ -403,11 +333,12 @@ public class Bs {
                 Object[] args = new Object[arity];
                 for (int i = 0; i < arity; i++) { r.skip(); args[i] = get(r, types[i]); }
                 String before = state(args, types);
+                // Kept with the state the caller has of them: what a call that raises changed in
+                // them is reported with a later call's answer.
+                int first = held.size();
+                BsArgs.hold(held, args, types, true);
                 Object value;
                 try { value = m.invoke(self, args); } catch (InvocationTargetException e) {
-                    // Changes made by a call that raises are not reported (as in every language);
-                    // its arguments are kept with the state the caller has of them.
-                    hold(held, args, types, true);
                     send(replies, "x " + quoted(e.getCause() == null ? "java.lang.Throwable" : e.getCause().getClass().getName()));
                     continue;
                 }
@@ -415,8 +346,8 @@ public class Bs {
                 // their state after it too, and that of any earlier call's it changed: the caller sees
                 // the change (engine.sandbox.arguments). The common call changes neither: `o`.
                 String after = state(args, types);
-                String earlier = earlierChanges();
-                hold(held, args, types, true);
+                String earlier = BsArgs.earlierChanges(held, first);
+                BsArgs.seen(held, first);
                 boolean changed = !after.equals(before) || !earlier.isEmpty();
                 StringBuilder o = new StringBuilder(!changed ? "o " : earlier.isEmpty() ? "a l2 " : "a l3 ");
                 if (m.getReturnType() == void.class) o.append('n'); else put(o, value, m.getGenericReturnType(), 0);
@@ -432,8 +363,6 @@ public class Bs {
 
     static OutputStream calls;
     static InputStream replies;
-    // Proxy: the tests' arrays and collections of every earlier call, numbered as the server's.
-    static final List<Held> kept = new ArrayList<>();
 
     @SuppressWarnings("unchecked")
     public static <T> T call(Class<?> owner, String name, Object... args) {
@@ -449,8 +378,8 @@ public class Bs {
                 broken("an argument does not cross: " + e);
             }
             // This call's arrays and collections are numbered as the server numbers its copies.
-            int first = kept.size();
-            hold(kept, args, types, false);
+            int first = BsArgs.kept.size();
+            BsArgs.hold(BsArgs.kept, args, types, false);
             send(calls, o.toString());
             byte[] reply = recv(replies);
             if (reply == null) broken("the engine closed the call channel");
@@ -473,7 +402,7 @@ public class Bs {
                     r.count('l');
                     Object[] got = new Object[args.length];
                     for (int i = 0; i < args.length; i++) { r.skip(); got[i] = get(r, types[i]); }
-                    List<Held> earlier = new ArrayList<>();
+                    List<BsArgs.Held> earlier = new ArrayList<>();
                     if (r.p < reply.length) {
                         r.skip();
                         int n = r.count('l');
@@ -483,14 +412,14 @@ public class Bs {
                             int k = integer(r.token()).intValueExact();
                             if (k < 0 || k >= first) throw new NotPlain("no earlier argument " + k);
                             r.skip();
-                            Held h = kept.get(k);
-                            earlier.add(new Held(h.value, h.type, null));
+                            BsArgs.Held h = BsArgs.kept.get(k);
+                            earlier.add(new BsArgs.Held(h.value, h.type, null));
                             earlier.get(j).got = get(r, h.type);
                         }
                     }
                     if (r.p != reply.length) throw new NotPlain("bytes after the reply");
-                    for (Held h : earlier) refused |= !restore(h.value, h.got, h.type);
-                    for (int i = 0; i < args.length; i++) refused |= !restore(args[i], got[i], types[i]);
+                    for (BsArgs.Held h : earlier) refused |= !BsArgs.restore(h.value, h.got, h.type);
+                    for (int i = 0; i < args.length; i++) refused |= !BsArgs.restore(args[i], got[i], types[i]);
                 }
             } catch (Throwable e) {
                 broken("the reply does not decode into the declared type: " + e);
@@ -548,8 +477,8 @@ def jobs(task: dict, code: str, command) -> tuple[SandboxProgram, SandboxProgram
     call = f'Bs.call({owner}.class, "{header.name}"{", " if names else ""}{names})'
     body = f"{call};" if header.result == "void" else f"return {call};"
     proxy = f"{task.get('context') or ''}\n\npublic class {owner} {{\n    {task['signature']} {{\n        {body}\n    }}\n}}\n"
-    server_files = {f"{java_class_name(code)}.java": code, "Bs.java": CODEC,
+    server_files = {f"{java_class_name(code)}.java": code, "Bs.java": CODEC, "BsArgs.java": ARGUMENTS,
                     "BsServer.java": SERVER.replace("CLASS", owner).replace("NAME", header.name).replace("ARITY", str(len(header.params)))}
     tests_files = {f"{owner}.java": proxy.lstrip("\n"), f"{task['entry_point']}.java": task["tests"], "Bs.java": CODEC,
-                   "BabelscoreHarness.java": JAVA_HARNESS.replace("ENTRY", task["entry_point"])}
+                   "BsArgs.java": ARGUMENTS, "BabelscoreHarness.java": JAVA_HARNESS.replace("ENTRY", task["entry_point"])}
     return SandboxProgram(server_files, command("BsServer")), SandboxProgram(tests_files, command("BabelscoreHarness"))
