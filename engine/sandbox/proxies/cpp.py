@@ -7,7 +7,8 @@ std::set / unordered_set (`e`), std::map / unordered_map (`m`), std::optional (`
 The server calls the function through a pointer whose parameter types it decodes into
 (`std::decay_t` of each); the proxy has the task's signature and decodes the reply into the
 function's own return type (`bs::result_of(&NAME)`), so no type is ever written twice. Changed
-arguments taken by reference come back in an `a` reply (engine.sandbox.arguments).
+arguments taken by reference, this call's or an earlier call's the candidate kept a pointer to,
+come back in an `a` reply (engine.sandbox.arguments).
 """
 from __future__ import annotations
 

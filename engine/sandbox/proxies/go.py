@@ -4,7 +4,8 @@ The codec works through `reflect` on the declared types: bool, every int and uin
 float32/64 (`d`), string, slices and arrays (`l`), maps (`m`), pointers and interfaces to those;
 a struct, channel or function is not plain data. A nil slice or map is `n`, an empty one `l0`/`m0`. The proxy has the task's signature and decodes
 the reply into its declared result types (several results travel as a tuple `u<n>`); changed
-arguments come back in an `a` reply (engine.sandbox.arguments).
+arguments, this call's or an earlier call's slices, maps and pointers a candidate kept, come back
+in an `a` reply (engine.sandbox.arguments).
 """
 from __future__ import annotations
 

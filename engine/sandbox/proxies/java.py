@@ -9,7 +9,8 @@ Short, Byte, BigInteger, Float or Character crosses as a typed value naming its 
 the candidate wrote itself travels as the values it yields, never as its object. Decoding follows
 the declared generic type through reflection (arguments on the server, the reply in the proxy).
 The proxy class has the candidate class's name and the task's signature, so the tests compile
-against it unchanged; changed arguments come back in an `a` reply (engine.sandbox.arguments).
+against it unchanged; changed arguments, this call's or an earlier call's, come back in an `a`
+reply (engine.sandbox.arguments, engine.sandbox.proxies.java_arguments).
 """
 from __future__ import annotations
 
