@@ -132,7 +132,12 @@ DRAIN = _java("public static int drain(List<Integer> xs, int limit)",
               "        List<Integer> xs = new ArrayList<>(List.of(1, 2, 3));\n        try {\n            Solution.drain(xs, 1);\n"
               "        } catch (IllegalStateException e) {\n            check(true, \"thrown\");\n        }\n"
               "        check(Solution.drain(new ArrayList<>(List.of(4)), 5) == 1, \"second\");\n        check(xs.isEmpty(), \"xs is \" + xs);\n")
-HONEST = {"a call that raises after changing its argument": DRAIN, "an in-place sort of Arrays.asList": SORT,
+GATHER = _java("public static int gather(List<Integer> to, Set<Integer> from, Map<String, Integer> extra)",
+               "        to.addAll(new TreeSet<>(from));\n        to.add(extra.size());\n        return to.size();\n",
+               "        List<Integer> to = new ArrayList<>();\n        Set<Integer> from = Set.of(3, 1, 2);\n"
+               "        Map<String, Integer> extra = Map.of(\"a\", 1, \"b\", 2);\n        check(Solution.gather(to, from, extra) == 4, \"size\");\n"
+               "        check(to.equals(List.of(1, 2, 3, 2)), \"to is \" + to);\n")
+HONEST = {"a call that raises after changing its argument": DRAIN, "an unchanged Set.of and Map.of": GATHER, "an in-place sort of Arrays.asList": SORT,
           "an unchanged List.of next to a changed List": COPY,
           "a change of List.of throws as in one process": CLEAR, "a List kept honestly": PUSH, "an array": FILL, "a Map": COUNT,
           "go: a slice": GO_BUMP, "go: a map": GO_COUNT, "cpp: references and values": CPP_BUMP}
