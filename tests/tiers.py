@@ -57,6 +57,7 @@ HEAVY_MODULES = frozenset({
     "roundtrip/test_python_graph_forgets.py",
     "roundtrip/test_python_server_reach.py",
     "roundtrip/test_replay_and_arguments.py",
+    "roundtrip/test_native_arguments.py",  # Java arguments through the sandboxed toolchain
     "roundtrip/test_shared_objects.py",
     "roundtrip/test_stage.py",
     "roundtrip/test_tasks.py",

@@ -4,7 +4,7 @@ The function under test (a regeneration, or the task's reference solution) runs 
 small server as in a split run (engine.sandbox.proxies: fd 3 calls, fd 4 replies, no token, no
 verdict channel), in a sandboxed run of its own. The engine writes each drawn input to it as a
 plain-value call (engine.sandbox.plain) and reads each reply with the stream's limits; each
-call's outcome is `("o", value)`, `("a", l2 of value and arguments after)`, `("x", name)`, `("z", why)`,
+call's outcome is `("o", value)`, `("a", l2 of value and arguments after, or l3 with earlier arguments changed)`, `("x", name)`, `("z", why)`,
 `("timeout",)` or `("ended", why)`
 (the table is in docs/sandbox.md), parsed by the engine, never the program's own record.
 After a time-out or an end the server is stopped and a fresh one takes the next input, at most

@@ -244,7 +244,8 @@ def write(value: Any) -> bytes:
 
 def reply(payload: bytes) -> tuple[str, Any]:
     """('o', value) / ('x', exception name) / ('z', why) / ('a', l2 of the value and the argument
-    list after the call: engine.sandbox.arguments) of a server's reply; PlainError otherwise."""
+    list after the call, or l3 with the earlier calls' arguments it changed: engine.sandbox.arguments)
+    of a server's reply; PlainError otherwise."""
     if len(payload) > MAX_MESSAGE:
         raise PlainError(f"reply of {len(payload)} bytes is longer than {MAX_MESSAGE}")
     kind = payload[:2]
@@ -254,8 +255,8 @@ def reply(payload: bytes) -> tuple[str, Any]:
     value, end = parse(payload[2:], max_depth=MAX_DEPTH + (2 if kind == b"a " else 0))
     if end != len(payload) - 2:
         raise PlainError("bytes after the reply's value")
-    if kind == b"a " and (value[0] != "l" or len(value[1]) != 2 or value[1][1][0] != "l"):
-        raise PlainError("an 'a' reply is a list of the returned value and the argument list")
+    if kind == b"a " and (value[0] != "l" or len(value[1]) not in (2, 3) or any(part[0] != "l" for part in value[1][1:])):
+        raise PlainError("an 'a' reply is a list of the returned value, the argument list and the earlier arguments' changes")
     if kind in (b"x ", b"z ") and value[0] != "s":
         raise PlainError("an exception's name must be a string")
     _refuse_repeats(value)

@@ -7,7 +7,8 @@ std::set / unordered_set (`e`), std::map / unordered_map (`m`), std::optional (`
 The server calls the function through a pointer whose parameter types it decodes into
 (`std::decay_t` of each); the proxy has the task's signature and decodes the reply into the
 function's own return type (`bs::result_of(&NAME)`), so no type is ever written twice. Changed
-arguments taken by reference come back in an `a` reply (engine.sandbox.arguments).
+arguments taken by reference, this call's or an earlier call's the candidate kept a pointer to,
+come back in an `a` reply (engine.sandbox.arguments).
 """
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ from engine.sandbox.relay import SandboxProgram
 CODEC = r'''
 #include <cmath>
 #include <cstdio>
+#include <functional>
+#include <memory>
 #include <cstdlib>
 #include <limits>
 #include <map>
@@ -217,6 +220,10 @@ inline bool recv(int fd, std::string& out) {
 }
 inline std::string text(const std::string& s) { return "s" + std::to_string(s.size()) + ":" + s; }
 template <class R, class... A> R result_of(R (*)(A...));
+template <class... P> struct Params {};
+template <class R, class... P> Params<P...> params_of(R (*)(P...));
+// A parameter by non-const reference: the caller sees what the call (or a later one) does to it.
+template <class P> constexpr bool shared_v = std::is_lvalue_reference_v<P> && !std::is_const_v<std::remove_reference_t<P>>;
 }  // namespace bs
 '''
 
@@ -236,10 +243,38 @@ inline std::string thrown_name() {
     std::free(name);
     return out;
 }
-template <class R, class... A> std::string serve(R (*f)(A...), const std::string& call) {
+// Every earlier call's arguments, numbered in the order they crossed, with the state the caller
+// last saw of those taken by non-const reference (the others: ""). A candidate may keep a pointer
+// to one and change it in a later call, which the caller sees in one process, so a call's
+// arguments live as long as the server where one of them is such a reference. The list is a
+// local of main, out of the candidate's reach.
+struct Held { std::function<std::string()> state; std::string last; };
+template <class P, size_t I, class Owned> Held held_one(const Owned& owned) {
+    if constexpr (shared_v<P>) return Held{[owned]() { std::string o; put(o, std::get<I>(*owned)); return o; }, ""};
+    else return Held{[]() { return std::string(); }, ""};
+}
+template <class... A, size_t... I> void hold(std::vector<Held>& held, const std::shared_ptr<std::tuple<std::decay_t<A>...>>& owned,
+                                             std::index_sequence<I...>) {
+    (held.push_back(held_one<A, I>(owned)), ...);
+}
+// ` l<2m> i<k> <state>...` for the earlier arguments that changed since the caller last saw them, or "".
+inline std::string earlier_changes(std::vector<Held>& held, size_t first) {
+    std::string o;
+    size_t changed = 0;
+    for (size_t k = 0; k < first; ++k) {
+        std::string now = held[k].state();
+        if (now == held[k].last) continue;
+        held[k].last = now;
+        ++changed;
+        o += " i" + std::to_string(k) + " " + now;
+    }
+    return changed ? " l" + std::to_string(2 * changed) + o : "";
+}
+template <class R, class... A> std::string serve(R (*f)(A...), const std::string& call, std::vector<Held>& held) {
     Reader r{call};
     if (count(r, 'l') != sizeof...(A)) return "z " + text("wrong number of arguments");
-    std::tuple<std::decay_t<A>...> args;
+    auto owned = std::make_shared<std::tuple<std::decay_t<A>...>>();
+    std::tuple<std::decay_t<A>...>& args = *owned;
     try {
         std::apply([&](auto&... x) { ((skip(r), get(r, x)), ...); }, args);
     } catch (const std::exception& e) {
@@ -249,6 +284,9 @@ template <class R, class... A> std::string serve(R (*f)(A...), const std::string
     try {
         std::apply([&](const auto&... x) { ((before += ' ', put(before, x)), ...); }, args);
     } catch (const std::exception& e) { return "z " + text(std::string("arguments: ") + e.what()); }
+    const size_t first = held.size();
+    hold<A...>(held, owned, std::index_sequence_for<A...>{});
+    for (size_t k = first; k < held.size(); ++k) held[k].last = held[k].state();
     try {
         if constexpr (std::is_void_v<R>) {
             std::apply(f, args);
@@ -260,20 +298,23 @@ template <class R, class... A> std::string serve(R (*f)(A...), const std::string
     } catch (...) {
         return "x " + text(thrown_name());
     }
-    // An argument taken by reference that the call changed: its state is part of the answer, as
-    // the caller sees it (engine.sandbox.arguments).
-    std::string after;
+    // An argument taken by reference that the call changed, or an earlier call's that it changed:
+    // its state is part of the answer, as the caller sees it (engine.sandbox.arguments).
+    std::string after, earlier;
     try {
         std::apply([&](const auto&... x) { ((after += ' ', put(after, x)), ...); }, args);
+        earlier = earlier_changes(held, first);
+        for (size_t k = first; k < held.size(); ++k) held[k].last = held[k].state();
     } catch (const std::exception& e) { return "z " + text(e.what()); }
-    if (after == before) return "o " + out;
-    return "a l2 " + out + " l" + std::to_string(sizeof...(A)) + after;
+    if (after == before && earlier.empty()) return "o " + out;
+    return (earlier.empty() ? "a l2 " : "a l3 ") + out + " l" + std::to_string(sizeof...(A)) + after + earlier;
 }
 }  // namespace bs
 
 int main() {
     std::string call;
-    while (bs::recv(3, call)) bs::send(4, bs::serve(&ENTRY, call));
+    std::vector<bs::Held> held;
+    while (bs::recv(3, call)) bs::send(4, bs::serve(&ENTRY, call, held));
     return 0;
 }
 '''
@@ -303,9 +344,18 @@ template <class T> void restore(Reader& r, T& x) {
     get(r, v);
     if constexpr (!std::is_const_v<T>) x = std::move(v);
 }
-template <class R, class... A> R call(A&... args) {
+// The tests' arguments of every call, numbered as the server numbers its copies: for one taken by
+// non-const reference, how to make it a state the server reports later.
+inline std::vector<std::function<void(Reader&)>>& kept() { static std::vector<std::function<void(Reader&)>> k; return k; }
+template <class P, class T> void keep(T& x) {
+    if constexpr (shared_v<P>) kept().push_back([p = &x](Reader& r) { restore(r, *p); });
+    else kept().push_back([](Reader&) { throw NotPlain("an earlier argument not taken by reference"); });
+}
+template <class R, class... P, class... A> R call(Params<P...>, A&... args) {
     std::string payload = "l" + std::to_string(sizeof...(A));
     ((payload += ' ', put(payload, args)), ...);
+    const size_t first = kept().size();
+    (keep<P>(args), ...);
     send(5, payload);
     std::string reply;
     if (!recv(6, reply)) { std::fputs("candidate broken: the engine closed the call channel\n", stderr); std::_Exit(1); }
@@ -318,6 +368,19 @@ template <class R, class... A> R call(A&... args) {
             std::conditional_t<std::is_void_v<R>, int, std::decay_t<R>> value{};
             if constexpr (std::is_void_v<R>) { if (after) token(r); } else { get(r, value); }
             if (after) { skip(r); count(r, 'l'); ((skip(r), restore(r, args)), ...); }
+            if (after && r.p < reply.size()) {
+                // `a l3`: earlier calls' arguments this call changed, `i<k> <state>` each.
+                skip(r);
+                const size_t n = count(r, 'l');
+                for (size_t j = 0; j < n / 2; ++j) {
+                    skip(r);
+                    const size_t k = std::stoul(token(r).substr(1));
+                    if (k >= first) throw NotPlain("no such earlier argument");
+                    skip(r);
+                    kept()[k](r);
+                }
+            }
+            if (r.p != reply.size()) throw NotPlain("bytes after the reply");
             if constexpr (std::is_void_v<R>) return; else return value;
         } catch (const std::exception& e) {
             std::fprintf(stderr, "candidate broken: the reply does not decode into the declared type: %s\n", e.what());
@@ -343,7 +406,8 @@ def jobs(task: dict, code: str, script) -> tuple[SandboxProgram, SandboxProgram]
     header = syntax.function_header("cpp", task["signature"])
     context = task.get("context") or ""
     names = ", ".join(name for name, _ in header.params)
-    proxy = (f"{task['signature']} {{\n    return bs::call<decltype(bs::result_of(&{header.name}))>({names});\n}}\n")
+    proxy = (f"{task['signature']} {{\n    return bs::call<decltype(bs::result_of(&{header.name}))>("
+             f"decltype(bs::params_of(&{header.name})){{}}{', ' if names else ''}{names});\n}}\n")
     server_files = {"server.cpp": join_sources(CODEC, context, code, SERVER.replace("ENTRY", header.name))}
     renamed = rename_main(task["tests"], r"\bint\s+main\s*\(\s*(?:void\s*)?\)", "int babelscore_tests_main()", "cpp")
     tests_files = {"tests.cpp": join_sources(CODEC, PROXY_CALL, context, proxy, renamed, CPP_HARNESS)}

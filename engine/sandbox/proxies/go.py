@@ -4,246 +4,32 @@ The codec works through `reflect` on the declared types: bool, every int and uin
 float32/64 (`d`), string, slices and arrays (`l`), maps (`m`), pointers and interfaces to those;
 a struct, channel or function is not plain data. A nil slice or map is `n`, an empty one `l0`/`m0`. The proxy has the task's signature and decodes
 the reply into its declared result types (several results travel as a tuple `u<n>`); changed
-arguments come back in an `a` reply (engine.sandbox.arguments).
+arguments, this call's or an earlier call's slices, maps and pointers a candidate kept, come back
+in an `a` reply (engine.sandbox.arguments).
 """
 from __future__ import annotations
 
 from engine.sandbox import syntax
+from engine.sandbox.proxies.go_codec import CODEC
 from engine.sandbox.relay import SandboxProgram
-
-CODEC = r'''
-import (
-	"bytes"
-	"fmt"
-	"math"
-	"os"
-	"reflect"
-	"strconv"
-)
-
-type bsNotPlain struct{ why string }
-
-func bsPut(b *bytes.Buffer, v reflect.Value, depth int) {
-	if depth > 32 {
-		panic(bsNotPlain{"nested deeper than 32 levels"})
-	}
-	switch v.Kind() {
-	case reflect.Invalid:
-		b.WriteString("n")
-	case reflect.Bool:
-		if v.Bool() {
-			b.WriteString("t")
-		} else {
-			b.WriteString("f")
-		}
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		b.WriteString("i" + strconv.FormatInt(v.Int(), 10))
-	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
-		b.WriteString("i" + strconv.FormatUint(v.Uint(), 10))
-	case reflect.Float32, reflect.Float64:
-		f := v.Float()
-		switch {
-		case math.IsNaN(f):
-			b.WriteString("dnan")
-		case math.IsInf(f, 1):
-			b.WriteString("dinf")
-		case math.IsInf(f, -1):
-			b.WriteString("d-inf")
-		default:
-			b.WriteString("d" + strconv.FormatFloat(f, 'g', -1, 64))
-		}
-	case reflect.String:
-		s := v.String()
-		b.WriteString("s" + strconv.Itoa(len(s)) + ":" + s)
-	case reflect.Slice, reflect.Array:
-		// A nil slice or map crosses as `n` (it decodes back to nil): reflect.DeepEqual and the
-		// tests' `== nil` tell it from an empty one.
-		if v.Kind() == reflect.Slice && v.IsNil() {
-			b.WriteString("n")
-			return
-		}
-		b.WriteString("l" + strconv.Itoa(v.Len()))
-		for i := 0; i < v.Len(); i++ {
-			b.WriteString(" ")
-			bsPut(b, v.Index(i), depth+1)
-		}
-	case reflect.Map:
-		if v.IsNil() {
-			b.WriteString("n")
-			return
-		}
-		b.WriteString("m" + strconv.Itoa(v.Len()))
-		iter := v.MapRange()
-		for iter.Next() {
-			b.WriteString(" ")
-			bsPut(b, iter.Key(), depth+1)
-			b.WriteString(" ")
-			bsPut(b, iter.Value(), depth+1)
-		}
-	case reflect.Ptr, reflect.Interface:
-		if v.IsNil() {
-			b.WriteString("n")
-		} else {
-			bsPut(b, v.Elem(), depth+1)
-		}
-	default:
-		panic(bsNotPlain{"a " + v.Type().String() + " is not plain data"})
-	}
-}
-
-type bsReader struct {
-	data []byte
-	pos  int
-}
-
-func (r *bsReader) token() string {
-	end := bytes.IndexByte(r.data[r.pos:], ' ')
-	if end < 0 {
-		end = len(r.data) - r.pos
-	}
-	t := string(r.data[r.pos : r.pos+end])
-	r.pos += end
-	return t
-}
-
-func (r *bsReader) skip() {
-	if r.pos < len(r.data) && r.data[r.pos] == ' ' {
-		r.pos++
-	}
-}
-
-func bsGet(r *bsReader, t reflect.Type) reflect.Value {
-	v := reflect.New(t).Elem()
-	if r.data[r.pos] == 's' {
-		colon := r.pos + bytes.IndexByte(r.data[r.pos:], ':')
-		n, _ := strconv.Atoi(string(r.data[r.pos+1 : colon]))
-		s := string(r.data[colon+1 : colon+1+n])
-		r.pos = colon + 1 + n
-		if t.Kind() == reflect.Interface {
-			return reflect.ValueOf(s)
-		}
-		v.SetString(s)
-		return v
-	}
-	tok := r.token()
-	switch {
-	case tok == "n":
-		return v
-	case tok == "t" || tok == "f":
-		if t.Kind() == reflect.Interface {
-			return reflect.ValueOf(tok == "t")
-		}
-		v.SetBool(tok == "t")
-	case tok[0] == 'i':
-		switch t.Kind() {
-		case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
-			n, err := strconv.ParseUint(tok[1:], 10, 64)
-			if err != nil || v.OverflowUint(n) {
-				panic(bsNotPlain{"integer out of range: " + tok})
-			}
-			v.SetUint(n)
-		case reflect.Interface:
-			n, _ := strconv.ParseInt(tok[1:], 10, 64)
-			return reflect.ValueOf(int(n))
-		default:
-			n, err := strconv.ParseInt(tok[1:], 10, 64)
-			if err != nil || v.OverflowInt(n) {
-				panic(bsNotPlain{"integer out of range: " + tok})
-			}
-			v.SetInt(n)
-		}
-	case tok[0] == 'd':
-		f, _ := strconv.ParseFloat(map[string]string{"nan": "NaN", "inf": "+Inf", "-inf": "-Inf"}[tok[1:]]+tok[1:], 64)
-		if g, err := strconv.ParseFloat(tok[1:], 64); err == nil {
-			f = g
-		}
-		if t.Kind() == reflect.Interface {
-			return reflect.ValueOf(f)
-		}
-		v.SetFloat(f)
-	default:
-		if tok[0] != 'l' && tok[0] != 'u' && tok[0] != 'e' && tok[0] != 'm' {
-			panic(bsNotPlain{"not a value of Go's: " + tok})
-		}
-		n, _ := strconv.Atoi(tok[1:])
-		if tok[0] == 'm' {
-			if t.Kind() == reflect.Interface {
-				t = reflect.TypeOf(map[interface{}]interface{}{})
-			}
-			m := reflect.MakeMapWithSize(t, n)
-			for i := 0; i < n; i++ {
-				r.skip()
-				k := bsGet(r, t.Key())
-				r.skip()
-				m.SetMapIndex(k, bsGet(r, t.Elem()))
-			}
-			return m
-		}
-		if t.Kind() == reflect.Interface {
-			t = reflect.TypeOf([]interface{}{})
-		}
-		if t.Kind() == reflect.Array {
-			for i := 0; i < n; i++ {
-				r.skip()
-				v.Index(i).Set(bsGet(r, t.Elem()))
-			}
-			return v
-		}
-		s := reflect.MakeSlice(t, n, n)
-		for i := 0; i < n; i++ {
-			r.skip()
-			s.Index(i).Set(bsGet(r, t.Elem()))
-		}
-		return s
-	}
-	return v
-}
-
-func bsSend(f *os.File, payload []byte) {
-	f.Write(append([]byte(strconv.Itoa(len(payload))+"\n"), payload...))
-}
-
-func bsRecv(f *os.File) []byte {
-	header := []byte{}
-	one := make([]byte, 1)
-	for len(header) == 0 || header[len(header)-1] != '\n' {
-		if n, _ := f.Read(one); n == 0 {
-			return nil
-		}
-		header = append(header, one[0])
-	}
-	size, _ := strconv.Atoi(string(header[:len(header)-1]))
-	data := make([]byte, size)
-	got := 0
-	for got < size {
-		n, _ := f.Read(data[got:])
-		if n == 0 {
-			return nil
-		}
-		got += n
-	}
-	return data
-}
-
-func bsText(s string) string { return "s" + strconv.Itoa(len(s)) + ":" + s }
-
-var _ = fmt.Sprint
-'''
 
 SERVER = "package main\n" + CODEC + r'''
 func main() {
 	calls, replies := os.NewFile(3, "calls"), os.NewFile(4, "replies")
 	fn := reflect.ValueOf(ENTRY)
+	// Every call's arguments, numbered in the order they crossed (bsServe): a local, out of the
+	// candidate's reach.
+	var held []bsKept
 	for {
 		call := bsRecv(calls)
 		if call == nil {
 			os.Exit(0)
 		}
-		bsSend(replies, bsServe(fn, call))
+		bsSend(replies, bsServe(fn, call, &held))
 	}
 }
 
-func bsServe(fn reflect.Value, call []byte) (reply []byte) {
+func bsServe(fn reflect.Value, call []byte, held *[]bsKept) (reply []byte) {
 	stage := "decode"
 	defer func() {
 		if p := recover(); p != nil {
@@ -273,6 +59,17 @@ func bsServe(fn reflect.Value, call []byte) (reply []byte) {
 		r.skip()
 		pristine[i] = bsGet(r, t.In(i))
 	}
+	// This call's slices, maps and pointers are kept with the state the caller has of them: a
+	// candidate may keep one (a package variable) and change it in a later call, which the caller
+	// sees in one process. Every argument is numbered, as the proxy numbers the tests' own.
+	first := len(*held)
+	for i := range args {
+		kept := bsKept{}
+		if state := bsState(args[i]); state != "" {
+			kept = bsKept{args[i], state}
+		}
+		*held = append(*held, kept)
+	}
 	stage = "call"
 	out := fn.Call(args)
 	stage = "encode"
@@ -288,7 +85,13 @@ func bsServe(fn reflect.Value, call []byte) (reply []byte) {
 			args[i] = pristine[i]
 		}
 	}
-	if changed {
+	earlier := bsEarlierChanges(*held, first)
+	for i := range args {
+		(*held)[first+i].last = bsState(args[i])
+	}
+	if earlier != "" {
+		b.WriteString("a l3 ")
+	} else if changed {
 		b.WriteString("a l2 ")
 	} else {
 		b.WriteString("o ")
@@ -305,14 +108,52 @@ func bsServe(fn reflect.Value, call []byte) (reply []byte) {
 			bsPut(&b, o, 1)
 		}
 	}
-	if changed {
+	if changed || earlier != "" {
 		b.WriteString(" l" + strconv.Itoa(len(args)))
 		for _, a := range args {
 			b.WriteString(" ")
 			bsPut(&b, a, 1)
 		}
+		b.WriteString(earlier)
 	}
 	return b.Bytes()
+}
+
+type bsKept struct {
+	value reflect.Value
+	last  string
+}
+
+// bsState is what the caller sees of an argument: a slice's elements, a map, a pointed-to value;
+// "" for a value that is the callee's own copy (and for none).
+func bsState(v reflect.Value) string {
+	switch v.Kind() {
+	case reflect.Slice, reflect.Map, reflect.Ptr:
+		var b bytes.Buffer
+		bsPut(&b, v, 1)
+		return b.String()
+	}
+	return ""
+}
+
+// bsEarlierChanges is ` l<2m> i<k> <state>...` for the earlier calls' arguments that changed since
+// the caller last saw them, or "".
+func bsEarlierChanges(held []bsKept, first int) string {
+	var b bytes.Buffer
+	m := 0
+	for k := 0; k < first; k++ {
+		now := bsState(held[k].value)
+		if now == held[k].last {
+			continue
+		}
+		held[k].last = now
+		m++
+		b.WriteString(" i" + strconv.Itoa(k) + " " + now)
+	}
+	if m == 0 {
+		return ""
+	}
+	return " l" + strconv.Itoa(2*m) + b.String()
 }
 '''
 
@@ -329,6 +170,9 @@ func bsCall(results []interface{}, args ...interface{}) {
 		b.WriteString(" ")
 		bsPut(&b, reflect.ValueOf(a), 1)
 	}
+	// The tests' arguments of every call, numbered as the server numbers its copies.
+	first := len(bsTestsArgs)
+	bsTestsArgs = append(bsTestsArgs, args...)
 	bsSend(bsCalls, b.Bytes())
 	reply := bsRecv(bsReplies)
 	if reply == nil {
@@ -338,10 +182,11 @@ func bsCall(results []interface{}, args ...interface{}) {
 	after := reply[0] == 'a'
 	if after {
 		// `a l2 <results> <arguments after the call>`: the results, then the tests' own slices,
-		// maps and pointed-to values changed as the call changed them, as in one process.
+		// maps and pointed-to values changed as the call changed them, as in one process; `a l3`
+		// adds `l<2m> i<k> <state>...` for earlier calls' arguments the call changed.
 		r.token()
 		r.skip()
-		defer bsRestoreArgs(r, args)
+		defer bsRestoreArgs(r, args, first)
 		reply[0] = 'o'
 	}
 	if reply[0] == 'o' {
@@ -385,7 +230,9 @@ func bsCall(results []interface{}, args ...interface{}) {
 	}
 }
 
-func bsRestoreArgs(r *bsReader, args []interface{}) {
+var bsTestsArgs []interface{}
+
+func bsRestoreArgs(r *bsReader, args []interface{}, first int) {
 	defer func() {
 		if e := recover(); e != nil {
 			bsBroken(fmt.Sprint("the arguments' state does not decode into the declared types: ", e))
@@ -396,25 +243,47 @@ func bsRestoreArgs(r *bsReader, args []interface{}) {
 	for _, a := range args {
 		r.skip()
 		orig := reflect.ValueOf(a)
-		got := bsGet(r, orig.Type())
-		switch orig.Kind() {
-		case reflect.Slice:
-			reflect.Copy(orig, got)
-		case reflect.Map:
-			if orig.IsNil() {
-				continue
-			}
-			for _, k := range orig.MapKeys() {
-				orig.SetMapIndex(k, reflect.Value{})
-			}
-			iter := got.MapRange()
-			for iter.Next() {
-				orig.SetMapIndex(iter.Key(), iter.Value())
-			}
-		case reflect.Ptr:
-			if !orig.IsNil() && !got.IsNil() {
-				orig.Elem().Set(got.Elem())
-			}
+		bsRestore(orig, bsGet(r, orig.Type()))
+	}
+	if r.pos == len(r.data) {
+		return
+	}
+	r.skip()
+	tok := r.token()
+	m, _ := strconv.Atoi(tok[1:])
+	for j := 0; j < m/2; j++ {
+		r.skip()
+		k, err := strconv.Atoi(r.token()[1:])
+		if err != nil || k < 0 || k >= first {
+			panic("no such earlier argument")
+		}
+		r.skip()
+		orig := reflect.ValueOf(bsTestsArgs[k])
+		bsRestore(orig, bsGet(r, orig.Type()))
+	}
+	if r.pos != len(r.data) {
+		panic("bytes after the reply")
+	}
+}
+
+func bsRestore(orig, got reflect.Value) {
+	switch orig.Kind() {
+	case reflect.Slice:
+		reflect.Copy(orig, got)
+	case reflect.Map:
+		if orig.IsNil() {
+			return
+		}
+		for _, k := range orig.MapKeys() {
+			orig.SetMapIndex(k, reflect.Value{})
+		}
+		iter := got.MapRange()
+		for iter.Next() {
+			orig.SetMapIndex(iter.Key(), iter.Value())
+		}
+	case reflect.Ptr:
+		if !orig.IsNil() && !got.IsNil() {
+			orig.Elem().Set(got.Elem())
 		}
 	}
 }

@@ -9,11 +9,13 @@ Short, Byte, BigInteger, Float or Character crosses as a typed value naming its 
 the candidate wrote itself travels as the values it yields, never as its object. Decoding follows
 the declared generic type through reflection (arguments on the server, the reply in the proxy).
 The proxy class has the candidate class's name and the task's signature, so the tests compile
-against it unchanged; changed arguments come back in an `a` reply (engine.sandbox.arguments).
+against it unchanged; changed arguments, this call's or an earlier call's, come back in an `a`
+reply (engine.sandbox.arguments, engine.sandbox.proxies.java_arguments).
 """
 from __future__ import annotations
 
 from engine.sandbox import syntax
+from engine.sandbox.proxies.java_arguments import ARGUMENTS
 from engine.sandbox.relay import SandboxProgram
 
 CODEC = r'''import java.io.*;
@@ -303,24 +305,6 @@ public class Bs {
         return o.toString();
     }
 
-    /** The tests' argument `mine` made what the candidate's call left it (`got`), in place. */
-    @SuppressWarnings("unchecked")
-    static void restore(Object mine, Object got) {
-        if (mine == null || got == null) return;
-        if (mine.getClass().isArray() && got.getClass() == mine.getClass()) {
-            System.arraycopy(got, 0, mine, 0, Math.min(java.lang.reflect.Array.getLength(mine), java.lang.reflect.Array.getLength(got)));
-        } else if (mine instanceof java.util.List && got instanceof java.util.List) {
-            ((java.util.List<Object>) mine).clear();
-            ((java.util.List<Object>) mine).addAll((java.util.List<Object>) got);
-        } else if (mine instanceof java.util.Map && got instanceof java.util.Map) {
-            ((java.util.Map<Object, Object>) mine).clear();
-            ((java.util.Map<Object, Object>) mine).putAll((java.util.Map<Object, Object>) got);
-        } else if (mine instanceof java.util.Set && got instanceof java.util.Set) {
-            ((java.util.Set<Object>) mine).clear();
-            ((java.util.Set<Object>) mine).addAll((java.util.Set<Object>) got);
-        }
-    }
-
     public static void serve(String className, String name, int arity) throws Exception {
         InputStream calls = new FileInputStream("/proc/self/fd/3");
         OutputStream replies = new FileOutputStream("/proc/self/fd/4");
@@ -335,6 +319,10 @@ public class Bs {
                 self = make.newInstance();
             }
         } catch (Throwable e) { m = null; why = "the candidate did not load: " + e; }
+        // Every earlier call's arrays and collections, numbered in the order they crossed: a
+        // candidate may keep one (a static field) and change it in a later call, which the caller
+        // sees in one process. A local, out of the candidate's reach.
+        List<BsArgs.Held> held = new ArrayList<>();
         byte[] call;
         while ((call = recv(calls)) != null) {
             if (m == null) { send(replies, "z " + quoted(why)); continue; }
@@ -346,17 +334,25 @@ public class Bs {
                 Object[] args = new Object[arity];
                 for (int i = 0; i < arity; i++) { r.skip(); args[i] = get(r, types[i]); }
                 String before = state(args, types);
+                // Kept with the state the caller has of them: what a call that raises changed in
+                // them is reported with a later call's answer.
+                int first = held.size();
+                BsArgs.hold(held, args, types, true);
                 Object value;
                 try { value = m.invoke(self, args); } catch (InvocationTargetException e) {
                     send(replies, "x " + quoted(e.getCause() == null ? "java.lang.Throwable" : e.getCause().getClass().getName()));
                     continue;
                 }
                 // A call that changed its arguments (an array's elements, a List, Map or Set) answers
-                // their state after it too: the caller sees the change (engine.sandbox.arguments).
+                // their state after it too, and that of any earlier call's it changed: the caller sees
+                // the change (engine.sandbox.arguments). The common call changes neither: `o`.
                 String after = state(args, types);
-                StringBuilder o = new StringBuilder(after.equals(before) ? "o " : "a l2 ");
+                String earlier = BsArgs.earlierChanges(held, first);
+                BsArgs.seen(held, first);
+                boolean changed = !after.equals(before) || !earlier.isEmpty();
+                StringBuilder o = new StringBuilder(!changed ? "o " : earlier.isEmpty() ? "a l2 " : "a l3 ");
                 if (m.getReturnType() == void.class) o.append('n'); else put(o, value, m.getGenericReturnType(), 0);
-                if (!after.equals(before)) o.append(' ').append(after);
+                if (changed) o.append(' ').append(after).append(earlier);
                 reply = o.toString();
             } catch (Throwable e) {
                 reply = "z " + quoted(String.valueOf(e));
@@ -376,12 +372,15 @@ public class Bs {
             Method m = method(owner, name, args.length);
             StringBuilder o = new StringBuilder("l").append(args.length);
             // An argument that is not plain data stops the tests (a NotPlain thrown here would meet their `catch`).
+            Type[] types = m.getGenericParameterTypes();
             try {
-                Type[] types = m.getGenericParameterTypes();
                 for (int i = 0; i < args.length; i++) { o.append(' '); put(o, args[i], types[i], 1); }
             } catch (Throwable e) {
                 broken("an argument does not cross: " + e);
             }
+            // This call's arrays and collections are numbered as the server numbers its copies.
+            int first = BsArgs.kept.size();
+            BsArgs.hold(BsArgs.kept, args, types, false);
             send(calls, o.toString());
             byte[] reply = recv(replies);
             if (reply == null) broken("the engine closed the call channel");
@@ -391,23 +390,43 @@ public class Bs {
             // Decoding never throws inside the tests (their `catch` would take it for an answer):
             // a reply that does not decode into the declared type stops the tests.
             boolean after = reply[0] == 'a';
+            boolean refused = false;
             try {
                 if (after) { r.count('l'); r.skip(); }
                 if (after && m.getReturnType() == void.class) r.token();
                 if ((reply[0] == 'o' || after) && m.getReturnType() != void.class) value = get(r, m.getGenericReturnType());
                 else if (reply[0] != 'o' && !after) why = r.string();
                 if (after) {
-                    // The candidate changed its arguments: the tests' arrays and collections change the same way.
-                    Type[] types = m.getGenericParameterTypes();
+                    // The candidate changed its arguments or an earlier call's: the tests' arrays and
+                    // collections change the same way.
                     r.skip();
                     r.count('l');
                     Object[] got = new Object[args.length];
                     for (int i = 0; i < args.length; i++) { r.skip(); got[i] = get(r, types[i]); }
-                    for (int i = 0; i < args.length; i++) restore(args[i], got[i]);
+                    List<BsArgs.Held> earlier = new ArrayList<>();
+                    if (r.p < reply.length) {
+                        r.skip();
+                        int n = r.count('l');
+                        if (n % 2 != 0) throw new NotPlain("earlier arguments come in pairs");
+                        for (int j = 0; j < n / 2; j++) {
+                            r.skip();
+                            int k = integer(r.token()).intValueExact();
+                            if (k < 0 || k >= first) throw new NotPlain("no earlier argument " + k);
+                            r.skip();
+                            BsArgs.Held h = BsArgs.kept.get(k);
+                            earlier.add(new BsArgs.Held(h.value, h.type, null));
+                            earlier.get(j).got = get(r, h.type);
+                        }
+                    }
+                    if (r.p != reply.length) throw new NotPlain("bytes after the reply");
+                    for (BsArgs.Held h : earlier) refused |= !BsArgs.restore(h.value, h.got, h.type);
+                    for (int i = 0; i < args.length; i++) refused |= !BsArgs.restore(args[i], got[i], types[i]);
                 }
             } catch (Throwable e) {
                 broken("the reply does not decode into the declared type: " + e);
             }
+            // One process would have thrown inside the call where it changed an immutable collection of the tests'.
+            if (refused) Bs.<RuntimeException>sneaky(new UnsupportedOperationException("the candidate changed an immutable collection"));
             if (reply[0] == 'o' || after) return (T) value;
             if (reply[0] == 'x') raise(why);
             broken(why);
@@ -459,8 +478,8 @@ def jobs(task: dict, code: str, command) -> tuple[SandboxProgram, SandboxProgram
     call = f'Bs.call({owner}.class, "{header.name}"{", " if names else ""}{names})'
     body = f"{call};" if header.result == "void" else f"return {call};"
     proxy = f"{task.get('context') or ''}\n\npublic class {owner} {{\n    {task['signature']} {{\n        {body}\n    }}\n}}\n"
-    server_files = {f"{java_class_name(code)}.java": code, "Bs.java": CODEC,
+    server_files = {f"{java_class_name(code)}.java": code, "Bs.java": CODEC, "BsArgs.java": ARGUMENTS,
                     "BsServer.java": SERVER.replace("CLASS", owner).replace("NAME", header.name).replace("ARITY", str(len(header.params)))}
     tests_files = {f"{owner}.java": proxy.lstrip("\n"), f"{task['entry_point']}.java": task["tests"], "Bs.java": CODEC,
-                   "BabelscoreHarness.java": JAVA_HARNESS.replace("ENTRY", task["entry_point"])}
+                   "BsArgs.java": ARGUMENTS, "BabelscoreHarness.java": JAVA_HARNESS.replace("ENTRY", task["entry_point"])}
     return SandboxProgram(server_files, command("BsServer")), SandboxProgram(tests_files, command("BabelscoreHarness"))

@@ -205,6 +205,8 @@ fn babelscore_serve(call: &[u8]) -> String {
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| ENTRY(ARGS))) {
         Ok(value) => {
             // What a `&mut` argument was left as is part of the answer, as the caller sees it (engine.sandbox.arguments).
+            // No earlier call's argument can change: a `&mut` borrow ends with the call (a `static`
+            // cannot hold it), and an owned argument is the callee's own.
             let after: Vec<String> = vec![AFTER];
             let changed = after != before;
             let mut o = String::from(if changed { "a l2 " } else { "o " });

@@ -1,0 +1,227 @@
+"""Go's plain-value codec, shared by the candidate's server and the tests' proxy (engine.sandbox.proxies.go).
+
+`bsPut` encodes a `reflect.Value` by its kind (bool, ints and uints `i`, floats `d`, string,
+slices and arrays `l`, maps `m`, pointers and interfaces to those); `bsGet` decodes into a
+declared type; `bsSend`/`bsRecv` frame the messages. A struct, channel or function is not plain
+data.
+"""
+from __future__ import annotations
+
+CODEC = r'''
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"os"
+	"reflect"
+	"strconv"
+)
+
+type bsNotPlain struct{ why string }
+
+func bsPut(b *bytes.Buffer, v reflect.Value, depth int) {
+	if depth > 32 {
+		panic(bsNotPlain{"nested deeper than 32 levels"})
+	}
+	switch v.Kind() {
+	case reflect.Invalid:
+		b.WriteString("n")
+	case reflect.Bool:
+		if v.Bool() {
+			b.WriteString("t")
+		} else {
+			b.WriteString("f")
+		}
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		b.WriteString("i" + strconv.FormatInt(v.Int(), 10))
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		b.WriteString("i" + strconv.FormatUint(v.Uint(), 10))
+	case reflect.Float32, reflect.Float64:
+		f := v.Float()
+		switch {
+		case math.IsNaN(f):
+			b.WriteString("dnan")
+		case math.IsInf(f, 1):
+			b.WriteString("dinf")
+		case math.IsInf(f, -1):
+			b.WriteString("d-inf")
+		default:
+			b.WriteString("d" + strconv.FormatFloat(f, 'g', -1, 64))
+		}
+	case reflect.String:
+		s := v.String()
+		b.WriteString("s" + strconv.Itoa(len(s)) + ":" + s)
+	case reflect.Slice, reflect.Array:
+		// A nil slice or map crosses as `n` (it decodes back to nil): reflect.DeepEqual and the
+		// tests' `== nil` tell it from an empty one.
+		if v.Kind() == reflect.Slice && v.IsNil() {
+			b.WriteString("n")
+			return
+		}
+		b.WriteString("l" + strconv.Itoa(v.Len()))
+		for i := 0; i < v.Len(); i++ {
+			b.WriteString(" ")
+			bsPut(b, v.Index(i), depth+1)
+		}
+	case reflect.Map:
+		if v.IsNil() {
+			b.WriteString("n")
+			return
+		}
+		b.WriteString("m" + strconv.Itoa(v.Len()))
+		iter := v.MapRange()
+		for iter.Next() {
+			b.WriteString(" ")
+			bsPut(b, iter.Key(), depth+1)
+			b.WriteString(" ")
+			bsPut(b, iter.Value(), depth+1)
+		}
+	case reflect.Ptr, reflect.Interface:
+		if v.IsNil() {
+			b.WriteString("n")
+		} else {
+			bsPut(b, v.Elem(), depth+1)
+		}
+	default:
+		panic(bsNotPlain{"a " + v.Type().String() + " is not plain data"})
+	}
+}
+
+type bsReader struct {
+	data []byte
+	pos  int
+}
+
+func (r *bsReader) token() string {
+	end := bytes.IndexByte(r.data[r.pos:], ' ')
+	if end < 0 {
+		end = len(r.data) - r.pos
+	}
+	t := string(r.data[r.pos : r.pos+end])
+	r.pos += end
+	return t
+}
+
+func (r *bsReader) skip() {
+	if r.pos < len(r.data) && r.data[r.pos] == ' ' {
+		r.pos++
+	}
+}
+
+func bsGet(r *bsReader, t reflect.Type) reflect.Value {
+	v := reflect.New(t).Elem()
+	if r.data[r.pos] == 's' {
+		colon := r.pos + bytes.IndexByte(r.data[r.pos:], ':')
+		n, _ := strconv.Atoi(string(r.data[r.pos+1 : colon]))
+		s := string(r.data[colon+1 : colon+1+n])
+		r.pos = colon + 1 + n
+		if t.Kind() == reflect.Interface {
+			return reflect.ValueOf(s)
+		}
+		v.SetString(s)
+		return v
+	}
+	tok := r.token()
+	switch {
+	case tok == "n":
+		return v
+	case tok == "t" || tok == "f":
+		if t.Kind() == reflect.Interface {
+			return reflect.ValueOf(tok == "t")
+		}
+		v.SetBool(tok == "t")
+	case tok[0] == 'i':
+		switch t.Kind() {
+		case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+			n, err := strconv.ParseUint(tok[1:], 10, 64)
+			if err != nil || v.OverflowUint(n) {
+				panic(bsNotPlain{"integer out of range: " + tok})
+			}
+			v.SetUint(n)
+		case reflect.Interface:
+			n, _ := strconv.ParseInt(tok[1:], 10, 64)
+			return reflect.ValueOf(int(n))
+		default:
+			n, err := strconv.ParseInt(tok[1:], 10, 64)
+			if err != nil || v.OverflowInt(n) {
+				panic(bsNotPlain{"integer out of range: " + tok})
+			}
+			v.SetInt(n)
+		}
+	case tok[0] == 'd':
+		f, _ := strconv.ParseFloat(map[string]string{"nan": "NaN", "inf": "+Inf", "-inf": "-Inf"}[tok[1:]]+tok[1:], 64)
+		if g, err := strconv.ParseFloat(tok[1:], 64); err == nil {
+			f = g
+		}
+		if t.Kind() == reflect.Interface {
+			return reflect.ValueOf(f)
+		}
+		v.SetFloat(f)
+	default:
+		if tok[0] != 'l' && tok[0] != 'u' && tok[0] != 'e' && tok[0] != 'm' {
+			panic(bsNotPlain{"not a value of Go's: " + tok})
+		}
+		n, _ := strconv.Atoi(tok[1:])
+		if tok[0] == 'm' {
+			if t.Kind() == reflect.Interface {
+				t = reflect.TypeOf(map[interface{}]interface{}{})
+			}
+			m := reflect.MakeMapWithSize(t, n)
+			for i := 0; i < n; i++ {
+				r.skip()
+				k := bsGet(r, t.Key())
+				r.skip()
+				m.SetMapIndex(k, bsGet(r, t.Elem()))
+			}
+			return m
+		}
+		if t.Kind() == reflect.Interface {
+			t = reflect.TypeOf([]interface{}{})
+		}
+		if t.Kind() == reflect.Array {
+			for i := 0; i < n; i++ {
+				r.skip()
+				v.Index(i).Set(bsGet(r, t.Elem()))
+			}
+			return v
+		}
+		s := reflect.MakeSlice(t, n, n)
+		for i := 0; i < n; i++ {
+			r.skip()
+			s.Index(i).Set(bsGet(r, t.Elem()))
+		}
+		return s
+	}
+	return v
+}
+
+func bsSend(f *os.File, payload []byte) {
+	f.Write(append([]byte(strconv.Itoa(len(payload))+"\n"), payload...))
+}
+
+func bsRecv(f *os.File) []byte {
+	header := []byte{}
+	one := make([]byte, 1)
+	for len(header) == 0 || header[len(header)-1] != '\n' {
+		if n, _ := f.Read(one); n == 0 {
+			return nil
+		}
+		header = append(header, one[0])
+	}
+	size, _ := strconv.Atoi(string(header[:len(header)-1]))
+	data := make([]byte, size)
+	got := 0
+	for got < size {
+		n, _ := f.Read(data[got:])
+		if n == 0 {
+			return nil
+		}
+		got += n
+	}
+	return data
+}
+
+func bsText(s string) string { return "s" + strconv.Itoa(len(s)) + ":" + s }
+
+var _ = fmt.Sprint
+'''
