@@ -3,7 +3,8 @@ stage's own path (tests.support.stage_rows), with the honest controls that must 
 
 A value behind an interface crosses with its dynamic type (`g <type> <value>`, docs/sandbox.md
 "Typed values"): int64(5) is not 5 under `==`, []int is not []interface{} under reflect.DeepEqual,
-and a nil *T in an `error` is no nil error (a named type of the candidate's is not plain data).
+and a nil *T in an `error` is no nil error (an `error` crosses as its message, so one whose
+Error() dereferences the nil *T is not plain data).
 A panic crosses with its value (a string stays that string, a runtime error a runtime.Error);
 named results sharing a type compile; an argument of the tests' that the wire cannot carry makes
 the run an error, never a panic inside the tests' own recover().
@@ -30,6 +31,11 @@ def _task(name: str, signature: str, body: str, tests: str, context: str = "") -
 DIV = _task("div", "func safeDiv(a int, b int) (int, error)", "\treturn a / b, nil\n",
             "func main() {\n\tq, err := safeDiv(6, 3)\n\tif err != nil {\n\t\tpanic(\"unexpected error\")\n\t}\n"
             "\tif q != 2 {\n\t\tpanic(\"6/3\")\n\t}\n}\n")
+SAFE = _task("safe", "func safeDiv(a int, b int) (int, error)",
+             "\tif b == 0 {\n\t\treturn 0, errors.New(\"division by zero\")\n\t}\n\treturn a / b, nil\n",
+             "func main() {\n\tif q, err := safeDiv(6, 3); q != 2 || err != nil {\n\t\tpanic(\"6/3\")\n\t}\n"
+             "\tif _, err := safeDiv(1, 0); err == nil || err.Error() != \"division by zero\" {\n\t\tpanic(\"1/0\")\n\t}\n}\n",
+             context='import "errors"')
 PICK = _task("pick", "func pick(n int) interface{}", "\treturn n * 5\n",
              "func main() {\n\tif pick(1) != 5 {\n\t\tpanic(\"pick(1)\")\n\t}\n\tif pick(2) != 10 {\n\t\tpanic(\"pick(2)\")\n\t}\n}\n")
 HALF = _task("half", "func half(x float64) interface{}", "\treturn x / 2\n",
@@ -92,6 +98,7 @@ CONTROLS = {
     "a number panic is that number in the tests": CODE,
     "pointer arguments, one nil, one the candidate changes": INC,
     "named results sharing a type": DIVMOD,
+    "an error result crosses with its message": SAFE,
 }
 
 
