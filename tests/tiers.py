@@ -50,6 +50,7 @@ HEAVY_MODULES = frozenset({
     "reuse/test_reuse.py",
     "roundtrip/test_exact_equality.py",  # the sandboxed toolchains, from here on
     "roundtrip/test_exception_crossing.py",
+    "roundtrip/test_go_values.py",
     "roundtrip/test_js_prototypes.py",
     "roundtrip/test_line_ends.py",
     "roundtrip/test_lookalike_answers.py",

@@ -40,7 +40,7 @@ MAX_EXCEPTION_BASES = 16  # type names of an exception's chain (its own, then it
 MAX_EXCEPTION_MESSAGE = 4096  # characters of an exception's message kept from a reply
 # What the proxies' type names use (Python identifiers, Java's `a.b.C$D`, Go's `*pkg.T`, `[]T`, C++'s `std::out_of_range`);
 # any other character (spaces, quotes, newlines, markup) becomes `_` before the name goes anywhere.
-_TAG_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,32}")  # `g`'s type names: Integer, Map, NegativeZero, ...
+_TAG_NAME = re.compile(r"[A-Za-z0-9_.\-\[\]*]{1,32}")  # `g`'s type names: Integer, Map, NegativeZero, Go's []int8, ...
 _NAME_OTHER = re.compile(r"[^A-Za-z0-9_.:$*\[\]]")
 
 
@@ -170,7 +170,7 @@ def parse(payload: bytes, max_depth: int = MAX_DEPTH, max_values: int = MAX_VALU
 def _tag_name(value: Any) -> None:
     """PlainError unless `value` is a typed value's name: a short string of a type name's alphabet."""
     if value[0] != "s" or not _TAG_NAME.fullmatch(value[1]):
-        raise PlainError("a typed value's name must be a string of at most 32 letters, digits or '_.-'")
+        raise PlainError("a typed value's name must be a string of at most 32 letters, digits or '_.-[]*'")
 
 
 def _from_digits(digits: str) -> int:

@@ -71,7 +71,8 @@ def test_integers_past_the_interpreters_digit_limit_cross_up_to_max_digits():
 
 
 @pytest.mark.parametrize("text", [b"g s7:Integer i5", b"l2 g s3:Map m1 s1:a i1 g s4:Hole v", b"g s8:Optional g s7:Integer i4",
-                                  b"e2 g s7:Integer i1 i1"])
+                                  b"e2 g s7:Integer i1 i1", b"g s5:[]int l2 i1 i2", b"g s16:map[string][]any m1 s1:a l1 g s4:int8 i1",
+                                  b"g s4:*int n", b"g s5:error s4:zero"])
 def test_typed_values_round_trip(text):
     value, end = plain.parse(text)
     assert end == len(text) and plain.write(value) == text
@@ -79,7 +80,7 @@ def test_typed_values_round_trip(text):
 
 
 @pytest.mark.parametrize("text", [b"g i5 i5", b"g s0: i1", b"g s7:Integer", b"g s3:a b i1", b"g s33:" + b"x" * 33 + b" i1",
-                                  b"g2 s1:a i1", b"g " * 40 + b"s1:a i1"])
+                                  b"g s14:interface {} i1", b"g2 s1:a i1", b"g " * 40 + b"s1:a i1"])
 def test_a_typed_value_needs_a_type_name_and_one_value_within_the_depth(text):
     with pytest.raises(plain.PlainError):
         plain.reply(b"o " + text)

@@ -1,11 +1,13 @@
 """Go's side of the split run: the candidate's server and the tests' proxy, both package main.
 
-The codec works through `reflect` on the declared types: bool, every int and uint kind (`i`),
-float32/64 (`d`), string, slices and arrays (`l`), maps (`m`), pointers and interfaces to those;
-a struct, channel or function is not plain data. A nil slice or map is `n`, an empty one `l0`/`m0`. The proxy has the task's signature and decodes
-the reply into its declared result types (several results travel as a tuple `u<n>`); changed
-arguments, this call's or an earlier call's slices, maps and pointers a candidate kept, come back
-in an `a` reply (engine.sandbox.arguments).
+The codec (go_codec) works through `reflect` on the declared types: bool, every int and uint
+kind (`i`), float32/64 (`d`), string, slices and arrays (`l`), maps (`m`), pointers to those, and
+interfaces holding those with their dynamic type (`g`); a struct, channel or function is not plain
+data. A nil slice or map is `n`, an empty one `l0`/`m0`. The proxy has the task's signature,
+writes the arguments by their declared types and decodes the reply into its declared result
+types (several results travel as a tuple `u<n>`); changed arguments, this call's or an earlier
+call's slices, maps and pointers a candidate kept, come back in an `a` reply
+(engine.sandbox.arguments). A panic crosses as `x <type>\n<value>`.
 """
 from __future__ import annotations
 
@@ -34,9 +36,13 @@ func bsServe(fn reflect.Value, call []byte, held *[]bsKept) (reply []byte) {
 	defer func() {
 		if p := recover(); p != nil {
 			if np, ok := p.(bsNotPlain); ok || stage != "call" {
-				reply = []byte("z " + bsText(fmt.Sprint(np.why, p)))
+				why := fmt.Sprint(p)
+				if ok {
+					why = np.why
+				}
+				reply = []byte("z " + bsText(why))
 			} else {
-				reply = []byte("x " + bsText(fmt.Sprintf("%T", p)))
+				reply = []byte("x " + bsText(bsPanicText(p)))
 			}
 		}
 	}()
@@ -119,6 +125,20 @@ func bsServe(fn reflect.Value, call []byte, held *[]bsKept) (reply []byte) {
 	return b.Bytes()
 }
 
+// bsPanicText is a panic as it crosses: its value's type (`%T`, blanks made `_` so the name is
+// one word of the exception's chain), a newline, and the value: a string itself, an error's
+// Error(), any other value as fmt.Sprint writes it.
+func bsPanicText(p interface{}) string {
+	name := string(bytes.Join(bytes.Fields([]byte(fmt.Sprintf("%T", p))), []byte("_")))
+	switch value := p.(type) {
+	case string:
+		return name + "\n" + value
+	case error:
+		return name + "\n" + value.Error()
+	}
+	return name + "\n" + fmt.Sprint(p)
+}
+
 type bsKept struct {
 	value reflect.Value
 	last  string
@@ -162,18 +182,37 @@ var bsCalls, bsReplies = os.NewFile(5, "calls"), os.NewFile(6, "replies")
 
 type bsCandidateBroken struct{ why string }
 
-// bsCall sends the arguments and decodes the reply into the pointers of `results`.
-func bsCall(results []interface{}, args ...interface{}) {
+// bsEncode is the call's argument list, each argument written by its declared type (`declared`
+// holds pointers to the parameters: a value under `interface{}` crosses with its dynamic type).
+// An argument the wire cannot carry never panics inside the tests, where their recover() would
+// take it for the candidate's: the engine is told (`u <why>`, the run is an error) and the tests stop.
+func bsEncode(declared ...interface{}) []byte {
 	var b bytes.Buffer
-	b.WriteString("l" + strconv.Itoa(len(args)))
-	for _, a := range args {
+	defer func() {
+		if e := recover(); e != nil {
+			why := fmt.Sprint(e)
+			if np, ok := e.(bsNotPlain); ok {
+				why = np.why
+			}
+			bsSend(bsCalls, []byte("u "+why))
+			bsRecv(bsReplies)
+			bsBroken("the tests pass a value the wire cannot carry: " + why)
+		}
+	}()
+	b.WriteString("l" + strconv.Itoa(len(declared)))
+	for _, p := range declared {
 		b.WriteString(" ")
-		bsPut(&b, reflect.ValueOf(a), 1)
+		bsPut(&b, reflect.ValueOf(p).Elem(), 1)
 	}
+	return b.Bytes()
+}
+
+// bsCall sends the encoded arguments and decodes the reply into the pointers of `results`.
+func bsCall(results []interface{}, call []byte, args ...interface{}) {
 	// The tests' arguments of every call, numbered as the server numbers its copies.
 	first := len(bsTestsArgs)
 	bsTestsArgs = append(bsTestsArgs, args...)
-	bsSend(bsCalls, b.Bytes())
+	bsSend(bsCalls, call)
 	reply := bsRecv(bsReplies)
 	if reply == nil {
 		bsBroken("the engine closed the call channel")
@@ -218,17 +257,42 @@ func bsCall(results []interface{}, args ...interface{}) {
 			p.Set(bsGet(r, p.Type()))
 		}
 	case 'x':
-		// A string panic stays a string; any other value type (an error, a runtime error) is
-		// raised as an error value naming it, so a test's `recover().(error)` holds as it would.
-		name := bsGet(r, reflect.TypeOf("")).String()
-		if name == "string" {
-			panic("the candidate raised " + name)
+		// `<type>\n<value>`: a string, number or bool panic is that value; a runtime error
+		// (`runtime.*`) a runtime.Error; any other value an error whose Error() is the value's text.
+		text := bsGet(r, reflect.TypeOf("")).String()
+		name, message := text, ""
+		if i := bytes.IndexByte([]byte(text), '\n'); i >= 0 {
+			name, message = text[:i], text[i+1:]
 		}
-		panic(fmt.Errorf("the candidate raised %s", name))
+		if name == "string" {
+			panic(message)
+		}
+		if t, ok := bsBasic[name]; ok && name != "any" {
+			// A number or a bool (`panic(42)`) is that value again (fmt.Sprint's text reads back exactly).
+			v := reflect.New(t)
+			if _, err := fmt.Sscan(message, v.Interface()); err == nil {
+				panic(v.Elem().Interface())
+			}
+		}
+		if bsHasPrefix(string(bytes.TrimPrefix([]byte(name), []byte("*"))), "runtime.") {
+			panic(bsRuntimeError{message})
+		}
+		panic(bsPanicError{name, message})
 	default:
 		bsBroken(bsGet(r, reflect.TypeOf("")).String())
 	}
 }
+
+// bsRuntimeError is a candidate's runtime panic in the tests: a runtime.Error with its message.
+type bsRuntimeError struct{ message string }
+
+func (e bsRuntimeError) Error() string { return e.message }
+func (e bsRuntimeError) RuntimeError() {}
+
+// bsPanicError is any other panic value of the candidate's in the tests: an error with its text.
+type bsPanicError struct{ name, message string }
+
+func (e bsPanicError) Error() string { return e.message }
 
 var bsTestsArgs []interface{}
 
@@ -314,23 +378,20 @@ ENV = {"GOCACHE": "/tmp/go-cache", "GOPATH": "/tmp/go", "GO111MODULE": "off", "G
        "GOFLAGS": "-buildvcs=false"}
 
 
-def _results(result: str) -> list[str]:
-    text = result.strip()
-    if text.startswith("(") and text.endswith(")"):
-        inner = text[1:-1]
-        depth, parts, current = 0, [], ""
-        for ch in inner:
-            depth += ch in "([{"
-            depth -= ch in ")]}"
-            if ch == "," and depth == 0:
-                parts.append(current)
-                current = ""
-            else:
-                current += ch
-        parts.append(current)
-        return [p.strip().split(" ", 1)[-1] if " " in p.strip() and not p.strip().startswith(("[", "map", "*")) else p.strip()
-                for p in parts if p.strip()]
-    return [text] if text else []
+def _results(signature: str) -> list[str]:
+    """The declared result types, one per result: `(q, r int)` is two ints, as Go reads it."""
+    tree = syntax.parse("go", f"package main\n{signature} {{}}\n")
+    function = next(n for n in tree.root_node.named_children if n.type == "function_declaration")
+    result = function.child_by_field_name("result")
+    if result is None:
+        return []
+    if result.type != "parameter_list":
+        return [result.text.decode("utf-8")]
+    kinds = []
+    for decl in result.named_children:
+        kind = decl.child_by_field_name("type").text.decode("utf-8")
+        kinds += [kind] * max(1, len(decl.children_by_field_name("name")))
+    return kinds
 
 
 def _tests_context(context: str) -> str:
@@ -350,12 +411,14 @@ def jobs(task: dict, code: str, script) -> tuple[SandboxProgram, SandboxProgram]
     from engine.sandbox.programs import go_file, join_sources, rename_main
 
     header = syntax.function_header("go", task["signature"])
-    results = _results(header.result)
+    results = _results(task["signature"])
     names = [name for name, _ in header.params]
-    declared = "".join(f"\tvar r{i} {kind}\n" for i, kind in enumerate(results))
-    pointers = ", ".join(f"&r{i}" for i in range(len(results)))
-    returns = ", ".join(f"r{i}" for i in range(len(results)))
-    proxy = (f"{task['signature']} {{\n{declared}\tbsCall([]interface{{}}{{{pointers}}}{', ' if names else ''}"
+    # The proxy's own result variables, named apart from the signature's named results (`(q, r int)`).
+    declared = "".join(f"\tvar bsR{i} {kind}\n" for i, kind in enumerate(results))
+    pointers = ", ".join(f"&bsR{i}" for i in range(len(results)))
+    returns = ", ".join(f"bsR{i}" for i in range(len(results)))
+    encoded = "bsEncode(" + ", ".join(f"&{name}" for name in names) + ")"
+    proxy = (f"{task['signature']} {{\n{declared}\tbsCall([]interface{{}}{{{pointers}}}, {encoded}{', ' if names else ''}"
              f"{', '.join(names)})\n\treturn {returns}\n}}\n")
     server_files = {"solution.go": go_file(join_sources(task.get("context") or "", code)),
                     "server.go": SERVER.replace("ENTRY", header.name)}

@@ -1,9 +1,10 @@
 """Go's plain-value codec, shared by the candidate's server and the tests' proxy (engine.sandbox.proxies.go).
 
 `bsPut` encodes a `reflect.Value` by its kind (bool, ints and uints `i`, floats `d`, string,
-slices and arrays `l`, maps `m`, pointers and interfaces to those); `bsGet` decodes into a
-declared type; `bsSend`/`bsRecv` frame the messages. A struct, channel or function is not plain
-data.
+slices and arrays `l`, maps `m`, pointers to those; a value behind an interface as `g <type>
+<value>` with its dynamic type, `bsTypeName`); `bsGet` decodes into a declared type (a typed
+value into the type it names); `bsSend`/`bsRecv` frame the messages. A struct, channel, function
+or named type of a program's is not plain data.
 """
 from __future__ import annotations
 
@@ -76,12 +77,32 @@ func bsPut(b *bytes.Buffer, v reflect.Value, depth int) {
 			b.WriteString(" ")
 			bsPut(b, iter.Value(), depth+1)
 		}
-	case reflect.Ptr, reflect.Interface:
+	case reflect.Ptr:
 		if v.IsNil() {
 			b.WriteString("n")
 		} else {
 			bsPut(b, v.Elem(), depth+1)
 		}
+	case reflect.Interface:
+		// A value behind an interface crosses with its dynamic type (`g <type> <value>`), which
+		// `==`, a type switch and reflect.DeepEqual tell apart: int64(5) is not 5 there, []int
+		// is not []interface{}, and a nil *T in an `error` is no nil error.
+		if v.IsNil() {
+			b.WriteString("n")
+			return
+		}
+		if v.Type() == bsErrorType {
+			// An `error` crosses as its message (`g s5:error s<n>:<Error()>`): the tests see a
+			// non-nil error with that text. A nil *T whose Error() dereferences it panics here.
+			b.WriteString("g s5:error " + bsText(v.Interface().(error).Error()))
+			return
+		}
+		name := bsTypeName(v.Elem().Type())
+		if len(name) > 32 {
+			panic(bsNotPlain{"a " + name + " has a type name longer than 32 characters"})
+		}
+		b.WriteString("g " + bsText(name) + " ")
+		bsPut(b, v.Elem(), depth+1)
 	default:
 		panic(bsNotPlain{"a " + v.Type().String() + " is not plain data"})
 	}
@@ -108,7 +129,106 @@ func (r *bsReader) skip() {
 	}
 }
 
+// bsTypeName is a type's name on the wire: Go's own for the predeclared types and the slices,
+// arrays, maps and pointers of them, `any` for interface{}; any other type (a named type of a
+// program's, an interface with methods, a struct) is not plain data, as neither side could make
+// a value of it.
+func bsTypeName(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Interface:
+		if t.NumMethod() == 0 && t.PkgPath() == "" {
+			return "any"
+		}
+	case reflect.Slice:
+		return "[]" + bsTypeName(t.Elem())
+	case reflect.Array:
+		return "[" + strconv.Itoa(t.Len()) + "]" + bsTypeName(t.Elem())
+	case reflect.Map:
+		return "map[" + bsTypeName(t.Key()) + "]" + bsTypeName(t.Elem())
+	case reflect.Ptr:
+		return "*" + bsTypeName(t.Elem())
+	case reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64, reflect.Uint,
+		reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr, reflect.Float32,
+		reflect.Float64, reflect.String:
+		if t.PkgPath() == "" {
+			return t.Name()
+		}
+	}
+	// Every function here ends in a return: a candidate's package may declare its own `panic`.
+	panic(bsNotPlain{"a " + t.String() + " is not plain data"})
+	return "?"
+}
+
+var bsBasic = map[string]reflect.Type{"bool": reflect.TypeOf(false), "int": reflect.TypeOf(0),
+	"int8": reflect.TypeOf(int8(0)), "int16": reflect.TypeOf(int16(0)), "int32": reflect.TypeOf(int32(0)),
+	"int64": reflect.TypeOf(int64(0)), "uint": reflect.TypeOf(uint(0)), "uint8": reflect.TypeOf(uint8(0)),
+	"uint16": reflect.TypeOf(uint16(0)), "uint32": reflect.TypeOf(uint32(0)), "uint64": reflect.TypeOf(uint64(0)),
+	"uintptr": reflect.TypeOf(uintptr(0)), "float32": reflect.TypeOf(float32(0)), "float64": reflect.TypeOf(0.0),
+	"string": reflect.TypeOf(""), "any": reflect.TypeOf((*interface{})(nil)).Elem()}
+
+// bsHasPrefix is strings.HasPrefix: the codec imports no package a candidate's names might clash with anew.
+func bsHasPrefix(s, prefix string) bool { return len(s) >= len(prefix) && s[:len(prefix)] == prefix }
+
+// bsParseType is the type a wire name (bsTypeName) stands for.
+func bsParseType(name string) reflect.Type {
+	if t, ok := bsBasic[name]; ok {
+		return t
+	}
+	switch {
+	case bsHasPrefix(name, "[]"):
+		return reflect.SliceOf(bsParseType(name[2:]))
+	case bsHasPrefix(name, "["):
+		end := bytes.IndexByte([]byte(name), ']')
+		if end < 0 {
+			break
+		}
+		n, err := strconv.Atoi(name[1:end])
+		if err != nil || n < 0 || n > 1<<16 {
+			break
+		}
+		return reflect.ArrayOf(n, bsParseType(name[end+1:]))
+	case bsHasPrefix(name, "*"):
+		return reflect.PtrTo(bsParseType(name[1:]))
+	case bsHasPrefix(name, "map["):
+		depth := 0
+		for i := 3; i < len(name); i++ {
+			depth += map[byte]int{'[': 1, ']': -1}[name[i]]
+			if depth == 0 {
+				return reflect.MapOf(bsParseType(name[4:i]), bsParseType(name[i+1:]))
+			}
+		}
+	}
+	panic(bsNotPlain{"no type of Go's is named " + strconv.Quote(name)})
+	return nil
+}
+
+var bsErrorType = reflect.TypeOf((*error)(nil)).Elem()
+
+// bsError is an `error` that crossed: its message.
+type bsError struct{ message string }
+
+func (e bsError) Error() string { return e.message }
+
 func bsGet(r *bsReader, t reflect.Type) reflect.Value {
+	if r.data[r.pos] == 'g' {
+		r.token()
+		r.skip()
+		name := bsGet(r, reflect.TypeOf("")).String()
+		r.skip()
+		if name == "error" && t.Kind() == reflect.Interface && reflect.TypeOf(bsError{}).Implements(t) {
+			return reflect.ValueOf(bsError{bsGet(r, reflect.TypeOf("")).String()})
+		}
+		typed := bsParseType(name)
+		if t.Kind() != reflect.Interface && typed != t || t.Kind() == reflect.Interface && !typed.Implements(t) {
+			panic(bsNotPlain{"a " + name + " where the type is " + t.String()})
+		}
+		return bsGet(r, typed)
+	}
+	if t.Kind() == reflect.Ptr && !bytes.HasPrefix(r.data[r.pos:], []byte("n")) {
+		p := reflect.New(t.Elem())
+		p.Elem().Set(bsGet(r, t.Elem()))
+		return p
+	}
 	v := reflect.New(t).Elem()
 	if r.data[r.pos] == 's' {
 		colon := r.pos + bytes.IndexByte(r.data[r.pos:], ':')
