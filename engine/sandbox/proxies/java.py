@@ -56,8 +56,9 @@ public class Bs {
         return Object.class;
     }
 
+    // A Float always: the value verdict compares it at a float's resolution (engine.sandbox.compare).
     static void tag(StringBuilder o, Class<?> c, Type declared) {
-        if (TAGGED.containsKey(c.getSimpleName()) && raw(declared) != c) { o.append("g "); text(o, c.getSimpleName()); o.append(' '); }
+        if (TAGGED.containsKey(c.getSimpleName()) && (raw(declared) != c || c == Float.class)) { o.append("g "); text(o, c.getSimpleName()); o.append(' '); }
     }
 
     static void put(StringBuilder o, Object v, Type declared, int depth) {
