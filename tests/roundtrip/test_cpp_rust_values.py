@@ -133,3 +133,24 @@ def test_an_honest_program_passes(control):
         pytest.skip(toolchain_missing(task["programming_language"]))
     row = completion_row(task, completion or reference_completion(task), LIMITS)
     assert (row["status"], row["tests_verdict"], row["value_verdict"]) == ("passed", "passed", "passed"), row
+
+
+# A result type the wire does not carry: the proxy (the tests' side) does not compile for any
+# candidate, the reference included, so the row is the task's error, never the candidate's compile_error.
+UNCARRIED = {
+    "cpp std::list result": {**_task("cpp", "upto", "std::list<long> upto(long n)",
+                                     "\n    std::list<long> r;\n    for (long i = 0; i < n; ++i) r.push_back(i);\n    return r;\n}\n",
+                                     "int main() {\n    assert(upto(3).size() == 3);\n    return 0;\n}\n"), "context": CTX + "\n#include <list>"},
+    "rust VecDeque result": _task("rust", "upto", "fn upto(n: i64) -> std::collections::VecDeque<i64>",
+                                  "\n    (0..n).collect()\n}\n", "fn main() {\n    assert_eq!(upto(3).len(), 3);\n}\n"),
+}
+
+
+@needs_bwrap
+@pytest.mark.parametrize("name", sorted(UNCARRIED))
+def test_a_type_the_wire_does_not_carry_is_a_task_error(name):
+    task = UNCARRIED[name]
+    if toolchain_missing(task["programming_language"]):
+        pytest.skip(toolchain_missing(task["programming_language"]))
+    row = completion_row(task, reference_completion(task), LIMITS)
+    assert row["status"] == "error" and row["pass_at_1"] == 0.0 and "tests' side does not compile" in row["reason"], row

@@ -1,12 +1,14 @@
 """C++'s side of the split run: the candidate's server and the tests' proxy (g++ -std=c++17).
 
 The codec is a set of overloads in `namespace bs`: bool (`t`/`f`), the integer types (`i`, a
-value out of the declared type's range is refused), float/double (`d`), char (a one-character
-string), std::string and const char* (`s`), std::vector (`l`), std::pair and std::tuple (`u`),
-std::set / unordered_set (`e`), std::map / unordered_map (`m`), std::optional (`n` or the value).
+value out of the declared type's range is refused), double (`d`; float `g s3:f32`, long double
+`g s10:LongDouble`), char (a one-character string), std::string and const char* (`s`),
+std::vector and std::array (`l`), std::pair and std::tuple (`u`), std::set / unordered_set (`e`),
+std::map / unordered_map (`m`), std::optional (`n` or the value; `g s4:Some` around an optional).
 The server calls the function through a pointer whose parameter types it decodes into
 (`std::decay_t` of each); the proxy has the task's signature and decodes the reply into the
-function's own return type (`bs::result_of(&NAME)`), so no type is ever written twice. Changed
+function's own return type (`bs::result_of(&NAME)`; a reference into a copy that lives on),
+so no type is ever written twice. Changed
 arguments taken by reference come back in an `a` reply (engine.sandbox.arguments).
 """
 from __future__ import annotations
@@ -294,9 +296,25 @@ inline std::string thrown_name() {
     std::free(name);
     return out;
 }
-// `\n` and the exception's what(), for the tests' `e.what()` (called inside the server's catch).
+inline bool utf8(const std::string& s) {
+    for (size_t i = 0; i < s.size();) {
+        const unsigned char c = s[i];
+        const size_t n = c < 0x80 ? 0 : c >= 0xC2 && c <= 0xDF ? 1 : c >= 0xE0 && c <= 0xEF ? 2 : c >= 0xF0 && c <= 0xF4 ? 3 : 9;
+        if (n == 9 || s.size() - i <= n) return false;
+        const unsigned char d = n ? s[i + 1] : 0;
+        if ((c == 0xE0 && d < 0xA0) || (c == 0xED && d > 0x9F) || (c == 0xF0 && d < 0x90) || (c == 0xF4 && d > 0x8F)) return false;
+        for (size_t k = 1; k <= n; ++k) if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return false;
+        i += n + 1;
+    }
+    return true;
+}
+// `\n` and the exception's what(), for the tests' `e.what()` (called inside the server's catch);
+// nothing where it has none or it is not UTF-8 (the wire's strings are).
 inline std::string thrown_message() {
-    try { throw; } catch (const std::exception& e) { return std::string("\n") + e.what(); } catch (...) { return ""; }
+    try { throw; } catch (const std::exception& e) {
+        const std::string what = e.what();
+        return utf8(what) ? "\n" + what : "";
+    } catch (...) { return ""; }
 }
 // Every earlier call's arguments, numbered in the order they crossed, with the state the caller
 // last saw of those taken by non-const reference (the others: ""). A candidate may keep a pointer

@@ -1,9 +1,10 @@
 """Rust's side of the split run: the candidate's server and the tests' proxy (rustc, edition 2021).
 
-The codec is two traits in a module `bs`: `Put` (bool, every integer type, f32/f64, char as a
-one-character string, str/String, slices, Vec, Option, tuples of 2 and 3, HashMap, HashSet,
-BTreeMap, BTreeSet, references to those) and `Get` (the owned ones; an integer out of the
-declared type's range is refused). The server decodes each argument into the owned form of its
+The codec is two traits in a module `bs`: `Put` (bool, every integer type, f32 (`g s3:f32`)/f64,
+char as a one-character string, str/String, slices, Vec, Option (`g s4:Some` around an Option or
+`()`), tuples of 2 and 3, HashMap, HashSet, BTreeMap, BTreeSet, references to those) and `Get`
+(the owned ones, and `&str`/`&[T]` as leaked copies; an integer out of the declared type's range
+is refused). The server decodes each argument into the owned form of its
 declared type (`&str` -> String, `&[T]`/`&Vec<T>` -> Vec<T>) and passes a reference where the
 signature takes one; the proxy has the task's signature and `Get`s its return type by inference.
 A call that changed a `&mut` argument answers `a` with the arguments' state after it; the proxy
