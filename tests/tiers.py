@@ -49,6 +49,7 @@ HEAVY_MODULES = frozenset({
     "reuse/test_generations.py",
     "reuse/test_reuse.py",
     "roundtrip/test_exact_equality.py",  # the sandboxed toolchains, from here on
+    "roundtrip/test_cpp_rust_values.py",  # C++, Rust, Go and Java rows through the stage
     "roundtrip/test_exception_crossing.py",
     "roundtrip/test_go_values.py",
     "roundtrip/test_js_prototypes.py",

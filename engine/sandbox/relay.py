@@ -271,11 +271,16 @@ def run_split(server: SandboxProgram, tests: SandboxProgram, run: Callable[..., 
 
 
 NO_CALL = "the tests made no call to the function: a task error (tests that do not run are never a pass)"
+TESTS_SIDE = ("the tests' side does not compile (the task's context and tests, and the proxy of its signature: a type "
+              "the wire does not carry): a task error")
 
 
 def _verdict(tested: SandboxResult, served: SandboxResult | None, state: _Relay) -> SandboxResult:
     if state.unsendable:
         return dataclasses.replace(tested, status="error", reason=state.unsendable, payload="")
+    if tested.status == "compile_error":
+        # The tests' side holds no code of the candidate's: it fails alike for every candidate and the reference.
+        return dataclasses.replace(tested, status="error", reason=f"{TESTS_SIDE}; {tested.reason}")
     if tested.status == "passed" and not state.broken:
         if not state.calls:
             return dataclasses.replace(tested, status="error", reason=NO_CALL)

@@ -1,14 +1,15 @@
 """C++'s side of the split run: the candidate's server and the tests' proxy (g++ -std=c++17).
 
 The codec is a set of overloads in `namespace bs`: bool (`t`/`f`), the integer types (`i`, a
-value out of the declared type's range is refused), float/double (`d`), char (a one-character
-string), std::string and const char* (`s`), std::vector (`l`), std::pair and std::tuple (`u`),
-std::set / unordered_set (`e`), std::map / unordered_map (`m`), std::optional (`n` or the value).
+value out of the declared type's range is refused), double (`d`; float `g s3:f32`, long double
+`g s10:LongDouble`), char (a one-character string), std::string and const char* (`s`),
+std::vector and std::array (`l`), std::pair and std::tuple (`u`), std::set / unordered_set (`e`),
+std::map / unordered_map (`m`), std::optional (`n` or the value; `g s4:Some` around an optional).
 The server calls the function through a pointer whose parameter types it decodes into
 (`std::decay_t` of each); the proxy has the task's signature and decodes the reply into the
-function's own return type (`bs::result_of(&NAME)`), so no type is ever written twice. Changed
-arguments taken by reference, this call's or an earlier call's the candidate kept a pointer to,
-come back in an `a` reply (engine.sandbox.arguments).
+function's own return type (`bs::result_of(&NAME)`; a reference into a copy that lives on),
+so no type is ever written twice. Changed arguments taken by reference, this call's or an earlier
+call's the candidate kept a pointer to, come back in an `a` reply (engine.sandbox.arguments).
 """
 from __future__ import annotations
 
@@ -16,8 +17,10 @@ from engine.sandbox import syntax
 from engine.sandbox.relay import SandboxProgram
 
 CODEC = r'''
+#include <array>
 #include <cmath>
 #include <cstdio>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <cstdlib>
@@ -38,6 +41,13 @@ CODEC = r'''
 namespace bs {
 struct NotPlain : std::runtime_error { using std::runtime_error::runtime_error; };
 struct Reader { const std::string& s; size_t p = 0; };
+// A type that writes `n` for one of its values: an optional holding one is engaged, so it crosses
+// as `g s4:Some <value>` (an engaged optional<optional<T>> holding nullopt is not a nullopt).
+template <class T> struct empty_able : std::false_type {};
+template <class T> struct empty_able<std::optional<T>> : std::true_type {};
+// Values a decoded `const char*` or a returned reference points into: they live as long as the
+// program, as the candidate's own would for the tests.
+template <class T> T& lasting(T value) { static std::deque<T> kept; kept.push_back(std::move(value)); return kept.back(); }
 
 inline void put(std::string& o, bool v);
 inline void put(std::string& o, char v);
@@ -53,6 +63,7 @@ template <class T> void put(std::string& o, const std::unordered_set<T>& v);
 template <class K, class V> void put(std::string& o, const std::map<K, V>& v);
 template <class K, class V> void put(std::string& o, const std::unordered_map<K, V>& v);
 template <class T> void put(std::string& o, const std::optional<T>& v);
+template <class T, size_t N> void put(std::string& o, const std::array<T, N>& v);
 
 inline void get(Reader& r, bool& v);
 inline void get(Reader& r, char& v);
@@ -67,6 +78,8 @@ template <class T> void get(Reader& r, std::unordered_set<T>& v);
 template <class K, class V> void get(Reader& r, std::map<K, V>& v);
 template <class K, class V> void get(Reader& r, std::unordered_map<K, V>& v);
 template <class T> void get(Reader& r, std::optional<T>& v);
+template <class T, size_t N> void get(Reader& r, std::array<T, N>& v);
+inline void get(Reader& r, const char*& v);
 
 inline std::string token(Reader& r) {
     size_t end = r.s.find(' ', r.p);
@@ -94,8 +107,19 @@ template <class T> std::enable_if_t<std::is_integral_v<T> && !std::is_same_v<T, 
 template <class T> std::enable_if_t<std::is_floating_point_v<T>> put(std::string& o, T v) {
     if (std::isnan(v)) { o += "dnan"; return; }
     if (std::isinf(v)) { o += v > 0 ? "dinf" : "d-inf"; return; }
-    char b[64];
-    std::snprintf(b, sizeof b, "d%.17g", static_cast<double>(v));
+    char b[96];
+    // A long double as `g s10:LongDouble l2 d<as a double> s<n>:<%La>`: the engine compares the
+    // double, the tests get every bit back (strtold); a float as `g s3:f32`, compared at a
+    // float's resolution (engine.sandbox.compare).
+    if constexpr (std::is_same_v<T, long double>) {
+        char exact[64];
+        std::snprintf(exact, sizeof exact, "%La", v);
+        std::snprintf(b, sizeof b, "g s10:LongDouble l2 d%.17g ", static_cast<double>(v));
+        o += b;
+        put(o, std::string(exact));
+        return;
+    }
+    std::snprintf(b, sizeof b, std::is_same_v<T, float> ? "g s3:f32 d%.9g" : "d%.17g", static_cast<double>(v));
     o += b;
 }
 inline void put(std::string& o, const std::string& v) { o += "s" + std::to_string(v.size()) + ":" + v; }
@@ -119,7 +143,12 @@ template <class K, class V> void put(std::string& o, const std::unordered_map<K,
     o += "m" + std::to_string(v.size());
     for (const auto& kv : v) { o += ' '; put(o, kv.first); o += ' '; put(o, kv.second); }
 }
-template <class T> void put(std::string& o, const std::optional<T>& v) { if (v) put(o, *v); else o += "n"; }
+template <class T> void put(std::string& o, const std::optional<T>& v) {
+    if (!v) { o += "n"; return; }
+    if constexpr (empty_able<T>::value) o += "g s4:Some ";
+    put(o, *v);
+}
+template <class T, size_t N> void put(std::string& o, const std::array<T, N>& v) { items(o, 'l', v); }
 
 inline void get(Reader& r, bool& v) {
     std::string t = token(r);
@@ -152,9 +181,29 @@ template <class T> std::enable_if_t<std::is_integral_v<T> && !std::is_same_v<T, 
     v = static_cast<T>(std::is_signed_v<T> ? std::strtoll(t.c_str() + 1, nullptr, 10) : std::strtoull(t.c_str() + 1, nullptr, 10));
 }
 template <class T> std::enable_if_t<std::is_floating_point_v<T>> get(Reader& r, T& v) {
+    if (std::is_same_v<T, float> && r.s.compare(r.p, 9, "g s3:f32 ") == 0) r.p += 9;
+    const bool exact = std::is_same_v<T, long double> && r.s.compare(r.p, 17, "g s10:LongDouble ") == 0;
+    if (exact) { r.p += 17; if (count(r, 'l') != 2) throw NotPlain("expected a long double"); skip(r); }
     std::string t = token(r);
     if (t.size() < 2 || t[0] != 'd') throw NotPlain("expected a float");
     v = static_cast<T>(std::strtod(t.c_str() + 1, nullptr));
+    if (exact) {
+        std::string bits;
+        skip(r);
+        get(r, bits);
+        const long double x = std::strtold(bits.c_str(), nullptr);
+        if (static_cast<double>(x) != static_cast<double>(v)) throw NotPlain("a long double's two values differ");
+        v = static_cast<T>(x);
+    }
+}
+inline void get(Reader& r, const char*& v) {
+    std::string s;
+    get(r, s);
+    v = lasting(std::move(s)).c_str();
+}
+template <class T, size_t N> void get(Reader& r, std::array<T, N>& v) {
+    if (count(r, 'l') != N) throw NotPlain("an array of another length");
+    for (size_t i = 0; i < N; ++i) { skip(r); get(r, v[i]); }
 }
 template <class T, class A> void get(Reader& r, std::vector<T, A>& v) {
     size_t n = count(r, 'l');
@@ -187,6 +236,8 @@ template <class K, class V> void get(Reader& r, std::unordered_map<K, V>& v) {
 }
 template <class T> void get(Reader& r, std::optional<T>& v) {
     if (r.s.compare(r.p, 1, "n") == 0 && (r.p + 1 == r.s.size() || r.s[r.p + 1] == ' ')) { ++r.p; v.reset(); return; }
+    // `g s4:Some` around a value that can be `n`; an untagged one (an engine's input) is unambiguous.
+    if (empty_able<T>::value && r.s.compare(r.p, 10, "g s4:Some ") == 0) r.p += 10;
     T x{};
     get(r, x);
     v = x;
@@ -243,6 +294,26 @@ inline std::string thrown_name() {
     std::free(name);
     return out;
 }
+inline bool utf8(const std::string& s) {
+    for (size_t i = 0; i < s.size();) {
+        const unsigned char c = s[i];
+        const size_t n = c < 0x80 ? 0 : c >= 0xC2 && c <= 0xDF ? 1 : c >= 0xE0 && c <= 0xEF ? 2 : c >= 0xF0 && c <= 0xF4 ? 3 : 9;
+        if (n == 9 || s.size() - i <= n) return false;
+        const unsigned char d = n ? s[i + 1] : 0;
+        if ((c == 0xE0 && d < 0xA0) || (c == 0xED && d > 0x9F) || (c == 0xF0 && d < 0x90) || (c == 0xF4 && d > 0x8F)) return false;
+        for (size_t k = 1; k <= n; ++k) if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return false;
+        i += n + 1;
+    }
+    return true;
+}
+// `\n` and the exception's what(), for the tests' `e.what()` (called inside the server's catch);
+// nothing where it has none or it is not UTF-8 (the wire's strings are).
+inline std::string thrown_message() {
+    try { throw; } catch (const std::exception& e) {
+        const std::string what = e.what();
+        return utf8(what) ? "\n" + what : "";
+    } catch (...) { return ""; }
+}
 // Every earlier call's arguments, numbered in the order they crossed, with the state the caller
 // last saw of those taken by non-const reference (the others: ""). A candidate may keep a pointer
 // to one and change it in a later call, which the caller sees in one process, so a call's
@@ -296,7 +367,7 @@ template <class R, class... A> std::string serve(R (*f)(A...), const std::string
             try { put(out, value); } catch (const std::exception& e) { return "z " + text(e.what()); }
         }
     } catch (...) {
-        return "x " + text(thrown_name());
+        return "x " + text(thrown_name() + thrown_message());
     }
     // An argument taken by reference that the call changed, or an earlier call's that it changed:
     // its state is part of the answer, as the caller sees it (engine.sandbox.arguments).
@@ -323,9 +394,12 @@ PROXY_CALL = r'''
 #include <new>
 namespace bs {
 // The candidate's exception, thrown in the tests as the standard type of its name (a test's
-// `catch (const std::out_of_range&)` takes it); any other name as std::runtime_error naming it.
-[[noreturn]] inline void throw_named(const std::string& name) {
-    const std::string what = "the candidate raised " + name;
+// `catch (const std::out_of_range&)` takes it) with the candidate's what(); any other name as
+// std::runtime_error with that what(), or naming it where the thrown value had none.
+[[noreturn]] inline void throw_named(const std::string& text) {
+    const size_t newline = text.find('\n');
+    const std::string name = text.substr(0, newline);
+    const std::string what = newline == std::string::npos ? "the candidate raised " + name : text.substr(newline + 1);
     if (name == "std::out_of_range") throw std::out_of_range(what);
     if (name == "std::invalid_argument") throw std::invalid_argument(what);
     if (name == "std::domain_error") throw std::domain_error(what);
@@ -381,7 +455,10 @@ template <class R, class... P, class... A> R call(Params<P...>, A&... args) {
                 }
             }
             if (r.p != reply.size()) throw NotPlain("bytes after the reply");
-            if constexpr (std::is_void_v<R>) return; else return value;
+            // A returned reference refers to a copy that lives on: the proxy's own value would not.
+            if constexpr (std::is_void_v<R>) return;
+            else if constexpr (std::is_reference_v<R>) return static_cast<R>(lasting(std::move(value)));
+            else return value;
         } catch (const std::exception& e) {
             std::fprintf(stderr, "candidate broken: the reply does not decode into the declared type: %s\n", e.what());
             std::_Exit(1);

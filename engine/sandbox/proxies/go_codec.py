@@ -38,6 +38,11 @@ func bsPut(b *bytes.Buffer, v reflect.Value, depth int) {
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
 		b.WriteString("i" + strconv.FormatUint(v.Uint(), 10))
 	case reflect.Float32, reflect.Float64:
+		// A float32 is `g s3:f32 <float>`: the value verdict compares it at a float32's
+		// resolution (engine.sandbox.compare).
+		if v.Kind() == reflect.Float32 {
+			b.WriteString("g s3:f32 ")
+		}
 		f := v.Float()
 		switch {
 		case math.IsNaN(f):
@@ -230,6 +235,9 @@ func bsGet(r *bsReader, t reflect.Type) reflect.Value {
 		return p
 	}
 	v := reflect.New(t).Elem()
+	if (t.Kind() == reflect.Float32 || t.Kind() == reflect.Interface) && bytes.HasPrefix(r.data[r.pos:], []byte("g s3:f32 ")) {
+		r.pos += 9
+	}
 	if r.data[r.pos] == 's' {
 		colon := r.pos + bytes.IndexByte(r.data[r.pos:], ':')
 		n, _ := strconv.Atoi(string(r.data[r.pos+1 : colon]))

@@ -5,7 +5,8 @@ generic type: null, Boolean, the integer boxes and BigInteger (`i`), Double/Floa
 and String (`s`), arrays and Lists (`l`), Sets (`e`), Maps (`m`), Optional (always a typed value
 `g s8:Optional`); where the declared type does not fix the class (a `List<Object>`), an Integer,
 Short, Byte, BigInteger, Float or Character crosses as a typed value naming its class, as Java's
-`equals` tells it from the Long, Double or String an untagged value decodes into there. A List
+`equals` tells it from the Long, Double or String an untagged value decodes into there (a Float
+always: compared at a float's resolution, engine.sandbox.compare). A List
 the candidate wrote itself travels as the values it yields, never as its object. Decoding follows
 the declared generic type through reflection (arguments on the server, the reply in the proxy).
 The proxy class has the candidate class's name and the task's signature, so the tests compile
@@ -57,8 +58,9 @@ public class Bs {
         return Object.class;
     }
 
+    // A Float always: the value verdict compares it at a float's resolution (engine.sandbox.compare).
     static void tag(StringBuilder o, Class<?> c, Type declared) {
-        if (TAGGED.containsKey(c.getSimpleName()) && raw(declared) != c) { o.append("g "); text(o, c.getSimpleName()); o.append(' '); }
+        if (TAGGED.containsKey(c.getSimpleName()) && (raw(declared) != c || c == Float.class)) { o.append("g "); text(o, c.getSimpleName()); o.append(' '); }
     }
 
     static void put(StringBuilder o, Object v, Type declared, int depth) {

@@ -1,9 +1,10 @@
 """Rust's side of the split run: the candidate's server and the tests' proxy (rustc, edition 2021).
 
-The codec is two traits in a module `bs`: `Put` (bool, every integer type, f32/f64, char as a
-one-character string, str/String, slices, Vec, Option, tuples of 2 and 3, HashMap, HashSet,
-BTreeMap, BTreeSet, references to those) and `Get` (the owned ones; an integer out of the
-declared type's range is refused). The server decodes each argument into the owned form of its
+The codec is two traits in a module `bs`: `Put` (bool, every integer type, f32 (`g s3:f32`)/f64,
+char as a one-character string, str/String, slices, Vec, Option (`g s4:Some` around an Option or
+`()`), tuples of 2 and 3, HashMap, HashSet, BTreeMap, BTreeSet, references to those) and `Get`
+(the owned ones, and `&str`/`&[T]` as leaked copies; an integer out of the declared type's range
+is refused). The server decodes each argument into the owned form of its
 declared type (`&str` -> String, `&[T]`/`&Vec<T>` -> Vec<T>) and passes a reference where the
 signature takes one; the proxy has the task's signature and `Get`s its return type by inference.
 A call that changed a `&mut` argument answers `a` with the arguments' state after it; the proxy
@@ -24,8 +25,10 @@ mod bs {
     use std::hash::Hash;
     use std::io::{Read, Write};
 
-    pub trait Put { fn put(&self, o: &mut String); }
-    pub trait Get: Sized { fn get(r: &mut Reader) -> Result<Self, String>; }
+    // `empty_able`: the type writes `n` for one of its values (an Option, `()`), so an Option
+    // holding one writes `Some` as `g s4:Some <value>` (Some(None) and Some(()) are not None).
+    pub trait Put { fn put(&self, o: &mut String); fn empty_able() -> bool where Self: Sized { false } }
+    pub trait Get: Sized { fn get(r: &mut Reader) -> Result<Self, String>; fn empty_able() -> bool { false } }
     pub struct Reader<'a> { pub s: &'a [u8], pub p: usize }
 
     impl<'a> Reader<'a> {
@@ -60,18 +63,21 @@ mod bs {
         } }
     )* } }
     ints!(i8, i16, i32, i64, i128, isize, u8, u16, u32, u64, u128, usize);
-    macro_rules! floats { ($($t:ty),*) => { $(
+    // An f32 is `g s3:f32 <float>`: the value verdict compares it at an f32's resolution (engine.sandbox.compare).
+    macro_rules! floats { ($($t:ty, $tag:expr),*) => { $(
         impl Put for $t { fn put(&self, o: &mut String) {
+            o.push_str($tag);
             if self.is_nan() { o.push_str("dnan") } else if self.is_infinite() { o.push_str(if *self > 0.0 { "dinf" } else { "d-inf" }) }
             else { o.push('d'); o.push_str(&format!("{:?}", self)); }
         } }
         impl Get for $t { fn get(r: &mut Reader) -> Result<Self, String> {
+            if !$tag.is_empty() && r.s[r.p..].starts_with($tag.as_bytes()) { r.p += $tag.len(); }
             let t = r.token();
             if !t.starts_with('d') { return Err(format!("expected a float, got {}", t)); }
             t[1..].parse::<$t>().map_err(|e| e.to_string())
         } }
     )* } }
-    floats!(f32, f64);
+    floats!(f32, "g s3:f32 ", f64, "");
     impl Put for bool { fn put(&self, o: &mut String) { o.push(if *self { 't' } else { 'f' }); } }
     impl Get for bool { fn get(r: &mut Reader) -> Result<Self, String> {
         match r.token().as_str() { "t" => Ok(true), "f" => Ok(false), t => Err(format!("expected a bool, got {}", t)) }
@@ -85,9 +91,15 @@ mod bs {
         let mut it = s.chars();
         match (it.next(), it.next()) { (Some(c), None) => Ok(c), _ => Err("expected one character".into()) }
     } }
-    impl Put for () { fn put(&self, o: &mut String) { o.push('n'); } }
+    impl Put for () { fn put(&self, o: &mut String) { o.push('n'); } fn empty_able() -> bool { true } }
     impl Get for () { fn get(r: &mut Reader) -> Result<Self, String> {
         if r.token() == "n" { Ok(()) } else { Err("expected unit".into()) }
+    } fn empty_able() -> bool { true } }
+    // A returned `&str` or `&[T]` (a `&'static str` of literals, or one borrowed from an argument)
+    // refers to a decoded copy that lives as long as the program: the proxy has nothing else to lend.
+    impl<'a> Get for &'a str { fn get(r: &mut Reader) -> Result<Self, String> { Ok(Box::leak(r.string()?.into_boxed_str())) } }
+    impl<'a, T: Get + 'static> Get for &'a [T] { fn get(r: &mut Reader) -> Result<Self, String> {
+        Ok(Box::leak(Vec::<T>::get(r)?.into_boxed_slice()))
     } }
     impl<T: Put + ?Sized> Put for &T { fn put(&self, o: &mut String) { (**self).put(o) } }
     impl<T: Put + ?Sized> Put for &mut T { fn put(&self, o: &mut String) { (**self).put(o) } }
@@ -139,11 +151,21 @@ mod bs {
         for _ in 0..n { r.skip(); let k = K::get(r)?; r.skip(); m.insert(k, V::get(r)?); }
         Ok(m)
     } }
-    impl<T: Put> Put for Option<T> { fn put(&self, o: &mut String) { match self { Some(x) => x.put(o), None => o.push('n') } } }
-    impl<T: Get> Get for Option<T> { fn get(r: &mut Reader) -> Result<Self, String> {
-        if r.s.get(r.p) == Some(&b'n') && matches!(r.s.get(r.p + 1), None | Some(&b' ')) { r.p += 1; return Ok(None); }
-        Ok(Some(T::get(r)?))
-    } }
+    impl<T: Put> Put for Option<T> {
+        fn put(&self, o: &mut String) {
+            match self { Some(x) => { if T::empty_able() { o.push_str("g s4:Some "); } x.put(o) } None => o.push('n') }
+        }
+        fn empty_able() -> bool { true }
+    }
+    impl<T: Get> Get for Option<T> {
+        fn get(r: &mut Reader) -> Result<Self, String> {
+            if r.s.get(r.p) == Some(&b'n') && matches!(r.s.get(r.p + 1), None | Some(&b' ')) { r.p += 1; return Ok(None); }
+            // `g s4:Some` around a value that can be `n`; an untagged one (an engine's input) is unambiguous.
+            if T::empty_able() && r.s[r.p..].starts_with(b"g s4:Some ") { r.p += 10; }
+            Ok(Some(T::get(r)?))
+        }
+        fn empty_able() -> bool { true }
+    }
     impl<A: Put, B: Put> Put for (A, B) { fn put(&self, o: &mut String) {
         o.push_str("u2 "); self.0.put(o); o.push(' '); self.1.put(o);
     } }
@@ -217,9 +239,14 @@ fn babelscore_serve(call: &[u8]) -> String {
             }
             o
         }
-        // A message (`&str` or `String`: the same panic, literal or formatted) is `panic`; any
-        // other payload (`std::panic::panic_any(value)`) is another error: `panic_any`.
-        Err(p) => format!("x {}", bs::text(if p.is::<&str>() || p.is::<String>() { "panic" } else { "panic_any" })),
+        // A message (`&str` or `String`: the same panic, literal or formatted) is `panic`, with the
+        // payload's type and text for the tests' `downcast_ref`; any other payload
+        // (`std::panic::panic_any(value)`) is another error: `panic_any`.
+        Err(p) => format!("x {}", bs::text(&match (p.downcast_ref::<&str>(), p.downcast_ref::<String>()) {
+            (Some(m), _) => format!("panic\n&str\n{}", m),
+            (_, Some(m)) => format!("panic\nString\n{}", m),
+            _ => "panic_any".to_string(),
+        })),
     }
 }
 '''
@@ -272,7 +299,12 @@ fn babelscore_call<R: bs::Get>(args: &[&dyn bs::Put]) -> R {
             }
             Err(e) => { eprintln!("candidate broken: {}", e); std::process::exit(1) }
         },
-        b'x' => panic!("the candidate panicked"),
+        // The candidate's panic message, with its payload's type (`panic!("negative")` is a `&str`).
+        b'x' => match r.string().unwrap_or_default().splitn(3, '\n').collect::<Vec<_>>()[..] {
+            [_, "&str", m] => std::panic::panic_any(&*Box::leak(m.to_string().into_boxed_str())),
+            [_, "String", m] => std::panic::panic_any(m.to_string()),
+            _ => panic!("the candidate panicked"),
+        },
         _ => { eprintln!("candidate broken: {}", r.string().unwrap_or_default()); std::process::exit(1) }
     }
 }
