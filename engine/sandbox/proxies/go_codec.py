@@ -215,6 +215,10 @@ type bsError struct{ message string }
 func (e bsError) Error() string { return e.message }
 
 func bsGet(r *bsReader, t reflect.Type) reflect.Value {
+	// A float32 travels as `g s3:f32 <float>` (under an interface inside its `g s7:float32`).
+	if t.Kind() == reflect.Float32 && bytes.HasPrefix(r.data[r.pos:], []byte("g s3:f32 ")) {
+		r.pos += 9
+	}
 	if r.data[r.pos] == 'g' {
 		r.token()
 		r.skip()
@@ -235,9 +239,6 @@ func bsGet(r *bsReader, t reflect.Type) reflect.Value {
 		return p
 	}
 	v := reflect.New(t).Elem()
-	if (t.Kind() == reflect.Float32 || t.Kind() == reflect.Interface) && bytes.HasPrefix(r.data[r.pos:], []byte("g s3:f32 ")) {
-		r.pos += 9
-	}
 	if r.data[r.pos] == 's' {
 		colon := r.pos + bytes.IndexByte(r.data[r.pos:], ':')
 		n, _ := strconv.Atoi(string(r.data[r.pos+1 : colon]))
