@@ -119,3 +119,17 @@ MANY_ARRAYS = _js("rows", "function rows(n)", "\n  return Array.from({length: 20
 def test_many_calls_returning_new_arrays_pass():
     row = completion_row(MANY_ARRAYS, reference_completion(MANY_ARRAYS), LIMITS)
     assert (row["status"], row["tests_verdict"], row["value_verdict"]) == ("passed", "passed", "passed"), row
+
+
+# JSON.parse makes `__proto__` an own key like any other; set by assignment on the other side it
+# would change the prototype (an argument) or vanish (a result) instead.
+PROTO_KEY = _js("keysOf", "function keysOf(o)", "\n  return JSON.parse('{\"__proto__\": [1], \"a\": 2}');\n}\n",
+                "const arg = JSON.parse('{\"__proto__\": [3], \"b\": 4}');\nconst r = keysOf(arg);\n"
+                "assert.deepStrictEqual(Object.keys(r), ['__proto__', 'a']);\nassert.deepStrictEqual(r['__proto__'], [1]);\n"
+                "assert.deepStrictEqual(Object.keys(arg), ['__proto__', 'b']);\n")
+
+
+@needs_bwrap
+def test_an_own_proto_key_crosses_as_a_key():
+    row = completion_row(PROTO_KEY, reference_completion(PROTO_KEY), LIMITS)
+    assert (row["status"], row["tests_verdict"], row["value_verdict"]) == ("passed", "passed", "passed"), row

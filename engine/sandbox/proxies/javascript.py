@@ -30,6 +30,10 @@ class BsNotPlain extends Error {}
 const bsGetProto = Object.getPrototypeOf, bsIsArray = Array.isArray, bsOwnKeys = Reflect.ownKeys;
 const bsOwnNames = Object.getOwnPropertyNames, bsOwnSymbols = Object.getOwnPropertySymbols, bsDescriptor = Object.getOwnPropertyDescriptor;
 const bsKeys = Object.keys, bsIsFrozen = Object.isFrozen, bsIsExtensible = Object.isExtensible;
+// A key set as an own data property, as JSON.parse and an object literal's computed key make it:
+// assignment would call a setter on the prototype (`__proto__` changes the prototype instead).
+const bsDefine = Object.defineProperty;
+function bsSetKey(o, k, v) { bsDefine(o, k, { value: v, writable: true, enumerable: true, configurable: true }); }
 const bsArrayProto = Array.prototype, bsSetProto = Set.prototype, bsMapProto = Map.prototype, bsObjectProto = Object.prototype;
 const { isProxy: bsIsProxy, isSet: bsIsSet, isMap: bsIsMap, isDate: bsIsDate, isRegExp: bsIsRegExp,
         isBoxedPrimitive: bsIsBoxed, isArrayBufferView: bsIsView, isAnyArrayBuffer: bsIsBuffer, isNativeError: bsIsError,
@@ -140,7 +144,7 @@ function bsRead(buf, pos, inArray, as) {
     const keys = items.filter((_, i) => i % 2 === 0);
     if (as !== 'Map' && keys.every((k) => typeof k === 'string')) {
       const o = as === 'NullObject' ? Object.create(null) : {};
-      for (let i = 0; i < items.length; i += 2) o[items[i]] = items[i + 1];
+      for (let i = 0; i < items.length; i += 2) bsSetKey(o, items[i], items[i + 1]);
       return [o, end];
     }
     const m = new Map(); for (let i = 0; i < items.length; i += 2) m.set(items[i], items[i + 1]); return [m, end];

@@ -174,7 +174,7 @@ function bsApply(buf, pos) {
       for (let i = 0; i < items.length; i++) if (i in items) o[i] = bsResolve(items[i]);
       o.length = items.length;
       for (const k of Object.keys(o)) if (!bsIsIndex(k)) delete o[k];
-      for (let i = 0; i < props.length; i += 2) o[props[i]] = bsResolve(props[i + 1]);
+      for (let i = 0; i < props.length; i += 2) bsSetKey(o, props[i], bsResolve(props[i + 1]));
     } else if (kind === 'Set') {
       o.clear();
       for (const x of items) o.add(bsResolve(x));
@@ -183,7 +183,7 @@ function bsApply(buf, pos) {
       for (let i = 0; i < items.length; i += 2) o.set(bsResolve(items[i]), bsResolve(items[i + 1]));
     } else {
       for (const k of Object.keys(o)) delete o[k];  // then set again in the sender's order
-      for (let i = 0; i < items.length; i += 2) o[String(items[i])] = bsResolve(items[i + 1]);
+      for (let i = 0; i < items.length; i += 2) bsSetKey(o, String(items[i]), bsResolve(items[i + 1]));
     }
     if (frozen) Object.freeze(o);
   }
