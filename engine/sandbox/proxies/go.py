@@ -9,6 +9,7 @@ arguments come back in an `a` reply (engine.sandbox.arguments).
 from __future__ import annotations
 
 from engine.sandbox import syntax
+from engine.sandbox.programs import GO_TESTS_MAIN, go_exits_rewritten
 from engine.sandbox.relay import SandboxProgram
 
 CODEC = r'''
@@ -19,6 +20,7 @@ import (
 	"os"
 	"reflect"
 	"strconv"
+	"sync"
 )
 
 type bsNotPlain struct{ why string }
@@ -199,6 +201,8 @@ func bsGet(r *bsReader, t reflect.Type) reflect.Value {
 	return v
 }
 
+var bsCallLock sync.Mutex
+
 func bsSend(f *os.File, payload []byte) {
 	f.Write(append([]byte(strconv.Itoa(len(payload))+"\n"), payload...))
 }
@@ -329,8 +333,11 @@ func bsCall(results []interface{}, args ...interface{}) {
 		b.WriteString(" ")
 		bsPut(&b, reflect.ValueOf(a), 1)
 	}
+	// One call at a time on the channel: the tests' goroutines may call concurrently.
+	bsCallLock.Lock()
 	bsSend(bsCalls, b.Bytes())
 	reply := bsRecv(bsReplies)
+	bsCallLock.Unlock()
 	if reply == nil {
 		bsBroken("the engine closed the call channel")
 	}
@@ -419,27 +426,7 @@ func bsRestoreArgs(r *bsReader, args []interface{}) {
 	}
 }
 
-var bsBrokenWhy string
-
-func bsBroken(why string) {
-	bsBrokenWhy = why
-	os.Stderr.WriteString("candidate broken: " + why + "\n")
-	os.Exit(1)
-}
-
-func main() {
-	tokenFile := os.NewFile(3, "token")
-	token := make([]byte, 64)
-	n, _ := tokenFile.Read(token)
-	tokenFile.Close()
-	babelscoreTestsMain()
-	if bsBrokenWhy != "" {
-		os.Exit(1)
-	}
-	os.NewFile(4, "verdict").Write(append(token[:n], []byte(" passed\n")...))
-	os.Exit(0)
-}
-'''
+''' + GO_TESTS_MAIN
 
 ENV = {"GOCACHE": "/tmp/go-cache", "GOPATH": "/tmp/go", "GO111MODULE": "off", "GOTOOLCHAIN": "local", "CGO_ENABLED": "0",
        "GOFLAGS": "-buildvcs=false"}
@@ -490,10 +477,11 @@ def jobs(task: dict, code: str, script) -> tuple[SandboxProgram, SandboxProgram]
              f"{', '.join(names)})\n\treturn {returns}\n}}\n")
     server_files = {"solution.go": go_file(join_sources(task.get("context") or "", code)),
                     "server.go": SERVER.replace("ENTRY", header.name)}
-    renamed = rename_main(task["tests"], r"\bfunc\s+main\s*\(\s*\)", "func babelscoreTestsMain()", "go")
+    renamed = go_exits_rewritten(rename_main(task["tests"], r"\bfunc\s+main\s*\(\s*\)", "func babelscoreTestsMain()", "go"))
     tests_files = {"context.go": go_file(_tests_context(task.get("context") or "")), "proxy.go": "package main\n\n" + proxy,
                    "tests.go": go_file(renamed), "harness.go": TESTS_HARNESS}
     build = "go build -o program "
     server = SandboxProgram(server_files, script(build + "solution.go server.go", "./program"), dict(ENV))
     tests = SandboxProgram(tests_files, script(build + "context.go proxy.go tests.go harness.go", "./program"), dict(ENV))
     return server, tests
+
