@@ -135,7 +135,7 @@ def _verdicts(task: dict, code: str, inputs: list[str] | None, p: RoundTripParam
         else:
             valued = values.verdict(task, code, p.sandbox, p.call_seconds, seen)
         row["value_verdict"] = valued.status if valued is not None else None
-        if valued is not None and valued.status == "error" and tested.status != "passed":
+        if valued is not None and valued.status == "error" and tested.status not in ("passed", "error"):
             # A task whose reference fails its own tests (or that no run can decide) is a task
             # error whatever the candidate did: never the candidate's failure, crash or time-out.
             row.update(status="error", reason=f"{valued.reason} (candidate: {tested.status})", pass_at_1=0.0)
