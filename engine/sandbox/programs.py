@@ -87,7 +87,7 @@ JAVA_SPLIT_HARNESS = """public class BabelscoreHarness {
 def java_exits_rewritten(tests: str) -> str:
     """The tests' `System.exit(` calls through the split harness's exitTests (a shutdown hook
     cannot tell exit(0) from exit(1))."""
-    return re.sub(r"\bSystem\.exit\(", "BabelscoreHarness.exitTests(", tests)
+    return re.sub(r"(?<![\w.])System\.exit\(", "BabelscoreHarness.exitTests(", tests)
 
 
 # The tests' side of C++ and Rust: read the token, run the renamed tests' main, write the verdict.
@@ -146,7 +146,7 @@ int main() {
     close(3);
     on_exit(babelscore_exited, nullptr);
     int rc = babelscore_tests_main();
-    if (rc != 0 || babelscore_token_size <= 0) _exit(rc ? rc : 1);
+    if (rc != 0 || babelscore_token_size <= 0) return rc ? rc : 1;  // exit(rc): the handler sees rc, writes nothing
     babelscore_verdict();
     _exit(0);
 }
@@ -222,7 +222,7 @@ func main() {
 def go_exits_rewritten(tests: str) -> str:
     """The tests' `os.Exit(` calls through the harness's babelscoreExit (os.Exit runs no hook the
     harness could use); `var _ = os.Exit` keeps an `os` import that only Exit used."""
-    rewritten, count = re.subn(r"\bos\.Exit\(", "babelscoreExit(", tests)
+    rewritten, count = re.subn(r"(?<![\w.])os\.Exit\(", "babelscoreExit(", tests)
     return rewritten + "\nvar _ = os.Exit\n" if count else tests
 
 
