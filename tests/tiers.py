@@ -63,6 +63,7 @@ HEAVY_MODULES = frozenset({
     "roundtrip/test_shared_objects.py",
     "roundtrip/test_stage.py",
     "roundtrip/test_tasks.py",
+    "roundtrip/test_tests_run_to_the_end.py",
     "roundtrip/test_unrun_tests.py",
     "roundtrip/test_value_verdict.py",
     "roundtrip/test_verdict_forgeries.py",

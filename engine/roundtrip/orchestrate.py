@@ -127,10 +127,19 @@ def _verdicts(task: dict, code: str, inputs: list[str] | None, p: RoundTripParam
     tested = run_tests(task, code, p.sandbox, record=seen)
     row = {"status": tested.status, "reason": tested.reason, "pass_at_1": scores.pass_at_1(tested.status),
            "tests_verdict": tested.status, "value_verdict": None}
-    if task.get("entry_point") and tested.status not in ("skipped", "compile_error"):
-        valued = values.verdict(task, code, p.sandbox, p.call_seconds, seen)
-        row["value_verdict"] = valued.status
-        if p.verdict == "values" and tested.status == "passed" and valued.status != "passed":
+    if task.get("entry_point") and tested.status != "skipped":
+        if tested.status == "compile_error":
+            # No server to ask; the reference's own run still says whether the task can be run.
+            why = values.recorded(task, p.sandbox).error
+            valued = values.ValueVerdict("error", why) if why else None
+        else:
+            valued = values.verdict(task, code, p.sandbox, p.call_seconds, seen)
+        row["value_verdict"] = valued.status if valued is not None else None
+        if valued is not None and valued.status == "error" and tested.status not in ("passed", "error"):
+            # A task whose reference fails its own tests (or that no run can decide) is a task
+            # error whatever the candidate did: never the candidate's failure, crash or time-out.
+            row.update(status="error", reason=f"{valued.reason} (candidate: {tested.status})", pass_at_1=0.0)
+        elif valued is not None and p.verdict == "values" and tested.status == "passed" and valued.status != "passed":
             # The tests' own conclusion is not enough: every answer must be the reference's too.
             status = "error" if valued.status == "error" else "failed"
             row.update(status=status, reason=valued.reason, pass_at_1=0.0)

@@ -2,7 +2,8 @@
 
 Reads RUN/roundtrip/ (ROUNDTRIP_SCHEMA rows), only the score columns. Per (generator,
 language): the number of regenerations, mean pass@1 and correctness over regenerations that
-ran (error rows excluded and counted), and abstraction, conciseness and fluency averaged over
+ran (rows whose generation failed, the `error` column, excluded and counted; a sandbox task
+error, status `error`, counts as not passed), and abstraction, conciseness and fluency averaged over
 (task, language) groups (they are per group, repeated on each row). The drop from English is
 the English value minus the language's value for the same generator (positive: worse).
 """

@@ -4,8 +4,9 @@ A task with an entry point is tested as a split run (engine.sandbox.relay, one m
 language in engine.sandbox.proxies); whole programs without one (`build` below) run in one
 sandboxed run. Either way a small harness in the language reads the run's token from fd 3
 before the tests start and writes `<token> passed` to fd 4 after the tests' `main` returned
-normally; for C++, Go and Rust the tests' `main` is renamed (`babelscore_tests_main`) and called
-from the harness's own. Compiled languages compile and run within each sandboxed run; a
+normally (JavaScript: when the process ends with status 0, after its event loop emptied); for
+C++, Go and Rust the tests' `main` is renamed (`babelscore_tests_main`) and called from the
+harness's own. Compiled languages compile and run within each sandboxed run; a
 compiler that rejects the code ends the run with EXIT_COMPILE (`compile_error`). Toolchains
 (Debian packages): python3, default-jdk-headless, nodejs, g++, golang-go, rustc; the tests are
 HumanEval's `check(candidate)` or asserts, a Java class `entry_point` whose `main` throws,
@@ -63,9 +64,22 @@ const fs = require('fs');
 const token = fs.readFileSync(3);
 fs.closeSync(3);
 const write = fs.writeSync;
+const emit = process.emit, reallyExit = process.reallyExit, exit = process.exit;
+let ended = false, explicit = false;
+// The candidate shares this process: an explicit process.exit (its own, or the tests') ends the
+// run without the verdict, as before the tests' end.
+process.exit = function (...args) { explicit = true; return exit.apply(process, args); };
+process.emit = function (event, ...rest) {
+  const result = emit.call(this, event, ...rest);
+  if (event !== 'exit' || ended) return result;
+  ended = true;
+  if (!explicit && rest[0] === 0 && (process.exitCode === undefined || process.exitCode === 0)) {
+    write(4, Buffer.concat([token, Buffer.from(' passed\\n')]));
+    reallyExit.call(process, 0);
+  }
+  return result;
+};
 require('./program.js');
-write(4, Buffer.concat([token, Buffer.from(' passed\\n')]));
-process.reallyExit(0);
 """
 
 GO_HARNESS = """package main

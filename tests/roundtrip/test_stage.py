@@ -48,7 +48,9 @@ def test_run_part_oracle_and_tiny_generator(tmp_path, tiny_lm):
         assert (good["comment_source"], good["status"], good["pass_at_1"], good["correctness"]) == ("given", "passed", 1.0, 1.0)
         assert by[(task_id, "nl", "oracle", 1)]["comment_source"] == "generated:tiny"
     stuck = by[("loops", "en", "oracle", 0)]
-    assert (stuck["status"], stuck["pass_at_1"]) == ("timeout", 0.0) and "CPU-time" in stuck["reason"]
+    # Its reference never returns either: a task error, not the candidate's time-out.
+    assert (stuck["status"], stuck["tests_verdict"], stuck["value_verdict"], stuck["pass_at_1"]) == ("error", "timeout", "error", 0.0)
+    assert "reference solution does not pass" in stuck["reason"] and "CPU-time" in stuck["reason"], stuck["reason"]
     # The original never returns either: no input is usable for differential testing.
     assert math.isnan(stuck["correctness"]) and stuck["n_inputs"] == 0
     for r in rows:

@@ -73,7 +73,7 @@ def test_correctness_in_each_language_honest_one_deep_replies_zero(language):
 # compares by type (a float that is the same number as an int answer holds in the tests' `==`,
 # and is another answer for correctness: types distinct).
 JS_LOOSE = {**ADD["javascript"], "tests": "const assert = require('node:assert');\nassert.deepEqual(addNumbers(1, 2), 3);\n"
-                                          "assert.equal(addNumbers(-4, 4), 0);\nassert.equal(addNumbers(1, 0), true);\n"}
+                                          "assert.equal(addNumbers(-4, 4), 0);\nassert.equal(addNumbers(1, 0), 1);\n"}
 PY_ONE = {**ADD["python"], "tests": "def check(candidate):\n    assert candidate(1, 2) == 3\n    assert candidate(1, 0) == 1\n"}
 CONFLATED = {
     # 3.0 for 3 elsewhere: the tests' `==` takes it, correctness (types distinct) does not

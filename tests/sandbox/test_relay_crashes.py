@@ -58,6 +58,6 @@ def test_java_surrogate_escapes_run_as_javac_reads_them():
 
 @needs_bwrap
 def test_a_non_ascii_reply_is_a_refused_reply_not_a_hang():
-    task = {**ADD["python"], "tests": "def check(candidate):\n    assert candidate(1, 2) == [3]\n"}
+    task = {**ADD["python"], "tests": "def check(candidate):\n    assert candidate(1, 2) == 3\n"}
     row = _through_the_stage(task, "    import os\n    os.write(4, b'4\\no l\\xff')\n    return 0\n")
     assert row["status"] == "failed" and "not ASCII" in row["reason"], row

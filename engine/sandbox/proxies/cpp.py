@@ -391,6 +391,7 @@ int main() {
 '''
 
 PROXY_CALL = r'''
+#include <mutex>
 #include <new>
 namespace bs {
 // The candidate's exception, thrown in the tests as the standard type of its name (a test's
@@ -428,11 +429,20 @@ template <class P, class T> void keep(T& x) {
 template <class R, class... P, class... A> R call(Params<P...>, A&... args) {
     std::string payload = "l" + std::to_string(sizeof...(A));
     ((payload += ' ', put(payload, args)), ...);
-    const size_t first = kept().size();
-    (keep<P>(args), ...);
-    send(5, payload);
     std::string reply;
-    if (!recv(6, reply)) { std::fputs("candidate broken: the engine closed the call channel\n", stderr); std::_Exit(1); }
+    bool received;
+    size_t first;
+    {
+        // One call at a time on the channel: the tests' threads may call concurrently, and the
+        // tests' arguments of every call are numbered in the order the server takes the calls.
+        static std::mutex channel;
+        std::lock_guard<std::mutex> hold(channel);
+        first = kept().size();
+        (keep<P>(args), ...);
+        send(5, payload);
+        received = recv(6, reply);
+    }
+    if (!received) { std::fputs("candidate broken: the engine closed the call channel\n", stderr); std::_Exit(1); }
     Reader r{reply, 2};
     if (reply[0] == 'o' || reply[0] == 'a') {
         const bool after = reply[0] == 'a';
@@ -478,7 +488,7 @@ template <class R, class... P, class... A> R call(Params<P...>, A&... args) {
 
 
 def jobs(task: dict, code: str, script) -> tuple[SandboxProgram, SandboxProgram]:
-    from engine.sandbox.programs import CPP_HARNESS, join_sources, rename_main
+    from engine.sandbox.programs import CPP_SPLIT_HARNESS, join_sources, rename_main
 
     header = syntax.function_header("cpp", task["signature"])
     context = task.get("context") or ""
@@ -487,7 +497,7 @@ def jobs(task: dict, code: str, script) -> tuple[SandboxProgram, SandboxProgram]
              f"decltype(bs::params_of(&{header.name})){{}}{', ' if names else ''}{names});\n}}\n")
     server_files = {"server.cpp": join_sources(CODEC, context, code, SERVER.replace("ENTRY", header.name))}
     renamed = rename_main(task["tests"], r"\bint\s+main\s*\(\s*(?:void\s*)?\)", "int babelscore_tests_main()", "cpp")
-    tests_files = {"tests.cpp": join_sources(CODEC, PROXY_CALL, context, proxy, renamed, CPP_HARNESS)}
+    tests_files = {"tests.cpp": join_sources(CODEC, PROXY_CALL, context, proxy, renamed, CPP_SPLIT_HARNESS)}
     compile_flags = "g++ -std=c++17 -O1 -w -o program"
     return (SandboxProgram(server_files, script(f"{compile_flags} server.cpp", "./program")),
             SandboxProgram(tests_files, script(f"{compile_flags} tests.cpp", "./program")))

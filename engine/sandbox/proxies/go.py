@@ -12,6 +12,7 @@ call's slices, maps and pointers a candidate kept, come back in an `a` reply
 from __future__ import annotations
 
 from engine.sandbox import syntax
+from engine.sandbox.programs import GO_TESTS_MAIN, go_exits_rewritten
 from engine.sandbox.proxies.go_codec import CODEC
 from engine.sandbox.relay import SandboxProgram
 
@@ -209,11 +210,14 @@ func bsEncode(declared ...interface{}) []byte {
 
 // bsCall sends the encoded arguments and decodes the reply into the pointers of `results`.
 func bsCall(results []interface{}, call []byte, args ...interface{}) {
-	// The tests' arguments of every call, numbered as the server numbers its copies.
+	// One call at a time on the channel: the tests' goroutines may call concurrently, and the
+	// tests' arguments of every call are numbered in the order the server takes the calls.
+	bsCallLock.Lock()
 	first := len(bsTestsArgs)
 	bsTestsArgs = append(bsTestsArgs, args...)
 	bsSend(bsCalls, call)
 	reply := bsRecv(bsReplies)
+	bsCallLock.Unlock()
 	if reply == nil {
 		bsBroken("the engine closed the call channel")
 	}
@@ -352,27 +356,7 @@ func bsRestore(orig, got reflect.Value) {
 	}
 }
 
-var bsBrokenWhy string
-
-func bsBroken(why string) {
-	bsBrokenWhy = why
-	os.Stderr.WriteString("candidate broken: " + why + "\n")
-	os.Exit(1)
-}
-
-func main() {
-	tokenFile := os.NewFile(3, "token")
-	token := make([]byte, 64)
-	n, _ := tokenFile.Read(token)
-	tokenFile.Close()
-	babelscoreTestsMain()
-	if bsBrokenWhy != "" {
-		os.Exit(1)
-	}
-	os.NewFile(4, "verdict").Write(append(token[:n], []byte(" passed\n")...))
-	os.Exit(0)
-}
-'''
+''' + GO_TESTS_MAIN
 
 ENV = {"GOCACHE": "/tmp/go-cache", "GOPATH": "/tmp/go", "GO111MODULE": "off", "GOTOOLCHAIN": "local", "CGO_ENABLED": "0",
        "GOFLAGS": "-buildvcs=false"}
@@ -422,10 +406,11 @@ def jobs(task: dict, code: str, script) -> tuple[SandboxProgram, SandboxProgram]
              f"{', '.join(names)})\n\treturn {returns}\n}}\n")
     server_files = {"solution.go": go_file(join_sources(task.get("context") or "", code)),
                     "server.go": SERVER.replace("ENTRY", header.name)}
-    renamed = rename_main(task["tests"], r"\bfunc\s+main\s*\(\s*\)", "func babelscoreTestsMain()", "go")
+    renamed = go_exits_rewritten(rename_main(task["tests"], r"\bfunc\s+main\s*\(\s*\)", "func babelscoreTestsMain()", "go"))
     tests_files = {"context.go": go_file(_tests_context(task.get("context") or "")), "proxy.go": "package main\n\n" + proxy,
                    "tests.go": go_file(renamed), "harness.go": TESTS_HARNESS}
     build = "go build -o program "
     server = SandboxProgram(server_files, script(build + "solution.go server.go", "./program"), dict(ENV))
     tests = SandboxProgram(tests_files, script(build + "context.go proxy.go tests.go harness.go", "./program"), dict(ENV))
     return server, tests
+

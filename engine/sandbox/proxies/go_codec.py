@@ -16,9 +16,13 @@ import (
 	"os"
 	"reflect"
 	"strconv"
+	"sync"
 )
 
 type bsNotPlain struct{ why string }
+
+// One call at a time on the tests' channel (their goroutines may call concurrently).
+var bsCallLock sync.Mutex
 
 func bsPut(b *bytes.Buffer, v reflect.Value, depth int) {
 	if depth > 32 {

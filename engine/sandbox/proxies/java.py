@@ -366,11 +366,11 @@ public class Bs {
 
     static OutputStream calls;
     static InputStream replies;
+    static final Object CALL_LOCK = new Object();
 
     @SuppressWarnings("unchecked")
     public static <T> T call(Class<?> owner, String name, Object... args) {
         try {
-            if (calls == null) { calls = new FileOutputStream("/proc/self/fd/5"); replies = new FileInputStream("/proc/self/fd/6"); }
             Method m = method(owner, name, args.length);
             StringBuilder o = new StringBuilder("l").append(args.length);
             // An argument that is not plain data stops the tests (a NotPlain thrown here would meet their `catch`).
@@ -380,11 +380,17 @@ public class Bs {
             } catch (Throwable e) {
                 broken("an argument does not cross: " + e);
             }
-            // This call's arrays and collections are numbered as the server numbers its copies.
-            int first = BsArgs.kept.size();
-            BsArgs.hold(BsArgs.kept, args, types, false);
-            send(calls, o.toString());
-            byte[] reply = recv(replies);
+            byte[] reply;
+            int first;
+            // One call at a time on the channel: the tests' threads may call concurrently, and this
+            // call's arrays and collections are numbered as the server numbers its copies.
+            synchronized (CALL_LOCK) {
+                if (calls == null) { calls = new FileOutputStream("/proc/self/fd/5"); replies = new FileInputStream("/proc/self/fd/6"); }
+                first = BsArgs.kept.size();
+                BsArgs.hold(BsArgs.kept, args, types, false);
+                send(calls, o.toString());
+                reply = recv(replies);
+            }
             if (reply == null) broken("the engine closed the call channel");
             Reader r = new Reader(reply, 2);
             Object value = null;
@@ -472,7 +478,7 @@ SERVER = '''public class BsServer {
 
 
 def jobs(task: dict, code: str, command) -> tuple[SandboxProgram, SandboxProgram]:
-    from engine.sandbox.programs import JAVA_HARNESS, java_class_name
+    from engine.sandbox.programs import JAVA_SPLIT_HARNESS, java_class_name, java_exits_rewritten
 
     header = syntax.function_header("java", task["signature"])
     owner = java_class_name(task["code"])
@@ -482,6 +488,7 @@ def jobs(task: dict, code: str, command) -> tuple[SandboxProgram, SandboxProgram
     proxy = f"{task.get('context') or ''}\n\npublic class {owner} {{\n    {task['signature']} {{\n        {body}\n    }}\n}}\n"
     server_files = {f"{java_class_name(code)}.java": code, "Bs.java": CODEC, "BsArgs.java": ARGUMENTS,
                     "BsServer.java": SERVER.replace("CLASS", owner).replace("NAME", header.name).replace("ARITY", str(len(header.params)))}
-    tests_files = {f"{owner}.java": proxy.lstrip("\n"), f"{task['entry_point']}.java": task["tests"], "Bs.java": CODEC,
-                   "BsArgs.java": ARGUMENTS, "BabelscoreHarness.java": JAVA_HARNESS.replace("ENTRY", task["entry_point"])}
+    tests_files = {f"{owner}.java": proxy.lstrip("\n"), f"{task['entry_point']}.java": java_exits_rewritten(task["tests"]),
+                   "Bs.java": CODEC, "BsArgs.java": ARGUMENTS,
+                   "BabelscoreHarness.java": JAVA_SPLIT_HARNESS.replace("ENTRY", task["entry_point"])}
     return SandboxProgram(server_files, command("BsServer")), SandboxProgram(tests_files, command("BabelscoreHarness"))

@@ -318,10 +318,26 @@ bsModule._load = function (request, ...rest) {
   if (['assert/strict', 'node:assert/strict'].includes(request)) return bsTypedStrict;
   return bsLoad.call(this, request, ...rest);
 };
+// The verdict comes when the tests' process ends, not when their module returns: after its timers,
+// promises, async functions, node:test's tests and its own 'exit' listeners (node emits 'exit'
+// once the event loop is empty, or from process.exit), and only with exit code 0: an uncaught
+// exception, an unhandled rejection, a failed node:test test or an 'exit' listener that throws
+// ends it otherwise. The tests' own process.exit(0) is a pass, as in one process: the candidate
+// is not in this process (its exit ends only its server, and the next call stops the tests).
+const bsEmit = process.emit, bsReallyExit = process.reallyExit;
+let bsEnded = false;
+process.emit = function (event, ...rest) {
+  const result = bsEmit.call(this, event, ...rest);
+  if (event !== 'exit' || bsEnded) return result;
+  bsEnded = true;
+  if (bsBroken) { process.stderr.write('candidate broken: ' + bsBroken + '\n'); bsReallyExit.call(process, 1); }
+  if (rest[0] === 0 && (process.exitCode === undefined || process.exitCode === 0)) {
+    bsWriteSync(4, Buffer.concat([bsToken, Buffer.from(' passed\n')]));
+    bsReallyExit.call(process, 0);
+  }
+  return result;
+};
 require('./program.js');
-if (bsBroken) { process.stderr.write('candidate broken: ' + bsBroken + '\n'); process.reallyExit(1); }
-bsWriteSync(4, Buffer.concat([bsToken, Buffer.from(' passed\n')]));
-process.reallyExit(0);
 """
 
 

@@ -277,14 +277,21 @@ fn babelscore_restore_slice<T>(dst: &mut [T], got: Vec<T>) {
     for (d, g) in dst.iter_mut().zip(got) { *d = g; }
 }
 
+static BS_CALL_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn babelscore_call<R: bs::Get>(args: &[&dyn bs::Put]) -> R {
     use std::os::unix::io::FromRawFd;
     let mut calls = std::mem::ManuallyDrop::new(unsafe { std::fs::File::from_raw_fd(5) });
     let mut replies = std::mem::ManuallyDrop::new(unsafe { std::fs::File::from_raw_fd(6) });
     let mut payload = format!("l{}", args.len());
     for a in args { payload.push(' '); a.put(&mut payload); }
-    bs::send(&mut calls, &payload);
-    let reply = match bs::recv(&mut replies) {
+    // One call at a time on the channel: the tests' threads may call concurrently.
+    let received = {
+        let _hold = BS_CALL_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+        bs::send(&mut calls, &payload);
+        bs::recv(&mut replies)
+    };
+    let reply = match received {
         Some(r) => r,
         None => { eprintln!("candidate broken: the engine closed the call channel"); std::process::exit(1) }
     };
@@ -330,7 +337,7 @@ def _owned(kind: str) -> tuple[str, str]:
 
 
 def jobs(task: dict, code: str, script) -> tuple[SandboxProgram, SandboxProgram]:
-    from engine.sandbox.programs import RUST_HARNESS, join_sources, rename_main
+    from engine.sandbox.programs import RUST_SPLIT_HARNESS, join_sources, rename_main
 
     header = syntax.function_header("rust", task["signature"])
     context = task.get("context") or ""
@@ -355,4 +362,4 @@ def jobs(task: dict, code: str, script) -> tuple[SandboxProgram, SandboxProgram]
     renamed = rename_main(task["tests"], r"\bfn\s+main\s*\(\s*\)", "fn babelscore_tests_main()", "rust")
     compile_step = f"rustc {RUSTC_FLAGS} -o program main.rs"
     return (SandboxProgram({"main.rs": join_sources(CODEC, context, code, server)}, script(compile_step, "./program")),
-            SandboxProgram({"main.rs": join_sources(CODEC, context, proxy, renamed, PROXY_CALL, RUST_HARNESS)}, script(compile_step, "./program")))
+            SandboxProgram({"main.rs": join_sources(CODEC, context, proxy, renamed, PROXY_CALL, RUST_SPLIT_HARNESS)}, script(compile_step, "./program")))
