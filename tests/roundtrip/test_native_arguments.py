@@ -137,10 +137,36 @@ GATHER = _java("public static int gather(List<Integer> to, Set<Integer> from, Ma
                "        List<Integer> to = new ArrayList<>();\n        Set<Integer> from = Set.of(3, 1, 2);\n"
                "        Map<String, Integer> extra = Map.of(\"a\", 1, \"b\", 2);\n        check(Solution.gather(to, from, extra) == 4, \"size\");\n"
                "        check(to.equals(List.of(1, 2, 3, 2)), \"to is \" + to);\n")
+# A lone parameter that is an array of objects is one argument, not Bs.call's varargs list.
+LONGEST = _java("public static int longest(String[] words)",
+                "        int best = 0;\n        for (String w : words) best = Math.max(best, w.length());\n        return best;\n",
+                "        check(Solution.longest(new String[]{\"ab\", \"abc\"}) == 3, \"two\");\n"
+                "        check(Solution.longest(new String[]{\"abcd\"}) == 4, \"one\");\n")
+GRID = _java("public static int total(int[][] g)", "        int s = 0;\n        for (int[] r : g) for (int x : r) s += x;\n        return s;\n",
+             "        check(Solution.total(new int[][]{{1, 2}, {3}}) == 6, \"two rows\");\n"
+             "        check(Solution.total(new int[][]{{4}}) == 4, \"one row\");\n")
+BOXED = _java("public static int sum(Integer[] xs)", "        int s = 0;\n        for (Integer x : xs) s += x;\n        return s;\n",
+              "        check(Solution.sum(new Integer[]{1, 2, 3}) == 6, \"three\");\n        check(Solution.sum(new Integer[]{5}) == 5, \"one\");\n")
+# An unchanged map read at every later call: MapRange starts at a random one of a small map's 8
+# slots, so a state written in its order kept its text at a later call with odds 1 in 8. The last
+# two calls re-read the 8 earlier copies of `m` 16 times: an order-dependent state reports one
+# changed (and writes that state back over the tests' `m`, dropping "z") with odds above 1 - 8^-16.
+GO_KEYS = "".join(f"\tif get(m, \"{k}\") != {i + 1} {{\n\t\tpanic(\"{k}\")\n\t}}\n" for i, k in enumerate("abcdefgh"))
+GO_GET = _go("get", "func get(m map[string]int, k string) int", "\treturn m[k]\n",
+             "\tm := map[string]int{\"a\": 1, \"b\": 2, \"c\": 3, \"d\": 4, \"e\": 5, \"f\": 6, \"g\": 7, \"h\": 8}\n" + GO_KEYS
+             + "\tm[\"z\"] = 26\n\tfor i := 0; i < 2; i++ {\n\t\tif get(map[string]int{\"q\": i}, \"q\") != i {\n\t\t\tpanic(\"q\")\n\t\t}\n\t}\n"
+             "\tif m[\"z\"] != 26 {\n\t\tpanic(\"the tests' own key is gone\")\n\t}\n", "var kept map[string]int")
+# A NaN map key the call leaves alone: compared by reflect.DeepEqual (NaN != NaN) the map read as
+# changed, and the write-back could not delete the NaN key it then added again.
+GO_NAN = _go("size", "func size(m map[float64]int, xs []float64) int", "\treturn len(m) + len(xs)\n",
+             "\tm := map[float64]int{nan: 1, 2: 3}\n\tif size(m, []float64{nan}) != 3 {\n\t\tpanic(\"size\")\n\t}\n"
+             "\tif len(m) != 2 {\n\t\tpanic(\"grew\")\n\t}\n", "import \"math\"\n\nvar nan = math.NaN()")
 HONEST = {"a call that raises after changing its argument": DRAIN, "an unchanged Set.of and Map.of": GATHER, "an in-place sort of Arrays.asList": SORT,
           "an unchanged List.of next to a changed List": COPY,
           "a change of List.of throws as in one process": CLEAR, "a List kept honestly": PUSH, "an array": FILL, "a Map": COUNT,
-          "go: a slice": GO_BUMP, "go: a map": GO_COUNT, "cpp: references and values": CPP_BUMP}
+          "go: a slice": GO_BUMP, "go: a map": GO_COUNT, "cpp: references and values": CPP_BUMP,
+          "a lone String[]": LONGEST, "a lone int[][]": GRID, "a lone Integer[]": BOXED, "go: an unchanged map at ten calls": GO_GET,
+          "go: a NaN map key": GO_NAN}
 
 
 @needs_bwrap

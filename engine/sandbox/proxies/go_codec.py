@@ -78,13 +78,23 @@ func bsPut(b *bytes.Buffer, v reflect.Value, depth int) {
 			b.WriteString("n")
 			return
 		}
-		b.WriteString("m" + strconv.Itoa(v.Len()))
+		// The entries in a canonical order (by their encoded key, then value), not MapRange's
+		// random one: a state is compared as text to tell whether a call changed it, and an
+		// unchanged map must read the same at every call.
+		entries := make([]bsEntry, 0, v.Len())
 		iter := v.MapRange()
 		for iter.Next() {
+			var k, e bytes.Buffer
+			bsPut(&k, iter.Key(), depth+1)
+			bsPut(&e, iter.Value(), depth+1)
+			entries = append(entries, bsEntry{k.Bytes(), e.Bytes()})
+		}
+		b.WriteString("m" + strconv.Itoa(len(entries)))
+		for _, e := range bsSortEntries(entries) {
 			b.WriteString(" ")
-			bsPut(b, iter.Key(), depth+1)
+			b.Write(e.key)
 			b.WriteString(" ")
-			bsPut(b, iter.Value(), depth+1)
+			b.Write(e.value)
 		}
 	case reflect.Ptr:
 		if v.IsNil() {
@@ -115,6 +125,28 @@ func bsPut(b *bytes.Buffer, v reflect.Value, depth int) {
 	default:
 		panic(bsNotPlain{"a " + v.Type().String() + " is not plain data"})
 	}
+}
+
+// bsEntry is a map entry as encoded.
+type bsEntry struct{ key, value []byte }
+
+// bsSortEntries is a merge sort of map entries by key text, then value text (several NaN keys
+// encode alike): the codec imports no "sort" a candidate's own names might clash with.
+func bsSortEntries(e []bsEntry) []bsEntry {
+	if len(e) < 2 {
+		return e
+	}
+	left, right := bsSortEntries(e[:len(e)/2]), bsSortEntries(e[len(e)/2:])
+	out := make([]bsEntry, 0, len(e))
+	for len(left) > 0 && len(right) > 0 {
+		c := bytes.Compare(right[0].key, left[0].key)
+		if c < 0 || c == 0 && bytes.Compare(right[0].value, left[0].value) < 0 {
+			out, right = append(out, right[0]), right[1:]
+		} else {
+			out, left = append(out, left[0]), left[1:]
+		}
+	}
+	return append(append(out, left...), right...)
 }
 
 type bsReader struct {

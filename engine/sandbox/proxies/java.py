@@ -483,7 +483,9 @@ def jobs(task: dict, code: str, command) -> tuple[SandboxProgram, SandboxProgram
     header = syntax.function_header("java", task["signature"])
     owner = java_class_name(task["code"])
     names = ", ".join(name for name, _ in header.params)
-    call = f'Bs.call({owner}.class, "{header.name}"{", " if names else ""}{names})'
+    # The arguments as an explicit Object[]: a lone String[] or int[][] would otherwise be taken
+    # for the varargs list itself.
+    call = f'Bs.call({owner}.class, "{header.name}", new Object[]{{{names}}})'
     body = f"{call};" if header.result == "void" else f"return {call};"
     proxy = f"{task.get('context') or ''}\n\npublic class {owner} {{\n    {task['signature']} {{\n        {body}\n    }}\n}}\n"
     server_files = {f"{java_class_name(code)}.java": code, "Bs.java": CODEC, "BsArgs.java": ARGUMENTS,
