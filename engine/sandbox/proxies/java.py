@@ -6,9 +6,9 @@ and String (`s`), arrays and Lists (`l`), Sets (`e`), Maps (`m`), Optional (alwa
 `g s8:Optional`); where the declared type does not fix the class (a `List<Object>`), an Integer,
 Short, Byte, BigInteger, Float or Character crosses as a typed value naming its class, as Java's
 `equals` tells it from the Long, Double or String an untagged value decodes into there (a Float
-always: compared at a float's resolution, engine.sandbox.compare). A List
-the candidate wrote itself travels as the values it yields, never as its object. Decoding follows
-the declared generic type through reflection (arguments on the server, the reply in the proxy).
+always: compared at a float's resolution, engine.sandbox.compare). A List the candidate wrote
+itself travels as the values it yields. Decoding follows the declared generic type through
+reflection (arguments on the server, the reply in the proxy).
 The proxy class has the candidate class's name and the task's signature, so the tests compile
 against it unchanged; changed arguments, this call's or an earlier call's, come back in an `a`
 reply (engine.sandbox.arguments, engine.sandbox.proxies.java_arguments).
