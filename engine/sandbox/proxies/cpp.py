@@ -314,11 +314,9 @@ inline std::string thrown_message() {
         return utf8(what) ? "\n" + what : "";
     } catch (...) { return ""; }
 }
-// Every earlier call's arguments, numbered in the order they crossed, with the state the caller
-// last saw of those taken by non-const reference (the others: ""). A candidate may keep a pointer
-// to one and change it in a later call, which the caller sees in one process, so a call's
-// arguments live as long as the server where one of them is such a reference. The list is a
-// local of main, out of the candidate's reach.
+// Every earlier call's arguments, in the order they crossed, with the state the caller last saw
+// of those taken by non-const reference (others: ""): a candidate may keep a pointer to one and
+// change it later, as the caller sees in one process. A local of main, out of the candidate's reach.
 struct Held { std::function<std::string()> state; std::string last; };
 template <class P, size_t I, class Owned> Held held_one(const Owned& owned) {
     if constexpr (shared_v<P>) return Held{[owned]() { std::string o; put(o, std::get<I>(*owned)); return o; }, ""};
@@ -394,9 +392,8 @@ PROXY_CALL = r'''
 #include <mutex>
 #include <new>
 namespace bs {
-// The candidate's exception, thrown in the tests as the standard type of its name (a test's
-// `catch (const std::out_of_range&)` takes it) with the candidate's what(); any other name as
-// std::runtime_error with that what(), or naming it where the thrown value had none.
+// The candidate's exception, thrown in the tests as the standard type of its name with its what()
+// (any other name as std::runtime_error with that what(), or naming it where it had none).
 [[noreturn]] inline void throw_named(const std::string& text) {
     const size_t newline = text.find('\n');
     const std::string name = text.substr(0, newline);

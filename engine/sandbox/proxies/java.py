@@ -9,9 +9,8 @@ Short, Byte, BigInteger, Float or Character crosses as a typed value naming its 
 always: compared at a float's resolution, engine.sandbox.compare). A List the candidate wrote
 itself travels as the values it yields. Decoding follows the declared generic type through
 reflection (arguments on the server, the reply in the proxy).
-The proxy class has the candidate class's name and the task's signature, so the tests compile
-against it unchanged; changed arguments, this call's or an earlier call's, come back in an `a`
-reply (engine.sandbox.arguments, engine.sandbox.proxies.java_arguments).
+The proxy class has the candidate class's name and the task's signature; changed arguments, this
+call's or an earlier call's, come back in an `a` reply (engine.sandbox.arguments, java_arguments).
 """
 from __future__ import annotations
 
