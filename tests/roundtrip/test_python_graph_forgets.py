@@ -99,3 +99,30 @@ MEMOISED = _py("squares", "    if x not in CACHE:\n        CACHE[x] = [i * i for
 def test_a_fresh_list_agrees_with_a_memoised_one_the_tests_dropped():
     row = completion_row(MEMOISED, "    return [i * i for i in range(x)]\n", LIMITS)
     assert (row["status"], row["tests_verdict"], row["value_verdict"]) == ("passed", "passed", "passed"), row
+
+
+# The tests change an object and then drop it; the candidate still holds it. The change must reach
+# the candidate before the object is forgotten, as it would in one process (wrong programs that
+# passed when the object was forgotten first: the memoised list the tests appended to came back
+# as it was cached, the kept argument summed as it was passed).
+STALE = {
+    "a memoised list the tests changed and dropped": (
+        _py("squares", "    return [i * i for i in range(x)]\n",
+            "    candidate(3).append(99)\n    assert candidate(3) == [0, 1, 4]\n"),
+        "    c = squares.__dict__.setdefault('c', {})\n    if x not in c:\n        c[x] = [i * i for i in range(x)]\n"
+        "    return c[x]\n"),
+    "a kept argument the tests changed and dropped": (
+        _py("total", "    t = total.__dict__.setdefault('t', [0])\n    t[0] += sum(x)\n    return t[0]\n",
+            "    xs = [1, 2]\n    assert candidate(xs) == 3\n    xs.append(10)\n    del xs\n    assert candidate([4]) == 7\n"),
+        "    kept = total.__dict__.setdefault('kept', [])\n    kept.append(x)\n    return sum(sum(k) for k in kept)\n"),
+}
+
+
+@needs_bwrap
+@pytest.mark.parametrize("attack", sorted(STALE))
+def test_a_dropped_objects_last_change_reaches_the_candidate(attack):
+    task, completion = STALE[attack]
+    row = completion_row(task, completion, LIMITS)
+    assert row["tests_verdict"] == "failed" and row["pass_at_1"] == 0.0, row
+    honest = completion_row(task, reference_completion(task), LIMITS)
+    assert (honest["status"], honest["tests_verdict"], honest["value_verdict"]) == ("passed", "passed", "passed"), honest

@@ -252,10 +252,11 @@ def _proxy_for(entry):
             if kwargs:
                 raise _NotPlain("keyword arguments")
             # The objects the tests cannot reach leave the graph on both sides: the server
-            # forgets them on this call (a later return of one crosses as a new object).
+            # forgets them on this call (a later return of one crosses as a new object). Their
+            # last changes are sent first: the candidate may still hold them (a memoised list).
             forgotten = _pg_unreachable()
-            _pg_forget(forgotten)
             call = b"g s1:c " + _pg_message(args, forgotten)
+            _pg_forget(forgotten)
         except (_NotPlain, RecursionError) as exc:
             # Never the proxy's own error inside the tests (an `except Exception` there would take
             # it for the candidate's): the engine makes the run an error (`u <why>`).

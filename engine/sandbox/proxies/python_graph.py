@@ -124,15 +124,15 @@ def _pg_resolve(value):
 
 
 def _pg_apply(message):
-    """The value of a message read by _pv_read, after the numbers it forgets are dropped and its
-    nodes are applied in place to the graph's objects (each keeps its identity; new ones are made)."""
+    """The value of a message read by _pv_read, after its nodes are applied in place to the graph's
+    objects (each keeps its identity; new ones are made) and the numbers it forgets are dropped
+    (after: a forgotten object's last change still reaches a candidate that holds it)."""
     if type(message) is not list or len(message) not in (2, 3):
         raise ValueError("a message is a value, its nodes and the numbers it forgets")
     value, nodes = message[:2]
     forgotten = message[2] if len(message) == 3 else []
     if any(type(rid) is not int or rid not in _PG_OBJS for rid in forgotten) or len(set(forgotten)) != len(forgotten):
         raise ValueError("a forgotten number that is no object of the graph")
-    _pg_forget(forgotten)
     for rid, content in nodes:
         if type(content) not in (list, dict, set):
             raise ValueError("a node that is not a list, dict or set")
@@ -154,6 +154,7 @@ def _pg_apply(message):
             obj.update(items)
     for rid, _ in nodes:
         _PG_LAST[rid] = _pg_node(_PG_OBJS[rid])
+    _pg_forget(forgotten)
     return _pg_resolve(value)
 
 
