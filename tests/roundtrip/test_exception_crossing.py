@@ -57,6 +57,12 @@ JS_BYTES = {**ADD["javascript"], "task_id": "x/jbytes", "entry_point": "parsePos
 def _js(body: str) -> str:
     return f"\n  {body}\n  return n;\n}}\n"
 
+CPP_AT = {**ADD["cpp"], "task_id": "x/cat", "entry_point": "at", "signature": "long at(std::vector<long> xs, long i)",
+          "context": ADD["cpp"]["context"] + "\n#include <stdexcept>",
+          "code": "long at(std::vector<long> xs, long i) {\n    if (i < 0 || i >= (long)xs.size()) throw std::runtime_error(\"index\");\n"
+                  "    return xs[i];\n}\n",
+          "tests": "int main() {\n    assert(at({1, 2, 3}, 1) == 2);\n    bool threw = false;\n"
+                   "    try { at({1, 2}, 5); } catch (const std::runtime_error& e) { threw = true; }\n    assert(threw);\n    return 0;\n}\n"}
 
 ATTACKS = {
     "javascript: a local class named RangeError": (JS_CHECK, _js("class RangeError extends Error {}\n  if (n < 0) throw new RangeError('negative');")),
@@ -81,7 +87,19 @@ ATTACKS = {
                       "  if (n < 0) throw new Oops('negative');")),
     "python: a class of its own named ValueError": (
         PY_CHECK, "    class ValueError(Exception):\n        pass\n    if n < 0:\n        raise ValueError('negative')\n    return n\n"),
+    # Its demangled name, `at(...)::{lambda(int, std::runtime_error const&)#1}::...::E`, holds the
+    # word `std::runtime_error`; it derives from std::exception only (std::terminate in one process).
+    "cpp: a local class whose demangled name holds a blank and the expected type's name": (
+        CPP_AT, "\n    auto raise = [](int, const std::runtime_error&) {\n"
+                "        struct E : std::exception { const char* what() const noexcept override { return \"index\"; } };\n"
+                "        throw E();\n    };\n    if (i < 0 || i >= (long)xs.size()) raise(0, std::runtime_error(\"\"));\n"
+                "    return xs[i];\n}\n"),
 }
+# The tests' own check cannot tell these from the expected exception, in one process either
+# (`assert.throws(fn)` takes any value) or across the wire (an unknown C++ name is thrown as a
+# std::runtime_error): only the value verdict tells.
+VALUE_VERDICT_ONLY = {"javascript: an Error where the reference throws a string",
+                      "cpp: a local class whose demangled name holds a blank and the expected type's name"}
 
 CONTROLS = {
     "python: the message the tests check": (PY_CHECK, "    if n < 0:\n        raise ValueError('negative: %d' % n)\n    return n\n"),
@@ -110,8 +128,7 @@ def test_an_exception_that_is_not_the_expected_type_fails_both_verdicts(name: st
     task, completion = ATTACKS[name]
     row = completion_row(task, completion, LIMITS)
     assert row["pass_at_1"] == 0.0 and row["value_verdict"] == "failed", row
-    # `assert.throws(fn)` with no type takes any thrown value, in one process too: only the value verdict tells.
-    assert row["tests_verdict"] != "passed" or name == "javascript: an Error where the reference throws a string", row
+    assert row["tests_verdict"] != "passed" or name in VALUE_VERDICT_ONLY, row
 
 
 @pytest.mark.skipif(bool(BWRAP), reason=BWRAP or "bwrap runs")

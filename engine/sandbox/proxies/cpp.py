@@ -283,8 +283,8 @@ SERVER = r'''
 #include <exception>
 #include <typeinfo>
 namespace bs {
-// The declared type of what the function threw, by name (`std::out_of_range`, `int`, a class of
-// the candidate's): the engine compares names, and the proxy throws the standard type of that name.
+// The declared type of what the function threw, by name (`std::out_of_range`, `int`, a class of the
+// candidate's), blanks made `_`: one name, never a list of bases whose words the engine compares.
 inline std::string thrown_name() {
     const std::type_info* type = abi::__cxa_current_exception_type();
     if (!type) return "unknown";
@@ -292,6 +292,7 @@ inline std::string thrown_name() {
     char* name = abi::__cxa_demangle(type->name(), nullptr, nullptr, &status);
     std::string out = status == 0 && name ? name : type->name();
     std::free(name);
+    for (char& c : out) if (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f') c = '_';
     return out;
 }
 inline bool utf8(const std::string& s) {
@@ -306,8 +307,7 @@ inline bool utf8(const std::string& s) {
     }
     return true;
 }
-// `\n` and the exception's what(), for the tests' `e.what()` (called inside the server's catch);
-// nothing where it has none or it is not UTF-8 (the wire's strings are).
+// `\n` and the exception's what(), for the tests' `e.what()`; nothing where it has none or not UTF-8.
 inline std::string thrown_message() {
     try { throw; } catch (const std::exception& e) {
         const std::string what = e.what();
