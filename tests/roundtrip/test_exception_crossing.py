@@ -63,6 +63,14 @@ CPP_AT = {**ADD["cpp"], "task_id": "x/cat", "entry_point": "at", "signature": "l
                   "    return xs[i];\n}\n",
           "tests": "int main() {\n    assert(at({1, 2, 3}, 1) == 2);\n    bool threw = false;\n"
                    "    try { at({1, 2}, 5); } catch (const std::runtime_error& e) { threw = true; }\n    assert(threw);\n    return 0;\n}\n"}
+JAVA_ROOT = {**ADD["java"], "task_id": "x/jroot", "entry_point": "Main", "signature": "public static int root(int x)",
+             "code": "public class Solution {\n    public static int root(int x) {\n"
+                     "        if (x < 0) throw new IllegalArgumentException(\"negative\");\n        return (int) Math.sqrt(x);\n    }\n}\n",
+             "tests": "public class Main {\n    public static void main(String[] args) {\n"
+                      "        if (Solution.root(9) != 3) throw new AssertionError(\"root\");\n"
+                      "        try { Solution.root(-1); throw new AssertionError(\"no throw\"); }\n"
+                      "        catch (IllegalArgumentException e) { if (!\"negative\".equals(e.getMessage())) throw new AssertionError(e.getMessage()); }\n"
+                      "    }\n}\n"}
 
 ATTACKS = {
     "javascript: a local class named RangeError": (JS_CHECK, _js("class RangeError extends Error {}\n  if (n < 0) throw new RangeError('negative');")),
@@ -111,6 +119,8 @@ CONTROLS = {
     "javascript: the expected RangeError": (JS_CHECK, _js("if (n < 0) throw new RangeError('negative');")),
     "javascript: a subclass of the expected exception": (
         JS_CHECK, _js("class NegativeError extends RangeError {}\n  if (n < 0) throw new NegativeError('negative');")),
+    "java: the message the tests check": (
+        JAVA_ROOT, "\n        if (x < 0) throw new IllegalArgumentException(\"negative\");\n        return (int) Math.sqrt(x);\n    }\n"),
 }
 
 # Tests that pass what the wire cannot carry: an error for the reference and any candidate alike.

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from engine.sandbox import syntax
 from engine.sandbox.proxies.java_arguments import ARGUMENTS
+from engine.sandbox.proxies.java_exceptions import EXCEPTIONS
 from engine.sandbox.relay import SandboxProgram
 
 CODEC = r'''import java.io.*;
@@ -341,7 +342,7 @@ public class Bs {
                 BsArgs.hold(held, args, types, true);
                 Object value;
                 try { value = m.invoke(self, args); } catch (InvocationTargetException e) {
-                    send(replies, "x " + quoted(e.getCause() == null ? "java.lang.Throwable" : e.getCause().getClass().getName()));
+                    send(replies, "x " + quoted(BsThrown.text(e.getCause())));
                     continue;
                 }
                 // A call that changed its arguments (an array's elements, a List, Map or Set) answers
@@ -435,28 +436,12 @@ public class Bs {
             // One process would have thrown inside the call where it changed an immutable collection of the tests'.
             if (refused) Bs.<RuntimeException>sneaky(new UnsupportedOperationException("the candidate changed an immutable collection"));
             if (reply[0] == 'o' || after) return (T) value;
-            if (reply[0] == 'x') raise(why);
+            if (reply[0] == 'x') BsThrown.raise(why);
             broken(why);
         } catch (IOException e) {
             broken(e.toString());
         }
         return null;
-    }
-
-    /** The candidate's exception as its own JDK type (a class of java.*), else a RuntimeException naming it. */
-    static void raise(String name) {
-        Throwable t = null;
-        if (name.startsWith("java.")) {
-            try {
-                Class<?> c = Class.forName(name);
-                if (Throwable.class.isAssignableFrom(c)) {
-                    try { t = (Throwable) c.getConstructor(String.class).newInstance("the candidate raised " + name); }
-                    catch (ReflectiveOperationException e) { t = (Throwable) c.getConstructor().newInstance(); }
-                }
-            } catch (Throwable e) { t = null; }
-        }
-        if (t == null) t = new RuntimeException("the candidate raised " + name);
-        Bs.<RuntimeException>sneaky(t);
     }
 
     @SuppressWarnings("unchecked")
@@ -487,9 +472,9 @@ def jobs(task: dict, code: str, command) -> tuple[SandboxProgram, SandboxProgram
     call = f'Bs.call({owner}.class, "{header.name}", new Object[]{{{names}}})'
     body = f"{call};" if header.result == "void" else f"return {call};"
     proxy = f"{task.get('context') or ''}\n\npublic class {owner} {{\n    {task['signature']} {{\n        {body}\n    }}\n}}\n"
-    server_files = {f"{java_class_name(code)}.java": code, "Bs.java": CODEC, "BsArgs.java": ARGUMENTS,
+    server_files = {f"{java_class_name(code)}.java": code, "Bs.java": CODEC, "BsArgs.java": ARGUMENTS, "BsThrown.java": EXCEPTIONS,
                     "BsServer.java": SERVER.replace("CLASS", owner).replace("NAME", header.name).replace("ARITY", str(len(header.params)))}
     tests_files = {f"{owner}.java": proxy.lstrip("\n"), f"{task['entry_point']}.java": java_exits_rewritten(task["tests"]),
-                   "Bs.java": CODEC, "BsArgs.java": ARGUMENTS,
+                   "Bs.java": CODEC, "BsArgs.java": ARGUMENTS, "BsThrown.java": EXCEPTIONS,
                    "BabelscoreHarness.java": JAVA_SPLIT_HARNESS.replace("ENTRY", task["entry_point"])}
     return SandboxProgram(server_files, command("BsServer")), SandboxProgram(tests_files, command("BabelscoreHarness"))
