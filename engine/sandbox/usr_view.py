@@ -6,8 +6,9 @@ Also counted as packaged: paths under the merged /usr, a packaged source's byte 
 `__pycache__`, and symlinks into /etc/alternatives; unpackaged symlinks keep their target text.
 One mount per hidden entry (a bind per packaged file costs seconds per run: bubblewrap rereads
 the mount table for each); a directory that would need COLLAPSE_ENTRIES mounts and is at least
-a quarter unpackaged is hidden whole. Computed once per process, and kept only when dpkg
-answered (without it nothing is hidden, a warning is logged, the next run asks again).
+a quarter unpackaged is hidden whole. Computed once per process, kept only when dpkg answered
+(without it nothing is hidden, a warning is logged, the next run asks again) and computed again
+when a covered entry went away.
 docs/sandbox.md ("What of /usr a run sees") has the measured figures.
 """
 from __future__ import annotations
@@ -112,7 +113,7 @@ def hidden(tops: Iterable[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
 
 def _hidden(tops: Iterable[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
     global _HIDDEN
-    if _HIDDEN is not None:
+    if _HIDDEN is not None and _still_there(*_HIDDEN):
         return _HIDDEN
     owned = _packaged_paths()
     if owned is None:
@@ -130,6 +131,13 @@ def _hidden(tops: Iterable[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
     log.info("the sandbox hides %d directories and %d files under /usr that no package installed",
              len(directories), len(files))
     return _HIDDEN
+
+
+def _still_there(directories: tuple[str, ...], files: tuple[str, ...]) -> bool:
+    """Whether every covered entry is still there as it was: bubblewrap cannot cover a path that
+    went away (an unpackaged file removed during a long evaluation would fail every later run)."""
+    return (all(os.path.isdir(p) and not os.path.islink(p) for p in directories)
+            and all(os.path.lexists(p) and not os.path.isdir(p) for p in files))
 
 
 def forget() -> None:
