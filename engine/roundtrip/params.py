@@ -79,7 +79,7 @@ class RoundTripParams(Params):
     inputs: int = 50
     """differential-testing inputs per task (SONAR correctness)."""
     call_seconds: float = 1.0
-    """time limit of one function call in differential testing and the value verdict."""
+    """time limit of one function call in differential testing (the value verdict's replay gives a call the run's own limit, as the tests' run does)."""
     verdict: Literal["values", "tests"] = "values"
     """what pass@1 means: `values` (the tests pass and the candidate answers every call the
     tests make as the reference does) or `tests` (the tests' own verdict); both are on every row."""

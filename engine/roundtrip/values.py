@@ -173,7 +173,10 @@ def verdict(task: Mapping[str, str], code: str, limits: SandboxLimits, call_seco
         return ("differs", _how(expected, outcome), "")
 
     # The replay runs under exactly the tests' run's limits, job and channel (docs/sandbox.md,
-    # "One run like the other"): a candidate cannot tell which of the two it is answering.
+    # "One run like the other"): a candidate cannot tell which of the two it is answering. The
+    # tests' run gives no call a limit of its own, only the run's, so neither does the replay: a
+    # call may take as long as the run's wall clock (its CPU rlimit still holds for the whole run).
+    call_seconds = max(call_seconds, limits.wall_seconds)
     found, result = caller.call_all(server, run, reference.calls, call_seconds, startup, {}, keep)
     for index, outcome in enumerate(found):
         if outcome == ("same",):

@@ -184,3 +184,18 @@ def test_a_function_meant_to_change_its_arguments_passes_when_it_does(task, hone
     assert (row["status"], row["tests_verdict"], row["value_verdict"]) == ("passed", "passed", "passed"), row
     row = _row(task, lazy)
     assert row["tests_verdict"] == "failed" and row["pass_at_1"] == 0.0, row
+
+
+# The tests' run gives a call no time limit of its own (only the run's): a call that takes longer
+# than `call_seconds` passes the tests there, so the replay must not fail it either. The reference
+# itself, whose second call sleeps 1.5 s (a wall-clock wait the tests' run allows), must pass.
+PY_SLOW = {**ADD["python"], "signature": "def slow_add(a: int, b: int) -> int:", "entry_point": "slow_add",
+           "context": "import time",
+           "code": "def slow_add(a: int, b: int) -> int:\n    if a > 1:\n        time.sleep(1.5)\n    return a + b\n",
+           "tests": "def check(candidate):\n    assert candidate(1, 2) == 3\n    assert candidate(2, 3) == 5\n"}
+
+
+@needs_bwrap
+def test_a_slow_call_the_tests_run_allows_passes_the_replay_too():
+    row = _row(PY_SLOW, "    if a > 1:\n        time.sleep(1.5)\n    return a + b\n")
+    assert (row["status"], row["tests_verdict"], row["value_verdict"]) == ("passed", "passed", "passed"), row
