@@ -158,12 +158,15 @@ def test_a_packaged_directorys_pycache_shows_only_byte_code_of_packaged_sources(
 def test_a_covered_entry_that_went_away_is_not_covered_again():
     """bubblewrap cannot cover a path that is gone: an unpackaged entry removed while an evaluation
     runs (a package manager's temporary file, a user's) must not fail every later run of the process."""
-    directories, files = usr_view.hidden(bwrap.usr_entries())
     gone = f"/usr/share/{TAG}-gone"
-    usr_view._HIDDEN = (directories + (gone,), files)  # what the list holds once that entry is removed
+    os.makedirs(gone, exist_ok=True)
+    try:
+        usr_view.forget()
+        assert gone in usr_view.hidden(bwrap.usr_entries())[0]
+    finally:
+        os.rmdir(gone)
     assert gone not in usr_view.hidden(bwrap.usr_entries())[0]
     task = ADD["python"]
-    usr_view._HIDDEN = (directories + (gone,), files)
     row = orchestrate.execute_row(task, task["code"], None,
                                   type("P", (), {"sandbox": LIMITS, "call_seconds": 5.0, "verdict": "values"})())
     assert (row["status"], row["pass_at_1"]) == ("passed", 1.0), row
