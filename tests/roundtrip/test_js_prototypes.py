@@ -11,31 +11,26 @@ from __future__ import annotations
 
 import pytest
 
-from engine.roundtrip.tasks import load_tasks
 from engine.sandbox import process
 from engine.sandbox.limits import SandboxLimits
-from tests.support.stage_rows import completion_row, reference_completion
+from tests.support.stage_rows import completion_row, js_task, reference_completion
 
 LIMITS = SandboxLimits()
 BWRAP = process.unavailable(LIMITS)
 needs_bwrap = pytest.mark.skipif(bool(BWRAP), reason=BWRAP or "bwrap runs")
-ADD = next(t for t in load_tasks("polyglot").to_pylist() if t["task_id"].endswith("/add") and t["programming_language"] == "javascript")
 
 
-def _js(entry: str, signature: str, body: str, tests: str) -> dict:
-    return {**ADD, "entry_point": entry, "signature": signature, "code": f"{signature} {{{body}",
-            "tests": "const assert = require('node:assert');\n" + tests}
 
 
-EVENS = _js("evens", "function evens(xs)", "\n  return xs.filter((x) => x % 2 === 0);\n}\n",
+EVENS = js_task("evens", "function evens(xs)", "\n  return xs.filter((x) => x % 2 === 0);\n}\n",
             "assert.deepStrictEqual(evens([1, 2, 3, 4]), [2, 4]);\nassert.deepStrictEqual(evens([5]), []);\n")
-TAG = _js("tag", "function tag(o)", "\n  o.tags = ['x'];\n  return o.tags.length;\n}\n",
+TAG = js_task("tag", "function tag(o)", "\n  o.tags = ['x'];\n  return o.tags.length;\n}\n",
           "const o = {};\nassert.strictEqual(tag(o), 1);\nassert.deepStrictEqual(o, {tags: ['x']});\n")
-UNIQ = _js("uniq", "function uniq(xs)", "\n  return new Set(xs);\n}\n",
+UNIQ = js_task("uniq", "function uniq(xs)", "\n  return new Set(xs);\n}\n",
            "assert.deepStrictEqual(uniq([1, 1, 2]), new Set([1, 2]));\n")
-INCR = _js("incr", "function incr(m, k)", "\n  m.set(k, (m.get(k) || 0) + 1);\n  return m.size;\n}\n",
+INCR = js_task("incr", "function incr(m, k)", "\n  m.set(k, (m.get(k) || 0) + 1);\n  return m.size;\n}\n",
            "const m = new Map();\nassert.strictEqual(incr(m, 'a'), 1);\nassert.deepStrictEqual(m, new Map([['a', 1]]));\n")
-SUM = _js("sumOf", "function sumOf(xs)", "\n  return xs.reduce((a, b) => a + b, 0);\n}\n",
+SUM = js_task("sumOf", "function sumOf(xs)", "\n  return xs.reduce((a, b) => a + b, 0);\n}\n",
           "const xs = [3, 1, 2];\nassert.strictEqual(sumOf(xs), 6);\nassert.deepStrictEqual(xs, [3, 1, 2]);\n")
 
 ATTACKS = {
@@ -94,7 +89,7 @@ FORMS = {
 
 
 def _form_task(form: str) -> dict:
-    return _js("make", "function make(xs)", f"\n  return {form};\n}}\n",
+    return js_task("make", "function make(xs)", f"\n  return {form};\n}}\n",
                f"const build = (xs) => {form};\nconst a = build(build([1, 2, 3]));\nconst r = make(a);\n"
                f"assert.deepStrictEqual(r, build(build(build([1, 2, 3]))));\nassert.deepStrictEqual(a, build(build([1, 2, 3])));\n"
                f"assert.deepStrictEqual(make([1, 2]), build([1, 2]));\n")
@@ -110,7 +105,7 @@ def test_honest_arrays_sets_and_maps_cross(form):
 
 # Every message finds the changed objects among all that ever crossed (here 6,300 arrays by the
 # last call): the unchanged ones are found from a shallow list of their state, without writing them.
-MANY_ARRAYS = _js("rows", "function rows(n)", "\n  return Array.from({length: 20}, (_, i) => [i, n]);\n}\n",
+MANY_ARRAYS = js_task("rows", "function rows(n)", "\n  return Array.from({length: 20}, (_, i) => [i, n]);\n}\n",
                   "for (let n = 0; n < 300; n++) {\n  const r = rows(n);\n  assert.strictEqual(r.length, 20);\n"
                   "  assert.deepStrictEqual(r[19], [19, n]);\n}\n")
 
@@ -123,7 +118,7 @@ def test_many_calls_returning_new_arrays_pass():
 
 # JSON.parse makes `__proto__` an own key like any other; set by assignment on the other side it
 # would change the prototype (an argument) or vanish (a result) instead.
-PROTO_KEY = _js("keysOf", "function keysOf(o)", "\n  return JSON.parse('{\"__proto__\": [1], \"a\": 2}');\n}\n",
+PROTO_KEY = js_task("keysOf", "function keysOf(o)", "\n  return JSON.parse('{\"__proto__\": [1], \"a\": 2}');\n}\n",
                 "const arg = JSON.parse('{\"__proto__\": [3], \"b\": 4}');\nconst r = keysOf(arg);\n"
                 "assert.deepStrictEqual(Object.keys(r), ['__proto__', 'a']);\nassert.deepStrictEqual(r['__proto__'], [1]);\n"
                 "assert.deepStrictEqual(Object.keys(arg), ['__proto__', 'b']);\n")

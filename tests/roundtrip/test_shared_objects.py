@@ -17,7 +17,7 @@ from engine.roundtrip.tasks import load_tasks
 from engine.sandbox import process
 from engine.sandbox.languages import toolchain_missing
 from engine.sandbox.limits import SandboxLimits
-from tests.support.stage_rows import completion_row, reference_completion
+from tests.support.stage_rows import completion_row, js_task, reference_completion
 
 LIMITS = SandboxLimits()
 BWRAP = process.unavailable(LIMITS)
@@ -30,9 +30,6 @@ def _py(entry: str, signature: str, body: str, tests: str) -> dict:
     return {**ADD["python"], "entry_point": entry, "signature": signature, "code": f"{signature}\n{body}", "tests": tests}
 
 
-def _js(entry: str, signature: str, body: str, tests: str) -> dict:
-    return {**ADD["javascript"], "entry_point": entry, "signature": signature, "code": f"{signature} {{{body}",
-            "tests": "const assert = require('node:assert');\n" + tests}
 
 
 CLONE = _py("clone_grid", "def clone_grid(grid: list) -> list:", "    return [row[:] for row in grid]\n",
@@ -44,15 +41,15 @@ SQUARES = _py("squares", "def squares(n: int) -> list:", "    return [i * i for 
 PUSH = _py("push_all", "def push_all(stack: list, xs: list) -> int:", "    stack.extend(xs)\n    return len(stack)\n",
            "def check(candidate):\n    a = [1]\n    assert candidate(a, [2]) == 2\n    b = []\n    assert candidate(b, [5]) == 1\n"
            "    assert a == [1, 2]\n    assert b == [5]\n")
-JS_BUMP = _js("bump", "function bump(o, k)", "\n  o[k] += 1;\n}\n",
+JS_BUMP = js_task("bump", "function bump(o, k)", "\n  o[k] += 1;\n}\n",
               "const o = {a: 1, b: 2};\nbump(o, 'a');\nassert.deepStrictEqual(o, {a: 2, b: 2});\n"
               "assert.strictEqual(JSON.stringify(o), '{\"a\":2,\"b\":2}');\n")
-JS_SUM = _js("sumOf", "function sumOf(xs)", "\n  return xs.reduce((a, b) => a + b, 0);\n}\n",
+JS_SUM = js_task("sumOf", "function sumOf(xs)", "\n  return xs.reduce((a, b) => a + b, 0);\n}\n",
              "const xs = [3, 1, 2];\nassert.strictEqual(sumOf(xs), 6);\nassert.deepStrictEqual(xs, [3, 1, 2]);\n"
              "xs.push(4);\nassert.strictEqual(sumOf(xs), 10);\n")
-JS_KEYS = _js("countKeys", "function countKeys(o)", "\n  return Object.keys(o).length;\n}\n",
+JS_KEYS = js_task("countKeys", "function countKeys(o)", "\n  return Object.keys(o).length;\n}\n",
               "const o = {a: 1};\nassert.strictEqual(countKeys(o), 1);\nassert.strictEqual(o.toString(), '[object Object]');\n")
-JS_CLONE = _js("cloneGrid", "function cloneGrid(g)", "\n  return g.map(r => [...r]);\n}\n",
+JS_CLONE = js_task("cloneGrid", "function cloneGrid(g)", "\n  return g.map(r => [...r]);\n}\n",
                "const g = [[1, 2], [3, 4]];\nconst c = cloneGrid(g);\nassert.deepStrictEqual(c, [[1, 2], [3, 4]]);\n"
                "c[0][0] = 9;\nassert.deepStrictEqual(g, [[1, 2], [3, 4]]);\n")
 GO_SORTED = {**ADD["go"], "entry_point": "sortedCopy", "signature": "func sortedCopy(xs []int) []int", "context": "import \"sort\"",
@@ -127,11 +124,11 @@ HONEST = {
     "python returns a new list from a cached one": _py(
         "squares", "def squares(n: int) -> list:", "    return [i * i for i in range(n)]\n",
         "def check(candidate):\n    r = candidate(3)\n    r.append(99)\n    assert candidate(3) == [0, 1, 4]\n    assert r[-1] == 99\n"),
-    "javascript a Map with an array key": _js(
+    "javascript a Map with an array key": js_task(
         "incr", "function incr(m, k)", "\n  m.set(k, (m.get(k) || 0) + 1);\n  return m.size;\n}\n",
         "const k = [1];\nconst m2 = new Map([[k, 1]]);\nincr(m2, 'z');\nassert.strictEqual(m2.get(k), 1);\n"
         "assert.strictEqual(m2.get('z'), 1);\n"),
-    "javascript changes a nested object in place": _js(
+    "javascript changes a nested object in place": js_task(
         "addKey", "function addKey(o)", "\n  o.seen = true;\n  o.list.push(1);\n}\n",
         "const o = {list: []};\nconst inner = o.list;\naddKey(o);\nassert.deepStrictEqual(o, {list: [1], seen: true});\n"
         "assert.strictEqual(o.list, inner);\n"),

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from engine.roundtrip import generation, orchestrate
+from engine.roundtrip.tasks import load_tasks
 from engine.sandbox.languages import toolchain_missing
 from engine.sandbox.limits import SandboxLimits
 
@@ -28,3 +29,12 @@ def reference_completion(task: dict) -> str:
         return code[code.index(":\n") + 2:]
     body = code[code.index("{", code.index(task["signature"]) + len(task["signature"])) + 1:]
     return body.rstrip()[:-1] if task["programming_language"] == "java" else body
+
+
+def js_task(entry: str, signature: str, body: str, tests: str) -> dict:
+    """A JavaScript task of the polyglot set's shape: `body` completes the signature's opening
+    brace, and `tests` run with node's `assert` in scope."""
+    add = next(t for t in load_tasks("polyglot").to_pylist()
+               if t["task_id"].endswith("/add") and t["programming_language"] == "javascript")
+    return {**add, "entry_point": entry, "signature": signature, "code": f"{signature} {{{body}",
+            "tests": "const assert = require('node:assert');\n" + tests}
